@@ -1,0 +1,117 @@
+import { sha256Json } from "../digest";
+
+/** Everything one engine's serving command is derived from; all plain values, no secrets. */
+export interface LaunchInputs {
+  readonly engine: {
+    readonly id: string;
+    readonly port: number;
+    readonly nixlPort: number;
+    /** GPU indices this engine may see; empty means every GPU on the host. */
+    readonly gpuIds: ReadonlyArray<number>;
+  };
+  readonly host: {
+    readonly alias: string;
+    readonly fabricInterface: string;
+    readonly fabricAddress: string;
+    readonly vendor: "nvidia" | "amd" | "none";
+    /** How many GPUs discovery found: the TP size when the engine takes them all. */
+    readonly gpuCount: number;
+  };
+  readonly model: {
+    readonly servedName: string;
+    readonly checkpointDir: string;
+    /** torch_dtype from the checkpoint's config.json, when discovery has read it. */
+    readonly dtype?: string;
+    readonly maxPositionEmbeddings?: number;
+  };
+  readonly policy: {
+    readonly vllmCommand: string;
+    readonly transport: "tcp" | "ucx_rdma";
+    readonly dtype: string;
+    readonly kvCacheDtype: string;
+    readonly blockSize: number;
+    readonly enforceEager: boolean;
+    readonly maxModelLen: number;
+    readonly maxNumSeqs: number;
+    readonly gpuMemoryUtilization: number;
+    readonly tensorParallelSize?: number;
+    readonly prefixCaching: boolean;
+    readonly ucxTcpPortRange: string;
+    readonly kvLeaseDurationS: number;
+    readonly rdmaHcas?: ReadonlyArray<string>;
+    readonly engineArgs?: ReadonlyArray<string>;
+    readonly engineEnv?: Readonly<Record<string, string>>;
+  };
+}
+
+/** The complete serving command for one engine, as the runbook's `launch.json` records it. */
+export interface LaunchPlan {
+  readonly engineId: string;
+  readonly argv: ReadonlyArray<string>;
+  /** Environment without secrets; the API key travels separately in a 0600 env file. */
+  readonly env: Readonly<Record<string, string>>;
+  readonly url: string;
+  readonly tensorParallelSize: number;
+  readonly maxModelLen: number;
+  /** sha256 over argv and env: what every later measurement of this engine records. */
+  readonly planSha256: string;
+}
+
+/** Runbook: model dtype from the checkpoint configuration, or bfloat16 when it is unspecified. */
+function resolveDtype(policyDtype: string, modelDtype?: string): string {
+  if (policyDtype !== "model") return policyDtype;
+  return modelDtype && modelDtype !== "auto" ? modelDtype : "bfloat16";
+}
+
+export function renderLaunchPlan(inputs: LaunchInputs): LaunchPlan {
+  const { engine, host, model, policy } = inputs;
+  const gpus = engine.gpuIds.length > 0 ? [...engine.gpuIds] : Array.from({ length: host.gpuCount }, (_, i) => i);
+  const tp = policy.tensorParallelSize ?? Math.max(1, gpus.length);
+  const maxModelLen = Math.min(policy.maxModelLen, model.maxPositionEmbeddings ?? Infinity);
+
+  const kvTransferConfig = {
+    kv_connector: "NixlConnector",
+    kv_role: "kv_both",
+    kv_load_failure_policy: "fail",
+    kv_connector_extra_config: {
+      backends: ["UCX"],
+      enforce_handshake_compat: true,
+      kv_lease_duration: policy.kvLeaseDurationS,
+    },
+  };
+  const defaults = [
+    "--tensor-parallel-size", String(tp),
+    "--dtype", resolveDtype(policy.dtype, model.dtype),
+    "--kv-cache-dtype", policy.kvCacheDtype,
+    "--block-size", String(policy.blockSize),
+    "--max-model-len", String(maxModelLen),
+    "--max-num-seqs", String(policy.maxNumSeqs),
+    "--gpu-memory-utilization", String(policy.gpuMemoryUtilization),
+    ...(policy.enforceEager ? ["--enforce-eager"] : []),
+    policy.prefixCaching ? "--enable-prefix-caching" : "--no-enable-prefix-caching",
+  ];
+  const argv = [
+    policy.vllmCommand, "serve", model.checkpointDir,
+    "--served-model-name", model.servedName,
+    "--host", host.fabricAddress,
+    "--port", String(engine.port),
+    ...(policy.engineArgs ?? defaults),
+    "--kv-transfer-config", JSON.stringify(kvTransferConfig),
+  ];
+
+  const accelerator = host.vendor === "amd" ? "rocm" : "cuda_copy";
+  const transportTls = policy.transport === "ucx_rdma" ? "rc" : "tcp";
+  const visibility = host.vendor === "amd" ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES";
+  const env: Record<string, string> = {
+    ...(policy.engineEnv ?? {}),
+    VLLM_NIXL_SIDE_CHANNEL_HOST: host.fabricAddress,
+    VLLM_NIXL_SIDE_CHANNEL_PORT: String(engine.nixlPort),
+    UCX_TLS: `${transportTls},sm,self,${accelerator}`,
+    UCX_NET_DEVICES: policy.transport === "ucx_rdma" ? (policy.rdmaHcas ?? []).join(",") : host.fabricInterface,
+    UCX_TCP_PORT_RANGE: policy.ucxTcpPortRange,
+    [visibility]: gpus.join(","),
+  };
+
+  const url = `http://${host.fabricAddress.includes(":") ? `[${host.fabricAddress}]` : host.fabricAddress}:${engine.port}`;
+  return { engineId: engine.id, argv, env, url, tensorParallelSize: tp, maxModelLen, planSha256: sha256Json({ argv, env }) };
+}

@@ -1,0 +1,39 @@
+import { createHash } from "node:crypto";
+
+/** A server's public host key, as OpenSSH prints it (`ssh-ed25519 AAAA…`) and with its fingerprint. */
+export interface HostKey {
+  /** `<type> <base64 blob>`, the form `known_hosts` and `hostKey` config take. */
+  readonly line: string;
+  /** `SHA256:<base64, no padding>`, the form `ssh-keygen -lf` and `ssh` print. */
+  readonly fingerprint: string;
+}
+
+/** Builds the key line and fingerprint from the raw key blob an SSH server presents. */
+export function hostKeyFromBlob(blob: Buffer): HostKey {
+  // The blob starts with the key type as an SSH string: a 4-byte length, then the name.
+  const typeLength = blob.readUInt32BE(0);
+  const type = blob.subarray(4, 4 + typeLength).toString("ascii");
+  return { line: `${type} ${blob.toString("base64")}`, fingerprint: fingerprintOfBlob(blob) };
+}
+
+/** Parses a pinned key line (`ssh-ed25519 AAAA… [comment]`); throws on anything else. */
+export function parseHostKeyLine(line: string): HostKey {
+  const [type, data] = line.trim().split(/\s+/);
+  const blob = Buffer.from(data ?? "", "base64");
+  if (!type || !data || blob.length < 8 || hostKeyFromBlob(blob).line.split(" ")[0] !== type) {
+    throw new Error(`not an SSH public key line: "${line.slice(0, 40)}"; expected e.g. "ssh-ed25519 AAAAC3Nz…"`);
+  }
+  return { line: `${type} ${data}`, fingerprint: fingerprintOfBlob(blob) };
+}
+
+export function fingerprintOfBlob(blob: Buffer): string {
+  return "SHA256:" + createHash("sha256").update(blob).digest("base64").replace(/=+$/, "");
+}
+
+/** The message every host-key refusal uses, so operators see the same words from every resource. */
+export function hostKeyMismatchMessage(alias: string, pinned: string, presented: string): string {
+  return (
+    `host ${alias}: the SSH host key changed (pinned ${pinned}, presented ${presented}); nothing was run on it. ` +
+    `If the host was legitimately reinstalled, update hosts[].hostKey (or clear the recorded key) and run again.`
+  );
+}

@@ -1,0 +1,85 @@
+import { expect } from "chai";
+import { LaunchInputs, renderLaunchPlan } from "../../../lib/launch/plan";
+
+const base: LaunchInputs = {
+  engine: { id: "e1", port: 8100, nixlPort: 5600, gpuIds: [0, 1] },
+  host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor: "nvidia", gpuCount: 2 },
+  model: { servedName: "tiny", checkpointDir: "/models/tiny", dtype: "bfloat16", maxPositionEmbeddings: 8192 },
+  policy: {
+    vllmCommand: "vllm",
+    transport: "tcp",
+    dtype: "model",
+    kvCacheDtype: "auto",
+    blockSize: 128,
+    enforceEager: true,
+    maxModelLen: 16384,
+    maxNumSeqs: 8,
+    gpuMemoryUtilization: 0.9,
+    prefixCaching: false,
+    ucxTcpPortRange: "6300-6500",
+    kvLeaseDurationS: 30,
+  },
+};
+
+function flag(argv: ReadonlyArray<string>, name: string): string | undefined {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : undefined;
+}
+
+describe("launch plan", () => {
+  it("renders the runbook defaults for an NVIDIA engine on TCP", () => {
+    const plan = renderLaunchPlan(base);
+    expect(plan.argv.slice(0, 3)).to.deep.equal(["vllm", "serve", "/models/tiny"]);
+    expect(flag(plan.argv, "--tensor-parallel-size")).to.equal("2");
+    expect(flag(plan.argv, "--dtype")).to.equal("bfloat16");
+    expect(flag(plan.argv, "--max-model-len")).to.equal("8192"); // capped by the model
+    expect(flag(plan.argv, "--block-size")).to.equal("128");
+    expect(plan.argv).to.include("--enforce-eager").and.include("--no-enable-prefix-caching");
+    expect(JSON.parse(flag(plan.argv, "--kv-transfer-config")!)).to.deep.equal({
+      kv_connector: "NixlConnector",
+      kv_role: "kv_both",
+      kv_load_failure_policy: "fail",
+      kv_connector_extra_config: { backends: ["UCX"], enforce_handshake_compat: true, kv_lease_duration: 30 },
+    });
+    expect(plan.env).to.deep.equal({
+      VLLM_NIXL_SIDE_CHANNEL_HOST: "198.18.0.11",
+      VLLM_NIXL_SIDE_CHANNEL_PORT: "5600",
+      UCX_TLS: "tcp,sm,self,cuda_copy",
+      UCX_NET_DEVICES: "fab0",
+      UCX_TCP_PORT_RANGE: "6300-6500",
+      CUDA_VISIBLE_DEVICES: "0,1",
+    });
+    expect(plan.url).to.equal("http://198.18.0.11:8100");
+    expect(plan.planSha256).to.match(/^sha256:[0-9a-f]{64}$/);
+  });
+
+  it("uses HIP_VISIBLE_DEVICES alone on ROCm, and RDMA devices for ucx_rdma", () => {
+    const plan = renderLaunchPlan({
+      ...base,
+      host: { ...base.host, vendor: "amd" },
+      policy: { ...base.policy, transport: "ucx_rdma", rdmaHcas: ["mlx5_0:1", "mlx5_1:1"] },
+    });
+    expect(plan.env.HIP_VISIBLE_DEVICES).to.equal("0,1");
+    expect(plan.env).to.not.have.property("CUDA_VISIBLE_DEVICES");
+    expect(plan.env.UCX_TLS).to.equal("rc,sm,self,rocm");
+    expect(plan.env.UCX_NET_DEVICES).to.equal("mlx5_0:1,mlx5_1:1");
+  });
+
+  it("falls back to bfloat16 when the model does not say, and takes every GPU without gpuIds", () => {
+    const plan = renderLaunchPlan({ ...base, engine: { ...base.engine, gpuIds: [] }, model: { servedName: "m", checkpointDir: "/m" } });
+    expect(flag(plan.argv, "--dtype")).to.equal("bfloat16");
+    expect(plan.env.CUDA_VISIBLE_DEVICES).to.equal("0,1");
+    expect(flag(plan.argv, "--tensor-parallel-size")).to.equal("2");
+  });
+
+  it("changes its hash exactly when the serving command changes", () => {
+    const a = renderLaunchPlan(base).planSha256;
+    expect(renderLaunchPlan(base).planSha256).to.equal(a);
+    expect(renderLaunchPlan({ ...base, policy: { ...base.policy, blockSize: 16 } }).planSha256).to.not.equal(a);
+  });
+
+  it("brackets an IPv6 fabric address in the URL", () => {
+    const plan = renderLaunchPlan({ ...base, host: { ...base.host, fabricAddress: "2001:db8::11" } });
+    expect(plan.url).to.equal("http://[2001:db8::11]:8100");
+  });
+});

@@ -1,0 +1,32 @@
+import { expect } from "chai";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { hostKeyMismatchMessage, parseHostKeyLine } from "../../../lib/ssh/host-key";
+
+describe("ssh: host keys", () => {
+  it("computes the same SHA-256 fingerprint as ssh-keygen", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hk-"));
+    try {
+      execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", path.join(dir, "k")]);
+      const line = fs.readFileSync(path.join(dir, "k.pub"), "utf8");
+      const expected = execFileSync("ssh-keygen", ["-lf", path.join(dir, "k.pub")], { encoding: "utf8" }).split(" ")[1];
+      expect(parseHostKeyLine(line).fingerprint).to.equal(expected);
+      expect(parseHostKeyLine(line).line).to.equal(line.split(" ").slice(0, 2).join(" "));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("rejects text that is not a key line", () => {
+    expect(() => parseHostKeyLine("ssh-ed25519")).to.throw(/not an SSH public key line/);
+    expect(() => parseHostKeyLine("ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIO")).to.throw(/not an SSH public key line/);
+  });
+
+  it("names the host and both fingerprints when a key changes", () => {
+    expect(hostKeyMismatchMessage("sim1", "SHA256:old", "SHA256:new")).to.match(
+      /^host sim1: the SSH host key changed \(pinned SHA256:old, presented SHA256:new\); nothing was run on it\./,
+    );
+  });
+});
