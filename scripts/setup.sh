@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Installs everything narwhal-fleet needs on a Debian machine, from the npm registry, PyPI, the Go
+# module proxy and Debian's packages only. Idempotent: each step checks before it acts, and builds are
+# cached in .tools/ (ignored by git). Safe to run twice; the second run takes seconds.
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+cd "$NARWHAL_ROOT"
+
+PULUMI_VERSION=v3.274.1
+# The Node.js language host moved out of the sdk/v3 module into a module of its own that the Go module
+# proxy does not serve; sdk/v3 v3.68.0 is the last release that carries it as a package. The language
+# host only spawns node on @pulumi/pulumi's own runner, so an older host drives the current SDK and CLI.
+LANGUAGE_HOST_SDK_VERSION=v3.68.0
+COMMAND_PROVIDER_VERSION=1.2.1
+NARWHAL_VERSION=0.7.0
+DEBIAN_PACKAGES=(openssh-server openssh-client iperf3 iproute2 iptables docker.io prometheus procps psmisc)
+
+TOOLS="$NARWHAL_ROOT/.tools"
+mkdir -p "$TOOLS/bin" "$PULUMI_HOME"
+started=$SECONDS
+step() { printf '\n==> %s\n' "$*"; }
+done_() { printf '    %s\n' "$*"; }
+
+step "Debian packages: ${DEBIAN_PACKAGES[*]}"
+missing=()
+for p in "${DEBIAN_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+  done_ "installed ${missing[*]}"
+else
+  done_ "already installed"
+fi
+
+step "Docker Engine"
+if docker info >/dev/null 2>&1; then
+  done_ "a daemon answers"
+else
+  nohup dockerd >"$TOOLS/dockerd.log" 2>&1 &
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+  docker info >/dev/null 2>&1 || { echo "dockerd did not answer within 30 s; see $TOOLS/dockerd.log" >&2; exit 1; }
+  done_ "started dockerd (log: .tools/dockerd.log)"
+fi
+
+step "npm packages (package-lock.json)"
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+else
+  done_ "node_modules is current"
+fi
+
+step "Pulumi CLI $PULUMI_VERSION"
+existing=$(command -v pulumi || true)
+if [ -n "$existing" ] && [ "$existing" != "$TOOLS/bin/pulumi" ] &&
+   [ "$(printf '%s\n%s\n' "$PULUMI_VERSION" "$(pulumi version 2>/dev/null)" | sort -V | head -1)" = "$PULUMI_VERSION" ]; then
+  ln -sfn "$existing" "$TOOLS/bin/pulumi"
+  done_ "using $existing ($(pulumi version))"
+elif [ -x "$TOOLS/bin/pulumi" ] && [ "$("$TOOLS/bin/pulumi" version)" = "$PULUMI_VERSION" ]; then
+  done_ "already built"
+else
+  # pkg/v3 carries replace directives, so `go install pkg@version` refuses it; a wrapper module that
+  # requires it as a tool builds it, because Go ignores a dependency's replace directives.
+  mkdir -p "$TOOLS/go/cli"
+  (cd "$TOOLS/go/cli" &&
+    { [ -f go.mod ] || go mod init narwhal-fleet/tools/cli >/dev/null 2>&1; } &&
+    GOFLAGS=-mod=mod go get -tool "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi@$PULUMI_VERSION" &&
+    GOFLAGS=-mod=mod go build -tags osusergo -o "$TOOLS/bin/pulumi" \
+      -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
+      github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
+  done_ "built $("$TOOLS/bin/pulumi" version)"
+fi
+
+step "Pulumi Node.js language host (sdk/v3 $LANGUAGE_HOST_SDK_VERSION)"
+if [ -x "$TOOLS/bin/pulumi-language-nodejs" ] && [ -f "$TOOLS/go/langhost/.built-$LANGUAGE_HOST_SDK_VERSION" ]; then
+  done_ "already built"
+else
+  mkdir -p "$TOOLS/go/langhost"
+  (cd "$TOOLS/go/langhost" &&
+    { [ -f go.mod ] || go mod init narwhal-fleet/tools/langhost >/dev/null 2>&1; } &&
+    GOFLAGS=-mod=mod go get "github.com/pulumi/pulumi/sdk/v3@$LANGUAGE_HOST_SDK_VERSION" &&
+    GOFLAGS=-mod=mod go build -o "$TOOLS/bin/pulumi-language-nodejs" \
+      -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$LANGUAGE_HOST_SDK_VERSION" \
+      github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs &&
+    touch ".built-$LANGUAGE_HOST_SDK_VERSION")
+  done_ "built"
+fi
+
+step "Dynamic provider host from @pulumi/pulumi"
+# The engine looks for this bundled plugin next to the CLI; without it dynamic resources fail.
+install -m755 node_modules/@pulumi/pulumi/pulumi-resource-pulumi-nodejs "$TOOLS/bin/"
+done_ "installed next to the CLI"
+
+step "Command provider $COMMAND_PROVIDER_VERSION"
+bash tools/command-provider/build.sh "$TOOLS/bin/pulumi-resource-command"
+if [ -x "$PULUMI_HOME/plugins/resource-command-v$COMMAND_PROVIDER_VERSION/pulumi-resource-command" ] &&
+   cmp -s "$TOOLS/bin/pulumi-resource-command" "$PULUMI_HOME/plugins/resource-command-v$COMMAND_PROVIDER_VERSION/pulumi-resource-command"; then
+  done_ "plugin already installed"
+else
+  rm -rf "$PULUMI_HOME/plugins/resource-command-v$COMMAND_PROVIDER_VERSION"*
+  pulumi plugin install resource command "$COMMAND_PROVIDER_VERSION" --file "$TOOLS/bin/pulumi-resource-command"
+  done_ "plugin installed"
+fi
+
+step "Python venv with narwhal-inference==$NARWHAL_VERSION"
+if [ -x "$TOOLS/venv/bin/narwhal-serve" ] &&
+   [ "$("$TOOLS/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("narwhal-inference"))' 2>/dev/null)" = "$NARWHAL_VERSION" ]; then
+  done_ "already installed"
+else
+  python3 -m venv "$TOOLS/venv"
+  "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check "narwhal-inference==$NARWHAL_VERSION"
+  done_ "installed"
+fi
+
+step "Local state backend"
+mkdir -p "$NARWHAL_ROOT/.state"
+if ! pulumi stack ls --json 2>/dev/null | grep -q '"name": "dev"'; then
+  pulumi stack init dev --non-interactive >/dev/null
+  done_ "created stack dev in .state/"
+else
+  done_ "stack dev exists in .state/"
+fi
+
+printf '\nsetup finished in %ss\n' "$((SECONDS - started))"
