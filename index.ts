@@ -1,0 +1,16 @@
+import * as pulumi from "@pulumi/pulumi";
+import { readStackConfig } from "./components/stack-config";
+import { Fleet, EngineSummary, HostSummary } from "./components/fleet";
+
+const { spec, secrets } = readStackConfig();
+const fleet = new Fleet("fleet", { spec, secrets, stack: pulumi.getStack() });
+
+/** Per physical host: identity, verified host key fingerprint, accelerators and fabric address. */
+export const hosts: pulumi.Output<Record<string, HostSummary>> = fleet.hosts;
+/** Per engine: host alias, role, URL, process identity and the launch plan hash it runs. */
+export const engines: pulumi.Output<Record<string, EngineSummary>> = fleet.engines;
+/** The role-to-host plan, as the runbook's `deploy_hosts.py plan` prints it. */
+export const deployment = {
+  router: fleet.routerHost,
+  engines: Object.fromEntries(spec.engines.map((e) => [e.id, { host: e.host, role: e.role }])),
+};
