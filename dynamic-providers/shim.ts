@@ -12,12 +12,15 @@ export function providerShim(implementation: string): pulumi.dynamic.ResourcePro
     require("ts-node").register({ transpileOnly: true });
     return require(require("node:path").join(process.cwd(), implementation)).provider;
   };
+  // The engine's protobuf encoder rejects `undefined` anywhere in a result ("Unexpected struct type"),
+  // so every result goes through JSON once: absent fields are dropped, not sent.
+  const plain = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
   return {
-    check: (olds, news) => (load().check ? load().check!(olds, news) : Promise.resolve({ inputs: news })),
+    check: async (olds, news) => plain(load().check ? await load().check!(olds, news) : { inputs: news }),
     diff: (id, olds, news) => load().diff!(id, olds, news),
-    create: (inputs) => load().create(inputs),
-    read: (id, props) => (load().read ? load().read!(id, props) : Promise.resolve({ id, props })),
-    update: (id, olds, news) => load().update!(id, olds, news),
+    create: async (inputs) => plain(await load().create(inputs)),
+    read: async (id, props) => plain(load().read ? await load().read!(id, props) : { id, props }),
+    update: async (id, olds, news) => plain(await load().update!(id, olds, news)),
     delete: (id, props) => (load().delete ? load().delete!(id, props) : Promise.resolve()),
   };
 }

@@ -7,6 +7,8 @@ export PATH="$NARWHAL_ROOT/.tools/bin:$NARWHAL_ROOT/.tools/venv/bin:$NARWHAL_ROO
 export PULUMI_HOME="$NARWHAL_ROOT/.tools/pulumi-home"
 export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+# Plugins come from the plugin cache or sit next to the CLI, never from PATH.
+export PULUMI_IGNORE_AMBIENT_PLUGINS=true
 # The state backend is a folder inside the project (ignored by git); any backend works for real stacks.
 export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-file://$NARWHAL_ROOT/.state}"
 # The dev stack deploys only onto the simulated fleet; its passphrase is not a secret (README).

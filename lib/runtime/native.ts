@@ -29,34 +29,41 @@ umask 077
 cat > "$run/engine.env"
 printf '%s\\n' ${shq(JSON.stringify(plan))} > "$run/launch.json"
 if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
-  echo "engine ${plan.engineId} is already running as pid $(cat "$run/pid"); stop it first" >&2
+  # A start interrupted after launching: adopt the process if it runs this very plan, never start twice.
+  if [ "$(cat "$run/plan.sha256" 2>/dev/null)" = ${shq(plan.planSha256)} ] && [ -f "$run/started" ]; then
+    cat "$run/started"
+    exit 0
+  fi
+  echo "engine ${plan.engineId}: pid $(cat "$run/pid") already runs another launch plan in $run; stop it first" >&2
   exit 1
 fi
 (
   set -a; . "$run/engine.env"; set +a
   cd "$run"
-  exec setsid ${shellLine(plan.argv)} > "$run/engine.log" 2>&1 < /dev/null
+  exec env ${shellLine(Object.entries(plan.env).map(([k, v]) => `${k}=${v}`))} setsid ${shellLine(plan.argv)} > "$run/engine.log" 2>&1 < /dev/null
 ) &
 pid=$!
 echo "$pid" > "$run/pid"
+printf '%s\\n' ${shq(plan.planSha256)} > "$run/plan.sha256"
 deadline=$(( $(date +%s) + ${opts.healthTimeoutS} ))
 until curl -fsS -o /dev/null --max-time 2 ${health} 2>/dev/null; do
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "engine ${plan.engineId} exited before answering /health; last log lines:" >&2
     tail -n 20 "$run/engine.log" >&2
-    rm -f "$run/pid" "$run/engine.env"
+    rm -f "$run/pid" "$run/plan.sha256" "$run/engine.env"
     exit 1
   fi
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo "engine ${plan.engineId} did not answer /health within health timeout ${opts.healthTimeoutS}s; stopped it. Last log lines:" >&2
     tail -n 20 "$run/engine.log" >&2
     kill -TERM -- "-$pid" 2>/dev/null || true
-    rm -f "$run/pid" "$run/engine.env"
+    rm -f "$run/pid" "$run/plan.sha256" "$run/engine.env"
     exit 1
   fi
   sleep 0.3
 done
-printf '{"pid":%s,"startedAt":"%s"}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+printf '{"pid":%s,"startedAt":"%s"}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$run/started"
+cat "$run/started"
 `;
 }
 
@@ -79,6 +86,6 @@ while kill -0 "$pid" 2>/dev/null; do
   fi
   sleep 0.2
 done
-rm -f "$run/pid"
+rm -f "$run/pid" "$run/plan.sha256" "$run/started"
 `;
 }

@@ -1,0 +1,77 @@
+import { expect } from "chai";
+import { request } from "undici";
+import { openStack, sharedFleet, API_KEY, MODEL } from "./support/stack";
+import { simUp } from "../../sim/hosts";
+import { runInHost } from "../../sim/hosts";
+
+interface EngineOut { host: string; role: string; url: string; pid: number; startedAt: string; planSha256: string }
+interface HostOut { hostname: string; hostKeyFingerprint: string; accelerator: { vendor: string; count: number }; fabricAddress: string }
+
+describe("e2e: first slice through the real CLI", function () {
+  this.timeout(300_000);
+
+  it("deploys every engine, each answering /health and serving the model", async () => {
+    const { stack, engines } = await sharedFleet();
+    const out = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
+    expect(Object.keys(out).sort()).to.deep.equal(engines.map((e) => e.id).sort());
+    for (const [id, e] of Object.entries(out)) {
+      const health = await request(`${e.url}/health`);
+      expect(health.statusCode, `${id} /health`).to.equal(200);
+      const models = await request(`${e.url}/v1/models`, { headers: { authorization: `Bearer ${API_KEY}` } });
+      const body = (await models.body.json()) as { data: Array<{ id: string }> };
+      expect(body.data.map((m) => m.id)).to.include(MODEL);
+    }
+    expect(out.e1!.role).to.equal("prefill");
+    expect([out.e2!.role, out.e3!.role, out.e4!.role]).to.deep.equal(["decode", "decode", "decode"]);
+  });
+
+  it("pins the host key it met on first contact and reports each host's inventory", async () => {
+    const { stack, hosts } = await sharedFleet();
+    const out = (await stack.outputs()).hosts!.value as Record<string, HostOut>;
+    for (const h of hosts) {
+      expect(out[h.alias]!.hostKeyFingerprint).to.equal(h.fingerprint);
+      expect(out[h.alias]!.hostname).to.equal(h.alias);
+      expect(out[h.alias]!.fabricAddress).to.equal(h.address);
+      expect(out[h.alias]!.accelerator.count).to.equal(h.gpus.length);
+    }
+  });
+
+  it("keeps the engine API key out of plaintext state, outputs and engine command lines", async () => {
+    const { stack, hosts } = await sharedFleet();
+    const state = JSON.stringify(await stack.exportStack());
+    expect(state).to.not.include(API_KEY);
+    const outputs = JSON.stringify(await stack.outputs());
+    expect(outputs).to.not.include(API_KEY);
+    const ps = await runInHost(hosts[0]!.alias, ["ps", "-eo", "args"]);
+    expect(ps.stdout).to.include("vllm").and.not.include(API_KEY);
+  });
+
+  it("changes nothing on a second run", async () => {
+    const { stack } = await sharedFleet();
+    const preview = await stack.preview({ expectNoChanges: true });
+    expect(Object.keys(preview.changeSummary).filter((op) => op !== "same")).to.deep.equal([]);
+    await stack.up({ expectNoChanges: true });
+  });
+
+  it("leaves no engine process and no listener behind on destroy", async () => {
+    const { hosts } = await simUp({});
+    const [a, b] = hosts;
+    const engines = [
+      { id: "d1", host: a!.alias, gpuIds: [0], port: 8401, attestationPort: 8411, nixlPort: 5801 },
+      { id: "d2", host: b!.alias, gpuIds: [1], port: 8402, attestationPort: 8412, nixlPort: 5802 },
+    ];
+    const stack = await openStack("e2e-destroy", [a!, b!], engines);
+    await stack.up();
+    const out = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
+    expect((await request(`${out.d1!.url}/health`)).statusCode).to.equal(200);
+
+    await stack.destroy();
+    for (const e of engines) {
+      const listeners = await runInHost(e.host, ["ss", "-Hltn", `( sport = :${e.port} or sport = :${e.nixlPort} )`]);
+      expect(listeners.stdout.trim(), `${e.id} listeners`).to.equal("");
+      const alive = await runInHost(e.host, ["sh", "-c", `kill -0 ${out[e.id]!.pid} 2>/dev/null && echo alive || echo gone`]);
+      expect(alive.stdout.trim(), `${e.id} process`).to.equal("gone");
+    }
+    await stack.workspace.removeStack("e2e-destroy");
+  });
+});

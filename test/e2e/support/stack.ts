@@ -1,0 +1,60 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { LocalWorkspace, PulumiCommand, Stack } from "@pulumi/pulumi/automation";
+import { simUp } from "../../../sim/hosts";
+import type { SimHost } from "../../../sim/hosts/host";
+
+export const PROJECT_ROOT = path.resolve(__dirname, "..", "..", "..");
+export const MODEL = "tiny-llama";
+export const API_KEY = "e2e-engine-key-not-a-real-secret";
+
+export interface EngineEntry {
+  id: string;
+  host: string;
+  gpuIds: number[];
+  port: number;
+  attestationPort: number;
+  nixlPort: number;
+  role?: "prefill" | "decode";
+}
+
+/** A stack of this project, driven by the real CLI through the Automation API. */
+export async function openStack(name: string, hosts: SimHost[], engines: EngineEntry[], extra: Record<string, unknown> = {}): Promise<Stack> {
+  const cli = await PulumiCommand.get({ root: path.join(PROJECT_ROOT, ".tools"), skipVersionCheck: false });
+  const config: Record<string, unknown> = {
+    "narwhal-fleet:sshPrivateKeyFile": path.relative(PROJECT_ROOT, hosts[0]!.privateKeyPath),
+    "narwhal-fleet:hosts": hosts.map((h) => ({ alias: h.alias, destination: `${h.user}@${h.address}`, fabricInterface: h.fabricInterface })),
+    "narwhal-fleet:engines": engines,
+    "narwhal-fleet:model": { servedName: MODEL, checkpointDir: hosts[0]!.modelDir },
+    "narwhal-fleet:runtime": { kind: "native" },
+    ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [`narwhal-fleet:${k}`, v])),
+  };
+  // JSON is YAML: the stack file is written whole, then the CLI adds the salt and the secret.
+  fs.writeFileSync(path.join(PROJECT_ROOT, `Pulumi.${name}.yaml`), JSON.stringify({ config }, null, 2));
+  const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: PROJECT_ROOT }, { pulumiCommand: cli });
+  await stack.setConfig("narwhal-fleet:engineApiKey", { value: API_KEY, secret: true });
+  return stack;
+}
+
+let shared: Promise<{ stack: Stack; hosts: SimHost[]; engines: EngineEntry[] }> | undefined;
+
+/**
+ * One converged fleet shared by every e2e test file: 3 simulated hosts, 4 engines (two colocated on
+ * the first host with disjoint GPUs). Ports differ from the dev stack's so the demo can run beside it.
+ */
+export function sharedFleet(): Promise<{ stack: Stack; hosts: SimHost[]; engines: EngineEntry[] }> {
+  shared ??= (async () => {
+    const { hosts } = await simUp({});
+    const [a, b, c] = hosts as [SimHost, SimHost, SimHost];
+    const engines: EngineEntry[] = [
+      { id: "e1", host: a.alias, gpuIds: [0], port: 8301, attestationPort: 8311, nixlPort: 5701 },
+      { id: "e2", host: b.alias, gpuIds: [0], port: 8302, attestationPort: 8312, nixlPort: 5702 },
+      { id: "e3", host: c.alias, gpuIds: [0], port: 8303, attestationPort: 8313, nixlPort: 5703 },
+      { id: "e4", host: a.alias, gpuIds: [1], port: 8304, attestationPort: 8314, nixlPort: 5704 },
+    ];
+    const stack = await openStack("e2e", hosts, engines);
+    await stack.up({ onOutput: () => undefined });
+    return { stack, hosts, engines };
+  })();
+  return shared;
+}
