@@ -1,0 +1,20 @@
+/** Every cross-field rule, in the order their problems are reported. */
+import type { Rule } from "./context";
+import { engineRules } from "./engines";
+import { hostRules } from "./hosts";
+import { launchRules } from "./launch";
+import { portRules } from "./ports";
+import { profilingRules, routerRules, runtimeRules, sloRules } from "./sections";
+
+export type { RuleInput, Section, Report } from "./context";
+
+export const RULES: readonly Rule[] = [
+  hostRules,
+  engineRules,
+  portRules,
+  launchRules,
+  runtimeRules,
+  sloRules,
+  routerRules,
+  profilingRules,
+];

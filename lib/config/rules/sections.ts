@@ -1,0 +1,57 @@
+/** Rules inside or between the object sections: runtime image, SLO deadlines, router host, profiling. */
+import { IMAGE_RULE } from "../formats";
+import { absent, engineName, isUnknownAlias, unknownAliasMessage, type Rule } from "./context";
+
+/** Containers run an image, and only an immutable one gives the same process tomorrow (Gate C). */
+export const runtimeRules: Rule = (ctx, report) => {
+  const { kind, image } = ctx.runtime.value;
+  if ((kind === "docker" || kind === "docker-cli") && absent(ctx.runtime, "image")) {
+    report(["runtime", "image"], `missing; runtime.kind "${kind}" runs engines in a container and needs an image: ${IMAGE_RULE}`);
+  }
+  if (kind === "native" && image !== undefined) {
+    report(
+      ["runtime", "image"],
+      `set, but runtime.kind is "native", which runs runtime.vllmCommand on the host and never uses an image; ` +
+        `set runtime.kind to "docker-cli" or "docker", or remove runtime.image`,
+    );
+  }
+};
+
+export const sloRules: Rule = (ctx, report) => {
+  const { firstTokenTimeoutS: first, requestTimeoutS: request } = ctx.slo.value;
+  if (first !== undefined && request !== undefined && first > request) {
+    report(
+      ["slo", "firstTokenTimeoutS"],
+      `found ${first}, above slo.requestTimeoutS ${request}; the first-token deadline cannot exceed the request timeout: lower it or raise requestTimeoutS`,
+    );
+  }
+};
+
+export const routerRules: Rule = (ctx, report) => {
+  const host = ctx.router.value.host;
+  if (host !== undefined && isUnknownAlias(ctx, host)) report(["router", "host"], unknownAliasMessage(ctx, host));
+};
+
+/**
+ * narwhal-profile needs at least 3 prefill lengths that fit the context with 1 output token left.
+ * maxModelLen is only an upper bound here (the model may cap it further), so this catches the sure misses.
+ */
+export const profilingRules: Rule = (ctx, report) => {
+  const lens = ctx.profiling.value.prefillLens;
+  if (!lens || lens.length < 3) return;
+  const check = (maxModelLen: number | undefined, where: string) => {
+    if (maxModelLen === undefined) return;
+    const fitting = lens.filter((n) => n + 1 <= maxModelLen).length;
+    if (fitting < 3) {
+      report(
+        ["profiling", "prefillLens"],
+        `only ${fitting} of [${lens.join(", ")}] leave 1 output token within ${where} ${maxModelLen}; ` +
+          `narwhal-profile needs at least 3: add shorter lengths or raise maxModelLen`,
+      );
+    }
+  };
+  check(ctx.launch.value.maxModelLen, "launch.maxModelLen");
+  ctx.engines.forEach((engine, i) =>
+    check(engine.value.overrides?.maxModelLen, `engine ${engineName(ctx, i)}'s overrides.maxModelLen`),
+  );
+};

@@ -1,0 +1,186 @@
+/** The object sections other than launch: model, runtime, slo, router, observability, ssh, fabric, profiling. */
+import { PROGRAM_DEFAULTS as P, RUNBOOK_DEFAULTS as R } from "../defaults";
+import { show } from "../describe";
+import * as f from "../fields";
+import * as fmt from "../formats";
+
+export const ModelSchema = f.strict(
+  {
+    /** The model name clients send (`--served-model-name`). */
+    servedName: f.text('a non-empty model name (e.g. "qwen3-8b")', (s) =>
+      /^\S(?:.*\S)?$/.test(s) && !/[\x00-\x1f]/.test(s) ? undefined : `found ${show(s)}; expected a name without leading or trailing spaces`,
+    ),
+    /** Checkpoint directory, the same absolute path on every engine host. */
+    checkpointDir: f.text('an absolute path (e.g. "/srv/models/qwen3-8b")', (s) =>
+      fmt.absolutePathProblem(s, "/srv/models/qwen3-8b"),
+    ),
+    /** Separate tokenizer: an absolute path or a Hugging Face name; default the checkpoint. */
+    tokenizer: f
+      .text("an absolute path or a Hugging Face name", (s) =>
+        s.startsWith("/")
+          ? fmt.absolutePathProblem(s, "/srv/models/tokenizer")
+          : fmt.HF_NAME_PATTERN.test(s)
+            ? undefined
+            : `found ${show(s)}; expected an absolute path or a Hugging Face name such as "org/name"`,
+      )
+      .optional(),
+    /** Force `--trust-remote-code` on or off; normally discovered from `auto_map`. */
+    trustRemoteCode: f.flag().optional(),
+  },
+  "an object {servedName, checkpointDir, ...}",
+);
+
+const deadline = (value: number) => f.seconds().default(value);
+
+export const RuntimeSchema = f.strict(
+  {
+    /** `native` runs `vllmCommand` on the host; `docker-cli` and `docker` run `image` in a container. */
+    kind: f.choice(["native", "docker-cli", "docker"]).default("native"),
+    /** Engine image, immutable: `sha256:<64 hex>` or `<repo>@sha256:<64 hex>`. Required for docker kinds. */
+    image: f.text("an image ID or digest", fmt.imageProblem).optional(),
+    /** vLLM executable for the native runtime. */
+    vllmCommand: f.text("a command (e.g. \"vllm\" or \"/opt/venv/bin/vllm\")").default("vllm"),
+    /** Docker client for the docker-cli runtime. */
+    dockerCommand: f.text("a command (e.g. \"docker\")").default("docker"),
+    /** Deadlines of runtime operations, seconds. */
+    deadlinesS: f
+      .strict(
+        {
+          /** Image pull. */
+          pull: deadline(P.runtime.deadlinesS.pull),
+          /** Engine start until healthy. */
+          start: deadline(P.runtime.deadlinesS.start),
+          /** Graceful stop. */
+          stop: deadline(P.runtime.deadlinesS.stop),
+          /** Image or container inspection. */
+          inspect: deadline(P.runtime.deadlinesS.inspect),
+        },
+        "an object {pull, start, stop, inspect}",
+      )
+      .prefault({}),
+  },
+  "an object {kind, image, ...}",
+);
+
+export const SloSchema = f.strict(
+  {
+    /** Initial time-to-first-token limit, seconds. */
+    ttftS: f.seconds().default(R.slo.ttftS),
+    /** Initial time-per-output-token limit, seconds. */
+    tpotS: f.seconds().default(R.slo.tpotS),
+    /** Router's first-token deadline, seconds; at most `requestTimeoutS`. */
+    firstTokenTimeoutS: f.seconds().default(R.slo.firstTokenTimeoutS),
+    /** Router's whole-request timeout, seconds. */
+    requestTimeoutS: f.seconds().default(R.slo.requestTimeoutS),
+    /** Router's prefill timeout, seconds. */
+    prefillTimeoutS: f.seconds().default(R.slo.prefillTimeoutS),
+    /** Router's engine health probe timeout, seconds. */
+    healthTimeoutS: f.seconds().default(R.slo.healthTimeoutS),
+  },
+  "an object {ttftS, tpotS, ...}",
+);
+
+export const RouterSchema = f.strict(
+  {
+    /** Alias of the router's host; default the first engine's host. */
+    host: f.text("the alias of a host in hosts").optional(),
+    /** Address the router listens on. */
+    bindAddress: f.text("an IPv4 or IPv6 address", fmt.ipProblem).default(P.router.bindAddress),
+    /** Router HTTP port. */
+    port: f.port().default(P.router.port),
+    /** The Narwhal package the router runs. */
+    narwhal: f
+      .strict(
+        {
+          /** narwhal-inference version. */
+          version: f.matching(fmt.VERSION_PATTERN, 'a released version such as "0.7.0"').default(P.router.narwhalVersion),
+          /** Install from a local source bundle instead of the package index. */
+          sourceBundle: f
+            .strict(
+              {
+                /** Bundle file on the management machine. */
+                path: f.text("a file path"),
+                /** SHA-256 of the bundle, 64 lowercase hex digits. */
+                sha256: f.matching(fmt.SHA256_PATTERN, "64 lowercase hex digits (sha256sum output)"),
+              },
+              "an object {path, sha256}",
+            )
+            .optional(),
+        },
+        "an object {version, sourceBundle?}",
+      )
+      .prefault({}),
+  },
+  "an object {host, bindAddress, port, narwhal}",
+);
+
+export const ObservabilitySchema = f.strict(
+  {
+    /** Deploy Prometheus and Grafana on the router host. */
+    enabled: f.flag().default(true),
+    /** Prometheus port. */
+    prometheusPort: f.port().default(P.observability.prometheusPort),
+    /** Grafana port. */
+    grafanaPort: f.port().default(P.observability.grafanaPort),
+    /** Prometheus scrape interval, seconds. */
+    scrapeIntervalS: f.seconds().default(P.observability.scrapeIntervalS),
+  },
+  "an object {enabled, prometheusPort, grafanaPort, scrapeIntervalS}",
+);
+
+export const SshSchema = f.strict(
+  {
+    /** Record an unpinned host key on first contact; false = every host needs `hostKey`. */
+    allowFirstContact: f.flag().default(true),
+    /** Concurrent SSH sessions per host. */
+    maxSessionsPerHost: f.num({ int: true, min: 1, max: 32 }).default(P.ssh.maxSessionsPerHost),
+    /** TCP connect and handshake timeout, seconds. */
+    connectTimeoutS: f.seconds().default(P.ssh.connectTimeoutS),
+    /** Default remote command timeout, seconds. */
+    commandTimeoutS: f.seconds().default(P.ssh.commandTimeoutS),
+  },
+  "an object {allowFirstContact, maxSessionsPerHost, ...}",
+);
+
+export const FabricSchema = f.strict(
+  {
+    /** Fabric interface for hosts that do not name their own. */
+    interface: f.matching(fmt.INTERFACE_PATTERN, fmt.INTERFACE_RULE).optional(),
+    /** Budget input: prompt tokens per handoff. */
+    promptTokens: f.positiveInt().default(R.fabric.promptTokens),
+    /** Budget input: handoffs per second. */
+    handoffRate: f.num({ gt: 0, unit: "handoffs per second" }).default(R.fabric.handoffRate),
+    /** Budget input: handoffs arriving together. */
+    burst: f.positiveInt().default(R.fabric.burst),
+    /** Budget input: seconds a burst may take. */
+    budgetS: f.seconds().default(R.fabric.budgetS),
+    /** Budget input: safety factor, at least 1. */
+    headroom: f.num({ min: 1 }).default(R.fabric.headroom),
+    /** iperf3 server port on every engine host. */
+    iperfPort: f.port().default(P.fabric.iperfPort),
+    /** Seconds per directed-edge measurement. */
+    durationS: f.seconds().default(P.fabric.durationS),
+  },
+  "an object of fabric settings",
+);
+
+const lengths = (expected: string, min: number, defaults: readonly number[]) =>
+  f.list(f.positiveInt(), expected, { min, unique: true }).default(() => [...defaults]);
+
+export const ProfilingSchema = f.strict(
+  {
+    /** Prompt lengths of the prefill sweep; narwhal-profile needs at least 3 within maxModelLen. */
+    prefillLens: lengths("a list of prompt lengths in tokens", 3, R.profiling.prefillLens),
+    /** Input lengths of the decode sweep. */
+    decodeInputLens: lengths("a list of input lengths in tokens", 1, R.profiling.decodeInputLens),
+    /** Concurrency levels of the decode sweep. */
+    decodeConcurrency: lengths("a list of concurrency levels", 1, R.profiling.decodeConcurrency),
+    /** Output tokens per decode sample, at least 3. */
+    decodeTokens: f.num({ int: true, min: 3 }).default(R.profiling.decodeTokens),
+    /** Repeats per prefill point (median), at least 3. */
+    prefillRepeats: f.num({ int: true, min: 3 }).default(R.profiling.prefillRepeats),
+    /** Repeats per decode point. */
+    decodeRepeats: f.positiveInt().default(R.profiling.decodeRepeats),
+  },
+  "an object of profiling settings",
+);
