@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { FleetSpec, HostSpec } from "../lib/config";
-import { parseDestination } from "../lib/ssh/destination";
+import { parseDestination } from "../lib/config/formats";
 import { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
 import { Engine } from "./engine";
 import type { FleetSecrets } from "./stack-config";
@@ -43,7 +43,7 @@ export class Fleet extends pulumi.ComponentResource {
     const discoveries = new Map<string, HostDiscovery>();
     const connections = new Map<string, ReturnType<typeof connectionFor>>();
     for (const host of spec.hosts) {
-      const login = parseDestination(host.destination, host.user);
+      const login = { user: host.user, host: loginAddress(host.destination) };
       const discovery = new HostDiscovery(
         `${name}-${host.alias}`,
         {
@@ -133,6 +133,13 @@ export class Fleet extends pulumi.ComponentResource {
     );
     this.registerOutputs({ hosts: this.hosts, engines: this.engines });
   }
+}
+
+/** The address part of a destination the config schema has already validated. */
+function loginAddress(destination: string): string {
+  const parsed = parseDestination(destination, false);
+  if (!parsed.ok) throw new Error(`hosts[].destination: ${parsed.problem}`);
+  return parsed.value.host;
 }
 
 /** The connection every remote command on a host uses: the key discovery verified is pinned. */

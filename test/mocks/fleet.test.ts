@@ -1,0 +1,135 @@
+import { expect } from "chai";
+import * as pulumi from "@pulumi/pulumi";
+import { parseFleetConfig } from "../../lib/config";
+import type { FleetSecrets } from "../../components/stack-config";
+
+/** Resource shape only: under mocks no provider method runs, so this says what is registered, not what happens. */
+interface Registered {
+  type: string;
+  name: string;
+  inputs: Record<string, unknown>;
+}
+
+const API_KEY = "mock-api-key-0123456789";
+const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n";
+const registered: Registered[] = [];
+
+/** Mocks see secrets in their wire form; unwrap them to compare values. */
+function reveal(value: unknown): unknown {
+  const v = value as Record<string, unknown> | undefined;
+  return v && v["4dabf18193072939515e22adb298388d"] === "1b47061264138c4ac30d75fd1eb44270" ? v.value : value;
+}
+
+function promiseOf<T>(o: pulumi.Output<T>): Promise<T> {
+  return new Promise((resolve) => o.apply(resolve));
+}
+
+describe("mocks: Fleet component", () => {
+  let Fleet: typeof import("../../components/fleet").Fleet;
+
+  before(async () => {
+    await pulumi.runtime.setMocks(
+      {
+        newResource(args) {
+          registered.push({ type: args.type, name: args.name, inputs: args.inputs });
+          // Give discovery the facts a real one would record, so the plans downstream resolve.
+          const state =
+            args.type === "pulumi-nodejs:dynamic/narwhal:HostDiscovery"
+              ? {
+                  ...args.inputs,
+                  hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey",
+                  fabricAddress: `198.18.0.${args.inputs.alias === "a" ? 11 : 12}`,
+                  accelerators: { vendor: "nvidia", product: "NVIDIA H100 80GB HBM3", gpus: [{ index: 0 }, { index: 1 }] },
+                }
+              : args.type === "command:remote:Command"
+                ? { ...args.inputs, stdout: '{"pid":42,"startedAt":"2026-01-01T00:00:00Z"}' }
+                : args.inputs;
+          return { id: `${args.name}-id`, state };
+        },
+        call(args) {
+          throw new Error(`unexpected call to ${args.token}`);
+        },
+      },
+      "narwhal-fleet",
+      "mock",
+      false,
+    );
+    Fleet = (await import("../../components/fleet")).Fleet;
+  });
+
+  beforeEach(() => registered.splice(0));
+
+  function build(): InstanceType<typeof Fleet> {
+    const spec = parseFleetConfig({
+      hosts: [
+        { alias: "a", destination: "root@198.18.0.11", fabricInterface: "fab0" },
+        { alias: "b", destination: "ops@198.18.0.12", port: 2222, fabricInterface: "fab0" },
+      ],
+      engines: [
+        { id: "e1", host: "a", gpuIds: [0] },
+        { id: "e2", host: "b", gpuIds: [0] },
+        { id: "e3", host: "a", gpuIds: [1] },
+      ],
+      model: { servedName: "tiny", checkpointDir: "/models/tiny" },
+    });
+    const secrets: FleetSecrets = {
+      engineApiKey: pulumi.secret(API_KEY),
+      sshPrivateKey: () => pulumi.secret(SSH_KEY),
+      sshPassword: () => undefined,
+    };
+    return new Fleet("fleet", { spec, secrets, stack: "mock" });
+  }
+
+  it("registers one discovery per host and one engine process per engine", async () => {
+    const fleet = build();
+    await promiseOf(fleet.engines);
+    const count = (t: string) => registered.filter((r) => r.type === t).map((r) => r.name).sort();
+    expect(count("narwhal:fleet:Fleet")).to.deep.equal(["fleet"]);
+    expect(count("pulumi-nodejs:dynamic/narwhal:HostDiscovery")).to.deep.equal(["fleet-a", "fleet-b"]);
+    expect(count("narwhal:engine:Engine")).to.deep.equal(["fleet-e1", "fleet-e2", "fleet-e3"]);
+    expect(count("command:remote:Command")).to.deep.equal(["fleet-e1-process", "fleet-e2-process", "fleet-e3-process"]);
+  });
+
+  it("logs in with the destination's user and port and pins the key discovery verified", async () => {
+    const fleet = build();
+    await promiseOf(fleet.engines);
+    const discovery = registered.find((r) => r.name === "fleet-b")!;
+    expect(discovery.inputs).to.include({ host: "198.18.0.12", user: "ops", port: 2222, fabricInterface: "fab0" });
+    const process = registered.find((r) => r.name === "fleet-e2-process")!;
+    expect(reveal(process.inputs.connection)).to.include({ host: "198.18.0.12", user: "ops", port: 2222, hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey" });
+  });
+
+  it("replaces an engine's process exactly when its launch plan changes", async () => {
+    const fleet = build();
+    const engines = await promiseOf(fleet.engines);
+    const process = registered.find((r) => r.name === "fleet-e3-process")!;
+    expect(process.inputs.triggers).to.deep.equal([engines.e3!.planSha256]);
+    expect(String(process.inputs.create)).to.include("'CUDA_VISIBLE_DEVICES=1'").and.include("'--port' '8102'");
+  });
+
+  it("keeps the API key secret, off command lines and out of the serialised provider", async () => {
+    const fleet = build();
+    await promiseOf(fleet.engines);
+    for (const r of registered) {
+      const { stdin, ...rest } = r.inputs;
+      expect(JSON.stringify(rest), r.name).to.not.include(API_KEY);
+      if (r.type === "command:remote:Command") expect(stdin).to.not.equal(reveal(stdin)); // still wrapped as a secret
+      if (r.type === "command:remote:Command") expect(reveal(stdin)).to.equal(`VLLM_API_KEY='${API_KEY}'\n`);
+    }
+    const provider = String(registered.find((r) => r.name === "fleet-a")!.inputs.__provider);
+    expect(provider).to.include("dynamic-providers/host-discovery/provider.ts");
+    expect(provider).to.not.include(SSH_KEY.split("\n")[1]!);
+    expect(provider).to.not.include(process.cwd());
+  });
+
+  it("reports the plan with roles and the router on the lowest-numbered engine's host", async () => {
+    const fleet = build();
+    const engines = await promiseOf(fleet.engines);
+    expect(fleet.routerHost).to.equal("a");
+    expect(Object.fromEntries(Object.entries(engines).map(([id, e]) => [id, [e.host, e.role, e.pid]]))).to.deep.equal({
+      e1: ["a", "prefill", 42],
+      e2: ["b", "decode", 42],
+      e3: ["a", "decode", 42],
+    });
+  });
+});
