@@ -42,13 +42,15 @@ export class Engine extends pulumi.ComponentResource {
         delete: this.plan.apply((p) => stopScript(p, runtime)),
         stdin: pulumi.secret(pulumi.output(args.engineApiKey).apply((key) => envFile({ VLLM_API_KEY: key }))),
         triggers: [this.plan.planSha256],
+        // Neither script reads the previous output, and most sshd configs refuse extra variables.
+        addPreviousOutputInEnv: false,
         logging: "stderr",
       },
       // The replacement binds the same port, so the old process must be gone first.
       { parent: this, deleteBeforeReplace: true },
     );
 
-    const started = pulumi.unsecret(process.stdout).apply((out) => JSON.parse(out.trim().split("\n").pop() ?? "{}") as { pid: number; startedAt: string });
+    const started = process.stdout.apply((out) => JSON.parse(out.trim().split("\n").pop() ?? "{}") as { pid: number; startedAt: string });
     this.url = this.plan.url;
     this.pid = started.pid;
     this.startedAt = started.startedAt;

@@ -91,16 +91,10 @@ step "Dynamic provider host from @pulumi/pulumi"
 install -m755 node_modules/@pulumi/pulumi/pulumi-resource-pulumi-nodejs "$TOOLS/bin/"
 done_ "installed next to the CLI"
 
-step "Command provider $COMMAND_PROVIDER_VERSION"
-bash tools/command-provider/build.sh "$TOOLS/bin/pulumi-resource-command"
-if [ -x "$PULUMI_HOME/plugins/resource-command-v$COMMAND_PROVIDER_VERSION/pulumi-resource-command" ] &&
-   cmp -s "$TOOLS/bin/pulumi-resource-command" "$PULUMI_HOME/plugins/resource-command-v$COMMAND_PROVIDER_VERSION/pulumi-resource-command"; then
-  done_ "plugin already installed"
-else
-  rm -rf "$PULUMI_HOME/plugins/resource-command-v$COMMAND_PROVIDER_VERSION"*
-  pulumi plugin install resource command "$COMMAND_PROVIDER_VERSION" --file "$TOOLS/bin/pulumi-resource-command"
-  done_ "plugin installed"
-fi
+step "Command provider $COMMAND_PROVIDER_VERSION (tools/command-provider)"
+# Built outside .tools/bin so the copy on PATH never shadows the one in the plugin cache.
+bash tools/command-provider/build.sh "$TOOLS/build/pulumi-resource-command"
+done_ "installed in the plugin cache"
 
 step "Python venv with narwhal-inference==$NARWHAL_VERSION"
 if [ -x "$TOOLS/venv/bin/narwhal-serve" ] &&
