@@ -15,6 +15,7 @@ case "$layer" in
   unit|mocks|providers|e2e) specs=("test/$layer/**/*.test.ts") ;;
   all)
     tsc --noEmit -p .
+    (cd tools/command-provider && GOFLAGS=-mod=mod go test ./...)
     specs=("test/unit/**/*.test.ts" "test/mocks/**/*.test.ts" "test/providers/**/*.test.ts" "test/e2e/**/*.test.ts") ;;
   *) echo "usage: scripts/test.sh [unit|mocks|providers|e2e|all]" >&2; exit 2 ;;
 esac

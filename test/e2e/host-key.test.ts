@@ -1,0 +1,27 @@
+import { expect } from "chai";
+import { sharedFleet } from "./support/stack";
+import { readHostKeyPair, restartSshdWithHostKey, restartSshdWithNewHostKey } from "../../sim/hosts";
+
+describe("e2e: pinned host keys", function () {
+  this.timeout(300_000);
+
+  it("stops a refresh at a changed host key, naming the host and both fingerprints", async () => {
+    const { stack, hosts } = await sharedFleet();
+    const target = hosts[1]!;
+    const original = readHostKeyPair(target.alias);
+    const replaced = await restartSshdWithNewHostKey(target.alias);
+    try {
+      expect(replaced.fingerprint).to.not.equal(target.fingerprint);
+      let message = "";
+      await stack.preview({ refresh: true }).catch((err: Error) => (message = err.message));
+      expect(message).to.include(
+        `host ${target.alias}: the SSH host key changed (pinned ${target.fingerprint}, presented ${replaced.fingerprint}); nothing was run on it.`,
+      );
+    } finally {
+      await restartSshdWithHostKey(target.alias, original);
+    }
+    // With the original key back, the same refresh finds nothing to change.
+    const preview = await stack.preview({ refresh: true, expectNoChanges: true });
+    expect(Object.keys(preview.changeSummary).filter((op) => op !== "same")).to.deep.equal([]);
+  });
+});
