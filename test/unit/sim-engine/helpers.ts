@@ -1,0 +1,197 @@
+/**
+ * Starts engine simulators as real child processes on 127.0.0.1 and stops every one of them.
+ * Tests call `stopAll()` in an `after`/`afterEach` hook; nothing outlives the suite.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { SimConfigInput } from "../../../sim/engine/config";
+import { writeTestModel, type TestModelOptions } from "../../../sim/engine/testing-model";
+
+export const ROOT = resolve(__dirname, "../../..");
+export const MAIN = join(ROOT, "sim/engine/main.ts");
+const TS_NODE = join(ROOT, "node_modules/ts-node/register/transpile-only");
+/**
+ * The environment a simulator child starts from: the runner's, minus anything that would change the
+ * engine's behaviour (NARWHAL_SIM_*, VLLM_*, *_VISIBLE_DEVICES), plus the tsconfig ts-node must use
+ * whatever the working directory (as the host shim does).
+ */
+function childEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !/^(NARWHAL_SIM_|VLLM_)|_VISIBLE_DEVICES$/.test(k)) env[k] = v;
+  }
+  return { ...env, TS_NODE_PROJECT: join(ROOT, "tsconfig.json"), ...extra };
+}
+
+const temps: string[] = [];
+const running = new Set<SimEngine>();
+
+export function tempDir(prefix = "sim-engine-"): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  temps.push(dir);
+  return dir;
+}
+
+export function makeModel(options: TestModelOptions = {}): string {
+  return writeTestModel(join(tempDir("sim-model-"), "model"), options);
+}
+
+/** A port the OS says is free right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+export interface StartOptions {
+  model: string;
+  args?: string[];
+  env?: Record<string, string>;
+  sim?: SimConfigInput;
+  /** HTTP port (default: a free one). */
+  port?: number;
+  /** NIXL side-channel port (default: a free one). */
+  sidePort?: number;
+}
+
+export class SimEngine {
+  stdout = "";
+  stderr = "";
+  readonly exited: Promise<number | null>;
+
+  constructor(
+    readonly proc: ChildProcess,
+    readonly port: number,
+    readonly sidePort: number,
+  ) {
+    proc.stdout?.on("data", (d: Buffer) => (this.stdout += d.toString()));
+    proc.stderr?.on("data", (d: Buffer) => (this.stderr += d.toString()));
+    this.exited = new Promise((r) => proc.once("exit", (code) => r(code)));
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Resolves when the engine prints its ready line; rejects if it exits first. */
+  ready(timeoutMs = 15000): Promise<void> {
+    return new Promise((resolveReady, reject) => {
+      const timer = setTimeout(() => reject(new Error(`engine not ready after ${timeoutMs} ms:\n${this.stdout}\n${this.stderr}`)), timeoutMs);
+      const check = () => {
+        if (this.stdout.includes("Application startup complete.")) {
+          clearTimeout(timer);
+          resolveReady();
+        }
+      };
+      this.proc.stdout?.on("data", check);
+      check();
+      void this.exited.then((code) => {
+        clearTimeout(timer);
+        reject(new Error(`engine exited with ${code} before ready:\n${this.stdout}\n${this.stderr}`));
+      });
+    });
+  }
+
+  /** SIGTERM, then SIGKILL after 5 s; resolves with the exit code. */
+  async stop(): Promise<number | null> {
+    running.delete(this);
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return this.proc.exitCode;
+    this.proc.kill("SIGTERM");
+    const timer = setTimeout(() => this.proc.kill("SIGKILL"), 5000);
+    const code = await this.exited;
+    clearTimeout(timer);
+    return code;
+  }
+}
+
+/** Spawns `main.ts serve <model> --host 127.0.0.1 --port P ...` without waiting for readiness. */
+export async function spawnEngine(o: StartOptions): Promise<SimEngine> {
+  const port = o.port ?? (await freePort());
+  const sidePort = o.sidePort ?? (await freePort());
+  const env = childEnv({ VLLM_NIXL_SIDE_CHANNEL_HOST: "127.0.0.1", VLLM_NIXL_SIDE_CHANNEL_PORT: String(sidePort), ...o.env });
+  if (o.sim) {
+    const file = join(tempDir("sim-config-"), "sim.json");
+    writeFileSync(file, JSON.stringify(o.sim));
+    env.NARWHAL_SIM_CONFIG = file;
+  }
+  const proc = spawn(process.execPath, ["-r", TS_NODE, MAIN, "serve", o.model, "--host", "127.0.0.1", "--port", String(port), ...(o.args ?? [])], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const engine = new SimEngine(proc, port, sidePort);
+  running.add(engine);
+  return engine;
+}
+
+export async function startEngine(o: StartOptions): Promise<SimEngine> {
+  const engine = await spawnEngine(o);
+  await engine.ready();
+  return engine;
+}
+
+/** Runs the simulator with arbitrary arguments to completion (startup refusals, --version). */
+export async function runToExit(argv: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(process.execPath, ["-r", TS_NODE, MAIN, ...argv], { env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  const engine = new SimEngine(proc, 0, 0);
+  running.add(engine);
+  const timer = setTimeout(() => proc.kill("SIGKILL"), 15000);
+  const code = await engine.exited;
+  clearTimeout(timer);
+  running.delete(engine);
+  return { code, stdout: engine.stdout, stderr: engine.stderr };
+}
+
+export async function stopAll(): Promise<void> {
+  await Promise.all([...running].map((e) => e.stop()));
+}
+
+export function removeTemps(): void {
+  for (const dir of temps.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+export const KV_BOTH = JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_both" });
+
+export interface HttpResult {
+  status: number;
+  text: string;
+  json: any;
+  headers: Headers;
+}
+
+export async function http(url: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<HttpResult> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(url, {
+    method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+    headers,
+    body: init.body === undefined ? undefined : typeof init.body === "string" ? init.body : JSON.stringify(init.body),
+  });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, text, json, headers: res.headers };
+}
+
+/** Splits an SSE body into its `data:` payloads (parsed JSON, or the literal "[DONE]"). */
+export function sseEvents(text: string): unknown[] {
+  return text
+    .split("\n\n")
+    .filter((b) => b.length > 0)
+    .map((b) => {
+      if (!b.startsWith("data: ")) throw new Error(`not an SSE data event: ${JSON.stringify(b)}`);
+      const payload = b.slice(6);
+      return payload === "[DONE]" ? payload : JSON.parse(payload);
+    });
+}
