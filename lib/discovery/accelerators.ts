@@ -10,9 +10,9 @@ export interface AcceleratorInventory {
 
 const PCI_VENDORS: Record<string, "nvidia" | "amd"> = { "0x10de": "nvidia", "0x1002": "amd" };
 
-/** PCI display controllers: class 0x03xxxx (VGA 0x0300, 3D 0x0302, other display 0x0380). */
-function isDisplayClass(cls: string): boolean {
-  return /^0x03(00|02|80)/.test(cls.trim());
+/** The runbook's filter: display controllers (0x03xxxx) and processing accelerators (0x12xxxx). */
+function isAcceleratorClass(cls: string): boolean {
+  return /^0x(03|12)/.test(cls.trim());
 }
 
 /** Reads `<bdf> <class> <vendor>` lines and returns the GPU vendors present. */
@@ -21,7 +21,7 @@ export function scanPci(text: string): Array<{ bdf: string; vendor: "nvidia" | "
   for (const line of text.split("\n")) {
     const [bdf, cls, vendorId] = line.trim().split(/\s+/);
     const vendor = vendorId ? PCI_VENDORS[vendorId.toLowerCase()] : undefined;
-    if (bdf && cls && vendor && isDisplayClass(cls)) found.push({ bdf, vendor });
+    if (bdf && cls && vendor && isAcceleratorClass(cls)) found.push({ bdf, vendor });
   }
   return found;
 }
@@ -57,9 +57,10 @@ export function parseRocminfo(text: string): GpuRow[] {
   return gpus;
 }
 
+/** The runbook's words when the PCI scan finds no GPU, with what the scan looked for. */
 export const NO_GPU_NOTICE =
-  "no NVIDIA or AMD GPU is exposed to this host (no PCI display controller from vendor 0x10de or 0x1002); " +
-  "check that the GPUs are passed through to the machine and the driver is loaded";
+  "Inspect GPU PCI device exposure on this engine host. " +
+  "(No PCI device of class 0x03 or 0x12 from vendor 0x10de or 0x1002 is visible.)";
 
 /** Combines the PCI scan with the vendor tool's view into one inventory. */
 export function inventoryFrom(sections: { pci?: string; nvidia?: string; rocm?: string }): AcceleratorInventory {
