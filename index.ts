@@ -9,6 +9,8 @@ const fleet = new Fleet("fleet", { spec, secrets, stack: pulumi.getStack() });
 export const hosts: pulumi.Output<Record<string, HostSummary>> = fleet.hosts;
 /** Per engine: host alias, role, URL, process identity and the launch plan hash it runs. */
 export const engines: pulumi.Output<Record<string, EngineSummary>> = fleet.engines;
+/** Gate A's fleet-wide launch policy check; the update fails with each mismatch named when it does not hold. */
+export const launchPolicy: pulumi.Output<string> = fleet.replicaCheck;
 /** The role-to-host plan, as the runbook's `deploy_hosts.py plan` prints it. */
 export const deployment = {
   router: fleet.routerHost,

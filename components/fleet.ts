@@ -5,6 +5,7 @@ import { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
 import { Engine } from "./engine";
 import type { FleetSecrets } from "./stack-config";
 import type { LaunchInputs } from "../lib/launch/plan";
+import { checkReplicaShapes, LaunchPolicyError, resolveEngineLaunch } from "../lib/launch/policy";
 
 export interface FleetArgs {
   spec: FleetSpec;
@@ -35,6 +36,7 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly hosts: pulumi.Output<Record<string, HostSummary>>;
   public readonly engines: pulumi.Output<Record<string, EngineSummary>>;
   public readonly routerHost: string;
+  public readonly replicaCheck: pulumi.Output<string>;
 
   constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:fleet:Fleet", name, {}, opts);
@@ -68,25 +70,20 @@ export class Fleet extends pulumi.ComponentResource {
     const engines = spec.engines.map((e) => {
       const discovery = discoveries.get(e.host)!;
       const host = spec.hosts.find((h) => h.alias === e.host)!;
+      // Each plan depends on its own host's discovery only, so a change elsewhere never touches it.
       const launch: pulumi.Output<LaunchInputs> = pulumi
         .all([discovery.fabricAddress, discovery.accelerators])
-        .apply(([fabricAddress, accelerators]) => ({
-          engine: { id: e.id, port: e.port, nixlPort: e.nixlPort, gpuIds: e.gpuIds ?? [] },
-          host: {
+        .apply(([fabricAddress, accelerators]) =>
+          resolveEngineLaunch(spec, e, {
             alias: host.alias,
             fabricInterface: host.fabricInterface,
             fabricAddress,
             vendor: accelerators.vendor,
-            gpuCount: accelerators.gpus.length,
-          },
-          model: { servedName: spec.model.servedName, checkpointDir: spec.model.checkpointDir },
-          policy: {
-            ...spec.launch,
-            ...(e.overrides ?? {}),
-            vllmCommand: spec.runtime.vllmCommand,
-            rdmaHcas: spec.launch.rdma?.hcas,
-          },
-        }));
+            product: accelerators.product,
+            gpus: accelerators.gpus,
+            notice: accelerators.notice,
+          }),
+        );
       const engine = new Engine(
         `${name}-${e.id}`,
         {
@@ -101,8 +98,18 @@ export class Fleet extends pulumi.ComponentResource {
         },
         { parent: this, dependsOn: [discovery] },
       );
-      return { spec: e, engine };
+      return { spec: e, engine, launch, product: discovery.accelerators.apply((a) => a.product) };
     });
+
+    // Runbook, Gate A: replicas share one accelerator product and TP shape. A fleet-wide check that
+    // fails the deployment, kept out of every engine's inputs so one host's change touches no other plan.
+    this.replicaCheck = pulumi
+      .all(engines.map(({ spec: e, launch, product }) => pulumi.all([launch, product]).apply(([inputs, p]) => ({ engineIndex: e.index, inputs, product: p }))))
+      .apply((launches) => {
+        const issues = checkReplicaShapes(launches);
+        if (issues.length > 0) throw new LaunchPolicyError(issues);
+        return "replicas share one accelerator product and TP shape";
+      });
 
     this.routerHost = spec.router.host ?? spec.engines[0]!.host;
     this.hosts = pulumi.all(
@@ -131,7 +138,7 @@ export class Fleet extends pulumi.ComponentResource {
         ]),
       ),
     );
-    this.registerOutputs({ hosts: this.hosts, engines: this.engines });
+    this.registerOutputs({ hosts: this.hosts, engines: this.engines, replicaCheck: this.replicaCheck });
   }
 }
 

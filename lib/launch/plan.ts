@@ -23,6 +23,12 @@ export interface LaunchInputs {
     /** torch_dtype from the checkpoint's config.json, when discovery has read it. */
     readonly dtype?: string;
     readonly maxPositionEmbeddings?: number;
+    /** `auto_map` in the checkpoint: vLLM refuses to load it without `--trust-remote-code`. */
+    readonly trustRemoteCode?: boolean;
+    /** Convolutional SSM transfer state: vLLM 0.29 defaults to SD, so DS must be explicit. */
+    readonly ssmConvStateLayoutDS?: boolean;
+    /** A tokenizer other than the checkpoint's own (`--tokenizer`). */
+    readonly tokenizer?: string;
   };
   readonly policy: {
     readonly vllmCommand: string;
@@ -90,12 +96,19 @@ export function renderLaunchPlan(inputs: LaunchInputs): LaunchPlan {
     ...(policy.enforceEager ? ["--enforce-eager"] : []),
     policy.prefixCaching ? "--enable-prefix-caching" : "--no-enable-prefix-caching",
   ];
+  const chosen = policy.engineArgs ?? defaults;
+  // Model requirements are appended even when engineArgs replaces the defaults (runbook, Gate A).
+  const required = [
+    ...(model.trustRemoteCode && !chosen.includes("--trust-remote-code") ? ["--trust-remote-code"] : []),
+    ...(model.tokenizer ? ["--tokenizer", model.tokenizer] : []),
+  ];
   const argv = [
     policy.vllmCommand, "serve", model.checkpointDir,
     "--served-model-name", model.servedName,
     "--host", host.fabricAddress,
     "--port", String(engine.port),
-    ...(policy.engineArgs ?? defaults),
+    ...chosen,
+    ...required,
     "--kv-transfer-config", JSON.stringify(kvTransferConfig),
   ];
 
@@ -110,6 +123,7 @@ export function renderLaunchPlan(inputs: LaunchInputs): LaunchPlan {
     UCX_NET_DEVICES: policy.transport === "ucx_rdma" ? (policy.rdmaHcas ?? []).join(",") : host.fabricInterface,
     UCX_TCP_PORT_RANGE: policy.ucxTcpPortRange,
     [visibility]: gpus.join(","),
+    ...(model.ssmConvStateLayoutDS ? { VLLM_SSM_CONV_STATE_LAYOUT: "DS" } : {}),
   };
 
   const url = `http://${host.fabricAddress.includes(":") ? `[${host.fabricAddress}]` : host.fabricAddress}:${engine.port}`;

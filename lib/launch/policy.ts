@@ -1,0 +1,136 @@
+import type { EngineSpec, FleetSpec } from "../config";
+import type { LaunchInputs } from "./plan";
+
+/** What discovery found on one host that a launch plan is derived from. */
+export interface HostLaunchFacts {
+  readonly alias: string;
+  readonly fabricInterface: string;
+  readonly fabricAddress: string;
+  readonly vendor: "nvidia" | "amd" | "none";
+  readonly product: string | null;
+  readonly gpus: ReadonlyArray<{ readonly index: number }>;
+  /** Why no GPU is usable, in the runbook's words, when discovery found none. */
+  readonly notice?: string;
+  readonly model?: {
+    readonly dtype?: string | null;
+    readonly maxPositionEmbeddings?: number | null;
+    readonly trustRemoteCode?: boolean;
+    readonly ssmConvStateLayoutDS?: boolean;
+  };
+}
+
+export interface PolicyIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
+export class LaunchPolicyError extends Error {
+  readonly code = "NARWHAL_LAUNCH_POLICY";
+  constructor(readonly issues: ReadonlyArray<PolicyIssue>) {
+    super(`launch policy rejected (${issues.length} problem${issues.length === 1 ? "" : "s"}):\n` + issues.map((i) => `  - ${i.path}: ${i.message}`).join("\n"));
+  }
+}
+
+/**
+ * The launch inputs of one engine: the runbook's policy, overridden by the engine's own settings,
+ * applied to what discovery found on its host. Depends on that host's facts only, so a change on
+ * another host never touches this engine's plan. Throws `LaunchPolicyError` naming engine, host, field.
+ */
+export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: HostLaunchFacts): LaunchInputs {
+  const at = `engines[${engine.index}]`;
+  const who = `engine ${engine.id} on host ${facts.alias}`;
+  const issues: PolicyIssue[] = [];
+  const o = engine.overrides ?? {};
+  const visible = facts.gpus.map((g) => g.index);
+
+  if (facts.vendor === "none" || visible.length === 0) {
+    issues.push({ path: `${at}.host`, message: `${who}: ${facts.notice ?? "no GPU is visible on this host"}` });
+  }
+  for (const id of engine.gpuIds ?? []) {
+    if (visible.length > 0 && !visible.includes(id)) {
+      issues.push({ path: `${at}.gpuIds`, message: `${who}: GPU ${id} is not visible (visible GPUs: ${visible.join(", ")})` });
+    }
+  }
+  const gpus = engine.gpuIds ?? visible;
+  const tp = o.tensorParallelSize ?? spec.launch.tensorParallelSize ?? Math.max(1, gpus.length);
+  if (gpus.length > 0 && (tp > gpus.length || gpus.length % tp !== 0)) {
+    const field = o.tensorParallelSize ? `${at}.overrides.tensorParallelSize` : "launch.tensorParallelSize";
+    issues.push({ path: field, message: `${who}: tensor parallel size ${tp} does not divide the engine's ${gpus.length} GPU(s) (${gpus.join(", ")})` });
+  }
+
+  const engineEnv = { ...(spec.launch.engineEnv ?? {}), ...(o.engineEnv ?? {}) };
+  const ds = facts.model?.ssmConvStateLayoutDS ?? false;
+  if (ds && engineEnv.VLLM_SSM_CONV_STATE_LAYOUT !== undefined && engineEnv.VLLM_SSM_CONV_STATE_LAYOUT !== "DS") {
+    issues.push({
+      path: o.engineEnv?.VLLM_SSM_CONV_STATE_LAYOUT !== undefined ? `${at}.overrides.engineEnv` : "launch.engineEnv",
+      message: `${who}: VLLM_SSM_CONV_STATE_LAYOUT=${engineEnv.VLLM_SSM_CONV_STATE_LAYOUT} conflicts with the checkpoint's convolutional SSM state, which requires DS`,
+    });
+  }
+  const transport = o.transport ?? spec.launch.transport;
+  const rdma = o.rdma ?? spec.launch.rdma;
+  if (issues.length > 0) throw new LaunchPolicyError(issues);
+
+  return {
+    engine: { id: engine.id, port: engine.port, nixlPort: engine.nixlPort, gpuIds: gpus },
+    host: {
+      alias: facts.alias,
+      fabricInterface: facts.fabricInterface,
+      fabricAddress: facts.fabricAddress,
+      vendor: facts.vendor,
+      gpuCount: visible.length,
+    },
+    model: {
+      servedName: spec.model.servedName,
+      checkpointDir: spec.model.checkpointDir,
+      dtype: facts.model?.dtype ?? undefined,
+      maxPositionEmbeddings: facts.model?.maxPositionEmbeddings ?? undefined,
+      trustRemoteCode: spec.model.trustRemoteCode ?? facts.model?.trustRemoteCode ?? false,
+      ssmConvStateLayoutDS: ds,
+      tokenizer: spec.model.tokenizer,
+    },
+    policy: {
+      vllmCommand: spec.runtime.vllmCommand,
+      transport,
+      dtype: o.dtype ?? spec.launch.dtype,
+      kvCacheDtype: o.kvCacheDtype ?? spec.launch.kvCacheDtype,
+      blockSize: o.blockSize ?? spec.launch.blockSize,
+      enforceEager: spec.launch.enforceEager,
+      maxModelLen: o.maxModelLen ?? spec.launch.maxModelLen,
+      maxNumSeqs: o.maxNumSeqs ?? spec.launch.maxNumSeqs,
+      gpuMemoryUtilization: o.gpuMemoryUtilization ?? spec.launch.gpuMemoryUtilization,
+      tensorParallelSize: tp,
+      prefixCaching: spec.launch.prefixCaching,
+      ucxTcpPortRange: spec.launch.ucxTcpPortRange,
+      kvLeaseDurationS: spec.launch.kvLeaseDurationS,
+      rdmaHcas: transport === "ucx_rdma" ? rdma?.hcas : undefined,
+      engineArgs: o.engineArgs ?? spec.launch.engineArgs,
+      engineEnv: Object.keys(engineEnv).length > 0 ? engineEnv : undefined,
+    },
+  };
+}
+
+/**
+ * Runbook, Gate A: all replicas must have matching accelerator product and TP shape. Checked across
+ * the fleet after each engine's inputs resolve; it gates the deployment but feeds no engine's plan.
+ */
+export function checkReplicaShapes(launches: ReadonlyArray<{ engineIndex: number; inputs: LaunchInputs; product: string | null }>): PolicyIssue[] {
+  const [first, ...rest] = launches;
+  if (!first) return [];
+  const issues: PolicyIssue[] = [];
+  const tp = (l: LaunchInputs) => l.policy.tensorParallelSize ?? l.engine.gpuIds.length;
+  for (const l of rest) {
+    if (l.product !== first.product) {
+      issues.push({
+        path: `engines[${l.engineIndex}].host`,
+        message: `engine ${l.inputs.engine.id} on host ${l.inputs.host.alias} has ${l.product ?? "no GPU"}, but engine ${first.inputs.engine.id} on host ${first.inputs.host.alias} has ${first.product ?? "no GPU"}; all replicas must share one accelerator product`,
+      });
+    }
+    if (tp(l.inputs) !== tp(first.inputs)) {
+      issues.push({
+        path: `engines[${l.engineIndex}].overrides.tensorParallelSize`,
+        message: `engine ${l.inputs.engine.id} on host ${l.inputs.host.alias} runs TP ${tp(l.inputs)}, but engine ${first.inputs.engine.id} runs TP ${tp(first.inputs)}; all replicas must share one TP shape`,
+      });
+    }
+  }
+  return issues;
+}

@@ -1,0 +1,95 @@
+import { expect } from "chai";
+import { parseFleetConfig } from "../../../lib/config";
+import { checkReplicaShapes, HostLaunchFacts, LaunchPolicyError, resolveEngineLaunch } from "../../../lib/launch/policy";
+
+const h100 = (alias: string, n = 2): HostLaunchFacts => ({
+  alias,
+  fabricInterface: "fab0",
+  fabricAddress: alias === "a" ? "198.18.0.11" : "198.18.0.12",
+  vendor: "nvidia",
+  product: "NVIDIA H100 80GB HBM3",
+  gpus: Array.from({ length: n }, (_, index) => ({ index })),
+  model: { dtype: "bfloat16", maxPositionEmbeddings: 32768 },
+});
+
+function spec(engines: unknown[], extra: Record<string, unknown> = {}) {
+  return parseFleetConfig({
+    hosts: [
+      { alias: "a", destination: "root@198.18.0.11", fabricInterface: "fab0" },
+      { alias: "b", destination: "root@198.18.0.12", fabricInterface: "fab0" },
+    ],
+    engines,
+    model: { servedName: "m", checkpointDir: "/models/m" },
+    ...extra,
+  });
+}
+
+function rejection(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof LaunchPolicyError) return err.issues.map((i) => `${i.path}: ${i.message}`);
+    throw err;
+  }
+  throw new Error("expected a LaunchPolicyError");
+}
+
+describe("launch policy", () => {
+  it("gives one engine on a host every GPU with TP equal to the count", () => {
+    const s = spec([{ id: "e1", host: "a" }, { id: "e2", host: "b" }]);
+    const l = resolveEngineLaunch(s, s.engines[0]!, h100("a"));
+    expect(l.engine.gpuIds).to.deep.equal([0, 1]);
+    expect(l.policy.tensorParallelSize).to.equal(2);
+    expect(l.policy).to.include({ blockSize: 128, maxModelLen: 16384, maxNumSeqs: 8, gpuMemoryUtilization: 0.9, dtype: "model", transport: "tcp" });
+  });
+
+  it("lets engine overrides win over the fleet policy", () => {
+    const s = spec([{ id: "e1", host: "a", overrides: { blockSize: 16, maxNumSeqs: 4, dtype: "float16" } }, { id: "e2", host: "b" }], {
+      launch: { maxModelLen: 8192 },
+    });
+    const l = resolveEngineLaunch(s, s.engines[0]!, h100("a"));
+    expect(l.policy).to.include({ blockSize: 16, maxNumSeqs: 4, dtype: "float16", maxModelLen: 8192 });
+  });
+
+  it("accepts disjoint GPUs on one host", () => {
+    const s = spec([{ id: "e1", host: "a", gpuIds: [0] }, { id: "e2", host: "a", gpuIds: [1] }]);
+    expect(resolveEngineLaunch(s, s.engines[1]!, h100("a")).engine.gpuIds).to.deep.equal([1]);
+  });
+
+  it("rejects a GPU the host does not have, and a host with none", () => {
+    const s = spec([{ id: "e1", host: "a", gpuIds: [3] }, { id: "e2", host: "b" }]);
+    expect(rejection(() => resolveEngineLaunch(s, s.engines[0]!, h100("a")))).to.deep.equal([
+      "engines[0].gpuIds: engine e1 on host a: GPU 3 is not visible (visible GPUs: 0, 1)",
+    ]);
+    const none: HostLaunchFacts = { ...h100("b"), vendor: "none", product: null, gpus: [], notice: "Inspect GPU PCI device exposure on this engine host." };
+    expect(rejection(() => resolveEngineLaunch(s, s.engines[1]!, none))).to.deep.equal([
+      "engines[1].host: engine e2 on host b: Inspect GPU PCI device exposure on this engine host.",
+    ]);
+  });
+
+  it("appends model requirements and refuses a conflicting layout override", () => {
+    const s = spec([{ id: "e1", host: "a", overrides: { engineArgs: ["--max-num-seqs", "2"] } }, { id: "e2", host: "b" }]);
+    const facts = { ...h100("a"), model: { dtype: "bfloat16", trustRemoteCode: true, ssmConvStateLayoutDS: true } };
+    const l = resolveEngineLaunch(s, s.engines[0]!, facts);
+    expect(l.model).to.include({ trustRemoteCode: true, ssmConvStateLayoutDS: true });
+    expect(l.policy.engineArgs).to.deep.equal(["--max-num-seqs", "2"]);
+
+    const conflicting = spec([{ id: "e1", host: "a", overrides: { engineEnv: { VLLM_SSM_CONV_STATE_LAYOUT: "SD" } } }, { id: "e2", host: "b" }]);
+    expect(rejection(() => resolveEngineLaunch(conflicting, conflicting.engines[0]!, facts))).to.deep.equal([
+      "engines[0].overrides.engineEnv: engine e1 on host a: VLLM_SSM_CONV_STATE_LAYOUT=SD conflicts with the checkpoint's convolutional SSM state, which requires DS",
+    ]);
+  });
+
+  it("requires one accelerator product and one TP shape across replicas", () => {
+    const s = spec([{ id: "e1", host: "a" }, { id: "e2", host: "b" }]);
+    const a = resolveEngineLaunch(s, s.engines[0]!, h100("a"));
+    const b = resolveEngineLaunch(s, s.engines[1]!, { ...h100("b", 1), product: "AMD Instinct MI300X", vendor: "amd" });
+    expect(checkReplicaShapes([
+      { engineIndex: 0, inputs: a, product: "NVIDIA H100 80GB HBM3" },
+      { engineIndex: 1, inputs: b, product: "AMD Instinct MI300X" },
+    ]).map((i) => `${i.path}: ${i.message}`)).to.deep.equal([
+      "engines[1].host: engine e2 on host b has AMD Instinct MI300X, but engine e1 on host a has NVIDIA H100 80GB HBM3; all replicas must share one accelerator product",
+      "engines[1].overrides.tensorParallelSize: engine e2 on host b runs TP 1, but engine e1 runs TP 2; all replicas must share one TP shape",
+    ]);
+  });
+});
