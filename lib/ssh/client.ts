@@ -15,6 +15,8 @@ export interface SshTarget {
   readonly hostKey?: string;
   readonly allowFirstContact: boolean;
   readonly connectTimeoutS: number;
+  /** A bastion to hop through (ssh's ProxyJump); its own key is verified the same way. */
+  readonly jump?: SshTarget;
 }
 
 export interface ExecResult {
@@ -39,9 +41,31 @@ export class SshSession {
     readonly target: SshTarget,
     /** The key the server presented, verified against the pin or recorded on first contact. */
     readonly hostKey: HostKey,
+    private readonly via?: SshSession,
   ) {}
 
   static async open(target: SshTarget): Promise<SshSession> {
+    const via = target.jump ? await SshSession.open(target.jump) : undefined;
+    try {
+      const sock = via ? await via.forward(target.host, target.port) : undefined;
+      const { client, hostKey } = await SshSession.handshake(target, sock);
+      return new SshSession(client, target, hostKey, via);
+    } catch (err) {
+      via?.close();
+      throw err;
+    }
+  }
+
+  /** A TCP stream to host:port opened from this host, for the next hop of a jump. */
+  private forward(host: string, port: number): Promise<NonNullable<ConnectConfig["sock"]>> {
+    return new Promise((resolve, reject) =>
+      this.client.forwardOut("127.0.0.1", 0, host, port, (err, stream) =>
+        err ? reject(new SshError("NARWHAL_SSH_CONNECT", `host ${this.target.alias}: cannot open a jump to ${host}:${port}: ${err.message}`)) : resolve(stream),
+      ),
+    );
+  }
+
+  private static async handshake(target: SshTarget, sock?: ConnectConfig["sock"]): Promise<{ client: Client; hostKey: HostKey }> {
     const client = new Client();
     let presented: HostKey | undefined;
     let refusal: string | undefined;
@@ -54,6 +78,7 @@ export class SshSession {
       privateKey: target.privateKey,
       password: target.password,
       agent: target.agentSocket,
+      sock,
       readyTimeout: target.connectTimeoutS * 1000,
       hostVerifier: (blob: Buffer) => {
         presented = hostKeyFromBlob(blob);
@@ -81,7 +106,7 @@ export class SshSession {
       });
       client.connect(config);
     });
-    return new SshSession(client, target, presented!);
+    return { client, hostKey: presented! };
   }
 
   /** Runs `command` with an optional stdin; rejects only when the deadline passes or the channel fails. */
@@ -117,6 +142,7 @@ export class SshSession {
 
   close(): void {
     this.client.end();
+    this.via?.close();
   }
 }
 
