@@ -1,0 +1,131 @@
+/**
+ * The anchor: one idle process per host (`sleep infinity`) that owns the host's mount and UTS
+ * namespaces inside its network namespace. sshd and `runInHost` enter the anchor's namespaces with
+ * nsenter, so sshd can be restarted (e.g. with a new host key) without losing the host's mounts.
+ *
+ * The anchor is started as `ip netns exec nw-<alias> unshare --mount --uts --propagation private
+ * sh -c ANCHOR_SCRIPT`; every value reaches the script through environment variables, never by
+ * splicing text into it.
+ */
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import { ANCHOR_READY_TIMEOUT_MS, HOST_MODELS_ROOT, HOST_SHIM_DIR } from "./constants";
+import { ETC_OVERRIDES } from "./etc";
+import { pidAlive, SimError } from "./exec";
+import { deviceNodesOf } from "./inventory";
+import { netnsName } from "./network";
+import type { HostPaths } from "./paths";
+import type { HostSpec } from "../topology";
+
+/**
+ * Runs inside the new mount+UTS namespace (propagation private, so nothing leaks to the machine):
+ * sets the hostname; bind-mounts the host's fake PCI tree, shims, checkpoint, /etc files and its own
+ * /root, /home, /opt and /srv; on GPU hosts rebuilds /dev in a tmpfs with the vendor's device nodes
+ * added; gives the host private /tmp, /var/tmp and /dev/shm. Everything else (/usr, /var, the rest of
+ * /etc) is the machine's, shared by all hosts. Prints "ready" on stdout when done, then becomes
+ * `sleep infinity`.
+ */
+export const ANCHOR_SCRIPT = `
+set -eu
+hostname "$SIM_ALIAS"
+mount --bind "$SIM_PCI_DIR" /sys/bus/pci/devices
+mount --bind "$SIM_BIN_DIR" "$SIM_SHIM_TARGET"
+mount --bind "$SIM_MODELS_DIR" "$SIM_MODELS_TARGET"
+mount --bind "$SIM_HOME_DIR" /home
+mount --bind "$SIM_ROOT_HOME" /root
+mount --bind "$SIM_OPT_DIR" /opt
+mount --bind "$SIM_SRV_DIR" /srv
+for f in $SIM_ETC_FILES; do
+  if [ -e "/etc/$f" ]; then mount --bind "$SIM_ETC_DIR/$f" "/etc/$f"; fi
+done
+if [ -n "$SIM_DEV_NODES" ]; then
+  # Copy /dev into a tmpfs (device nodes keep their numbers), carry its submounts (pts, shm, ...)
+  # over, move the tmpfs onto /dev, then add the GPU nodes with /dev/null's numbers.
+  mount -t tmpfs -o mode=755,nosuid tmpfs "$SIM_DEV_STAGE"
+  cp -a -x /dev/. "$SIM_DEV_STAGE/"
+  for sub in $(awk '$5 ~ "^/dev/[^/]+$" { print substr($5, 6) }' /proc/self/mountinfo | sort -u); do
+    mkdir -p "$SIM_DEV_STAGE/$sub"
+    mount --rbind "/dev/$sub" "$SIM_DEV_STAGE/$sub"
+  done
+  mount --move "$SIM_DEV_STAGE" /dev
+  for node in $SIM_DEV_NODES; do
+    mkdir -p "$(dirname "/dev/$node")"
+    mknod -m 0666 "/dev/$node" c 1 3
+  done
+fi
+# Scratch space no other host sees, empty on every start as after a reboot.
+for d in /tmp /var/tmp /dev/shm; do
+  mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$d"
+done
+echo $$ > "$SIM_ANCHOR_PID_FILE"
+echo ready
+exec sleep infinity </dev/null >/dev/null 2>&1
+`;
+
+/** Starts the anchor and waits (bounded) until its mounts are in place; returns its pid. */
+export async function startAnchor(host: HostSpec, p: HostPaths): Promise<number> {
+  fs.rmSync(p.anchorPid, { force: true });
+  fs.mkdirSync(p.devStage, { recursive: true });
+  const log = fs.openSync(p.anchorLog, "w");
+  const env: NodeJS.ProcessEnv = {
+    PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    SIM_ALIAS: host.alias,
+    SIM_PCI_DIR: p.pciDir,
+    SIM_BIN_DIR: p.binDir,
+    SIM_SHIM_TARGET: HOST_SHIM_DIR,
+    SIM_MODELS_DIR: p.modelsDir,
+    SIM_MODELS_TARGET: HOST_MODELS_ROOT,
+    SIM_HOME_DIR: p.homeDir,
+    SIM_ROOT_HOME: p.rootHome,
+    SIM_OPT_DIR: p.optDir,
+    SIM_SRV_DIR: p.srvDir,
+    SIM_ETC_DIR: p.etcDir,
+    SIM_ETC_FILES: ETC_OVERRIDES.join(" "),
+    SIM_DEV_STAGE: p.devStage,
+    SIM_DEV_NODES: deviceNodesOf(host).join(" "),
+    SIM_ANCHOR_PID_FILE: p.anchorPid,
+  };
+  const argv = ["netns", "exec", netnsName(host.alias), "unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", ANCHOR_SCRIPT];
+  const child = spawn("ip", argv, { env, detached: true, stdio: ["ignore", "pipe", log] });
+  fs.closeSync(log);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let out = "";
+      const timer = setTimeout(() => {
+        child.kill("SIGKILL");
+        reject(new SimError("SIM_TIMEOUT", `${host.alias}: namespace anchor not ready after ANCHOR_READY_TIMEOUT_MS=${ANCHOR_READY_TIMEOUT_MS} ms (log ${p.anchorLog})`));
+      }, ANCHOR_READY_TIMEOUT_MS);
+      child.stdout!.on("data", (d: Buffer) => {
+        out += d.toString();
+        if (out.includes("ready\n")) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once("exit", (code, signal) => {
+        clearTimeout(timer);
+        const log = fs.existsSync(p.anchorLog) ? fs.readFileSync(p.anchorLog, "utf8").trim() : "";
+        reject(new SimError("SIM_HOST_SETUP", `${host.alias}: namespace setup failed (exit ${code ?? signal}): ${log}`));
+      });
+    });
+  } finally {
+    child.stdout!.destroy();
+    child.removeAllListeners("exit");
+    child.unref();
+  }
+  return Number(fs.readFileSync(p.anchorPid, "utf8").trim());
+}
+
+/** The anchor's pid when it is alive and still in the host's network namespace. */
+export function liveAnchorPid(alias: string, p: HostPaths): number | undefined {
+  if (!fs.existsSync(p.anchorPid)) return undefined;
+  const pid = Number(fs.readFileSync(p.anchorPid, "utf8").trim());
+  if (!Number.isInteger(pid) || pid <= 0 || !pidAlive(pid)) return undefined;
+  try {
+    const nsInode = fs.statSync(`/run/netns/${netnsName(alias)}`).ino;
+    const pidInode = fs.statSync(`/proc/${pid}/ns/net`).ino;
+    return nsInode === pidInode ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}

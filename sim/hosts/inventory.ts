@@ -1,0 +1,131 @@
+/**
+ * A host's fake accelerator inventory: which GPUs it has (bus ids, UUIDs), and the PCI sysfs tree that
+ * is bind-mounted over /sys/bus/pci/devices inside the host.
+ *
+ * The tree also holds devices a scan must filter out: a host bridge, a NIC and an NVMe drive on every
+ * host, plus a same-vendor device that is not a display controller on GPU hosts (an NVSwitch, class
+ * 0x068000, on NVIDIA hosts; an AMD non-essential-instrumentation function, class 0x130000, on AMD).
+ */
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { GpuModel, HostSpec } from "../topology";
+
+export interface SimGpu {
+  readonly index: number;
+  readonly product: string;
+  /** sysfs form, lower case with a 4-digit domain: 0000:10:00.0 */
+  readonly pciAddress: string;
+  /** nvidia-smi form, upper case with an 8-digit domain: 00000000:10:00.0 */
+  readonly nvidiaBusId: string;
+  /** NVIDIA `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`; AMD rocminfo `GPU-<16 hex>`. */
+  readonly uuid: string;
+  readonly memoryMiB: number;
+  /** rocminfo's BDFID: bus<<8 | device<<3 | function. */
+  readonly bdfid: number;
+}
+
+export interface PciDevice {
+  readonly address: string;
+  readonly pciClass: string;
+  readonly vendor: string;
+  readonly device: string;
+  /** Kernel driver named in uevent, when one would be bound. */
+  readonly driver?: string;
+}
+
+const hex = (n: number, width: number) => n.toString(16).padStart(width, "0");
+
+/** Stable per-host, per-GPU digest so UUIDs never change across `up`/`down`. */
+function digest(...parts: Array<string | number>): string {
+  return createHash("sha256").update(parts.join("/")).digest("hex");
+}
+
+/** GPU i sits on bus 0x10+i (0000:10:00.0, 0000:11:00.0, ...). */
+export function gpusOf(host: HostSpec): SimGpu[] {
+  const model = host.layout.model;
+  if (!model) return [];
+  return Array.from({ length: host.layout.count }, (_, index) => {
+    const bus = 0x10 + index;
+    const d = digest("narwhal-sim-gpu", host.alias, index);
+    const uuid =
+      model.vendor === "nvidia"
+        ? `GPU-${d.slice(0, 8)}-${d.slice(8, 12)}-${d.slice(12, 16)}-${d.slice(16, 20)}-${d.slice(20, 32)}`
+        : `GPU-${d.slice(0, 16)}`;
+    return {
+      index,
+      product: model.product,
+      pciAddress: `0000:${hex(bus, 2)}:00.0`,
+      nvidiaBusId: `00000000:${hex(bus, 2).toUpperCase()}:00.0`,
+      uuid,
+      memoryMiB: model.memoryMiB,
+      bdfid: bus << 8,
+    };
+  });
+}
+
+/** Every PCI device the host shows, GPUs first. */
+export function pciDevicesOf(host: HostSpec): PciDevice[] {
+  const model: GpuModel | null = host.layout.model;
+  const devices: PciDevice[] = gpusOf(host).map((g) => ({
+    address: g.pciAddress,
+    pciClass: model!.pciClass,
+    vendor: model!.pciVendor,
+    device: model!.pciDevice,
+    driver: model!.vendor === "nvidia" ? "nvidia" : "amdgpu",
+  }));
+  if (model?.vendor === "nvidia") {
+    devices.push({ address: "0000:60:00.0", pciClass: "0x068000", vendor: "0x10de", device: "0x22a3", driver: "nvidia" });
+  } else if (model?.vendor === "amd") {
+    devices.push({ address: "0000:50:00.0", pciClass: "0x130000", vendor: "0x1002", device: "0x74a5" });
+  }
+  devices.push(
+    { address: "0000:00:00.0", pciClass: "0x060000", vendor: "0x8086", device: "0x09a2" },
+    { address: "0000:30:00.0", pciClass: "0x020000", vendor: "0x8086", device: "0x1592", driver: "ice" },
+    { address: "0000:40:00.0", pciClass: "0x010802", vendor: "0x144d", device: "0xa80a", driver: "nvme" },
+  );
+  return devices;
+}
+
+/** Writes `<dir>/<address>/{class,vendor,device,...}` as sysfs would show them, replacing the old tree. */
+export function writePciTree(dir: string, host: HostSpec): void {
+  fs.rmSync(dir, { recursive: true, force: true });
+  for (const dev of pciDevicesOf(host)) {
+    const d = path.join(dir, dev.address);
+    fs.mkdirSync(d, { recursive: true });
+    const files: Record<string, string> = {
+      class: dev.pciClass,
+      vendor: dev.vendor,
+      device: dev.device,
+      subsystem_vendor: dev.vendor,
+      subsystem_device: "0x0000",
+      revision: "0x00",
+      numa_node: dev.address < "0000:30" ? "0" : "1",
+      uevent: [
+        ...(dev.driver ? [`DRIVER=${dev.driver}`] : []),
+        `PCI_CLASS=${dev.pciClass.slice(2).toUpperCase()}`,
+        `PCI_ID=${dev.vendor.slice(2).toUpperCase()}:${dev.device.slice(2).toUpperCase()}`,
+        `PCI_SLOT_NAME=${dev.address}`,
+      ].join("\n"),
+    };
+    for (const [name, value] of Object.entries(files)) fs.writeFileSync(path.join(d, name), `${value}\n`);
+  }
+}
+
+/**
+ * Device nodes a GPU host shows under /dev (paths relative to /dev). They are made in a private tmpfs
+ * inside the host (see anchor.ts) with the numbers of /dev/null, so they exist and open harmlessly.
+ */
+export function deviceNodesOf(host: HostSpec): string[] {
+  const model = host.layout.model;
+  if (!model) return [];
+  const n = host.layout.count;
+  if (model.vendor === "nvidia") {
+    return ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", ...Array.from({ length: n }, (_, i) => `nvidia${i}`)];
+  }
+  return [
+    "kfd",
+    ...Array.from({ length: n }, (_, i) => `dri/card${i}`),
+    ...Array.from({ length: n }, (_, i) => `dri/renderD${128 + i}`),
+  ];
+}
