@@ -38,14 +38,21 @@ describe("e2e: first slice through the real CLI", function () {
   });
 
   it("keeps the engine API key out of plaintext state, outputs and engine command lines", async () => {
-    const { stack, hosts } = await sharedFleet();
+    const { stack } = await sharedFleet();
     // The state file as it rests in the backend (the Automation API's export would decrypt secrets).
     const state = fs.readFileSync(path.join(PROJECT_ROOT, ".state/.pulumi/stacks/narwhal-fleet/e2e.json"), "utf8");
     expect(state).to.include("narwhal-fleet:engineApiKey").and.not.include(API_KEY);
     const outputs = JSON.stringify(await stack.outputs());
     expect(outputs).to.not.include(API_KEY);
-    const ps = await runInHost(hosts[0]!.alias, ["ps", "-eo", "args"]);
-    expect(ps.stdout).to.include("vllm").and.not.include(API_KEY);
+    // The key reaches each engine through its environment, never its command line, and guards /v1.
+    const engines = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
+    for (const [id, e] of Object.entries(engines)) {
+      const proc = await runInHost(e.host, ["sh", "-c", `tr '\\0' '\\n' < /proc/${e.pid}/cmdline; echo ---; tr '\\0' '\\n' < /proc/${e.pid}/environ`]);
+      const [cmdline, environ] = proc.stdout.split("---");
+      expect(cmdline, `${id} command line`).to.include("serve").and.not.include(API_KEY);
+      expect(environ!.split("\n"), `${id} environment`).to.include(`VLLM_API_KEY=${API_KEY}`);
+      expect((await request(`${e.url}/v1/models`)).statusCode, `${id} without the key`).to.equal(401);
+    }
   });
 
   it("changes nothing on a second run", async () => {

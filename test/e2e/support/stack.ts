@@ -39,13 +39,15 @@ export async function openStack(name: string, hosts: SimHost[], engines: EngineE
 let shared: Promise<{ stack: Stack; hosts: SimHost[]; engines: EngineEntry[] }> | undefined;
 
 /**
- * One converged fleet shared by every e2e test file: 3 simulated hosts, 4 engines (two colocated on
- * the first host with disjoint GPUs). Ports differ from the dev stack's so the demo can run beside it.
+ * One converged fleet shared by every e2e test file: 3 simulated NVIDIA hosts, 4 engines (two
+ * colocated on the first host with disjoint GPUs). Ports differ from the dev stack's so the demo can run beside it.
  */
 export function sharedFleet(): Promise<{ stack: Stack; hosts: SimHost[]; engines: EngineEntry[] }> {
   shared ??= (async () => {
-    const { hosts } = await simUp({});
-    const [a, b, c] = hosts as [SimHost, SimHost, SimHost];
+    // Replicas must share one accelerator product: the NVIDIA hosts sim1, sim2 and sim4 (sim3 is AMD).
+    const all = (await simUp({ hosts: 4 })).hosts;
+    const [a, b, c] = ["sim1", "sim2", "sim4"].map((alias) => all.find((h) => h.alias === alias)!) as [SimHost, SimHost, SimHost];
+    const hosts = [a, b, c];
     const engines: EngineEntry[] = [
       { id: "e1", host: a.alias, gpuIds: [0], port: 8301, attestationPort: 8311, nixlPort: 5701 },
       { id: "e2", host: b.alias, gpuIds: [0], port: 8302, attestationPort: 8312, nixlPort: 5702 },
@@ -53,6 +55,9 @@ export function sharedFleet(): Promise<{ stack: Stack; hosts: SimHost[]; engines
       { id: "e4", host: a.alias, gpuIds: [1], port: 8304, attestationPort: 8314, nixlPort: 5704 },
     ];
     const stack = await openStack("e2e", hosts, engines);
+    // Start from nothing: a stack left by an earlier run may describe engines the harness has since
+    // stopped, and the e2e layer proves convergence from scratch.
+    await stack.destroy({ onOutput: () => undefined });
     await stack.up({ onOutput: () => undefined });
     return { stack, hosts, engines };
   })();
