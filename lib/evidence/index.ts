@@ -1,0 +1,21 @@
+/** The evidence store (design.md §5): immutable, content-addressed measurement records and their export. */
+export { EvidenceError, type EvidenceErrorCode } from "./errors";
+export {
+  DIGEST_PATTERN,
+  EVIDENCE_KINDS,
+  EvidenceRecordSchema,
+  KIND_PATTERN,
+  REVISION_PATTERN,
+  evidenceRecord,
+  parseEvidenceRecord,
+  type EvidenceArtifact,
+  type EvidenceCommand,
+  type EvidenceKind,
+  type EvidenceRecord,
+  type EvidenceRecordFields,
+  type EvidenceSubject,
+  type EvidenceVerdict,
+} from "./record";
+export { EvidenceStore, evidenceRoot, type EvidenceStoreOptions, type ListedRecord, type VerifyResult, type WrittenRecord } from "./store";
+export { SecretRegistry, type SecretEncoding } from "./secrets";
+export { REDACTED, Sanitiser, exportSanitised, type ExportAliases } from "./sanitise";
