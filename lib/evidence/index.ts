@@ -19,3 +19,4 @@ export {
 export { EvidenceStore, evidenceRoot, type EvidenceStoreOptions, type ListedRecord, type VerifyResult, type WrittenRecord } from "./store";
 export { SecretRegistry, type SecretEncoding } from "./secrets";
 export { REDACTED, Sanitiser, exportSanitised, type ExportAliases } from "./sanitise";
+export { sourceRevision } from "./revision";
