@@ -2,15 +2,19 @@ import * as pulumi from "@pulumi/pulumi";
 import { readStackConfig } from "./components/stack-config";
 import { Fleet, EngineSummary, HostSummary } from "./components/fleet";
 
-const { spec, secrets } = readStackConfig();
-const fleet = new Fleet("fleet", { spec, secrets, stack: pulumi.getStack() });
+const { spec, secrets, sshConfig } = readStackConfig();
+const fleet = new Fleet("fleet", { spec, secrets, sshConfig, stack: pulumi.getStack() });
 
 /** Per physical host: identity, verified host key fingerprint, accelerators and fabric address. */
 export const hosts: pulumi.Output<Record<string, HostSummary>> = fleet.hosts;
 /** Per engine: host alias, role, URL, process identity and the launch plan hash it runs. */
 export const engines: pulumi.Output<Record<string, EngineSummary>> = fleet.engines;
-/** Gate A's fleet-wide launch policy check; the update fails with each mismatch named when it does not hold. */
-export const launchPolicy: pulumi.Output<string> = fleet.replicaCheck;
+/** Gate A across hosts: the shared checkpoint tree, accelerator product and TP shape of every replica. */
+export const replicas = {
+  modelTreeSha256: fleet.replicas.modelTreeSha256,
+  product: fleet.replicas.product,
+  tensorParallelSize: fleet.replicas.tensorParallelSize,
+};
 /** The role-to-host plan, as the runbook's `deploy_hosts.py plan` prints it. */
 export const deployment = {
   router: fleet.routerHost,

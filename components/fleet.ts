@@ -1,17 +1,23 @@
+import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
-import type { FleetSpec, HostSpec } from "../lib/config";
-import { parseDestination } from "../lib/config/formats";
+import type * as command from "@pulumi/command";
+import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config";
 import { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
+import { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
 import { Engine } from "./engine";
 import type { FleetSecrets } from "./stack-config";
 import type { LaunchInputs } from "../lib/launch/plan";
-import { checkReplicaShapes, LaunchPolicyError, resolveEngineLaunch } from "../lib/launch/policy";
+import { resolveEngineLaunch } from "../lib/launch/policy";
+import { HostLogin, hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
+import { manifestIdentity } from "../lib/checkpoint/compare";
 
 export interface FleetArgs {
   spec: FleetSpec;
   secrets: FleetSecrets;
   /** Names the per-stack folders on hosts, so two stacks never share an engine's run folder. */
   stack: string;
+  /** The operator's ssh_config, for destinations that are OpenSSH aliases. */
+  sshConfig?: { text: string; home: string };
 }
 
 export interface HostSummary {
@@ -19,7 +25,9 @@ export interface HostSummary {
   hostKeyFingerprint: string;
   accelerator: { vendor: string; product: string | null; count: number };
   fabricAddress: string;
+  modelTreeSha256: string;
   factsDigest: string;
+  evidence: { relativePath: string; digest: string };
 }
 
 export interface EngineSummary {
@@ -31,103 +39,49 @@ export interface EngineSummary {
   planSha256: string;
 }
 
-/** The whole fleet: one discovery per physical host, then its engines. */
+interface HostParts {
+  discovery: HostDiscovery;
+  connection: command.types.input.remote.ConnectionArgs;
+}
+
+/**
+ * The whole fleet, gate by gate: discovery per physical host (Gate A), one launch plan per engine from
+ * its own host's facts, the replica agreement across hosts, then the engines (Gate C).
+ */
 export class Fleet extends pulumi.ComponentResource {
   public readonly hosts: pulumi.Output<Record<string, HostSummary>>;
   public readonly engines: pulumi.Output<Record<string, EngineSummary>>;
   public readonly routerHost: string;
-  public readonly replicaCheck: pulumi.Output<string>;
+  public readonly replicas: ReplicaAgreement;
 
   constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:fleet:Fleet", name, {}, opts);
-    const { spec, secrets } = args;
+    const { spec } = args;
 
-    const discoveries = new Map<string, HostDiscovery>();
-    const connections = new Map<string, ReturnType<typeof connectionFor>>();
-    for (const host of spec.hosts) {
-      const login = { user: host.user, host: loginAddress(host.destination) };
-      const discovery = new HostDiscovery(
-        `${name}-${host.alias}`,
-        {
-          alias: host.alias,
-          host: login.host,
-          port: host.port,
-          user: login.user,
-          privateKey: host.auth === "key" ? secrets.sshPrivateKey(host.alias) : undefined,
-          password: host.auth === "password" ? secrets.sshPassword(host.alias) : undefined,
-          pinnedHostKey: host.hostKey,
-          allowFirstContact: spec.ssh.allowFirstContact,
-          connectTimeoutS: spec.ssh.connectTimeoutS,
-          fabricInterface: host.fabricInterface,
-          fabricAddressChoice: host.fabricAddress,
-        },
-        { parent: this },
-      );
-      discoveries.set(host.alias, discovery);
-      connections.set(host.alias, connectionFor(host, login, discovery, secrets, spec));
-    }
-
-    const engines = spec.engines.map((e) => {
-      const discovery = discoveries.get(e.host)!;
-      const host = spec.hosts.find((h) => h.alias === e.host)!;
-      // Each plan depends on its own host's discovery only, so a change elsewhere never touches it.
-      const launch: pulumi.Output<LaunchInputs> = pulumi
-        .all([discovery.fabricAddress, discovery.accelerators])
-        .apply(([fabricAddress, accelerators]) =>
-          resolveEngineLaunch(spec, e, {
-            alias: host.alias,
-            fabricInterface: host.fabricInterface,
-            fabricAddress,
-            vendor: accelerators.vendor,
-            product: accelerators.product,
-            gpus: accelerators.gpus,
-            notice: accelerators.notice,
-          }),
-        );
-      const engine = new Engine(
+    const hosts = new Map(spec.hosts.map((h) => [h.alias, this.discoverHost(name, h, args)]));
+    const launches = spec.engines.map((e) => ({ spec: e, launch: launchFor(spec, e, hosts.get(e.host)!.discovery) }));
+    this.replicas = this.agreeOnReplicas(name, spec, hosts, launches);
+    const engines = launches.map(({ spec: e, launch }) => ({
+      spec: e,
+      engine: new Engine(
         `${name}-${e.id}`,
         {
           launch,
           role: e.role,
           hostAlias: e.host,
-          connection: connections.get(e.host)!,
-          engineApiKey: secrets.engineApiKey,
+          connection: hosts.get(e.host)!.connection,
+          engineApiKey: args.secrets.engineApiKey,
           runDir: `/var/lib/narwhal-fleet/${args.stack}/engines/${e.id}`,
           healthTimeoutS: spec.runtime.deadlinesS.start,
           stopTimeoutS: spec.runtime.deadlinesS.stop,
         },
-        { parent: this, dependsOn: [discovery] },
-      );
-      return { spec: e, engine, launch, product: discovery.accelerators.apply((a) => a.product) };
-    });
-
-    // Runbook, Gate A: replicas share one accelerator product and TP shape. A fleet-wide check that
-    // fails the deployment, kept out of every engine's inputs so one host's change touches no other plan.
-    this.replicaCheck = pulumi
-      .all(engines.map(({ spec: e, launch, product }) => pulumi.all([launch, product]).apply(([inputs, p]) => ({ engineIndex: e.index, inputs, product: p }))))
-      .apply((launches) => {
-        const issues = checkReplicaShapes(launches);
-        if (issues.length > 0) throw new LaunchPolicyError(issues);
-        return "replicas share one accelerator product and TP shape";
-      });
+        // Order only: a disagreement stops every start, but no value of the agreement reaches a plan.
+        { parent: this, dependsOn: [hosts.get(e.host)!.discovery, this.replicas] },
+      ),
+    }));
 
     this.routerHost = spec.router.host ?? spec.engines[0]!.host;
-    this.hosts = pulumi.all(
-      Object.fromEntries(
-        [...discoveries].map(([alias, d]) => [
-          alias,
-          pulumi.all([d.hostname, d.hostKeyFingerprint, d.accelerators, d.fabricAddress, d.factsDigest]).apply(
-            ([hostname, hostKeyFingerprint, acc, fabricAddress, factsDigest]): HostSummary => ({
-              hostname,
-              hostKeyFingerprint,
-              accelerator: { vendor: acc.vendor, product: acc.product, count: acc.gpus.length },
-              fabricAddress,
-              factsDigest,
-            }),
-          ),
-        ]),
-      ),
-    );
+    this.hosts = summariseHosts(hosts);
     this.engines = pulumi.all(
       Object.fromEntries(
         engines.map(({ spec: e, engine }) => [
@@ -138,32 +92,112 @@ export class Fleet extends pulumi.ComponentResource {
         ]),
       ),
     );
-    this.registerOutputs({ hosts: this.hosts, engines: this.engines, replicaCheck: this.replicaCheck });
+    this.registerOutputs({ hosts: this.hosts, engines: this.engines });
+  }
+
+  /** Gate A for one physical host, and the connection every later command on it uses. */
+  private discoverHost(name: string, host: HostSpec, args: FleetArgs): HostParts {
+    const { spec, secrets } = args;
+    const login = resolveLogin(spec, host, args.sshConfig);
+    const privateKey = host.auth === "key" ? (secrets.sshPrivateKey(host.alias) ?? identityFileKey(login)) : undefined;
+    const password = host.auth === "password" ? secrets.sshPassword(host.alias) : undefined;
+    const discovery = new HostDiscovery(
+      `${name}-${host.alias}`,
+      {
+        alias: host.alias,
+        host: login.host,
+        port: login.port,
+        user: login.user,
+        jump: login.jump,
+        privateKey,
+        password,
+        pinnedHostKey: host.hostKey,
+        allowFirstContact: spec.ssh.allowFirstContact,
+        connectTimeoutS: spec.ssh.connectTimeoutS,
+        fabricInterface: host.fabricInterface,
+        fabricAddressChoice: host.fabricAddress,
+        stack: args.stack,
+        ...hostDiscoveryPlan(spec, host),
+      },
+      { parent: this },
+    );
+    return {
+      discovery,
+      connection: {
+        host: login.host,
+        port: login.port,
+        user: login.user,
+        privateKey,
+        password,
+        // The key discovery verified is pinned for every command that follows.
+        hostKey: discovery.hostKey,
+        perDialTimeout: spec.ssh.connectTimeoutS,
+        proxy: login.jump && { host: login.jump.host, port: login.jump.port, user: login.jump.user, privateKey, password, hostKey: login.jump.pinnedHostKey },
+      },
+    };
+  }
+
+  /** Gate A across hosts: one checkpoint snapshot, one accelerator product and one TP shape. */
+  private agreeOnReplicas(name: string, spec: FleetSpec, hosts: Map<string, HostParts>, launches: Array<{ spec: EngineSpec; launch: pulumi.Output<LaunchInputs> }>): ReplicaAgreement {
+    const engineHosts = [...new Set(spec.engines.map((e) => e.host))];
+    return new ReplicaAgreement(
+      `${name}-replicas`,
+      {
+        engines: pulumi.all(launches.map(({ spec: e, launch }) =>
+          pulumi.all([launch, hosts.get(e.host)!.discovery.accelerators]).apply(([l, acc]) => ({
+            engineIndex: e.index,
+            id: e.id,
+            host: e.host,
+            product: acc.product,
+            tensorParallelSize: l.policy.tensorParallelSize ?? l.engine.gpuIds.length,
+          })),
+        )),
+        checkpoints: pulumi.all(engineHosts.map((alias) => hosts.get(alias)!.discovery.checkpoint.apply((m) => ({ host: alias, manifest: manifestIdentity(m) })))),
+      },
+      { parent: this },
+    );
   }
 }
 
-/** The address part of a destination the config schema has already validated. */
-function loginAddress(destination: string): string {
-  const parsed = parseDestination(destination, false);
-  if (!parsed.ok) throw new Error(`hosts[].destination: ${parsed.problem}`);
-  return parsed.value.host;
+/** Each plan depends on its own host's discovery only, so a change elsewhere never touches it. */
+function launchFor(spec: FleetSpec, e: EngineSpec, discovery: HostDiscovery): pulumi.Output<LaunchInputs> {
+  const host = spec.hosts.find((h) => h.alias === e.host)!;
+  return pulumi.all([discovery.fabricAddress, discovery.accelerators, discovery.model]).apply(([fabricAddress, accelerators, model]) =>
+    resolveEngineLaunch(spec, e, {
+      alias: host.alias,
+      fabricInterface: host.fabricInterface,
+      fabricAddress,
+      vendor: accelerators.vendor,
+      product: accelerators.product,
+      gpus: accelerators.gpus,
+      notice: accelerators.notice,
+      model,
+    }),
+  );
 }
 
-/** The connection every remote command on a host uses: the key discovery verified is pinned. */
-function connectionFor(
-  host: HostSpec,
-  login: { user: string; host: string },
-  discovery: HostDiscovery,
-  secrets: FleetSecrets,
-  spec: FleetSpec,
-) {
-  return {
-    host: login.host,
-    port: host.port,
-    user: login.user,
-    privateKey: host.auth === "key" ? secrets.sshPrivateKey(host.alias) : undefined,
-    password: host.auth === "password" ? secrets.sshPassword(host.alias) : undefined,
-    hostKey: discovery.hostKey,
-    perDialTimeout: spec.ssh.connectTimeoutS,
-  };
+/** The IdentityFile an ssh_config alias names, read once and kept a Pulumi secret. */
+function identityFileKey(login: HostLogin): pulumi.Output<string> | undefined {
+  return login.identityFile && fs.existsSync(login.identityFile) ? pulumi.secret(fs.readFileSync(login.identityFile, "utf8")) : undefined;
+}
+
+function summariseHosts(hosts: Map<string, HostParts>): pulumi.Output<Record<string, HostSummary>> {
+  return pulumi.all(
+    Object.fromEntries(
+      [...hosts].map(([alias, { discovery: d }]) => [
+        alias,
+        pulumi.all([d.hostname, d.hostKeyFingerprint, d.accelerators, d.fabricAddress, d.checkpoint, d.factsDigest, d.evidence]).apply(
+          ([hostname, hostKeyFingerprint, acc, fabricAddress, checkpoint, factsDigest, evidence]): HostSummary => ({
+            hostname,
+            hostKeyFingerprint,
+            accelerator: { vendor: acc.vendor, product: acc.product, count: acc.gpus.length },
+            fabricAddress,
+            modelTreeSha256: checkpoint.modelTreeSha256,
+            factsDigest,
+            evidence,
+          }),
+        ),
+      ]),
+    ),
+  );
 }

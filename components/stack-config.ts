@@ -1,4 +1,5 @@
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { FleetSpec, parseFleetConfig } from "../lib/config";
@@ -17,7 +18,7 @@ export interface FleetSecrets {
  * Reads the stack's `narwhal-fleet:*` config once: every plain key goes through the zod schema (an
  * unknown key is reported there, so a typo never passes silently), secrets stay Pulumi secrets.
  */
-export function readStackConfig(): { spec: FleetSpec; secrets: FleetSecrets } {
+export function readStackConfig(): { spec: FleetSpec; secrets: FleetSecrets; sshConfig?: { text: string; home: string } } {
   const project = pulumi.getProject();
   const config = new pulumi.Config();
   const raw: Record<string, unknown> = {};
@@ -41,8 +42,11 @@ export function readStackConfig(): { spec: FleetSpec; secrets: FleetSecrets } {
         "Set one with `pulumi config set --secret engineApiKey <key>`.",
     );
   }
+  const home = os.homedir();
+  const sshConfigPath = path.join(home, ".ssh", "config");
   return {
     spec,
+    sshConfig: fs.existsSync(sshConfigPath) ? { text: fs.readFileSync(sshConfigPath, "utf8"), home } : undefined,
     secrets: {
       engineApiKey: apiKey,
       sshPrivateKey: (alias) =>

@@ -1,80 +1,166 @@
 /**
- * HostDiscovery provider methods, loaded at call time by resource.ts (see dynamic-providers/load.ts).
- * create: one SSH login, one probe script; read: the same probe, so `pulumi refresh` and
- * `preview --refresh` see a changed host; delete: nothing remote (discovery leaves nothing behind).
+ * HostDiscovery provider methods (Gate A), loaded at call time by resource.ts (see ../shim.ts).
+ * create: one SSH login; the probe (hardware, fabric, model, runtime, listeners, devices), then the
+ *   checkpoint hash on every core of the host; one evidence record.
+ * read: the same login, probe and a fingerprint-only re-hash, recorded as `observed` beside the
+ *   untouched `measured` facets, so `pulumi preview --refresh` names what changed on the host.
+ * delete: nothing remote; the evidence record stays.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { withSsh } from "../../lib/ssh/client";
-import { PROBE_SCRIPT, splitSections } from "../../lib/discovery/probe";
-import { inventoryFrom } from "../../lib/discovery/accelerators";
-import { chooseFabricAddress, parseGlobalAddresses } from "../../lib/discovery/fabric-address";
+import { SshSession, SshTarget } from "../../lib/ssh/client";
+import { blockingProblems, parseProbe, probeCommand, ProbeOptions } from "../../lib/discovery/probe";
+import { chooseFabricAddress } from "../../lib/discovery/fabric-address";
+import { CheckpointManifest, hashCheckpointRemote } from "../../lib/checkpoint";
 import { sha256Json } from "../../lib/digest";
+import { shq } from "../../lib/shell";
 import { diffInputs } from "../diff";
-import type { HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
+import { writeEvidence } from "../evidence";
+import type { FacetDigests, HostDiscoveryFacts, HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
 
-/** Inputs whose change means the old observation no longer describes the host. */
-const MEASURED_AGAINST = ["host", "port", "user", "pinnedHostKey", "fabricInterface", "fabricAddressChoice"] as const;
-/** Inputs that only change how we log in. */
-const ACCESS_ONLY = ["privateKey", "password", "allowFirstContact", "connectTimeoutS"] as const;
+/** Inputs whose change means the old observation no longer describes what the engines will use. */
+const MEASURED_AGAINST = [
+  "host", "port", "user", "pinnedHostKey", "fabricInterface", "fabricAddressChoice",
+  "modelDir", "runtimeRef", "devicePaths", "policyDigest",
+] as const;
+/** Inputs that only change how we log in or what the next launch must avoid. */
+const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "plannedPorts", "stack"] as const;
+const CHECKPOINT_TIMEOUT_S = 1800;
 
-async function observe(inputs: HostDiscoveryInputs): Promise<HostDiscoveryOutputs> {
+function target(i: HostDiscoveryInputs, recordedHostKey?: string): SshTarget {
+  const jump: SshTarget | undefined = i.jump && {
+    alias: i.jump.alias,
+    host: i.jump.host,
+    port: i.jump.port,
+    user: i.jump.user,
+    privateKey: i.privateKey,
+    password: i.password,
+    hostKey: i.jump.pinnedHostKey,
+    allowFirstContact: i.allowFirstContact,
+    connectTimeoutS: i.connectTimeoutS,
+  };
+  return {
+    alias: i.alias,
+    host: i.host,
+    port: i.port,
+    user: i.user,
+    privateKey: i.privateKey,
+    password: i.password,
+    hostKey: i.pinnedHostKey ?? recordedHostKey,
+    allowFirstContact: i.allowFirstContact,
+    connectTimeoutS: i.connectTimeoutS,
+    jump,
+  };
+}
+
+function facetsOf(f: HostDiscoveryFacts): FacetDigests {
+  const { packagesUnknownReason: _reason, ...runtime } = (f.runtime ?? {}) as Record<string, unknown>;
+  return {
+    identity: sha256Json({ hostname: f.hostname, hostKey: f.hostKey }),
+    accelerators: sha256Json(f.accelerators),
+    fabric: sha256Json(f.fabricAddress),
+    model: sha256Json(f.model),
+    runtime: sha256Json(runtime),
+    checkpoint: `sha256:${f.checkpoint.modelTreeSha256}`,
+  };
+}
+
+interface Observation {
+  facts: HostDiscoveryFacts;
+  rehashed: string[];
+  probeSha256: string;
+  startedAt: string;
+  endedAt: string;
+}
+
+/** One login: the probe, then the checkpoint hash (reusing `previous` fingerprints when given). */
+async function observe(i: HostDiscoveryInputs, opts: { recordedHostKey?: string; previous?: CheckpointManifest; preLaunch: boolean }): Promise<Observation> {
   const startedAt = new Date().toISOString();
-  return withSsh(
-    {
-      alias: inputs.alias,
-      host: inputs.host,
-      port: inputs.port,
-      user: inputs.user,
-      privateKey: inputs.privateKey,
-      password: inputs.password,
-      hostKey: inputs.pinnedHostKey ?? inputs.recordedHostKey,
-      allowFirstContact: inputs.allowFirstContact,
-      connectTimeoutS: inputs.connectTimeoutS,
-    },
-    async (ssh) => {
-      const raw = await ssh.run(`sh -s -- '${inputs.fabricInterface.replace(/'/g, "")}'`, {
-        stdin: PROBE_SCRIPT,
-        timeoutS: 60,
-        name: "discovery probe",
-      });
-      const sections = splitSections(raw);
-      const accelerators = inventoryFrom(sections);
-      const fabricAddress = chooseFabricAddress(
-        inputs.alias,
-        inputs.fabricInterface,
-        parseGlobalAddresses(sections.fabric ?? ""),
-        inputs.fabricAddressChoice,
-      );
-      const facts = {
-        hostname: (sections.hostname ?? "").trim(),
+  const ssh = await SshSession.open(target(i, opts.recordedHostKey));
+  try {
+    // Our own engines hold their planned ports once started; only someone else's listener is a conflict.
+    const ownPids = opts.preLaunch
+      ? (await ssh.exec(`cat /var/lib/narwhal-fleet/${shq(i.stack)}/engines/*/pid 2>/dev/null`, { timeoutS: 10, name: "own engine pids" })).stdout
+          .split(/\s+/)
+          .filter(Boolean)
+          .map(Number)
+      : [];
+    const probeOpts: ProbeOptions = {
+      alias: i.alias,
+      fabricInterface: i.fabricInterface,
+      fabricAddressChoice: i.fabricAddressChoice,
+      modelDir: i.modelDir,
+      runtime: i.runtimeRef,
+      devicePaths: i.devicePaths,
+      plannedPorts: opts.preLaunch ? i.plannedPorts : [],
+      ignorePids: ownPids,
+    };
+    const probe = probeCommand(probeOpts);
+    const output = await ssh.run(probe.command, { stdin: probe.stdin, timeoutS: probe.timeoutS, name: "discovery probe" });
+    const facts = parseProbe(output, probeOpts);
+    const problems = blockingProblems(facts);
+    if (problems.length > 0) throw new Error(problems.join("\n"));
+    const hashed = await hashCheckpointRemote(ssh, i.modelDir, opts.previous, { timeoutS: CHECKPOINT_TIMEOUT_S });
+    return {
+      facts: {
+        hostname: facts.hostname,
         hostKey: ssh.hostKey.line,
         hostKeyFingerprint: ssh.hostKey.fingerprint,
-        accelerators,
-        fabricAddress,
-      };
-      return { ...inputs, ...facts, factsDigest: sha256Json(facts), observedAt: startedAt };
-    },
-  );
+        accelerators: facts.accelerators,
+        fabricAddress: chooseFabricAddress(i.alias, i.fabricInterface, [...facts.fabric.addresses], i.fabricAddressChoice),
+        model: facts.model!.requirements,
+        runtime: facts.runtime,
+        checkpoint: hashed.manifest,
+      },
+      rehashed: hashed.rehashed,
+      probeSha256: sha256Json(probe.stdin),
+      startedAt,
+      endedAt: new Date().toISOString(),
+    };
+  } finally {
+    ssh.close();
+  }
 }
 
 export const provider: pulumi.dynamic.ResourceProvider = {
   async create(inputs: HostDiscoveryInputs) {
-    const outs = await observe(inputs);
-    return { id: `${inputs.alias}-${outs.factsDigest.slice(7, 19)}`, outs };
+    const seen = await observe(inputs, { preLaunch: true });
+    const facets = facetsOf(seen.facts);
+    const factsDigest = sha256Json(facets);
+    const { privateKey: _k, password: _p, ...measuredAgainst } = inputs;
+    const evidence = await writeEvidence(inputs.stack, [inputs.privateKey, inputs.password], {
+      kind: "discovery",
+      subject: { kind: "host", alias: inputs.alias },
+      inputs: { ...measuredAgainst, plannedPorts: sha256Json(inputs.plannedPorts) },
+      commands: [{ scriptSha256: seen.probeSha256, host: inputs.alias, exitStatus: 0, startedAt: seen.startedAt, endedAt: seen.endedAt }],
+      startedAt: seen.startedAt,
+      endedAt: seen.endedAt,
+      observations: { ...seen.facts, facets } as never,
+      verdict: { status: "pass", reasons: [] },
+      artifacts: [],
+    });
+    const outs: HostDiscoveryOutputs = { ...inputs, ...seen.facts, measured: facets, observed: facets, factsDigest, evidence, observedAt: seen.endedAt };
+    return { id: `${inputs.alias}-${factsDigest.slice(7, 19)}`, outs };
   },
 
   async diff(_id: string, olds: HostDiscoveryOutputs, news: HostDiscoveryInputs) {
-    return diffInputs(olds, news, MEASURED_AGAINST, ACCESS_ONLY);
+    const result = diffInputs(olds, news, MEASURED_AGAINST, UPDATABLE);
+    // A refresh that saw the host change: the facets that moved are the reasons to re-measure.
+    const moved = (Object.keys(olds.measured ?? {}) as Array<keyof FacetDigests>).filter((k) => olds.observed?.[k] !== olds.measured[k]);
+    const replaces = [...(result.replaces ?? []), ...moved];
+    return { changes: result.changes || moved.length > 0, replaces, deleteBeforeReplace: false };
   },
 
   async update(_id: string, olds: HostDiscoveryOutputs, news: HostDiscoveryInputs) {
-    // Only access settings changed: the observation stands.
+    // Only access settings or the next launch's ports changed: the observation stands.
     return { outs: { ...olds, ...news } };
   },
 
   async read(id: string, props: HostDiscoveryOutputs) {
-    // Re-observe with the key recorded at first contact, so a changed key fails here with both fingerprints.
-    const outs = await observe({ ...props, recordedHostKey: props.hostKey });
-    return { id, props: { ...outs, observedAt: outs.factsDigest === props.factsDigest ? props.observedAt : outs.observedAt } };
+    // The key recorded at first contact is checked again, so a changed key fails here with both fingerprints.
+    const seen = await observe(props, { recordedHostKey: props.hostKey, previous: props.checkpoint, preLaunch: false });
+    const observed = facetsOf(seen.facts);
+    // The recorded measurement is never rewritten; only fingerprints of unchanged files are refreshed.
+    const checkpoint = observed.checkpoint === props.measured.checkpoint ? seen.facts.checkpoint : props.checkpoint;
+    return { id, props: { ...props, checkpoint, observed } };
   },
 };

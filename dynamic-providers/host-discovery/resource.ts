@@ -1,6 +1,9 @@
 import * as pulumi from "@pulumi/pulumi";
 import { providerShim } from "../shim";
-import type { HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
+import type { FacetDigests, HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
+import type { ModelRequirements } from "../../lib/discovery/model";
+import type { RuntimeIdentity } from "../../lib/discovery/runtime";
+import type { CheckpointManifest } from "../../lib/checkpoint";
 import type { AcceleratorInventory } from "../../lib/discovery/accelerators";
 
 export type HostDiscoveryArgs = { [K in keyof HostDiscoveryInputs]: pulumi.Input<HostDiscoveryInputs[K]> };
@@ -16,7 +19,13 @@ export class HostDiscovery extends pulumi.dynamic.Resource {
   declare readonly hostKeyFingerprint: pulumi.Output<string>;
   declare readonly accelerators: pulumi.Output<AcceleratorInventory>;
   declare readonly fabricAddress: pulumi.Output<string>;
+  declare readonly model: pulumi.Output<ModelRequirements>;
+  declare readonly runtime: pulumi.Output<RuntimeIdentity | null>;
+  declare readonly checkpoint: pulumi.Output<CheckpointManifest>;
+  declare readonly measured: pulumi.Output<FacetDigests>;
+  declare readonly observed: pulumi.Output<FacetDigests>;
   declare readonly factsDigest: pulumi.Output<string>;
+  declare readonly evidence: pulumi.Output<{ relativePath: string; digest: string }>;
   declare readonly observedAt: pulumi.Output<string>;
 
   constructor(name: string, args: HostDiscoveryArgs, opts?: pulumi.CustomResourceOptions) {
@@ -26,7 +35,13 @@ export class HostDiscovery extends pulumi.dynamic.Resource {
       hostKeyFingerprint: undefined,
       accelerators: undefined,
       fabricAddress: undefined,
+      model: undefined,
+      runtime: undefined,
+      checkpoint: undefined,
+      measured: undefined,
+      observed: undefined,
       factsDigest: undefined,
+      evidence: undefined,
       observedAt: undefined,
     };
     super(

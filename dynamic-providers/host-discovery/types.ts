@@ -1,4 +1,9 @@
 import type { AcceleratorInventory } from "../../lib/discovery/accelerators";
+import type { ModelRequirements } from "../../lib/discovery/model";
+import type { RuntimeIdentity } from "../../lib/discovery/runtime";
+import type { PlannedPort } from "../../lib/discovery/listeners";
+import type { CheckpointManifest } from "../../lib/checkpoint";
+import type { RuntimeProbeSpec } from "../../lib/discovery/probe";
 
 /** What discovery is measured against, plus how to log in (plain: these exist only inside provider calls). */
 export interface HostDiscoveryInputs {
@@ -10,13 +15,33 @@ export interface HostDiscoveryInputs {
   password?: string;
   /** Pinned in config; when absent the key seen at first contact is recorded. */
   pinnedHostKey?: string;
-  /** The key recorded at first contact, checked again on refresh. */
-  recordedHostKey?: string;
+  /** A bastion to hop through, already resolved to a login (its own key pinned or first-contact). */
+  jump?: { alias: string; host: string; port: number; user: string; pinnedHostKey?: string };
   allowFirstContact: boolean;
   connectTimeoutS: number;
   fabricInterface: string;
   /** The operator's choice when the interface has several global addresses. */
   fabricAddressChoice?: string;
+  modelDir: string;
+  /** Which runtime's identity to read: the host's vllm command, or the engine image. */
+  runtimeRef: RuntimeProbeSpec;
+  devicePaths: string[];
+  /** Ports this host's engines will bind: busy ones stop discovery (our own engines excepted). */
+  plannedPorts: PlannedPort[];
+  /** Digest of the launch policy that applies to this host's engines. */
+  policyDigest: string;
+  /** Names the per-stack run folders on the host and the evidence folder on this machine. */
+  stack: string;
+}
+
+/** The observed facts, one digest per facet, so a refresh names what changed on the host. */
+export interface FacetDigests {
+  identity: string;
+  accelerators: string;
+  fabric: string;
+  model: string;
+  runtime: string;
+  checkpoint: string;
 }
 
 export interface HostDiscoveryFacts {
@@ -26,11 +51,20 @@ export interface HostDiscoveryFacts {
   hostKeyFingerprint: string;
   accelerators: AcceleratorInventory;
   fabricAddress: string;
+  model: ModelRequirements;
+  runtime: RuntimeIdentity | null;
+  /** Per-file manifest with fingerprints, so re-discovery re-reads only changed files. */
+  checkpoint: CheckpointManifest;
 }
 
 export type HostDiscoveryOutputs = HostDiscoveryInputs &
   HostDiscoveryFacts & {
-    /** sha256 over the facts: what later evidence records as "measured against this host". */
+    /** Facets as measured when this record was made. */
+    measured: FacetDigests;
+    /** Facets as last observed (by create, or by `read` during a refresh). */
+    observed: FacetDigests;
+    /** sha256 over the measured facets: what later evidence records as "measured against this host". */
     factsDigest: string;
+    evidence: { relativePath: string; digest: string };
     observedAt: string;
   };

@@ -1,4 +1,4 @@
-import type { CheckpointManifest } from "../../lib/checkpoint";
+import type { ManifestIdentity } from "../../lib/checkpoint";
 
 /** One engine as discovery resolved it: enough to check that replicas agree. */
 export interface ReplicaEngine {
@@ -12,7 +12,7 @@ export interface ReplicaEngine {
 export interface ReplicaAgreementInputs {
   engines: ReplicaEngine[];
   /** The checkpoint manifest discovery recorded on each engine host. */
-  checkpoints: Array<{ host: string; manifest: CheckpointManifest }>;
+  checkpoints: Array<{ host: string; manifest: ManifestIdentity & { modelTreeSha256: string } }>;
 }
 
 export interface ReplicaAgreementOutputs extends ReplicaAgreementInputs {

@@ -4,9 +4,17 @@
  */
 import { CheckpointManifest, comparePaths, ManifestEntry } from "./manifest";
 
+/** What replicas are compared on: each retained file's path, byte count and SHA-256. */
+export type ManifestIdentity = { readonly files: ReadonlyArray<Pick<ManifestEntry, "path" | "size" | "sha256">> };
+
 export interface ReplicaManifest {
   host: string;
-  manifest: CheckpointManifest;
+  manifest: ManifestIdentity;
+}
+
+/** The identity part of a manifest: no fingerprints or scan times, which change without the bytes. */
+export function manifestIdentity(m: CheckpointManifest): ManifestIdentity & { modelTreeSha256: string } {
+  return { modelTreeSha256: m.modelTreeSha256, files: m.files.map(({ path, size, sha256 }) => ({ path, size, sha256 })) };
 }
 
 export interface ReplicaDifference {
@@ -18,7 +26,7 @@ export interface ReplicaDifference {
 }
 
 /** First difference between two sorted file lists, or null when they list the same files and bytes. */
-function firstDifference(a: string, fa: ReadonlyArray<ManifestEntry>, b: string, fb: ReadonlyArray<ManifestEntry>): ReplicaDifference | null {
+function firstDifference(a: string, fa: ManifestIdentity["files"], b: string, fb: ManifestIdentity["files"]): ReplicaDifference | null {
   let i = 0;
   let j = 0;
   while (i < fa.length || j < fb.length) {
@@ -43,7 +51,7 @@ function firstDifference(a: string, fa: ReadonlyArray<ManifestEntry>, b: string,
  */
 export function compareReplicas(replicas: ReadonlyArray<ReplicaManifest>): ReplicaDifference | null {
   if (replicas.length < 2) return null;
-  const sorted = (m: CheckpointManifest) => [...m.files].sort((p, q) => comparePaths(p.path, q.path));
+  const sorted = (m: ManifestIdentity) => [...m.files].sort((p, q) => comparePaths(p.path, q.path));
   const ref = replicas[0];
   const refFiles = sorted(ref.manifest);
   let first: ReplicaDifference | null = null;

@@ -1,0 +1,96 @@
+import type { FleetSpec, HostSpec } from "../config";
+import { parseDestination } from "../config/formats";
+import { resolveSshAlias } from "../ssh/ssh-config";
+import type { PlannedPort } from "../discovery/listeners";
+import type { RuntimeProbeSpec } from "../discovery/probe";
+import { sha256Json } from "../digest";
+
+/** How to reach a host: its login, and the bastion to hop through if any. */
+export interface HostLogin {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  /** An IdentityFile named by the operator's ssh_config, used when no key secret is configured. */
+  readonly identityFile?: string;
+  readonly jump?: { alias: string; host: string; port: number; user: string; pinnedHostKey?: string };
+}
+
+function address(destination: string, withPort: boolean): { user?: string; host: string; port?: number } {
+  const parsed = parseDestination(destination, withPort);
+  if (!parsed.ok) throw new Error(`destination ${destination}: ${parsed.problem}`);
+  return parsed.value;
+}
+
+/**
+ * Resolves a host's destination the way `ssh` would: an ssh_config alias gives HostName, User, Port,
+ * IdentityFile and ProxyJump; explicit config keys win over it. `hosts[].jump` names another host's
+ * alias (its own key pin applies) or a `user@host[:port]` destination.
+ */
+export function resolveLogin(spec: FleetSpec, host: HostSpec, sshConfig: { text: string; home: string } | undefined): HostLogin {
+  const dest = address(host.destination, false);
+  const alias = sshConfig && !host.destination.includes("@") ? resolveSshAlias(sshConfig.text, dest.host, sshConfig.home) : undefined;
+  const jumpRef = host.jump ?? alias?.proxyJump;
+  let jump: HostLogin["jump"];
+  if (jumpRef) {
+    const other = spec.hosts.find((h) => h.alias === jumpRef);
+    if (other) {
+      const via = resolveLogin(spec, other, sshConfig);
+      jump = { alias: other.alias, host: via.host, port: via.port, user: via.user, pinnedHostKey: other.hostKey };
+    } else {
+      const j = address(jumpRef, true);
+      jump = { alias: `jump ${jumpRef}`, host: j.host, port: j.port ?? 22, user: j.user ?? host.user };
+    }
+  }
+  const explicitUser = host.destination.includes("@") || host.user !== "root";
+  return {
+    host: alias?.hostName ?? dest.host,
+    port: host.port !== 22 ? host.port : (alias?.port ?? host.port),
+    user: explicitUser ? host.user : (alias?.user ?? host.user),
+    identityFile: alias?.identityFile,
+    jump,
+  };
+}
+
+/** What one host's discovery is measured against, besides how to log in. */
+export interface HostDiscoveryPlan {
+  readonly modelDir: string;
+  readonly runtimeRef: RuntimeProbeSpec;
+  readonly devicePaths: string[];
+  readonly plannedPorts: PlannedPort[];
+  /** Digest of every launch setting that applies to this host's engines. */
+  readonly policyDigest: string;
+}
+
+export function hostDiscoveryPlan(spec: FleetSpec, host: HostSpec): HostDiscoveryPlan {
+  const engines = spec.engines.filter((e) => e.host === host.alias);
+  const runtimeRef: RuntimeProbeSpec =
+    spec.runtime.kind === "native"
+      ? { kind: "native", vllmCommand: spec.runtime.vllmCommand }
+      : { kind: "docker", image: spec.runtime.image!, dockerCommand: spec.runtime.dockerCommand };
+  const devicePaths = [
+    ...new Set(
+      engines.flatMap((e) => {
+        const transport = e.overrides?.transport ?? spec.launch.transport;
+        return transport === "ucx_rdma" ? [...((e.overrides?.rdma ?? spec.launch.rdma)?.devices ?? [])] : [];
+      }),
+    ),
+  ];
+  const plannedPorts: PlannedPort[] = engines.flatMap((e) => [
+    { engineId: e.id, kind: "engine" as const, port: e.port },
+    { engineId: e.id, kind: "attestation" as const, port: e.attestationPort },
+    { engineId: e.id, kind: "nixl" as const, port: e.nixlPort },
+    ...(e.transferPortRange ? [{ engineId: e.id, kind: "transfer" as const, range: rangeOf(e.transferPortRange) }] : []),
+  ]);
+  const policyDigest = sha256Json({
+    launch: spec.launch,
+    model: spec.model,
+    runtime: spec.runtime,
+    engines: engines.map((e) => ({ id: e.id, gpuIds: e.gpuIds ?? null, overrides: e.overrides ?? null })),
+  });
+  return { modelDir: spec.model.checkpointDir, runtimeRef, devicePaths, plannedPorts, policyDigest };
+}
+
+function rangeOf(text: string): readonly [number, number] {
+  const [lo, hi] = text.split("-").map(Number);
+  return [lo!, hi!];
+}

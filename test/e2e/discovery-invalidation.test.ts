@@ -1,0 +1,44 @@
+import { expect } from "chai";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { sharedFleet } from "./support/stack";
+import { plannedChanges } from "./support/preview";
+
+const SHARD = "model-00002-of-00002.safetensors";
+
+describe("e2e: discovery evidence follows the host", function () {
+  this.timeout(300_000);
+
+  it("replaces only the discovery of a host whose checkpoint changed, and stops before any engine on a differing replica", async () => {
+    const { stack, hosts } = await sharedFleet();
+    const [a, b] = hosts;
+    const shard = path.join(b!.modelDirOnMachine, SHARD);
+    const original = fs.readFileSync(shard);
+
+    expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+    const changed = Buffer.from(original);
+    changed[0] = changed[0]! ^ 0xff;
+    fs.writeFileSync(`${shard}.new`, changed);
+    fs.renameSync(`${shard}.new`, shard);
+    try {
+      const steps = await plannedChanges(stack, { refresh: true });
+      expect(steps.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["checkpoint"] });
+      expect(steps.has(`fleet-${a!.alias}`), "the unchanged host's discovery").to.equal(false);
+      for (const [name, step] of steps) {
+        // Beyond the changed host: only the replica check and the engines whose plans derive from it.
+        expect(name, `${step.op} of ${name}`).to.be.oneOf([`fleet-${b!.alias}`, "fleet-replicas", "fleet-e2-process"]);
+      }
+
+      let failure = "";
+      await stack.up({ refresh: true }).catch((err: Error) => (failure = err.message));
+      expect(failure).to.include(`checkpoint differs between hosts ${a!.alias} and ${b!.alias} at ${SHARD}:`);
+    } finally {
+      fs.writeFileSync(`${shard}.old`, original);
+      fs.renameSync(`${shard}.old`, shard);
+    }
+    // Back to the shared snapshot: re-discovery agrees again and no engine restarts.
+    await stack.up({ refresh: true });
+    const after = await plannedChanges(stack, { refresh: true });
+    expect([...after.keys()]).to.deep.equal([]);
+  });
+});
