@@ -40,6 +40,8 @@ describe("mocks: Fleet component", () => {
                   hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey",
                   fabricAddress: `198.18.0.${args.inputs.alias === "a" ? 11 : 12}`,
                   accelerators: { vendor: "nvidia", product: "NVIDIA H100 80GB HBM3", gpus: [{ index: 0 }, { index: 1 }] },
+                  model: { dtype: "bfloat16", maxPositionEmbeddings: 32768, trustRemoteCode: false, ssmConvStateLayoutDS: false },
+                  checkpoint: { modelTreeSha256: "ab".repeat(32), files: [{ path: "config.json", size: 10, sha256: "cd".repeat(32) }] },
                 }
               : args.type === "command:remote:Command"
                 ? { ...args.inputs, stdout: '{"pid":42,"startedAt":"2026-01-01T00:00:00Z"}' }
@@ -88,6 +90,21 @@ describe("mocks: Fleet component", () => {
     expect(count("pulumi-nodejs:dynamic/narwhal:HostDiscovery")).to.deep.equal(["fleet-a", "fleet-b"]);
     expect(count("narwhal:engine:Engine")).to.deep.equal(["fleet-e1", "fleet-e2", "fleet-e3"]);
     expect(count("command:remote:Command")).to.deep.equal(["fleet-e1-process", "fleet-e2-process", "fleet-e3-process"]);
+    expect(count("pulumi-nodejs:dynamic/narwhal:ReplicaAgreement")).to.deep.equal(["fleet-replicas"]);
+  });
+
+  it("measures each host's discovery against its own engines' ports and launch policy", async () => {
+    const fleet = build();
+    await promiseOf(fleet.engines);
+    const a = registered.find((r) => r.name === "fleet-a")!.inputs;
+    const b = registered.find((r) => r.name === "fleet-b")!.inputs;
+    expect(a).to.include({ modelDir: "/models/tiny", stack: "mock" });
+    expect(a.runtimeRef).to.deep.equal({ kind: "native", vllmCommand: "vllm" });
+    expect((a.plannedPorts as Array<{ engineId: string; port: number }>).map((p) => `${p.engineId}:${p.port}`)).to.deep.equal([
+      "e1:8100", "e1:8200", "e1:5600", "e3:8102", "e3:8202", "e3:5602",
+    ]);
+    expect((b.plannedPorts as Array<{ engineId: string }>).every((p) => p.engineId === "e2")).to.equal(true);
+    expect(a.policyDigest).to.match(/^sha256:/).and.not.equal(b.policyDigest);
   });
 
   it("logs in with the destination's user and port and pins the key discovery verified", async () => {
