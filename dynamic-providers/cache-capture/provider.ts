@@ -1,0 +1,123 @@
+/**
+ * CacheCapture provider methods, loaded at call time by resource.ts (through dynamic-providers/shim.ts).
+ *
+ * - create: checks that the live process is still the proved generation, reads `vllm:cache_config_info`
+ *           from /metrics and the per-rank detail from the layout source, checks it against the plan
+ *           and across ranks, checks the generation again, and records the layout and its digest. Any
+ *           failure rejects and nothing is recorded;
+ * - diff:   replaces when the generation digest (or anything else the capture was taken against)
+ *           changes; the API key, alias or timeout alone update;
+ * - read:   none: the capture stays valid exactly as long as its generation, which EngineGeneration's
+ *           refresh watches.
+ */
+import type * as pulumi from "@pulumi/pulumi";
+import { assembleCacheLayout, cacheConfigFrom, cacheLayoutDigest, type CacheLayoutSourceKind, type RankReport } from "../../lib/engine/cache-layout";
+import { EngineError } from "../../lib/engine/errors";
+import { endpoint, expectOk, liveGeneration, processIdentityProblem, requireProvedGeneration, subjectName, type Ask, type ProofSubject } from "../../lib/engine/generation";
+import { ranksFromSimLayout } from "../../lib/engine/layout-sources";
+import { diffInputs } from "../diff";
+import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
+import { hasUnknown } from "../engine-generation/check";
+import type { CacheCaptureInputs, CacheCaptureOutputs } from "./types";
+
+export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected", "layoutSource"] as const;
+export const UPDATABLE = ["apiKey", "hostAlias", "probeTimeoutS"] as const;
+
+function subjectOf(i: CacheCaptureInputs): ProofSubject {
+  return { engineId: i.engineId, hostAlias: i.hostAlias, url: i.url, processIdentity: i.processIdentity };
+}
+
+/** The simulator's layout endpoint; a real vLLM answers 404 there. */
+async function simEndpointRanks(ask: Ask, s: ProofSubject): Promise<RankReport> {
+  const reply = await ask("/sim/cache-layout");
+  if (reply.status === 404) {
+    throw new EngineError(
+      "NARWHAL_CACHE_LAYOUT_SOURCE",
+      `${subjectName(s)}: GET ${endpoint(s, "/sim/cache-layout")} answered 404: the "sim-endpoint" layout source exists only on the ` +
+        `engine simulator; a real vLLM reports its per-rank layout in its log (layout source "engine-log")`,
+    );
+  }
+  expectOk(s, "/sim/cache-layout", "GET", reply);
+  let doc: unknown;
+  try {
+    doc = JSON.parse(reply.body);
+  } catch {
+    throw new EngineError("NARWHAL_CACHE_LAYOUT_SOURCE", `${subjectName(s)}: GET ${endpoint(s, "/sim/cache-layout")} did not answer JSON`);
+  }
+  try {
+    return ranksFromSimLayout(doc);
+  } catch (err) {
+    throw new EngineError("NARWHAL_CACHE_LAYOUT_SOURCE", `${subjectName(s)}: ${(err as Error).message}`);
+  }
+}
+
+/** Per-rank detail by source. Only what an HTTP session can read is wired; see lib/engine/layout-sources.ts. */
+const RANK_SOURCES: Partial<Record<CacheLayoutSourceKind, (ask: Ask, s: ProofSubject) => Promise<RankReport>>> = {
+  "sim-endpoint": simEndpointRanks,
+};
+
+export const provider: pulumi.dynamic.ResourceProvider = {
+  async check(_olds: CacheCaptureInputs, news: CacheCaptureInputs) {
+    const failures: pulumi.dynamic.CheckFailure[] = [];
+    if (!hasUnknown(news.processIdentity)) {
+      const problem = processIdentityProblem(news.processIdentity);
+      if (problem) failures.push({ property: "processIdentity", reason: problem });
+    }
+    const e = news.expected as unknown as Record<string, unknown> | undefined;
+    if (!hasUnknown(e)) {
+      for (const k of ["blockSize", "tensorParallelSize"]) {
+        if (!(Number.isInteger(e?.[k]) && (e![k] as number) > 0)) failures.push({ property: "expected", reason: `expected.${k} must be a positive integer, got ${JSON.stringify(e?.[k])}` });
+      }
+      for (const k of ["dtype", "kvCacheDtype"]) {
+        if (typeof e?.[k] !== "string" || e[k] === "") failures.push({ property: "expected", reason: `expected.${k} must be a non-empty string, got ${JSON.stringify(e?.[k])}` });
+      }
+    }
+    if (news.layoutSource !== undefined && !hasUnknown(news.layoutSource) && !["sim-endpoint", "engine-log"].includes(news.layoutSource)) {
+      failures.push({ property: "layoutSource", reason: `layoutSource must be "sim-endpoint" or "engine-log", got ${JSON.stringify(news.layoutSource)}` });
+    }
+    // An explicit default must not read as a change of what the capture was taken against.
+    const inputs = { ...news, layoutSource: news.layoutSource ?? "sim-endpoint" };
+    return failures.length ? { inputs, failures } : { inputs };
+  },
+
+  async create(inputs: CacheCaptureInputs) {
+    const s = subjectOf(inputs);
+    const source = inputs.layoutSource ?? "sim-endpoint";
+    const ranksOf = RANK_SOURCES[source];
+    if (!ranksOf) {
+      throw new EngineError(
+        "NARWHAL_CACHE_LAYOUT_SOURCE",
+        `${subjectName(s)}: layout source ${JSON.stringify(source)} is not wired into the cache-capture provider: it needs the engine's ` +
+          "log, which only an SSH session to the host can read (lib/engine/layout-sources.ts ranksFromEngineLog parses it)",
+      );
+    }
+    const result = await withEngineHttp(
+      s,
+      inputs.apiKey,
+      async (ask) => {
+        requireProvedGeneration(s, await liveGeneration(ask, s, inputs.planSha256), inputs.generationDigest, "captured");
+        const capturedAt = new Date().toISOString();
+        const metrics = await ask("/metrics");
+        expectOk(s, "/metrics", "GET", metrics);
+        const config = cacheConfigFrom(s, metrics.body);
+        const layout = assembleCacheLayout(s, source, config, await ranksOf(ask, s), inputs.expected);
+        // The runbook checks identity before writing: a restart during the capture voids it.
+        requireProvedGeneration(s, await liveGeneration(ask, s, inputs.planSha256), inputs.generationDigest, "captured");
+        return { layout, capturedAt };
+      },
+      inputs.probeTimeoutS ?? REQUEST_TIMEOUT_S,
+    );
+    const digest = cacheLayoutDigest(result.layout);
+    const outs: CacheCaptureOutputs = { ...inputs, layoutSource: source, layout: result.layout, cacheLayoutDigest: digest, capturedAt: result.capturedAt };
+    return { id: `${inputs.engineId}-cache-${digest.slice(7, 19)}`, outs };
+  },
+
+  async diff(_id: string, olds: CacheCaptureOutputs, news: CacheCaptureInputs) {
+    return diffInputs<CacheCaptureInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+  },
+
+  async update(_id: string, olds: CacheCaptureOutputs, news: CacheCaptureInputs) {
+    // Only how the engine is reached changed: the capture stands.
+    return { outs: { ...olds, ...news } };
+  },
+};

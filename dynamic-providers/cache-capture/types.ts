@@ -1,0 +1,31 @@
+import type { CacheExpectations, CacheLayout, CacheLayoutSourceKind } from "../../lib/engine/cache-layout";
+import type { ProcessIdentity } from "../../lib/engine/generation";
+
+/** What the capture is taken against (the proved generation) and how to reach the engine. */
+export interface CacheCaptureInputs {
+  engineId: string;
+  hostAlias: string;
+  url: string;
+  /** EngineGeneration.generationDigest: the live process must still be this one. */
+  generationDigest: string;
+  planSha256: string;
+  /** The runtime identity the generation was proved with (needed to recompute the live digest). */
+  processIdentity: ProcessIdentity;
+  /** From the launch plan: block size, TP, dtype and cache dtype the engine must run. */
+  expected: CacheExpectations;
+  /** Secret: sent as `Authorization: Bearer`. */
+  apiKey?: string;
+  /** Where the per-rank detail comes from (lib/engine/layout-sources.ts); default "sim-endpoint". */
+  layoutSource?: CacheLayoutSourceKind;
+  /** Per-request timeout of the capture's probes (default 60 s). */
+  probeTimeoutS?: number;
+}
+
+export interface CacheCaptureResult {
+  layout: CacheLayout;
+  /** sha256 over TP size and the per-rank geometry. */
+  cacheLayoutDigest: string;
+  capturedAt: string;
+}
+
+export type CacheCaptureOutputs = CacheCaptureInputs & CacheCaptureResult;

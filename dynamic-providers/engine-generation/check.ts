@@ -1,0 +1,31 @@
+/** Input checks of Gate C's providers: per-property failures, with values unknown during preview let through. */
+import type * as pulumi from "@pulumi/pulumi";
+import { processIdentityProblem } from "../../lib/engine/generation";
+import { UNKNOWN } from "../diff";
+
+/** True when a value, or anything inside it, is only known after apply (preview). */
+export function hasUnknown(v: unknown): boolean {
+  if (v === UNKNOWN) return true;
+  if (v && typeof v === "object") return Object.values(v as Record<string, unknown>).some(hasUnknown);
+  return false;
+}
+
+/** Per-property problems of EngineGeneration inputs; values unknown until apply are not judged. */
+export function generationInputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
+  const failures: pulumi.dynamic.CheckFailure[] = [];
+  const fail = (property: string, reason: string) => failures.push({ property, reason });
+  for (const k of ["engineId", "hostAlias", "planSha256", "expectedVersion", "servedName"]) {
+    if (!hasUnknown(news[k]) && (typeof news[k] !== "string" || news[k] === "")) fail(k, `${k} must be a non-empty string`);
+  }
+  if (!hasUnknown(news.url) && !(typeof news.url === "string" && /^https?:\/\/[^/\s]+(\/\S*)?$/.test(news.url))) {
+    fail("url", `url must be the engine's http(s) base URL, got ${JSON.stringify(news.url)}`);
+  }
+  if (!hasUnknown(news.processIdentity)) {
+    const problem = processIdentityProblem(news.processIdentity);
+    if (problem) fail("processIdentity", problem);
+  }
+  const t = news.probeTimeoutS;
+  if (!hasUnknown(t) && !(typeof t === "number" && Number.isFinite(t) && t > 0)) fail("probeTimeoutS", `probeTimeoutS must be a positive number of seconds, got ${JSON.stringify(t)}`);
+  if (news.apiKey !== undefined && !hasUnknown(news.apiKey) && typeof news.apiKey !== "string") fail("apiKey", "apiKey must be a string");
+  return failures;
+}

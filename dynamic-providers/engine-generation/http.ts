@@ -1,0 +1,58 @@
+/**
+ * The one HTTP transport of Gate C's providers: an {@link Ask} over undici with its own connection pool,
+ * closed after each provider call (a restarted engine on the same port never meets a stale socket, and
+ * nothing keeps the provider host alive). undici is required at call time, never captured.
+ */
+import type { Dispatcher } from "undici";
+import { endpoint, httpFailure, type Ask, type ProofSubject } from "../../lib/engine/generation";
+
+/** The runbook's `urlopen(..., timeout=60)`: the longest any single probe may take. */
+export const REQUEST_TIMEOUT_S = 60;
+
+export interface EngineHttp {
+  readonly ask: Ask;
+  close(): Promise<void>;
+}
+
+/** An Ask for one engine; the API key, when set, goes out as `Authorization: Bearer` on every request. */
+export function engineHttp(subject: ProofSubject, apiKey: string | undefined, timeoutS = REQUEST_TIMEOUT_S): EngineHttp {
+  const { Agent, request } = require("undici") as typeof import("undici");
+  const agent = new Agent({ keepAliveTimeout: 1000, connect: { timeout: timeoutS * 1000 } });
+  const ask: Ask = async (path, body, options = {}) => {
+    const t = options.timeoutS ?? timeoutS;
+    const method: Dispatcher.HttpMethod = body === undefined ? "GET" : "POST";
+    const headers: Record<string, string> = { accept: "application/json, text/plain, */*" };
+    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    if (body !== undefined) headers["content-type"] = "application/json";
+    try {
+      const res = await request(endpoint(subject, path), {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        dispatcher: agent,
+        signal: AbortSignal.timeout(t * 1000),
+        headersTimeout: t * 1000,
+        bodyTimeout: t * 1000,
+      });
+      return { status: res.statusCode, body: await res.body.text() };
+    } catch (err) {
+      throw httpFailure(subject, path, method, err, t);
+    }
+  };
+  return { ask, close: () => agent.close() };
+}
+
+/** Runs `fn` with an {@link EngineHttp} and closes its pool whatever happens. */
+export async function withEngineHttp<T>(
+  subject: ProofSubject,
+  apiKey: string | undefined,
+  fn: (ask: Ask) => Promise<T>,
+  timeoutS = REQUEST_TIMEOUT_S,
+): Promise<T> {
+  const http = engineHttp(subject, apiKey, timeoutS);
+  try {
+    return await fn(http.ask);
+  } finally {
+    await http.close();
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * EngineGeneration provider methods, loaded at call time by resource.ts (through dynamic-providers/shim.ts).
+ *
+ * - check:  validates the inputs (unknown values during preview pass through);
+ * - create: waits (bounded by probeTimeoutS) for `/health`, then runs the runbook's live proof: /health,
+ *           /version, /v1/models, /metrics process_start_time_seconds, one 32-token temperature-0
+ *           completion. Its outputs are the capture; any failed check rejects and nothing is recorded;
+ * - read:   re-probes cheaply (/health, /metrics, /version) and records what it saw in observedGeneration,
+ *           observedState and observedDetail, never touching the capture;
+ * - diff:   replaces when what the proof was taken against changed, or when a refresh saw another live
+ *           generation (replace key "generation"); the API key or probe timeout alone only update;
+ * - update: keeps the capture; delete: nothing remote (the engine belongs to its runtime resource).
+ */
+import type * as pulumi from "@pulumi/pulumi";
+import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject } from "../../lib/engine/generation";
+import { diffInputs } from "../diff";
+import { generationInputFailures } from "./check";
+import { REQUEST_TIMEOUT_S, withEngineHttp } from "./http";
+import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
+
+/** Inputs the proof was taken against: a change means it no longer describes the live engine. */
+export const MEASURED_AGAINST = ["engineId", "url", "planSha256", "expectedVersion", "servedName", "processIdentity"] as const;
+/** Inputs that only change how the engine is reached or labelled. */
+export const UPDATABLE = ["apiKey", "probeTimeoutS", "hostAlias"] as const;
+/** The replace key `pulumi preview` shows when a refresh found another live process. */
+export const GENERATION_MOVED = "generation";
+
+function subjectOf(i: EngineGenerationInputs): ProofSubject {
+  return { engineId: i.engineId, hostAlias: i.hostAlias, url: i.url, processIdentity: i.processIdentity };
+}
+
+export const provider: pulumi.dynamic.ResourceProvider = {
+  async check(_olds: EngineGenerationInputs, news: EngineGenerationInputs) {
+    const failures = generationInputFailures(news as unknown as Record<string, unknown>);
+    return failures.length ? { inputs: news, failures } : { inputs: news };
+  },
+
+  async create(inputs: EngineGenerationInputs) {
+    const s = subjectOf(inputs);
+    const { proof, provedAt } = await withEngineHttp(s, inputs.apiKey, async (ask) => {
+      await waitForHealth(ask, s, inputs.probeTimeoutS);
+      const provedAt = new Date().toISOString();
+      const proof = await proveLiveProcess(ask, s, { version: inputs.expectedVersion, servedName: inputs.servedName, planSha256: inputs.planSha256 });
+      return { proof, provedAt };
+    });
+    const outs: EngineGenerationOutputs = {
+      ...inputs,
+      generationDigest: proof.generationDigest,
+      processStartTime: proof.processStartTime,
+      version: proof.version,
+      provedAt,
+      completionText: proof.completionText,
+    };
+    return { id: `${inputs.engineId}-${proof.generationDigest.slice(7, 19)}`, outs };
+  },
+
+  async diff(_id: string, olds: EngineGenerationOutputs, news: EngineGenerationInputs) {
+    const result = diffInputs<EngineGenerationInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+    const moved = olds.observedGeneration !== undefined && olds.observedGeneration !== olds.generationDigest;
+    if (!moved) return result;
+    return { changes: true, replaces: [...(result.replaces ?? []), GENERATION_MOVED], deleteBeforeReplace: false };
+  },
+
+  async update(_id: string, olds: EngineGenerationOutputs, news: EngineGenerationInputs) {
+    // Only the API key, the probe timeout or the alias changed: the capture and the last observation stand.
+    return { outs: { ...olds, ...news } };
+  },
+
+  async read(id: string, props: EngineGenerationOutputs) {
+    if (!props.generationDigest) return { id, props };
+    const s = subjectOf(props);
+    const timeoutS = props.probeTimeoutS > 0 ? Math.min(REQUEST_TIMEOUT_S, props.probeTimeoutS) : REQUEST_TIMEOUT_S;
+    const seen = await withEngineHttp(s, props.apiKey, (ask) => observeGeneration(ask, s, props), timeoutS);
+    // The capture stays as it was written; only the observation fields change.
+    return { id, props: { ...props, ...seen } };
+  },
+};

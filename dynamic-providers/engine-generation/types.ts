@@ -1,0 +1,44 @@
+import type { ObservedState, ProcessIdentity } from "../../lib/engine/generation";
+
+/** What the live proof is taken against, plus how to reach the engine (plain inside provider calls). */
+export interface EngineGenerationInputs {
+  engineId: string;
+  hostAlias: string;
+  /** Base URL of the engine's OpenAI server (the launch plan's endpoint). */
+  url: string;
+  /** The launch plan this process runs. */
+  planSha256: string;
+  /** `vllm_api_version` from the image check: `/version` must equal it. */
+  expectedVersion: string;
+  /** `--served-model-name`: `/v1/models` must list it; the completion asks for it. */
+  servedName: string;
+  /** Secret: sent as `Authorization: Bearer`; changing it alone updates in place. */
+  apiKey?: string;
+  /** The runtime the engine was started as: {hostAlias, pid} (native) or {hostAlias, containerId} (container). */
+  processIdentity: ProcessIdentity;
+  /** Bounded wait for `/health` before the proof. */
+  probeTimeoutS: number;
+}
+
+/** The capture, written by create and never overwritten. */
+export interface EngineGenerationCapture {
+  /** sha256 over {processStartTime, pid or containerId, version, planSha256}. */
+  generationDigest: string;
+  /** `process_start_time_seconds` of the proved process. */
+  processStartTime: number;
+  /** What `/version` returned (equal to expectedVersion). */
+  version: string;
+  provedAt: string;
+  /** The 32-token temperature-0 completion of "The sea is". */
+  completionText: string;
+}
+
+/** Set by `read` (refresh): what the live endpoint is now. Absent until the first refresh. */
+export interface EngineGenerationObservation {
+  /** Equals generationDigest while the proved process serves; otherwise the live digest or "none". */
+  observedGeneration?: string;
+  observedState?: ObservedState;
+  observedDetail?: string;
+}
+
+export type EngineGenerationOutputs = EngineGenerationInputs & EngineGenerationCapture & EngineGenerationObservation;
