@@ -9,7 +9,7 @@
  */
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
-import { ANCHOR_READY_TIMEOUT_MS, HOST_MODELS_ROOT, HOST_SHIM_DIR } from "./constants";
+import { ANCHOR_READY_TIMEOUT_MS, HOST_MODELS_ROOT, HOST_SHIM_DIR, PROJECT_ROOT } from "./constants";
 import { ETC_OVERRIDES } from "./etc";
 import { pidAlive, SimError } from "./exec";
 import { deviceNodesOf } from "./inventory";
@@ -53,10 +53,17 @@ if [ -n "$SIM_DEV_NODES" ]; then
     mknod -m 0666 "/dev/$node" c 1 3
   done
 fi
-# Scratch space no other host sees, empty on every start as after a reboot.
+# Scratch space no other host sees, empty on every start as after a reboot. The project itself may
+# live under one of these (a CI checkout in /tmp): the shell keeps it open as its working directory,
+# and after the masking it is bound back at its own path, so shims, sshd config and keys stay visible.
+cd "$SIM_PROJECT_ROOT"
 for d in /tmp /var/tmp /dev/shm; do
   mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$d"
 done
+case "$SIM_PROJECT_ROOT" in
+  /tmp/*|/var/tmp/*|/dev/shm/*) mkdir -p "$SIM_PROJECT_ROOT" && mount --no-canonicalize --bind /proc/self/cwd "$SIM_PROJECT_ROOT" ;;
+esac
+cd /
 echo $$ > "$SIM_ANCHOR_PID_FILE"
 echo ready
 exec sleep infinity </dev/null >/dev/null 2>&1
@@ -84,6 +91,7 @@ export async function startAnchor(host: HostSpec, p: HostPaths): Promise<number>
     SIM_DEV_STAGE: p.devStage,
     SIM_DEV_NODES: deviceNodesOf(host).join(" "),
     SIM_ANCHOR_PID_FILE: p.anchorPid,
+    SIM_PROJECT_ROOT: PROJECT_ROOT,
   };
   const argv = ["netns", "exec", netnsName(host.alias), "unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", ANCHOR_SCRIPT];
   const child = spawn("ip", argv, { env, detached: true, stdio: ["ignore", "pipe", log] });
