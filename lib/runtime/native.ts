@@ -56,7 +56,7 @@ until curl -fsS -o /dev/null --max-time 2 ${health} 2>/dev/null; do
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo "engine ${plan.engineId} did not answer /health within health timeout ${opts.healthTimeoutS}s; stopped it. Last log lines:" >&2
     tail -n 20 "$run/engine.log" >&2
-    kill -TERM -- "-$pid" 2>/dev/null || true
+    kill -TERM "-$pid" 2>/dev/null || true
     rm -f "$run/pid" "$run/plan.sha256" "$run/engine.env"
     exit 1
   fi
@@ -75,12 +75,12 @@ run=${run}
 rm -f "$run/engine.env"
 [ -f "$run/pid" ] || exit 0
 pid=$(cat "$run/pid")
-kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
 deadline=$(( $(date +%s) + ${opts.stopTimeoutS} ))
 while kill -0 "$pid" 2>/dev/null; do
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo "engine ${plan.engineId} ignored SIGTERM for ${opts.stopTimeoutS}s; sending SIGKILL" >&2
-    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
     sleep 0.5
     break
   fi

@@ -1,0 +1,108 @@
+import { expect } from "chai";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import type { LaunchPlan } from "../../../lib/launch/plan";
+import { startScript, stopScript } from "../../../lib/runtime/native";
+
+/** A stand-in engine: answers /health and keeps a child, so stopping must take the whole group. */
+const FAKE_ENGINE = `
+import http.server, os, subprocess, sys
+subprocess.Popen(["sleep", "300"])
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 404); self.end_headers()
+    def log_message(self, *a): pass
+print("key=" + os.environ.get("VLLM_API_KEY", ""), "mode=" + os.environ.get("MODE", ""), flush=True)
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs a script the way a remote command does: POSIX sh (dash on Debian), stdin as given. */
+function sh(script: string, stdin = ""): { code: number; stdout: string; stderr: string } {
+  try {
+    const stdout = execFileSync("sh", ["-c", script], { input: stdin, encoding: "utf8", stdio: ["pipe", "pipe", "pipe"] });
+    return { code: 0, stdout, stderr: "" };
+  } catch (err) {
+    const e = err as { status: number; stdout: string; stderr: string };
+    return { code: e.status, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe("native runtime scripts (run for real under sh)", function () {
+  this.timeout(30_000);
+  let dir: string;
+  let plan: LaunchPlan;
+  const opts = () => ({ runDir: path.join(dir, "run"), healthTimeoutS: 10, stopTimeoutS: 5 });
+
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "native-"));
+    fs.writeFileSync(path.join(dir, "engine.py"), FAKE_ENGINE);
+    const port = await freePort();
+    plan = {
+      engineId: "e1",
+      argv: ["python3", path.join(dir, "engine.py"), String(port)],
+      env: { MODE: "it's quoted" },
+      url: `http://127.0.0.1:${port}`,
+      tensorParallelSize: 1,
+      maxModelLen: 1024,
+      planSha256: "sha256:" + "a".repeat(64),
+    };
+  });
+  afterEach(() => {
+    sh(stopScript(plan, opts()));
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("starts detached, waits for /health, and passes the key only through the private env file", () => {
+    const r = sh(startScript(plan, opts()), "VLLM_API_KEY='k3y'\n");
+    expect(r.code, r.stderr).to.equal(0);
+    const started = JSON.parse(r.stdout.trim()) as { pid: number };
+    expect(fs.readFileSync(`/proc/${started.pid}/cmdline`, "utf8")).to.not.include("k3y");
+    expect(fs.statSync(path.join(opts().runDir, "engine.env")).mode & 0o777).to.equal(0o600);
+    expect(fs.readFileSync(path.join(opts().runDir, "engine.log"), "utf8")).to.include("key=k3y mode=it's quoted");
+  });
+
+  it("adopts its own live process on a second run instead of starting another", () => {
+    const first = sh(startScript(plan, opts()), "VLLM_API_KEY='k'\n");
+    const second = sh(startScript(plan, opts()), "VLLM_API_KEY='k'\n");
+    expect(second.code, second.stderr).to.equal(0);
+    expect(second.stdout).to.equal(first.stdout);
+  });
+
+  it("refuses to start over a live process that runs another plan", () => {
+    sh(startScript(plan, opts()), "VLLM_API_KEY='k'\n");
+    const other = { ...plan, planSha256: "sha256:" + "b".repeat(64) };
+    const r = sh(startScript(other, opts()), "VLLM_API_KEY='k'\n");
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.match(/^engine e1: pid \d+ already runs another launch plan in .*; stop it first/);
+  });
+
+  it("stops the whole process group and removes the key file", () => {
+    const { pid } = JSON.parse(sh(startScript(plan, opts()), "VLLM_API_KEY='k'\n").stdout.trim()) as { pid: number };
+    const group = execFileSync("pgrep", ["-g", String(pid)], { encoding: "utf8" }).trim().split("\n");
+    expect(group.length).to.be.greaterThan(1);
+    expect(sh(stopScript(plan, opts())).code).to.equal(0);
+    for (const p of group) expect(fs.existsSync(`/proc/${p}`), `pid ${p}`).to.equal(false);
+    expect(fs.existsSync(path.join(opts().runDir, "engine.env"))).to.equal(false);
+    expect(sh(stopScript(plan, opts())).code, "stopping twice").to.equal(0);
+  });
+
+  it("gives up on an engine that never answers, within the named health timeout, and leaves nothing", () => {
+    const silent = { ...plan, argv: ["sleep", "300"] };
+    const r = sh(startScript(silent, { ...opts(), healthTimeoutS: 2 }), "VLLM_API_KEY='k'\n");
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.include("engine e1 did not answer /health within health timeout 2s; stopped it.");
+    expect(fs.existsSync(path.join(opts().runDir, "pid"))).to.equal(false);
+  });
+});
