@@ -1,6 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
-import { renderLaunchPlan, LaunchInputs, LaunchPlan } from "../lib/launch/plan";
+import { cacheExpectations, renderLaunchPlan, LaunchInputs, LaunchPlan } from "../lib/launch/plan";
+import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";
+import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
 import { startScript, stopScript } from "../lib/runtime/native";
 import { envFile } from "../lib/shell";
 
@@ -9,12 +11,15 @@ export interface EngineArgs {
   launch: pulumi.Input<LaunchInputs>;
   role: "prefill" | "decode";
   hostAlias: string;
+  servedName: string;
   /** SSH connection to the engine's host, with its verified host key pinned. */
   connection: pulumi.Input<command.types.input.remote.ConnectionArgs>;
   /** Secret: reaches the engine only through its private env file. */
   engineApiKey: pulumi.Input<string>;
   /** Per-engine folder on the host. */
   runDir: string;
+  /** The vLLM version the runtime check found: `/version` of the live engine must say the same. */
+  expectedVersion: pulumi.Input<string>;
   healthTimeoutS: number;
   stopTimeoutS: number;
 }
@@ -28,6 +33,8 @@ export class Engine extends pulumi.ComponentResource {
   public readonly url: pulumi.Output<string>;
   public readonly pid: pulumi.Output<number>;
   public readonly startedAt: pulumi.Output<string>;
+  public readonly generation: EngineGeneration;
+  public readonly cache: CacheCapture;
 
   constructor(name: string, args: EngineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:engine:Engine", name, {}, opts);
@@ -54,6 +61,39 @@ export class Engine extends pulumi.ComponentResource {
     this.url = this.plan.url;
     this.pid = started.pid;
     this.startedAt = started.startedAt;
+    const identity = this.pid.apply((pid) => ({ hostAlias: args.hostAlias, pid }));
+
+    // Gate C's live-process proof; a refresh re-probes it, so a restarted engine shows as a new generation.
+    this.generation = new EngineGeneration(
+      `${name}-generation`,
+      {
+        engineId: this.plan.engineId,
+        hostAlias: args.hostAlias,
+        url: this.url,
+        planSha256: this.plan.planSha256,
+        expectedVersion: args.expectedVersion,
+        servedName: args.servedName,
+        apiKey: args.engineApiKey,
+        processIdentity: identity,
+        probeTimeoutS: args.healthTimeoutS,
+      },
+      { parent: this, dependsOn: [process] },
+    );
+    // The cache geometry the live engine actually resolved, bound to the generation it was read from.
+    this.cache = new CacheCapture(
+      `${name}-cache`,
+      {
+        engineId: this.plan.engineId,
+        hostAlias: args.hostAlias,
+        url: this.url,
+        generationDigest: this.generation.generationDigest,
+        planSha256: this.plan.planSha256,
+        processIdentity: identity,
+        expected: this.plan.apply(cacheExpectations),
+        apiKey: args.engineApiKey,
+      },
+      { parent: this },
+    );
     this.registerOutputs({ plan: this.plan, url: this.url, pid: this.pid, startedAt: this.startedAt });
   }
 }

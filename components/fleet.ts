@@ -10,6 +10,7 @@ import type { LaunchInputs } from "../lib/launch/plan";
 import { resolveEngineLaunch } from "../lib/launch/policy";
 import { HostLogin, hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
 import { manifestIdentity } from "../lib/checkpoint/compare";
+import type { RuntimeIdentity } from "../lib/discovery/runtime";
 
 export interface FleetArgs {
   spec: FleetSpec;
@@ -69,6 +70,8 @@ export class Fleet extends pulumi.ComponentResource {
           launch,
           role: e.role,
           hostAlias: e.host,
+          servedName: spec.model.servedName,
+          expectedVersion: hosts.get(e.host)!.discovery.runtime.apply(versionOf),
           connection: hosts.get(e.host)!.connection,
           engineApiKey: args.secrets.engineApiKey,
           runDir: `/var/lib/narwhal-fleet/${args.stack}/engines/${e.id}`,
@@ -174,6 +177,12 @@ function launchFor(spec: FleetSpec, e: EngineSpec, discovery: HostDiscovery): pu
       model,
     }),
   );
+}
+
+/** The vLLM version discovery read from the host's runtime (native command or image). */
+function versionOf(runtime: RuntimeIdentity | null): string {
+  if (!runtime?.vllmVersion) throw new Error("discovery could not read the vLLM version of the engine runtime; see the discovery record");
+  return runtime.vllmVersion;
 }
 
 /** The IdentityFile an ssh_config alias names, read once and kept a Pulumi secret. */

@@ -129,3 +129,15 @@ export function renderLaunchPlan(inputs: LaunchInputs): LaunchPlan {
   const url = `http://${host.fabricAddress.includes(":") ? `[${host.fabricAddress}]` : host.fabricAddress}:${engine.port}`;
   return { engineId: engine.id, argv, env, url, tensorParallelSize: tp, maxModelLen, planSha256: sha256Json({ argv, env }) };
 }
+
+/** vLLM's own defaults for the serving flags a plan may leave out (engineArgs can replace ours). */
+const VLLM_DEFAULTS = { "--block-size": "16", "--dtype": "auto", "--kv-cache-dtype": "auto" } as const;
+
+/** The cache settings a live engine must show, read from the plan's own argv. */
+export function cacheExpectations(plan: LaunchPlan): { blockSize: number; tensorParallelSize: number; dtype: string; kvCacheDtype: string } {
+  const flag = (name: keyof typeof VLLM_DEFAULTS): string => {
+    const i = plan.argv.lastIndexOf(name);
+    return i >= 0 && plan.argv[i + 1] !== undefined ? plan.argv[i + 1]! : VLLM_DEFAULTS[name];
+  };
+  return { blockSize: Number(flag("--block-size")), tensorParallelSize: plan.tensorParallelSize, dtype: flag("--dtype"), kvCacheDtype: flag("--kv-cache-dtype") };
+}

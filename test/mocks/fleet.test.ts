@@ -41,6 +41,7 @@ describe("mocks: Fleet component", () => {
                   fabricAddress: `198.18.0.${args.inputs.alias === "a" ? 11 : 12}`,
                   accelerators: { vendor: "nvidia", product: "NVIDIA H100 80GB HBM3", gpus: [{ index: 0 }, { index: 1 }] },
                   model: { dtype: "bfloat16", maxPositionEmbeddings: 32768, trustRemoteCode: false, ssmConvStateLayoutDS: false },
+                  runtime: { kind: "native", vllmVersion: "0.29.0" },
                   checkpoint: { modelTreeSha256: "ab".repeat(32), files: [{ path: "config.json", size: 10, sha256: "cd".repeat(32) }] },
                 }
               : args.type === "command:remote:Command"
