@@ -1,0 +1,55 @@
+import { expect } from "chai";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { parseFleetConfig } from "../../../lib/config";
+import { ENGINE_API_KEY_ENV, fleetDocument } from "../../../lib/fleet/fleet-document";
+
+const ROOT = path.resolve(__dirname, "..", "..", "..");
+const PYTHON = path.join(ROOT, ".tools", "venv", "bin", "python");
+
+const spec = parseFleetConfig({
+  hosts: [
+    { alias: "a", destination: "root@198.18.0.11", fabricInterface: "fab0" },
+    { alias: "b", destination: "root@198.18.0.12", fabricInterface: "fab0" },
+  ],
+  engines: [
+    { id: "e1", host: "a", gpuIds: [0] },
+    { id: "e2", host: "b", gpuIds: [0], role: "decode", pin: true },
+    { id: "e3", host: "a", gpuIds: [1] },
+  ],
+  model: { servedName: "tiny-llama", checkpointDir: "/models/tiny-llama" },
+  slo: { ttftS: 4, tpotS: 0.2 },
+});
+const endpoints = spec.engines.map((e, i) => ({
+  id: e.id,
+  url: `http://198.18.0.1${i + 1}:${e.port}`,
+  attestationUrl: `http://198.18.0.1${i + 1}:${e.attestationPort}/v1/attestation`,
+}));
+const doc = fleetDocument(spec, endpoints, { accelerator: "NVIDIA H100 80GB HBM3", acceleratorsPerEngine: 1, tensorParallel: 1 }, { profilesPath: "runs/profiles.json" });
+
+describe("fleet document", () => {
+  it("carries roles, pins, SLOs and the key's variable name, never the key", () => {
+    expect(doc.engines).to.deep.equal([
+      { iid: "e1", url: "http://198.18.0.11:8100", attestation_url: "http://198.18.0.11:8200/v1/attestation", role: "prefill" },
+      { iid: "e2", url: "http://198.18.0.12:8101", attestation_url: "http://198.18.0.12:8201/v1/attestation", role: "decode", pin: true },
+      { iid: "e3", url: "http://198.18.0.13:8102", attestation_url: "http://198.18.0.13:8202/v1/attestation", role: "decode" },
+    ]);
+    expect(doc.slo).to.deep.equal({ ttft_s: 4, tpot_s: 0.2 });
+    expect((doc.engine as Record<string, unknown>).engine_api_key_env).to.equal(ENGINE_API_KEY_ENV);
+  });
+
+  it("loads in narwhal-inference's own loader", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fleetdoc-"));
+    try {
+      const file = path.join(dir, "fleet.json");
+      fs.writeFileSync(file, JSON.stringify(doc, null, 2));
+      const script = "import sys, json; from narwhal.config.loading import load; c = load(sys.argv[1]); print(json.dumps({'model': c.model, 'iids': [e.iid for e in c.engines]}))";
+      const out = execFileSync(PYTHON, ["-c", script, file], { encoding: "utf8", env: { ...process.env, [ENGINE_API_KEY_ENV]: "x" } });
+      expect(JSON.parse(out)).to.deep.equal({ model: "tiny-llama", iids: ["e1", "e2", "e3"] });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
