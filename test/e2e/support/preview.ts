@@ -18,6 +18,9 @@ export async function plannedChanges(stack: Stack, opts: PreviewOptions = {}): P
       // A refresh announces every resource once more as `refresh`: only the plan after it counts.
       // A replacement is announced as `replace` plus its two halves; keep the logical step only.
       if (!m || ["same", "refresh", "create-replacement", "delete-replaced"].includes(m.op)) return;
+      // Provider resources carry the stack config as their inputs, so any config edit "updates" them;
+      // they hold no evidence.
+      if (m.type.startsWith("pulumi:providers:")) return;
       const name = m.urn.split("::").pop()!;
       steps.set(name, { name, type: m.type, op: m.op, keys: [...(m.keys ?? [])].sort() });
     },

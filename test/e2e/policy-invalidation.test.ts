@@ -1,0 +1,33 @@
+import { expect } from "chai";
+import { sharedFleet } from "./support/stack";
+import { plannedChanges } from "./support/preview";
+
+describe("e2e: launch policy evidence", function () {
+  this.timeout(300_000);
+
+  it("replaces only the discovery and the engine that a per-engine policy change touches", async () => {
+    const { stack, engines, hosts } = await sharedFleet();
+    const [, b] = hosts;
+    const edited = engines.map((e) => (e.id === "e2" ? { ...e, overrides: { maxNumSeqs: 4 } } : e));
+    await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(edited) });
+    try {
+      const steps = await plannedChanges(stack);
+      expect(steps.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["policyDigest"] });
+      const touched = [...steps.keys()].sort();
+      expect(touched).to.deep.equal(["fleet-e2-cache", "fleet-e2-generation", "fleet-e2-process", "fleet-replicas", `fleet-${b!.alias}`].sort());
+    } finally {
+      await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(engines) });
+    }
+    expect([...(await plannedChanges(stack)).keys()]).to.deep.equal([]);
+  });
+
+  it("replaces nothing for an SLO edit until later gates measure against it", async () => {
+    const { stack } = await sharedFleet();
+    await stack.setConfig("narwhal-fleet:slo", { value: JSON.stringify({ ttftS: 3 }) });
+    try {
+      expect([...(await plannedChanges(stack)).keys()]).to.deep.equal([]);
+    } finally {
+      await stack.removeConfig("narwhal-fleet:slo");
+    }
+  });
+});
