@@ -1,10 +1,12 @@
+import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import * as command from "@pulumi/command";
+import type * as command from "@pulumi/command";
+import type { RuntimeSpec } from "../lib/config";
 import { cacheExpectations, renderLaunchPlan, LaunchInputs, LaunchPlan } from "../lib/launch/plan";
+import type { ContainerVendor } from "../lib/runtime/container-spec";
 import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";
 import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
-import { startScript, stopScript } from "../lib/runtime/native";
-import { envFile } from "../lib/shell";
+import { engineProcess, HostScope, ProcessIdentity } from "./runtime";
 
 export interface EngineArgs {
   /** The launch inputs, known once the host's discovery has resolved. */
@@ -22,16 +24,36 @@ export interface EngineArgs {
   expectedVersion: pulumi.Input<string>;
   healthTimeoutS: number;
   stopTimeoutS: number;
+  /** `FleetSpec.runtime`: `kind` picks the backend (native, docker-cli, docker); image, docker client, deadlines. */
+  runtime: RuntimeSpec;
+  /** Accelerator vendor discovery found on the host: the container's device flags. */
+  vendor: pulumi.Input<ContainerVendor>;
+  /** Host GPU indices the engine uses (the plan's visibility list): the only GPUs a container gets. */
+  gpuIds: pulumi.Input<number[]>;
+  /** RDMA device nodes mapped into a container (transport `ucx_rdma`). */
+  rdmaDevices?: string[];
+  /** Checkpoint directory on the host, mounted read-only at `/model` in a container. */
+  modelDir: string;
+  /** Stack name: part of the container name and labels. */
+  stack: string;
+  /** Where per-host resources (the docker backend's provider) live; default this engine itself, named `<name>-<hostAlias>`. */
+  hostScope?: HostScope;
+  /** Local folder of the known_hosts files the docker backend's ssh reads; default `runs/<stack>/ssh` here. */
+  knownHostsDir?: string;
 }
 
 /**
- * One vLLM engine running as a native process on its host (Gate C's "start" step). Replaced when its
- * launch plan changes; stopped (process group, then the private env file) on delete.
+ * One vLLM engine on its host (Gate C's "start" step), run by the backend `runtime.kind` names: a native
+ * process, a container through the docker CLI, or a @pulumi/docker container (components/runtime).
+ * Replaced when its launch plan (or, for containers, its container spec) changes; stopped on delete.
  */
 export class Engine extends pulumi.ComponentResource {
   public readonly plan: pulumi.Output<LaunchPlan>;
   public readonly url: pulumi.Output<string>;
-  public readonly pid: pulumi.Output<number>;
+  /** The engine's process id on its host; undefined for a container (see `identity`). */
+  public readonly pid: pulumi.Output<number | undefined>;
+  /** Who owns the endpoint: `{hostAlias, pid}` or `{hostAlias, containerId}`. */
+  public readonly identity: pulumi.Output<ProcessIdentity>;
   public readonly startedAt: pulumi.Output<string>;
   public readonly generation: EngineGeneration;
   public readonly cache: CacheCapture;
@@ -39,29 +61,36 @@ export class Engine extends pulumi.ComponentResource {
   constructor(name: string, args: EngineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:engine:Engine", name, {}, opts);
     this.plan = pulumi.output(args.launch).apply((l) => renderLaunchPlan(l as LaunchInputs));
-    const runtime = { runDir: args.runDir, healthTimeoutS: args.healthTimeoutS, stopTimeoutS: args.stopTimeoutS };
 
-    const process = new command.remote.Command(
-      `${name}-process`,
+    const running = engineProcess(
+      args.runtime.kind,
+      name,
       {
+        hostAlias: args.hostAlias,
+        plan: this.plan,
         connection: args.connection,
-        create: this.plan.apply((p) => startScript(p, runtime)),
-        delete: this.plan.apply((p) => stopScript(p, runtime)),
-        stdin: pulumi.secret(pulumi.output(args.engineApiKey).apply((key) => envFile({ VLLM_API_KEY: key }))),
-        triggers: [this.plan.planSha256],
-        // Neither script reads the previous output, and most sshd configs refuse extra variables.
-        addPreviousOutputInEnv: false,
-        logging: "stderr",
+        engineApiKey: args.engineApiKey,
+        runDir: args.runDir,
+        healthTimeoutS: args.healthTimeoutS,
+        stopTimeoutS: args.stopTimeoutS,
+        runtime: args.runtime,
+        placement: pulumi.all([args.vendor, args.gpuIds]).apply(([vendor, gpuIds]) => ({
+          vendor,
+          gpuIds,
+          rdmaDevices: args.rdmaDevices,
+          modelDir: args.modelDir,
+          stack: args.stack,
+        })),
+        hostScope: args.hostScope ?? { name: `${name}-${args.hostAlias}`, parent: this },
+        knownHostsDir: args.knownHostsDir ?? path.resolve("runs", args.stack, "ssh"),
       },
-      // The replacement binds the same port, so the old process must be gone first.
-      { parent: this, deleteBeforeReplace: true },
+      this,
     );
-
-    const started = process.stdout.apply((out) => JSON.parse(out.trim().split("\n").pop() ?? "{}") as { pid: number; startedAt: string });
     this.url = this.plan.url;
-    this.pid = started.pid;
-    this.startedAt = started.startedAt;
-    const identity = this.pid.apply((pid) => ({ hostAlias: args.hostAlias, pid }));
+    this.identity = running.identity;
+    this.pid = running.identity.apply((id) => id.pid);
+    this.startedAt = running.startedAt;
+    const identity = this.identity;
 
     // Gate C's live-process proof; a refresh re-probes it, so a restarted engine shows as a new generation.
     this.generation = new EngineGeneration(
@@ -77,7 +106,7 @@ export class Engine extends pulumi.ComponentResource {
         processIdentity: identity,
         probeTimeoutS: args.healthTimeoutS,
       },
-      { parent: this, dependsOn: [process] },
+      { parent: this, dependsOn: running.resources },
     );
     // The cache geometry the live engine actually resolved, bound to the generation it was read from.
     this.cache = new CacheCapture(
@@ -94,6 +123,6 @@ export class Engine extends pulumi.ComponentResource {
       },
       { parent: this },
     );
-    this.registerOutputs({ plan: this.plan, url: this.url, pid: this.pid, startedAt: this.startedAt });
+    this.registerOutputs({ plan: this.plan, url: this.url, pid: this.pid, identity: this.identity, startedAt: this.startedAt });
   }
 }

@@ -35,7 +35,8 @@ export interface EngineSummary {
   host: string;
   role: "prefill" | "decode";
   url: string;
-  pid: number;
+  /** Native engines only; a container engine is known by its container id. */
+  pid?: number;
   startedAt: string;
   planSha256: string;
 }
@@ -77,6 +78,14 @@ export class Fleet extends pulumi.ComponentResource {
           runDir: `/var/lib/narwhal-fleet/${args.stack}/engines/${e.id}`,
           healthTimeoutS: spec.runtime.deadlinesS.start,
           stopTimeoutS: spec.runtime.deadlinesS.stop,
+          runtime: spec.runtime,
+          vendor: launch.apply((l) => l.host.vendor),
+          gpuIds: launch.apply((l) => [...l.engine.gpuIds]),
+          rdmaDevices: (e.overrides?.transport ?? spec.launch.transport) === "ucx_rdma" ? [...((e.overrides?.rdma ?? spec.launch.rdma)?.devices ?? [])] : [],
+          modelDir: spec.model.checkpointDir,
+          stack: args.stack,
+          // One docker provider per host (docker backend), named after the host's discovery.
+          hostScope: { name: `${name}-${e.host}`, parent: this },
         },
         // Order only: a disagreement stops every start, but no value of the agreement reaches a plan.
         { parent: this, dependsOn: [hosts.get(e.host)!.discovery, this.replicas] },

@@ -1,0 +1,41 @@
+import * as pulumi from "@pulumi/pulumi";
+import * as command from "@pulumi/command";
+import { scriptContainerSpec, startScript, stopScript } from "../../lib/runtime/docker-cli";
+import { envFile } from "../../lib/shell";
+import { containerTarget, dockerCliOptions } from "./container-fields";
+import { lastJsonLine } from "./stdout";
+import type { ContainerProcessArgs, EngineProcess } from "./types";
+
+/**
+ * The engine as a container run by the docker CLI on its host (lib/runtime/docker-cli.ts): one remote
+ * command whose create checks the image, reconciles (adopts or removes) this engine's containers and
+ * runs one, and whose delete removes them all. The API key goes in as the native runtime's does: a
+ * Pulumi secret on stdin, written on the host as a 0600 `--env-file`. Replaced when the launch plan or
+ * the container spec (image, devices, mounts, environment) changes.
+ */
+export function dockerCliProcess(name: string, args: ContainerProcessArgs, parent: pulumi.Resource): EngineProcess {
+  const opts = dockerCliOptions(args.runtime, args.runDir);
+  const launch = pulumi.all([args.plan, args.placement]).apply(([plan, placement]) => ({ plan, target: containerTarget(plan, args.runtime, placement) }));
+  const process = new command.remote.Command(
+    `${name}-process`,
+    {
+      connection: args.connection,
+      create: launch.apply(({ plan, target }) => startScript(plan, target, opts)),
+      delete: launch.apply(({ plan, target }) => stopScript(plan, target, opts)),
+      stdin: pulumi.secret(pulumi.output(args.engineApiKey).apply((key) => envFile({ VLLM_API_KEY: key }))),
+      // The spec hash covers what the plan hash does not: image, devices, mounts, container environment.
+      triggers: [args.plan.planSha256, launch.apply(({ plan, target }) => scriptContainerSpec(plan, target, opts).specSha256)],
+      // Neither script reads the previous output, and most sshd configs refuse extra variables.
+      addPreviousOutputInEnv: false,
+      logging: "stderr",
+    },
+    // The container name is unique on the daemon and the replacement binds the same ports.
+    { parent, deleteBeforeReplace: true },
+  );
+  const started = process.stdout.apply((out) => lastJsonLine<{ containerId: string; startedAt: string; launchToken: string }>(out));
+  return {
+    identity: started.containerId.apply((containerId) => ({ hostAlias: args.hostAlias, containerId })),
+    startedAt: started.startedAt,
+    resources: [process],
+  };
+}

@@ -1,0 +1,163 @@
+/**
+ * One `docker.Provider` per engine host, reaching the host's Docker daemon over SSH with the host key
+ * discovery verified pinned.
+ *
+ * How the pinned key reaches ssh: @pulumi/docker (terraform-provider-docker, through docker/cli's
+ * connection helper) does not speak SSH itself. For an `ssh://user@host:port` daemon it spawns the
+ * LOCAL `ssh` client, `ssh <sshOpts> -l user -p port -- host docker system dial-stdio`, and talks to the
+ * daemon over that process's stdin/stdout. So the key can only be pinned through ssh's own options:
+ *   - this program writes the key discovery verified (the connection's `hostKey`) into a known_hosts file
+ *     of its own, one per host, `[host]:port <type> <base64>` (plus the bastion's pinned key, if any);
+ *   - `sshOpts` make that file the only one ssh consults (`UserKnownHostsFile=<file>`,
+ *     `GlobalKnownHostsFile=/dev/null`), make a missing or different key fatal
+ *     (`StrictHostKeyChecking=yes`), never let ssh rewrite it (`UpdateHostKeys=no`) and never prompt
+ *     (`BatchMode=yes`: no password or "continue connecting?" question can hang a deployment).
+ * The file is written inside the `apply` that yields `sshOpts`, so the provider, which is configured
+ * with the resolved `sshOpts`, cannot dial before the file holds the pinned key. `pulumi destroy` does not
+ * run the program and uses the `sshOpts` kept in state, so the file lives in a stable folder
+ * (`runs/<stack>/ssh` by default, ignored by git) and is rewritten on every preview and up.
+ *
+ * Authentication is ssh's too: the operator's agent or an ssh_config identity. The program never writes
+ * a private key to disk, and password logins cannot work (BatchMode).
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import * as docker from "@pulumi/docker";
+import type * as command from "@pulumi/command";
+import { parseHostKeyLine } from "../../lib/ssh/host-key";
+import { shq } from "../../lib/shell";
+import type { HostScope } from "./types";
+
+/** The non-secret part of an SSH connection that the docker provider's ssh needs. */
+export interface DockerLogin {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  /** The pinned server key, `<type> <base64>`. */
+  readonly hostKey: string;
+  readonly connectTimeoutS?: number;
+  /** A bastion, reached with its own pinned key. */
+  readonly jump?: { readonly host: string; readonly port: number; readonly user: string; readonly hostKey: string };
+}
+
+type Connection = pulumi.Unwrap<command.types.input.remote.ConnectionArgs>;
+
+/** Picks the login out of a resolved connection; throws when a host key to pin is missing. */
+export function dockerLogin(hostAlias: string, c: Connection): DockerLogin {
+  const pinned = (key: string | undefined, who: string): string => {
+    if (!key) throw new Error(`docker backend, host ${hostAlias}: ${who} has no pinned host key; the docker provider's ssh is only ever run with StrictHostKeyChecking=yes`);
+    return parseHostKeyLine(key).line;
+  };
+  return {
+    host: c.host,
+    port: c.port ?? 22,
+    user: c.user ?? "root",
+    hostKey: pinned(c.hostKey, "the connection"),
+    connectTimeoutS: c.perDialTimeout,
+    jump: c.proxy && { host: c.proxy.host, port: c.proxy.port ?? 22, user: c.proxy.user ?? "root", hostKey: pinned(c.proxy.hostKey, `the bastion ${c.proxy.host}`) },
+  };
+}
+
+function bracketed(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+/** `ssh://user@host:port` (IPv6 addresses in brackets). */
+export function dockerHostUrl(login: DockerLogin): string {
+  return `ssh://${login.user}@${bracketed(login.host)}:${login.port}`;
+}
+
+/** How OpenSSH names a host in known_hosts: bare on port 22, `[host]:port` otherwise. */
+function knownHostsName(host: string, port: number): string {
+  return port === 22 ? host : `[${host}]:${port}`;
+}
+
+/** The known_hosts text: the host's pinned key, and the bastion's when there is one. */
+export function knownHostsText(login: DockerLogin): string {
+  const lines = [`${knownHostsName(login.host, login.port)} ${login.hostKey}`];
+  if (login.jump) lines.push(`${knownHostsName(login.jump.host, login.jump.port)} ${login.jump.hostKey}`);
+  return lines.join("\n") + "\n";
+}
+
+/** The ssh options every connection of the docker provider (and its bastion hop) runs with. */
+function pinningOpts(knownHostsFile: string): string[] {
+  return [
+    "-o", "StrictHostKeyChecking=yes",
+    "-o", `UserKnownHostsFile=${knownHostsFile}`,
+    "-o", "GlobalKnownHostsFile=/dev/null",
+    "-o", "UpdateHostKeys=no",
+    "-o", "CheckHostIP=no",
+    "-o", "BatchMode=yes",
+  ];
+}
+
+/**
+ * The provider's `sshOpts`: argv words appended to its `ssh` command line. A bastion is reached with a
+ * ProxyCommand rather than ProxyJump, because ssh does not pass `-o` options on to a ProxyJump hop, and
+ * the hop's key must be pinned too.
+ */
+export function dockerSshOpts(knownHostsFile: string, login: DockerLogin): string[] {
+  const opts = pinningOpts(knownHostsFile);
+  if (login.connectTimeoutS !== undefined) opts.push("-o", `ConnectTimeout=${login.connectTimeoutS}`);
+  if (login.jump) {
+    const hop = ["ssh", ...pinningOpts(knownHostsFile), "-p", String(login.jump.port), "-l", login.jump.user, "-W", "%h:%p", "--", login.jump.host];
+    // ssh runs a ProxyCommand through the shell: every word is quoted except ssh's own %h:%p tokens.
+    opts.push("-o", `ProxyCommand=${hop.map((w) => (w === "%h:%p" ? w : shq(w))).join(" ")}`);
+  }
+  return opts;
+}
+
+/** Writes the known_hosts file (0600 in a 0700 folder), replacing it in one rename. */
+export function writeKnownHosts(file: string, text: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  if (fs.existsSync(file) && fs.readFileSync(file, "utf8") === text) return;
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, text, { mode: 0o600 });
+  fs.renameSync(tmp, file);
+}
+
+interface HostProvider {
+  readonly provider: docker.Provider;
+  readonly hostAlias: string;
+}
+
+/** Providers made so far, per owning component; a new Fleet (or a new test) starts with none. */
+const made = new WeakMap<pulumi.Resource, Map<string, HostProvider>>();
+
+/**
+ * The docker provider of one host: made by the first engine on the host, reused by the others. Its
+ * name is `<scope.name>-docker` and its parent `scope.parent`, so neither depends on which engine came first.
+ */
+export function dockerHostProvider(
+  scope: HostScope,
+  hostAlias: string,
+  connection: pulumi.Input<command.types.input.remote.ConnectionArgs>,
+  knownHostsDir: string,
+): docker.Provider {
+  const name = `${scope.name}-docker`;
+  const byName = made.get(scope.parent) ?? new Map<string, HostProvider>();
+  made.set(scope.parent, byName);
+  const existing = byName.get(name);
+  if (existing) {
+    if (existing.hostAlias !== hostAlias) throw new Error(`docker provider ${name} is for host ${existing.hostAlias}, not ${hostAlias}: give each host its own scope name`);
+    return existing.provider;
+  }
+  if (!path.isAbsolute(knownHostsDir)) throw new Error(`docker backend: known_hosts folder ${JSON.stringify(knownHostsDir)} must be absolute`);
+  const knownHostsFile = path.join(knownHostsDir, `${name.replace(/[^A-Za-z0-9._-]/g, "_")}.known_hosts`);
+  // Only host, port, user and public keys are read out of the connection, so no secret is taken along.
+  const login = pulumi.unsecret(pulumi.output(connection).apply((c) => dockerLogin(hostAlias, c as Connection)));
+  const provider = new docker.Provider(
+    name,
+    {
+      host: login.apply(dockerHostUrl),
+      sshOpts: login.apply((l) => {
+        writeKnownHosts(knownHostsFile, knownHostsText(l));
+        return dockerSshOpts(knownHostsFile, l);
+      }),
+    },
+    { parent: scope.parent },
+  );
+  byName.set(name, { provider, hostAlias });
+  return provider;
+}

@@ -1,0 +1,95 @@
+import * as pulumi from "@pulumi/pulumi";
+import * as docker from "@pulumi/docker";
+import * as command from "@pulumi/command";
+import { scriptContainerSpec } from "../../lib/runtime/docker-cli";
+import { shq } from "../../lib/shell";
+import { containerTarget, dockerCliOptions, dockerContainerSpec } from "./container-fields";
+import { dockerHostProvider } from "./docker-host";
+import type { DockerProcessArgs, EngineProcess } from "./types";
+
+/**
+ * The engine as a @pulumi/docker Container on its host's daemon, through the host's docker provider
+ * (docker-host.ts: SSH with the pinned key). The Container carries exactly the fields of the one
+ * container spec the docker-cli backend runs (container-fields.ts reads them out of its argv), so the
+ * two backends differ in who drives the daemon, not in what runs (container-fields.ts says why the
+ * spec hash label still differs):
+ *   - image: the immutable ID or digest itself, with no RemoteImage, so nothing is ever pulled by tag
+ *     (an image ID cannot be pulled at all; the provider pulls a `repo@sha256:` digest that is not on the
+ *     host yet, that exact digest, as docker-cli's start does);
+ *   - host network and IPC, the selected GPUs only (`gpus` for NVIDIA, `/dev/kfd` + render nodes for
+ *     ROCm), RDMA devices, the model read-only at `/model`, restart "no";
+ *   - a healthcheck on `/health`, so `wait` holds the create until the engine answers (start deadline);
+ *   - labels with the plan and spec hashes, and `replaceOnChanges: ["labels"]`: a new plan or spec
+ *     replaces the container (old one first: the name is unique and the ports are the host's).
+ * The API key is one entry of `envs`, and the whole `envs` list is a Pulumi secret (and a secret output),
+ * so it is encrypted in state and never shown by preview. It is visible to `docker inspect` on the host,
+ * exactly as the docker-cli backend's `--env-file` entries are; whoever can reach the daemon is root there
+ * anyway. Other ways are not safer: a command-line `--api-key` shows in every process listing, and an
+ * uploaded file would sit in state as well and need a wrapper entrypoint the vLLM image does not have.
+ *
+ * @pulumi/docker has no output for the container's start time, so a small remote command reads
+ * `State.StartedAt` once per container id (with the runtime's inspect deadline).
+ */
+export function dockerProcess(name: string, args: DockerProcessArgs, parent: pulumi.Resource): EngineProcess {
+  const d = args.runtime.deadlinesS;
+  const opts = dockerCliOptions(args.runtime, args.runDir);
+  const provider = dockerHostProvider(args.hostScope, args.hostAlias, args.connection, args.knownHostsDir);
+  const spec = pulumi.all([args.plan, args.placement]).apply(([plan, placement]) =>
+    dockerContainerSpec(scriptContainerSpec(plan, containerTarget(plan, args.runtime, placement), opts), plan.url, d),
+  );
+  const fields = spec.fields;
+
+  const container = new docker.Container(
+    `${name}-container`,
+    {
+      name: fields.name,
+      image: fields.image,
+      command: fields.command,
+      envs: pulumi.secret(pulumi.all([fields.envs, args.engineApiKey]).apply(([envs, key]) => [...envs, `VLLM_API_KEY=${key}`])),
+      labels: fields.labels,
+      networkMode: fields.networkMode,
+      ipcMode: fields.ipcMode,
+      mounts: fields.mounts,
+      devices: fields.devices,
+      gpus: fields.gpus,
+      runtime: fields.runtime,
+      groupAdds: fields.groupAdds,
+      securityOpts: fields.securityOpts,
+      capabilities: fields.capAdds.apply((adds) => (adds.length > 0 ? { adds } : undefined)),
+      ulimits: fields.ulimits,
+      restart: "no",
+      mustRun: true,
+      healthcheck: spec.healthcheck,
+      wait: true,
+      waitTimeout: d.start,
+      stopTimeout: d.stop,
+      destroyGraceSeconds: d.stop,
+    },
+    {
+      parent,
+      provider,
+      replaceOnChanges: ["labels"],
+      deleteBeforeReplace: true,
+      additionalSecretOutputs: ["envs"],
+    },
+  );
+
+  const dockerCmd = shq(args.runtime.dockerCommand);
+  const started = new command.remote.Command(
+    `${name}-started`,
+    {
+      connection: args.connection,
+      create: container.id.apply((id) => `set -eu\ntimeout -k 5 ${d.inspect} ${dockerCmd} inspect --format '{{.State.StartedAt}}' ${shq(id)}\n`),
+      triggers: [container.id],
+      addPreviousOutputInEnv: false,
+      logging: "stderr",
+    },
+    { parent },
+  );
+
+  return {
+    identity: container.id.apply((containerId) => ({ hostAlias: args.hostAlias, containerId })),
+    startedAt: started.stdout.apply((out) => out.trim()),
+    resources: [container, started],
+  };
+}

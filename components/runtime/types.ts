@@ -1,0 +1,90 @@
+/**
+ * What every engine runtime backend takes and gives back. Three backends run one launch plan:
+ * `native` (a process on the host), `docker-cli` (the docker client over SSH, with launch tokens and
+ * reconcile) and `docker` (@pulumi/docker resources over the docker provider's own SSH transport).
+ * They differ in how the engine starts, never in what it runs: the launch plan and, for containers,
+ * the one container spec of lib/runtime/container-spec.ts.
+ */
+import type * as pulumi from "@pulumi/pulumi";
+import type * as command from "@pulumi/command";
+import type { RuntimeSpec } from "../../lib/config";
+import type { LaunchPlan } from "../../lib/launch/plan";
+import type { ContainerVendor } from "../../lib/runtime/container-spec";
+import type { ProcessIdentity } from "../../lib/engine/generation";
+
+export type { ProcessIdentity } from "../../lib/engine/generation";
+
+/** The running engine, as every backend reports it. */
+export interface EngineProcess {
+  /** Who owns the engine's endpoint: `{hostAlias, pid}` (native) or `{hostAlias, containerId}` (containers). */
+  identity: pulumi.Output<ProcessIdentity>;
+  /** When the process (or container) started, as the host reported it. */
+  startedAt: pulumi.Output<string>;
+  /** Everything the backend registered that later steps must wait for (`dependsOn`). */
+  resources: pulumi.Resource[];
+}
+
+/** What every backend needs. */
+export interface ProcessArgs {
+  hostAlias: string;
+  /** The engine's launch plan: what runs, whatever the backend. */
+  plan: pulumi.Output<LaunchPlan>;
+  /** SSH connection to the engine's host, with its verified host key pinned. */
+  connection: pulumi.Input<command.types.input.remote.ConnectionArgs>;
+  /** Secret: reaches the engine only through stdin (an env file on the host) or a secret container env. */
+  engineApiKey: pulumi.Input<string>;
+  /** Per-engine folder on the host (absolute): pid or container files, the private env file. */
+  runDir: string;
+}
+
+/** The native backend: exactly today's inputs. */
+export interface NativeProcessArgs extends ProcessArgs {
+  healthTimeoutS: number;
+  stopTimeoutS: number;
+}
+
+/** Where one engine's container goes on its host, besides the plan itself. */
+export interface ContainerPlacement {
+  /** Accelerator vendor discovery found: decides the device flags (`none` adds none). */
+  vendor: ContainerVendor;
+  /** Host GPU indices the engine uses; must equal the plan's visibility list. */
+  gpuIds: number[];
+  /** RDMA device nodes mapped into the container (transport `ucx_rdma`). */
+  rdmaDevices?: string[];
+  /** Checkpoint directory on the host, mounted read-only at `/model`. */
+  modelDir: string;
+  /** Stack name: part of the container name and its `narwhal.fleet/stack` label. */
+  stack: string;
+}
+
+/** Both container backends. */
+export interface ContainerProcessArgs extends ProcessArgs {
+  /** `FleetSpec.runtime`: image (immutable), docker client, deadlines. */
+  runtime: RuntimeSpec;
+  placement: pulumi.Input<ContainerPlacement>;
+}
+
+/**
+ * Where per-host resources live. The docker backend needs one `docker.Provider` per host, shared by
+ * every engine on it; the first engine of a host creates it under `parent` as `<name>-docker`, the
+ * others reuse it.
+ */
+export interface HostScope {
+  /** Name prefix of per-host resources, e.g. the host's discovery name `fleet-a`. */
+  readonly name: string;
+  /** The component that owns every engine on the host (the Fleet), so no engine's delete takes the provider along. */
+  readonly parent: pulumi.Resource;
+}
+
+/** The docker (@pulumi/docker) backend. */
+export interface DockerProcessArgs extends ContainerProcessArgs {
+  hostScope: HostScope;
+  /**
+   * Local folder (absolute) for the known_hosts files this program writes with each host's pinned key:
+   * the docker provider reaches the daemon through the local `ssh` client, which reads them.
+   */
+  knownHostsDir: string;
+}
+
+/** Everything {@link engineProcess} may hand to whichever backend `runtime.kind` picks. */
+export type EngineProcessArgs = NativeProcessArgs & DockerProcessArgs;
