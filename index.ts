@@ -15,6 +15,12 @@ export const replicas = {
   product: fleet.replicas.product,
   tensorParallelSize: fleet.replicas.tensorParallelSize,
 };
+/** Gate A's generated configuration (hosts map, known hosts, launch records, fleet.json, deployment.env): digests and evidence paths only. */
+export const deploymentConfig = {
+  configDigest: fleet.deploymentConfig.configDigest,
+  record: fleet.deploymentConfig.record,
+  files: fleet.deploymentConfig.written,
+};
 /** The role-to-host plan, as the runbook's `deploy_hosts.py plan` prints it. */
 export const deployment = {
   router: fleet.routerHost,

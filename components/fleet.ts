@@ -10,6 +10,9 @@ import type { LaunchInputs } from "../lib/launch/plan";
 import { resolveEngineLaunch } from "../lib/launch/policy";
 import { HostLogin, hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
 import { manifestIdentity } from "../lib/checkpoint/compare";
+import { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
+import { fleetDocument } from "../lib/fleet/fleet-document";
+import { generatedConfig } from "../lib/fleet/generated-config";
 import type { RuntimeIdentity } from "../lib/discovery/runtime";
 
 export interface FleetArgs {
@@ -39,9 +42,15 @@ export interface EngineSummary {
   pid?: number;
   startedAt: string;
   planSha256: string;
+  /** The live process this engine's evidence is bound to (Gate C). */
+  generationDigest: string;
+  /** The cache geometry the live engine resolved. */
+  cacheLayoutDigest: string;
 }
 
 interface HostParts {
+  login: HostLogin;
+  policyDigest: string;
   discovery: HostDiscovery;
   connection: command.types.input.remote.ConnectionArgs;
 }
@@ -55,6 +64,7 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly engines: pulumi.Output<Record<string, EngineSummary>>;
   public readonly routerHost: string;
   public readonly replicas: ReplicaAgreement;
+  public readonly deploymentConfig: DeploymentConfig;
 
   constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:fleet:Fleet", name, {}, opts);
@@ -98,13 +108,52 @@ export class Fleet extends pulumi.ComponentResource {
       Object.fromEntries(
         engines.map(({ spec: e, engine }) => [
           e.id,
-          pulumi.all([engine.url, engine.pid, engine.startedAt, engine.plan]).apply(
-            ([url, pid, startedAt, plan]): EngineSummary => ({ host: e.host, role: e.role, url, pid, startedAt, planSha256: plan.planSha256 }),
-          ),
+          pulumi
+            .all([engine.url, engine.pid, engine.startedAt, engine.plan, engine.generation.generationDigest, engine.cache.cacheLayoutDigest])
+            .apply(([url, pid, startedAt, plan, generationDigest, cacheLayoutDigest]): EngineSummary => ({
+              host: e.host,
+              role: e.role,
+              url,
+              pid,
+              startedAt,
+              planSha256: plan.planSha256,
+              generationDigest,
+              cacheLayoutDigest,
+            })),
         ]),
       ),
     );
+    this.deploymentConfig = this.writeDeploymentConfig(name, args, hosts, engines);
     this.registerOutputs({ hosts: this.hosts, engines: this.engines });
+  }
+
+  /** Gate A's generated configuration, rendered from what was measured, as private evidence files. */
+  private writeDeploymentConfig(name: string, args: FleetArgs, hosts: Map<string, HostParts>, engines: Array<{ spec: EngineSpec; engine: Engine }>): DeploymentConfig {
+    const { spec } = args;
+    const generatedHosts = pulumi.all(
+      [...hosts].map(([alias, h]) =>
+        pulumi.all([h.discovery.hostKey, h.discovery.fabricAddress, h.discovery.evidence]).apply(([hostKey, fabricAddress, discovery]) => ({
+          alias,
+          login: h.login,
+          hostKey,
+          fabricAddress,
+          discovery,
+          policyDigest: h.policyDigest,
+        })),
+      ),
+    );
+    const plans = pulumi.all(engines.map(({ engine }) => engine.plan));
+    const files = pulumi
+      .all([generatedHosts, plans, this.replicas.product, this.replicas.tensorParallelSize])
+      .apply(([generated, launchPlans, product, tp]) => {
+        const endpoints = spec.engines.map((e) => {
+          const url = launchPlans.find((p) => p.engineId === e.id)!.url;
+          return { id: e.id, url, attestationUrl: `${url.replace(/:\d+$/, `:${e.attestationPort}`)}/v1/attestation` };
+        });
+        const document = fleetDocument(spec, endpoints, { accelerator: product ?? "none", acceleratorsPerEngine: tp, tensorParallel: tp }, { profilesPath: "runs/profiles.json" });
+        return generatedConfig(spec, this.routerHost, generated, launchPlans, document);
+      });
+    return new DeploymentConfig(`${name}-config`, { stack: args.stack, files }, { parent: this });
   }
 
   /** Gate A for one physical host, and the connection every later command on it uses. */
@@ -113,6 +162,7 @@ export class Fleet extends pulumi.ComponentResource {
     const login = resolveLogin(spec, host, args.sshConfig);
     const privateKey = host.auth === "key" ? (secrets.sshPrivateKey(host.alias) ?? identityFileKey(login)) : undefined;
     const password = host.auth === "password" ? secrets.sshPassword(host.alias) : undefined;
+    const plan = hostDiscoveryPlan(spec, host);
     const discovery = new HostDiscovery(
       `${name}-${host.alias}`,
       {
@@ -129,11 +179,13 @@ export class Fleet extends pulumi.ComponentResource {
         fabricInterface: host.fabricInterface,
         fabricAddressChoice: host.fabricAddress,
         stack: args.stack,
-        ...hostDiscoveryPlan(spec, host),
+        ...plan,
       },
       { parent: this },
     );
     return {
+      login,
+      policyDigest: plan.policyDigest,
       discovery,
       connection: {
         host: login.host,

@@ -30,6 +30,9 @@ export function engineHttp(subject: ProofSubject, apiKey: string | undefined, ti
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         dispatcher: agent,
+        // One connection per probe: a reused keep-alive socket the engine has just closed would fail
+        // a request that never reached it.
+        reset: true,
         signal: AbortSignal.timeout(t * 1000),
         headersTimeout: t * 1000,
         bodyTimeout: t * 1000,

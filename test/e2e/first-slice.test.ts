@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { request } from "undici";
 import * as fs from "node:fs";
+import { execFileSync } from "node:child_process";
 import * as path from "node:path";
 import { openStack, sharedFleet, API_KEY, MODEL, PROJECT_ROOT } from "./support/stack";
 import { runInHost, simUp } from "../../sim/hosts";
@@ -53,6 +54,25 @@ describe("e2e: first slice through the real CLI", function () {
       expect(environ!.split("\n"), `${id} environment`).to.include(`VLLM_API_KEY=${API_KEY}`);
       expect((await request(`${e.url}/v1/models`)).statusCode, `${id} without the key`).to.equal(401);
     }
+  });
+
+  it("writes Gate A's generated configuration as private evidence that Narwhal's loader accepts", async () => {
+    const { stack } = await sharedFleet();
+    const config = (await stack.outputs()).deploymentConfig!.value as { files: Record<string, { relativePath: string; sha256: string }> };
+    expect(Object.keys(config.files).sort()).to.deep.equal([
+      "deployment.env", "engine-launch.local.json", "engine-launch.sources.json", "fleet.json", "hosts.local.json", "ssh.known_hosts",
+    ]);
+    const root = path.join(PROJECT_ROOT, "runs", "e2e", "evidence");
+    for (const f of Object.values(config.files)) expect(fs.statSync(path.join(root, f.relativePath)).mode & 0o777).to.equal(0o600);
+    const fleetJson = path.join(root, config.files["fleet.json"]!.relativePath);
+    const python = path.join(PROJECT_ROOT, ".tools", "venv", "bin", "python");
+    const loaded = execFileSync(python, ["-c", "import sys; from narwhal.config.loading import load; print(len(load(sys.argv[1]).engines))", fleetJson], {
+      encoding: "utf8",
+      env: { ...process.env, NARWHAL_ENGINE_API_KEY: "x" },
+    });
+    expect(loaded.trim()).to.equal("4");
+    const env = fs.readFileSync(path.join(root, config.files["deployment.env"]!.relativePath), "utf8");
+    expect(env).to.include("NARWHAL_NODE_1_URL='http://198.18.0.11:8301'").and.not.include(API_KEY);
   });
 
   it("changes nothing on a second run", async () => {

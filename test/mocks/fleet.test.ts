@@ -128,12 +128,18 @@ describe("mocks: Fleet component", () => {
   it("keeps the API key secret, off command lines and out of the serialised provider", async () => {
     const fleet = build();
     await promiseOf(fleet.engines);
+    const holders: string[] = [];
     for (const r of registered) {
-      const { stdin, ...rest } = r.inputs;
-      expect(JSON.stringify(rest), r.name).to.not.include(API_KEY);
-      if (r.type === "command:remote:Command") expect(stdin).to.not.equal(reveal(stdin)); // still wrapped as a secret
-      if (r.type === "command:remote:Command") expect(reveal(stdin)).to.equal(`VLLM_API_KEY='${API_KEY}'\n`);
+      // Every occurrence of the key must sit inside a secret; outside them it must not appear at all.
+      const plain = JSON.stringify(r.inputs, (_k, v) => (reveal(v) !== v ? "[secret]" : v));
+      expect(plain, r.name).to.not.include(API_KEY);
+      if (JSON.stringify(r.inputs).includes(API_KEY)) holders.push(r.name);
+      if (r.type === "command:remote:Command") expect(reveal(r.inputs.stdin)).to.equal(`VLLM_API_KEY='${API_KEY}'\n`);
     }
+    // Only what must talk to the engine holds the key: its process (env file) and its HTTP probes.
+    expect(holders.sort()).to.deep.equal(
+      ["e1", "e2", "e3"].flatMap((e) => [`fleet-${e}-cache`, `fleet-${e}-generation`, `fleet-${e}-process`]).sort(),
+    );
     const provider = String(registered.find((r) => r.name === "fleet-a")!.inputs.__provider);
     expect(provider).to.include("dynamic-providers/host-discovery/provider.ts");
     expect(provider).to.not.include(SSH_KEY.split("\n")[1]!);
