@@ -176,6 +176,7 @@ export class Fleet extends pulumi.ComponentResource {
         pinnedHostKey: host.hostKey,
         allowFirstContact: spec.ssh.allowFirstContact,
         connectTimeoutS: spec.ssh.connectTimeoutS,
+        maxSessions: spec.ssh.maxSessionsPerHost,
         fabricInterface: host.fabricInterface,
         fabricAddressChoice: host.fabricAddress,
         stack: args.stack,

@@ -23,7 +23,7 @@ const MEASURED_AGAINST = [
   "modelDir", "runtimeRef", "devicePaths", "policyDigest",
 ] as const;
 /** Inputs that only change how we log in or what the next launch must avoid. */
-const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "plannedPorts", "stack"] as const;
+const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "stack"] as const;
 const CHECKPOINT_TIMEOUT_S = 1800;
 
 function target(i: HostDiscoveryInputs, recordedHostKey?: string): SshTarget {
@@ -48,6 +48,7 @@ function target(i: HostDiscoveryInputs, recordedHostKey?: string): SshTarget {
     hostKey: i.pinnedHostKey ?? recordedHostKey,
     allowFirstContact: i.allowFirstContact,
     connectTimeoutS: i.connectTimeoutS,
+    maxSessions: i.maxSessions,
     jump,
   };
 }

@@ -19,6 +19,8 @@ export interface HostDiscoveryInputs {
   jump?: { alias: string; host: string; port: number; user: string; pinnedHostKey?: string };
   allowFirstContact: boolean;
   connectTimeoutS: number;
+  /** ssh.maxSessionsPerHost: logins to this host open at once from the provider process. */
+  maxSessions: number;
   fabricInterface: string;
   /** The operator's choice when the interface has several global addresses. */
   fabricAddressChoice?: string;

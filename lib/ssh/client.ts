@@ -17,6 +17,28 @@ export interface SshTarget {
   readonly connectTimeoutS: number;
   /** A bastion to hop through (ssh's ProxyJump); its own key is verified the same way. */
   readonly jump?: SshTarget;
+  /** Logins to this host open at once from this process (ssh.maxSessionsPerHost); others wait. */
+  readonly maxSessions?: number;
+}
+
+/**
+ * Sessions per host within this process: every dynamic-provider call of one `pulumi up` runs in the
+ * same provider process, so this bounds what the program opens against one sshd (MaxStartups).
+ */
+const sessionSlots = new Map<string, { open: number; waiting: Array<() => void> }>();
+
+async function acquireSlot(key: string, limit: number): Promise<() => void> {
+  const slot = sessionSlots.get(key) ?? { open: 0, waiting: [] };
+  sessionSlots.set(key, slot);
+  while (slot.open >= limit) await new Promise<void>((resolve) => slot.waiting.push(resolve));
+  slot.open++;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    slot.open--;
+    slot.waiting.shift()?.();
+  };
 }
 
 export interface ExecResult {
@@ -41,19 +63,28 @@ export class SshSession {
     readonly target: SshTarget,
     /** The key the server presented, verified against the pin or recorded on first contact. */
     readonly hostKey: HostKey,
-    private readonly via?: SshSession,
+    private readonly via: SshSession | undefined,
+    private readonly release: () => void,
   ) {}
 
   static async open(target: SshTarget): Promise<SshSession> {
-    const via = target.jump ? await SshSession.open(target.jump) : undefined;
+    const release = await acquireSlot(`${target.host}:${target.port}`, target.maxSessions ?? 4);
+    let via: SshSession | undefined;
     try {
+      via = target.jump ? await SshSession.open(target.jump) : undefined;
       const sock = via ? await via.forward(target.host, target.port) : undefined;
       const { client, hostKey } = await SshSession.handshake(target, sock);
-      return new SshSession(client, target, hostKey, via);
+      return new SshSession(client, target, hostKey, via, release);
     } catch (err) {
       via?.close();
+      release();
       throw err;
     }
+  }
+
+  /** Logins to `host:port` this process has open right now (for tests and diagnostics). */
+  static openSessions(host: string, port: number): number {
+    return sessionSlots.get(`${host}:${port}`)?.open ?? 0;
   }
 
   /** A TCP stream to host:port opened from this host, for the next hop of a jump. */
@@ -143,6 +174,7 @@ export class SshSession {
   close(): void {
     this.client.end();
     this.via?.close();
+    this.release();
   }
 }
 

@@ -25,8 +25,8 @@ describe("e2e: discovery evidence follows the host", function () {
       expect(steps.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["checkpoint"] });
       expect(steps.has(`fleet-${a!.alias}`), "the unchanged host's discovery").to.equal(false);
       for (const [name, step] of steps) {
-        // Beyond the changed host: only the replica check and the engines whose plans derive from it.
-        expect(name, `${step.op} of ${name}`).to.be.oneOf([`fleet-${b!.alias}`, "fleet-replicas", "fleet-e2-process"]);
+        // Beyond the changed host: the replica check, the generated configuration, and what derives from its engines' plans.
+        expect(name, `${step.op} of ${name}`).to.match(new RegExp(`^fleet-(${b!.alias}|replicas|config|e2-.*)$`));
       }
 
       let failure = "";

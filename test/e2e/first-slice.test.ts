@@ -48,7 +48,9 @@ describe("e2e: first slice through the real CLI", function () {
     // The key reaches each engine through its environment, never its command line, and guards /v1.
     const engines = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
     for (const [id, e] of Object.entries(engines)) {
-      const proc = await runInHost(e.host, ["sh", "-c", `tr '\\0' '\\n' < /proc/${e.pid}/cmdline; echo ---; tr '\\0' '\\n' < /proc/${e.pid}/environ`]);
+      // The live process per its run folder (another test may have restarted it out of band).
+      const pidFile = `/var/lib/narwhal-fleet/e2e/engines/${id}/pid`;
+      const proc = await runInHost(e.host, ["sh", "-c", `p=$(cat ${pidFile}); tr '\\0' '\\n' < /proc/$p/cmdline; echo ---; tr '\\0' '\\n' < /proc/$p/environ`]);
       const [cmdline, environ] = proc.stdout.split("---");
       expect(cmdline, `${id} command line`).to.include("serve").and.not.include(API_KEY);
       expect(environ!.split("\n"), `${id} environment`).to.include(`VLLM_API_KEY=${API_KEY}`);

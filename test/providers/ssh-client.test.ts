@@ -74,3 +74,34 @@ describe("providers: SSH client against the simulated hosts", function () {
     expect(err.message).to.equal(`host ${hosts[0]!.alias}: slow step did not finish within 1s`);
   });
 });
+
+describe("providers: SSH sessions per host", function () {
+  this.timeout(60_000);
+
+  it("never opens more logins to one host than maxSessions, and queues the rest", async () => {
+    const { hosts } = await simUp({});
+    const h = hosts[0]!;
+    const base: SshTarget = {
+      alias: h.alias,
+      host: h.address,
+      port: h.sshPort,
+      user: h.user,
+      privateKey: fs.readFileSync(h.privateKeyPath, "utf8"),
+      hostKey: h.hostKey,
+      allowFirstContact: false,
+      connectTimeoutS: 10,
+      maxSessions: 2,
+    };
+    let peak = 0;
+    await Promise.all(
+      Array.from({ length: 6 }, () =>
+        withSsh(base, async (s) => {
+          peak = Math.max(peak, SshSession.openSessions(h.address, h.sshPort));
+          await s.run("sleep 0.3", { timeoutS: 10, name: "hold" });
+        }),
+      ),
+    );
+    expect(peak).to.equal(2);
+    expect(SshSession.openSessions(h.address, h.sshPort)).to.equal(0);
+  });
+});
