@@ -17,7 +17,7 @@
 import { createHash } from "node:crypto";
 import { canonicalJson, sha256Json } from "../digest";
 import { packagesOfInterest, type PackageMap, type RuntimeIdentity } from "../discovery/runtime";
-import type { CacheLayout, CacheRankLayout } from "../engine/cache-layout";
+import { PAGE_GEOMETRY_FIELDS, type CacheLayout, type CacheRankLayout } from "../engine/cache-layout";
 import type { LaunchPlan } from "../launch/plan";
 import { CacheGroupError } from "./errors";
 import { pythonJsonDumps } from "./python-json";
@@ -227,21 +227,7 @@ export type GeometryLayout = Pick<CacheLayout, "tensorParallelSize" | "ranks">;
  * it is capacity, not geometry (it follows the free memory at start, differs between otherwise identical
  * engines, and does not change what one handoff moves; NIXL's handshake accepts differing block counts).
  */
-export const GEOMETRY_FIELDS = [
-  "blockSize",
-  "numLayers",
-  "numKvHeads",
-  "numKvHeadsPerRank",
-  "headSize",
-  "dtype",
-  "cacheDtype",
-  "kvCacheLayout",
-  "attentionBackend",
-  "useMla",
-  "bytesPerTokenPerLayer",
-  "pageSizeBytes",
-  "bytesPerToken",
-] as const satisfies ReadonlyArray<keyof CacheRankLayout>;
+export const GEOMETRY_FIELDS = PAGE_GEOMETRY_FIELDS;
 
 function sortedRanks(layout: GeometryLayout): CacheRankLayout[] {
   return [...layout.ranks].sort((a, b) => a.rank - b.rank);

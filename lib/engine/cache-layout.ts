@@ -114,10 +114,12 @@ export function normaliseDtype(dtype: string): string {
   return DTYPE_ALIASES[d] ?? d;
 }
 
-/** Geometry fields every rank must share (all but `rank`). */
-const SHARED: ReadonlyArray<keyof CacheRankLayout> = [
+/**
+ * The per-rank fields that make up "layout and page geometry": what one handoff moves and how.
+ * `numGpuBlocks` is capacity, not geometry (it follows the free memory at start).
+ */
+export const PAGE_GEOMETRY_FIELDS = [
   "blockSize",
-  "numGpuBlocks",
   "numLayers",
   "numKvHeads",
   "numKvHeadsPerRank",
@@ -130,7 +132,11 @@ const SHARED: ReadonlyArray<keyof CacheRankLayout> = [
   "bytesPerTokenPerLayer",
   "pageSizeBytes",
   "bytesPerToken",
-];
+] as const satisfies ReadonlyArray<keyof CacheRankLayout>;
+
+/** Fields every rank of one engine must share (all but `rank`): its geometry and its capacity. */
+const [BLOCK_SIZE, ...GEOMETRY_AFTER_BLOCK] = PAGE_GEOMETRY_FIELDS;
+const SHARED: ReadonlyArray<keyof CacheRankLayout> = [BLOCK_SIZE, "numGpuBlocks", ...GEOMETRY_AFTER_BLOCK];
 
 function list(ns: number[]): string {
   return ns.join(", ");

@@ -81,17 +81,7 @@ describe("providers: SSH sessions per host", function () {
   it("never opens more logins to one host than maxSessions, and queues the rest", async () => {
     const { hosts } = await simUp({});
     const h = hosts[0]!;
-    const base: SshTarget = {
-      alias: h.alias,
-      host: h.address,
-      port: h.sshPort,
-      user: h.user,
-      privateKey: fs.readFileSync(h.privateKeyPath, "utf8"),
-      hostKey: h.hostKey,
-      allowFirstContact: false,
-      connectTimeoutS: 10,
-      maxSessions: 2,
-    };
+    const base = target(h, { maxSessions: 2 });
     let peak = 0;
     await Promise.all(
       Array.from({ length: 6 }, () =>
