@@ -21,6 +21,8 @@ export const deploymentConfig = {
   record: fleet.deploymentConfig.record,
   files: fleet.deploymentConfig.written,
 };
+/** Gate C's cache-equivalence groups (signature, representative, members, layout disagreements) with Gate D's fabric budget per geometry. */
+export const cacheGroups = fleet.cacheGroups;
 /** The role-to-host plan, as the runbook's `deploy_hosts.py plan` prints it. */
 export const deployment = {
   router: fleet.routerHost,

@@ -13,6 +13,7 @@ import { manifestIdentity } from "../lib/checkpoint/compare";
 import { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
 import { fleetDocument } from "../lib/fleet/fleet-document";
 import { generatedConfig } from "../lib/fleet/generated-config";
+import { cacheSummary, CacheGroupSummary } from "../lib/fleet/cache-summary";
 import type { RuntimeIdentity } from "../lib/discovery/runtime";
 
 export interface FleetArgs {
@@ -65,6 +66,8 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly routerHost: string;
   public readonly replicas: ReplicaAgreement;
   public readonly deploymentConfig: DeploymentConfig;
+  /** Cache-equivalence groups and their fabric budgets, from every engine's captured layout. */
+  public readonly cacheGroups: pulumi.Output<CacheGroupSummary[]>;
 
   constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:fleet:Fleet", name, {}, opts);
@@ -124,6 +127,23 @@ export class Fleet extends pulumi.ComponentResource {
       ),
     );
     this.deploymentConfig = this.writeDeploymentConfig(name, args, hosts, engines);
+    this.cacheGroups = pulumi
+      .all(
+        engines.map(({ spec: e, engine }) => {
+          const d = hosts.get(e.host)!.discovery;
+          return pulumi.all([d.runtime, d.model, d.accelerators, engine.plan, engine.cache.layout]).apply(([runtime, model, acc, plan, layout]) => ({
+            id: e.id,
+            index: e.index,
+            runtime: runtime!,
+            modelConfigSha256: model.configSha256,
+            accelerator: acc.product,
+            plan,
+            transport: e.overrides?.transport ?? spec.launch.transport,
+            layout,
+          }));
+        }),
+      )
+      .apply((facts) => cacheSummary(spec, facts));
     this.registerOutputs({ hosts: this.hosts, engines: this.engines });
   }
 

@@ -77,6 +77,25 @@ describe("e2e: first slice through the real CLI", function () {
     expect(env).to.include("NARWHAL_NODE_1_URL='http://198.18.0.11:8301'").and.not.include(API_KEY);
   });
 
+  it("groups identical engines by cache signature and budgets the fabric from their captured layout", async () => {
+    const { stack, engines } = await sharedFleet();
+    const groups = (await stack.outputs()).cacheGroups!.value as Array<{
+      representative: string;
+      members: string[];
+      disagreements: unknown[];
+      budgets: Array<{ members: string[]; payloadBytes: number; requiredGbps: number }>;
+    }>;
+    expect(groups).to.have.length(1);
+    expect(groups[0]!.representative).to.equal("e1");
+    expect(groups[0]!.members).to.deep.equal(engines.map((e) => e.id));
+    expect(groups[0]!.disagreements).to.deep.equal([]);
+    // tiny-llama: 16 layers x 8 KV heads x 64 head dim x 2 (K and V) x 2 bytes = 32768 B/token; x 1024 tokens;
+    // x 8 bits x max(1/s, 1/1s) x 1.25 headroom = 0.33554432 Gbit/s.
+    expect(groups[0]!.budgets).to.have.length(1);
+    expect(groups[0]!.budgets[0]!.payloadBytes).to.equal(33554432);
+    expect(groups[0]!.budgets[0]!.requiredGbps).to.be.closeTo(0.33554432, 1e-12);
+  });
+
   it("changes nothing on a second run", async () => {
     const { stack } = await sharedFleet();
     const preview = await stack.preview({ expectNoChanges: true });
