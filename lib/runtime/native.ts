@@ -1,5 +1,6 @@
 import { shellLine, shq } from "../shell";
 import type { LaunchPlan } from "../launch/plan";
+import { recoveryHintScript } from "./recovery";
 
 /**
  * Shell scripts that run an engine as a native process on its host. They are the `create` and
@@ -50,6 +51,7 @@ until curl -fsS -o /dev/null --max-time 2 ${health} 2>/dev/null; do
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "engine ${plan.engineId} exited before answering /health; last log lines:" >&2
     tail -n 20 "$run/engine.log" >&2
+${recoveryHintScript()}
     rm -f "$run/pid" "$run/plan.sha256" "$run/engine.env"
     exit 1
   fi

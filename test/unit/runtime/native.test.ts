@@ -6,6 +6,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import type { LaunchPlan } from "../../../lib/launch/plan";
 import { startScript, stopScript } from "../../../lib/runtime/native";
+import { writeTestModel } from "../../../sim/engine/testing-model";
 
 /** A stand-in engine: answers /health and keeps a child, so stopping must take the whole group. */
 const FAKE_ENGINE = `
@@ -96,6 +97,20 @@ describe("native runtime scripts (run for real under sh)", function () {
     for (const p of group) expect(fs.existsSync(`/proc/${p}`), `pid ${p}`).to.equal(false);
     expect(fs.existsSync(path.join(opts().runDir, "engine.env"))).to.equal(false);
     expect(sh(stopScript(plan, opts())).code, "stopping twice").to.equal(0);
+  });
+
+  it("names the recovery when vLLM refuses the checkpoint at startup (custom code discovery did not record)", () => {
+    const model = writeTestModel(path.join(dir, "model"), { config: { auto_map: { AutoModelForCausalLM: "modeling_x.X" } } });
+    const root = path.resolve(__dirname, "..", "..", "..");
+    const engine = {
+      ...plan,
+      argv: [process.execPath, "-r", path.join(root, "node_modules/ts-node/register/transpile-only"), path.join(root, "sim/engine/main.ts"), "serve", model, "--port", plan.url.split(":").pop()!],
+      env: { TS_NODE_PROJECT: path.join(root, "tsconfig.json") },
+    };
+    const r = sh(startScript(engine, opts()), "VLLM_API_KEY='k'\n");
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.include("trust_remote_code=True");
+    expect(r.stderr).to.include("hint: the checkpoint needs custom code (auto_map) that discovery did not record: re-run discovery (pulumi up --refresh)");
   });
 
   it("gives up on an engine that never answers, within the named health timeout, and leaves nothing", () => {
