@@ -2,7 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { scriptContainerSpec, startScript, stopScript } from "../../lib/runtime/docker-cli";
 import { envFile } from "../../lib/shell";
-import { containerTarget, dockerCliOptions } from "./container-fields";
+import { containerTarget, dockerCliOptions } from "../../lib/runtime/container-fields";
 import { lastJsonLine } from "./stdout";
 import type { ContainerProcessArgs, EngineProcess } from "./types";
 

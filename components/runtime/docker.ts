@@ -3,7 +3,7 @@ import * as docker from "@pulumi/docker";
 import * as command from "@pulumi/command";
 import { scriptContainerSpec } from "../../lib/runtime/docker-cli";
 import { shq } from "../../lib/shell";
-import { containerTarget, dockerCliOptions, dockerContainerSpec } from "./container-fields";
+import { containerTarget, dockerCliOptions, dockerContainerSpec } from "../../lib/runtime/container-fields";
 import { dockerHostProvider } from "./docker-host";
 import type { DockerProcessArgs, EngineProcess } from "./types";
 

@@ -15,6 +15,9 @@ import type { ProcessIdentity } from "../../lib/engine/generation";
 export type { ProcessIdentity } from "../../lib/engine/generation";
 
 /** The running engine, as every backend reports it. */
+import type { ContainerPlacement } from "../../lib/runtime/container-fields";
+export type { ContainerPlacement };
+
 export interface EngineProcess {
   /** Who owns the engine's endpoint: `{hostAlias, pid}` (native) or `{hostAlias, containerId}` (containers). */
   identity: pulumi.Output<ProcessIdentity>;
@@ -43,19 +46,6 @@ export interface NativeProcessArgs extends ProcessArgs {
   stopTimeoutS: number;
 }
 
-/** Where one engine's container goes on its host, besides the plan itself. */
-export interface ContainerPlacement {
-  /** Accelerator vendor discovery found: decides the device flags (`none` adds none). */
-  vendor: ContainerVendor;
-  /** Host GPU indices the engine uses; must equal the plan's visibility list. */
-  gpuIds: number[];
-  /** RDMA device nodes mapped into the container (transport `ucx_rdma`). */
-  rdmaDevices?: string[];
-  /** Checkpoint directory on the host, mounted read-only at `/model`. */
-  modelDir: string;
-  /** Stack name: part of the container name and its `narwhal.fleet/stack` label. */
-  stack: string;
-}
 
 /** Both container backends. */
 export interface ContainerProcessArgs extends ProcessArgs {

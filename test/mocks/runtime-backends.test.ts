@@ -15,7 +15,7 @@ import { LaunchInputs, LaunchPlan, renderLaunchPlan } from "../../lib/launch/pla
 import { LABELS } from "../../lib/runtime/container-spec";
 import * as dockerCli from "../../lib/runtime/docker-cli";
 import * as native from "../../lib/runtime/native";
-import * as fields from "../../components/runtime/container-fields";
+import * as fields from "../../lib/runtime/container-fields";
 import { envFile } from "../../lib/shell";
 
 interface Registered {

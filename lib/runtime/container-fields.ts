@@ -3,12 +3,11 @@
  * lib/runtime/container-spec.ts, and the translation of that one spec into @pulumi/docker Container
  * fields. No Pulumi resource is made here.
  */
-import type { RuntimeSpec } from "../../lib/config";
-import { sha256Json } from "../../lib/digest";
-import type { LaunchPlan } from "../../lib/launch/plan";
-import { ContainerSpec, LABELS } from "../../lib/runtime/container-spec";
-import type { ContainerTarget, DockerCliOptions, DockerDeadlinesS } from "../../lib/runtime/docker-cli";
-import type { ContainerPlacement } from "./types";
+import type { RuntimeSpec } from "../config";
+import { sha256Json } from "../digest";
+import type { LaunchPlan } from "../launch/plan";
+import { ContainerSpec, ContainerVendor, LABELS } from "./container-spec";
+import type { ContainerTarget, DockerCliOptions, DockerDeadlinesS } from "./docker-cli";
 
 /** Launch-token label value of a container the docker provider made: Pulumi state, not a token file, owns it. */
 export const DOCKER_PROVIDER_TOKEN = "pulumi-docker";
@@ -190,4 +189,18 @@ export function dockerContainerSpec(cliSpec: ContainerSpec, url: string, deadlin
     healthcheck: health,
     specSha256,
   };
+}
+
+/** Where one engine's container goes on its host, besides the plan itself. */
+export interface ContainerPlacement {
+  /** Accelerator vendor discovery found: decides the device flags (`none` adds none). */
+  vendor: ContainerVendor;
+  /** Host GPU indices the engine uses; must equal the plan's visibility list. */
+  gpuIds: number[];
+  /** RDMA device nodes mapped into the container (transport `ucx_rdma`). */
+  rdmaDevices?: string[];
+  /** Checkpoint directory on the host, mounted read-only at `/model`. */
+  modelDir: string;
+  /** Stack name: part of the container name and its `narwhal.fleet/stack` label. */
+  stack: string;
 }
