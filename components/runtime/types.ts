@@ -9,7 +9,6 @@ import type * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { RuntimeSpec } from "../../lib/config";
 import type { LaunchPlan } from "../../lib/launch/plan";
-import type { ContainerVendor } from "../../lib/runtime/container-spec";
 import type { ProcessIdentity } from "../../lib/engine/generation";
 
 export type { ProcessIdentity } from "../../lib/engine/generation";
