@@ -1,14 +1,10 @@
 #!/usr/bin/env bash
-# Runs a command with the project's own toolchain first on PATH:
-#   <root>/.tools/bin     (pulumi CLI, language host and plugins built by scripts/setup.sh)
-#   <root>/node_modules/.bin (ts-node, mocha, tsc)
+# Runs one command in the project's environment (scripts/env.sh): its own toolchain first on PATH.
 # Usage: bash scripts/with-tools.sh <command> [args...]
 set -euo pipefail
-
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [ "$#" -eq 0 ]; then
   echo "usage: scripts/with-tools.sh <command> [args...]" >&2
   exit 2
 fi
-export PATH="$root/.tools/bin:$root/node_modules/.bin:$PATH"
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 exec "$@"
