@@ -105,6 +105,7 @@ export class Engine extends pulumi.ComponentResource {
         apiKey: args.engineApiKey,
         processIdentity: identity,
         probeTimeoutS: args.healthTimeoutS,
+        stack: args.stack,
       },
       { parent: this, dependsOn: running.resources },
     );
@@ -120,6 +121,7 @@ export class Engine extends pulumi.ComponentResource {
         processIdentity: identity,
         expected: this.plan.apply(cacheExpectations),
         apiKey: args.engineApiKey,
+        stack: args.stack,
       },
       { parent: this },
     );

@@ -16,12 +16,13 @@ import { EngineError } from "../../lib/engine/errors";
 import { endpoint, expectOk, liveGeneration, processIdentityProblem, requireProvedGeneration, subjectName, type Ask, type ProofSubject } from "../../lib/engine/generation";
 import { ranksFromSimLayout } from "../../lib/engine/layout-sources";
 import { diffInputs } from "../diff";
+import { writeEvidence } from "../evidence";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
 import { hasUnknown } from "../engine-generation/check";
 import type { CacheCaptureInputs, CacheCaptureOutputs } from "./types";
 
 export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected", "layoutSource"] as const;
-export const UPDATABLE = ["apiKey", "hostAlias", "probeTimeoutS"] as const;
+export const UPDATABLE = ["apiKey", "hostAlias", "probeTimeoutS", "stack"] as const;
 
 function subjectOf(i: CacheCaptureInputs): ProofSubject {
   return { engineId: i.engineId, hostAlias: i.hostAlias, url: i.url, processIdentity: i.processIdentity };
@@ -109,6 +110,19 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     );
     const digest = cacheLayoutDigest(result.layout);
     const outs: CacheCaptureOutputs = { ...inputs, layoutSource: source, layout: result.layout, cacheLayoutDigest: digest, capturedAt: result.capturedAt };
+    if (inputs.stack) {
+      outs.evidence = await writeEvidence(inputs.stack, [inputs.apiKey], {
+        kind: "cache-capture",
+        subject: { kind: "engine", alias: inputs.engineId },
+        inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, outs[k]])) as never,
+        commands: [],
+        startedAt: result.capturedAt,
+        endedAt: new Date().toISOString(),
+        observations: { cacheLayoutDigest: digest, layout: result.layout } as never,
+        verdict: { status: "pass", reasons: [] },
+        artifacts: [],
+      });
+    }
     return { id: `${inputs.engineId}-cache-${digest.slice(7, 19)}`, outs };
   },
 

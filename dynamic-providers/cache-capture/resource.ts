@@ -25,6 +25,7 @@ export class CacheCapture extends pulumi.dynamic.Resource {
       layout: undefined,
       cacheLayoutDigest: undefined,
       capturedAt: undefined,
+      evidence: undefined,
     };
     super(
       cacheCaptureProvider,

@@ -19,6 +19,8 @@ export interface CacheCaptureInputs {
   layoutSource?: CacheLayoutSourceKind;
   /** Per-request timeout of the capture's probes (default 60 s). */
   probeTimeoutS?: number;
+  /** When set, the capture is also written to runs/<stack>/evidence as an immutable record. */
+  stack?: string;
 }
 
 export interface CacheCaptureResult {
@@ -26,6 +28,8 @@ export interface CacheCaptureResult {
   /** sha256 over TP size and the per-rank geometry. */
   cacheLayoutDigest: string;
   capturedAt: string;
+  /** The evidence record of this capture, when a stack was given. */
+  evidence?: { relativePath: string; digest: string };
 }
 
 export type CacheCaptureOutputs = CacheCaptureInputs & CacheCaptureResult;

@@ -14,6 +14,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject } from "../../lib/engine/generation";
 import { diffInputs } from "../diff";
+import { writeEvidence } from "../evidence";
 import { generationInputFailures } from "./check";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
@@ -21,7 +22,7 @@ import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
 /** Inputs the proof was taken against: a change means it no longer describes the live engine. */
 export const MEASURED_AGAINST = ["engineId", "url", "planSha256", "expectedVersion", "servedName", "processIdentity"] as const;
 /** Inputs that only change how the engine is reached or labelled. */
-export const UPDATABLE = ["apiKey", "probeTimeoutS", "hostAlias"] as const;
+export const UPDATABLE = ["apiKey", "probeTimeoutS", "hostAlias", "stack"] as const;
 /** The replace key `pulumi preview` shows when a refresh found another live process. */
 export const GENERATION_MOVED = "generation";
 
@@ -37,6 +38,7 @@ export const provider: pulumi.dynamic.ResourceProvider = {
 
   async create(inputs: EngineGenerationInputs) {
     const s = subjectOf(inputs);
+    const startedAt = new Date().toISOString();
     const { proof, provedAt } = await withEngineHttp(s, inputs.apiKey, async (ask) => {
       await waitForHealth(ask, s, inputs.probeTimeoutS);
       const provedAt = new Date().toISOString();
@@ -51,6 +53,19 @@ export const provider: pulumi.dynamic.ResourceProvider = {
       provedAt,
       completionText: proof.completionText,
     };
+    if (inputs.stack) {
+      outs.evidence = await writeEvidence(inputs.stack, [inputs.apiKey], {
+        kind: "generation",
+        subject: { kind: "engine", alias: inputs.engineId },
+        inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, inputs[k]])) as never,
+        commands: [],
+        startedAt,
+        endedAt: new Date().toISOString(),
+        observations: { generationDigest: proof.generationDigest, processStartTime: proof.processStartTime, version: proof.version, completionText: proof.completionText },
+        verdict: { status: "pass", reasons: [] },
+        artifacts: [],
+      });
+    }
     return { id: `${inputs.engineId}-${proof.generationDigest.slice(7, 19)}`, outs };
   },
 

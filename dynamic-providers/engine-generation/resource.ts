@@ -36,6 +36,7 @@ export class EngineGeneration extends pulumi.dynamic.Resource {
       version: undefined,
       provedAt: undefined,
       completionText: undefined,
+      evidence: undefined,
       observedGeneration: undefined,
       observedState: undefined,
       observedDetail: undefined,

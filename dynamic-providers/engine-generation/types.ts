@@ -18,6 +18,8 @@ export interface EngineGenerationInputs {
   processIdentity: ProcessIdentity;
   /** Bounded wait for `/health` before the proof. */
   probeTimeoutS: number;
+  /** When set, the capture is also written to runs/<stack>/evidence as an immutable record. */
+  stack?: string;
 }
 
 /** The capture, written by create and never overwritten. */
@@ -31,6 +33,8 @@ export interface EngineGenerationCapture {
   provedAt: string;
   /** The 32-token temperature-0 completion of "The sea is". */
   completionText: string;
+  /** The evidence record of this proof, when a stack was given. */
+  evidence?: { relativePath: string; digest: string };
 }
 
 /** Set by `read` (refresh): what the live endpoint is now. Absent until the first refresh. */

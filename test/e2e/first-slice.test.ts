@@ -73,6 +73,11 @@ describe("e2e: first slice through the real CLI", function () {
       env: { ...process.env, NARWHAL_ENGINE_API_KEY: "x" },
     });
     expect(loaded.trim()).to.equal("4");
+    // Every engine's live proof and cache capture is an immutable record beside it.
+    for (const kind of ["generation", "cache-capture"]) {
+      const records = fs.readdirSync(path.join(root, kind)).filter((f) => f.endsWith(".json"));
+      expect(records.length, kind).to.be.at.least(4);
+    }
     const env = fs.readFileSync(path.join(root, config.files["deployment.env"]!.relativePath), "utf8");
     expect(env).to.include("NARWHAL_NODE_1_URL='http://198.18.0.11:8301'").and.not.include(API_KEY);
   });
