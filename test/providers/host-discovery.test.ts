@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import { provider } from "../../dynamic-providers/host-discovery/provider";
 import type { HostDiscoveryInputs, HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/types";
 import { NO_GPU_NOTICE } from "../../lib/discovery/accelerators";
-import { runInHost, simUp } from "../../sim/hosts";
+import { runInHost, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 
 /** The discovery provider's own methods, called as the engine calls them, against simulated hosts. */
@@ -44,6 +44,10 @@ describe("providers: host discovery against the simulated hosts", function () {
   before(async () => {
     const fleet = await simUp({ hosts: 5, layouts: { sim5: "none" } });
     hosts = new Map(fleet.hosts.map((h) => [h.alias, h]));
+  });
+  // The GPU-less host exists for this file only: later tests expect the default fleet.
+  after(async () => {
+    await simDown({ aliases: ["sim4", "sim5"] });
   });
 
   it("records an NVIDIA host's GPUs, fabric address, model and checkpoint, with evidence", async () => {

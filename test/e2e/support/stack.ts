@@ -27,6 +27,8 @@ export async function openStack(name: string, hosts: SimHost[], engines: EngineE
     "narwhal-fleet:engines": engines,
     "narwhal-fleet:model": { servedName: MODEL, checkpointDir: hosts[0]!.modelDir },
     "narwhal-fleet:runtime": { kind: "native" },
+    // Two cores run the CLI, the engines and every simulated sshd at once: allow slow handshakes.
+    "narwhal-fleet:ssh": { connectTimeoutS: 30 },
     ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [`narwhal-fleet:${k}`, v])),
   };
   // JSON is YAML: the stack file is written whole, then the CLI adds the salt and the secret.
