@@ -5,6 +5,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { compareReplicas, replicaDifferenceMessage } from "../../lib/checkpoint";
+import { checkReplicaShapes } from "../../lib/launch/policy";
 import { UNKNOWN } from "../diff";
 import type { ReplicaAgreementInputs, ReplicaAgreementOutputs } from "./types";
 
@@ -12,21 +13,7 @@ function problems(inputs: ReplicaAgreementInputs): pulumi.dynamic.CheckFailure[]
   const failures: pulumi.dynamic.CheckFailure[] = [];
   const difference = compareReplicas(inputs.checkpoints);
   if (difference) failures.push({ property: "checkpoints", reason: replicaDifferenceMessage(difference) });
-  const [first, ...rest] = inputs.engines;
-  for (const e of rest) {
-    if (first && e.product !== first.product) {
-      failures.push({
-        property: "engines",
-        reason: `engines[${e.engineIndex}].host: engine ${e.id} on host ${e.host} has ${e.product ?? "no GPU"}, but engine ${first.id} on host ${first.host} has ${first.product ?? "no GPU"}; all replicas must share one accelerator product`,
-      });
-    }
-    if (first && e.tensorParallelSize !== first.tensorParallelSize) {
-      failures.push({
-        property: "engines",
-        reason: `engines[${e.engineIndex}]: engine ${e.id} on host ${e.host} runs TP ${e.tensorParallelSize}, but engine ${first.id} runs TP ${first.tensorParallelSize}; all replicas must share one TP shape`,
-      });
-    }
-  }
+  for (const issue of checkReplicaShapes(inputs.engines)) failures.push({ property: "engines", reason: `${issue.path}: ${issue.message}` });
   return failures;
 }
 

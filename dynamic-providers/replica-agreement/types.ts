@@ -1,13 +1,8 @@
 import type { ManifestIdentity } from "../../lib/checkpoint";
+import type { ReplicaShape } from "../../lib/launch/policy";
 
 /** One engine as discovery resolved it: enough to check that replicas agree. */
-export interface ReplicaEngine {
-  engineIndex: number;
-  id: string;
-  host: string;
-  product: string | null;
-  tensorParallelSize: number;
-}
+export type ReplicaEngine = ReplicaShape;
 
 export interface ReplicaAgreementInputs {
   engines: ReplicaEngine[];

@@ -109,26 +109,34 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
   };
 }
 
+/** One replica as the fleet-wide check sees it. */
+export interface ReplicaShape {
+  readonly engineIndex: number;
+  readonly id: string;
+  readonly host: string;
+  readonly product: string | null;
+  readonly tensorParallelSize: number;
+}
+
 /**
  * Runbook, Gate A: all replicas must have matching accelerator product and TP shape. Checked across
- * the fleet after each engine's inputs resolve; it gates the deployment but feeds no engine's plan.
+ * the fleet after each engine's inputs resolve (the ReplicaAgreement gate); it feeds no engine's plan.
  */
-export function checkReplicaShapes(launches: ReadonlyArray<{ engineIndex: number; inputs: LaunchInputs; product: string | null }>): PolicyIssue[] {
-  const [first, ...rest] = launches;
+export function checkReplicaShapes(replicas: ReadonlyArray<ReplicaShape>): PolicyIssue[] {
+  const [first, ...rest] = replicas;
   if (!first) return [];
   const issues: PolicyIssue[] = [];
-  const tp = (l: LaunchInputs) => l.policy.tensorParallelSize ?? l.engine.gpuIds.length;
-  for (const l of rest) {
-    if (l.product !== first.product) {
+  for (const r of rest) {
+    if (r.product !== first.product) {
       issues.push({
-        path: `engines[${l.engineIndex}].host`,
-        message: `engine ${l.inputs.engine.id} on host ${l.inputs.host.alias} has ${l.product ?? "no GPU"}, but engine ${first.inputs.engine.id} on host ${first.inputs.host.alias} has ${first.product ?? "no GPU"}; all replicas must share one accelerator product`,
+        path: `engines[${r.engineIndex}].host`,
+        message: `engine ${r.id} on host ${r.host} has ${r.product ?? "no GPU"}, but engine ${first.id} on host ${first.host} has ${first.product ?? "no GPU"}; all replicas must share one accelerator product`,
       });
     }
-    if (tp(l.inputs) !== tp(first.inputs)) {
+    if (r.tensorParallelSize !== first.tensorParallelSize) {
       issues.push({
-        path: `engines[${l.engineIndex}].overrides.tensorParallelSize`,
-        message: `engine ${l.inputs.engine.id} on host ${l.inputs.host.alias} runs TP ${tp(l.inputs)}, but engine ${first.inputs.engine.id} runs TP ${tp(first.inputs)}; all replicas must share one TP shape`,
+        path: `engines[${r.engineIndex}].overrides.tensorParallelSize`,
+        message: `engine ${r.id} on host ${r.host} runs TP ${r.tensorParallelSize}, but engine ${first.id} runs TP ${first.tensorParallelSize}; all replicas must share one TP shape`,
       });
     }
   }

@@ -85,8 +85,8 @@ describe("launch policy", () => {
     const a = resolveEngineLaunch(s, s.engines[0]!, h100("a"));
     const b = resolveEngineLaunch(s, s.engines[1]!, { ...h100("b", 1), product: "AMD Instinct MI300X", vendor: "amd" });
     expect(checkReplicaShapes([
-      { engineIndex: 0, inputs: a, product: "NVIDIA H100 80GB HBM3" },
-      { engineIndex: 1, inputs: b, product: "AMD Instinct MI300X" },
+      { engineIndex: 0, id: "e1", host: "a", product: "NVIDIA H100 80GB HBM3", tensorParallelSize: a.policy.tensorParallelSize! },
+      { engineIndex: 1, id: "e2", host: "b", product: "AMD Instinct MI300X", tensorParallelSize: b.policy.tensorParallelSize! },
     ]).map((i) => `${i.path}: ${i.message}`)).to.deep.equal([
       "engines[1].host: engine e2 on host b has AMD Instinct MI300X, but engine e1 on host a has NVIDIA H100 80GB HBM3; all replicas must share one accelerator product",
       "engines[1].overrides.tensorParallelSize: engine e2 on host b runs TP 1, but engine e1 runs TP 2; all replicas must share one TP shape",
