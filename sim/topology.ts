@@ -15,6 +15,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { z } from "zod";
 import { HOST_ADDRESS_OFFSET, MAX_HOSTS, SIM_DIR, SUBNET_PREFIX } from "./hosts/constants";
+import { LatencyCoefficientsSchema, type LatencyCoefficients as EngineLatencyCoefficients } from "./engine/config";
 
 export type GpuVendor = "nvidia" | "amd";
 
@@ -67,15 +68,8 @@ export interface GpuLayout {
   readonly count: number;
 }
 
-/** Latency model of the engine simulator, in seconds: prefill a·n²+b·n+c; decode step kv·tokens+req·requests+base. */
-export interface LatencyCoefficients {
-  readonly prefillA: number;
-  readonly prefillB: number;
-  readonly prefillC: number;
-  readonly decodeKv: number;
-  readonly decodeReq: number;
-  readonly decodeBase: number;
-}
+/** Latency model of the engine simulator, in seconds: the simulator's own schema is the one definition. */
+export type LatencyCoefficients = Readonly<EngineLatencyCoefficients>;
 
 /** The stub fleet's coefficients (reference/narwhal-contract.md §5), plus a per-request decode slope. */
 export const BASE_LATENCY: LatencyCoefficients = {
@@ -148,16 +142,7 @@ export function defaultLatency(index: number): LatencyCoefficients {
   };
 }
 
-const latencyOverride = z
-  .object({
-    prefillA: z.number().nonnegative(),
-    prefillB: z.number().nonnegative(),
-    prefillC: z.number().nonnegative(),
-    decodeKv: z.number().nonnegative(),
-    decodeReq: z.number().nonnegative(),
-    decodeBase: z.number().nonnegative(),
-  })
-  .partial()
+const latencyOverride = z.object(LatencyCoefficientsSchema.shape).partial()
   .strict();
 
 export const topologyOverrideSchema = z

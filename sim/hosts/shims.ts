@@ -12,14 +12,11 @@ import * as path from "node:path";
 import { ENGINE_VERSION, PROJECT_ROOT } from "./constants";
 import { gpusOf, SimGpu } from "./inventory";
 import type { HostSpec } from "../topology";
+import { shq } from "../../lib/shell";
 
 export const NVIDIA_DRIVER_VERSION = "570.133.20";
 export const CUDA_VERSION = "12.8";
 
-/** Single-quotes a value for sh. */
-export function shq(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}
 
 const serialOf = (uuid: string) => String(parseInt(createHash("sha256").update(uuid).digest("hex").slice(0, 10), 16)).padStart(13, "1");
 
