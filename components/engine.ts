@@ -11,7 +11,6 @@ import { engineProcess, HostScope, ProcessIdentity } from "./runtime";
 export interface EngineArgs {
   /** The launch inputs, known once the host's discovery has resolved. */
   launch: pulumi.Input<LaunchInputs>;
-  role: "prefill" | "decode";
   hostAlias: string;
   servedName: string;
   /** SSH connection to the engine's host, with its verified host key pinned. */

@@ -82,7 +82,6 @@ export class Fleet extends pulumi.ComponentResource {
         `${name}-${e.id}`,
         {
           launch,
-          role: e.role,
           hostAlias: e.host,
           servedName: spec.model.servedName,
           expectedVersion: hosts.get(e.host)!.discovery.runtime.apply(versionOf),

@@ -452,7 +452,6 @@ describe("mocks: engine runtime backends", () => {
       const l = launch();
       return new Engine(name, {
         launch: l,
-        role: "prefill",
         hostAlias: "b",
         servedName: "tiny",
         connection: connection(),
