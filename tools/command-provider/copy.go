@@ -83,15 +83,14 @@ func sourcePathAndHash(m resource.PropertyMap) (string, string, error) {
 // copyToRemote dials the host, opens an SFTP client and copies the source.
 func copyToRemote(ctx context.Context, conn *connection, sourcePath, remotePath string, lg logger) error {
 	lg.Status(fmt.Sprintf("copying %s to %s:%s", sourcePath, conn.endpoint(), remotePath))
-	client, err := conn.Dial(ctx, lg.Status)
+	pc, release, err := sshPool.acquire(ctx, conn, lg.Status)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
-	stop := context.AfterFunc(ctx, func() { _ = client.Close() })
-	defer stop()
+	stop := context.AfterFunc(ctx, func() { _ = pc.client.Close() })
+	defer func() { release(!stop()) }()
 
-	sc, err := sftp.NewClient(client.Client, sftp.UseConcurrentWrites(true))
+	sc, err := sftp.NewClient(pc.client.Client, sftp.UseConcurrentWrites(true))
 	if err != nil {
 		return fmt.Errorf("starting SFTP on %s (is the sftp subsystem enabled?): %w", conn.label(), err)
 	}

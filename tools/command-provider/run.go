@@ -227,14 +227,16 @@ func setenvHint(key string) string {
 // sent with SSH "env" requests: a rejected user variable fails the run, a
 // rejected PULUMI_COMMAND_STDOUT/STDERR only warns (as in the real provider).
 func runRemote(ctx context.Context, conn *connection, spec runSpec, lg logger) (runResult, error) {
-	client, err := conn.Dial(ctx, lg.Status)
+	pc, release, err := sshPool.acquire(ctx, conn, lg.Status)
 	if err != nil {
 		return runResult{}, err
 	}
-	defer client.Close()
-
-	session, err := client.NewSession()
+	// A connection whose session could not open, or whose command was cancelled, is not kept.
+	discard := false
+	defer func() { release(discard) }()
+	session, err := pc.client.NewSession()
 	if err != nil {
+		discard = true
 		return runResult{}, fmt.Errorf("opening an SSH session on %s: %w", conn.label(), err)
 	}
 	defer session.Close()
@@ -268,10 +270,10 @@ func runRemote(ctx context.Context, conn *connection, spec runSpec, lg logger) (
 	stop := context.AfterFunc(ctx, func() {
 		_ = session.Signal(ssh.SIGKILL)
 		_ = session.Close()
-		_ = client.Close()
+		_ = pc.client.Close()
 	})
 	err = session.Run(spec.Command)
-	stop()
+	discard = !stop()
 	res, combined := c.finish()
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
