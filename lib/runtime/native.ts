@@ -1,6 +1,7 @@
 import { shellLine, shq } from "../shell";
 import type { LaunchPlan } from "../launch/plan";
 import { recoveryHintScript } from "./recovery";
+import { gpuClaimScript } from "./gpu-claims";
 
 /**
  * Shell scripts that run an engine as a native process on its host. They are the `create` and
@@ -13,6 +14,8 @@ export interface NativeRuntimeOptions {
   /** Bounded wait for `/health` after start; the error names it. */
   readonly healthTimeoutS: number;
   readonly stopTimeoutS: number;
+  /** Bounded wait for another engine of the stack to release a GPU this one needs. */
+  readonly gpuWaitS?: number;
 }
 
 /**
@@ -38,7 +41,8 @@ if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
   echo "engine ${plan.engineId}: pid $(cat "$run/pid") already runs another launch plan in $run; stop it first" >&2
   exit 1
 fi
-(
+${gpuClaimScript(plan, opts.gpuWaitS ?? opts.stopTimeoutS + opts.healthTimeoutS)}(
+  exec 9>&-
   set -a; . "$run/engine.env"; set +a
   cd "$run"
   exec env ${shellLine(Object.entries(plan.env).map(([k, v]) => `${k}=${v}`))} setsid ${shellLine(plan.argv)} > "$run/engine.log" 2>&1 < /dev/null
@@ -46,6 +50,7 @@ fi
 pid=$!
 echo "$pid" > "$run/pid"
 printf '%s\\n' ${shq(plan.planSha256)} > "$run/plan.sha256"
+release_gpu_claim
 deadline=$(( $(date +%s) + ${opts.healthTimeoutS} ))
 until curl -fsS -o /dev/null --max-time 2 ${health} 2>/dev/null; do
   if ! kill -0 "$pid" 2>/dev/null; then
@@ -88,6 +93,6 @@ while kill -0 "$pid" 2>/dev/null; do
   fi
   sleep 0.2
 done
-rm -f "$run/pid" "$run/plan.sha256" "$run/started"
+rm -f "$run/pid" "$run/plan.sha256" "$run/started" "$run/gpus"
 `;
 }

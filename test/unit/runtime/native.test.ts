@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -119,5 +119,56 @@ describe("native runtime scripts (run for real under sh)", function () {
     expect(r.code).to.equal(1);
     expect(r.stderr).to.include("engine e1 did not answer /health within health timeout 2s; stopped it.");
     expect(fs.existsSync(path.join(opts().runDir, "pid"))).to.equal(false);
+  });
+
+  describe("engines that share a GPU", () => {
+    /** A second engine of the same stack (a sibling run folder) on GPU 0, as after a reallocation. */
+    async function neighbour(): Promise<{ plan: LaunchPlan; opts: ReturnType<typeof opts> }> {
+      const port = await freePort();
+      return {
+        plan: { ...plan, engineId: "e2", argv: ["python3", path.join(dir, "engine.py"), String(port)], url: `http://127.0.0.1:${port}`, env: { CUDA_VISIBLE_DEVICES: "0" } },
+        opts: { ...opts(), runDir: path.join(dir, "e2") },
+      };
+    }
+    const onGpus = (visible: string) => ({ ...plan, env: { ...plan.env, CUDA_VISIBLE_DEVICES: visible } });
+
+    it("waits for the engine that still holds the GPU to stop, then starts", async () => {
+      const holder = await neighbour();
+      expect(sh(startScript(holder.plan, holder.opts), "VLLM_API_KEY='k'\n").code).to.equal(0);
+      // The holder stops a moment later, as a replaced engine's delete would.
+      const stopper = path.join(dir, "stop-e2.sh");
+      fs.writeFileSync(stopper, stopScript(holder.plan, holder.opts));
+      spawn("sh", ["-c", `sleep 2; sh ${stopper}`], { stdio: "ignore", detached: true }).unref();
+      const t0 = Date.now();
+      const r = sh(startScript(onGpus("1,0"), opts()), "VLLM_API_KEY='k'\n");
+      expect(r.code, r.stderr).to.equal(0);
+      expect(Date.now() - t0, "started only after the holder stopped").to.be.greaterThan(1500);
+      expect(fs.readFileSync(path.join(opts().runDir, "gpus"), "utf8").trim()).to.equal("1 0");
+    });
+
+    it("starts at once beside an engine on other GPUs", async () => {
+      const other = await neighbour();
+      expect(sh(startScript(other.plan, other.opts), "VLLM_API_KEY='k'\n").code).to.equal(0);
+      try {
+        const t0 = Date.now();
+        expect(sh(startScript(onGpus("1"), opts()), "VLLM_API_KEY='k'\n").code).to.equal(0);
+        expect(Date.now() - t0).to.be.lessThan(5000);
+      } finally {
+        sh(stopScript(other.plan, other.opts));
+      }
+    });
+
+    it("gives up within the named GPU wait, naming the engine that holds it", async () => {
+      const holder = await neighbour();
+      expect(sh(startScript(holder.plan, holder.opts), "VLLM_API_KEY='k'\n").code).to.equal(0);
+      try {
+        const r = sh(startScript(onGpus("0"), { ...opts(), gpuWaitS: 1 }), "VLLM_API_KEY='k'\n");
+        expect(r.code).to.equal(1);
+        expect(r.stderr).to.match(/^engine e1: GPU wait deadline 1s passed and engine e2 \(pid \d+\) holds GPU 0; stop that engine or give the engines disjoint engines\[\]\.gpuIds/);
+        expect(fs.existsSync(path.join(opts().runDir, "pid")), "nothing started").to.equal(false);
+      } finally {
+        sh(stopScript(holder.plan, holder.opts));
+      }
+    });
   });
 });
