@@ -93,6 +93,6 @@ while kill -0 "$pid" 2>/dev/null; do
   fi
   sleep 0.2
 done
-rm -f "$run/pid" "$run/plan.sha256" "$run/started" "$run/gpus"
+rm -f "$run/pid" "$run/plan.sha256" "$run/started" "$run/gpus" "$run/machine"
 `;
 }

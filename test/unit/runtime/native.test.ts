@@ -158,6 +158,16 @@ describe("native runtime scripts (run for real under sh)", function () {
       }
     });
 
+    it("ignores a claim made on another machine (run folders on a shared filesystem)", () => {
+      const elsewhere = path.join(dir, "e9");
+      fs.mkdirSync(elsewhere);
+      fs.writeFileSync(path.join(elsewhere, "pid"), `${process.pid}\n`);
+      fs.writeFileSync(path.join(elsewhere, "gpus"), " 0 \n");
+      fs.writeFileSync(path.join(elsewhere, "machine"), "another-machine-id\n");
+      const r = sh(startScript(onGpus("0"), { ...opts(), gpuWaitS: 1 }), "VLLM_API_KEY='k'\n");
+      expect(r.code, r.stderr).to.equal(0);
+    });
+
     it("gives up within the named GPU wait, naming the engine that holds it", async () => {
       const holder = await neighbour();
       expect(sh(startScript(holder.plan, holder.opts), "VLLM_API_KEY='k'\n").code).to.equal(0);
