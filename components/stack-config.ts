@@ -43,7 +43,10 @@ export function readStackConfig(): { spec: FleetSpec; secrets: FleetSecrets; ssh
     );
   }
   const home = os.homedir();
-  const sshConfigPath = path.join(home, ".ssh", "config");
+  const sshConfigPath = spec.ssh.configFile ? path.resolve(spec.ssh.configFile) : path.join(home, ".ssh", "config");
+  if (spec.ssh.configFile && !fs.existsSync(sshConfigPath)) {
+    throw new Error(`config narwhal-fleet:ssh.configFile: ${sshConfigPath} does not exist; name an OpenSSH client config file or remove the key`);
+  }
   return {
     spec,
     sshConfig: fs.existsSync(sshConfigPath) ? { text: fs.readFileSync(sshConfigPath, "utf8"), home } : undefined,

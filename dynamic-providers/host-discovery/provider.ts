@@ -19,11 +19,14 @@ import type { FacetDigests, HostDiscoveryFacts, HostDiscoveryInputs, HostDiscove
 
 /** Inputs whose change means the old observation no longer describes what the engines will use. */
 const MEASURED_AGAINST = [
-  "host", "port", "user", "pinnedHostKey", "fabricInterface", "fabricAddressChoice",
+  "host", "port", "user", "pinnedHostKey", "fabricInterface",
   "modelDir", "runtimeRef", "devicePaths", "policyDigest",
 ] as const;
-/** Inputs that only change how we log in or what the next launch must avoid. */
-const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "stack"] as const;
+/**
+ * Inputs that only change how we log in or what the next launch must avoid. A fabric address choice
+ * is among them as long as it names the address already measured (see `diff`).
+ */
+const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "stack", "fabricAddressChoice"] as const;
 const CHECKPOINT_TIMEOUT_S = 1800;
 
 function target(i: HostDiscoveryInputs, recordedHostKey?: string): SshTarget {
@@ -73,8 +76,16 @@ interface Observation {
   endedAt: string;
 }
 
-/** One login: the probe, then the checkpoint hash (reusing `previous` fingerprints when given). */
-async function observe(i: HostDiscoveryInputs, opts: { recordedHostKey?: string; previous?: CheckpointManifest; preLaunch: boolean }): Promise<Observation> {
+/**
+ * One login: the probe, then the checkpoint hash (reusing `previous` fingerprints when given).
+ * A re-observation (`recorded` given) never fails on the fabric address: while the recorded address is
+ * still on the interface it stands, even beside a new one; otherwise the fabric facet moves, so the
+ * preview shows the replacement and the fresh discovery reports what to choose.
+ */
+async function observe(
+  i: HostDiscoveryInputs,
+  opts: { recordedHostKey?: string; previous?: CheckpointManifest; preLaunch: boolean; recordedFabricAddress?: string },
+): Promise<Observation> {
   const startedAt = new Date().toISOString();
   const ssh = await SshSession.open(target(i, opts.recordedHostKey));
   try {
@@ -97,8 +108,9 @@ async function observe(i: HostDiscoveryInputs, opts: { recordedHostKey?: string;
     };
     const probe = probeCommand(probeOpts);
     const output = await ssh.run(probe.command, { stdin: probe.stdin, timeoutS: probe.timeoutS, name: "discovery probe" });
-    const facts = parseProbe(output, probeOpts);
-    const problems = blockingProblems(facts);
+    const recorded = opts.recordedFabricAddress;
+    const facts = parseProbe(output, recorded === undefined ? probeOpts : { ...probeOpts, fabricAddressChoice: undefined });
+    const problems = blockingProblems(recorded === undefined ? facts : { ...facts, errors: facts.errors.filter((e) => e.section !== "fabric") });
     if (problems.length > 0) throw new Error(problems.join("\n"));
     const hashed = await hashCheckpointRemote(ssh, i.modelDir, opts.previous, { timeoutS: CHECKPOINT_TIMEOUT_S });
     return {
@@ -107,7 +119,12 @@ async function observe(i: HostDiscoveryInputs, opts: { recordedHostKey?: string;
         hostKey: ssh.hostKey.line,
         hostKeyFingerprint: ssh.hostKey.fingerprint,
         accelerators: facts.accelerators,
-        fabricAddress: chooseFabricAddress(i.alias, i.fabricInterface, [...facts.fabric.addresses], i.fabricAddressChoice),
+        fabricAddress:
+          recorded === undefined
+            ? chooseFabricAddress(i.alias, i.fabricInterface, [...facts.fabric.addresses], i.fabricAddressChoice)
+            : facts.fabric.addresses.includes(recorded)
+              ? recorded
+              : `unresolved: ${facts.fabric.addresses.join(", ") || "no global address"}`,
         model: facts.model!.requirements,
         runtime: facts.runtime,
         checkpoint: hashed.manifest,
@@ -145,9 +162,11 @@ export const provider: pulumi.dynamic.ResourceProvider = {
 
   async diff(_id: string, olds: HostDiscoveryOutputs, news: HostDiscoveryInputs) {
     const result = diffInputs(olds, news, MEASURED_AGAINST, UPDATABLE);
+    // Naming another address than the one measured moves every endpoint derived from it.
+    const readdressed = news.fabricAddressChoice !== undefined && news.fabricAddressChoice !== olds.fabricAddress ? ["fabricAddressChoice"] : [];
     // A refresh that saw the host change: the facets that moved are the reasons to re-measure.
     const moved = (Object.keys(olds.measured ?? {}) as Array<keyof FacetDigests>).filter((k) => olds.observed?.[k] !== olds.measured[k]);
-    const replaces = [...(result.replaces ?? []), ...moved];
+    const replaces = [...(result.replaces ?? []), ...readdressed, ...moved];
     return { changes: result.changes || moved.length > 0, replaces, deleteBeforeReplace: false };
   },
 
@@ -158,7 +177,7 @@ export const provider: pulumi.dynamic.ResourceProvider = {
 
   async read(id: string, props: HostDiscoveryOutputs) {
     // The key recorded at first contact is checked again, so a changed key fails here with both fingerprints.
-    const seen = await observe(props, { recordedHostKey: props.hostKey, previous: props.checkpoint, preLaunch: false });
+    const seen = await observe(props, { recordedHostKey: props.hostKey, previous: props.checkpoint, preLaunch: false, recordedFabricAddress: props.fabricAddress });
     const observed = facetsOf(seen.facts);
     // The recorded measurement is never rewritten; only fingerprints of unchanged files are refreshed.
     const checkpoint = observed.checkpoint === props.measured.checkpoint ? seen.facts.checkpoint : props.checkpoint;

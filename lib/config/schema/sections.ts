@@ -138,6 +138,8 @@ export const SshSchema = f.strict(
     connectTimeoutS: f.seconds().default(P.ssh.connectTimeoutS),
     /** Default remote command timeout, seconds. */
     commandTimeoutS: f.seconds().default(P.ssh.commandTimeoutS),
+    /** OpenSSH client config whose aliases `hosts[].destination` may name; default ~/.ssh/config. */
+    configFile: f.text("a path to an ssh_config file").optional(),
   },
   "an object {allowFirstContact, maxSessionsPerHost, ...}",
 );
