@@ -11,7 +11,7 @@ export const API_KEY = "e2e-engine-key-not-a-real-secret";
 export interface EngineEntry {
   id: string;
   host: string;
-  gpuIds: number[];
+  gpuIds?: number[];
   port: number;
   attestationPort: number;
   nixlPort: number;

@@ -1,0 +1,62 @@
+import { expect } from "chai";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { runInHost } from "../../sim/hosts";
+import { sharedFleet } from "./support/stack";
+import { plannedChanges } from "./support/preview";
+
+/** Resources of the shared fleet that belong to other hosts' engines (e1, e4 on the first host, e2 on the second). */
+const OTHER_ENGINES = /^fleet-e[124]-/;
+
+describe("e2e: hardware and fabric address changes on one host", function () {
+  this.timeout(300_000);
+
+  it("replaces the discovery of a host whose GPU was swapped, and nothing measured on other hosts", async () => {
+    const { stack, hosts } = await sharedFleet();
+    const [a, b, c] = hosts;
+    const smi = path.join(c!.dir, "bin", "nvidia-smi");
+    const original = fs.readFileSync(smi, "utf8");
+    const swapped = c!.gpus[0]!.uuid.replace(/[0-9a-f]{12}$/, "0123456789ab");
+    expect(original).to.include(c!.gpus[0]!.uuid);
+    fs.writeFileSync(smi, original.split(c!.gpus[0]!.uuid).join(swapped));
+    try {
+      const steps = await plannedChanges(stack, { refresh: true });
+      expect(steps.get(`fleet-${c!.alias}`)).to.deep.include({ op: "replace", keys: ["accelerators"] });
+      for (const name of steps.keys()) {
+        expect(name, "the unchanged hosts' discovery").to.not.be.oneOf([`fleet-${a!.alias}`, `fleet-${b!.alias}`]);
+        expect(name).to.not.match(OTHER_ENGINES);
+      }
+    } finally {
+      fs.writeFileSync(smi, original);
+    }
+    expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+  });
+
+  it("keeps the measured fabric address beside a new one, and replaces that host's evidence when the config picks the new one", async () => {
+    const { stack, hosts } = await sharedFleet();
+    const [, , c] = hosts;
+    const extra = "198.18.0.253";
+    const hostsConfig = JSON.parse((await stack.getConfig("narwhal-fleet:hosts")).value) as Array<Record<string, unknown>>;
+    const choose = (address: string) =>
+      stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hostsConfig.map((h) => (h.alias === c!.alias ? { ...h, fabricAddress: address } : h))) });
+    await runInHost(c!.alias, ["ip", "addr", "add", `${extra}/24`, "dev", c!.fabricInterface]);
+    try {
+      // The engines still listen on the recorded address: a second one on the interface invalidates nothing.
+      expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+
+      await choose(c!.address);
+      const same = await plannedChanges(stack, { refresh: true });
+      expect([...same.values()].filter((s) => s.op !== "update"), "naming the address already measured").to.deep.equal([]);
+
+      await choose(extra);
+      const steps = await plannedChanges(stack, { refresh: true });
+      expect(steps.get(`fleet-${c!.alias}`)).to.deep.include({ op: "replace", keys: ["fabricAddressChoice"] });
+      expect(steps.get("fleet-e3-process")?.op, "the engine on that host").to.equal("replace");
+      for (const name of steps.keys()) expect(name).to.match(new RegExp(`^fleet-(${c!.alias}|replicas|config|e3-.*)$`));
+    } finally {
+      await stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hostsConfig) });
+      await runInHost(c!.alias, ["ip", "addr", "del", `${extra}/24`, "dev", c!.fabricInterface]);
+    }
+    expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+  });
+});
