@@ -9,7 +9,11 @@
  * Overrides, strongest first: explicit options (CLI flags / `simUp` arguments), then a JSON file named
  * by NARWHAL_SIM_TOPOLOGY or `--topology`, else <root>/.sim/topology.json when it exists:
  *   { "hosts": 4, "layouts": { "sim4": "none" }, "passwordAuth": ["sim2"],
- *     "latency": { "sim1": { "decodeBase": 0.02 } }, "startupDelayS": 0.5 }
+ *     "latency": { "sim1": { "decodeBase": 0.02 } }, "startupDelayS": 0.5, "dockerHosts": ["simdock"] }
+ *
+ * Docker hosts (`dockerHosts`) are named hosts beside the numbered ones, each running its own Docker
+ * Engine inside its namespaces (sim/hosts/docker.ts), so containers started there with `--network host`
+ * bind the host's fabric address and see its mounts and device nodes, as on a real GPU host.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -91,6 +95,8 @@ export interface HostSpec {
   readonly passwordAuth: boolean;
   readonly latency: LatencyCoefficients;
   readonly startupDelayS: number;
+  /** Runs its own Docker Engine (a `dockerHosts` entry); absent on the numbered hosts. */
+  readonly dockerEngine?: boolean;
 }
 
 export interface Topology {
@@ -103,6 +109,13 @@ export const DEFAULT_STARTUP_DELAY_S = 0.5;
 export const TOPOLOGY_ENV = "NARWHAL_SIM_TOPOLOGY";
 
 export const aliasOf = (index: number): string => `sim${index}`;
+
+/**
+ * The docker hosts and their indices. Indices above MAX_HOSTS keep their addresses (198.18.0.251 for
+ * simdock) and MACs clear of every numbered host's.
+ */
+export const DOCKER_HOSTS: Readonly<Record<string, number>> = { simdock: MAX_HOSTS + 1 };
+export const DEFAULT_DOCKER_HOST_LAYOUT = "h100:2";
 export const addressOf = (index: number): string => `${SUBNET_PREFIX}.${HOST_ADDRESS_OFFSET + index}`;
 
 /** Default layout by host index: sim3 is AMD, every other host NVIDIA. */
@@ -152,6 +165,7 @@ export const topologyOverrideSchema = z
     passwordAuth: z.array(z.string()).optional(),
     latency: z.record(z.string(), latencyOverride).optional(),
     startupDelayS: z.number().nonnegative().optional(),
+    dockerHosts: z.array(z.string()).optional(),
   })
   .strict();
 export type TopologyOverride = z.infer<typeof topologyOverrideSchema>;
@@ -190,6 +204,12 @@ export function buildTopology(opts: TopologyOptions = {}): Topology {
   const latency = { ...fromFile.latency, ...opts.latency };
   const startupDelayS = opts.startupDelayS ?? fromFile.startupDelayS ?? DEFAULT_STARTUP_DELAY_S;
 
+  const dockerHosts = opts.dockerHosts ?? fromFile.dockerHosts ?? [];
+  const unknownDocker = dockerHosts.filter((a) => DOCKER_HOSTS[a] === undefined);
+  if (unknownDocker.length > 0) {
+    throw new Error(`dockerHosts names ${unknownDocker.join(", ")}; the docker hosts are ${Object.keys(DOCKER_HOSTS).join(", ")}`);
+  }
+
   const hosts: HostSpec[] = [];
   for (let index = 1; index <= count; index++) {
     const alias = aliasOf(index);
@@ -203,9 +223,23 @@ export function buildTopology(opts: TopologyOptions = {}): Topology {
       startupDelayS,
     });
   }
+  for (const alias of [...new Set(dockerHosts)]) {
+    const index = DOCKER_HOSTS[alias]!;
+    hosts.push({
+      alias,
+      index,
+      address: addressOf(index),
+      layout: parseLayout(layouts[alias] ?? DEFAULT_DOCKER_HOST_LAYOUT),
+      passwordAuth: passwordHosts.includes(alias),
+      // Engines here run in containers from the simulator image, which reads no host sim config.
+      latency: { ...BASE_LATENCY, ...latency[alias] },
+      startupDelayS,
+      dockerEngine: true,
+    });
+  }
   const unknown = Object.keys(layouts).filter((a) => !hosts.some((h) => h.alias === a));
   if (unknown.length > 0) {
-    throw new Error(`layout given for ${unknown.join(", ")}, but the fleet has hosts sim1..sim${count}; raise --hosts`);
+    throw new Error(`layout given for ${unknown.join(", ")}, but the fleet has hosts sim1..sim${count}${dockerHosts.length ? ` and ${dockerHosts.join(", ")}` : ""}; raise --hosts`);
   }
   return { hosts };
 }

@@ -21,9 +21,9 @@ import type { HostSpec } from "../topology";
  * Runs inside the new mount+UTS namespace (propagation private, so nothing leaks to the machine):
  * sets the hostname; bind-mounts the host's fake PCI tree, shims, checkpoint, /etc files and its own
  * /root, /home, /opt and /srv; on GPU hosts rebuilds /dev in a tmpfs with the vendor's device nodes
- * added; gives the host private /tmp, /var/tmp and /dev/shm. Everything else (/usr, /var, the rest of
- * /etc) is the machine's, shared by all hosts. Prints "ready" on stdout when done, then becomes
- * `sleep infinity`.
+ * added; gives the host private /tmp, /var/tmp and /dev/shm (docker hosts also /run, and the machine's
+ * cgroup hierarchies). Everything else (/usr, /var, the rest of /etc) is the machine's, shared by all
+ * hosts. Prints "ready" on stdout when done, then becomes `sleep infinity`.
  */
 export const ANCHOR_SCRIPT = `
 set -eu
@@ -51,6 +51,23 @@ if [ -n "$SIM_DEV_NODES" ]; then
   for node in $SIM_DEV_NODES; do
     mkdir -p "$(dirname "/dev/$node")"
     mknod -m 0666 "/dev/$node" c 1 3
+  done
+fi
+if [ -n "$SIM_PRIVATE_RUN" ]; then
+  # A docker host's own /run, as after a reboot: its Docker Engine keeps socket, pid and state there
+  # (where the docker CLI looks by default), and the machine's daemon socket is out of sight.
+  mount -t tmpfs -o mode=755,nosuid,nodev tmpfs /run
+  mkdir -p /run/sshd /run/lock
+  chmod 1777 /run/lock
+  # \`ip netns exec\` gave this namespace a sysfs of its own, without the machine's cgroup mounts, and a
+  # Docker Engine needs them: mount the same hierarchies again, as the machine has them (pid 1's view).
+  sed -n 's#^[0-9]* [0-9]* [0-9:]* [^ ]* \\(/sys/fs/cgroup[^ ]*\\) .* - \\(tmpfs\\|cgroup\\|cgroup2\\) [^ ]* \\([^ ]*\\)$#\\1 \\2 \\3#p' /proc/1/mountinfo |
+    while read -r mnt type opts; do
+      mkdir -p "$mnt"
+      mount -t "$type" -o "$opts" "$type" "$mnt"
+    done
+  for l in /proc/1/root/sys/fs/cgroup/*; do
+    if [ -L "$l" ]; then ln -s "$(readlink "$l")" "/sys/fs/cgroup/\${l##*/}"; fi
   done
 fi
 # Scratch space no other host sees, empty on every start as after a reboot. The project itself may
@@ -90,6 +107,7 @@ export async function startAnchor(host: HostSpec, p: HostPaths): Promise<number>
     SIM_ETC_FILES: ETC_OVERRIDES.join(" "),
     SIM_DEV_STAGE: p.devStage,
     SIM_DEV_NODES: deviceNodesOf(host).join(" "),
+    SIM_PRIVATE_RUN: host.dockerEngine ? "1" : "",
     SIM_ANCHOR_PID_FILE: p.anchorPid,
     SIM_PROJECT_ROOT: PROJECT_ROOT,
   };

@@ -55,3 +55,10 @@ export const PROCESS_EXIT_TIMEOUT_MS = 3_000;
 export const VETH_GONE_TIMEOUT_MS = 3_000;
 export const LOCK_TIMEOUT_MS = 180_000;
 export const COMMAND_TIMEOUT_MS = 30_000;
+/** A docker host's own Docker Engine: until it answers, until it has shut down, and one image load. */
+export const DOCKERD_READY_TIMEOUT_MS = 30_000;
+export const DOCKERD_STOP_TIMEOUT_MS = 15_000;
+export const DOCKER_IMAGE_LOAD_TIMEOUT_MS = 120_000;
+
+/** Cgroup parent of a docker host's containers (`narwhal-sim-<alias>`), so `down` finds every one. */
+export const DOCKER_CGROUP_PREFIX = "narwhal-sim-";

@@ -24,13 +24,19 @@ import { withFleetLock } from "./lock";
 import { bridgeExists, ensureBridge, forwardRulePresent, listNetns, removeBridge } from "./network";
 import { hostPaths, knownHostsFile, modelsMountPointMarker, privateKeyFile, sshConfigFile } from "./paths";
 import { engineSimConfig, readSimConfig, writeSimConfig } from "./sim-config";
+import { writeSimPythonSite } from "./python-site";
 import { startSshd, stopSshd } from "./sshd";
 import { fromStored, readState, sameStructure, toStored, writeState } from "./state";
-import { buildTopology, HostSpec, TopologyOptions } from "../topology";
+import { buildTopology, HostSpec, Topology, TopologyOptions } from "../topology";
 
 export interface SimUpOptions extends TopologyOptions {
   /** Engine time scale for the hosts' sim configs; default $NARWHAL_SIM_TIME_SCALE, else 0.05. */
   timeScale?: number;
+  /**
+   * Bring up only these hosts of the topology; the topology's other hosts are not touched, so a test
+   * can use sim6 without rebuilding a sim5 another test gave a different layout.
+   */
+  aliases?: string[];
 }
 
 /** What `up` did to each host. */
@@ -76,7 +82,7 @@ function ensureMountPoints(): void {
  */
 export async function simUp(opts: SimUpOptions = {}): Promise<SimFleet> {
   const t0 = Date.now();
-  const topology = buildTopology(opts);
+  const topology = only(buildTopology(opts), opts.aliases);
   const scale = explicitTimeScale(opts);
   return withFleetLock("up", async () => {
     fs.mkdirSync(SIM_DIR, { recursive: true });
@@ -90,16 +96,18 @@ export async function simUp(opts: SimUpOptions = {}): Promise<SimFleet> {
     const results = await Promise.allSettled(
       topology.hosts.map(async (spec) => {
         const stored = state.hosts[spec.alias];
-        const check = await checkHost(spec.alias, spec.address);
+        const check = await checkHost(spec.alias, spec.address, spec.dockerEngine);
         if (stored && isHealthy(check) && sameStructure(stored, spec)) {
           const p = hostPaths(spec.alias);
           const current = fs.existsSync(p.simConfig) ? readSimConfig(p.simConfig).timeScale : undefined;
           const changed = writeSimConfig(p.simConfig, engineSimConfig(spec, scale ?? current ?? DEFAULT_TIME_SCALE));
+          // Hosts built before the Python side of their vLLM existed get it here (idempotent).
+          writeSimPythonSite(p);
           actions[spec.alias] = changed ? "kept, sim config updated" : "kept";
           state.hosts[spec.alias] = { ...toStored(spec, stored.startedAt) };
           return;
         }
-        const leftovers = check.netns || check.anchorPid !== undefined || check.sshdPid !== undefined;
+        const leftovers = check.netns || check.anchorPid !== undefined || check.sshdPid !== undefined || check.dockerdPid !== undefined;
         if (leftovers) await destroyHost(spec.alias);
         await createHost(spec, passwordHash, scale ?? DEFAULT_TIME_SCALE);
         actions[spec.alias] = leftovers || stored ? "rebuilt" : "started";
@@ -113,6 +121,15 @@ export async function simUp(opts: SimUpOptions = {}): Promise<SimFleet> {
     if (failures.length > 0) throw new SimError("SIM_UP_FAILED", `sim up: ${failures.join("; ")}`);
     return fleetOf(topology.hosts, actions, Date.now() - t0);
   });
+}
+
+function only(topology: Topology, aliases: string[] | undefined): Topology {
+  if (aliases === undefined) return topology;
+  const unknown = aliases.filter((a) => !topology.hosts.some((h) => h.alias === a));
+  if (unknown.length > 0) {
+    throw new Error(`sim up: ${unknown.join(", ")} not in the topology (sim1..sim${topology.hosts.length}); raise hosts`);
+  }
+  return { hosts: topology.hosts.filter((h) => aliases.includes(h.alias)) };
 }
 
 function fleetOf(specs: readonly HostSpec[], actions: Record<string, HostAction>, elapsedMs: number): SimFleet {
@@ -184,6 +201,8 @@ export interface HostStatus extends SimHost {
   netnsExists: boolean;
   anchorPid: number | null;
   sshdPid: number | null;
+  /** Docker hosts: their dockerd, when alive (null elsewhere). */
+  dockerdPid: number | null;
   /** sshd's identification line when it answered, else null. */
   sshBanner: string | null;
   up: boolean;
@@ -203,12 +222,13 @@ export async function simStatus(): Promise<SimStatus> {
     .map(fromStored);
   const hosts = await Promise.all(
     specs.map(async (spec): Promise<HostStatus> => {
-      const c = await checkHost(spec.alias, spec.address);
+      const c = await checkHost(spec.alias, spec.address, spec.dockerEngine);
       return {
         ...describeHost(spec),
         netnsExists: c.netns,
         anchorPid: c.anchorPid ?? null,
         sshdPid: c.sshdPid ?? null,
+        dockerdPid: c.dockerdPid ?? null,
         sshBanner: c.banner ?? null,
         up: isHealthy(c),
       };

@@ -6,7 +6,9 @@ import * as path from "node:path";
 import { FABRIC_INTERFACE, HOST_MODEL_DIR, MODEL_NAME, PASSWORD_USER, PROCESS_EXIT_TIMEOUT_MS, SSH_PORT, SSH_USER } from "./constants";
 import { liveAnchorPid, startAnchor } from "./anchor";
 import { writeCheckpoint } from "./checkpoint";
+import { liveDockerdPid, removeDockerCgroups, startDockerd, stopDockerd, writeDockerFiles } from "./docker";
 import { writeEtc } from "./etc";
+import { writeSimPythonSite } from "./python-site";
 import { pidAlive, waitFor } from "./exec";
 import { gpusOf, SimGpu, writePciTree } from "./inventory";
 import { ensureHostKey, fingerprintOf, readPublicKeyLine } from "./keys";
@@ -51,6 +53,8 @@ export interface SimHost {
   passwordFile: string;
   /** The host's state folder under .sim/hosts/. */
   dir: string;
+  /** A docker host: runs its own Docker Engine (sim/hosts/docker.ts); its docker CLI talks to that. */
+  dockerEngine: boolean;
 }
 
 export function describeHost(spec: HostSpec): SimHost {
@@ -79,6 +83,7 @@ export function describeHost(spec: HostSpec): SimHost {
     passwordUser: PASSWORD_USER,
     passwordFile: passwordFile(),
     dir: p.dir,
+    dockerEngine: Boolean(spec.dockerEngine),
   };
 }
 
@@ -86,18 +91,23 @@ export interface HostCheck {
   netns: boolean;
   anchorPid?: number;
   sshdPid?: number;
+  /** Docker hosts: whether one is expected, and its live dockerd. */
+  dockerEngine?: boolean;
+  dockerdPid?: number;
   /** The SSH identification line when sshd answered, else undefined. */
   banner?: string;
 }
 
-export async function checkHost(alias: string, address: string): Promise<HostCheck> {
+export async function checkHost(alias: string, address: string, dockerEngine = false): Promise<HostCheck> {
   const p = hostPaths(alias);
   const netns = await netnsExists(netnsName(alias));
   const banner = netns ? await sshBanner(address).catch(() => undefined) : undefined;
-  return { netns, anchorPid: liveAnchorPid(alias, p), sshdPid: liveSshdPid(p), banner };
+  const docker = dockerEngine ? { dockerEngine, dockerdPid: liveDockerdPid(p) } : {};
+  return { netns, anchorPid: liveAnchorPid(alias, p), sshdPid: liveSshdPid(p), banner, ...docker };
 }
 
-export const isHealthy = (c: HostCheck): boolean => c.netns && c.anchorPid !== undefined && c.sshdPid !== undefined && c.banner !== undefined;
+export const isHealthy = (c: HostCheck): boolean =>
+  c.netns && c.anchorPid !== undefined && c.sshdPid !== undefined && c.banner !== undefined && (!c.dockerEngine || c.dockerdPid !== undefined);
 
 /** Writes the host's files: inventory, shims, sim config, checkpoint, /etc overrides, sshd config. */
 export async function writeHostFiles(spec: HostSpec, passwordHash: string, timeScale: number): Promise<HostPaths> {
@@ -116,7 +126,9 @@ export async function writeHostFiles(spec: HostSpec, passwordHash: string, timeS
   fs.mkdirSync(p.modelsDir, { recursive: true, mode: 0o755 });
   writeCheckpoint(path.join(p.modelsDir, MODEL_NAME));
   writeEtc(p, spec.alias, passwordHash);
+  writeSimPythonSite(p);
   writeSshdConfig(spec, p);
+  if (spec.dockerEngine) writeDockerFiles(spec.alias, p);
   return p;
 }
 
@@ -125,17 +137,21 @@ export async function createHost(spec: HostSpec, passwordHash: string, timeScale
   const p = await writeHostFiles(spec, passwordHash, timeScale);
   await createHostNetwork(spec.alias, spec.index, spec.address);
   const anchor = await startAnchor(spec, p);
+  // Before sshd: a host that answers SSH has its daemon.
+  if (spec.dockerEngine) await startDockerd(spec, p, anchor);
   await startSshd(spec, p, anchor);
 }
 
 /**
  * Kills every process in the host's network namespace (sshd, sessions, engines, iperf3, and the
  * anchor), then deletes the namespace. SIGTERM first, SIGKILL for what is left after
- * PROCESS_EXIT_TIMEOUT_MS. Returns how many processes were signalled.
+ * PROCESS_EXIT_TIMEOUT_MS. A docker host's daemon first removes its containers and stops; what is left
+ * in its container cgroups is killed last. Returns how many processes were signalled.
  */
 export async function destroyHost(alias: string): Promise<number> {
   const p = hostPaths(alias);
   const ns = netnsName(alias);
+  await stopDockerd(alias, p);
   const pids = new Set(await netnsPids(ns));
   // Remains of a namespace deleted behind the harness's back are found through the pid files.
   for (const pid of [liveAnchorPid(alias, p), liveSshdPid(p)]) if (pid) pids.add(pid);
@@ -160,5 +176,5 @@ export async function destroyHost(alias: string): Promise<number> {
   await deleteHostNetwork(alias);
   fs.rmSync(p.anchorPid, { force: true });
   fs.rmSync(p.sshdPid, { force: true });
-  return pids.size;
+  return pids.size + (await removeDockerCgroups(alias));
 }

@@ -5,6 +5,8 @@
  *   await runInHost("sim1", "ip route get 198.18.0.12");
  *   await restartSshdWithNewHostKey("sim2");
  *   await simDown();                              // removes everything the harness made
+ *   await simUp({ dockerHosts: ["simdock"], aliases: ["simdock"] });   // a host with its own Docker Engine
+ *   await loadDockerImage("simdock", imageId);    // from the machine's daemon into the host's
  *
  * Test helpers: sshExec (a verified ssh2 login to a host). See sim/hosts/README.md for how it works.
  */
@@ -23,6 +25,7 @@ export type { HostKeyPair, SimFleet, SimUpOptions, SimDownOptions, SimDownResult
 export type { SimHost } from "./host";
 export type { SimGpu } from "./inventory";
 export { runInHost, spawnInHost } from "./in-host";
+export { loadDockerImage, HOST_DOCKER_SOCKET } from "./docker";
 export { sshExec, sshConnect } from "./ssh-exec";
 export type { SshExecOptions } from "./ssh-exec";
 export { writeCheckpoint, TINY_LLAMA_CONFIG, DEFAULT_CHECKPOINT_SEED } from "./checkpoint";

@@ -9,7 +9,8 @@
  *   .sim/authorized_keys           world-readable copy of the public key (sshd reads it as the user)
  *   .sim/narwhal-password          the password of the `narwhal` user (mode 0600)
  *   .sim/hosts/<alias>/            one simulated host: host key, sshd config/pid/log, fake inventory,
- *                                  shims, checkpoint, engine sim config, /etc overrides
+ *                                  shims, checkpoint, engine sim config, /etc overrides; on docker
+ *                                  hosts also the Docker Engine's data root, config, pid and log
  */
 import * as path from "node:path";
 import { SIM_DIR } from "./constants";
@@ -56,6 +57,13 @@ export function hostPaths(alias: string) {
     /** A tmpfs is built here, then moved over /dev, for GPU hosts' fake device nodes. */
     devStage: path.join(dir, "dev-stage"),
     simConfig: path.join(dir, "sim-config.json"),
+    /** Docker hosts only: the host's own Docker Engine (data root, daemon config, pid, log). */
+    dockerDataRoot: path.join(dir, "docker"),
+    dockerConfig: path.join(dir, "dockerd.json"),
+    dockerdPid: path.join(dir, "dockerd.pid"),
+    dockerdLog: path.join(dir, "dockerd.log"),
+    /** What the simulated NVIDIA container runtime hook gave each container (docker hosts with NVIDIA GPUs). */
+    nvidiaHookLog: path.join(dir, "nvidia-hook.log"),
   };
 }
 export type HostPaths = ReturnType<typeof hostPaths>;

@@ -17,6 +17,8 @@ export interface StoredHost {
   latency: LatencyCoefficients;
   startupDelayS: number;
   startedAt: string;
+  /** Docker hosts only (absent on the numbered hosts, as in fleet.json files written before them). */
+  dockerEngine?: boolean;
 }
 
 export interface FleetState {
@@ -38,15 +40,20 @@ export function writeState(state: FleetState): void {
 
 export function toStored(spec: HostSpec, startedAt: string): StoredHost {
   const { alias, index, address, passwordAuth, latency, startupDelayS } = spec;
-  return { alias, index, address, layout: spec.layout.name, passwordAuth, latency, startupDelayS, startedAt };
+  return { alias, index, address, layout: spec.layout.name, passwordAuth, latency, startupDelayS, startedAt, ...(spec.dockerEngine ? { dockerEngine: true } : {}) };
 }
 
 export function fromStored(s: StoredHost): HostSpec {
   const { alias, index, address, passwordAuth, latency, startupDelayS } = s;
-  return { alias, index, address, layout: parseLayout(s.layout), passwordAuth, latency, startupDelayS };
+  return { alias, index, address, layout: parseLayout(s.layout), passwordAuth, latency, startupDelayS, ...(s.dockerEngine ? { dockerEngine: true } : {}) };
 }
 
 /** True when a running host can be kept: what its namespaces and sshd were built from is unchanged. */
 export function sameStructure(stored: StoredHost, spec: HostSpec): boolean {
-  return stored.address === spec.address && stored.layout === spec.layout.name && stored.passwordAuth === spec.passwordAuth;
+  return (
+    stored.address === spec.address &&
+    stored.layout === spec.layout.name &&
+    stored.passwordAuth === spec.passwordAuth &&
+    Boolean(stored.dockerEngine) === Boolean(spec.dockerEngine)
+  );
 }

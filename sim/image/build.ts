@@ -10,6 +10,9 @@
  *   /opt/narwhal-sim/sim/engine/*.js     sim/engine/*.ts, transpiled with the project's TypeScript
  *   /opt/narwhal-sim/node_modules/zod    the CommonJS files of the project's zod (its only dependency)
  *   /usr/local/bin/vllm                  `vllm` as a Node script running the simulator
+ *   /opt/narwhal-sim/sim/image/python.js sim/image/python.ts, transpiled: what the program asks of the
+ *                                        image's Python (package list, image check, /health probe)
+ *   /usr/local/bin/python3               a Node script running it
  * with `ENTRYPOINT ["/usr/local/bin/vllm", "serve"]`, the vLLM image's own entrypoint, so that
  * `docker run <image> <model> [flags]` behaves like `vllm serve <model> [flags]`.
  *
@@ -33,6 +36,11 @@ const APP = "/opt/narwhal-sim";
 const VLLM_SCRIPT = `#!/usr/bin/node
 // The engine simulator as \`vllm\`: the image's entrypoint is \`vllm serve\`, as in the vLLM images.
 require("${APP}/sim/engine/main.js");
+`;
+
+/** The image's `python3`: sim/image/python.ts, the calls the program makes of a vLLM image's Python. */
+const PYTHON_SCRIPT = `#!/usr/bin/node
+require("${APP}/sim/image/python.js").run();
 `;
 
 export interface SimImage {
@@ -80,6 +88,9 @@ function collect(): RootFiles {
     files.set(`${APP}/sim/engine/${name.replace(/\.ts$/, ".js")}`, { content: Buffer.from(js), mode: 0o644 });
   }
 
+  const python = readFileSync(join(ROOT, "sim", "image", "python.ts"), "utf8");
+  files.set(`${APP}/sim/image/python.js`, { content: Buffer.from(ts.transpileModule(python, { compilerOptions: options, fileName: "python.ts" }).outputText), mode: 0o644 });
+
   const zod = join(ROOT, "node_modules", "zod");
   const walk = (dir: string): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -94,6 +105,7 @@ function collect(): RootFiles {
   };
   walk(zod);
   files.set("/usr/local/bin/vllm", { content: Buffer.from(VLLM_SCRIPT), mode: 0o755 });
+  files.set("/usr/local/bin/python3", { content: Buffer.from(PYTHON_SCRIPT), mode: 0o755 });
   return files;
 }
 

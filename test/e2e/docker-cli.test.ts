@@ -1,0 +1,171 @@
+/**
+ * e2e: the docker-cli engine runtime through the real Pulumi CLI. The stack's one host is a docker
+ * host (sim/hosts/docker.ts): a simulated NVIDIA host running its own Docker Engine, so the docker CLI
+ * that the program drives over SSH starts the engine-simulator image (built locally, no registry) with
+ * `--network host` on the host's fabric address, the checkpoint mounted from the host's /models and
+ * `--gpus` handled by the host's simulated NVIDIA container runtime hook. Every container carries the
+ * stack label, which the hooks use to remove whatever a failing test leaves behind.
+ */
+import { expect } from "chai";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { request } from "undici";
+import type { Stack } from "@pulumi/pulumi/automation";
+import { loadDockerImage, runInHost, simDown, simUp } from "../../sim/hosts";
+import type { SimHost } from "../../sim/hosts";
+import { buildSimImage } from "../../sim/image/build";
+import { LABELS } from "../../lib/runtime/container-spec";
+import { API_KEY, EngineEntry, MODEL, openStack, PROJECT_ROOT } from "./support/stack";
+
+const STACK = "e2e-docker";
+const HOST = "simdock";
+const ENGINES: EngineEntry[] = [
+  { id: "d1", host: HOST, gpuIds: [0], port: 8401, attestationPort: 8411, nixlPort: 5801 },
+  { id: "d2", host: HOST, gpuIds: [1], port: 8402, attestationPort: 8412, nixlPort: 5802 },
+];
+const quiet = { onOutput: () => undefined };
+
+interface EngineOut { host: string; url: string; planSha256: string; startedAt: string }
+interface Inspect {
+  Id: string;
+  Path: string;
+  Args: string[];
+  Image: string;
+  State: { Running: boolean; StartedAt: string };
+  Config: { Labels: Record<string, string>; Cmd: string[]; Entrypoint: string[]; Env: string[] };
+  HostConfig: { NetworkMode: string; IpcMode: string; DeviceRequests: Array<{ DeviceIDs: string[]; Capabilities: string[][] }> | null };
+  Mounts: Array<{ Source: string; Destination: string; RW: boolean }>;
+}
+
+async function docker(...args: string[]): Promise<string> {
+  return (await runInHost(HOST, ["docker", ...args])).stdout.trim();
+}
+
+/** Containers on the host's daemon with this stack's label (running or not), optionally of one engine. */
+async function stackContainers(engineId?: string): Promise<string[]> {
+  const filters = ["--filter", `label=${LABELS.stack}=${STACK}`, ...(engineId ? ["--filter", `label=${LABELS.engine}=${engineId}`] : [])];
+  const out = await docker("ps", "-aq", "--no-trunc", ...filters);
+  return out ? out.split("\n") : [];
+}
+
+async function removeStackContainers(): Promise<void> {
+  const ids = await stackContainers();
+  if (ids.length > 0) await docker("rm", "-f", ...ids);
+}
+
+async function inspect(id: string): Promise<Inspect> {
+  return (JSON.parse(await docker("inspect", id)) as Inspect[])[0]!;
+}
+
+const runDir = (id: string) => `/var/lib/narwhal-fleet/${STACK}/engines/${id}`;
+
+describe("e2e: docker-cli runtime on a host with its own Docker Engine", function () {
+  this.timeout(180_000);
+  let stack: Stack;
+  let host: SimHost;
+  let image: string;
+  const started = new Map<string, Inspect>();
+
+  before(async function () {
+    this.timeout(240_000);
+    [host] = (await simUp({ dockerHosts: [HOST], aliases: [HOST] })).hosts as [SimHost];
+    image = buildSimImage({ log: () => undefined }).id;
+    expect(await loadDockerImage(HOST, image)).to.equal(image);
+    stack = await openStack(STACK, [host], ENGINES, {
+      runtime: { kind: "docker-cli", image, deadlinesS: { pull: 60, start: 60, stop: 10, inspect: 30 } },
+    });
+    // From nothing: an earlier run's state may name containers the harness has since removed.
+    await stack.destroy(quiet);
+    await removeStackContainers();
+  });
+
+  after(async () => {
+    if (!host) return;
+    await removeStackContainers();
+    // The docker host is outside the numbered fleet that other files rebuild from simFleet(): leave none behind.
+    await simDown({ aliases: [HOST] });
+  });
+
+  it("up runs one container per engine through the docker CLI, labelled with the stack and its launch token", async () => {
+    await stack.up(quiet);
+    const out = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
+    expect(Object.keys(out).sort()).to.deep.equal(["d1", "d2"]);
+
+    for (const e of ENGINES) {
+      const ids = await stackContainers(e.id);
+      expect(ids, `${e.id}: containers`).to.have.length(1);
+      const c = await inspect(ids[0]!);
+      started.set(e.id, c);
+      const token = (await runInHost(HOST, ["cat", `${runDir(e.id)}/launch-token`])).stdout.trim();
+      expect(token).to.match(/^[0-9a-f]{32}$/);
+      expect(c.State.Running).to.equal(true);
+      expect(c.Image).to.equal(image);
+      expect(c.Config.Labels).to.include({
+        [LABELS.stack]: STACK,
+        [LABELS.engine]: e.id,
+        [LABELS.planSha256]: out[e.id]!.planSha256,
+        [LABELS.launchToken]: token,
+      });
+      expect(c.HostConfig.NetworkMode).to.equal("host");
+      expect(c.HostConfig.DeviceRequests).to.deep.equal([{ ...c.HostConfig.DeviceRequests![0]!, DeviceIDs: e.gpuIds!.map(String), Capabilities: [["gpu"]] }]);
+      expect(c.Mounts.find((m) => m.Destination === "/model")).to.include({ Source: host.modelDir, RW: false });
+      // The host's NVIDIA hook gave the container its own GPU's device node and no other.
+      const dev = await docker("exec", c.Id, "/usr/bin/node", "-e", "console.log(require('fs').readdirSync('/dev').filter((n) => /^nvidia[0-9]+$/.test(n)).join(' '))");
+      expect(dev).to.equal(`nvidia${e.gpuIds![0]}`);
+
+      // The engine answers on the host's fabric address, from outside the host, and guards /v1 with the key.
+      const url = out[e.id]!.url;
+      expect(url).to.equal(`http://${host.address}:${e.port}`);
+      expect((await request(`${url}/health`)).statusCode, `${e.id} /health`).to.equal(200);
+      const unauthorised = await request(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: MODEL, prompt: "hi", max_tokens: 4 }) });
+      expect(unauthorised.statusCode).to.equal(401);
+      await unauthorised.body.dump();
+      const completion = await request(`${url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${API_KEY}` },
+        body: JSON.stringify({ model: MODEL, prompt: "The narwhal", max_tokens: 8, temperature: 0 }),
+      });
+      expect(completion.statusCode).to.equal(200);
+      const body = (await completion.body.json()) as { choices: Array<{ text: string }> };
+      expect(body.choices[0]!.text).to.be.a("string").that.is.not.empty;
+    }
+  });
+
+  it("a second up changes nothing and keeps the same containers", async () => {
+    const result = await stack.up({ ...quiet, expectNoChanges: true });
+    expect(Object.keys(result.summary.resourceChanges ?? {}).filter((op) => op !== "same")).to.deep.equal([]);
+    for (const e of ENGINES) {
+      const ids = await stackContainers(e.id);
+      expect(ids).to.deep.equal([started.get(e.id)!.Id]);
+      expect((await inspect(ids[0]!)).State.StartedAt).to.equal(started.get(e.id)!.State.StartedAt);
+    }
+  });
+
+  it("keeps the API key out of the state and off the container's command line: it travels in the env file only", async () => {
+    const atRest = fs.readFileSync(path.join(PROJECT_ROOT, `.state/.pulumi/stacks/narwhal-fleet/${STACK}.json`), "utf8");
+    expect(atRest).to.include("narwhal-fleet:engineApiKey").and.not.include(API_KEY);
+    const exported = execFileSync(path.join(PROJECT_ROOT, ".tools/bin/pulumi"), ["stack", "export", "--stack", STACK], { cwd: PROJECT_ROOT, encoding: "utf8" });
+    // The export holds the docker-cli scripts (they name the launch-token label), yet not the key.
+    expect(exported).to.include(LABELS.launchToken);
+    expect(exported).not.to.include(API_KEY);
+    expect(JSON.stringify(await stack.outputs())).not.to.include(API_KEY);
+
+    for (const e of ENGINES) {
+      const c = await inspect(started.get(e.id)!.Id);
+      for (const words of [c.Args, c.Config.Cmd, c.Config.Entrypoint, [c.Path]]) expect(words.join(" "), `${e.id} command line`).not.to.include(API_KEY);
+      // It reached the engine (the completion above needed it) through the 0600 env file, the only file that holds it.
+      const files = await runInHost(HOST, ["sh", "-c", `cd ${runDir(e.id)} && stat -c '%a %n' container.env && grep -rlF -e "$KEY" . || true`], { env: { KEY: API_KEY } });
+      expect(files.stdout.trim().split("\n")).to.deep.equal(["600 container.env", "./container.env"]);
+    }
+  });
+
+  it("destroy removes every container of the stack", async () => {
+    await stack.destroy(quiet);
+    expect(await stackContainers()).to.deep.equal([]);
+    for (const e of ENGINES) {
+      const health = await request(`http://${host.address}:${e.port}/health`).then((r) => r.statusCode, () => "refused");
+      expect(health, `${e.id} after destroy`).to.equal("refused");
+    }
+  });
+});
