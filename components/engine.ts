@@ -6,6 +6,7 @@ import { cacheExpectations, renderLaunchPlan, LaunchInputs, LaunchPlan } from ".
 import type { ContainerVendor } from "../lib/runtime/container-spec";
 import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";
 import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
+import { checkRuntimeOf, ImageCheck, imageCheckLogin } from "../dynamic-providers/image-check/resource";
 import { engineProcess, HostScope, ProcessIdentity } from "./runtime";
 
 export interface EngineArgs {
@@ -19,7 +20,7 @@ export interface EngineArgs {
   engineApiKey: pulumi.Input<string>;
   /** Per-engine folder on the host. */
   runDir: string;
-  /** The vLLM version the runtime check found: `/version` of the live engine must say the same. */
+  /** The vLLM version discovery read: the image check pins the runtime to it (the live `/version` must equal what the check found). */
   expectedVersion: pulumi.Input<string>;
   healthTimeoutS: number;
   stopTimeoutS: number;
@@ -54,19 +55,40 @@ export class Engine extends pulumi.ComponentResource {
   /** Who owns the endpoint: `{hostAlias, pid}` or `{hostAlias, containerId}`. */
   public readonly identity: pulumi.Output<ProcessIdentity>;
   public readonly startedAt: pulumi.Output<string>;
+  /** Gate C's image check of this engine's runtime against its plan; the process starts only after it passes. */
+  public readonly imageCheck: ImageCheck;
   public readonly generation: EngineGeneration;
   public readonly cache: CacheCapture;
 
   constructor(name: string, args: EngineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:engine:Engine", name, {}, opts);
     this.plan = pulumi.output(args.launch).apply((l) => renderLaunchPlan(l as LaunchInputs));
+    this.imageCheck = new ImageCheck(
+      `${name}-image-check`,
+      {
+        engineId: this.plan.engineId,
+        hostAlias: args.hostAlias,
+        stack: args.stack,
+        ...imageCheckLogin(args.connection),
+        plan: this.plan,
+        planSha256: this.plan.planSha256,
+        runtime: checkRuntimeOf(args.runtime),
+        modelDir: args.modelDir,
+        pins: pulumi.output(args.expectedVersion).apply((vllm) => ({ vllm })),
+        dsRequired: pulumi.output(args.launch).apply((l) => (l as LaunchInputs).model.ssmConvStateLayoutDS === true),
+        deadlines: { inspectS: args.runtime.deadlinesS.inspect, checkS: args.runtime.deadlinesS.start },
+      },
+      { parent: this },
+    );
+    // The check's URN is known even in preview, so this orders the start after the check without making the plan unknown.
+    const checkedPlan = pulumi.all([this.plan, this.imageCheck.urn]).apply(([plan]) => plan);
 
     const running = engineProcess(
       args.runtime.kind,
       name,
       {
         hostAlias: args.hostAlias,
-        plan: this.plan,
+        plan: checkedPlan,
         connection: args.connection,
         engineApiKey: args.engineApiKey,
         runDir: args.runDir,
@@ -99,7 +121,7 @@ export class Engine extends pulumi.ComponentResource {
         hostAlias: args.hostAlias,
         url: this.url,
         planSha256: this.plan.planSha256,
-        expectedVersion: args.expectedVersion,
+        expectedVersion: this.imageCheck.vllmApiVersion,
         servedName: args.servedName,
         apiKey: args.engineApiKey,
         processIdentity: identity,

@@ -46,7 +46,9 @@ describe("mocks: Fleet component", () => {
                 }
               : args.type === "command:remote:Command"
                 ? { ...args.inputs, stdout: '{"pid":42,"startedAt":"2026-01-01T00:00:00Z"}' }
-                : args.inputs;
+                : args.type === "pulumi-nodejs:dynamic/narwhal:ImageCheck"
+                  ? { ...args.inputs, vllmApiVersion: "0.29.0+checked" }
+                  : args.inputs;
           return { id: `${args.name}-id`, state };
         },
         call(args) {
@@ -115,6 +117,31 @@ describe("mocks: Fleet component", () => {
     expect(discovery.inputs).to.include({ host: "198.18.0.12", user: "ops", port: 2222, fabricInterface: "fab0" });
     const process = registered.find((r) => r.name === "fleet-e2-process")!;
     expect(reveal(process.inputs.connection)).to.include({ host: "198.18.0.12", user: "ops", port: 2222, hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey" });
+  });
+
+  it("checks each engine's runtime against its own plan, pinned to discovery's version, before the proof", async () => {
+    const fleet = build();
+    const engines = await promiseOf(fleet.engines);
+    const checks = registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:ImageCheck");
+    expect(checks.map((r) => r.name).sort()).to.deep.equal(["fleet-e1-image-check", "fleet-e2-image-check", "fleet-e3-image-check"]);
+    const e2 = checks.find((r) => r.name === "fleet-e2-image-check")!.inputs;
+    expect(e2).to.deep.include({
+      engineId: "e2",
+      hostAlias: "b",
+      planSha256: engines.e2!.planSha256,
+      runtime: { kind: "native", vllmCommand: "vllm" },
+      modelDir: "/models/tiny",
+      pins: { vllm: "0.29.0" },
+      dsRequired: false,
+      deadlines: { inspectS: 30, checkS: 300 },
+      login: { host: "198.18.0.12", port: 2222, user: "ops", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey", connectTimeoutS: 10 },
+    });
+    expect((e2.plan as { planSha256: string }).planSha256).to.equal(engines.e2!.planSha256);
+    // The SSH key reaches the check only as a secret, and never its serialised provider.
+    expect(reveal(e2.privateKey)).to.equal(SSH_KEY).and.not.equal(e2.privateKey);
+    expect(String(e2.__provider)).to.include("dynamic-providers/image-check/provider.ts").and.not.include(SSH_KEY.split("\n")[1]!);
+    // The live proof expects the version the check found, not the one discovery read.
+    expect(registered.find((r) => r.name === "fleet-e2-generation")!.inputs.expectedVersion).to.equal("0.29.0+checked");
   });
 
   it("replaces an engine's process exactly when its launch plan changes", async () => {

@@ -1,0 +1,142 @@
+/**
+ * ImageCheck provider methods (Gate C, "Validate the image and plan"), loaded at call time by
+ * resource.ts (see ../shim.ts).
+ *
+ * - check:  per-property problems of the inputs (values unknown during preview are let through);
+ * - create: one SSH login: the runtime's identity (native command and its Python, or the image as the
+ *           daemon resolves it), then the runtime check (lib/image-check/python.ts) in that runtime.
+ *           Every run, passed or failed, appends one line (its id, plan hash, each step's output) to the
+ *           engine's check log and writes an immutable image-check record with the engine's launch.json
+ *           as an artifact. A failure then rejects, naming each failed check, and nothing enters state;
+ * - diff:   replaces when the plan hash or anything else the check was measured against changes;
+ *           the login, secrets, deadlines or stack alone update in place;
+ * - read:   none: the check stays valid exactly as long as its inputs.
+ * - delete: nothing remote; the log and records stay.
+ */
+import { randomBytes } from "node:crypto";
+import type * as pulumi from "@pulumi/pulumi";
+import { SshSession, SshTarget } from "../../lib/ssh/client";
+import { imageCheckProblems, ImageCheckError, type CheckFailure, type CheckLogStep, type ImageCheckSpec } from "../../lib/image-check";
+import { diffInputs } from "../diff";
+import { hasUnknown } from "../engine-generation/check";
+import { MEASURED_AGAINST, UPDATABLE } from "./measured";
+import { recordCheck } from "./record";
+import { runImageCheck, type CheckOutcome } from "./run";
+import type { ImageCheckInputs, ImageCheckOutputs } from "./types";
+
+function specOf(i: ImageCheckInputs): ImageCheckSpec {
+  return { engineId: i.engineId, hostAlias: i.hostAlias, plan: i.plan, runtime: i.runtime, modelDir: i.modelDir, pins: i.pins, dsRequired: i.dsRequired, deadlines: i.deadlines };
+}
+
+function target(i: ImageCheckInputs): SshTarget {
+  const { login } = i;
+  return {
+    alias: i.hostAlias,
+    host: login.host,
+    port: login.port,
+    user: login.user,
+    privateKey: i.privateKey,
+    password: i.password,
+    hostKey: login.hostKey,
+    allowFirstContact: false,
+    connectTimeoutS: login.connectTimeoutS,
+    jump: login.jump && {
+      alias: `${i.hostAlias}-jump`,
+      host: login.jump.host,
+      port: login.jump.port,
+      user: login.jump.user,
+      privateKey: i.privateKey,
+      password: i.password,
+      hostKey: login.jump.hostKey,
+      allowFirstContact: login.jump.hostKey === undefined,
+      connectTimeoutS: login.connectTimeoutS,
+    },
+  };
+}
+
+/** Per-property failures; the spec's own rules once every value it needs is known. */
+export function imageCheckInputFailures(news: ImageCheckInputs): pulumi.dynamic.CheckFailure[] {
+  const failures: pulumi.dynamic.CheckFailure[] = [];
+  if (!hasUnknown(news.stack) && !/^[A-Za-z0-9_.-]+$/.test(String(news.stack))) failures.push({ property: "stack", reason: `stack ${JSON.stringify(news.stack)} cannot name an evidence folder` });
+  const l = news.login as unknown as Record<string, unknown> | undefined;
+  if (!hasUnknown(l)) {
+    if (!l || typeof l.host !== "string" || !l.host) failures.push({ property: "login", reason: "login.host must be the host's address" });
+    if (!l || typeof l.hostKey !== "string" || !l.hostKey) failures.push({ property: "login", reason: "login.hostKey must be the host key discovery verified" });
+    if (!l || !Number.isInteger(l.port)) failures.push({ property: "login", reason: "login.port must be a port number" });
+  }
+  if (!hasUnknown(news.planSha256) && !hasUnknown(news.plan) && news.plan?.planSha256 !== news.planSha256) {
+    failures.push({ property: "planSha256", reason: `planSha256 ${JSON.stringify(news.planSha256)} is not the plan's own hash ${JSON.stringify(news.plan?.planSha256)}` });
+  }
+  const spec = specOf(news);
+  if (!hasUnknown(spec)) failures.push(...imageCheckProblems(spec));
+  return failures;
+}
+
+/** The failures as one message: each check that failed, then where the output is kept. */
+function failureMessage(failures: ReadonlyArray<CheckFailure>, logPath: string, offset: number, record: string): string {
+  const kinds = [...new Set(failures.map((f) => f.kind))].join(", ");
+  return (
+    `image check failed (${kinds}):\n` +
+    failures.map((f) => `  - ${f.message}`).join("\n") +
+    `\nThe check's output is in the evidence store: ${logPath} (line at byte ${offset}) and record ${record}.`
+  );
+}
+
+async function checkAndRecord(inputs: ImageCheckInputs): Promise<ImageCheckOutputs> {
+  const problems = imageCheckInputFailures(inputs);
+  if (problems.length > 0) {
+    throw new ImageCheckError("NARWHAL_IMAGE_CHECK_INPUT", `image check of engine ${inputs.engineId} on host ${inputs.hostAlias}: ${problems.map((p) => p.reason).join("; ")}`);
+  }
+  const spec = specOf(inputs);
+  const where = `image check of engine ${spec.engineId} on host ${spec.hostAlias}`;
+  const checkId = randomBytes(16).toString("hex");
+  const startedAt = new Date().toISOString();
+  const steps: CheckLogStep[] = [];
+  let outcome: CheckOutcome;
+  try {
+    const ssh = await SshSession.open(target(inputs));
+    try {
+      outcome = await runImageCheck(ssh, spec, steps, checkId);
+    } finally {
+      ssh.close();
+    }
+  } catch (err) {
+    outcome = { identity: null, findings: null, failures: [{ kind: "login", message: `${where}: ${(err as Error).message}` }] };
+  }
+  if (outcome.failures.length === 0 && (!outcome.identity || !outcome.findings?.vllmApiVersion)) {
+    outcome.failures.push({ kind: "runtime", message: `${where}: the check ended without an identity or vllm_api_version` });
+  }
+  const recorded = await recordCheck(inputs, { checkId, startedAt, endedAt: new Date().toISOString(), steps, ...outcome });
+  if (outcome.failures.length > 0) throw new ImageCheckError("NARWHAL_IMAGE_CHECK_FAILED", failureMessage(outcome.failures, recorded.log.relativePath, recorded.log.offset, recorded.evidence.relativePath));
+  return {
+    ...inputs,
+    ...recorded,
+    checkId,
+    // A passing check has all of these (checked above).
+    checkDigest: recorded.checkDigest!,
+    vllmApiVersion: outcome.findings!.vllmApiVersion!,
+    identity: outcome.identity!,
+    findings: outcome.findings!,
+  };
+}
+
+export const provider: pulumi.dynamic.ResourceProvider = {
+  async check(_olds: ImageCheckInputs, news: ImageCheckInputs) {
+    const failures = imageCheckInputFailures(news);
+    return failures.length ? { inputs: news, failures } : { inputs: news };
+  },
+
+  async create(inputs: ImageCheckInputs) {
+    const outs = await checkAndRecord(inputs);
+    return { id: `${inputs.engineId}-${outs.checkId.slice(0, 12)}`, outs };
+  },
+
+  async diff(_id: string, olds: ImageCheckOutputs, news: ImageCheckInputs) {
+    return diffInputs<ImageCheckInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+  },
+
+  async update(_id: string, olds: ImageCheckOutputs, news: ImageCheckInputs) {
+    // Only how the host is reached (or where evidence goes) changed: the check stands.
+    return { outs: { ...olds, ...news } };
+  },
+};

@@ -1,0 +1,76 @@
+/**
+ * Keeps one image check run, passed or failed: its line in the engine's append-only check log first
+ * (so the output survives whatever follows), then the engine's launch.json and the line itself as
+ * artifacts, and the immutable image-check record that names them.
+ */
+import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
+import { appendLogLine, type AppendedLine } from "../../lib/evidence/append-log";
+import { checkDigest, checkLogLine, checkLogName, launchJsonText, type CheckLogStep } from "../../lib/image-check";
+import type { CheckOutcome } from "./run";
+import type { ImageCheckInputs } from "./types";
+import { MEASURED_AGAINST } from "./measured";
+
+const KIND = "image-check";
+
+export interface CheckRun extends CheckOutcome {
+  checkId: string;
+  startedAt: string;
+  endedAt: string;
+  steps: CheckLogStep[];
+}
+
+export interface RecordedCheck {
+  /** Null when the check did not get as far as an identity and findings. */
+  checkDigest: string | null;
+  checkedAt: string;
+  evidence: { relativePath: string; digest: string };
+  launchJson: { relativePath: string; sha256: string };
+  log: AppendedLine;
+}
+
+/** JSON values only: absent optional fields dropped, as the record schema requires. */
+const plain = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+export async function recordCheck(inputs: ImageCheckInputs, run: CheckRun): Promise<RecordedCheck> {
+  const secrets = [inputs.privateKey, inputs.password];
+  const root = evidenceRoot(process.cwd(), inputs.stack);
+  const status = run.failures.length === 0 ? "pass" : "fail";
+  const line = checkLogLine({
+    checkId: run.checkId,
+    engineId: inputs.engineId,
+    hostAlias: inputs.hostAlias,
+    planSha256: inputs.plan.planSha256,
+    runtime: inputs.runtime.kind,
+    startedAt: run.startedAt,
+    endedAt: run.endedAt,
+    steps: run.steps,
+    verdict: { status, failures: run.failures },
+  });
+  const log = await appendLogLine(root, KIND, checkLogName(inputs.engineId), line, { secrets });
+  const store = new EvidenceStore(root, { secrets });
+  const launchJson = await store.writeArtifact(KIND, "launch.json", launchJsonText(inputs.plan));
+  const output = await store.writeArtifact(KIND, `${log.relativePath}@${log.offset}`, line);
+  const digest = run.identity && run.findings ? checkDigest(inputs.plan.planSha256, run.identity as unknown as Record<string, unknown>, run.findings) : null;
+  const record = await store.write(
+    evidenceRecord({
+      kind: KIND,
+      subject: { kind: "engine", alias: inputs.engineId },
+      stack: inputs.stack,
+      inputs: plain({ ...Object.fromEntries(MEASURED_AGAINST.map((k) => [k, inputs[k]])), hostAlias: inputs.hostAlias, launchJson: launchJson.sha256 }),
+      commands: run.steps.map((s) => ({ argv: [...s.argv], host: inputs.hostAlias, exitStatus: s.exitStatus, startedAt: s.startedAt, endedAt: s.endedAt })),
+      startedAt: run.startedAt,
+      endedAt: run.endedAt,
+      sourceRevision: sourceRevision(process.cwd()),
+      observations: plain({ checkId: run.checkId, checkDigest: digest, identity: run.identity, findings: run.findings, log }) as never,
+      verdict: { status, reasons: run.failures.map((f) => f.message) },
+      artifacts: [launchJson, output],
+    }),
+  );
+  return {
+    checkDigest: digest,
+    checkedAt: run.endedAt,
+    evidence: { relativePath: record.relativePath, digest: record.digest },
+    launchJson: { relativePath: launchJson.relativePath, sha256: launchJson.sha256 },
+    log,
+  };
+}

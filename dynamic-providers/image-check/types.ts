@@ -1,0 +1,64 @@
+import type { LaunchPlan } from "../../lib/launch/plan";
+import type { CheckRuntime, RuntimeFindings } from "../../lib/image-check";
+
+/** How to log in to the engine's host; its host key is the one discovery verified. */
+export interface ImageCheckLogin {
+  host: string;
+  port: number;
+  user: string;
+  /** Pinned host key line. */
+  hostKey: string;
+  connectTimeoutS: number;
+  /** A bastion; without a pinned key its first contact is accepted, as the engine's own commands do. */
+  jump?: { host: string; port: number; user: string; hostKey?: string };
+}
+
+/** What the check is measured against, and how to reach the host (plain: these exist only inside provider calls). */
+export interface ImageCheckInputs {
+  engineId: string;
+  hostAlias: string;
+  /** Names the evidence folder (runs/<stack>/evidence). */
+  stack: string;
+  login: ImageCheckLogin;
+  /** Secret. */
+  privateKey?: string;
+  /** Secret. */
+  password?: string;
+  /** The rendered launch plan: recorded as the engine's launch.json. */
+  plan: LaunchPlan;
+  /** The plan's hash: a new plan needs a new check (replace key). */
+  planSha256: string;
+  runtime: CheckRuntime;
+  /** Checkpoint directory on the host. */
+  modelDir: string;
+  /** Package -> version the runtime must have; vllm is discovery's version. */
+  pins: Record<string, string>;
+  /** The model needs VLLM_SSM_CONV_STATE_LAYOUT=DS. */
+  dsRequired: boolean;
+  deadlines: { inspectS: number; checkS: number };
+}
+
+/** Who the runtime is: the native command as resolved, or the image as the daemon resolved it. */
+export type CheckedIdentity =
+  | { kind: "native"; command: string; path: string; sha256: string | null; interpreter: string; interpreterSource: string; cliVersion: string }
+  | { kind: "docker"; image: string; imageId: string; resolvedDigest: string | null };
+
+export interface ImageCheckResult {
+  /** Unique per check run; the check log and the record carry it. */
+  checkId: string;
+  /** sha256 over plan hash, identity and findings: equal for a repeated check of the same runtime and plan. */
+  checkDigest: string;
+  /** vllm.version.__version__: what the live engine's /version must report. */
+  vllmApiVersion: string;
+  identity: CheckedIdentity;
+  findings: RuntimeFindings;
+  checkedAt: string;
+  /** The immutable image-check record. */
+  evidence: { relativePath: string; digest: string };
+  /** The engine's launch.json, an artifact of that record. */
+  launchJson: { relativePath: string; sha256: string };
+  /** Where this run's line starts in the engine's append-only check log. */
+  log: { relativePath: string; offset: number; sha256: string };
+}
+
+export type ImageCheckOutputs = ImageCheckInputs & ImageCheckResult;

@@ -1,0 +1,137 @@
+/**
+ * The runbook's runtime check, run by the engine runtime's own Python (the interpreter of the native
+ * `vllm`, or `python3` in a short-lived container of the image): `python -c RUNTIME_CHECK_PY <request>`.
+ *
+ * `<request>` is one JSON argument (see {@link RuntimeCheckRequest}). Every check runs even when an
+ * earlier one failed, and each prints one line as soon as it is done:
+ *
+ *   NARWHAL_CHECK {"check": "<name>", "ok": true|false, ...}
+ *
+ * so a crash part-way still leaves the lines of what did run. Exit status 0 when every check passed,
+ * 1 otherwise. Checks, in order:
+ *   custom-code       `auto_map` in config.json (or text_config) or the tokenizer's tokenizer_config.json
+ *                     needs `--trust-remote-code` in the plan
+ *   packages          importlib.metadata versions equal the pins
+ *   vllm-api-version  vllm.version.__version__ (what the live engine's /version must report)
+ *   connector         KVTransferConfig(**plan's --kv-transfer-config), resolved by KVConnectorFactory
+ *   ds-layout         get_conv_state_layout() == "DS", only when the model needs it
+ *   tokenizer         AutoTokenizer.from_pretrained(tokenizer, trust_remote_code=<plan>, local_files_only)
+ */
+
+/** The JSON argument of the check. Paths are as the runtime sees them (host paths, or `/model` in a container). */
+export interface RuntimeCheckRequest {
+  readonly pins: Readonly<Record<string, string>>;
+  readonly kvTransferConfig: Readonly<Record<string, unknown>>;
+  readonly trustRemoteCode: boolean;
+  readonly dsRequired: boolean;
+  readonly model: string;
+  readonly tokenizer: string;
+}
+
+export const CHECK_LINE_PREFIX = "NARWHAL_CHECK ";
+
+export const RUNTIME_CHECK_PY = String.raw`import importlib.metadata as metadata
+import json
+import sys
+from pathlib import Path
+
+request = json.loads(sys.argv[1])
+results = []
+
+
+def report(check, ok, **fields):
+    results.append(ok)
+    print("NARWHAL_CHECK " + json.dumps(dict(check=check, ok=bool(ok), **fields), sort_keys=True), flush=True)
+
+
+def describe(error):
+    text = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    return (type(error).__name__ + ": " + text)[:1000]
+
+
+def read_json(path):
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return None
+
+
+def custom_code():
+    config = read_json(Path(request["model"]) / "config.json")
+    if config is None:
+        raise FileNotFoundError(request["model"] + "/config.json does not exist")
+    reasons = []
+    if "auto_map" in config:
+        reasons.append("config.json has auto_map")
+    if isinstance(config.get("text_config"), dict) and "auto_map" in config["text_config"]:
+        reasons.append("config.json has text_config.auto_map")
+    tokenizer_config = read_json(Path(request["tokenizer"]) / "tokenizer_config.json") or {}
+    if "auto_map" in tokenizer_config:
+        reasons.append(request["tokenizer"] + "/tokenizer_config.json has auto_map")
+    trusted = bool(request["trustRemoteCode"])
+    report("custom-code", trusted or not reasons, required=bool(reasons), trusted=trusted, reasons=reasons)
+
+
+def packages():
+    observed = {}
+    for name in sorted(request["pins"]):
+        try:
+            observed[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            observed[name] = None
+    mismatches = [
+        {"package": name, "expected": request["pins"][name], "found": observed[name]}
+        for name in sorted(observed)
+        if observed[name] != request["pins"][name]
+    ]
+    report("packages", not mismatches, observed=observed, mismatches=mismatches)
+
+
+def api_version():
+    from vllm.version import __version__ as version
+
+    report("vllm-api-version", isinstance(version, str) and bool(version.strip()), version=version)
+
+
+def connector():
+    from vllm.config import KVTransferConfig
+    from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+
+    config = KVTransferConfig(**request["kvTransferConfig"])
+    resolved = KVConnectorFactory.get_connector_class(config)
+    report("connector", True, name=request["kvTransferConfig"].get("kv_connector"), resolved=resolved.__module__ + "." + resolved.__name__)
+
+
+def ds_layout():
+    if not request["dsRequired"]:
+        report("ds-layout", True, required=False)
+        return
+    from vllm.model_executor.layers.mamba.mamba_utils import get_conv_state_layout
+
+    layout = get_conv_state_layout()
+    layout = str(getattr(layout, "value", layout))
+    report("ds-layout", layout == "DS", required=True, layout=layout)
+
+
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    loaded = AutoTokenizer.from_pretrained(request["tokenizer"], trust_remote_code=bool(request["trustRemoteCode"]), local_files_only=True)
+    report("tokenizer", loaded is not None, path=request["tokenizer"], loaded=type(loaded).__module__ + "." + type(loaded).__name__)
+
+
+for name, check in [
+    ("custom-code", custom_code),
+    ("packages", packages),
+    ("vllm-api-version", api_version),
+    ("connector", connector),
+    ("ds-layout", ds_layout),
+    ("tokenizer", tokenizer),
+]:
+    try:
+        check()
+    except Exception as error:
+        report(name, False, error=describe(error))
+
+sys.exit(0 if all(results) else 1)
+`;
