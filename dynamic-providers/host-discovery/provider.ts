@@ -22,11 +22,8 @@ const MEASURED_AGAINST = [
   "host", "port", "user", "pinnedHostKey", "fabricInterface",
   "modelDir", "runtimeRef", "devicePaths", "policyDigest",
 ] as const;
-/**
- * Inputs that only change how we log in or what the next launch must avoid. A fabric address choice
- * is among them as long as it names the address already measured (see `diff`).
- */
-const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "stack", "fabricAddressChoice"] as const;
+/** Inputs that only change how we log in or what the next launch must avoid. */
+const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "stack"] as const;
 const CHECKPOINT_TIMEOUT_S = 1800;
 
 function target(i: HostDiscoveryInputs, recordedHostKey?: string): SshTarget {
@@ -162,12 +159,13 @@ export const provider: pulumi.dynamic.ResourceProvider = {
 
   async diff(_id: string, olds: HostDiscoveryOutputs, news: HostDiscoveryInputs) {
     const result = diffInputs(olds, news, MEASURED_AGAINST, UPDATABLE);
-    // Naming another address than the one measured moves every endpoint derived from it.
+    // `fabricAddressChoice` is neither: naming another address than the one measured moves every
+    // endpoint derived from it; naming the measured one (or none, while it stands) changes nothing.
     const readdressed = news.fabricAddressChoice !== undefined && news.fabricAddressChoice !== olds.fabricAddress ? ["fabricAddressChoice"] : [];
     // A refresh that saw the host change: the facets that moved are the reasons to re-measure.
     const moved = (Object.keys(olds.measured ?? {}) as Array<keyof FacetDigests>).filter((k) => olds.observed?.[k] !== olds.measured[k]);
     const replaces = [...(result.replaces ?? []), ...readdressed, ...moved];
-    return { changes: result.changes || moved.length > 0, replaces, deleteBeforeReplace: false };
+    return { changes: result.changes || readdressed.length > 0 || moved.length > 0, replaces, deleteBeforeReplace: false };
   },
 
   async update(_id: string, olds: HostDiscoveryOutputs, news: HostDiscoveryInputs) {
