@@ -9,7 +9,9 @@ import type * as pulumi from "@pulumi/pulumi";
  */
 export function providerShim(implementation: string): pulumi.dynamic.ResourceProvider {
   const load = (): pulumi.dynamic.ResourceProvider => {
-    require("ts-node").register({ transpileOnly: true });
+    // Once per process: every further registration wraps the compiler again, and each wrap re-transpiles
+    // the code with its inline source map, so a module first loaded late in a run grew past the heap.
+    if (!(process as unknown as Record<symbol, unknown>)[Symbol.for("ts-node.register.instance")]) require("ts-node").register({ transpileOnly: true });
     return require(require("node:path").join(process.cwd(), implementation)).provider;
   };
   // The engine's protobuf encoder rejects `undefined` anywhere in a result ("Unexpected struct type"),
