@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
 import * as command from "@pulumi/command";
-import { scriptContainerSpec } from "../../lib/runtime/docker-cli";
+import { gpuWait, scriptContainerSpec } from "../../lib/runtime/docker-cli";
 import { shq } from "../../lib/shell";
 import { containerTarget, dockerCliOptions, dockerContainerSpec } from "../../lib/runtime/container-fields";
 import { dockerHostProvider } from "./docker-host";
@@ -38,6 +38,24 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
     dockerContainerSpec(scriptContainerSpec(plan, containerTarget(plan, args.runtime, placement), opts), plan.url, d),
   );
   const fields = spec.fields;
+  const dockerCmd = shq(args.runtime.dockerCommand);
+
+  // Engines sharing a GPU start one after the other: a container waits, bounded, until no other engine's
+  // container holds its GPUs. Deleted before its replacement (and so after its container), so two engines
+  // swapping GPUs both stop first and neither waits on the other.
+  const gpuFree = new command.remote.Command(
+    `${name}-gpu-wait`,
+    {
+      connection: args.connection,
+      create: pulumi
+        .all([args.plan, args.placement])
+        .apply(([plan, placement]) => `set -eu\ndocker=${dockerCmd}\n${gpuWait(plan, containerTarget(plan, args.runtime, placement), opts)}`),
+      triggers: [fields.labels],
+      addPreviousOutputInEnv: false,
+      logging: "stderr",
+    },
+    { parent, deleteBeforeReplace: true },
+  );
 
   const container = new docker.Container(
     `${name}-container`,
@@ -71,10 +89,10 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
       replaceOnChanges: ["labels"],
       deleteBeforeReplace: true,
       additionalSecretOutputs: ["envs"],
+      dependsOn: [gpuFree],
     },
   );
 
-  const dockerCmd = shq(args.runtime.dockerCommand);
   const started = new command.remote.Command(
     `${name}-started`,
     {
@@ -90,6 +108,6 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
   return {
     identity: container.id.apply((containerId) => ({ hostAlias: args.hostAlias, containerId })),
     startedAt: started.stdout.apply((out) => out.trim()),
-    resources: [container, started],
+    resources: [gpuFree, container, started],
   };
 }

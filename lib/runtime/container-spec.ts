@@ -58,6 +58,8 @@ export const LABELS = {
   engine: "narwhal.fleet/engine",
   planSha256: "narwhal.fleet/plan-sha256",
   launchToken: "narwhal.fleet/launch-token",
+  /** The host GPU ids the container is given, comma-separated: what engines sharing a GPU wait on. */
+  gpus: "narwhal.fleet/gpus",
   /** sha256 over the whole run argv except the launch token: image, devices, mounts, env, args. */
   specSha256: "narwhal.fleet/spec-sha256",
 } as const;
@@ -228,6 +230,7 @@ export function containerSpec(plan: LaunchPlan, opts: ContainerRuntimeOptions): 
     [LABELS.stack]: opts.stack,
     [LABELS.engine]: opts.engineId,
     [LABELS.planSha256]: plan.planSha256,
+    [LABELS.gpus]: opts.vendor === "none" ? "" : opts.gpuIds.join(","),
   };
   // The spec hash covers everything that decides what runs; the per-attempt token is left out, so two
   // attempts at the same spec hash equally and a running one can be adopted.

@@ -1,4 +1,5 @@
 import { shq } from "../shell";
+import { dockerGpuWaitScript } from "./gpu-claims";
 import type { LaunchPlan } from "../launch/plan";
 import { containerSpec, ContainerRuntimeOptions, ContainerSpec, isImageId, LABELS } from "./container-spec";
 
@@ -233,7 +234,7 @@ if [ -n "$adopted" ]; then
   attempt=$token
   printf '%s\\n' "$token" > "$run/${RUN_FILES.launchToken}"
 else
-  token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')
+${gpuWait(plan, target, opts)}  token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')
   [ \${#token} -eq 32 ] || die "could not make a launch token"
   # Persisted before the daemon hears of it: a client that times out may still leave a container behind.
   printf '%s\\n' "$token" > "$run/${RUN_FILES.launchToken}"
@@ -267,6 +268,21 @@ printf '{"containerId":"%s","startedAt":"%s","launchToken":"%s"}\\n' "$cid" "$st
 attempt=
 cat "$run/${RUN_FILES.started}"
 `;
+}
+
+/** Engines sharing a GPU start one after the other (lib/runtime/gpu-claims.ts), bounded by stop + start deadlines. */
+export function gpuWait(plan: LaunchPlan, target: ContainerTarget, opts: DockerCliOptions): string {
+  const d = opts.deadlinesS;
+  return dockerGpuWaitScript({
+    engineId: plan.engineId,
+    stack: target.stack,
+    gpuIds: target.vendor === "none" ? [] : target.gpuIds,
+    waitS: d.stop + d.start,
+    inspectS: d.inspect,
+    stackLabel: LABELS.stack,
+    engineLabel: LABELS.engine,
+    gpusLabel: LABELS.gpus,
+  });
 }
 
 /**

@@ -337,9 +337,13 @@ describe("mocks: engine runtime backends", () => {
 
       expect(registered.filter((r) => !r.type.startsWith("test:")).map((r) => `${r.type} ${r.name}`)).to.deep.equal([
         "pulumi:providers:docker fleet-b-docker",
+        "command:remote:Command fleet-e1-gpu-wait",
         "docker:index/container:Container fleet-e1-container",
         "command:remote:Command fleet-e1-started",
       ]);
+      // Engines sharing a GPU start one after the other: the container waits for its GPUs to be free.
+      const wait = registered.find((r) => r.name === "fleet-e1-gpu-wait")!;
+      expect(String(wait.inputs.create)).to.include("gpus=' 2 3 '").and.include("GPU wait deadline");
       expect(registered.some((r) => /RemoteImage|RegistryImage|docker:index\/image/.test(r.type))).to.equal(false);
 
       const plan: LaunchPlan = renderLaunchPlan(launch());
@@ -357,6 +361,7 @@ describe("mocks: engine runtime backends", () => {
           { label: LABELS.stack, value: "mock" },
           { label: LABELS.engine, value: "e1" },
           { label: LABELS.planSha256, value: plan.planSha256 },
+          { label: LABELS.gpus, value: "2,3" },
           { label: LABELS.specSha256, value: own.specSha256 },
           { label: LABELS.launchToken, value: "pulumi-docker" },
         ],
@@ -442,7 +447,7 @@ describe("mocks: engine runtime backends", () => {
         await settle(rt.engineProcess(kind, `k-${kind}`, processArgs(kind, { hostScope: { name: `h-${kind}`, parent: scope() } }), scope()));
         expect(registered.filter((r) => !r.type.startsWith("test:")).map((r) => `${r.type} ${r.name}`), kind).to.deep.equal(
           kind === "docker"
-            ? ["pulumi:providers:docker h-docker-docker", "docker:index/container:Container k-docker-container", "command:remote:Command k-docker-started"]
+            ? ["pulumi:providers:docker h-docker-docker", "command:remote:Command k-docker-gpu-wait", "docker:index/container:Container k-docker-container", "command:remote:Command k-docker-started"]
             : [`command:remote:Command k-${kind}-process`],
         );
       }

@@ -130,6 +130,8 @@ describe("container spec (docker run argv)", () => {
         [LABELS.stack]: "dev",
         [LABELS.engine]: "e1",
         [LABELS.planSha256]: plan.planSha256,
+        // What another engine waiting for these GPUs reads (lib/runtime/gpu-claims.ts).
+        [LABELS.gpus]: row.gpuIds.join(","),
         [LABELS.specSha256]: spec.specSha256,
         [LABELS.launchToken]: "0123456789abcdef0123456789abcdef",
       });
