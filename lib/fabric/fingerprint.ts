@@ -4,8 +4,9 @@
  * RDMA port replaces exactly that edge's measurement (design, sections 3 and 4).
  *
  * The route is kept as the fields `ip route get <destination> from <source>` resolves (type, destination,
- * gateway, device, source, table), not as its text: the text also carries the caller's uid and the
- * route-cache state (`cache expires 297sec`), which change between runs without the path changing.
+ * gateway, device, source, table, the route's own MTU), not as its text: the text also carries the
+ * caller's uid and the route-cache state (`cache expires 297sec mtu 1450`, a learned path-MTU exception),
+ * which change between runs without the path changing.
  */
 import { sha256Json } from "../digest";
 import { FabricError } from "./errors";
@@ -24,6 +25,11 @@ export interface RouteGet {
   /** `from`, when the query named a source. */
   readonly from: string | null;
   readonly table: string | null;
+  /**
+   * The route's `mtu` metric (`ip route add … mtu 1400`), null when the route sets none. `ip` prints it
+   * inline or on the cache line; a cache line with `expires` is a learned exception, not the route's.
+   */
+  readonly mtu: number | null;
 }
 
 const ROUTE_TYPES = new Set(["unicast", "local", "broadcast", "multicast", "anycast", "unreachable", "prohibit", "blackhole", "throw", "nat"]);
@@ -52,6 +58,7 @@ export function parseRouteGet(text: string): RouteGet {
   while (i < t.length) {
     const key = t[i++]!;
     if (FLAGS.has(key)) continue;
+    if (key === "mtu" && t[i] === "lock") i++;
     const value = t[i++];
     if (value === undefined) break;
     if (!VOLATILE.has(key)) fields[key] = value;
@@ -64,7 +71,15 @@ export function parseRouteGet(text: string): RouteGet {
     source: fields.src ?? null,
     from: fields.from ?? null,
     table: fields.table ?? null,
+    mtu: routeMtu(fields.mtu, cut >= 0 ? tokens.slice(cut + 1) : []),
   };
+}
+
+function routeMtu(inline: string | undefined, cache: string[]): number | null {
+  const at = cache.indexOf("mtu");
+  const fromCache = at >= 0 && !cache.includes("expires") ? cache[cache[at + 1] === "lock" ? at + 2 : at + 1] : undefined;
+  const value = inline ?? fromCache;
+  return value !== undefined && /^\d+$/.test(value) ? Number(value) : null;
 }
 
 /** One end's RDMA port, as `ibv_devinfo` / `show_gids` name it. */
@@ -157,7 +172,7 @@ export function linkFingerprint(i: LinkFingerprintInputs): FingerprintResult {
     source: { host: i.source.host, interface: i.source.interface, address: i.source.address },
     destination: { host: i.destination.host, address: i.destination.address },
     mtu: i.mtu,
-    route: { type: route.type, destination: route.destination, gateway: route.gateway, device: route.device, source: route.source, from: route.from, table: route.table },
+    route: { type: route.type, destination: route.destination, gateway: route.gateway, device: route.device, source: route.source, from: route.from, table: route.table, mtu: route.mtu ?? null },
     rdma,
   };
 

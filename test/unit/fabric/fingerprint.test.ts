@@ -22,6 +22,7 @@ describe("ip route get", () => {
       source: "192.0.2.2",
       from: null,
       table: null,
+      mtu: null,
     });
   });
 
@@ -35,6 +36,7 @@ describe("ip route get", () => {
       source: "::1",
       from: "::",
       table: "local",
+      mtu: null,
     });
   });
 
@@ -42,7 +44,15 @@ describe("ip route get", () => {
     const a = parseRouteGet("10.0.1.12 from 10.0.1.11 dev fab0 uid 0 \n    cache \n");
     const b = parseRouteGet("10.0.1.12 from 10.0.1.11 dev fab0 uid 1000 \n    cache expires 297sec mtu 1450 \n");
     expect(a).to.deep.equal(b);
-    expect(a).to.deep.equal({ type: "unicast", destination: "10.0.1.12", gateway: null, device: "fab0", source: null, from: "10.0.1.11", table: null });
+    expect(a).to.deep.equal({ type: "unicast", destination: "10.0.1.12", gateway: null, device: "fab0", source: null, from: "10.0.1.11", table: null, mtu: null });
+  });
+
+  it("keeps the route's own MTU, from the cache line or inline, but not a learned path-MTU exception", () => {
+    // As iproute2 printed it here after `ip route add 198.18.0.17/32 dev fab0 src 198.18.0.16 mtu 1400`.
+    expect(parseRouteGet("198.18.0.17 from 198.18.0.16 dev fab0 uid 0 \n    cache mtu 1400 \n")).to.include({ device: "fab0", from: "198.18.0.16", mtu: 1400 });
+    expect(parseRouteGet("10.0.1.12 from 10.0.1.11 dev fab0 uid 0 \n    cache mtu lock 1280 \n").mtu).to.equal(1280);
+    expect(parseRouteGet("fd00::12 from fd00::11 dev fab0 proto kernel src fd00::11 metric 256 mtu 1400 pref medium").mtu).to.equal(1400);
+    expect(parseRouteGet("10.0.1.12 from 10.0.1.11 dev fab0 uid 0 \n    cache expires 297sec mtu 1450 \n").mtu).to.equal(null);
   });
 
   it("refuses text that is not a route", () => {
@@ -74,7 +84,7 @@ describe("link fingerprint", () => {
       source: { host: "gpu-a", interface: "fab0", address: "10.0.1.11" },
       destination: { host: "gpu-b", address: "10.0.1.12" },
       mtu: 9000,
-      route: { type: "unicast", destination: "10.0.1.12", gateway: null, device: "fab0", source: null, from: "10.0.1.11", table: null },
+      route: { type: "unicast", destination: "10.0.1.12", gateway: null, device: "fab0", source: null, from: "10.0.1.11", table: null, mtu: null },
       rdma: null,
     });
     expect(r.digest).to.match(/^sha256:[0-9a-f]{64}$/);
@@ -95,6 +105,7 @@ describe("link fingerprint", () => {
       { ...tcp, destination: { ...tcp.destination, address: "10.0.1.13" }, route: "10.0.1.13 from 10.0.1.11 dev fab0 uid 0" },
       { ...tcp, source: { ...tcp.source, interface: "fab1" }, route: "10.0.1.12 from 10.0.1.11 dev fab1 uid 0" },
       { ...tcp, route: "10.0.1.12 from 10.0.1.11 via 10.0.1.1 dev fab0 uid 0" },
+      { ...tcp, route: "10.0.1.12 from 10.0.1.11 dev fab0 uid 0 \n    cache mtu 1400 \n" },
       rdma,
     ];
     const digests = variants.map((v) => linkFingerprint(v).digest);

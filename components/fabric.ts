@@ -1,0 +1,134 @@
+import * as pulumi from "@pulumi/pulumi";
+import type * as command from "@pulumi/command";
+import type { EngineSpec, FleetSpec } from "../lib/config";
+import type { HostLogin } from "../lib/fleet/host-plan";
+import type { CacheGroupSummary } from "../lib/fleet/cache-summary";
+import { edgeBudget, edgeLockWaitS, meshEdges, meshEngines, type EdgeMatrix, type FabricVerdict } from "../lib/fabric";
+import { FabricEdge, type EdgeEndpointArgs } from "../dynamic-providers/fabric-edge/resource";
+import type { EdgeLogin } from "../dynamic-providers/fabric-edge/types";
+import { FabricGate } from "../dynamic-providers/fabric-gate/resource";
+import type { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
+import type { Engine } from "./engine";
+
+/** What the mesh needs of each physical host: its login, its discovery, and the credentials it uses. */
+export interface FabricHost {
+  login: HostLogin;
+  discovery: HostDiscovery;
+  connection: command.types.input.remote.ConnectionArgs;
+}
+
+export interface FabricMeshArgs {
+  spec: FleetSpec;
+  stack: string;
+  hosts: ReadonlyMap<string, FabricHost>;
+  engines: ReadonlyArray<{ spec: EngineSpec; engine: Engine }>;
+  cacheGroups: pulumi.Output<CacheGroupSummary[]>;
+}
+
+/** Per edge, as the stack output shows it. */
+export interface EdgeSummary {
+  gbps: number;
+  requiredGbps: number;
+  verdict: FabricVerdict;
+  retransmits: number | null;
+  evidence: { relativePath: string; digest: string };
+}
+
+/**
+ * Gate D: one FabricEdge per directed pair of physical hosts that carries KV, measured one at a time
+ * in a fixed order after every engine has started and captured its cache, then the gate over all of
+ * them (edge matrix, evidence, failure when an edge is below its budget).
+ */
+export class FabricMesh extends pulumi.ComponentResource {
+  public readonly edges: FabricEdge[];
+  /** What sends traffic later (attestation, profiling, router) depends on this. */
+  public readonly gate: FabricGate;
+  public readonly edgeMatrix: pulumi.Output<EdgeMatrix>;
+  public readonly summary: pulumi.Output<{ matrix: EdgeMatrix; evidence: { relativePath: string; digest: string }; edges: Record<string, EdgeSummary> }>;
+
+  constructor(name: string, args: FabricMeshArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("narwhal:fabric:FabricMesh", name, {}, opts);
+    const { spec, stack, hosts } = args;
+    const planned = meshEdges(meshEngines(spec));
+    // Fields stay separate inputs, so a preview that re-takes a host's discovery leaves the config's side known.
+    const endpoint = (alias: string): EdgeEndpointArgs => {
+      const h = hosts.get(alias)!;
+      const configured = spec.hosts.find((x) => x.alias === alias)!;
+      return {
+        alias,
+        sshHost: h.login.host,
+        fabricInterface: configured.fabricInterface,
+        fabricAddressChoice: configured.fabricAddress,
+        hostKey: h.discovery.hostKey,
+        fabricAddress: h.discovery.fabricAddress,
+      };
+    };
+    const login = (alias: string): EdgeLogin => {
+      const l = hosts.get(alias)!.login;
+      return { host: l.host, port: l.port, user: l.user, jump: l.jump, connectTimeoutS: spec.ssh.connectTimeoutS, maxSessions: spec.ssh.maxSessionsPerHost };
+    };
+
+    // Engines first (their caches captured, nothing serving yet), then each edge after the one before it.
+    let previous: pulumi.Resource[] = args.engines.map((e) => e.engine);
+    this.edges = planned.map((e) => {
+      const budget = args.cacheGroups.apply((groups) => edgeBudget(e, groups));
+      const edge = new FabricEdge(
+        `${name}-${e.source}-to-${e.destination}`,
+        {
+          stack,
+          edgeId: e.id,
+          source: endpoint(e.source),
+          destination: endpoint(e.destination),
+          transport: e.transport,
+          rdma: e.rdma ?? undefined,
+          tool: { durationS: spec.fabric.durationS, streams: 1 },
+          iperfPort: spec.fabric.iperfPort,
+          sourceLogin: login(e.source),
+          destinationLogin: login(e.destination),
+          sourcePrivateKey: hosts.get(e.source)!.connection.privateKey,
+          sourcePassword: hosts.get(e.source)!.connection.password,
+          destinationPrivateKey: hosts.get(e.destination)!.connection.privateKey,
+          destinationPassword: hosts.get(e.destination)!.connection.password,
+          requiredGbps: budget.requiredGbps,
+          budget: budget.apply(({ governingEngine, budgetKey, formula }) => ({ governingEngine, budgetKey, formula })),
+          lockWaitS: edgeLockWaitS(spec.fabric.durationS),
+        },
+        { parent: this, dependsOn: previous },
+      );
+      previous = [edge];
+      return edge;
+    });
+
+    const matrixHosts = [...new Set(planned.flatMap((e) => [e.source, e.destination]))].sort();
+    this.gate = new FabricGate(
+      `${name}-gate`,
+      {
+        stack,
+        hosts: matrixHosts,
+        edges: pulumi.all(
+          this.edges.map((edge, k) =>
+            pulumi.all([edge.measurement, edge.requiredGbps, edge.verdict, edge.verdictReason, edge.evidence]).apply(([m, requiredGbps, verdict, reason, evidence]) => ({
+              id: planned[k]!.id,
+              source: planned[k]!.source,
+              destination: planned[k]!.destination,
+              gbps: m.gbps,
+              requiredGbps,
+              verdict,
+              reason,
+              retransmits: m.retransmits,
+              evidence,
+            })),
+          ),
+        ),
+      },
+      { parent: this },
+    );
+    this.edgeMatrix = this.gate.matrix;
+    this.summary = pulumi.all([this.gate.matrix, this.gate.evidence, this.gate.edges]).apply(([matrix, evidence, edges]) => ({
+      matrix,
+      evidence,
+      edges: Object.fromEntries(edges.map((e) => [e.id, { gbps: e.gbps!, requiredGbps: e.requiredGbps, verdict: e.verdict, retransmits: e.retransmits ?? null, evidence: e.evidence }])),
+    }));
+    this.registerOutputs({ edgeMatrix: this.edgeMatrix });
+  }
+}

@@ -1,0 +1,213 @@
+/**
+ * FabricEdge provider methods (Gate D), loaded at call time by resource.ts (see ../shim.ts).
+ *
+ * - create: one directed measurement (./measure.ts), holding the measurement lock (./lock.ts): observe both hosts'
+ *   sides of the path (MTU, address, `ip route get`, route files), refuse a path that is not the fabric,
+ *   check that nothing else uses iperf3 or the port, start the server on the destination, run the client
+ *   on the source, stop the server whatever happened, and record everything as evidence. The verdict
+ *   against the budget is computed, and kept: "below" is reported by the fleet's fabric gate, so the
+ *   figure stays on record and a budget change re-evaluates it without re-measuring.
+ * - diff: what the measurement was taken against replaces; the budget, logins and port update.
+ * - update: recomputes the verdict from the stored measurement; nothing is measured.
+ * - read: observes both sides again without traffic, recorded as `observed` beside `measured`, so
+ *   `pulumi preview --refresh` replaces exactly the edges whose path moved.
+ * - delete: nothing remote; the evidence record stays.
+ */
+import type * as pulumi from "@pulumi/pulumi";
+import { FabricError } from "../../lib/fabric/errors";
+import { verdictDetail } from "../../lib/fabric/budget";
+import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
+import { ibWriteBwCommands } from "../../lib/fabric/ib-write-bw";
+import { iperf3Commands, iperf3Measurement, parseIperf3Json, type Iperf3Commands, type Iperf3Result } from "../../lib/fabric/iperf3";
+import type { PathFingerprint } from "../../lib/fabric/path";
+import { diffInputs } from "../diff";
+import { writeEvidence } from "../evidence";
+import { containsUnknown, edgeInputProblems } from "./check";
+import { withMeasurementLock } from "./lock";
+import { digestsOf, measure, observe, withSessions, type Run, type Sides } from "./measure";
+import type { EdgeEndpoint, EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs, PathDigests } from "./types";
+
+/** What the figure was taken against: a change means the figure no longer describes the path. */
+const MEASURED_AGAINST = ["edgeId", "source", "destination", "transport", "rdma", "tool"] as const;
+/** What only changes how the hosts are reached or what the figure is compared with. */
+const UPDATABLE = [
+  "stack", "iperfPort", "sourceLogin", "destinationLogin", "sourcePrivateKey", "sourcePassword",
+  "destinationPrivateKey", "destinationPassword", "requiredGbps", "budget", "lockWaitS",
+] as const;
+
+/** perftest's defaults for a bandwidth test, used for the RDMA commands an RDMA edge would run. */
+const IB_WRITE_BW_SIZE = 65536;
+const IB_WRITE_BW_ITERATIONS = 5000;
+
+function refuseBadInputs(i: FabricEdgeInputs): void {
+  const problems = edgeInputProblems(i);
+  if (problems.length) {
+    throw new FabricError("NARWHAL_FABRIC_TOOL_SETTINGS", `edge ${i.edgeId}: ${problems.map(([, p]) => p).join("; ")}; nothing was run`);
+  }
+}
+
+/** An RDMA edge needs the HCAs: its commands are generated and shown, and nothing is run. */
+function refuseRdma(i: FabricEdgeInputs): never {
+  const r = i.rdma;
+  const missing = !r ? ["rdma ports"] : [r.source.gidIndex === null ? `rdma.gidIndex for ${i.source.alias}` : "", r.destination.gidIndex === null ? `rdma.gidIndex for ${i.destination.alias}` : ""].filter(Boolean);
+  let commands = `the ib_write_bw commands need ${missing.join(" and ")}`;
+  if (r && missing.length === 0) {
+    const c = ibWriteBwCommands({
+      server: { hca: r.destination.hca, port: r.destination.port, gidIndex: r.destination.gidIndex! },
+      client: { hca: r.source.hca, port: r.source.port, gidIndex: r.source.gidIndex! },
+      serverAddress: i.destination.fabricAddress,
+      size: IB_WRITE_BW_SIZE,
+      iterations: IB_WRITE_BW_ITERATIONS,
+    });
+    commands = `server on ${i.destination.alias}: ${c.server.join(" ")}; then client on ${i.source.alias}: ${c.client.join(" ")}`;
+  }
+  throw new FabricError(
+    "NARWHAL_FABRIC_RDMA",
+    `edge ${i.edgeId}: transport ucx_rdma is measured with ib_write_bw on the hosts' HCAs, which needs the RDMA hardware; ` +
+      `this provider measures TCP edges only and ran nothing. The measurement is: ${commands}`,
+  );
+}
+
+/** Only called once {@link measure} refused paths that could not be fingerprinted. */
+function fingerprintsOf(sides: Sides): FabricEdgeOutputs["fingerprint"] {
+  const ok = (f: PathFingerprint) => (f as Extract<PathFingerprint, { ok: true }>).fingerprint;
+  return { forward: ok(sides.forward), return: ok(sides.back) };
+}
+
+/** The edge's evidence record: what it was measured against, every step, the route files, every sample. */
+async function record(
+  i: FabricEdgeInputs,
+  run: Run,
+  commands: Iperf3Commands,
+  parsed: { result: Iperf3Result; measurement: EdgeMeasurement } | null,
+  verdict: { status: "pass" | "fail" | "invalid"; reasons: string[] },
+): Promise<{ relativePath: string; digest: string }> {
+  // Named keys only: the inputs also carry the credentials and the engine's serialised provider.
+  const against = Object.fromEntries([...MEASURED_AGAINST, "iperfPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"].map((k) => [k, i[k as keyof FabricEdgeInputs] ?? null]));
+  const r = parsed?.result;
+  return writeEvidence(i.stack, secretsOf(i), {
+    kind: "fabric-edge",
+    subject: { kind: "edge", alias: i.edgeId },
+    inputs: { ...against, fingerprint: digestsOf(run.sides) } as never,
+    startingState: { iperf3OnHosts: "none", destinationPortFree: commands.settings.port },
+    commands: run.steps,
+    startedAt: run.steps[0]?.startedAt ?? run.startedAt,
+    endedAt: new Date().toISOString(),
+    observations: {
+      fingerprint: fingerprintsOf(run.sides),
+      routeGet: { forward: run.sides.seen.source.route.text, return: run.sides.seen.destination.route.text },
+      routeFiles: { [i.source.alias]: run.sides.seen.source.routeFiles, [i.destination.alias]: run.sides.seen.destination.routeFiles },
+      tool: { server: commands.server, client: commands.client, version: r?.version ?? null, protocol: r?.protocol ?? null, streams: r?.streams ?? null },
+      measurement: parsed?.measurement ?? null,
+      intervals: r?.intervals ?? null,
+      cpu: r?.cpu ?? null,
+      client: r ? JSON.parse(run.clientText.slice(run.clientText.indexOf("{"), run.clientText.lastIndexOf("}") + 1)) : run.clientText,
+      serverLog: run.serverLog,
+      budget: { requiredGbps: i.requiredGbps, ...i.budget },
+    } as never,
+    verdict,
+    artifacts: [],
+  });
+}
+
+function verdictFields(m: EdgeMeasurement, requiredGbps: number) {
+  const v = verdictDetail({ gbps: m.gbps, samples: m.samplesGbps }, { requiredGbps });
+  return { verdict: v.verdict, verdictReason: v.reason, marginGbps: v.marginGbps };
+}
+
+const secretsOf = (i: FabricEdgeInputs) => [i.sourcePrivateKey, i.sourcePassword, i.destinationPrivateKey, i.destinationPassword];
+
+export const provider: pulumi.dynamic.ResourceProvider = {
+  async check(_olds: FabricEdgeInputs, news: FabricEdgeInputs) {
+    const failures = edgeInputProblems(news).map(([property, reason]) => ({ property, reason }));
+    return failures.length ? { inputs: news, failures } : { inputs: news };
+  },
+
+  async create(inputs: FabricEdgeInputs) {
+    refuseBadInputs(inputs);
+    if (inputs.transport === "ucx_rdma") refuseRdma(inputs);
+    const commands = iperf3Commands({
+      serverAddress: inputs.destination.fabricAddress,
+      clientAddress: inputs.source.fabricAddress,
+      port: inputs.iperfPort,
+      durationS: inputs.tool.durationS,
+      streams: inputs.tool.streams,
+    });
+    const run = await withMeasurementLock(process.cwd(), { edge: inputs.edgeId, stack: inputs.stack }, inputs.lockWaitS, () => measure(inputs, commands));
+    let result: Iperf3Result;
+    try {
+      result = parseIperf3Json(run.clientText);
+    } catch (err) {
+      // The failed attempt is kept: the runbook records a blocked gate before anything changes it.
+      const reason = `the iperf3 client on ${inputs.source.alias} exited ${run.clientExit}: ${(err as Error).message}`;
+      const evidence = await record(inputs, run, commands, null, { status: "invalid", reasons: [reason] });
+      throw new FabricError(
+        (err as FabricError).code ?? "NARWHAL_FABRIC_TOOL_OUTPUT",
+        `edge ${inputs.edgeId}: ${reason}. Diagnose ${FABRIC_DIAGNOSIS.join(", ")}; the attempt is recorded in ${evidence.relativePath}`,
+      );
+    }
+    const m = iperf3Measurement(result);
+    const measurement: EdgeMeasurement = {
+      gbps: m.gbps,
+      samplesGbps: [...m.samples],
+      sentGbps: result.sentGbps,
+      retransmits: result.retransmits,
+      startedAt: run.startedAt,
+      endedAt: run.endedAt,
+    };
+    const verdict = verdictFields(measurement, inputs.requiredGbps);
+    const evidence = await record(inputs, run, commands, { result, measurement }, {
+      status: verdict.verdict === "met" ? "pass" : verdict.verdict === "below" ? "fail" : "invalid",
+      reasons: verdict.verdict === "met" ? [] : [verdict.verdictReason],
+    });
+    const digests = digestsOf(run.sides);
+    const outs: FabricEdgeOutputs = {
+      ...inputs,
+      measurement,
+      fingerprint: fingerprintsOf(run.sides),
+      measured: digests,
+      observed: digests,
+      observedProblems: [],
+      ...verdict,
+      evidence,
+    };
+    return { id: `${inputs.source.alias}-to-${inputs.destination.alias}-${evidence.digest.slice(7, 19)}`, outs };
+  },
+
+  async diff(_id: string, olds: FabricEdgeOutputs, news: FabricEdgeInputs) {
+    // A budget is unknown only in a preview that re-captures an engine's cache; a restart usually keeps
+    // the geometry, and `up` diffs again with the real figure, so "unknown" is not announced as a change.
+    const budget = containsUnknown(news.requiredGbps) || containsUnknown(news.budget) ? { requiredGbps: olds.requiredGbps, budget: olds.budget } : {};
+    // Likewise what discovery found (host key, fabric address) is unknown whenever a host's discovery is
+    // re-taken, for any reason (a policy or checkpoint change). The path is then judged by what is known:
+    // the config's side of each end (alias, SSH host, interface, and the address it chooses, if it does)
+    // and, on refresh, this edge's own observation of both hosts; `up` diffs again with what was found.
+    const known = (n: EdgeEndpoint | undefined, old: EdgeEndpoint | undefined): EdgeEndpoint | undefined => {
+      if (!n || typeof n !== "object") return n;
+      const { fabricAddressChoice: choice, ...rest } = n;
+      const address = containsUnknown(n.fabricAddress) ? (typeof choice === "string" && !containsUnknown(choice) ? choice : old?.fabricAddress) : n.fabricAddress;
+      return { ...rest, hostKey: containsUnknown(n.hostKey) && old ? old.hostKey : n.hostKey, fabricAddress: address! };
+    };
+    const result = diffInputs<FabricEdgeInputs>(
+      { ...olds, source: known(olds.source, undefined)!, destination: known(olds.destination, undefined)! },
+      { ...news, ...budget, source: known(news.source, olds.source)!, destination: known(news.destination, olds.destination)! },
+      MEASURED_AGAINST,
+      UPDATABLE,
+    );
+    const moved = (Object.keys(olds.measured ?? {}) as Array<keyof PathDigests>).filter((k) => olds.observed?.[k] !== olds.measured[k]);
+    const replaces = [...(result.replaces ?? []), ...moved];
+    return { changes: result.changes || moved.length > 0, replaces, deleteBeforeReplace: false };
+  },
+
+  async update(_id: string, olds: FabricEdgeOutputs, news: FabricEdgeInputs) {
+    // Only the budget, a login or the port changed: the figure stands and is judged again.
+    return { outs: { ...olds, ...news, ...verdictFields(olds.measurement, news.requiredGbps) } };
+  },
+
+  async read(id: string, props: FabricEdgeOutputs) {
+    const sides = await withSessions(props, (src, dst) => observe(props, src, dst));
+    const observed = digestsOf(sides);
+    const observedProblems = [sides.forward, sides.back].flatMap((f) => (f.ok ? [] : [f.reason]));
+    return { id, props: { ...props, observed, observedProblems } };
+  },
+};

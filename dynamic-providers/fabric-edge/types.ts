@@ -1,0 +1,92 @@
+import type { FabricVerdict } from "../../lib/fabric/budget";
+import type { LinkFingerprint } from "../../lib/fabric/fingerprint";
+import type { RdmaEnd, Transport } from "../../lib/fabric/mesh";
+
+/** One end of the edge as measured: which machine, which interface, which address. */
+export interface EdgeEndpoint {
+  /** Host alias in the fleet config. */
+  alias: string;
+  /** Where the config says the alias is (`hosts[].destination`'s host): another machine is another path. */
+  sshHost: string;
+  /** From the config. */
+  fabricInterface: string;
+  /** The config's choice among the interface's addresses, when it makes one. */
+  fabricAddressChoice?: string;
+  /** The key discovery verified: names the machine, and every login to it is pinned to it. */
+  hostKey: string;
+  /** The address discovery found on the interface: the server binds it (destination), the client binds it (source). */
+  fabricAddress: string;
+}
+
+/** How to log in to one end (the key and password travel separately, as secrets). */
+export interface EdgeLogin {
+  host: string;
+  port: number;
+  user: string;
+  jump?: { alias: string; host: string; port: number; user: string; pinnedHostKey?: string };
+  connectTimeoutS: number;
+  maxSessions: number;
+}
+
+/** What a directed edge's measurement is taken against, plus how to reach its hosts. */
+export interface FabricEdgeInputs {
+  /** Names the evidence folder. */
+  stack: string;
+  /** `<source>-><destination>`. */
+  edgeId: string;
+  source: EdgeEndpoint;
+  destination: EdgeEndpoint;
+  transport: Transport;
+  /** HCA ports for `ucx_rdma`; absent for tcp. */
+  rdma?: { source: RdmaEnd; destination: RdmaEnd };
+  /** iperf3 test length and parallel streams: part of what the figure means. */
+  tool: { durationS: number; streams: number };
+  /** The iperf3 server's port on the destination (checked free first); which one is used does not change the figure. */
+  iperfPort: number;
+  sourceLogin: EdgeLogin;
+  destinationLogin: EdgeLogin;
+  sourcePrivateKey?: string;
+  sourcePassword?: string;
+  destinationPrivateKey?: string;
+  destinationPassword?: string;
+  /** The budget the edge is held to: changing it re-evaluates the verdict, never re-measures. */
+  requiredGbps: number;
+  /** Whose budget that is, for the verdict's record. */
+  budget: { governingEngine: string; budgetKey: string; formula: string };
+  /** Bounded wait for another edge's measurement to finish before this one refuses. */
+  lockWaitS: number;
+}
+
+/** The fingerprint digest of each side: the source's forward path and the destination's return path. */
+export interface PathDigests {
+  forwardPath: string;
+  returnPath: string;
+}
+
+/** The recorded measurement: never rewritten after create. */
+export interface EdgeMeasurement {
+  /** Received Gbit/s over the whole test. */
+  gbps: number;
+  /** Every per-interval sample, Gbit/s, in order (warm-up intervals excluded). */
+  samplesGbps: number[];
+  sentGbps: number | null;
+  retransmits: number | null;
+  /** The client's start and end on this machine's clock: the serialisation record. */
+  startedAt: string;
+  endedAt: string;
+}
+
+export type FabricEdgeOutputs = FabricEdgeInputs & {
+  measurement: EdgeMeasurement;
+  fingerprint: { forward: LinkFingerprint; return: LinkFingerprint };
+  /** As measured at create. */
+  measured: PathDigests;
+  /** As last observed (create, or `read` during a refresh); a difference replaces the edge. */
+  observed: PathDigests;
+  /** Why `observed` differs, when a side could not be fingerprinted at the last refresh. */
+  observedProblems: string[];
+  verdict: FabricVerdict;
+  verdictReason: string;
+  marginGbps: number | null;
+  evidence: { relativePath: string; digest: string };
+};

@@ -1,0 +1,47 @@
+/**
+ * FabricGate provider methods (Gate D's decision), loaded at call time by resource.ts (see ../shim.ts).
+ * create/update: the edge matrix from the edges' recorded figures and verdicts, written as an evidence
+ * record (also when the gate is blocked), then a failure naming every edge that is not met. Nothing is
+ * measured here: the edges hold their figures, so a budget change re-judges without re-sampling.
+ */
+import type * as pulumi from "@pulumi/pulumi";
+import { canonicalJson } from "../../lib/digest";
+import { edgeMatrix, gateProblems, requireGatePassed } from "../../lib/fabric/matrix";
+import { writeEvidence } from "../evidence";
+import type { FabricGateInputs, FabricGateOutputs } from "./types";
+
+async function judge(inputs: FabricGateInputs): Promise<FabricGateOutputs> {
+  const startedAt = new Date().toISOString();
+  const matrix = edgeMatrix(inputs.hosts, inputs.edges);
+  const problems = gateProblems(inputs.edges);
+  const evidence = await writeEvidence(inputs.stack, [], {
+    kind: "fabric-matrix",
+    subject: { kind: "fleet", alias: inputs.stack },
+    inputs: Object.fromEntries(inputs.edges.map((e) => [e.id, { evidence: e.evidence.digest, requiredGbps: e.requiredGbps }])),
+    commands: [],
+    startedAt,
+    endedAt: new Date().toISOString(),
+    observations: { matrix, edges: inputs.edges } as never,
+    verdict: { status: problems.length ? "fail" : "pass", reasons: problems },
+    artifacts: [],
+  });
+  requireGatePassed(inputs.edges);
+  return { ...inputs, matrix, evidence };
+}
+
+export const provider: pulumi.dynamic.ResourceProvider = {
+  async create(inputs: FabricGateInputs) {
+    const outs = await judge(inputs);
+    return { id: `${inputs.stack}-fabric-${outs.evidence.digest.slice(7, 19)}`, outs };
+  },
+
+  async diff(_id: string, olds: FabricGateOutputs, news: FabricGateInputs) {
+    const keys = ["stack", "hosts", "edges"] as const;
+    const changed = keys.filter((k) => canonicalJson(olds[k] ?? null) !== canonicalJson(news[k] ?? null));
+    return { changes: changed.length > 0, replaces: [], deleteBeforeReplace: false };
+  },
+
+  async update(_id: string, _olds: FabricGateOutputs, news: FabricGateInputs) {
+    return { outs: await judge(news) };
+  },
+};

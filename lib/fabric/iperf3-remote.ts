@@ -1,0 +1,122 @@
+/**
+ * The shell around one iperf3 measurement on the edge's two hosts: check that nothing else is using the
+ * hosts' fabric tools, start the server on the destination (bounded, detached from the SSH channel, in
+ * its own process group), and stop it afterwards whatever happened, proving nothing is left listening.
+ *
+ * "Running iperf3" is judged by sockets in the host's network namespace (`ss -p`), not by the process
+ * table: hosts that share a kernel (containers, the simulated fleet) would otherwise see each other's runs.
+ */
+import { shellLine, shq } from "../shell";
+import { FabricError } from "./errors";
+import type { Iperf3Commands } from "./iperf3";
+
+/** Seconds between TERM and KILL when `timeout` ends a tool. */
+export const KILL_GRACE_S = 5;
+/** Seconds the server may take to listen once started. */
+export const SERVER_READY_TIMEOUT_S = 10;
+/** Seconds beyond the test's own duration the client may take (connect, omit, the final exchange). */
+export const CLIENT_SLACK_S = 20;
+
+/** Seconds the server may live: it serves exactly one test, then exits on its own (`-1`). */
+export function serverLifetimeS(durationS: number): number {
+  return SERVER_READY_TIMEOUT_S + durationS + CLIENT_SLACK_S + KILL_GRACE_S;
+}
+
+/** Seconds the client command may run before `timeout` ends it. */
+export function clientLifetimeS(durationS: number): number {
+  return durationS + CLIENT_SLACK_S;
+}
+
+/**
+ * Seconds an edge waits for another edge's measurement before refusing: two whole server lifetimes and
+ * a minute for the logins and observations around them.
+ */
+export function edgeLockWaitS(durationS: number): number {
+  return 2 * serverLifetimeS(durationS) + 60;
+}
+
+/** Exit statuses the scripts use, so the provider can name what was busy. */
+export const BUSY_IPERF3 = 75;
+export const BUSY_PORT = 76;
+export const NO_IPERF3 = 77;
+
+/**
+ * Run on both hosts before anything starts: iperf3 installed, no iperf3 socket open on the host, and
+ * (on the destination) nothing listening on the port. Prints what it found when it refuses.
+ */
+export function preflightScript(port: number | null): string {
+  return [
+    `command -v iperf3 >/dev/null 2>&1 || { echo "iperf3 is not installed (not on PATH)"; exit ${NO_IPERF3}; }`,
+    `busy=$(ss -Htanp 2>/dev/null | grep '"iperf3"'); [ -z "$busy" ] || { printf 'iperf3 is already running here:\\n%s\\n' "$busy"; exit ${BUSY_IPERF3}; }`,
+    ...(port === null ? [] : [`taken=$(ss -Hltnp ${shq(`sport = :${port}`)} 2>/dev/null); [ -z "$taken" ] || { printf 'port ${port} is taken:\\n%s\\n' "$taken"; exit ${BUSY_PORT}; }`]),
+    "exit 0",
+  ].join("\n") + "\n";
+}
+
+/** The folder each measurement keeps its server's pid and log in, on the destination. */
+export const RUN_DIR_TEMPLATE = "/tmp/narwhal-fabric.XXXXXXXX";
+const RUN_DIR = /^\/tmp\/narwhal-fabric\.[A-Za-z0-9]{8}$/;
+
+/**
+ * Starts `commands.server` on the destination and waits until it listens; prints the run folder on its
+ * first line. Exits non-zero with the server's log when it does not listen in time.
+ */
+export function serverStartScript(commands: Iperf3Commands): string {
+  const { port, durationS } = commands.settings;
+  const argv = ["timeout", "-k", String(KILL_GRACE_S), String(serverLifetimeS(durationS)), ...commands.server];
+  const polls = SERVER_READY_TIMEOUT_S * 10;
+  return [
+    `dir=$(mktemp -d ${RUN_DIR_TEMPLATE}) || exit 70`,
+    'echo "$dir"',
+    // Its own session: the stop script ends the whole group; no descriptor ties it to this SSH channel.
+    `setsid ${shellLine(argv)} >"$dir/server.log" 2>&1 </dev/null &`,
+    'pid=$!; echo "$pid" >"$dir/server.pid"',
+    "i=0",
+    `while [ "$i" -lt ${polls} ]; do`,
+    `  [ -n "$(ss -Hltn ${shq(`sport = :${port}`)} 2>/dev/null)" ] && exit 0`,
+    '  kill -0 "$pid" 2>/dev/null || { echo "the iperf3 server exited before listening:" >&2; cat "$dir/server.log" >&2; exit 71; }',
+    "  sleep 0.1; i=$((i + 1))",
+    "done",
+    `echo "the iperf3 server did not listen on port ${port} within SERVER_READY_TIMEOUT_S=${SERVER_READY_TIMEOUT_S}s:" >&2; cat "$dir/server.log" >&2; exit 72`,
+  ].join("\n") + "\n";
+}
+
+/** The run folder {@link serverStartScript} printed; throws when its first line is not one. */
+export function runDirOf(host: string, startOutput: string): string {
+  const dir = startOutput.split("\n")[0]!.trim();
+  if (!RUN_DIR.test(dir)) throw new FabricError("NARWHAL_FABRIC_TOOL_OUTPUT", `host ${host}: the iperf3 server start printed no run folder: ${JSON.stringify(startOutput.slice(0, 200))}`);
+  return dir;
+}
+
+/** The marker between what the stop script says and the server's log. */
+export const SERVER_LOG_MARK = "@@narwhal-fabric-server-log";
+
+/**
+ * Ends the server's process group if it is still there (TERM, then KILL), prints its log after
+ * {@link SERVER_LOG_MARK}, removes the run folder, and fails when anything still listens on the port.
+ */
+export function serverStopScript(dir: string, port: number): string {
+  if (!RUN_DIR.test(dir)) throw new FabricError("NARWHAL_FABRIC_TOOL_SETTINGS", `not a measurement run folder: ${JSON.stringify(dir)}`);
+  const d = shq(dir);
+  return [
+    `pid=$(cat ${d}/server.pid 2>/dev/null)`,
+    // Only a group whose leader is still our server: a recycled pid is someone else's process.
+    'if [ -n "$pid" ] && tr "\\0" " " </proc/"$pid"/cmdline 2>/dev/null | grep -q iperf3; then',
+    '  kill -TERM -- "-$pid" 2>/dev/null',
+    "  i=0",
+    `  while kill -0 "$pid" 2>/dev/null && [ "$i" -lt ${KILL_GRACE_S * 10} ]; do sleep 0.1; i=$((i + 1)); done`,
+    '  kill -KILL -- "-$pid" 2>/dev/null',
+    "fi",
+    `echo ${SERVER_LOG_MARK}`,
+    `cat ${d}/server.log 2>/dev/null`,
+    `rm -rf ${d}`,
+    `left=$(ss -Hltnp ${shq(`sport = :${port}`)} 2>/dev/null | grep '"iperf3"')`,
+    `[ -z "$left" ] || { printf 'an iperf3 server still listens on port ${port}:\\n%s\\n' "$left" >&2; exit 73; }`,
+    "exit 0",
+  ].join("\n") + "\n";
+}
+
+/** The client's argv on the source, bounded by `timeout`. */
+export function clientArgv(commands: Iperf3Commands): string[] {
+  return ["timeout", "-k", String(KILL_GRACE_S), String(clientLifetimeS(commands.settings.durationS)), ...commands.client];
+}
