@@ -23,6 +23,10 @@ export const deploymentConfig = {
 };
 /** Gate C's cache-equivalence groups (signature, representative, members, layout disagreements) with Gate D's fabric budget per geometry. */
 export const cacheGroups = fleet.cacheGroups;
+/** Gate D: the edge matrix (hosts × hosts, Gbit/s and verdict), each directed edge's figure, budget and evidence, and the matrix record. */
+export const fabric = fleet.fabric.summary;
+/** Gate E: per engine its sidecar's attestation URL, attestation digest and evidence; the fleet's engine_contract and the fleet document that carries it. */
+export const attestation = { engines: fleet.attestation.engines, contract: fleet.attestation.contract, fleetDocument: fleet.attestation.fleetDocument };
 /** The role-to-host plan, as the runbook's `deploy_hosts.py plan` prints it. */
 export const deployment = {
   router: fleet.routerHost,

@@ -15,6 +15,8 @@ import { fleetDocument } from "../lib/fleet/fleet-document";
 import { generatedConfig } from "../lib/fleet/generated-config";
 import { cacheSummary, CacheGroupSummary } from "../lib/fleet/cache-summary";
 import type { RuntimeIdentity } from "../lib/discovery/runtime";
+import { FabricMesh } from "./fabric";
+import { AttestationMesh } from "./attestation";
 
 export interface FleetArgs {
   spec: FleetSpec;
@@ -68,6 +70,10 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly deploymentConfig: DeploymentConfig;
   /** Cache-equivalence groups and their fabric budgets, from every engine's captured layout. */
   public readonly cacheGroups: pulumi.Output<CacheGroupSummary[]>;
+  /** Gate D: the directed fabric edges, measured one at a time after every cache capture, and their gate. */
+  public readonly fabric: FabricMesh;
+  /** Gate E: a sidecar and an attestation per engine after fabric qualification, and the fleet's engine_contract. */
+  public readonly attestation: AttestationMesh;
 
   constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:fleet:Fleet", name, {}, opts);
@@ -143,6 +149,8 @@ export class Fleet extends pulumi.ComponentResource {
         }),
       )
       .apply((facts) => cacheSummary(spec, facts));
+    this.fabric = new FabricMesh(`${name}-fabric`, { spec, stack: args.stack, hosts, engines, cacheGroups: this.cacheGroups }, { parent: this });
+    this.attestation = new AttestationMesh(`${name}-attestation`, { spec, stack: args.stack, hosts, engines, replicas: this.replicas, after: [this.fabric.gate] }, { parent: this });
     this.registerOutputs({ hosts: this.hosts, engines: this.engines });
   }
 

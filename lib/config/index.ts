@@ -21,4 +21,5 @@ export type {
   SshSpec,
   FabricSpec,
   ProfilingSpec,
+  AttestationSpec,
 } from "./types";

@@ -175,6 +175,7 @@ export function parseFleetConfig(raw: unknown): FleetSpec {
     ssh: section("ssh"),
     fabric: section("fabric"),
     profiling: section("profiling"),
+    attestation: section("attestation"),
   };
   for (const rule of RULES) rule(input, (path, message) => problems.push({ path, message }));
 
@@ -213,5 +214,6 @@ function resolve(input: RuleInput): FleetSpec {
     ssh: full(input.ssh),
     fabric,
     profiling: full(input.profiling),
+    attestation: full(input.attestation),
   };
 }

@@ -29,6 +29,7 @@ export type ObservabilitySpec = z.output<typeof s.ObservabilitySchema>;
 export type SshSpec = z.output<typeof s.SshSchema>;
 export type FabricSpec = z.output<typeof s.FabricSchema>;
 export type ProfilingSpec = z.output<typeof s.ProfilingSchema>;
+export type AttestationSpec = z.output<typeof s.AttestationSchema>;
 
 /** The whole stack config after parsing, defaults and cross-field checks. */
 export interface FleetSpec {
@@ -54,4 +55,6 @@ export interface FleetSpec {
   fabric: FabricSpec;
   /** Profiling sweep settings. */
   profiling: ProfilingSpec;
+  /** Gate E's sidecars. */
+  attestation: AttestationSpec;
 }

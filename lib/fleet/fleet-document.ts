@@ -1,4 +1,5 @@
 import type { FleetSpec } from "../config";
+import type { EngineContract } from "../attestation/contract";
 
 /** Where one engine is reached, as the router and `narwhal-check` will reach it. */
 export interface EngineEndpoint {
@@ -20,13 +21,15 @@ export const ENGINE_API_KEY_ENV = "NARWHAL_ENGINE_API_KEY";
 /**
  * The fleet document in the nested `narwhal.fleet` schema (version 2) that narwhal-inference 0.7.0's
  * loader accepts: model, measured hardware and TP shape, engine URL references, initial roles and
- * pins, initial latency targets and the profile path (runbook, Gate A's `config/fleet.json`).
+ * pins, initial latency targets and the profile path (runbook, Gate A's `config/fleet.json`). After
+ * Gate E it also carries `engine_contract`, the contract every engine's sidecar attested, as
+ * `finalize-fleet` writes it.
  */
 export function fleetDocument(
   spec: FleetSpec,
   endpoints: ReadonlyArray<EngineEndpoint>,
   hardware: FleetHardware,
-  opts: { profilesPath: string; firstTokenCalibrationPath?: string },
+  opts: { profilesPath: string; firstTokenCalibrationPath?: string; engineContract?: EngineContract },
 ): Record<string, unknown> {
   const byId = new Map(endpoints.map((e) => [e.id, e]));
   return {
@@ -52,5 +55,6 @@ export function fleetDocument(
       engine_api_key_env: ENGINE_API_KEY_ENV,
     },
     profiles: { path: opts.profilesPath },
+    ...(opts.engineContract ? { engine_contract: { ...opts.engineContract } } : {}),
   };
 }

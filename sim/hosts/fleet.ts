@@ -25,6 +25,7 @@ import { bridgeExists, ensureBridge, forwardRulePresent, listNetns, removeBridge
 import { hostPaths, knownHostsFile, modelsMountPointMarker, privateKeyFile, sshConfigFile } from "./paths";
 import { engineSimConfig, readSimConfig, writeSimConfig } from "./sim-config";
 import { writeSimPythonSite } from "./python-site";
+import { writeNarwhalAttestShim } from "./narwhal-attest";
 import { startSshd, stopSshd } from "./sshd";
 import { fromStored, readState, sameStructure, toStored, writeState } from "./state";
 import { buildTopology, HostSpec, Topology, TopologyOptions } from "../topology";
@@ -103,6 +104,7 @@ export async function simUp(opts: SimUpOptions = {}): Promise<SimFleet> {
           const changed = writeSimConfig(p.simConfig, engineSimConfig(spec, scale ?? current ?? DEFAULT_TIME_SCALE));
           // Hosts built before the Python side of their vLLM existed get it here (idempotent).
           writeSimPythonSite(p);
+          writeNarwhalAttestShim(p.binDir, spec.alias);
           actions[spec.alias] = changed ? "kept, sim config updated" : "kept";
           state.hosts[spec.alias] = { ...toStored(spec, stored.startedAt) };
           return;

@@ -35,6 +35,7 @@ export interface RuleInput {
   readonly ssh: Section<z.output<typeof s.SshSchema>>;
   readonly fabric: Section<z.output<typeof s.FabricSchema>>;
   readonly profiling: Section<z.output<typeof s.ProfilingSchema>>;
+  readonly attestation: Section<z.output<typeof s.AttestationSchema>>;
 }
 
 export type Report = (path: PathSegment[], message: string) => void;

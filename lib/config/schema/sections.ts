@@ -1,4 +1,4 @@
-/** The object sections other than launch: model, runtime, slo, router, observability, ssh, fabric, profiling. */
+/** The object sections other than launch: model, runtime, slo, router, observability, ssh, fabric, profiling, attestation. */
 import { PROGRAM_DEFAULTS as P, RUNBOOK_DEFAULTS as R } from "../defaults";
 import { show } from "../describe";
 import * as f from "../fields";
@@ -185,4 +185,21 @@ export const ProfilingSchema = f.strict(
     decodeRepeats: f.positiveInt().default(R.profiling.decodeRepeats),
   },
   "an object of profiling settings",
+);
+
+export const AttestationSchema = f.strict(
+  {
+    /**
+     * The sidecar narwhal-inference ships, as a command on every engine host (the router install of
+     * Gate B puts it there); a path works as well.
+     */
+    command: f
+      .text('a command (e.g. "narwhal-attest" or "/opt/narwhal/.venv/bin/narwhal-attest")', (s) =>
+        s.startsWith("-") || /[\s\x00-\x1f]/.test(s) ? `found ${show(s)}; expected one command name or path, without spaces` : undefined,
+      )
+      .default(P.attestation.command),
+    /** Bounded wait for a sidecar's /health after its start, seconds. */
+    startTimeoutS: f.seconds().default(P.attestation.startTimeoutS),
+  },
+  "an object {command, startTimeoutS}",
 );

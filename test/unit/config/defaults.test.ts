@@ -48,6 +48,7 @@ describe("config: defaults", () => {
         prefillRepeats: 3,
         decodeRepeats: 1,
       },
+      attestation: { command: "narwhal-attest", startTimeoutS: 60 },
     });
   });
 

@@ -4,7 +4,7 @@
  */
 import { DIGEST, rejectsEach, type BadCase } from "./fixtures";
 
-const KNOWN_KEYS = "hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling";
+const KNOWN_KEYS = "hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation";
 const MUTABLE = "pin an image ID (sha256:…) or a digest (repo@sha256:…)";
 
 const CASES: BadCase[] = [
@@ -38,6 +38,14 @@ const CASES: BadCase[] = [
         "runtime.image",
         `"vllm/vllm-openai@sha256:abc123" has a malformed digest: expected 64 lowercase hex digits after "sha256:"; ${MUTABLE}`,
       ],
+    ],
+  },
+  {
+    name: "an attestation command with arguments",
+    edit: (c) => (c.attestation = { command: "narwhal-attest --port 1", startTimeoutS: 0 }),
+    issues: [
+      ["attestation.command", 'found "narwhal-attest --port 1"; expected one command name or path, without spaces'],
+      ["attestation.startTimeoutS", "found 0; allowed: a positive number (seconds)"],
     ],
   },
   {

@@ -5,6 +5,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { parseFleetConfig } from "../../../lib/config";
 import { ENGINE_API_KEY_ENV, fleetDocument } from "../../../lib/fleet/fleet-document";
+import { attestationDocument, engineContract } from "../../../lib/attestation";
+import { facts } from "../attestation/fixtures";
 
 const ROOT = path.resolve(__dirname, "..", "..", "..");
 const PYTHON = path.join(ROOT, ".tools", "venv", "bin", "python");
@@ -48,6 +50,29 @@ describe("fleet document", () => {
       const script = "import sys, json; from narwhal.config.loading import load; c = load(sys.argv[1]); print(json.dumps({'model': c.model, 'iids': [e.iid for e in c.engines]}))";
       const out = execFileSync(PYTHON, ["-c", script, file], { encoding: "utf8", env: { ...process.env, [ENGINE_API_KEY_ENV]: "x" } });
       expect(JSON.parse(out)).to.deep.equal({ model: "tiny-llama", iids: ["e1", "e2", "e3"] });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("carries the attested engine_contract after Gate E, and narwhal's loader reads it back unchanged", () => {
+    const fleet = engineContract(spec.engines.map((e) => ({ engineId: e.id, contract: attestationDocument(facts({ id: e.id })).contract })));
+    const attested = fleetDocument(spec, endpoints, { accelerator: "NVIDIA H100 80GB HBM3", acceleratorsPerEngine: 1, tensorParallel: 1 }, { profilesPath: "runs/profiles.json", engineContract: fleet.contract });
+    expect(attested.engine_contract).to.deep.equal(fleet.contract);
+    expect(attested.schema_version).to.equal(2);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fleetdoc-"));
+    try {
+      const file = path.join(dir, "fleet.json");
+      fs.writeFileSync(file, JSON.stringify(attested, null, 2));
+      const script =
+        "import sys, json; from narwhal.config.loading import load; c = load(sys.argv[1]); " +
+        "print(json.dumps({'contract': c.engine_contract.fields(), 'missing': c.contract_missing(), 'fingerprint': c.engine_contract.fingerprint(), " +
+        "'attestation_urls': [e.attestation_url for e in c.engines]}))";
+      const out = JSON.parse(execFileSync(PYTHON, ["-c", script, file], { encoding: "utf8", env: { ...process.env, [ENGINE_API_KEY_ENV]: "x" } }));
+      expect(out.contract).to.deep.equal(fleet.contract);
+      expect(out.missing).to.deep.equal([]);
+      expect(out.fingerprint).to.equal(fleet.fingerprint);
+      expect(out.attestation_urls).to.deep.equal(endpoints.map((e) => e.attestationUrl));
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -1,0 +1,165 @@
+import * as pulumi from "@pulumi/pulumi";
+import * as command from "@pulumi/command";
+import type { EngineSpec, FleetSpec } from "../lib/config";
+import {
+  attestationDocument,
+  documentDigest,
+  engineContract,
+  sidecarEndpoint,
+  sidecarStartScript,
+  sidecarStopScript,
+  transferFacts,
+  type AttestationDocument,
+  type FleetContract,
+  type SidecarOptions,
+} from "../lib/attestation";
+import { fleetDocument } from "../lib/fleet/fleet-document";
+import { Attestation } from "../dynamic-providers/attestation/resource";
+import type { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
+import type { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
+import type { Engine } from "./engine";
+import { lastJsonLine } from "./runtime/stdout";
+
+/** What attestation needs of each physical host: the connection its engines were started over, and its discovery. */
+export interface AttestationHost {
+  discovery: HostDiscovery;
+  connection: command.types.input.remote.ConnectionArgs;
+}
+
+export interface AttestationMeshArgs {
+  spec: FleetSpec;
+  stack: string;
+  hosts: ReadonlyMap<string, AttestationHost>;
+  engines: ReadonlyArray<{ spec: EngineSpec; engine: Engine }>;
+  /** The fleet's accelerator product and TP shape, for the fleet document. */
+  replicas: ReplicaAgreement;
+  /** Fabric qualification (Gate D): no sidecar starts before it passed. */
+  after: pulumi.Input<pulumi.Resource>[];
+}
+
+/** Per engine, as the stack output shows it. */
+export interface EngineAttestationSummary {
+  url: string;
+  attestationDigest: string;
+  contractFingerprint: string;
+  evidence?: { relativePath: string; digest: string };
+}
+
+/**
+ * Gate E: one attestation sidecar per engine (narwhal-inference's `narwhal-attest`, a process on the
+ * engine's host whatever the engine's runtime), started after fabric qualification and concurrently
+ * across engines, then one Attestation per engine that checks the sidecar binds that engine's proved
+ * generation, and the fleet's `engine_contract` over all of them: a disagreement fails `pulumi up`
+ * naming the field and the engines. The fleet document after attestation carries the contract.
+ */
+export class AttestationMesh extends pulumi.ComponentResource {
+  public readonly attestations: Record<string, Attestation>;
+  public readonly engines: pulumi.Output<Record<string, EngineAttestationSummary>>;
+  public readonly contract: pulumi.Output<FleetContract>;
+  /** The `narwhal.fleet` document with every engine's `attestation_url` and the attested `engine_contract`. */
+  public readonly fleetDocument: pulumi.Output<Record<string, unknown>>;
+
+  constructor(name: string, args: AttestationMeshArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("narwhal:attestation:AttestationMesh", name, {}, opts);
+    const { spec } = args;
+    this.attestations = {};
+    for (const { spec: e, engine } of args.engines) {
+      this.attestations[e.id] = this.attest(`${name}-${e.id}`, args, e, engine);
+    }
+
+    const attested = Object.entries(this.attestations).map(([id, a]) =>
+      pulumi.all([a.contract, a.url, a.attestationDigest, a.contractFingerprint, a.evidence]).apply(([contract, url, attestationDigest, contractFingerprint, evidence]) => ({
+        id,
+        contract,
+        summary: { url, attestationDigest, contractFingerprint, ...(evidence ? { evidence } : {}) },
+      })),
+    );
+    // finalize-fleet: one contract for every engine, or a failure that names the field and the engines.
+    this.contract = pulumi.all(attested).apply((all) => engineContract(all.map((a) => ({ engineId: a.id, contract: a.contract }))));
+    this.engines = pulumi.all(attested).apply((all) => Object.fromEntries(all.map((a) => [a.id, a.summary])));
+    const plans = pulumi.all(args.engines.map(({ engine }) => engine.plan));
+    this.fleetDocument = pulumi
+      .all([plans, this.contract, args.replicas.product, args.replicas.tensorParallelSize])
+      .apply(([launchPlans, fleet, product, tp]) => {
+        const endpoints = spec.engines.map((e) => {
+          const url = launchPlans.find((p) => p.engineId === e.id)!.url;
+          return { id: e.id, url, attestationUrl: sidecarEndpoint(url, e.attestationPort).url };
+        });
+        return fleetDocument(spec, endpoints, { accelerator: product ?? "none", acceleratorsPerEngine: tp, tensorParallel: tp }, { profilesPath: "runs/profiles.json", engineContract: fleet.contract });
+      });
+    this.registerOutputs({ engines: this.engines, contract: this.contract });
+  }
+
+  /** The document, the sidecar that serves it and the attestation that checks it, for one engine. */
+  private attest(name: string, args: AttestationMeshArgs, e: EngineSpec, engine: Engine): Attestation {
+    const { spec, stack } = args;
+    const host = args.hosts.get(e.host)!;
+    const g = engine.generation;
+    // pulumi.all types at most eight inputs, hence the engine's facts and the host's facts apart.
+    const engineFacts = pulumi.all([engine.plan, engine.cache.layout, engine.cache.cacheLayoutDigest, g.generationDigest, g.version, g.processIdentity, engine.imageCheck.identity]);
+    const hostFacts = pulumi.all([host.discovery.model, host.discovery.runtime, host.discovery.factsDigest]);
+    const document: pulumi.Output<AttestationDocument> = pulumi
+      .all([engineFacts, hostFacts])
+      .apply(([[plan, layout, cacheLayoutDigest, generationDigest, version, processIdentity, identity], [model, runtime, discoveryDigest]]) =>
+        attestationDocument({
+          engineId: e.id,
+          plan,
+          layout,
+          cacheLayoutDigest,
+          generation: { generationDigest, version, processIdentity },
+          model: { architecture: model.architecture, numHiddenLayers: model.numHiddenLayers, configSha256: model.configSha256 },
+          imageId: identity.kind === "docker" ? identity.imageId : undefined,
+          transfer: transferFacts(runtime?.packages),
+          discoveryDigest,
+        }),
+      );
+    const digest = document.apply(documentDigest);
+    const sidecarOptions: pulumi.Output<SidecarOptions> = pulumi.all([document, digest, engine.plan, g.processIdentity]).apply(([doc, documentDigest, plan, owner]) => ({
+      engineId: e.id,
+      command: spec.attestation.command,
+      runDir: `/var/lib/narwhal-fleet/${stack}/attestation/${e.id}`,
+      document: JSON.stringify(doc),
+      documentDigest,
+      engineUrl: plan.url,
+      owner,
+      endpoint: sidecarEndpoint(plan.url, e.attestationPort),
+      startTimeoutS: spec.attestation.startTimeoutS,
+      stopTimeoutS: spec.runtime.deadlinesS.stop,
+    }));
+    const sidecar = new command.remote.Command(
+      `${name}-sidecar`,
+      {
+        connection: host.connection,
+        create: sidecarOptions.apply(sidecarStartScript),
+        delete: sidecarOptions.apply(sidecarStopScript),
+        // A new document (a new generation, plan or layout), endpoint or command is a new sidecar; anything else re-runs the idempotent start.
+        triggers: [digest, sidecarOptions.apply((o) => o.endpoint.url), spec.attestation.command],
+        addPreviousOutputInEnv: false,
+        logging: "stderr",
+      },
+      // The replacement binds the same port, so the old sidecar must be gone first.
+      { parent: this, deleteBeforeReplace: true, dependsOn: args.after },
+    );
+    const started = sidecar.stdout.apply((out) => lastJsonLine<{ pid: number; startedAt: string }>(out));
+    return new Attestation(
+      name,
+      {
+        engineId: e.id,
+        hostAlias: e.host,
+        url: sidecarOptions.apply((o) => o.endpoint.url),
+        document,
+        documentDigest: digest,
+        generationDigest: g.generationDigest,
+        processStartTime: g.processStartTime,
+        version: g.version,
+        processIdentity: g.processIdentity,
+        planSha256: engine.plan.planSha256,
+        cacheLayoutDigest: engine.cache.cacheLayoutDigest,
+        sidecar: started,
+        probeTimeoutS: spec.attestation.startTimeoutS,
+        stack,
+      },
+      { parent: this },
+    );
+  }
+}

@@ -1,0 +1,290 @@
+/**
+ * Attestation provider methods, loaded at call time by resource.ts (through dynamic-providers/shim.ts).
+ *
+ * - check:  validates the inputs (values unknown during preview pass through);
+ * - create: waits (bounded by probeTimeoutS) for the sidecar's `/health`, reads `/v1/attestation` and
+ *           `/v1/process`, and checks that the answer binds the proved generation, the checked plan,
+ *           the captured cache layout and the document the sidecar was started with (lib/attestation
+ *           verify.ts). The answer is kept as `engine-attestation.json` in an evidence record, passed
+ *           or failed; a failed check then rejects;
+ * - read:   re-reads the sidecar and records what it saw in observedAttestation/State/Detail: a 503
+ *           (the engine process changed) or another attestation shows in `pulumi preview --refresh`;
+ * - diff:   replaces when the generation, plan, layout, document or sidecar process changed, or when a
+ *           refresh saw another attestation (replace key "attestation"); alias, stack or timeout only update;
+ * - delete: nothing remote (the sidecar belongs to its remote command).
+ */
+import type * as pulumi from "@pulumi/pulumi";
+import { AttestationError, checkAttestation, contractFingerprint, type SidecarAttestation } from "../../lib/attestation";
+import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
+import { processIdentityProblem, type Ask, type ProofSubject } from "../../lib/engine/generation";
+import { diffInputs } from "../diff";
+import { hasUnknown } from "../engine-generation/check";
+import { withEngineHttp } from "../engine-generation/http";
+import type { AttestationInputs, AttestationObservation, AttestationOutputs, AttestationRecord } from "./types";
+
+export const MEASURED_AGAINST = [
+  "engineId",
+  "url",
+  "documentDigest",
+  "generationDigest",
+  "processStartTime",
+  "version",
+  "processIdentity",
+  "planSha256",
+  "cacheLayoutDigest",
+  "sidecar",
+] as const;
+/** The document travels with its digest, which is what it is judged by. */
+export const UPDATABLE = ["hostAlias", "probeTimeoutS", "stack", "document"] as const;
+/** The replace key `pulumi preview` shows when a refresh found the sidecar attesting something else. */
+export const ATTESTATION_MOVED = "attestation";
+
+const ATTESTATION_PATH = "/v1/attestation";
+const PROCESS_PATH = "/v1/process";
+/**
+ * How far the sidecar's clock for the engine's pid (from /proc) may sit from the engine's own
+ * `process_start_time_seconds`: equal for vLLM, whose Prometheus client reads the same /proc entry, a
+ * moment apart for a runtime that stamps its start itself. A reused pid would be minutes or days off.
+ */
+export const PROCESS_CLOCK_TOLERANCE_S = 5;
+const POLL_MS = 250;
+
+const sidecarBase = (url: string) => url.replace(/\/v1\/attestation\/?$/, "");
+
+function subjectOf(i: AttestationInputs): ProofSubject {
+  return { engineId: i.engineId, hostAlias: i.hostAlias, url: sidecarBase(i.url), processIdentity: i.processIdentity };
+}
+
+function who(i: AttestationInputs): string {
+  return `engine ${i.engineId} on host ${i.hostAlias}: attestation sidecar at ${i.url}`;
+}
+
+function detailOf(body: string): string {
+  try {
+    const d = (JSON.parse(body) as { detail?: unknown }).detail;
+    if (typeof d === "string") return d;
+  } catch {
+    // not JSON: the body itself is the detail
+  }
+  return body.trim().slice(0, 200) || "(empty body)";
+}
+
+function engineChanged(i: AttestationInputs, path: string, body: string): AttestationError {
+  return new AttestationError(
+    "NARWHAL_ATTESTATION_ENGINE_CHANGED",
+    `${who(i)}: ${path} answered 503 (${detailOf(body)}): the engine process the sidecar bound at its start is no longer the live one. ` +
+      "Refresh (pulumi up --refresh) so the engine generation is proved again; its sidecar and attestation are then replaced.",
+  );
+}
+
+/** Bounded wait for `/health` 200; a 503 is final (the engine changed), anything else is retried. */
+async function waitForSidecar(ask: Ask, i: AttestationInputs): Promise<void> {
+  const deadline = Date.now() + i.probeTimeoutS * 1000;
+  let last = "no attempt";
+  for (;;) {
+    try {
+      const reply = await ask("/health", undefined, { timeoutS: Math.max(0.5, Math.min(5, (deadline - Date.now()) / 1000)) });
+      if (reply.status === 200) return;
+      if (reply.status === 503) throw engineChanged(i, "/health", reply.body);
+      last = `HTTP ${reply.status}`;
+    } catch (err) {
+      if ((err as AttestationError).code === "NARWHAL_ATTESTATION_ENGINE_CHANGED") throw err;
+      last = (err as { reason?: string }).reason ?? (err as Error).message;
+    }
+    if (Date.now() + POLL_MS >= deadline) break;
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+  throw new AttestationError(
+    "NARWHAL_ATTESTATION_SIDECAR",
+    `${who(i)}: /health did not answer 200 within ${i.probeTimeoutS} s (last: ${last}); nothing was recorded. ` +
+      "Check the sidecar's log (sidecar.log in its folder on the host), or restart it: pulumi up --replace on its sidecar command.",
+  );
+}
+
+function clockProblem(i: AttestationInputs, clock: number): string | undefined {
+  const start = i.processStartTime;
+  if (i.processIdentity.containerId !== undefined) {
+    // A container starts before the engine process inside it.
+    return clock <= start + PROCESS_CLOCK_TOLERANCE_S ? undefined : `/v1/process says container ${i.processIdentity.containerId.slice(0, 12)} started at ${clock}, after the engine process (${start})`;
+  }
+  return Math.abs(clock - start) <= PROCESS_CLOCK_TOLERANCE_S
+    ? undefined
+    : `/v1/process says pid ${i.processIdentity.pid} started at ${clock}, the proved engine process at ${start}: the sidecar watches another process`;
+}
+
+interface Reading {
+  text: string;
+  checked: SidecarAttestation;
+  clock: number | null;
+  problems: string[];
+}
+
+async function readSidecar(i: AttestationInputs): Promise<Reading> {
+  return withEngineHttp(
+    subjectOf(i),
+    undefined,
+    async (ask) => {
+      await waitForSidecar(ask, i);
+      const reply = await ask(ATTESTATION_PATH);
+      if (reply.status === 503) throw engineChanged(i, ATTESTATION_PATH, reply.body);
+      if (reply.status !== 200) throw new AttestationError("NARWHAL_ATTESTATION_SIDECAR", `${who(i)}: ${ATTESTATION_PATH} answered HTTP ${reply.status}: ${detailOf(reply.body)}`);
+      const checked = checkAttestation(reply.body, {
+        document: i.document,
+        documentDigest: i.documentDigest,
+        generation: { generationDigest: i.generationDigest, processStartTime: i.processStartTime, version: i.version },
+        planSha256: i.planSha256,
+        cacheLayoutDigest: i.cacheLayoutDigest,
+      });
+      const problems = [...checked.problems];
+      const proc = await ask(PROCESS_PATH);
+      let clock: number | null = null;
+      if (proc.status === 200) {
+        let value: unknown;
+        try {
+          value = (JSON.parse(proc.body) as { process_start_time_seconds?: unknown }).process_start_time_seconds;
+        } catch {
+          value = undefined;
+        }
+        if (typeof value === "number" && Number.isFinite(value)) clock = value;
+      }
+      if (clock === null) problems.push(`${PROCESS_PATH} answered HTTP ${proc.status} (${detailOf(proc.body)}), not the engine's process start: the sidecar was not started with --engine-pid or --engine-container`);
+      else {
+        const p = clockProblem(i, clock);
+        if (p) problems.push(p);
+      }
+      return { text: reply.body, checked, clock, problems };
+    },
+    i.probeTimeoutS,
+  );
+}
+
+async function record(i: AttestationInputs, reading: Reading, startedAt: string): Promise<{ relativePath: string; digest: string }> {
+  const root = evidenceRoot(process.cwd(), i.stack!);
+  const store = new EvidenceStore(root, {});
+  const artifact = await store.writeArtifact("attestation", "engine-attestation.json", reading.text);
+  const written = await store.write(
+    evidenceRecord({
+      kind: "attestation",
+      subject: { kind: "engine", alias: i.engineId },
+      stack: i.stack!,
+      inputs: JSON.parse(JSON.stringify(Object.fromEntries(MEASURED_AGAINST.map((k) => [k, i[k]])))),
+      commands: [],
+      startedAt,
+      endedAt: new Date().toISOString(),
+      sourceRevision: sourceRevision(process.cwd()),
+      observations: JSON.parse(
+        JSON.stringify({
+          attestationDigest: reading.checked.attestationDigest,
+          launchDigest: reading.checked.launchDigest,
+          contract: reading.checked.contract,
+          engine: reading.checked.engine,
+          processClock: reading.clock,
+        }),
+      ),
+      verdict: reading.problems.length ? { status: "fail", reasons: reading.problems } : { status: "pass", reasons: [] },
+      artifacts: [artifact],
+    }),
+  );
+  return { relativePath: written.relativePath, digest: written.digest };
+}
+
+export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
+  const failures: pulumi.dynamic.CheckFailure[] = [];
+  const fail = (property: string, reason: string) => failures.push({ property, reason });
+  for (const k of ["engineId", "hostAlias", "version"]) {
+    if (!hasUnknown(news[k]) && (typeof news[k] !== "string" || news[k] === "")) fail(k, `${k} must be a non-empty string`);
+  }
+  for (const k of ["documentDigest", "generationDigest", "planSha256", "cacheLayoutDigest"]) {
+    if (!hasUnknown(news[k]) && !(typeof news[k] === "string" && /^sha256:[0-9a-f]{64}$/.test(news[k] as string))) fail(k, `${k} must be sha256:<64 hex>, got ${JSON.stringify(news[k])}`);
+  }
+  if (!hasUnknown(news.url) && !(typeof news.url === "string" && /^http:\/\/[^/\s]+\/v1\/attestation$/.test(news.url))) {
+    fail("url", `url must be the sidecar's http://<address>:<port>/v1/attestation, got ${JSON.stringify(news.url)}`);
+  }
+  if (!hasUnknown(news.processIdentity)) {
+    const problem = processIdentityProblem(news.processIdentity);
+    if (problem) fail("processIdentity", problem);
+  }
+  const t = news.probeTimeoutS;
+  if (!hasUnknown(t) && !(typeof t === "number" && Number.isFinite(t) && t > 0)) fail("probeTimeoutS", `probeTimeoutS must be a positive number of seconds, got ${JSON.stringify(t)}`);
+  const s = news.processStartTime;
+  if (!hasUnknown(s) && !(typeof s === "number" && Number.isFinite(s) && s > 0)) fail("processStartTime", `processStartTime must be a positive number, got ${JSON.stringify(s)}`);
+  const sidecar = news.sidecar as { pid?: unknown } | undefined;
+  if (!hasUnknown(sidecar) && !(sidecar && Number.isInteger(sidecar.pid) && (sidecar.pid as number) > 0)) fail("sidecar", `sidecar.pid must be a positive integer, got ${JSON.stringify(sidecar?.pid)}`);
+  return failures;
+}
+
+/** What the sidecar answers now; never throws. */
+export async function observe(props: AttestationOutputs): Promise<AttestationObservation> {
+  const none = (observedState: AttestationObservation["observedState"], observedDetail: string): AttestationObservation => ({ observedAttestation: "none", observedState, observedDetail });
+  try {
+    return await withEngineHttp(
+      subjectOf(props),
+      undefined,
+      async (ask) => {
+        const reply = await ask(ATTESTATION_PATH);
+        if (reply.status === 503) return none("engine-changed", `${ATTESTATION_PATH} answered 503: ${detailOf(reply.body)}`);
+        if (reply.status !== 200) return none("unreadable", `${ATTESTATION_PATH} answered HTTP ${reply.status}`);
+        let digest: unknown;
+        try {
+          digest = (JSON.parse(reply.body) as { attestation_digest?: unknown }).attestation_digest;
+        } catch {
+          return none("unreadable", `${ATTESTATION_PATH} did not answer JSON`);
+        }
+        if (typeof digest !== "string") return none("unreadable", `${ATTESTATION_PATH} has no attestation_digest`);
+        return digest === props.attestationDigest
+          ? { observedAttestation: digest, observedState: "attested", observedDetail: "the sidecar serves the recorded attestation" }
+          : { observedAttestation: digest, observedState: "changed", observedDetail: `the sidecar serves ${digest}, recorded ${props.attestationDigest}` };
+      },
+      Math.min(props.probeTimeoutS, 30),
+    );
+  } catch (err) {
+    return none("unreachable", (err as { reason?: string }).reason ?? (err as Error).message);
+  }
+}
+
+export const provider: pulumi.dynamic.ResourceProvider = {
+  async check(_olds: AttestationInputs, news: AttestationInputs) {
+    const failures = inputFailures(news as unknown as Record<string, unknown>);
+    return failures.length ? { inputs: news, failures } : { inputs: news };
+  },
+
+  async create(inputs: AttestationInputs) {
+    const startedAt = new Date().toISOString();
+    const reading = await readSidecar(inputs);
+    const evidence = inputs.stack ? await record(inputs, reading, startedAt) : undefined;
+    if (reading.problems.length) {
+      throw new AttestationError(
+        "NARWHAL_ATTESTATION_MISMATCH",
+        `${who(inputs)}: the attestation does not bind the proved engine${evidence ? ` (kept as ${evidence.relativePath})` : ""}:\n` +
+          reading.problems.map((p) => `  - ${p}`).join("\n"),
+      );
+    }
+    const contract = reading.checked.contract!;
+    const result: AttestationRecord = {
+      attestationDigest: reading.checked.attestationDigest!,
+      launchDigest: reading.checked.launchDigest!,
+      contract,
+      contractFingerprint: contractFingerprint(contract),
+      processClock: reading.clock!,
+      attestedAt: new Date().toISOString(),
+      ...(evidence ? { evidence } : {}),
+    };
+    return { id: `${inputs.engineId}-attestation-${result.attestationDigest.slice(7, 19)}`, outs: { ...inputs, ...result } };
+  },
+
+  async diff(_id: string, olds: AttestationOutputs, news: AttestationInputs) {
+    const result = diffInputs<AttestationInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+    const moved = olds.observedAttestation !== undefined && olds.observedAttestation !== olds.attestationDigest;
+    if (!moved) return result;
+    return { changes: true, replaces: [...(result.replaces ?? []), ATTESTATION_MOVED], deleteBeforeReplace: false };
+  },
+
+  async update(_id: string, olds: AttestationOutputs, news: AttestationInputs) {
+    return { outs: { ...olds, ...news } };
+  },
+
+  async read(id: string, props: AttestationOutputs) {
+    if (!props.attestationDigest) return { id, props };
+    return { id, props: { ...props, ...(await observe(props)) } };
+  },
+};

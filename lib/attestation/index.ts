@@ -1,0 +1,6 @@
+export * from "./errors";
+export * from "./canonical";
+export * from "./contract";
+export * from "./document";
+export * from "./verify";
+export * from "./sidecar";

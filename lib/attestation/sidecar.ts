@@ -1,0 +1,148 @@
+/**
+ * The attestation sidecar narwhal-inference ships (`narwhal-attest`), run beside one engine on its
+ * host, bound to the engine's fabric address and its `attestationPort`. These are the `create` and
+ * `delete` scripts of its remote command, safe to run again after an interruption: start adopts a
+ * sidecar that already serves this very document and refuses one that serves another; stop succeeds
+ * when nothing runs. The sidecar reads only `/version` and `/metrics`, which vLLM serves without the
+ * API key, so no credential reaches it.
+ */
+import { shellLine, shq } from "../shell";
+import type { ProcessIdentity } from "../engine/generation";
+import { AttestationError } from "./errors";
+
+/** Where the sidecar listens and how it is reached. */
+export interface SidecarEndpoint {
+  /** The engine's fabric address, unbracketed (narwhal-attest `--host`). */
+  readonly bindHost: string;
+  readonly port: number;
+  /** `http://<address>:<port>/v1/attestation`: the fleet document's `attestation_url`. */
+  readonly url: string;
+  readonly healthUrl: string;
+}
+
+/** The sidecar endpoint of the engine whose base URL is `engineUrl` (its launch plan's `url`). */
+export function sidecarEndpoint(engineUrl: string, attestationPort: number): SidecarEndpoint {
+  const m = /^http:\/\/(\[[^\]]+\]|[^/:]+):\d+\/?$/.exec(engineUrl);
+  if (!m) throw new AttestationError("NARWHAL_ATTESTATION_INPUT", `engine URL ${JSON.stringify(engineUrl)} is not http://<address>:<port>`);
+  if (!(Number.isInteger(attestationPort) && attestationPort > 0 && attestationPort < 65536)) {
+    throw new AttestationError("NARWHAL_ATTESTATION_INPUT", `attestationPort ${attestationPort} is not a TCP port`);
+  }
+  const base = `http://${m[1]}:${attestationPort}`;
+  return { bindHost: m[1]!.replace(/^\[|\]$/g, ""), port: attestationPort, url: `${base}/v1/attestation`, healthUrl: `${base}/health` };
+}
+
+export interface SidecarOptions {
+  readonly engineId: string;
+  /** The sidecar command: `attestation.command` (default `narwhal-attest`). */
+  readonly command: string;
+  /** Per-engine sidecar folder on the host (0700): document, pid, log. */
+  readonly runDir: string;
+  /** The document's JSON text and its canonical digest. */
+  readonly document: string;
+  readonly documentDigest: string;
+  /** The engine's base URL (`--engine-base`). */
+  readonly engineUrl: string;
+  /** The engine's runtime: `--engine-pid` for a native process, `--engine-container` for a container. */
+  readonly owner: ProcessIdentity;
+  readonly endpoint: SidecarEndpoint;
+  /** Bounded wait for the sidecar's `/health` after start. */
+  readonly startTimeoutS: number;
+  readonly stopTimeoutS: number;
+}
+
+function ownerArgs(owner: ProcessIdentity): string[] {
+  if (owner.containerId !== undefined) return ["--engine-container", owner.containerId];
+  if (owner.pid !== undefined) return ["--engine-pid", String(owner.pid)];
+  throw new AttestationError("NARWHAL_ATTESTATION_INPUT", "the engine's process identity has neither pid nor containerId");
+}
+
+/** The sidecar's argv, document path included. */
+export function sidecarArgv(o: SidecarOptions): string[] {
+  return [
+    o.command,
+    "--document", `${o.runDir}/engine-attestation.json`,
+    "--engine-base", o.engineUrl,
+    ...ownerArgs(o.owner),
+    "--host", o.endpoint.bindHost,
+    "--port", String(o.endpoint.port),
+  ];
+}
+
+/**
+ * Writes the document (0600) and starts the sidecar detached from the SSH session, then waits for its
+ * `/health`. Prints one JSON line: `{"pid": N, "startedAt": "<ISO time>"}`.
+ */
+export function sidecarStartScript(o: SidecarOptions): string {
+  const who = `attestation sidecar of engine ${o.engineId}`;
+  return `set -eu
+run=${shq(o.runDir)}
+mkdir -p "$run" && chmod 700 "$run"
+umask 077
+if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
+  # A start interrupted after launching: adopt the sidecar if it serves this very document, never start twice.
+  if [ "$(cat "$run/document.digest" 2>/dev/null)" = ${shq(o.documentDigest)} ] && [ -f "$run/started" ]; then
+    cat "$run/started"
+    exit 0
+  fi
+  echo ${shq(who)}": pid $(cat "$run/pid") already serves another document in $run; stop it first" >&2
+  exit 1
+fi
+if curl -sS -o /dev/null --max-time 2 ${shq(o.endpoint.healthUrl)} 2>/dev/null; then
+  echo ${shq(`${who}: something already answers on ${o.endpoint.healthUrl}; find its owner (ss -ltnp) and stop it, or choose another attestationPort`)} >&2
+  exit 1
+fi
+printf '%s\\n' ${shq(o.document)} > "$run/engine-attestation.json.tmp"
+mv -f "$run/engine-attestation.json.tmp" "$run/engine-attestation.json"
+if ! command -v ${shq(o.command)} >/dev/null 2>&1; then
+  echo ${shq(`${who}: ${o.command} is not on this host; install narwhal-inference (Gate B) or set attestation.command`)} >&2
+  exit 1
+fi
+(
+  cd "$run"
+  exec setsid ${shellLine(sidecarArgv(o))} > "$run/sidecar.log" 2>&1 < /dev/null
+) &
+pid=$!
+echo "$pid" > "$run/pid"
+printf '%s\\n' ${shq(o.documentDigest)} > "$run/document.digest"
+deadline=$(( $(date +%s) + ${o.startTimeoutS} ))
+until curl -fsS -o /dev/null --max-time 2 ${shq(o.endpoint.healthUrl)} 2>/dev/null; do
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo ${shq(`${who} exited before answering /health; last log lines:`)} >&2
+    tail -n 20 "$run/sidecar.log" >&2
+    rm -f "$run/pid" "$run/document.digest"
+    exit 1
+  fi
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    echo ${shq(`${who} did not answer /health at ${o.endpoint.healthUrl} within attestation.startTimeoutS ${o.startTimeoutS}s; stopped it. Last log lines:`)} >&2
+    tail -n 20 "$run/sidecar.log" >&2
+    kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    rm -f "$run/pid" "$run/document.digest"
+    exit 1
+  fi
+  sleep 0.3
+done
+printf '{"pid":%s,"startedAt":"%s"}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$run/started"
+cat "$run/started"
+`;
+}
+
+/** Stops the sidecar's process group, SIGKILL after the stop timeout; keeps the document and log for inspection. */
+export function sidecarStopScript(o: Pick<SidecarOptions, "engineId" | "runDir" | "stopTimeoutS">): string {
+  return `set -u
+run=${shq(o.runDir)}
+[ -f "$run/pid" ] || exit 0
+pid=$(cat "$run/pid")
+kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+deadline=$(( $(date +%s) + ${o.stopTimeoutS} ))
+while kill -0 "$pid" 2>/dev/null; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    echo ${shq(`attestation sidecar of engine ${o.engineId} ignored SIGTERM for ${o.stopTimeoutS}s; sending SIGKILL`)} >&2
+    kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    sleep 0.5
+    break
+  fi
+  sleep 0.2
+done
+rm -f "$run/pid" "$run/document.digest" "$run/started"
+`;
+}
