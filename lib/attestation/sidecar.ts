@@ -52,7 +52,7 @@ export interface SidecarOptions {
 
 function ownerArgs(owner: ProcessIdentity): string[] {
   if (owner.containerId !== undefined) return ["--engine-container", owner.containerId];
-  if (owner.pid !== undefined) return ["--engine-pid", String(owner.pid)];
+  if (owner.pid !== undefined) return ["--engine-pid", LIVE_PID];
   throw new AttestationError("NARWHAL_ATTESTATION_INPUT", "the engine's process identity has neither pid nor containerId");
 }
 
@@ -66,6 +66,22 @@ export function sidecarArgv(o: SidecarOptions): string[] {
     "--host", o.endpoint.bindHost,
     "--port", String(o.endpoint.port),
   ];
+}
+
+/** Stands for the engine's pid in the argv until the start script resolves the live one. */
+const LIVE_PID = "@ENGINE_PID@";
+
+/**
+ * A native engine restarted outside Pulumi (by an operator or a supervisor) keeps its plan but not
+ * the pid its launcher recorded: the sidecar must watch the process that serves the engine's port now,
+ * so the start script asks the host who listens there, and only falls back to the launcher's pid.
+ */
+function liveOwnerScript(o: SidecarOptions): string {
+  if (o.owner.pid === undefined) return "";
+  const port = new URL(o.engineUrl).port;
+  return `engine_pid=$(ss -Hltnp ${shq(`( sport = :${port} )`)} 2>/dev/null | sed -n 's/.*pid=\\([0-9][0-9]*\\).*/\\1/p' | head -n 1)
+[ -n "$engine_pid" ] || engine_pid=${o.owner.pid}
+`;
 }
 
 /**
@@ -97,9 +113,9 @@ if ! command -v ${shq(o.command)} >/dev/null 2>&1; then
   echo ${shq(`${who}: ${o.command} is not on this host; install narwhal-inference (Gate B) or set attestation.command`)} >&2
   exit 1
 fi
-(
+${liveOwnerScript(o)}(
   cd "$run"
-  exec setsid ${shellLine(sidecarArgv(o))} > "$run/sidecar.log" 2>&1 < /dev/null
+  exec setsid ${shellLine(sidecarArgv(o)).replace(shq(LIVE_PID), '"$engine_pid"')} > "$run/sidecar.log" 2>&1 < /dev/null
 ) &
 pid=$!
 echo "$pid" > "$run/pid"

@@ -29,11 +29,14 @@ describe("attestation sidecar", () => {
     };
     expect(sidecarArgv({ ...base, owner: { hostAlias: "a", pid: 4242 } })).to.deep.equal([
       "narwhal-attest", "--document", "/var/lib/narwhal-fleet/dev/attestation/e1/engine-attestation.json",
-      "--engine-base", "http://198.18.0.11:8100", "--engine-pid", "4242", "--host", "198.18.0.11", "--port", "8200",
+      "--engine-base", "http://198.18.0.11:8100", "--engine-pid", "@ENGINE_PID@", "--host", "198.18.0.11", "--port", "8200",
     ]);
     expect(sidecarArgv({ ...base, owner: { hostAlias: "a", containerId: "ab".repeat(32) } })).to.include("--engine-container").and.include("ab".repeat(32));
     const script = sidecarStartScript({ ...base, owner: { hostAlias: "a", pid: 4242 } });
     expect(script).to.not.match(/API_KEY|Bearer/);
     expect(script).to.include("umask 077").and.include("within attestation.startTimeoutS 60s");
+    // The sidecar watches whoever serves the engine's port now (an engine restarted by hand has a new
+    // pid), and the launcher's pid only when the host cannot say.
+    expect(script).to.include(`ss -Hltnp '( sport = :8100 )'`).and.include("engine_pid=4242").and.include(`'--engine-pid' "$engine_pid"`);
   });
 });
