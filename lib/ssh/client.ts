@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { Client, ClientChannel, ConnectConfig } from "ssh2";
 import { HostKey, hostKeyFromBlob, hostKeyMismatchMessage, parseHostKeyLine } from "./host-key";
 
@@ -17,26 +18,60 @@ export interface SshTarget {
   readonly connectTimeoutS: number;
   /** A bastion to hop through (ssh's ProxyJump); its own key is verified the same way. */
   readonly jump?: SshTarget;
-  /** Logins to this host open at once from this process (ssh.maxSessionsPerHost); others wait. */
+  /** Commands running on this host at once from this process (ssh.maxSessionsPerHost); others wait. */
   readonly maxSessions?: number;
 }
 
 /**
- * Sessions per host within this process: every dynamic-provider call of one `pulumi up` runs in the
- * same provider process, so this bounds what the program opens against one sshd (MaxStartups).
+ * Every dynamic-provider call of one `pulumi up` runs in the same provider process, so what is kept
+ * here is shared by the whole operation: one login per host and credential (a pooled connection that
+ * every SshSession on that target reuses), and at most `maxSessions` commands running on a host at
+ * once (sshd's MaxSessions per connection is 10 by default); the rest wait their turn.
  */
-const sessionSlots = new Map<string, { open: number; waiting: Array<() => void> }>();
+interface PooledConnection {
+  readonly client: Client;
+  readonly hostKey: HostKey;
+  readonly via: SshSession | undefined;
+  users: number;
+  idleTimer?: NodeJS.Timeout;
+  closed: boolean;
+}
 
-async function acquireSlot(key: string, limit: number): Promise<() => void> {
-  const slot = sessionSlots.get(key) ?? { open: 0, waiting: [] };
-  sessionSlots.set(key, slot);
-  while (slot.open >= limit) await new Promise<void>((resolve) => slot.waiting.push(resolve));
-  slot.open++;
+const connections = new Map<string, Promise<PooledConnection>>();
+const commandSlots = new Map<string, { running: number; waiting: Array<() => void> }>();
+let loginCount = 0;
+
+/** A kept connection nobody uses is closed after this long; the provider process usually ends first. */
+const IDLE_CLOSE_MS = 10_000;
+
+/**
+ * An idle kept connection must not hold its process open (the provider host, a test run): its socket
+ * is unreferenced while nobody uses it, and the bastion's with it.
+ */
+function holdProcess(conn: PooledConnection, hold: boolean): void {
+  const sock = (conn.client as unknown as { _sock?: { ref?: () => void; unref?: () => void } })._sock;
+  if (hold) sock?.ref?.();
+  else sock?.unref?.();
+  if (conn.via) holdProcess(conn.via.pooled, hold);
+}
+
+function poolKey(t: SshTarget): string {
+  const jump = t.jump ? poolKey(t.jump) : "";
+  return createHash("sha256")
+    .update(JSON.stringify([t.host, t.port, t.user, t.privateKey ?? "", t.password ?? "", t.agentSocket ?? "", t.hostKey ?? "", t.allowFirstContact, jump]))
+    .digest("hex");
+}
+
+async function acquireCommandSlot(key: string, limit: number): Promise<() => void> {
+  const slot = commandSlots.get(key) ?? { running: 0, waiting: [] };
+  commandSlots.set(key, slot);
+  while (slot.running >= limit) await new Promise<void>((resolve) => slot.waiting.push(resolve));
+  slot.running++;
   let released = false;
   return () => {
     if (released) return;
     released = true;
-    slot.open--;
+    slot.running--;
     slot.waiting.shift()?.();
   };
 }
@@ -56,35 +91,79 @@ export class SshError extends Error {
   }
 }
 
-/** One login to one host; run any number of commands over it, then `close()`. */
+/**
+ * One use of a login to one host: run any number of commands over it, then `close()`. Sessions on the
+ * same target share one pooled connection (see above); a connection that drops is dialled afresh.
+ */
 export class SshSession {
+  private closed = false;
+
   private constructor(
-    private readonly client: Client,
+    private readonly conn: PooledConnection,
+    private readonly key: string,
     readonly target: SshTarget,
-    /** The key the server presented, verified against the pin or recorded on first contact. */
-    readonly hostKey: HostKey,
-    private readonly via: SshSession | undefined,
-    private readonly release: () => void,
   ) {}
 
+  /** The key the server presented, verified against the pin or recorded on first contact. */
+  get hostKey(): HostKey {
+    return this.conn.hostKey;
+  }
+
+  private get client(): Client {
+    return this.conn.client;
+  }
+
+  /** The shared connection behind this session (for a jump's next hop). */
+  get pooled(): PooledConnection {
+    return this.conn;
+  }
+
   static async open(target: SshTarget): Promise<SshSession> {
-    const release = await acquireSlot(`${target.host}:${target.port}`, target.maxSessions ?? 4);
+    const key = poolKey(target);
+    let pending = connections.get(key);
+    const kept = pending && (await pending.catch(() => undefined));
+    if (!kept || kept.closed) {
+      pending = SshSession.connect(target, key);
+      connections.set(key, pending);
+      // A failed login is not kept: the next open tries again.
+      pending.catch(() => connections.get(key) === pending && connections.delete(key));
+    }
+    const conn = await pending!;
+    conn.users++;
+    clearTimeout(conn.idleTimer);
+    holdProcess(conn, true);
+    return new SshSession(conn, key, target);
+  }
+
+  private static async connect(target: SshTarget, key: string): Promise<PooledConnection> {
     let via: SshSession | undefined;
     try {
       via = target.jump ? await SshSession.open(target.jump) : undefined;
       const sock = via ? await via.forward(target.host, target.port) : undefined;
       const { client, hostKey } = await SshSession.handshake(target, sock);
-      return new SshSession(client, target, hostKey, via, release);
+      loginCount++;
+      const conn: PooledConnection = { client, hostKey, via, users: 0, closed: false };
+      const drop = () => {
+        conn.closed = true;
+        if (connections.get(key) !== undefined) void connections.get(key)!.then((c) => c === conn && connections.delete(key), () => undefined);
+      };
+      client.on("close", drop);
+      client.on("error", drop);
+      return conn;
     } catch (err) {
       via?.close();
-      release();
       throw err;
     }
   }
 
-  /** Logins to `host:port` this process has open right now (for tests and diagnostics). */
-  static openSessions(host: string, port: number): number {
-    return sessionSlots.get(`${host}:${port}`)?.open ?? 0;
+  /** SSH logins this process has made so far (for tests and diagnostics). */
+  static loginsMade(): number {
+    return loginCount;
+  }
+
+  /** Commands running on `host:port` from this process right now (for tests and diagnostics). */
+  static runningCommands(host: string, port: number): number {
+    return commandSlots.get(`${host}:${port}`)?.running ?? 0;
   }
 
   /** A TCP stream to host:port opened from this host, for the next hop of a jump. */
@@ -141,7 +220,17 @@ export class SshSession {
   }
 
   /** Runs `command` with an optional stdin; rejects only when the deadline passes or the channel fails. */
-  exec(command: string, opts: { stdin?: string; timeoutS: number; name: string }): Promise<ExecResult> {
+  async exec(command: string, opts: { stdin?: string; timeoutS: number; name: string }): Promise<ExecResult> {
+    if (this.closed) throw new SshError("NARWHAL_SSH_EXEC", `host ${this.target.alias}: ${opts.name}: the SSH session was already closed`);
+    const release = await acquireCommandSlot(`${this.target.host}:${this.target.port}`, this.target.maxSessions ?? 4);
+    try {
+      return await this.execNow(command, opts);
+    } finally {
+      release();
+    }
+  }
+
+  private execNow(command: string, opts: { stdin?: string; timeoutS: number; name: string }): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
       this.client.exec(command, (err: Error | undefined, channel: ClientChannel) => {
         if (err) return reject(new SshError("NARWHAL_SSH_EXEC", `host ${this.target.alias}: ${opts.name}: ${err.message}`));
@@ -171,14 +260,26 @@ export class SshSession {
     return r.stdout;
   }
 
+  /** Ends this use; the connection stays for the next session on the same target until it idles out. */
   close(): void {
-    this.client.end();
-    this.via?.close();
-    this.release();
+    if (this.closed) return;
+    this.closed = true;
+    const conn = this.conn;
+    if (--conn.users > 0 || conn.closed) return;
+    conn.idleTimer = setTimeout(() => {
+      if (conn.users > 0) return;
+      conn.closed = true;
+      if (connections.get(this.key)) void connections.get(this.key)!.then((c) => c === conn && connections.delete(this.key), () => undefined);
+      conn.client.end();
+      conn.via?.close();
+    }, IDLE_CLOSE_MS);
+    // A kept connection never holds the process open.
+    conn.idleTimer.unref();
+    holdProcess(conn, false);
   }
 }
 
-/** Opens a session, runs `fn`, and always closes it: one login per host per operation. */
+/** Opens a session, runs `fn`, and always closes it (the login itself stays pooled for the operation). */
 export async function withSsh<T>(target: SshTarget, fn: (s: SshSession) => Promise<T>): Promise<T> {
   const session = await SshSession.open(target);
   try {

@@ -78,20 +78,43 @@ describe("providers: SSH client against the simulated hosts", function () {
 describe("providers: SSH sessions per host", function () {
   this.timeout(60_000);
 
-  it("never opens more logins to one host than maxSessions, and queues the rest", async () => {
+  it("logs in once for every session of an operation, and runs at most maxSessions commands at once", async () => {
     const { hosts } = await simUp({});
-    const h = hosts[0]!;
+    const h = hosts[1]!;
     const base = target(h, { maxSessions: 2 });
+    const before = SshSession.loginsMade();
     let peak = 0;
     await Promise.all(
       Array.from({ length: 6 }, () =>
         withSsh(base, async (s) => {
-          peak = Math.max(peak, SshSession.openSessions(h.address, h.sshPort));
-          await s.run("sleep 0.3", { timeoutS: 10, name: "hold" });
+          await Promise.all([
+            s.run("sleep 0.3", { timeoutS: 10, name: "hold" }),
+            (async () => {
+              await new Promise((r) => setTimeout(r, 100));
+              peak = Math.max(peak, SshSession.runningCommands(h.address, h.sshPort));
+            })(),
+          ]);
         }),
       ),
     );
+    expect(SshSession.loginsMade() - before, "logins for six sessions").to.equal(1);
     expect(peak).to.equal(2);
-    expect(SshSession.openSessions(h.address, h.sshPort)).to.equal(0);
+    expect(SshSession.runningCommands(h.address, h.sshPort)).to.equal(0);
+    // A later session of the same operation reuses the kept login.
+    await withSsh(base, (s) => s.run("true", { timeoutS: 10, name: "again" }));
+    expect(SshSession.loginsMade() - before).to.equal(1);
+  });
+
+  it("logs in afresh when the kept connection dropped", async () => {
+    const { hosts } = await simUp({});
+    const h = hosts[1]!;
+    const base = target(h, { connectTimeoutS: 11 }); // a login of its own, apart from the other tests'
+    await withSsh(base, (s) => s.run("true", { timeoutS: 10, name: "first" }));
+    const before = SshSession.loginsMade();
+    // The server side of the kept connection goes away (sshd restarted, a network blip).
+    await withSsh(base, (s) => s.exec("kill -9 $PPID", { timeoutS: 10, name: "drop" }).catch(() => undefined));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await withSsh(base, (s) => s.run("echo back", { timeoutS: 10, name: "after" }))).to.equal("back\n");
+    expect(SshSession.loginsMade() - before).to.equal(1);
   });
 });
