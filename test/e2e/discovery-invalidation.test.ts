@@ -26,12 +26,13 @@ describe("e2e: discovery evidence follows the host", function () {
       expect(steps.has(`fleet-${a!.alias}`), "the unchanged host's discovery").to.equal(false);
       for (const [name, step] of steps) {
         // Beyond the changed host: the replica check, the generated configuration, and what derives from its engines' plans.
-        expect(name, `${step.op} of ${name}`).to.match(new RegExp(`^fleet-(${b!.alias}|replicas|config|e2-.*)$`));
+        expect(name, `${step.op} of ${name}`).to.match(new RegExp(`^fleet-(${b!.alias}|replicas|config|e2-.*|attestation-e2(-sidecar)?)$`));
       }
 
       let failure = "";
       await stack.up({ refresh: true }).catch((err: Error) => (failure = err.message));
-      expect(failure).to.include(`checkpoint differs between hosts ${a!.alias} and ${b!.alias} at ${SHARD}:`);
+      const diagnostics = failure.slice(failure.indexOf("Diagnostics:"));
+      expect(diagnostics, diagnostics).to.include(`checkpoint differs between hosts ${a!.alias} and ${b!.alias} at ${SHARD}:`);
     } finally {
       fs.writeFileSync(`${shard}.old`, original);
       fs.renameSync(`${shard}.old`, shard);

@@ -42,7 +42,9 @@ describe("e2e: an engine restarted with the same plan", function () {
     const steps = await plannedChanges(stack, { refresh: true });
     expect(steps.get("fleet-e2-generation")).to.deep.include({ op: "replace", keys: ["generation"] });
     expect(steps.get("fleet-e2-cache")?.op).to.equal("replace");
-    expect([...steps.keys()].sort()).to.deep.equal(["fleet-e2-cache", "fleet-e2-generation"]);
+    // Its sidecar watched the old process and its attestation bound the old generation (Gate E).
+    expect(steps.get("fleet-attestation-e2")?.op).to.equal("replace");
+    expect([...steps.keys()].sort()).to.deep.equal(["fleet-attestation-e2", "fleet-attestation-e2-sidecar", "fleet-e2-cache", "fleet-e2-generation"]);
 
     await stack.up({ refresh: true });
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);

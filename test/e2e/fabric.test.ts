@@ -57,7 +57,8 @@ describe("e2e: fabric edges (Gate D)", function () {
     const resources = (await stack.exportStack()).deployment.resources as Array<{ urn: string; type: string; dependencies?: string[] }>;
     const urn = (name: string) => resources.find((r) => r.urn.endsWith(`::${name}`))!.urn;
     const dependencies = (name: string) => resources.find((r) => r.urn.endsWith(`::${name}`))!.dependencies ?? [];
-    expect(dependencies(resourceName(ORDER[0]!))).to.include.members(["fleet-e1", "fleet-e2", "fleet-e3", "fleet-e4"].map(urn));
+    // A dependency on a component is recorded as one on each of its resources: every engine's cache capture.
+    expect(dependencies(resourceName(ORDER[0]!))).to.include.members(["fleet-e1-cache", "fleet-e2-cache", "fleet-e3-cache", "fleet-e4-cache"].map(urn));
     for (let k = 1; k < ORDER.length; k++) expect(dependencies(resourceName(ORDER[k]!))).to.include(urn(resourceName(ORDER[k - 1]!)));
   });
 

@@ -6,7 +6,7 @@ import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
 
 /** Resources of the shared fleet that belong to other hosts' engines (e1, e4 on the first host, e2 on the second). */
-const OTHER_ENGINES = /^fleet-e[124]-/;
+const OTHER_ENGINES = /^fleet-(attestation-)?e[124]\b/;
 
 describe("e2e: hardware and fabric address changes on one host", function () {
   this.timeout(300_000);
@@ -51,7 +51,8 @@ describe("e2e: hardware and fabric address changes on one host", function () {
       const steps = await plannedChanges(stack, { refresh: true });
       expect(steps.get(`fleet-${c!.alias}`)).to.deep.include({ op: "replace", keys: ["fabricAddressChoice"] });
       expect(steps.get("fleet-e3-process")?.op, "the engine on that host").to.equal("replace");
-      for (const name of steps.keys()) expect(name).to.match(new RegExp(`^fleet-(${c!.alias}|replicas|config|e3-.*)$`));
+      // Beyond the host: its engine's evidence, the edges that touch it (the endpoints moved) and their gate.
+      for (const name of steps.keys()) expect(name).to.match(new RegExp(`^fleet-(${c!.alias}|replicas|config|e3-.*|attestation-e3(-sidecar)?|fabric-.*${c!.alias}.*|fabric-gate)$`));
     } finally {
       await stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hostsConfig) });
       await runInHost(c!.alias, ["ip", "addr", "del", `${extra}/24`, "dev", c!.fabricInterface]);

@@ -14,7 +14,7 @@ describe("e2e: launch policy evidence", function () {
       const steps = await plannedChanges(stack);
       expect(steps.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["policyDigest"] });
       const touched = [...steps.keys()].sort();
-      expect(touched).to.deep.equal(["fleet-config", "fleet-e2-cache", "fleet-e2-generation", "fleet-e2-image-check", "fleet-e2-process", "fleet-replicas", `fleet-${b!.alias}`].sort());
+      expect(touched).to.deep.equal(["fleet-attestation-e2", "fleet-attestation-e2-sidecar", "fleet-config", "fleet-e2-cache", "fleet-e2-generation", "fleet-e2-image-check", "fleet-e2-process", "fleet-replicas", `fleet-${b!.alias}`].sort());
     } finally {
       await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(engines) });
     }
