@@ -10,3 +10,5 @@ export type { EngineClient, Reply, StreamChunk } from "./client";
 export { metricFacts, type EngineMetricFacts } from "./metrics";
 export { emptyRecord, Profiler, type MeasureOptions, type MeasureRecord, type Measurement } from "./measure";
 export { previousInLane, profileLanes, type PlacedEngine } from "./lanes";
+export { publishStore, STORE_FILE_MODE, STORE_FOLDER_MODE, type EntryKind, type FileTarget, type Published } from "./publish";
+export { localTarget } from "./local-target";

@@ -259,7 +259,11 @@ export class Profiler {
           let used = s.decodeTokens;
           let c = await this.cohort(text, input, size, used);
           if (c.intervals.length < 2 * size) {
-            const retry = overlappingTokens(c, maxModelLen - input);
+            // narwhal stretches streams that left before the last joined; a cohort that did overlap but
+            // too briefly gets twice the tokens, within the context left after the input.
+            const stretched = overlappingTokens(c, maxModelLen - input);
+            const doubled = c.joined === size && 2 * used <= maxModelLen - input ? 2 * used : undefined;
+            const retry = stretched ?? doubled;
             if (retry !== undefined) {
               used = retry;
               this.overflow("decode", input, used, maxModelLen);
