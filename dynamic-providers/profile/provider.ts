@@ -64,9 +64,9 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
     if (known(k) && !(typeof news[k] === "string" && DIGEST.test(news[k] as string))) fail(k, `${k} must be sha256:<64 hex>, got ${JSON.stringify(news[k])}`);
   }
   for (const k of ["attestationDigest", "launchDigest"]) {
-    if (news[k] !== undefined && known(k) && !(typeof news[k] === "string" && DIGEST.test(news[k] as string))) fail(k, `${k} must be sha256:<64 hex> when set, got ${JSON.stringify(news[k])}`);
+    if (news[k] != null && known(k) && !(typeof news[k] === "string" && DIGEST.test(news[k] as string))) fail(k, `${k} must be sha256:<64 hex> when set, got ${JSON.stringify(news[k])}`);
   }
-  if (news.launchDigest !== undefined && news.attestationDigest === undefined) fail("launchDigest", "launchDigest comes with the attestation it is part of: set attestationDigest too");
+  if (news.launchDigest != null && news.attestationDigest == null) fail("launchDigest", "launchDigest comes with the attestation it is part of: set attestationDigest too");
   const s = news.processStartTime;
   if (known("processStartTime") && !(typeof s === "number" && Number.isFinite(s) && s > 0)) fail("processStartTime", `processStartTime must be a positive number, got ${JSON.stringify(s)}`);
   if (known("sweep")) {

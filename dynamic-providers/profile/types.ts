@@ -25,7 +25,7 @@ export interface ProfileInputs {
   version: string;
   /** The verified attestation the row binds (narwhal's binding digest: launch_digest, else attestation_digest). */
   attestationDigest?: string;
-  launchDigest?: string;
+  launchDigest?: string | null;
   /** The launch plan the engine runs (its `--max-num-seqs` is the limit below). */
   planSha256: string;
   sweep: Sweep;
