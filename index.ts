@@ -27,6 +27,8 @@ export const cacheGroups = fleet.cacheGroups;
 export const fabric = fleet.fabric.summary;
 /** Gate E: per engine its sidecar's attestation URL, attestation digest and evidence; the fleet's engine_contract and the fleet document that carries it. */
 export const attestation = { engines: fleet.attestation.engines, contract: fleet.attestation.contract, fleetDocument: fleet.attestation.fleetDocument };
+/** Gate F: per engine its profile digest, binding digest and fit errors; the store on the router host (path, digests). */
+export const profiles = fleet.profiles.summary;
 /** The role-to-host plan, as the runbook's `deploy_hosts.py plan` prints it. */
 export const deployment = {
   router: fleet.routerHost,

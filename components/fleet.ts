@@ -17,6 +17,7 @@ import { cacheSummary, CacheGroupSummary } from "../lib/fleet/cache-summary";
 import type { RuntimeIdentity } from "../lib/discovery/runtime";
 import { FabricMesh } from "./fabric";
 import { AttestationMesh } from "./attestation";
+import { ProfileMesh } from "./profiles";
 
 export interface FleetArgs {
   spec: FleetSpec;
@@ -74,6 +75,8 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly fabric: FabricMesh;
   /** Gate E: a sidecar and an attestation per engine after fabric qualification, and the fleet's engine_contract. */
   public readonly attestation: AttestationMesh;
+  /** Gate F's profiling: a Profile per engine after its attestation, and the store on the router host. */
+  public readonly profiles: ProfileMesh;
 
   constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:fleet:Fleet", name, {}, opts);
@@ -151,6 +154,7 @@ export class Fleet extends pulumi.ComponentResource {
       .apply((facts) => cacheSummary(spec, facts));
     this.fabric = new FabricMesh(`${name}-fabric`, { spec, stack: args.stack, hosts, engines, cacheGroups: this.cacheGroups }, { parent: this });
     this.attestation = new AttestationMesh(`${name}-attestation`, { spec, stack: args.stack, hosts, engines, replicas: this.replicas, after: [this.fabric.gate] }, { parent: this });
+    this.profiles = new ProfileMesh(`${name}-profiles`, { spec, stack: args.stack, engines, attestations: this.attestation.attestations, engineApiKey: args.secrets.engineApiKey, routerHost: this.routerHost, routerConnection: hosts.get(this.routerHost)!.connection }, { parent: this });
     this.registerOutputs({ hosts: this.hosts, engines: this.engines });
   }
 

@@ -166,6 +166,18 @@ export class SshSession {
     return commandSlots.get(`${host}:${port}`)?.running ?? 0;
   }
 
+  /** A TCP stream to host:port opened from this host (ssh -W): what a local port forward carries. */
+  openTcp(host: string, port: number): Promise<NonNullable<ConnectConfig["sock"]>> {
+    return this.forward(host, port);
+  }
+
+  /** The SFTP subsystem of this login, for writes that must not go through a shell. */
+  sftp(): Promise<import("ssh2").SFTPWrapper> {
+    return new Promise((resolve, reject) =>
+      this.client.sftp((err, sftp) => (err ? reject(new SshError("NARWHAL_SSH_EXEC", `host ${this.target.alias}: cannot open SFTP: ${err.message}`)) : resolve(sftp))),
+    );
+  }
+
   /** A TCP stream to host:port opened from this host, for the next hop of a jump. */
   private forward(host: string, port: number): Promise<NonNullable<ConnectConfig["sock"]>> {
     return new Promise((resolve, reject) =>

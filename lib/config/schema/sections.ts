@@ -173,10 +173,10 @@ export const ProfilingSchema = f.strict(
   {
     /** Prompt lengths of the prefill sweep; narwhal-profile needs at least 3 within maxModelLen. */
     prefillLens: lengths("a list of prompt lengths in tokens", 3, R.profiling.prefillLens),
-    /** Input lengths of the decode sweep. */
-    decodeInputLens: lengths("a list of input lengths in tokens", 1, R.profiling.decodeInputLens),
-    /** Concurrency levels of the decode sweep. */
-    decodeConcurrency: lengths("a list of concurrency levels", 1, R.profiling.decodeConcurrency),
+    /** Input lengths of the decode sweep; the decode fit needs at least 2 distinct. */
+    decodeInputLens: lengths("a list of input lengths in tokens", 2, R.profiling.decodeInputLens),
+    /** Concurrency levels of the decode sweep (bounded per engine by its max_num_seqs); at least 2 distinct. */
+    decodeConcurrency: lengths("a list of concurrency levels", 2, R.profiling.decodeConcurrency),
     /** Output tokens per decode sample, at least 3. */
     decodeTokens: f.num({ int: true, min: 3 }).default(R.profiling.decodeTokens),
     /** Repeats per prefill point (median), at least 3. */

@@ -1,0 +1,135 @@
+import * as pulumi from "@pulumi/pulumi";
+import type * as command from "@pulumi/command";
+import type { EngineSpec, FleetSpec } from "../lib/config";
+import { maxNumSeqsOf, previousInLane, sweepRecord, type Sweep } from "../lib/profiling";
+import { Profile } from "../dynamic-providers/profile/resource";
+import type { ProfileFitErrors, RouterLogin } from "../dynamic-providers/profile/types";
+import { ProfileStore } from "../dynamic-providers/profile-store/resource";
+import type { Attestation } from "../dynamic-providers/attestation/resource";
+import type { Engine } from "./engine";
+
+/** The fleet document's `profiles.path`: the router runs in its own folder, so this is relative to it. */
+export const PROFILES_PATH = "runs/profiles.json";
+
+export interface ProfilesArgs {
+  spec: FleetSpec;
+  stack: string;
+  engines: ReadonlyArray<{ spec: EngineSpec; engine: Engine }>;
+  attestations: Readonly<Record<string, Attestation>>;
+  engineApiKey: pulumi.Input<string>;
+  /** The router host's alias and the connection its commands use (its verified key pinned). */
+  routerHost: string;
+  routerConnection: pulumi.Input<command.types.input.remote.ConnectionArgs>;
+}
+
+/** Per engine, as the stack output shows it. */
+export interface EngineProfileSummary {
+  profileDigest: string;
+  bindingDigest: string;
+  fitErrors: ProfileFitErrors;
+  evidence?: { relativePath: string; digest: string };
+}
+
+/** How the providers log in to the router host, from the connection its commands use. */
+function routerLogin(alias: string, connection: pulumi.Input<command.types.input.remote.ConnectionArgs>) {
+  const c = pulumi.output(connection);
+  const login = c.apply(
+    (c): RouterLogin => ({
+      alias,
+      host: c.host,
+      port: c.port ?? 22,
+      user: c.user ?? "root",
+      hostKey: c.hostKey ?? "",
+      connectTimeoutS: c.perDialTimeout ?? 15,
+      ...(c.proxy ? { jump: { alias: `${alias}-jump`, host: c.proxy.host, port: c.proxy.port ?? 22, user: c.proxy.user ?? "root", ...(c.proxy.hostKey ? { hostKey: c.proxy.hostKey } : {}) } } : {}),
+    }),
+  );
+  return { login: pulumi.unsecret(login), privateKey: c.apply((c) => c.privateKey), password: c.apply((c) => c.password) };
+}
+
+/**
+ * Gate F's profiling half: one Profile per engine once it is attested, measured from the router host
+ * (an SSH tunnel to the engine's private URL), concurrently across hosts and GPU groups and one after
+ * another within a GPU group; then the store and its sidecar on the router host at `profiles.path`.
+ */
+export class ProfileMesh extends pulumi.ComponentResource {
+  public readonly profiles: Record<string, Profile>;
+  public readonly store: ProfileStore;
+  public readonly summary: pulumi.Output<{ engines: Record<string, EngineProfileSummary>; store: { path: string; digest: string; samplesPath: string; samplesDigest: string } }>;
+
+  constructor(name: string, args: ProfilesArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("narwhal:profiles:ProfileMesh", name, {}, opts);
+    const { spec, stack } = args;
+    const sweep: Sweep = { ...spec.profiling };
+    const via = routerLogin(args.routerHost, args.routerConnection);
+    const turnAfter = previousInLane(args.engines.map(({ spec: e }) => ({ id: e.id, host: e.host, gpuIds: e.gpuIds ?? [] })));
+    this.profiles = {};
+    for (const { spec: e, engine } of args.engines) {
+      const a = args.attestations[e.id]!;
+      const g = engine.generation;
+      const before = turnAfter.get(e.id);
+      this.profiles[e.id] = new Profile(
+        `${name}-${e.id}`,
+        {
+          engineId: e.id,
+          hostAlias: e.host,
+          url: engine.url,
+          servedName: spec.model.servedName,
+          generationDigest: g.generationDigest,
+          processStartTime: g.processStartTime,
+          version: g.version,
+          attestationDigest: a.attestationDigest,
+          launchDigest: a.launchDigest,
+          planSha256: engine.plan.planSha256,
+          sweep,
+          maxNumSeqs: engine.plan.apply((p) => maxNumSeqsOf(p.argv)),
+          apiKey: args.engineApiKey,
+          via: via.login,
+          viaPrivateKey: via.privateKey,
+          viaPassword: via.password,
+          probeTimeoutS: spec.runtime.deadlinesS.inspect,
+          requestTimeoutS: spec.slo.requestTimeoutS,
+          stack,
+        },
+        // Engines sharing a GPU group take turns; the rest run side by side.
+        { parent: this, dependsOn: [a, ...(before ? [this.profiles[before]!] : [])] },
+      );
+    }
+    const stored = Object.values(this.profiles).map((p) =>
+      pulumi.all([p.engineId, p.row, p.profileDigest, p.samples]).apply(([engineId, row, profileDigest, samples]) => ({ engineId, row, profileDigest, samples })),
+    );
+    this.store = new ProfileStore(
+      `${name}-store`,
+      {
+        stack,
+        path: `/var/lib/narwhal-fleet/${stack}/router/${PROFILES_PATH}`,
+        engineIds: spec.engines.map((e) => e.id),
+        model: spec.model.servedName,
+        sweep: sweepRecord(sweep),
+        profiles: pulumi.all(stored),
+        router: via.login,
+        routerPrivateKey: via.privateKey,
+        routerPassword: via.password,
+      },
+      { parent: this },
+    );
+    const engines = pulumi.all(
+      Object.fromEntries(
+        Object.entries(this.profiles).map(([id, p]) => [
+          id,
+          pulumi.all([p.profileDigest, p.bindingDigest, p.fitErrors, p.evidence]).apply(([profileDigest, bindingDigest, fitErrors, evidence]): EngineProfileSummary => ({
+            profileDigest,
+            bindingDigest,
+            fitErrors,
+            ...(evidence ? { evidence } : {}),
+          })),
+        ]),
+      ),
+    );
+    this.summary = pulumi.all([engines, this.store.path, this.store.storeDigest, this.store.samplesPath, this.store.samplesDigest]).apply(([engines, path, digest, samplesPath, samplesDigest]) => ({
+      engines,
+      store: { path, digest, samplesPath, samplesDigest },
+    }));
+    this.registerOutputs({ summary: this.summary });
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * ProfileStore provider methods, loaded at call time by resource.ts (through dynamic-providers/shim.ts).
+ *
+ * - check:  the path, the engine list and the profiles (ids equal to the fleet's, rows valid) before
+ *           anything remote is touched;
+ * - create/update: reads every profile's sidecar entry from the evidence store (digest checked), builds
+ *           the store and its `.samples.json` sidecar in narwhal's schema and writes them to the router
+ *           host over SFTP (write then rename, 0600, never through a symlink); digests go to state;
+ * - diff:   a new profile, path, fleet or router changes the files; updates in place (the files are
+ *           replaced whole), so nothing downstream of the store is replaced for its own sake;
+ * - delete: leaves the files: the router's retained evidence.
+ */
+import type * as pulumi from "@pulumi/pulumi";
+import { evidenceRoot, EvidenceStore } from "../../lib/evidence";
+import { documentBytes, idsProblem, localTarget, ProfileError, publishStore, rowProblem, samplesDocument, storeDocument, type EngineSamples, type FileTarget } from "../../lib/profiling";
+import { SshSession } from "../../lib/ssh/client";
+import { diffInputs } from "../diff";
+import { hasUnknown } from "../engine-generation/check";
+import { sftpTarget } from "./sftp";
+import type { ProfileStoreInputs, ProfileStoreOutputs } from "./types";
+
+export const UPDATABLE = ["path", "engineIds", "model", "sweep", "profiles", "router", "routerPrivateKey", "routerPassword", "stack"] as const;
+
+export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
+  const failures: pulumi.dynamic.CheckFailure[] = [];
+  const fail = (property: string, reason: string) => failures.push({ property, reason });
+  const p = news.path;
+  if (!hasUnknown(p) && !(typeof p === "string" && p.startsWith("/") && !p.split("/").includes(".."))) fail("path", `path must be an absolute path on the router host without "..", got ${JSON.stringify(p)}`);
+  if (!hasUnknown(news.profiles) && !hasUnknown(news.engineIds)) {
+    const profiles = news.profiles as ProfileStoreInputs["profiles"];
+    const problem = idsProblem(profiles.map((x) => ({ iid: x.engineId })), news.engineIds as string[]);
+    if (problem) fail("profiles", problem);
+    for (const x of profiles) {
+      const bad = rowProblem(x.row as unknown as Record<string, unknown>);
+      if (bad) fail("profiles", bad);
+      else if (x.row.iid !== x.engineId) fail("profiles", `profile row ${x.row.iid} is filed under engine ${x.engineId}`);
+    }
+  }
+  return failures;
+}
+
+async function withTarget<T>(i: ProfileStoreInputs, fn: (t: FileTarget) => Promise<T>): Promise<T> {
+  if (!i.router) return fn(localTarget());
+  const r = i.router;
+  const session = await SshSession.open({
+    alias: r.alias,
+    host: r.host,
+    port: r.port,
+    user: r.user,
+    privateKey: i.routerPrivateKey || undefined,
+    password: i.routerPassword || undefined,
+    hostKey: r.hostKey,
+    allowFirstContact: false,
+    connectTimeoutS: r.connectTimeoutS,
+    ...(r.jump ? { jump: { alias: r.jump.alias, host: r.jump.host, port: r.jump.port, user: r.jump.user, privateKey: i.routerPrivateKey || undefined, password: i.routerPassword || undefined, hostKey: r.jump.hostKey, allowFirstContact: false, connectTimeoutS: r.connectTimeoutS } } : {}),
+  });
+  try {
+    const t = await sftpTarget(session);
+    try {
+      return await fn(t);
+    } finally {
+      t.close();
+    }
+  } finally {
+    session.close();
+  }
+}
+
+/** Builds both documents from the recorded profiles and writes them; exported for tests. */
+export async function writeStore(i: ProfileStoreInputs): Promise<ProfileStoreOutputs> {
+  const problems = inputFailures(i as unknown as Record<string, unknown>);
+  if (problems.length) throw new ProfileError("NARWHAL_PROFILE_STORE", problems.map((f) => `${f.property}: ${f.reason}`).join("; "));
+  const evidence = new EvidenceStore(evidenceRoot(process.cwd(), i.stack));
+  const entries: Record<string, EngineSamples> = {};
+  for (const p of i.profiles) {
+    const bytes = await evidence.readArtifact(p.samples.relativePath, p.samples.sha256);
+    const entry = JSON.parse(bytes.toString("utf8")) as EngineSamples & { warm_up?: unknown };
+    if (JSON.stringify(entry.profile) !== JSON.stringify(p.row)) throw new ProfileError("NARWHAL_PROFILE_STORE", `engine ${p.engineId}: the recorded samples describe another profile than the one in state`);
+    entries[p.engineId] = entry;
+  }
+  const meta = { package: "narwhal-fleet", writer: "Profile/ProfileStore", stack: i.stack };
+  const store = documentBytes(storeDocument(i.profiles.map((p) => p.row), meta));
+  const samples = documentBytes(samplesDocument(entries, { meta, model: i.model, sweep: i.sweep }));
+  const written = await withTarget(i, (t) => publishStore(t, i.path, store, samples));
+  return { ...i, storeDigest: written.digest, samplesPath: written.samplesPath, samplesDigest: written.samplesDigest, count: i.profiles.length, writtenAt: new Date().toISOString() };
+}
+
+export const provider: pulumi.dynamic.ResourceProvider = {
+  async check(_olds: ProfileStoreInputs, news: ProfileStoreInputs) {
+    const failures = inputFailures(news as unknown as Record<string, unknown>);
+    return failures.length ? { inputs: news, failures } : { inputs: news };
+  },
+  async create(inputs: ProfileStoreInputs) {
+    const outs = await writeStore(inputs);
+    return { id: `profiles-${outs.storeDigest.slice(7, 19)}`, outs };
+  },
+  async diff(_id: string, olds: ProfileStoreOutputs, news: ProfileStoreInputs) {
+    return diffInputs<ProfileStoreInputs>(olds, news, [], UPDATABLE);
+  },
+  async update(_id: string, _olds: ProfileStoreOutputs, news: ProfileStoreInputs) {
+    return { outs: await writeStore(news) };
+  },
+};

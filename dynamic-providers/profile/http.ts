@@ -1,0 +1,72 @@
+/**
+ * The profiling driver's engine client over undici: one pool per engine sized for the largest cohort,
+ * the API key as `Authorization: Bearer` on every request, streamed bodies timed as their bytes arrive.
+ * undici is required at call time, never captured.
+ */
+import { performance } from "node:perf_hooks";
+import type { EngineClient, Reply, StreamChunk } from "../../lib/profiling";
+import { SseSplitter } from "../../lib/profiling";
+
+export interface ProfileHttp extends EngineClient {
+  close(): Promise<void>;
+}
+
+export function profileHttp(baseUrl: string, apiKey: string | undefined, label: string, connections: number): ProfileHttp {
+  const { Agent, request } = require("undici") as typeof import("undici");
+  const agent = new Agent({ connections, keepAliveTimeout: 4000, connect: { timeout: 10_000 } });
+  const headers = (json: boolean): Record<string, string> => ({
+    accept: "application/json, text/event-stream, */*",
+    ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
+    ...(json ? { "content-type": "application/json" } : {}),
+  });
+  const fail = (method: string, path: string, err: unknown, t: number): Error => {
+    const e = err as Error & { code?: string };
+    const why = e.name === "TimeoutError" || e.code === "UND_ERR_HEADERS_TIMEOUT" || e.code === "UND_ERR_BODY_TIMEOUT" ? `no answer within ${t} s` : e.message;
+    return Object.assign(new Error(`${method} ${path} on ${label}: ${why}`), { name: "ProfileHttpError" });
+  };
+  const send = async (method: "GET" | "POST", path: string, body: unknown, t: number): Promise<Reply> => {
+    try {
+      const res = await request(`${baseUrl}${path}`, {
+        method,
+        headers: headers(body !== undefined),
+        body: body === undefined ? undefined : JSON.stringify(body),
+        dispatcher: agent,
+        signal: AbortSignal.timeout(t * 1000),
+        headersTimeout: t * 1000,
+        bodyTimeout: t * 1000,
+      });
+      return { status: res.statusCode, body: await res.body.text() };
+    } catch (err) {
+      throw fail(method, path, err, t);
+    }
+  };
+  return {
+    label,
+    now: () => performance.now() / 1000,
+    get: (path, t) => send("GET", path, undefined, t),
+    post: (path, body, t) => send("POST", path, body, t),
+    async stream(path, body, onChunk: (c: StreamChunk) => void, t) {
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(new Error(`no complete stream within ${t} s`)), t * 1000);
+      try {
+        const res = await request(`${baseUrl}${path}`, { method: "POST", headers: headers(true), body: JSON.stringify(body), dispatcher: agent, signal: abort.signal, headersTimeout: t * 1000, bodyTimeout: t * 1000 });
+        if (res.statusCode !== 200) return { status: res.statusCode, errorBody: await res.body.text() };
+        const split = new SseSplitter();
+        const utf8 = new TextDecoder();
+        for await (const bytes of res.body as AsyncIterable<Uint8Array>) {
+          const at = performance.now() / 1000;
+          const text = utf8.decode(bytes, { stream: true });
+          // An exception from the consumer ends the request: the loop exits and the body is destroyed.
+          for (const event of split.feed(text)) onChunk({ at, event });
+        }
+        return { status: 200 };
+      } catch (err) {
+        if ((err as { code?: string }).code?.startsWith("NARWHAL_")) throw err;
+        throw fail("POST", path, err, t);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    close: () => agent.close(),
+  };
+}

@@ -1,0 +1,245 @@
+/**
+ * Profile provider methods, loaded at call time by resource.ts (through dynamic-providers/shim.ts).
+ *
+ * - check:  validates the inputs and the sweep's minimums before anything remote is touched;
+ * - create: measures the engine (lib/profiling Profiler) from the router host's network position when
+ *           `via` is set (an SSH local forward through the router host), binds the row to the verified
+ *           attestation (or the live process identity without one), and keeps every raw observation as
+ *           the sidecar entry `engine-samples.json` in an evidence record. A stop condition still records
+ *           what was seen (verdict fail), then rejects naming the record;
+ * - diff:   replaces when what the profile was measured against changed (engine, URL, model, generation,
+ *           attestation, plan, sweep, limit); credentials, tunnel, timeouts and labels only update. An SLO
+ *           is not an input at all;
+ * - read:   the profile is a measurement of the past: nothing is re-probed;
+ * - delete: nothing remote (the store resource owns the files on the router host).
+ */
+import type * as pulumi from "@pulumi/pulumi";
+import { sha256Json } from "../../lib/digest";
+import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
+import {
+  attestationBindingDigest,
+  buildRow,
+  emptyRecord,
+  identityGenerationDigest,
+  Profiler,
+  ProfileError,
+  sweepProblems,
+  type EngineSamples,
+  type MeasureRecord,
+  type ProfileRow,
+} from "../../lib/profiling";
+import { SshSession, type SshTarget } from "../../lib/ssh/client";
+import { forwardedUrl, localForward } from "../../lib/ssh/forward";
+import { diffInputs } from "../diff";
+import { hasUnknown } from "../engine-generation/check";
+import { profileHttp } from "./http";
+import type { ProfileInputs, ProfileOutputs, ProfileResult, RouterLogin } from "./types";
+
+export const MEASURED_AGAINST = [
+  "engineId",
+  "url",
+  "servedName",
+  "generationDigest",
+  "processStartTime",
+  "version",
+  "attestationDigest",
+  "launchDigest",
+  "planSha256",
+  "sweep",
+  "maxNumSeqs",
+] as const;
+export const UPDATABLE = ["hostAlias", "apiKey", "via", "viaPrivateKey", "viaPassword", "probeTimeoutS", "requestTimeoutS", "stack"] as const;
+
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
+  const failures: pulumi.dynamic.CheckFailure[] = [];
+  const fail = (property: string, reason: string) => failures.push({ property, reason });
+  const known = (k: string) => !hasUnknown(news[k]);
+  for (const k of ["engineId", "hostAlias", "servedName", "version"]) {
+    if (known(k) && (typeof news[k] !== "string" || news[k] === "")) fail(k, `${k} must be a non-empty string`);
+  }
+  if (known("url") && !(typeof news.url === "string" && /^http:\/\/[^/\s]+$/.test(news.url))) fail("url", `url must be the engine's http://<address>:<port> base URL, got ${JSON.stringify(news.url)}`);
+  for (const k of ["generationDigest", "planSha256"]) {
+    if (known(k) && !(typeof news[k] === "string" && DIGEST.test(news[k] as string))) fail(k, `${k} must be sha256:<64 hex>, got ${JSON.stringify(news[k])}`);
+  }
+  for (const k of ["attestationDigest", "launchDigest"]) {
+    if (news[k] != null && known(k) && !(typeof news[k] === "string" && DIGEST.test(news[k] as string))) fail(k, `${k} must be sha256:<64 hex> when set, got ${JSON.stringify(news[k])}`);
+  }
+  if (news.launchDigest != null && news.attestationDigest == null) fail("launchDigest", "launchDigest comes with the attestation it is part of: set attestationDigest too");
+  const s = news.processStartTime;
+  if (known("processStartTime") && !(typeof s === "number" && Number.isFinite(s) && s > 0)) fail("processStartTime", `processStartTime must be a positive number, got ${JSON.stringify(s)}`);
+  if (known("sweep")) {
+    const problems = news.sweep && typeof news.sweep === "object" ? sweepProblems(news.sweep as never) : ["sweep must be an object"];
+    for (const p of problems) fail("sweep", p);
+  }
+  const m = news.maxNumSeqs;
+  if (m !== undefined && known("maxNumSeqs") && !(Number.isInteger(m) && (m as number) >= 1)) fail("maxNumSeqs", `maxNumSeqs must be a positive integer (the plan's --max-num-seqs), got ${JSON.stringify(m)}`);
+  for (const k of ["probeTimeoutS", "requestTimeoutS"]) {
+    const t = news[k];
+    if (known(k) && !(typeof t === "number" && Number.isFinite(t) && t > 0)) fail(k, `${k} must be a positive number of seconds, got ${JSON.stringify(t)}`);
+  }
+  const via = news.via as RouterLogin | undefined;
+  if (via !== undefined && known("via")) {
+    if (!via || typeof via.host !== "string" || !via.host || !Number.isInteger(via.port) || typeof via.user !== "string" || !via.user) fail("via", "via must name the router host's login {alias, host, port, user, hostKey}");
+    else if (typeof via.hostKey !== "string" || !via.hostKey) fail("via", `via.hostKey: the router host ${via.alias}'s verified key must be pinned`);
+  }
+  return failures;
+}
+
+function sshTarget(login: RouterLogin, privateKey: string | undefined, password: string | undefined): SshTarget {
+  return {
+    alias: login.alias,
+    host: login.host,
+    port: login.port,
+    user: login.user,
+    privateKey: privateKey || undefined,
+    password: password || undefined,
+    hostKey: login.hostKey,
+    allowFirstContact: false,
+    connectTimeoutS: login.connectTimeoutS,
+    ...(login.jump
+      ? { jump: { alias: login.jump.alias, host: login.jump.host, port: login.jump.port, user: login.jump.user, privateKey: privateKey || undefined, password: password || undefined, hostKey: login.jump.hostKey, allowFirstContact: false, connectTimeoutS: login.connectTimeoutS } }
+      : {}),
+  };
+}
+
+/** Runs `fn` with a base URL that reaches the engine from where measurements must be made. */
+async function withEngineRoute<T>(i: ProfileInputs, fn: (baseUrl: string) => Promise<T>): Promise<T> {
+  if (!i.via) return fn(i.url);
+  const session = await SshSession.open(sshTarget(i.via, i.viaPrivateKey, i.viaPassword));
+  try {
+    const u = new URL(i.url);
+    const forward = await localForward(session, u.hostname.replace(/^\[|\]$/g, ""), Number(u.port || 80));
+    try {
+      return await fn(forwardedUrl(i.url, forward));
+    } finally {
+      await forward.close();
+    }
+  } finally {
+    session.close();
+  }
+}
+
+export function bindingOf(i: ProfileInputs): { digest: string; evidence: Record<string, unknown> } {
+  const engine = { version: i.version, process_start_time_seconds: i.processStartTime };
+  if (i.attestationDigest) {
+    return {
+      digest: attestationBindingDigest(i.attestationDigest, i.launchDigest),
+      evidence: { attestation_digest: i.attestationDigest, ...(i.launchDigest ? { launch_digest: i.launchDigest } : {}), generation_digest: i.generationDigest, engine },
+    };
+  }
+  return { digest: identityGenerationDigest(i.version, i.processStartTime), evidence: { engine } };
+}
+
+async function record(i: ProfileInputs, entry: Record<string, unknown>, startedAt: string, verdict: { status: "pass" | "fail"; reasons: string[] }, observations: Record<string, unknown>) {
+  const store = new EvidenceStore(evidenceRoot(process.cwd(), i.stack!), { secrets: [i.apiKey, i.viaPrivateKey, i.viaPassword].filter((s): s is string => !!s) });
+  const artifact = await store.writeArtifact("profile", "engine-samples.json", JSON.stringify(entry, null, 2) + "\n");
+  const written = await store.write(
+    evidenceRecord({
+      kind: "profile",
+      subject: { kind: "engine", alias: i.engineId },
+      stack: i.stack!,
+      inputs: JSON.parse(JSON.stringify(Object.fromEntries(MEASURED_AGAINST.map((k) => [k, i[k]])))),
+      commands: [],
+      startedAt,
+      endedAt: new Date().toISOString(),
+      sourceRevision: sourceRevision(process.cwd()),
+      observations: JSON.parse(JSON.stringify(observations)),
+      verdict,
+      artifacts: [artifact],
+    }),
+  );
+  return { artifact: { relativePath: artifact.relativePath, sha256: artifact.sha256 }, evidence: { relativePath: written.relativePath, digest: written.digest } };
+}
+
+/** Measures one engine; exported for tests, which call it as the provider host would. */
+export async function measureProfile(i: ProfileInputs, log?: (line: string) => void): Promise<ProfileResult> {
+  const startedAt = new Date().toISOString();
+  const t0 = Date.now();
+  const binding = bindingOf(i);
+  const raw: MeasureRecord = emptyRecord();
+  const label = `engine ${i.engineId} at ${i.url}${i.via ? ` (through router host ${i.via.alias})` : ""}`;
+  try {
+    const m = await withEngineRoute(i, async (base) => {
+      const http = profileHttp(base, i.apiKey, label, Math.max(...i.sweep.decodeConcurrency, i.maxNumSeqs ?? 1) + 2);
+      try {
+        return await new Profiler(http, { iid: i.engineId, model: i.servedName, sweep: i.sweep, maxNumSeqs: i.maxNumSeqs, processStartTime: i.processStartTime, probeTimeoutS: i.probeTimeoutS, requestTimeoutS: i.requestTimeoutS, log }, raw).run();
+      } finally {
+        await http.close();
+      }
+    });
+    const row: ProfileRow = buildRow({
+      iid: i.engineId,
+      generationDigest: binding.digest,
+      prefill: m.prefill,
+      prefillSamples: raw.prefill,
+      blockTokens: m.blockTokens,
+      decode: m.decode,
+      decodePoints: m.decodePoints,
+      decodeFitMape: m.decodeFitMape,
+      decodeCvMape: m.decodeCvMape,
+      kvCapacityTokens: m.kvCapacityTokens,
+      decodeMaxOutputTokens: m.decodeMaxOutputTokens,
+    });
+    const entry: EngineSamples = {
+      max_model_len: m.maxModelLen,
+      sweep: raw.sweep!,
+      ...(i.maxNumSeqs !== undefined ? { max_num_seqs: i.maxNumSeqs } : {}),
+      generation_evidence: binding.evidence,
+      prefill: raw.prefill,
+      prefill_fit_points: m.prefill.representatives,
+      prefill_fit_mape: m.prefill.mape,
+      prefill_block_tokens: m.blockTokens,
+      decode: raw.decode,
+      decode_intervals: raw.decode_intervals,
+      prefix_cache_hit_tokens: raw.prefix_cache_hit_tokens ?? null,
+      profile: row,
+    };
+    const fitErrors = { prefillMape: m.prefill.mape, prefillWorstPoint: m.prefill.worst, decodeFitMape: m.decodeFitMape, decodeCvMape: m.decodeCvMape! };
+    const wallSeconds = (Date.now() - t0) / 1000;
+    const kept = i.stack ? await record(i, { ...entry, warm_up: raw.warm_up }, startedAt, { status: "pass", reasons: [] }, { row, fitErrors, maxModelLen: m.maxModelLen, wallSeconds }) : undefined;
+    return {
+      row,
+      profileDigest: sha256Json(row),
+      bindingDigest: binding.digest,
+      fitErrors,
+      maxModelLen: m.maxModelLen,
+      effectiveSweep: m.sweep,
+      samples: kept?.artifact ?? { relativePath: "", sha256: sha256Json(entry) },
+      ...(kept ? { evidence: kept.evidence } : {}),
+      measuredAt: startedAt,
+      wallSeconds,
+    };
+  } catch (err) {
+    const message = (err as Error).message;
+    let where = "";
+    if (i.stack) {
+      const kept = await record(i, { ...raw, generation_evidence: binding.evidence, error: raw.error ?? message }, startedAt, { status: "fail", reasons: [message] }, { stoppedAt: new Date().toISOString() }).catch(() => undefined);
+      if (kept) where = ` (raw observations kept as ${kept.evidence.relativePath})`;
+    }
+    const code = err instanceof ProfileError ? err.code : "NARWHAL_PROFILE_PROBE";
+    throw new ProfileError(code, `profile of ${label}: ${message}${where}`);
+  }
+}
+
+export const provider: pulumi.dynamic.ResourceProvider = {
+  async check(_olds: ProfileInputs, news: ProfileInputs) {
+    const failures = inputFailures(news as unknown as Record<string, unknown>);
+    return failures.length ? { inputs: news, failures } : { inputs: news };
+  },
+
+  async create(inputs: ProfileInputs) {
+    const result = await measureProfile(inputs);
+    const outs: ProfileOutputs = { ...inputs, ...result };
+    return { id: `${inputs.engineId}-profile-${result.profileDigest.slice(7, 19)}`, outs };
+  },
+
+  async diff(_id: string, olds: ProfileOutputs, news: ProfileInputs) {
+    return diffInputs<ProfileInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+  },
+
+  async update(_id: string, olds: ProfileOutputs, news: ProfileInputs) {
+    return { outs: { ...olds, ...news } };
+  },
+};

@@ -1,0 +1,71 @@
+import type { ProfileRow, Sweep } from "../../lib/profiling";
+
+/** How the provider logs in to the router host to measure from there (the key and password travel apart, as secrets). */
+export interface RouterLogin {
+  alias: string;
+  host: string;
+  port: number;
+  user: string;
+  /** The key discovery verified for the router host: every login is pinned to it. */
+  hostKey: string;
+  connectTimeoutS: number;
+  jump?: { alias: string; host: string; port: number; user: string; hostKey?: string };
+}
+
+/** What one engine's profile is measured against, and how to reach the engine (plain inside provider calls). */
+export interface ProfileInputs {
+  engineId: string;
+  hostAlias: string;
+  /** The engine's private URL (the fleet document's `url`). */
+  url: string;
+  servedName: string;
+  /** The proved process (EngineGeneration): a restarted engine is a new generation and a new profile. */
+  generationDigest: string;
+  processStartTime: number;
+  version: string;
+  /** The verified attestation the row binds (narwhal's binding digest: launch_digest, else attestation_digest). */
+  attestationDigest?: string;
+  launchDigest?: string | null;
+  /** The launch plan the engine runs (its `--max-num-seqs` is the limit below). */
+  planSha256: string;
+  sweep: Sweep;
+  /** The plan's max_num_seqs, bounding decode concurrency; absent when the plan leaves vLLM's default. */
+  maxNumSeqs?: number;
+  /** Secret: sent as `Authorization: Bearer`; changing it alone updates in place. */
+  apiKey?: string;
+  /** Measure from the router host through an SSH tunnel; absent = from this machine. */
+  via?: RouterLogin;
+  viaPrivateKey?: string;
+  viaPassword?: string;
+  /** Timeout of one probe (health, tokenize, metrics), and of one completion or decode cohort, seconds. */
+  probeTimeoutS: number;
+  requestTimeoutS: number;
+  stack?: string;
+}
+
+export interface ProfileFitErrors {
+  prefillMape: number;
+  prefillWorstPoint: number;
+  decodeFitMape: number;
+  decodeCvMape: number;
+}
+
+/** What create measured: never rewritten. */
+export interface ProfileResult {
+  /** The store row, bound to `bindingDigest`. */
+  row: ProfileRow;
+  /** sha256 over the row's canonical JSON: what the store and preflight bind. */
+  profileDigest: string;
+  bindingDigest: string;
+  fitErrors: ProfileFitErrors;
+  maxModelLen: number;
+  /** The engine's sweep after its bounds. */
+  effectiveSweep: Sweep;
+  /** The sidecar entry (raw observations, fit, generation evidence) as an evidence artifact. */
+  samples: { relativePath: string; sha256: string };
+  evidence?: { relativePath: string; digest: string };
+  measuredAt: string;
+  wallSeconds: number;
+}
+
+export type ProfileOutputs = ProfileInputs & ProfileResult;
