@@ -29,10 +29,21 @@ export function metricFamily(name: string): string {
   return name.replace(/_(bucket|sum|count)$/, "");
 }
 
-/** Metric names in a Prometheus text exposition (sample lines), with histogram families added. */
+/**
+ * Metric names in a Prometheus text exposition: sample lines with their histogram families, and
+ * families declared by `# TYPE` (a labelled family with no sample yet, such as per-engine ejections,
+ * still exists).
+ */
 export function exposedMetrics(text: string): Set<string> {
   const names = new Set<string>();
   for (const line of text.split("\n")) {
+    const declared = /^# TYPE ([A-Za-z_:][A-Za-z0-9_:]*) (\w+)/.exec(line);
+    if (declared) {
+      names.add(declared[1]!);
+      // A counter family `x` is sampled as `x_total` in the text format.
+      if (declared[2] === "counter" && !declared[1]!.endsWith("_total")) names.add(`${declared[1]}_total`);
+      continue;
+    }
     if (line.startsWith("#") || line.trim() === "") continue;
     const m = /^[A-Za-z_:][A-Za-z0-9_:]*/.exec(line);
     if (m) {

@@ -78,7 +78,7 @@ export function routerStartScript(o: RouterOptions): string {
     o.profileStore === undefined
       ? ""
       : `mkdir -p "$(dirname "$run/"${shq(storePath)})"
-printf '%s\\n' ${shq(o.profileStore)} > "$run/"${shq(storePath)}".tmp"
+printf '%s' ${shq(o.profileStore)} > "$run/"${shq(storePath)}".tmp"
 mv -f "$run/"${shq(storePath)}".tmp" "$run/"${shq(storePath)}
 `;
   return `set -eu
