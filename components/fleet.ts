@@ -17,6 +17,8 @@ import { cacheSummary, CacheGroupSummary } from "../lib/fleet/cache-summary";
 import type { RuntimeIdentity } from "../lib/discovery/runtime";
 import { FabricMesh } from "./fabric";
 import { AttestationMesh } from "./attestation";
+import { RouterHost } from "./router";
+import { sanitisedFleetDocument } from "../lib/fleet/sanitised-document";
 
 export interface FleetArgs {
   spec: FleetSpec;
@@ -25,6 +27,11 @@ export interface FleetArgs {
   stack: string;
   /** The operator's ssh_config, for destinations that are OpenSSH aliases. */
   sshConfig?: { text: string; home: string };
+  /**
+   * The profile store (Gate F). narwhal-serve refuses to start without a profile per engine, so the
+   * router host (Gates B and G) is deployed only once a store exists.
+   */
+  profileStore?: pulumi.Input<string>;
 }
 
 export interface HostSummary {
@@ -74,6 +81,10 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly fabric: FabricMesh;
   /** Gate E: a sidecar and an attestation per engine after fabric qualification, and the fleet's engine_contract. */
   public readonly attestation: AttestationMesh;
+  /** Gates B and G: the narwhal install, the router and monitoring on the router host (with a profile store). */
+  public readonly routerHostResources?: RouterHost;
+  /** The fleet document with every engine address replaced by its host alias. */
+  public readonly sanitisedFleetDocument: pulumi.Output<Record<string, unknown>>;
 
   constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:fleet:Fleet", name, {}, opts);
@@ -151,6 +162,27 @@ export class Fleet extends pulumi.ComponentResource {
       .apply((facts) => cacheSummary(spec, facts));
     this.fabric = new FabricMesh(`${name}-fabric`, { spec, stack: args.stack, hosts, engines, cacheGroups: this.cacheGroups }, { parent: this });
     this.attestation = new AttestationMesh(`${name}-attestation`, { spec, stack: args.stack, hosts, engines, replicas: this.replicas, after: [this.fabric.gate] }, { parent: this });
+    const hostOf = Object.fromEntries(spec.engines.map((e) => [e.id, e.host]));
+    this.sanitisedFleetDocument = this.attestation.fleetDocument.apply((d) => sanitisedFleetDocument(d, hostOf));
+    if (args.profileStore !== undefined) {
+      const routerParts = hosts.get(this.routerHost)!;
+      this.routerHostResources = new RouterHost(
+        `${name}-router-host`,
+        {
+          spec,
+          stack: args.stack,
+          connection: routerParts.connection,
+          address: routerParts.discovery.fabricAddress,
+          fleetDocument: this.attestation.fleetDocument,
+          profileStore: args.profileStore,
+          engineApiKey: args.secrets.engineApiKey,
+          grafanaAdminPassword: args.secrets.grafanaAdminPassword,
+          // The last gate that exists today; preflight takes its place.
+          after: this.attestation,
+        },
+        { parent: this },
+      );
+    }
     this.registerOutputs({ hosts: this.hosts, engines: this.engines });
   }
 
