@@ -34,3 +34,9 @@ export const deployment = {
   router: fleet.routerHost,
   engines: Object.fromEntries(spec.engines.map((e) => [e.id, { host: e.host, role: e.role }])),
 };
+/** The fleet document with every engine address replaced by its host alias (no credential is ever in it). */
+export const fleetDocument = fleet.sanitisedFleetDocument;
+/** Gate G: the router's URL (the router host's fabric address), once the router host is deployed. */
+export const routerUrl = fleet.routerHostResources?.router.url;
+/** Gate B: the installed narwhal revision and the digest of its files. */
+export const narwhalInstall = fleet.routerHostResources?.install.marker;

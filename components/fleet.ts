@@ -18,6 +18,8 @@ import type { RuntimeIdentity } from "../lib/discovery/runtime";
 import { FabricMesh } from "./fabric";
 import { AttestationMesh } from "./attestation";
 import { ProfileMesh } from "./profiles";
+import { RouterHost } from "./router";
+import { sanitisedFleetDocument } from "../lib/fleet/sanitised-document";
 
 export interface FleetArgs {
   spec: FleetSpec;
@@ -77,6 +79,10 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly attestation: AttestationMesh;
   /** Gate F's profiling: a Profile per engine after its attestation, and the store on the router host. */
   public readonly profiles: ProfileMesh;
+  /** Gates B and G: the narwhal install, the router and monitoring on the router host. */
+  public readonly routerHostResources: RouterHost;
+  /** The fleet document with every engine address replaced by its host alias. */
+  public readonly sanitisedFleetDocument: pulumi.Output<Record<string, unknown>>;
 
   constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:fleet:Fleet", name, {}, opts);
@@ -155,6 +161,26 @@ export class Fleet extends pulumi.ComponentResource {
     this.fabric = new FabricMesh(`${name}-fabric`, { spec, stack: args.stack, hosts, engines, cacheGroups: this.cacheGroups }, { parent: this });
     this.attestation = new AttestationMesh(`${name}-attestation`, { spec, stack: args.stack, hosts, engines, replicas: this.replicas, after: [this.fabric.gate] }, { parent: this });
     this.profiles = new ProfileMesh(`${name}-profiles`, { spec, stack: args.stack, engines, attestations: this.attestation.attestations, engineApiKey: args.secrets.engineApiKey, routerHost: this.routerHost, routerConnection: hosts.get(this.routerHost)!.connection }, { parent: this });
+    const hostOf = Object.fromEntries(spec.engines.map((e) => [e.id, e.host]));
+    this.sanitisedFleetDocument = this.attestation.fleetDocument.apply((d) => sanitisedFleetDocument(d, hostOf));
+    const routerParts = hosts.get(this.routerHost)!;
+    this.routerHostResources = new RouterHost(
+      `${name}-router-host`,
+      {
+        spec,
+        stack: args.stack,
+        connection: routerParts.connection,
+        address: routerParts.discovery.fabricAddress,
+        fleetDocument: this.attestation.fleetDocument,
+        // The profile store is already on the router host, where the document's profiles.path points; a new store restarts the router.
+        profileStoreDigest: this.profiles.store.storeDigest,
+        engineApiKey: args.secrets.engineApiKey,
+        grafanaAdminPassword: args.secrets.grafanaAdminPassword,
+        // The last gate that exists today; preflight takes its place.
+        after: this.profiles.store,
+      },
+      { parent: this },
+    );
     this.registerOutputs({ hosts: this.hosts, engines: this.engines });
   }
 

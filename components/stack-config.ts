@@ -12,6 +12,8 @@ export interface FleetSecrets {
   /** Key for a host: its own `sshPrivateKeys.<alias>`, else the stack's `sshPrivateKey`. */
   sshPrivateKey(alias: string): pulumi.Output<string> | undefined;
   sshPassword(alias: string): pulumi.Output<string> | undefined;
+  /** Grafana's admin password (`grafanaAdminPassword`), needed when monitoring runs as containers. */
+  readonly grafanaAdminPassword?: pulumi.Output<string>;
 }
 
 /**
@@ -55,6 +57,7 @@ export function readStackConfig(): { spec: FleetSpec; secrets: FleetSecrets; ssh
       sshPrivateKey: (alias) =>
         hostKeys ? pulumi.all([hostKeys, stackKey]).apply(([own, shared]) => own[alias] ?? shared ?? "") : stackKey,
       sshPassword: (alias) => passwords?.apply((m) => m[alias] ?? ""),
+      grafanaAdminPassword: config.getSecret("grafanaAdminPassword"),
     },
   };
 }

@@ -106,6 +106,18 @@ else
   done_ "installed"
 fi
 
+step "Wheelhouse of narwhal-inference==$NARWHAL_VERSION for router hosts without a package index"
+# The simulated hosts have no route to PyPI, as many GPU hosts don't: Gate B installs from these wheels.
+wheels="$TOOLS/wheelhouse/narwhal-inference-$NARWHAL_VERSION"
+if [ -f "$wheels/.complete" ]; then
+  done_ "already downloaded"
+else
+  rm -rf "$wheels" && mkdir -p "$wheels"
+  "$TOOLS/venv/bin/pip" download -q --disable-pip-version-check --dest "$wheels" "narwhal-inference==$NARWHAL_VERSION"
+  touch "$wheels/.complete"
+  done_ "downloaded to .tools/wheelhouse/"
+fi
+
 step "Local state backend"
 mkdir -p "$NARWHAL_ROOT/.state"
 if ! pulumi stack ls --json 2>/dev/null | grep -q '"name": "dev"'; then

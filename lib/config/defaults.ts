@@ -67,8 +67,16 @@ export const ENGINE_PORT_BASE = { port: 8100, attestationPort: 8200, nixlPort: 5
 /** Service ports and deadlines the runbook leaves to the deployment. */
 export const PROGRAM_DEFAULTS = {
   sshPort: 22,
-  router: { bindAddress: "0.0.0.0", port: 8000, narwhalVersion: "0.7.0" },
-  observability: { prometheusPort: 9090, grafanaPort: 3000, scrapeIntervalS: 5 },
+  router: { bindAddress: "0.0.0.0", port: 8000, narwhalVersion: "0.7.0", installTimeoutS: 600, startTimeoutS: 120 },
+  observability: {
+    prometheusPort: 9090,
+    grafanaPort: 3000,
+    scrapeIntervalS: 5,
+    // The images the runbook's observability stack pins (Narwhal's `make observe`).
+    prometheusImage: "prom/prometheus:v3.9.1",
+    grafanaImage: "grafana/grafana:12.3.1",
+    prometheusCommand: "prometheus",
+  },
   ssh: { maxSessionsPerHost: 4, connectTimeoutS: 10, commandTimeoutS: 120 },
   fabric: { iperfPort: 5201, durationS: 2 },
   runtime: { deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30 } },

@@ -43,6 +43,8 @@ const Common = {
   min_tokens: z.number().int().min(0).nullish(),
   request_id: z.string().nullish(),
   kv_transfer_params: z.record(z.string(), z.unknown()).nullish(),
+  // vLLM's extension: each choice (and each streamed chunk) carries the ids of the tokens it produced.
+  return_token_ids: z.boolean().nullish(),
 };
 
 export const CompletionRequestSchema = z.looseObject({
@@ -164,13 +166,19 @@ export const usage = (prompt: number, completion: number): Usage => ({
 /** One SSE event. */
 export const sse = (data: unknown): string => `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
 
+export interface TokenIds {
+  produced: number[];
+  prompt: number[];
+}
+
 /** How one API (completions or chat) renders choices and chunks. */
 export interface Format {
   idPrefix: string;
   object: string;
   chunkObject: string;
-  choice(index: number, text: string, finish: string, kv: unknown): Record<string, unknown>;
-  chunkChoice(index: number, text: string, finish: string | null): Record<string, unknown>;
+  /** `ids`: the produced and prompt token ids when the request asked for `return_token_ids`, else null. */
+  choice(index: number, text: string, finish: string, kv: unknown, ids?: TokenIds | null): Record<string, unknown>;
+  chunkChoice(index: number, text: string, finish: string | null, ids?: number[] | null): Record<string, unknown>;
   /** The chat API opens each choice's stream with a role-only delta. */
   openingChoice?(index: number): Record<string, unknown>;
 }
@@ -179,18 +187,18 @@ export const COMPLETION: Format = {
   idPrefix: "cmpl",
   object: "text_completion",
   chunkObject: "text_completion",
-  choice: (index, text, finish, kv) => ({
+  choice: (index, text, finish, kv, ids) => ({
     index,
     text,
     logprobs: null,
     finish_reason: finish,
     stop_reason: null,
-    token_ids: null,
+    token_ids: ids?.produced ?? null,
     prompt_logprobs: null,
-    prompt_token_ids: null,
+    prompt_token_ids: ids?.prompt ?? null,
     ...(kv ? { kv_transfer_params: kv } : {}),
   }),
-  chunkChoice: (index, text, finish) => ({ index, text, logprobs: null, finish_reason: finish, stop_reason: null }),
+  chunkChoice: (index, text, finish, ids) => ({ index, text, logprobs: null, finish_reason: finish, stop_reason: null, ...(ids ? { token_ids: ids } : {}) }),
 };
 
 export const CHAT: Format = {
@@ -205,6 +213,6 @@ export const CHAT: Format = {
     stop_reason: null,
     ...(kv ? { kv_transfer_params: kv } : {}),
   }),
-  chunkChoice: (index, text, finish) => ({ index, delta: { content: text }, logprobs: null, finish_reason: finish, stop_reason: null }),
+  chunkChoice: (index, text, finish, ids) => ({ index, delta: { content: text }, logprobs: null, finish_reason: finish, stop_reason: null, ...(ids ? { token_ids: ids } : {}) }),
   openingChoice: (index) => ({ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }),
 };

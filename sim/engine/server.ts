@@ -87,6 +87,7 @@ interface Plan {
   continuousUsage: boolean;
   kvTransferParams: Record<string, unknown> | null;
   requestId: string;
+  returnTokenIds: boolean;
 }
 
 export class EngineServer {
@@ -195,6 +196,7 @@ export class EngineServer {
       min_tokens?: number | null;
       request_id?: string | null;
       kv_transfer_params?: Record<string, unknown> | null;
+      return_token_ids?: boolean | null;
     },
     prompts: number[][],
     format: Format,
@@ -222,6 +224,7 @@ export class EngineServer {
       continuousUsage: includeUsage && (body.stream_options?.continuous_usage_stats ?? false),
       kvTransferParams: body.kv_transfer_params ?? null,
       requestId: body.request_id ? `${format.idPrefix}-${body.request_id}` : randomId(format.idPrefix),
+      returnTokenIds: body.return_token_ids === true,
     };
   }
 
@@ -272,9 +275,9 @@ export class EngineServer {
     const promptTokens = plan.prompts.reduce((s, ids) => s + ids.length, 0);
     let completionTokens = 0;
     const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ id: plan.requestId, object: format.chunkObject, created, model, choices, ...extra });
-    const emit = (index: number, text: string, finish: string | null) => {
+    const emit = (index: number, text: string, finish: string | null, ids: number[]) => {
       const extra = plan.continuousUsage ? { usage: usage(promptTokens, completionTokens) } : {};
-      res.write(sse(chunk([format.chunkChoice(index, text, finish)], extra)));
+      res.write(sse(chunk([format.chunkChoice(index, text, finish, plan.returnTokenIds ? ids : null)], extra)));
     };
 
     if (plan.stream) res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
@@ -295,7 +298,7 @@ export class EngineServer {
           onToken: plan.stream
             ? (t: Token) => {
                 completionTokens++;
-                emit(index, t.text, ++produced === maxTokens ? "length" : null);
+                emit(index, t.text, ++produced === maxTokens ? "length" : null, [t.id]);
               }
             : undefined,
         };
@@ -303,7 +306,7 @@ export class EngineServer {
           this.engine.run(job).then((r) => {
             if (plan.stream && r.finishReason === "stop") {
               completionTokens++;
-              emit(index, "", "stop");
+              emit(index, "", "stop", []);
             }
             return r;
           }),
@@ -334,7 +337,15 @@ export class EngineServer {
       object: format.object,
       created,
       model,
-      choices: results.map((r, index) => format.choice(index, r.tokens.map((t) => t.text).join(""), r.finishReason, index === 0 ? kv : null)),
+      choices: results.map((r, index) =>
+        format.choice(
+          index,
+          r.tokens.map((t) => t.text).join(""),
+          r.finishReason,
+          index === 0 ? kv : null,
+          plan.returnTokenIds ? { produced: r.tokens.map((t) => t.id), prompt: plan.prompts[Math.floor(index / plan.n)]! } : null,
+        ),
+      ),
       service_tier: null,
       system_fingerprint: null,
       usage: { ...usage(promptTokens, completion), prompt_tokens_details: null },

@@ -9,6 +9,7 @@ import { writeCheckpoint } from "./checkpoint";
 import { liveDockerdPid, removeDockerCgroups, startDockerd, stopDockerd, writeDockerFiles } from "./docker";
 import { writeEtc } from "./etc";
 import { writeSimPythonSite } from "./python-site";
+import { writeWheelhouse } from "./wheelhouse";
 import { pidAlive, waitFor } from "./exec";
 import { gpusOf, SimGpu, writePciTree } from "./inventory";
 import { ensureHostKey, fingerprintOf, readPublicKeyLine } from "./keys";
@@ -127,6 +128,7 @@ export async function writeHostFiles(spec: HostSpec, passwordHash: string, timeS
   writeCheckpoint(path.join(p.modelsDir, MODEL_NAME));
   writeEtc(p, spec.alias, passwordHash);
   writeSimPythonSite(p);
+  writeWheelhouse(p);
   writeSshdConfig(spec, p);
   if (spec.dockerEngine) writeDockerFiles(spec.alias, p);
   return p;

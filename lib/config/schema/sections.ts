@@ -88,6 +88,8 @@ export const RouterSchema = f.strict(
     bindAddress: f.text("an IPv4 or IPv6 address", fmt.ipProblem).default(P.router.bindAddress),
     /** Router HTTP port. */
     port: f.port().default(P.router.port),
+    /** Bounded wait for the router's `/health` to report ready after its start, seconds. */
+    startTimeoutS: f.seconds().default(P.router.startTimeoutS),
     /** The Narwhal package the router runs. */
     narwhal: f
       .strict(
@@ -106,12 +108,19 @@ export const RouterSchema = f.strict(
               "an object {path, sha256}",
             )
             .optional(),
+          /**
+           * A folder of wheels on the router host that pip installs from instead of the package index
+           * (`--no-index --find-links`), for hosts without a route to the index.
+           */
+          wheelhouse: f.text("an absolute folder path on the router host", (s) => fmt.absolutePathProblem(s, "/srv/wheels")).optional(),
+          /** Bounded wait for pip, seconds. */
+          installTimeoutS: f.seconds().default(P.router.installTimeoutS),
         },
-        "an object {version, sourceBundle?}",
+        "an object {version, sourceBundle?, wheelhouse?, installTimeoutS}",
       )
       .prefault({}),
   },
-  "an object {host, bindAddress, port, narwhal}",
+  "an object {host, bindAddress, port, startTimeoutS, narwhal}",
 );
 
 export const ObservabilitySchema = f.strict(
@@ -124,8 +133,19 @@ export const ObservabilitySchema = f.strict(
     grafanaPort: f.port().default(P.observability.grafanaPort),
     /** Prometheus scrape interval, seconds. */
     scrapeIntervalS: f.seconds().default(P.observability.scrapeIntervalS),
+    /**
+     * How Prometheus and Grafana run: `container` (the runbook's images, host network) or `native`
+     * (the host's own `prometheus` binary, e.g. Debian's package; Grafana is then left to the operator).
+     */
+    runtime: f.choice(["container", "native"] as const).default("container"),
+    /** Prometheus image for the container runtime. */
+    prometheusImage: f.text("an image reference").default(P.observability.prometheusImage),
+    /** Grafana image for the container runtime. */
+    grafanaImage: f.text("an image reference").default(P.observability.grafanaImage),
+    /** The native runtime's Prometheus binary on the router host. */
+    prometheusCommand: f.text("a command name or path").default(P.observability.prometheusCommand),
   },
-  "an object {enabled, prometheusPort, grafanaPort, scrapeIntervalS}",
+  "an object {enabled, prometheusPort, grafanaPort, scrapeIntervalS, runtime, ...}",
 );
 
 export const SshSchema = f.strict(

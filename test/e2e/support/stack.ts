@@ -29,6 +29,9 @@ export async function openStack(name: string, hosts: SimHost[], engines: EngineE
     "narwhal-fleet:runtime": { kind: "native" },
     // Two cores run the CLI, the engines and every simulated sshd at once: allow slow handshakes.
     "narwhal-fleet:ssh": { connectTimeoutS: 30 },
+    // As the dev stack: Gate B installs from the hosts' wheelhouse, Prometheus runs from Debian's package.
+    "narwhal-fleet:router": { port: 8321, narwhal: { wheelhouse: "/srv/narwhal-wheels" } },
+    "narwhal-fleet:observability": { runtime: "native", prometheusPort: 9391 },
     ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [`narwhal-fleet:${k}`, v])),
   };
   // JSON is YAML: the stack file is written whole, then the CLI adds the salt and the secret.

@@ -78,3 +78,17 @@ describe("fleet document", () => {
     }
   });
 });
+
+describe("sanitised fleet document", () => {
+  it("replaces every engine address with its host alias and keeps ports, paths and everything else", () => {
+    const { sanitisedFleetDocument } = require("../../../lib/fleet/sanitised-document") as typeof import("../../../lib/fleet/sanitised-document");
+    const clean = sanitisedFleetDocument(doc, { e1: "a", e2: "b", e3: "a" });
+    expect(clean.engines).to.deep.equal([
+      { iid: "e1", url: "http://a:8100", attestation_url: "http://a:8200/v1/attestation", role: "prefill" },
+      { iid: "e2", url: "http://b:8101", attestation_url: "http://b:8201/v1/attestation", role: "decode", pin: true },
+      { iid: "e3", url: "http://a:8102", attestation_url: "http://a:8202/v1/attestation", role: "decode" },
+    ]);
+    expect(JSON.stringify(clean)).to.not.match(/198\.18\./);
+    expect(clean.slo).to.deep.equal(doc.slo);
+  });
+});

@@ -1,0 +1,80 @@
+import * as pulumi from "@pulumi/pulumi";
+import type * as command from "@pulumi/command";
+import type { FleetSpec } from "../../lib/config";
+import { NarwhalInstall } from "./install";
+import { Router } from "./router";
+import { Monitoring } from "../observability";
+import { localAddress, routerUrl } from "../../lib/router/serve";
+
+export { NarwhalInstall } from "./install";
+export { Router } from "./router";
+
+export interface RouterHostArgs {
+  spec: FleetSpec;
+  stack: string;
+  connection: command.types.input.remote.ConnectionArgs;
+  /** An address of the router host that clients reach. */
+  address: pulumi.Input<string>;
+  fleetDocument: pulumi.Input<Record<string, unknown>>;
+  profileStore?: pulumi.Input<string>;
+  /** The digest of the store Gate F wrote where the document's `profiles.path` points. */
+  profileStoreDigest?: pulumi.Input<string>;
+  engineApiKey: pulumi.Input<string>;
+  grafanaAdminPassword?: pulumi.Input<string>;
+  /** The last gate before the router (the profile store now, preflight once it exists). */
+  after: pulumi.Input<pulumi.Resource>;
+}
+
+/** Gates B and G on the router host: the narwhal install, the router from it, and monitoring beside it. */
+export class RouterHost extends pulumi.ComponentResource {
+  public readonly install: NarwhalInstall;
+  public readonly router: Router;
+  public readonly monitoring?: Monitoring;
+
+  constructor(name: string, args: RouterHostArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("narwhal:router:RouterHost", name, {}, opts);
+    const { spec } = args;
+    const base = `/var/lib/narwhal-fleet/${args.stack}`;
+    this.install = new NarwhalInstall(`${name}-narwhal`, { narwhal: spec.router.narwhal, connection: args.connection, installDir: `${base}/narwhal` }, { parent: this });
+    this.router = new Router(
+      `${name}-router`,
+      {
+        connection: args.connection,
+        install: this.install,
+        fleetDocument: args.fleetDocument,
+        profileStore: args.profileStore,
+        profileStoreDigest: args.profileStoreDigest,
+        engineApiKey: args.engineApiKey,
+        after: args.after,
+        runDir: `${base}/router`,
+        bindAddress: spec.router.bindAddress,
+        port: spec.router.port,
+        address: args.address,
+        model: spec.model.servedName,
+        engineIds: spec.engines.map((e) => e.id),
+        startTimeoutS: spec.router.startTimeoutS,
+        stopTimeoutS: spec.runtime.deadlinesS.stop,
+      },
+      { parent: this },
+    );
+    if (spec.observability.enabled) {
+      this.monitoring = new Monitoring(
+        `${name}-monitoring`,
+        {
+          spec: spec.observability,
+          connection: args.connection,
+          stack: args.stack,
+          dir: `${base}/observability`,
+          fleetDocument: args.fleetDocument,
+          routerLocalUrl: routerUrl(localAddress(spec.router.bindAddress).replace(/^\[|\]$/g, ""), spec.router.port),
+          grafanaAdminPassword: args.grafanaAdminPassword,
+          after: this.router.process,
+          startTimeoutS: spec.router.startTimeoutS,
+          stopTimeoutS: spec.runtime.deadlinesS.stop,
+        },
+        { parent: this },
+      );
+    }
+    this.registerOutputs({});
+  }
+}

@@ -1,0 +1,117 @@
+import * as pulumi from "@pulumi/pulumi";
+import * as command from "@pulumi/command";
+import { envFile } from "../../lib/shell";
+import { ENGINE_API_KEY_ENV } from "../../lib/fleet/fleet-document";
+import { localAddress, profileStorePath, routerStartScript, routerStopScript, routerUrl, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
+import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
+import type { NarwhalInstall } from "./install";
+import { lastJsonLine } from "../runtime/stdout";
+
+export interface RouterArgs {
+  connection: command.types.input.remote.ConnectionArgs;
+  /** Gate B on this host: the router runs from its bin folder and is replaced with it. */
+  install: NarwhalInstall;
+  /** The `narwhal.fleet` document the router loads. */
+  fleetDocument: pulumi.Input<Record<string, unknown>>;
+  /** The profile store (Gate F), written where the document's `profiles.path` points. */
+  profileStore?: pulumi.Input<string>;
+  /** Or: the digest of a store Gate F already wrote there; a new one restarts the router. */
+  profileStoreDigest?: pulumi.Input<string>;
+  engineApiKey: pulumi.Input<string>;
+  /** The last gate before the router: it never starts before that resource succeeded. */
+  after: pulumi.Input<pulumi.Resource>;
+  runDir: string;
+  bindAddress: string;
+  port: number;
+  /** An address of the router host that clients reach (its URL in the stack outputs). */
+  address: pulumi.Input<string>;
+  model: string;
+  engineIds: readonly string[];
+  startTimeoutS: number;
+  stopTimeoutS: number;
+}
+
+/**
+ * Gate G: `narwhal-serve` on the router host, started after the last gate and proved: `/health` ready
+ * with every engine, the served model listed, one completion through a prefill and a decode engine.
+ * The router is replaced when its document, profile store or install changes; anything else (a
+ * repeated `pulumi up`) re-runs the start, which adopts the running router: nothing is re-measured, and
+ * a restarted router re-matches the saved profiles against the live engines itself.
+ */
+export class Router extends pulumi.ComponentResource {
+  public readonly url: pulumi.Output<string>;
+  public readonly started: pulumi.Output<RouterStarted>;
+  public readonly proof: pulumi.Output<RouterProof>;
+  public readonly documentDigest: pulumi.Output<string>;
+  public readonly profileStoreDigest: pulumi.Output<string | undefined>;
+  public readonly process: command.remote.Command;
+
+  constructor(name: string, args: RouterArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("narwhal:router:Router", name, {}, opts);
+    const text = pulumi.output(args.fleetDocument).apply((d) => JSON.stringify(d, null, 2));
+    const store = args.profileStore === undefined ? pulumi.output<string | undefined>(undefined) : pulumi.output(args.profileStore);
+    const options: pulumi.Output<RouterOptions> = pulumi.all([text, store, args.install.marker]).apply(([fleetDocument, profileStore, marker]) => ({
+      runDir: args.runDir,
+      binDir: marker.binDir,
+      bindAddress: args.bindAddress,
+      port: args.port,
+      fleetDocument,
+      profileStore,
+      startTimeoutS: args.startTimeoutS,
+      stopTimeoutS: args.stopTimeoutS,
+    }));
+    this.documentDigest = text.apply(textDigest);
+    this.profileStoreDigest =
+      args.profileStoreDigest !== undefined ? pulumi.output(args.profileStoreDigest) : store.apply((s) => (s === undefined ? undefined : textDigest(s)));
+    this.process = new command.remote.Command(
+      `${name}-process`,
+      {
+        connection: args.connection,
+        create: options.apply(routerStartScript),
+        delete: options.apply(routerStopScript),
+        stdin: pulumi.secret(pulumi.output(args.engineApiKey).apply((key) => envFile({ [ENGINE_API_KEY_ENV]: key }))),
+        triggers: [this.documentDigest, this.profileStoreDigest.apply((d) => d ?? "none"), args.install.marker.digest, args.install.marker.binDir, `${args.bindAddress}:${args.port}`],
+        addPreviousOutputInEnv: false,
+        logging: "stderr",
+      },
+      // The replacement binds the same port, so the old router must be gone first.
+      { parent: this, deleteBeforeReplace: true, dependsOn: [args.after, args.install.command] },
+    );
+    this.started = this.process.stdout.apply((out) => lastJsonLine<RouterStarted>(out));
+    const proof = new command.remote.Command(
+      `${name}-proof`,
+      {
+        connection: args.connection,
+        create: pulumi.all([options, text]).apply(([o, doc]) =>
+          proofScript({
+            runDir: o.runDir,
+            binDir: o.binDir,
+            baseUrl: `http://${localAddress(o.bindAddress)}:${o.port}`,
+            model: args.model,
+            journalPath: journalBeside(profileStorePath(JSON.parse(doc) as Record<string, unknown>)),
+            timeoutS: args.startTimeoutS,
+          }),
+        ),
+        // Proved once per started router.
+        triggers: [this.started.pid, this.started.startedAt],
+        addPreviousOutputInEnv: false,
+        logging: "stderr",
+      },
+      { parent: this, dependsOn: [this.process] },
+    );
+    this.proof = proof.stdout.apply((out) => {
+      const p = lastJsonLine<RouterProof>(out);
+      const problems = judgeRouterProof(p, { engineCount: args.engineIds.length, model: args.model, engineIds: args.engineIds });
+      if (problems.length > 0) throw new pulumi.ResourceError(`router proof failed: ${problems.join("; ")}`, this);
+      return p;
+    });
+    this.url = pulumi.output(args.address).apply((a) => routerUrl(a, args.port));
+    this.registerOutputs({ url: this.url, started: this.started, proof: this.proof });
+  }
+}
+
+/** narwhal-serve's default journal: `journal.jsonl` beside the profile store. */
+export function journalBeside(storePath: string): string {
+  const i = storePath.lastIndexOf("/");
+  return i < 0 ? "journal.jsonl" : `${storePath.slice(0, i)}/journal.jsonl`;
+}

@@ -1,0 +1,20 @@
+import { ENGINE_JOB, ROUTER_JOB } from "./rules";
+
+export interface PrometheusConfigOptions {
+  readonly scrapeIntervalS: number;
+  /** Folder holding `router.json`, `engines.json` and `rules.yml`, as Prometheus sees it. */
+  readonly configDir: string;
+}
+
+/** prometheus.yml: the router and every engine from file-based targets, Narwhal's alert rules. */
+export function prometheusConfig(o: PrometheusConfigOptions): Record<string, unknown> {
+  const interval = `${o.scrapeIntervalS}s`;
+  return {
+    global: { scrape_interval: interval, evaluation_interval: interval },
+    rule_files: [`${o.configDir}/rules.yml`],
+    scrape_configs: [
+      { job_name: ROUTER_JOB, file_sd_configs: [{ files: [`${o.configDir}/router.json`] }] },
+      { job_name: ENGINE_JOB, file_sd_configs: [{ files: [`${o.configDir}/engines.json`] }] },
+    ],
+  };
+}

@@ -1,0 +1,182 @@
+/**
+ * Prometheus and Grafana on the router host, as `create`/`delete` scripts of remote commands. Targets
+ * are their own small command: Prometheus re-reads file_sd files by itself, so a fleet change rewrites
+ * them without restarting anything. Config files hold no secret and are world-readable, since the
+ * containers' users are not root; Grafana's admin password reaches it only through a 0600 env file.
+ */
+import { shellLine, shq } from "../shell";
+
+export interface ObservabilityFiles {
+  /** File name (inside the folder) -> content. */
+  readonly [name: string]: string;
+}
+
+/** Writes each file through a temporary name and a rename, so a reader never sees half a file. */
+export function writeFilesScript(dir: string, files: ObservabilityFiles, mode = "644"): string {
+  return `set -eu
+mkdir -p ${shq(dir)}
+${Object.entries(files)
+  .map(([name, text]) => {
+    if (!/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(name) || name.split("/").includes("..")) throw new Error(`observability file name ${JSON.stringify(name)} is not a plain relative path`);
+    const path = `${dir}/${name}`;
+    return `mkdir -p "$(dirname ${shq(path)})"
+printf '%s\\n' ${shq(text)} > ${shq(`${path}.tmp`)}
+chmod ${mode} ${shq(`${path}.tmp`)}
+mv -f ${shq(`${path}.tmp`)} ${shq(path)}`;
+  })
+  .join("\n")}
+`;
+}
+
+export interface PrometheusRunOptions {
+  readonly runtime: "native" | "container";
+  /** Folder holding prometheus.yml and its files (and data for the native runtime). */
+  readonly dir: string;
+  readonly command: string;
+  readonly image: string;
+  /** Container name (container runtime). */
+  readonly containerName: string;
+  readonly bindAddress: string;
+  readonly port: number;
+  readonly localUrl: string;
+  readonly configDigest: string;
+  readonly startTimeoutS: number;
+  readonly stopTimeoutS: number;
+}
+
+function portTakenCheck(port: number, what: string): string {
+  return `if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Hltn "sport = :${port}" 2>/dev/null | head -n 1)" ]; then
+  echo ${shq(`${what}: port ${port} on this host is already served; find the listener's owner (ss -ltnp 'sport = :${port}') and stop it, or choose another port`)} >&2
+  exit 1
+fi`;
+}
+
+function readyWait(url: string, what: string, timeoutS: number, alive: string, logs: string, cleanup: string): string {
+  return `deadline=$(( $(date +%s) + ${timeoutS} ))
+until curl -fsS -o /dev/null --max-time 2 ${shq(url)} 2>/dev/null; do
+  if ! ${alive}; then
+    echo ${shq(`${what} exited before ${url} answered; last log lines:`)} >&2
+    ${logs}
+    ${cleanup}
+    exit 1
+  fi
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    echo ${shq(`${what} did not answer ${url} within ${timeoutS}s; stopped it. Last log lines:`)} >&2
+    ${logs}
+    ${cleanup}
+    exit 1
+  fi
+  sleep 0.3
+done`;
+}
+
+export function prometheusArgs(o: Pick<PrometheusRunOptions, "dir" | "bindAddress" | "port">, storage: string): string[] {
+  const listen = o.bindAddress.includes(":") ? `[${o.bindAddress}]:${o.port}` : `${o.bindAddress}:${o.port}`;
+  return [`--config.file=${o.dir}/prometheus.yml`, `--storage.tsdb.path=${storage}`, `--web.listen-address=${listen}`, "--web.enable-lifecycle"];
+}
+
+/** Checks the config with promtool when the host has it, then starts Prometheus and waits for `/-/ready`. */
+export function prometheusStartScript(o: PrometheusRunOptions): string {
+  const what = `prometheus (${o.runtime})`;
+  const ready = `${o.localUrl}/-/ready`;
+  const check = `if command -v promtool >/dev/null 2>&1; then
+  if ! out=$(promtool check config ${shq(`${o.dir}/prometheus.yml`)} 2>&1); then
+    echo "prometheus: promtool rejects the generated configuration:" >&2
+    echo "$out" >&2
+    exit 1
+  fi
+fi`;
+  if (o.runtime === "native") {
+    return `set -eu
+dir=${shq(o.dir)}
+if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
+  if [ "$(cat "$dir/config.digest" 2>/dev/null)" = ${shq(o.configDigest)} ] && [ -f "$dir/started" ]; then cat "$dir/started"; exit 0; fi
+  echo "prometheus: pid $(cat "$dir/pid") already runs another configuration from $dir; stop it first" >&2
+  exit 1
+fi
+if ! command -v ${shq(o.command)} >/dev/null 2>&1; then
+  echo ${shq(`prometheus: ${o.command} is not on this host; install the prometheus package or set observability.prometheusCommand`)} >&2
+  exit 1
+fi
+${check}
+${portTakenCheck(o.port, "prometheus")}
+mkdir -p "$dir/data"
+(
+  cd "$dir"
+  exec setsid ${shellLine([o.command, ...prometheusArgs(o, `${o.dir}/data`)])} > "$dir/prometheus.log" 2>&1 < /dev/null
+) &
+pid=$!
+echo "$pid" > "$dir/pid"
+printf '%s\\n' ${shq(o.configDigest)} > "$dir/config.digest"
+${readyWait(ready, what, o.startTimeoutS, 'kill -0 "$pid" 2>/dev/null', 'tail -n 20 "$dir/prometheus.log" >&2', 'kill -TERM "-$pid" 2>/dev/null || true; rm -f "$dir/pid" "$dir/config.digest"')}
+printf '{"pid":%s,"startedAt":"%s"}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$dir/started"
+cat "$dir/started"
+`;
+  }
+  const name = shq(o.containerName);
+  return `set -eu
+dir=${shq(o.dir)}
+if [ "$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "narwhal.config-digest"}}' ${name} 2>/dev/null)" = ${shq(`true ${o.configDigest}`)} ]; then
+  printf '{"container":"%s"}\\n' "$(docker inspect -f '{{.Id}}' ${name})"
+  exit 0
+fi
+docker rm -f ${name} >/dev/null 2>&1 || true
+${portTakenCheck(o.port, "prometheus")}
+mkdir -p "$dir/data" && chmod 777 "$dir/data"
+docker run -d --name ${name} --network host --restart unless-stopped --label ${shq(`narwhal.config-digest=${o.configDigest}`)} -v "$dir:$dir" ${shq(o.image)} ${shellLine(prometheusArgs(o, `${o.dir}/data`))} > /dev/null
+${readyWait(ready, what, o.startTimeoutS, `[ "$(docker inspect -f '{{.State.Running}}' ${name} 2>/dev/null)" = true ]`, `docker logs --tail 20 ${name} >&2 2>&1 || true`, `docker rm -f ${name} >/dev/null 2>&1 || true`)}
+printf '{"container":"%s"}\\n' "$(docker inspect -f '{{.Id}}' ${name})"
+`;
+}
+
+export function prometheusStopScript(o: Pick<PrometheusRunOptions, "runtime" | "dir" | "containerName" | "stopTimeoutS">): string {
+  if (o.runtime === "container") return `docker rm -f ${shq(o.containerName)} >/dev/null 2>&1 || true\n`;
+  return `set -u
+dir=${shq(o.dir)}
+[ -f "$dir/pid" ] || exit 0
+pid=$(cat "$dir/pid")
+kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+deadline=$(( $(date +%s) + ${o.stopTimeoutS} ))
+while kill -0 "$pid" 2>/dev/null; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true; break; fi
+  sleep 0.2
+done
+rm -f "$dir/pid" "$dir/config.digest" "$dir/started"
+`;
+}
+
+export interface GrafanaRunOptions {
+  readonly dir: string;
+  readonly image: string;
+  readonly containerName: string;
+  readonly port: number;
+  readonly configDigest: string;
+  readonly startTimeoutS: number;
+}
+
+/** Grafana as a container with the provisioning folder mounted; the admin password arrives on stdin. */
+export function grafanaStartScript(o: GrafanaRunOptions): string {
+  const name = shq(o.containerName);
+  const health = `http://127.0.0.1:${o.port}/api/health`;
+  return `set -eu
+dir=${shq(o.dir)}
+umask 077
+cat > "$dir/grafana.env.tmp"
+mv -f "$dir/grafana.env.tmp" "$dir/grafana.env"
+if [ "$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "narwhal.config-digest"}}' ${name} 2>/dev/null)" = ${shq(`true ${o.configDigest}`)} ]; then
+  printf '{"container":"%s"}\\n' "$(docker inspect -f '{{.Id}}' ${name})"
+  exit 0
+fi
+docker rm -f ${name} >/dev/null 2>&1 || true
+${portTakenCheck(o.port, "grafana")}
+docker run -d --name ${name} --network host --restart unless-stopped --label ${shq(`narwhal.config-digest=${o.configDigest}`)} --env-file "$dir/grafana.env" -e GF_SERVER_HTTP_PORT=${o.port} -e GF_AUTH_ANONYMOUS_ENABLED=true -e GF_AUTH_ANONYMOUS_ORG_ROLE=Viewer -v "$dir/provisioning:/etc/grafana/provisioning:ro" -v "$dir/dashboards:$dir/dashboards:ro" ${shq(o.image)} > /dev/null
+${readyWait(health, "grafana", o.startTimeoutS, `[ "$(docker inspect -f '{{.State.Running}}' ${name} 2>/dev/null)" = true ]`, `docker logs --tail 20 ${name} >&2 2>&1 || true`, `docker rm -f ${name} >/dev/null 2>&1 || true`)}
+printf '{"container":"%s"}\\n' "$(docker inspect -f '{{.Id}}' ${name})"
+`;
+}
+
+export function grafanaStopScript(o: Pick<GrafanaRunOptions, "dir" | "containerName">): string {
+  return `docker rm -f ${shq(o.containerName)} >/dev/null 2>&1 || true
+rm -f ${shq(`${o.dir}/grafana.env`)}
+`;
+}

@@ -1,0 +1,169 @@
+/**
+ * Gate G on the router host: `narwhal-serve` as a supervised process, the `create` and `delete` of one
+ * remote command. Start writes the fleet document and profile store (0600, written then renamed), reads
+ * the engine API key from stdin into a 0600 environment file, refuses a port something else already
+ * serves, adopts a router of this very document after an interruption, and waits (bounded) for
+ * `/health` to report every engine. Exactly one router per fleet is this host's invariant only: a
+ * router of the same fleet on another host is the operator's to prevent.
+ */
+import { createHash } from "node:crypto";
+import { shellLine, shq } from "../shell";
+
+export interface RouterOptions {
+  /** The router's folder on its host (0700): fleet.json, profiles, env file, pid, log, journal. */
+  readonly runDir: string;
+  /** The install's bin folder (Gate B's marker), holding `narwhal-serve`. */
+  readonly binDir: string;
+  readonly bindAddress: string;
+  readonly port: number;
+  /** The fleet document's JSON text. */
+  readonly fleetDocument: string;
+  /** The profile store's JSON text, written where the document's `profiles.path` points; absent: not written. */
+  readonly profileStore?: string;
+  /** Bounded wait for `/health` to report ready, seconds. */
+  readonly startTimeoutS: number;
+  readonly stopTimeoutS: number;
+}
+
+/** What the start script prints (one JSON line). */
+export interface RouterStarted {
+  readonly pid: number;
+  readonly startedAt: string;
+  /** `/health` at the moment it first answered ready. */
+  readonly health: { status: string; instances: number; available_instances?: number };
+}
+
+export function textDigest(text: string): string {
+  return "sha256:" + createHash("sha256").update(text).digest("hex");
+}
+
+/** The address a client on the router host uses for a bind address (a wildcard bind is reached on loopback). */
+export function localAddress(bindAddress: string): string {
+  if (bindAddress === "0.0.0.0") return "127.0.0.1";
+  if (bindAddress === "::") return "[::1]";
+  return bindAddress.includes(":") ? `[${bindAddress}]` : bindAddress;
+}
+
+/** The router's URL as a client names it, from any address that reaches the router host. */
+export function routerUrl(address: string, port: number): string {
+  return `http://${address.includes(":") && !address.startsWith("[") ? `[${address}]` : address}:${port}`;
+}
+
+/**
+ * Where the document's `profiles.path` lands relative to the router's working folder. narwhal-serve
+ * resolves a relative path against its working directory; the program only writes relative paths that
+ * stay inside the router's folder.
+ */
+export function profileStorePath(document: Record<string, unknown>): string {
+  const p = (document.profiles as { path?: unknown } | undefined)?.path;
+  if (typeof p !== "string" || p === "") return "runs/profiles.json";
+  if (p.startsWith("/") || p.split("/").includes("..")) {
+    throw new Error(`router: the fleet document's profiles.path ${JSON.stringify(p)} must be relative and stay inside the router's folder`);
+  }
+  return p;
+}
+
+export function routerArgv(o: Pick<RouterOptions, "binDir" | "bindAddress" | "port">): string[] {
+  return [`${o.binDir}/narwhal-serve`, "--fleet", "fleet.json", "--host", o.bindAddress, "--port", String(o.port)];
+}
+
+export function routerStartScript(o: RouterOptions): string {
+  const documentDigest = textDigest(o.fleetDocument);
+  const storeDigest = o.profileStore === undefined ? "none" : textDigest(o.profileStore);
+  const identity = `${documentDigest} ${storeDigest}`;
+  const health = `http://${localAddress(o.bindAddress)}:${o.port}/health`;
+  const where = `${o.bindAddress}:${o.port}`;
+  const storePath = profileStorePath(JSON.parse(o.fleetDocument) as Record<string, unknown>);
+  const writeStore =
+    o.profileStore === undefined
+      ? ""
+      : `mkdir -p "$(dirname "$run/"${shq(storePath)})"
+printf '%s' ${shq(o.profileStore)} > "$run/"${shq(storePath)}".tmp"
+mv -f "$run/"${shq(storePath)}".tmp" "$run/"${shq(storePath)}
+`;
+  return `set -eu
+run=${shq(o.runDir)}
+mkdir -p "$run" && chmod 700 "$run"
+umask 077
+if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
+  # A start interrupted after launching: adopt the router if it serves this very document and store.
+  if [ "$(cat "$run/identity" 2>/dev/null)" = ${shq(identity)} ] && [ -f "$run/started" ]; then
+    cat > /dev/null
+    cat "$run/started"
+    exit 0
+  fi
+  echo "router: pid $(cat "$run/pid") already serves another fleet document from $run; stop it first" >&2
+  exit 1
+fi
+if [ ! -x ${shq(`${o.binDir}/narwhal-serve`)} ]; then
+  echo ${shq(`router: ${o.binDir}/narwhal-serve is missing; the narwhal install (Gate B) must finish first`)} >&2
+  exit 1
+fi
+taken=""
+if command -v ss >/dev/null 2>&1; then
+  taken=$(ss -Hltn "sport = :${o.port}" 2>/dev/null | head -n 3)
+elif curl -sS -o /dev/null --max-time 2 ${shq(health)} 2>/dev/null; then
+  taken="something answers HTTP on ${health}"
+fi
+if [ -n "$taken" ]; then
+  echo ${shq(`router: port ${o.port} on this host is already served (${where} wanted); exactly one router serves a fleet. Find the listener's owner (ss -ltnp 'sport = :${o.port}') and stop it, or choose another router.port. Listener:`)} >&2
+  echo "$taken" >&2
+  exit 1
+fi
+cat > "$run/router.env.tmp"
+mv -f "$run/router.env.tmp" "$run/router.env"
+printf '%s\\n' ${shq(o.fleetDocument)} > "$run/fleet.json.tmp"
+mv -f "$run/fleet.json.tmp" "$run/fleet.json"
+${writeStore}(
+  set -a; . "$run/router.env"; set +a
+  cd "$run"
+  exec setsid ${shellLine(routerArgv(o))} > "$run/router.log" 2>&1 < /dev/null
+) &
+pid=$!
+echo "$pid" > "$run/pid"
+printf '%s\\n' ${shq(identity)} > "$run/identity"
+deadline=$(( $(date +%s) + ${o.startTimeoutS} ))
+while :; do
+  body=$(curl -fsS --max-time 2 ${shq(health)} 2>/dev/null || true)
+  case "$body" in *'"status":"ok"'*) break ;; esac
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "router exited before /health reported ready; last log lines:" >&2
+    tail -n 20 "$run/router.log" >&2
+    rm -f "$run/pid" "$run/identity" "$run/router.env"
+    exit 1
+  fi
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    echo "router did not report ready on ${health} within router.startTimeoutS ${o.startTimeoutS}s (last answer: $body); stopped it. Last log lines:" >&2
+    tail -n 20 "$run/router.log" >&2
+    kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    rm -f "$run/pid" "$run/identity" "$run/router.env"
+    exit 1
+  fi
+  sleep 0.3
+done
+printf '{"pid":%s,"startedAt":"%s","health":%s}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$body" > "$run/started"
+cat "$run/started"
+`;
+}
+
+/** Stops the router's process group (SIGKILL after the stop timeout) and removes the key file; keeps document, log and journal. */
+export function routerStopScript(o: Pick<RouterOptions, "runDir" | "stopTimeoutS">): string {
+  return `set -u
+run=${shq(o.runDir)}
+rm -f "$run/router.env"
+[ -f "$run/pid" ] || exit 0
+pid=$(cat "$run/pid")
+kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+deadline=$(( $(date +%s) + ${o.stopTimeoutS} ))
+while kill -0 "$pid" 2>/dev/null; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    echo "router ignored SIGTERM for ${o.stopTimeoutS}s; sending SIGKILL" >&2
+    kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    sleep 0.5
+    break
+  fi
+  sleep 0.2
+done
+rm -f "$run/pid" "$run/identity" "$run/started"
+`;
+}

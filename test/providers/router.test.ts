@@ -1,0 +1,320 @@
+/**
+ * Gates B and G against real processes on 127.0.0.1: narwhal-inference installed by this program's
+ * install script into a fresh venv (from a wheelhouse, as a host without a route to the package index
+ * does), the real narwhal-serve started by the router scripts over two engine simulators with a fleet
+ * document this program generates, one completion through it, and Debian's Prometheus scraping the
+ * router and both engines from the generated targets. Every process started here is stopped.
+ */
+import { expect } from "chai";
+import { execFile, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { promisify } from "node:util";
+import { parseFleetConfig } from "../../lib/config";
+import { ENGINE_API_KEY_ENV, fleetDocument } from "../../lib/fleet/fleet-document";
+import { installScript, uninstallScript, type InstallMarker, type InstallOptions } from "../../lib/router/install";
+import { routerStartScript, routerStopScript, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
+import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
+import { journalBeside } from "../../components/router/router";
+import {
+  engineTargets,
+  exposedMetrics,
+  metricNames,
+  PANELS,
+  prometheusConfig,
+  prometheusStartScript,
+  prometheusStopScript,
+  routerTargets,
+  rulesFile,
+  writeFilesScript,
+  type PrometheusRunOptions,
+} from "../../lib/observability";
+import { envFile } from "../../lib/shell";
+import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
+
+const run = promisify(execFile);
+const API_KEY = "sk-narwhal-router-5c1e9b";
+const VERSION = "0.7.0";
+const PIP = path.join(ROOT, ".tools", "venv", "bin", "pip");
+const PYTHON = path.join(ROOT, ".tools", "venv", "bin", "python");
+const WHEELHOUSE = path.join(tmpdir(), `narwhal-fleet-wheelhouse-${VERSION}`);
+const ARGS = ["--served-model-name", "tiny", "--api-key", API_KEY, "--block-size", "16", "--kv-transfer-config", KV_BOTH, "--max-model-len", "4096"];
+
+async function sh(script: string, input = "", env: NodeJS.ProcessEnv = process.env, shell = "sh"): Promise<{ code: number; stdout: string; stderr: string }> {
+  const r = spawnSync(shell, ["-c", script], { input, env, encoding: "utf8", timeout: 300_000 });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+const lastJson = <T>(out: string): T => JSON.parse(out.trim().split("\n").pop()!) as T;
+
+/** The pinned wheels, fetched once per machine: the install itself then runs offline with --no-index. */
+async function wheelhouse(): Promise<string> {
+  if (!fs.existsSync(path.join(WHEELHOUSE, `narwhal_inference-${VERSION}-py3-none-any.whl`))) {
+    await run(PIP, ["download", "-q", "--disable-pip-version-check", "--only-binary=:all:", "-d", WHEELHOUSE, `narwhal-inference==${VERSION}`], { timeout: 300_000 });
+  }
+  return WHEELHOUSE;
+}
+
+describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus", function () {
+  this.timeout(600_000);
+  const installDir = path.join(tempDir("narwhal-install-"), "narwhal");
+  let options: InstallOptions;
+  let marker: InstallMarker;
+  let prefill: SimEngine;
+  let decode: SimEngine;
+  let document: Record<string, unknown>;
+  let store: string;
+  let router: RouterOptions;
+  let started: RouterStarted;
+  const stops: string[] = [];
+
+  before(async () => {
+    options = { source: { kind: "version", version: VERSION }, installDir, wheelhouse: await wheelhouse(), timeoutS: 300 };
+    const model = makeModel();
+    [prefill, decode] = await Promise.all([startEngine({ model, args: ARGS }), startEngine({ model, args: ARGS })]);
+    const spec = parseFleetConfig({
+      hosts: [{ alias: "local", destination: "root@127.0.0.1", fabricInterface: "lo" }],
+      engines: [
+        { id: "p0", host: "local", gpuIds: [0] },
+        { id: "d0", host: "local", gpuIds: [1] },
+      ],
+      model: { servedName: "tiny", checkpointDir: "/models/tiny" },
+      slo: { ttftS: 4, tpotS: 0.2 },
+    });
+    const endpoints = [
+      { id: "p0", url: prefill.url, attestationUrl: `${prefill.url}/v1/attestation` },
+      { id: "d0", url: decode.url, attestationUrl: `${decode.url}/v1/attestation` },
+    ];
+    document = fleetDocument(spec, endpoints, { accelerator: "none", acceleratorsPerEngine: 1, tensorParallel: 1 }, { profilesPath: "runs/profiles.json" });
+    const scratch = tempDir("router-store-");
+    fs.writeFileSync(path.join(scratch, "fleet.json"), JSON.stringify(document));
+    const made = spawnSync(PYTHON, [path.join(__dirname, "support", "profile-store.py"), path.join(scratch, "fleet.json"), path.join(scratch, "profiles.json"), "0.05"], {
+      env: { ...process.env, [ENGINE_API_KEY_ENV]: API_KEY },
+      encoding: "utf8",
+    });
+    expect(made.status, made.stderr).to.equal(0);
+    store = fs.readFileSync(path.join(scratch, "profiles.json"), "utf8");
+  });
+
+  after(async () => {
+    for (const script of stops) await sh(script);
+    await stopAll();
+    await sh(uninstallScript(options));
+    removeTemps();
+  });
+
+  describe("Gate B: install", () => {
+    it("installs the pinned version into its own venv and records revision and digest in the marker", async () => {
+      const r = await sh(installScript(options));
+      expect(r.code, r.stderr).to.equal(0);
+      marker = lastJson<InstallMarker>(r.stdout);
+      expect(marker.revision).to.equal("narwhal-inference==0.7.0");
+      expect(marker.version).to.equal(VERSION);
+      expect(marker.digest).to.match(/^sha256:[0-9a-f]{64}$/);
+      expect(marker.binDir).to.equal(`${installDir}/narwhal-inference-0.7.0/venv/bin`);
+      const version = spawnSync(`${marker.binDir}/narwhal-serve`, ["--version"], { encoding: "utf8" });
+      expect(version.stdout + version.stderr).to.contain(VERSION);
+      expect(JSON.parse(fs.readFileSync(`${installDir}/narwhal-inference-0.7.0/install.json`, "utf8"))).to.deep.equal(marker);
+      expect(fs.statSync(installDir).mode & 0o777).to.equal(0o700);
+    });
+
+    it("adopts a finished install of the same revision without running pip again", async () => {
+      const r = await sh(installScript(options));
+      expect(r.code, r.stderr).to.equal(0);
+      expect(lastJson<InstallMarker>(r.stdout)).to.deep.equal(marker);
+    });
+
+    it("reinstalls when the installed files no longer hash as the marker records", async () => {
+      const folder = `${installDir}/narwhal-inference-0.7.0`;
+      const record = fs.readdirSync(`${folder}/venv/lib`).map((py) => `${folder}/venv/lib/${py}/site-packages/narwhal_inference-${VERSION}.dist-info/RECORD`)[0]!;
+      fs.appendFileSync(record, "tampered,,\n");
+      const r = await sh(installScript(options));
+      expect(r.code, r.stderr).to.equal(0);
+      const again = lastJson<InstallMarker>(r.stdout);
+      expect(again.digest).to.not.equal("");
+      expect(fs.readFileSync(record, "utf8")).to.not.contain("tampered");
+      marker = again;
+    });
+
+    it("names every missing prerequisite at once and installs nothing", async () => {
+      const bin = tempDir("bare-path-");
+      fs.symlinkSync("/usr/bin/python3", path.join(bin, "python3"));
+      fs.symlinkSync("/usr/bin/curl", path.join(bin, "curl"));
+      const other = { ...options, installDir: path.join(tempDir("narwhal-install-"), "narwhal") };
+      const r = await sh(installScript(other), "", { PATH: bin }, "/bin/sh");
+      expect(r.code).to.equal(1);
+      expect(r.stderr).to.contain("the router host lacks prerequisites");
+      expect(r.stderr).to.contain("git is missing");
+      expect(r.stderr).to.contain("make is missing");
+      expect(r.stderr).to.contain("sha256sum is missing");
+      expect(r.stderr).to.not.contain("curl is missing");
+      expect(fs.existsSync(other.installDir)).to.equal(false);
+    });
+
+    it("refuses a source bundle whose digest is not the approved one, before pip sees it", async () => {
+      const bundle = path.join(tempDir("bundle-"), "narwhal.tar.gz");
+      fs.writeFileSync(bundle, "not the approved source");
+      const approved = "ab".repeat(32);
+      const other: InstallOptions = { source: { kind: "bundle", sha256: approved }, installDir: path.join(tempDir("narwhal-install-"), "narwhal"), bundlePath: bundle, timeoutS: 60 };
+      const r = await sh(installScript(other));
+      expect(r.code).to.equal(1);
+      expect(r.stderr).to.contain(`router.narwhal.sourceBundle.sha256 is ${approved}`);
+      expect(r.stderr).to.contain("nothing was installed");
+      expect(fs.existsSync(`${other.installDir}/bundle-${approved.slice(0, 16)}`)).to.equal(false);
+    });
+  });
+
+  describe("Gate G: narwhal-serve", () => {
+    before(async () => {
+      router = {
+        runDir: path.join(tempDir("router-run-"), "router"),
+        binDir: marker.binDir,
+        bindAddress: "127.0.0.1",
+        port: await freePort(),
+        fleetDocument: JSON.stringify(document, null, 2),
+        profileStore: store,
+        startTimeoutS: 60,
+        stopTimeoutS: 10,
+      };
+      stops.push(routerStopScript(router));
+    });
+
+    it("starts bound to the configured address and port and reports every engine ready", async () => {
+      const r = await sh(routerStartScript(router), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
+      expect(r.code, r.stderr).to.equal(0);
+      started = lastJson<RouterStarted>(r.stdout);
+      expect(started.health).to.deep.include({ status: "ok", instances: 2 });
+      const listening = spawnSync("ss", ["-Hltn", `sport = :${router.port}`], { encoding: "utf8" }).stdout;
+      expect(listening).to.contain(`127.0.0.1:${router.port}`);
+    });
+
+    it("keeps the document, profile store and key file private, and the key off every command line", () => {
+      for (const f of ["fleet.json", "runs/profiles.json", "router.env"]) {
+        expect(fs.statSync(path.join(router.runDir, f)).mode & 0o777, f).to.equal(0o600);
+      }
+      expect(fs.statSync(router.runDir).mode & 0o777).to.equal(0o700);
+      expect(textDigest(fs.readFileSync(path.join(router.runDir, "runs/profiles.json"), "utf8"))).to.equal(textDigest(store));
+      const cmdline = fs.readFileSync(`/proc/${started.pid}/cmdline`, "utf8");
+      expect(cmdline).to.contain("narwhal-serve");
+      expect(cmdline).to.not.contain(API_KEY);
+      expect(fs.readFileSync(path.join(router.runDir, "fleet.json"), "utf8")).to.not.contain(API_KEY);
+    });
+
+    it("proves itself: /health with the engine count, /v1/models, one completion through a prefill and a decode engine", async () => {
+      const r = await sh(
+        proofScript({ runDir: router.runDir, binDir: router.binDir, baseUrl: `http://127.0.0.1:${router.port}`, model: "tiny", journalPath: journalBeside("runs/profiles.json"), timeoutS: 30 }),
+      );
+      expect(r.code, r.stderr).to.equal(0);
+      const proof = lastJson<RouterProof>(r.stdout);
+      expect(judgeRouterProof(proof, { engineCount: 2, model: "tiny", engineIds: ["p0", "d0"] })).to.deep.equal([]);
+      expect(proof.models).to.deep.equal(["tiny"]);
+      expect(proof.journal).to.deep.include({ prefill_iid: "p0", decode_iid: "d0", terminal: "completed", crossed: true });
+    });
+
+    it("adopts itself when the start runs again for the same document and store", async () => {
+      const r = await sh(routerStartScript(router), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
+      expect(r.code, r.stderr).to.equal(0);
+      expect(lastJson<RouterStarted>(r.stdout).pid).to.equal(started.pid);
+    });
+
+    it("refuses to start a second router on a port something else already serves", async () => {
+      const port = await freePort();
+      const squatter: Server = createServer();
+      await new Promise<void>((resolve) => squatter.listen(port, "127.0.0.1", resolve));
+      try {
+        const other = { ...router, runDir: path.join(tempDir("router-run-"), "router"), port };
+        const r = await sh(routerStartScript(other), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
+        expect(r.code).to.equal(1);
+        expect(r.stderr).to.contain(`router: port ${port} on this host is already served`);
+        expect(r.stderr).to.contain("exactly one router serves a fleet");
+        expect(fs.existsSync(path.join(other.runDir, "pid"))).to.equal(false);
+        expect(fs.existsSync(path.join(other.runDir, "router.env"))).to.equal(false);
+      } finally {
+        squatter.close();
+      }
+    });
+
+    it("restarts with the same fleet document by re-matching the saved profiles: nothing is re-measured", async () => {
+      const stop = await sh(routerStopScript(router));
+      expect(stop.code, stop.stderr).to.equal(0);
+      expect(fs.existsSync(path.join(router.runDir, "router.env"))).to.equal(false);
+      const before = { p0: (await http(`${prefill.url}/metrics`)).text, d0: (await http(`${decode.url}/metrics`)).text };
+      const r = await sh(routerStartScript(router), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
+      expect(r.code, r.stderr).to.equal(0);
+      const again = lastJson<RouterStarted>(r.stdout);
+      expect(again.pid).to.not.equal(started.pid);
+      expect(again.health).to.deep.include({ status: "ok", instances: 2 });
+      // The store is the one written before: the restart read it, wrote no new profile and ran no sweep.
+      expect(fs.readFileSync(path.join(router.runDir, "runs/profiles.json"), "utf8")).to.equal(store);
+      const prompts = (text: string) => Number(/^vllm:prompt_tokens_total\{[^}]*\} (\S+)$/m.exec(text)?.[1] ?? "0");
+      const after = { p0: (await http(`${prefill.url}/metrics`)).text, d0: (await http(`${decode.url}/metrics`)).text };
+      expect(prompts(after.p0)).to.equal(prompts(before.p0));
+      expect(prompts(after.d0)).to.equal(prompts(before.d0));
+      started = again;
+    });
+  });
+
+  describe("monitoring: Prometheus from the generated targets", () => {
+    let prom: PrometheusRunOptions;
+
+    before(async () => {
+      const dir = path.join(tempDir("prometheus-"), "prometheus");
+      const port = await freePort();
+      prom = {
+        runtime: "native",
+        dir,
+        command: "prometheus",
+        image: "",
+        containerName: "",
+        bindAddress: "127.0.0.1",
+        port,
+        localUrl: `http://127.0.0.1:${port}`,
+        configDigest: "sha256:test",
+        startTimeoutS: 60,
+        stopTimeoutS: 10,
+      };
+      stops.unshift(prometheusStopScript(prom));
+      const files = {
+        "prometheus.yml": JSON.stringify(prometheusConfig({ scrapeIntervalS: 1, configDir: dir })),
+        "rules.yml": JSON.stringify(rulesFile()),
+        "engines.json": JSON.stringify(engineTargets(document)),
+        "router.json": JSON.stringify(routerTargets(`http://127.0.0.1:${router.port}`)),
+      };
+      const w = await sh(writeFilesScript(dir, files));
+      expect(w.code, w.stderr).to.equal(0);
+    });
+
+    it("promtool accepts the generated configuration and Narwhal's six alert rules", async () => {
+      const config = await sh(`promtool check config ${prom.dir}/prometheus.yml`);
+      expect(config.code, config.stdout + config.stderr).to.equal(0);
+      expect(config.stdout + config.stderr).to.contain("6 rules found");
+    });
+
+    it("scrapes the router and both engines, each engine labelled with its id", async () => {
+      const r = await sh(prometheusStartScript(prom));
+      expect(r.code, r.stderr).to.equal(0);
+      let active: Array<{ labels: Record<string, string>; health: string }> = [];
+      const deadline = Date.now() + 30_000;
+      while (Date.now() < deadline) {
+        active = (await http(`${prom.localUrl}/api/v1/targets`)).json.data.activeTargets;
+        if (active.length === 3 && active.every((t) => t.health === "up")) break;
+        await new Promise((res) => setTimeout(res, 500));
+      }
+      expect(active.map((t) => `${t.labels.job}/${t.labels.iid ?? "-"}/${t.health}`).sort()).to.deep.equal(["engines/d0/up", "engines/p0/up", "narwhal-router/-/up"]);
+      const rules = (await http(`${prom.localUrl}/api/v1/rules`)).json.data.groups[0].rules.map((x: { name: string }) => x.name);
+      expect(rules).to.deep.equal(["NarwhalEngineDown", "NarwhalEngineEjected", "NarwhalRouterDown", "NarwhalErrorBurst", "NarwhalUnservedRising", "NarwhalPoolStarved"]);
+    });
+
+    it("the dashboard queries only metrics the live router and engines export", async () => {
+      const exposed = new Set<string>(["up"]);
+      for (const url of [`http://127.0.0.1:${router.port}`, prefill.url, decode.url]) {
+        for (const name of exposedMetrics((await http(`${url}/metrics`)).text)) exposed.add(name);
+      }
+      const used = PANELS.flatMap((p) => p.queries.flatMap((q) => metricNames(q.expr)));
+      expect(used.length).to.be.greaterThan(15);
+      expect(used.filter((m) => !exposed.has(m))).to.deep.equal([]);
+    });
+  });
+});
