@@ -86,9 +86,11 @@ async function observe(
   const startedAt = new Date().toISOString();
   const ssh = await SshSession.open(target(i, opts.recordedHostKey));
   try {
-    // Our own engines hold their planned ports once started; only someone else's listener is a conflict.
+    // Our own engines and their attestation sidecars hold their planned ports once started; only
+    // someone else's listener is a conflict.
+    const ours = `/var/lib/narwhal-fleet/${shq(i.stack)}`;
     const ownPids = opts.preLaunch
-      ? (await ssh.exec(`cat /var/lib/narwhal-fleet/${shq(i.stack)}/engines/*/pid 2>/dev/null`, { timeoutS: 10, name: "own engine pids" })).stdout
+      ? (await ssh.exec(`cat ${ours}/engines/*/pid ${ours}/attestation/*/pid 2>/dev/null`, { timeoutS: 10, name: "own engine and sidecar pids" })).stdout
           .split(/\s+/)
           .filter(Boolean)
           .map(Number)
