@@ -7,3 +7,4 @@ export * from "./transfer";
 export * from "./calibration";
 export * from "./narwhal-report";
 export * from "./run";
+export * from "./attestation";
