@@ -43,6 +43,17 @@ interface Reply {
 
 class Timeout extends Error {}
 
+/** narwhal's `sse_error`: the status and message an SSE error event carries. */
+export function streamError(error: unknown): string {
+  if (error && typeof error === "object") {
+    const e = error as { code?: unknown; message?: unknown };
+    const status = Number.isInteger(e.code) && (e.code as number) >= 400 && (e.code as number) <= 599 ? e.code : 500;
+    const message = typeof e.message === "string" && e.message.trim() ? e.message.trim() : JSON.stringify(error);
+    return `${status} ${message}`;
+  }
+  return `500 ${typeof error === "string" && error.trim() ? error.trim() : JSON.stringify(error)}`;
+}
+
 export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<void> } {
   const { Agent, request } = require("undici") as typeof import("undici");
   const agent = new Agent({ connections: 8, keepAliveTimeout: 4000, connect: { timeout: 10_000 } });
@@ -246,7 +257,12 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
           for (const event of split.feed(utf8.decode(bytes, { stream: true }))) {
             if (event.done) continue;
             if (!("data" in event)) throw new Error(`malformed stream event: ${event.malformed}`);
-            const json = event.data as { choices?: Array<{ text?: string; token_ids?: number[] }> };
+            const json = event.data as { choices?: Array<{ text?: string; token_ids?: number[] }>; error?: unknown };
+            // A mid-stream failure arrives as an error event, as vLLM's stream generators send it.
+            if (json && json.error != null) {
+              clearTimeout(firstTimer);
+              return fail("transfer_failed", `decode leg on ${p.consumer}: ${streamError(json.error)}`);
+            }
             const n = (json.choices ?? []).reduce((k, c) => k + (Array.isArray(c.token_ids) ? c.token_ids.length : c.text ? 1 : 0), 0);
             tokens += n;
             if (n && firstToken === null) {
