@@ -29,6 +29,14 @@ export const fabric = fleet.fabric.summary;
 export const attestation = { engines: fleet.attestation.engines, contract: fleet.attestation.contract, fleetDocument: fleet.attestation.fleetDocument };
 /** Gate F: per engine its profile digest, binding digest and fit errors; the store on the router host (path, digests). */
 export const profiles = fleet.profiles.summary;
+
+/** Gate F's preflight: each gate's verdict and lines, the probes' rounds and the evidence record. */
+export const preflight = {
+  gates: fleet.preflight.gates.apply((gs) => Object.fromEntries(gs.map((g) => [g.gate, { verdict: g.verdict, lines: g.lines }]))),
+  rounds: fleet.preflight.rounds,
+  fleetDocumentDigest: fleet.preflight.fleetDocumentDigest,
+  evidence: fleet.preflight.evidence,
+};
 /** The role-to-host plan, as the runbook's `deploy_hosts.py plan` prints it. */
 export const deployment = {
   router: fleet.routerHost,

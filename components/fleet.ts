@@ -19,6 +19,8 @@ import { FabricMesh } from "./fabric";
 import { AttestationMesh } from "./attestation";
 import { ProfileMesh } from "./profiles";
 import { RouterHost } from "./router";
+import { preflight } from "./preflight";
+import type { Preflight } from "../dynamic-providers/preflight/resource";
 import { sanitisedFleetDocument } from "../lib/fleet/sanitised-document";
 
 export interface FleetArgs {
@@ -79,6 +81,8 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly attestation: AttestationMesh;
   /** Gate F's profiling: a Profile per engine after its attestation, and the store on the router host. */
   public readonly profiles: ProfileMesh;
+  /** Gate F's preflight after the profile store; the router starts only after it passes. */
+  public readonly preflight: Preflight;
   /** Gates B and G: the narwhal install, the router and monitoring on the router host. */
   public readonly routerHostResources: RouterHost;
   /** The fleet document with every engine address replaced by its host alias. */
@@ -163,6 +167,21 @@ export class Fleet extends pulumi.ComponentResource {
     this.profiles = new ProfileMesh(`${name}-profiles`, { spec, stack: args.stack, engines, attestations: this.attestation.attestations, engineApiKey: args.secrets.engineApiKey, routerHost: this.routerHost, routerConnection: hosts.get(this.routerHost)!.connection }, { parent: this });
     const hostOf = Object.fromEntries(spec.engines.map((e) => [e.id, e.host]));
     this.sanitisedFleetDocument = this.attestation.fleetDocument.apply((d) => sanitisedFleetDocument(d, hostOf));
+    this.preflight = preflight(
+      `${name}-preflight`,
+      {
+        spec,
+        stack: args.stack,
+        engines,
+        attestations: this.attestation.attestations,
+        profiles: this.profiles,
+        fleetDocument: this.attestation.fleetDocument,
+        engineApiKey: args.secrets.engineApiKey,
+        routerHost: this.routerHost,
+        routerConnection: hosts.get(this.routerHost)!.connection,
+      },
+      { parent: this },
+    );
     const routerParts = hosts.get(this.routerHost)!;
     this.routerHostResources = new RouterHost(
       `${name}-router-host`,
@@ -176,8 +195,8 @@ export class Fleet extends pulumi.ComponentResource {
         profileStoreDigest: this.profiles.store.storeDigest,
         engineApiKey: args.secrets.engineApiKey,
         grafanaAdminPassword: args.secrets.grafanaAdminPassword,
-        // The last gate that exists today; preflight takes its place.
-        after: this.profiles.store,
+        // Every required preflight gate passed against this document, these generations and profiles.
+        after: this.preflight,
       },
       { parent: this },
     );

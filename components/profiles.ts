@@ -31,7 +31,7 @@ export interface EngineProfileSummary {
 }
 
 /** How the providers log in to the router host, from the connection its commands use. */
-function routerLogin(alias: string, connection: pulumi.Input<command.types.input.remote.ConnectionArgs>) {
+export function routerLogin(alias: string, connection: pulumi.Input<command.types.input.remote.ConnectionArgs>) {
   const c = pulumi.output(connection);
   const login = c.apply(
     (c): RouterLogin => ({

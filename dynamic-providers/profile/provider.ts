@@ -87,7 +87,7 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
   return failures;
 }
 
-function sshTarget(login: RouterLogin, privateKey: string | undefined, password: string | undefined): SshTarget {
+export function sshTarget(login: RouterLogin, privateKey: string | undefined, password: string | undefined): SshTarget {
   return {
     alias: login.alias,
     host: login.host,

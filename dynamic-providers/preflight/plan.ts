@@ -1,0 +1,70 @@
+/**
+ * The preflight plan and observer settings from a fleet document: the budgets are the ones the router
+ * will use, with narwhal-inference 0.7.0's defaults where the document leaves a key out.
+ */
+import type { GateProfile, PairMode, PreflightPlan, ScheduleMode } from "../../lib/preflight";
+import type { ObserverOptions } from "./observer";
+
+const num = (v: unknown, fallback: number): number => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
+const obj = (v: unknown): Record<string, unknown> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+
+export interface DocumentEngine {
+  iid: string;
+  url: string;
+  attestationUrl?: string;
+  role: "prefill" | "decode";
+  pin: boolean;
+}
+
+/** The document's engines; a malformed one is named before anything is probed. */
+export function documentEngines(doc: Record<string, unknown>): DocumentEngine[] {
+  if (!Array.isArray(doc.engines) || !doc.engines.length) throw new Error("fleetDocument.engines: expected a non-empty list");
+  return doc.engines.map((raw, i) => {
+    const e = obj(raw);
+    if (typeof e.iid !== "string" || !e.iid) throw new Error(`fleetDocument.engines[${i}].iid: expected a non-empty string`);
+    if (typeof e.url !== "string" || !/^https?:\/\/[^/\s]+$/.test(e.url)) throw new Error(`fleetDocument.engines[${i}].url (${e.iid}): expected an http://host:port base URL`);
+    const role = e.role ?? "decode";
+    if (role !== "prefill" && role !== "decode") throw new Error(`fleetDocument.engines[${i}].role (${e.iid}): expected prefill or decode`);
+    return { iid: e.iid, url: e.url, ...(typeof e.attestation_url === "string" ? { attestationUrl: e.attestation_url } : {}), role, pin: e.pin === true };
+  });
+}
+
+export function timeoutsOf(doc: Record<string, unknown>) {
+  const engine = obj(doc.engine);
+  const serving = obj(doc.serving);
+  return {
+    healthS: num(engine.health_timeout_s, 5),
+    prefillS: num(serving.prefill_timeout_s, 120),
+    tokenizeS: num(engine.tokenize_timeout_s, 2),
+    firstTokenS: num(engine.first_token_timeout_s, 2.5),
+    decodeReadS: num(engine.decode_read_timeout_s, 60),
+    requestS: num(serving.request_timeout_s, 600),
+  };
+}
+
+export function planOf(doc: Record<string, unknown>, profiles: readonly GateProfile[], opts: { pairs: PairMode; repeats: number; schedule: ScheduleMode }): PreflightPlan {
+  const engines = documentEngines(doc);
+  const slo = obj(doc.slo);
+  const profilesBlock = obj(doc.profiles);
+  const contract = doc.engine_contract ? obj(doc.engine_contract) : null;
+  const t = timeoutsOf(doc);
+  if (typeof doc.model !== "string" || !doc.model) throw new Error("fleetDocument.model: expected the served model name");
+  return {
+    engines: engines.map((e) => ({ iid: e.iid, role: e.role, pin: e.pin })),
+    model: doc.model,
+    slo: { ttftS: num(slo.ttft_s, NaN), tpotS: num(slo.tpot_s, NaN) },
+    tokenize: obj(doc.engine).tokenize !== false,
+    policy: { maxDecodeFitMape: num(profilesBlock.max_decode_fit_mape, 0.05), maxDecodeCvMape: num(profilesBlock.max_decode_cv_mape, 0.13) },
+    profiles: new Map(profiles.map((p) => [p.iid, p])),
+    contract: contract ? { fingerprint: String(contract.image_digest ?? "declared").slice(0, 24), engineVersion: String(contract.engine_version ?? "") } : null,
+    pairs: opts.pairs,
+    repeats: opts.repeats,
+    schedule: opts.schedule,
+    timeouts: { firstTokenS: t.firstTokenS, requestS: t.requestS },
+  };
+}
+
+export function observerSettings(doc: Record<string, unknown>, apiKey: string | undefined): Omit<ObserverOptions, "engines"> {
+  const t = timeoutsOf(doc);
+  return { model: String(doc.model), apiKey, contract: doc.engine_contract ? obj(doc.engine_contract) : null, timeouts: t };
+}

@@ -1,0 +1,167 @@
+/**
+ * Preflight provider methods, loaded at call time by resource.ts (through dynamic-providers/shim.ts).
+ *
+ * - check:  the fleet document, engines, pair selection and repeats, before anything remote is touched;
+ * - create: runs narwhal-check's gates (lib/preflight) against the engines from the router host's
+ *           network position (SSH local forwards when `via` is set), keeps every gate's lines, every
+ *           probe and the failing pairs' engine logs as evidence, and fails naming the gate and its
+ *           engines when a gate fails;
+ * - diff:   the fleet document (SLOs, deadlines, budgets, engines), every engine's generation,
+ *           attestation and profile, the store, pair selection and repeats replace it; the schedule,
+ *           credentials and tunnel only update (the schedule never changes a verdict);
+ * - read:   a preflight is a measurement of the past: nothing is re-probed.
+ */
+import type * as pulumi from "@pulumi/pulumi";
+import { sha256Json } from "../../lib/digest";
+import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
+import { failedGates, runPreflight, type GateResult, type PreflightOutcome } from "../../lib/preflight";
+import { SshSession } from "../../lib/ssh/client";
+import { forwardedUrl, localForward, type LocalForward } from "../../lib/ssh/forward";
+import { diffInputs } from "../diff";
+import { hasUnknown } from "../engine-generation/check";
+import { sshTarget } from "../profile/provider";
+import { httpObserver, type ObservedEngine } from "./observer";
+import { documentEngines, observerSettings, planOf } from "./plan";
+import type { PreflightInputs, PreflightOutputs } from "./types";
+
+export const MEASURED_AGAINST = ["fleetDocument", "engines", "profiles", "profileStoreDigest", "pairs", "repeats"] as const;
+export const UPDATABLE = ["stack", "schedule", "apiKey", "via", "viaPrivateKey", "viaPassword"] as const;
+
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
+  const failures: pulumi.dynamic.CheckFailure[] = [];
+  const fail = (property: string, reason: string) => failures.push({ property, reason });
+  const known = (k: string) => !hasUnknown(news[k]);
+  if (known("fleetDocument")) {
+    try {
+      const doc = news.fleetDocument as Record<string, unknown>;
+      const ids = documentEngines(doc).map((e) => e.iid);
+      if (known("engines") && Array.isArray(news.engines)) {
+        const given = (news.engines as Array<{ engineId: string }>).map((e) => e.engineId);
+        const missing = ids.filter((id) => !given.includes(id));
+        if (missing.length) fail("engines", `engines: no generation, attestation and profile given for ${missing.join(", ")}`);
+      }
+    } catch (err) {
+      fail("fleetDocument", (err as Error).message);
+    }
+  }
+  if (known("engines") && Array.isArray(news.engines)) {
+    for (const e of news.engines as Array<Record<string, unknown>>) {
+      for (const k of ["generationDigest", "attestationDigest", "profileDigest"]) {
+        if (!hasUnknown(e[k]) && !(typeof e[k] === "string" && DIGEST.test(e[k] as string))) fail("engines", `engines[${String(e.engineId)}].${k} must be sha256:<64 hex>, got ${JSON.stringify(e[k])}`);
+      }
+    }
+  }
+  if (known("pairs") && news.pairs !== "mesh" && news.pairs !== "ring") fail("pairs", `pairs must be "mesh" or "ring", got ${JSON.stringify(news.pairs)}`);
+  if (known("schedule") && news.schedule !== "concurrent" && news.schedule !== "sequential") fail("schedule", `schedule must be "concurrent" or "sequential", got ${JSON.stringify(news.schedule)}`);
+  if (known("repeats") && !(Number.isInteger(news.repeats) && (news.repeats as number) >= 1 && (news.repeats as number) <= 100)) fail("repeats", `repeats must be an integer from 1 to 100, got ${JSON.stringify(news.repeats)}`);
+  return failures;
+}
+
+/** Runs `fn` with engine and sidecar base URLs reachable from where the router will reach them. */
+async function withRoutes<T>(i: PreflightInputs, engines: ObservedEngine[], fn: (routed: ObservedEngine[]) => Promise<T>): Promise<T> {
+  if (!i.via) return fn(engines);
+  const session = await SshSession.open(sshTarget(i.via, i.viaPrivateKey, i.viaPassword));
+  const forwards: LocalForward[] = [];
+  const route = async (url: string): Promise<string> => {
+    const u = new URL(url);
+    const f = await localForward(session, u.hostname.replace(/^\[|\]$/g, ""), Number(u.port || 80));
+    forwards.push(f);
+    return forwardedUrl(url, f);
+  };
+  try {
+    const routed: ObservedEngine[] = [];
+    for (const e of engines) routed.push({ ...e, url: await route(e.url), ...(e.attestationUrl ? { attestationUrl: await route(e.attestationUrl) } : {}) });
+    return await fn(routed);
+  } finally {
+    await Promise.all(forwards.map((f) => f.close()));
+    session.close();
+  }
+}
+
+/** Who a failed line is about: an engine id or a `producer -> consumer` pair at its start. */
+export function failureSummary(results: readonly GateResult[]): string {
+  return failedGates(results)
+    .map((g) => {
+      const subjects = [...new Set(g.lines.filter((l) => l.status === "fail").map((l) => /^(\S+(?: -> \S+?)?):?\s/.exec(l.message)?.[1] ?? l.message))];
+      return `${g.gate} (${subjects.join(", ")})`;
+    })
+    .join("; ");
+}
+
+async function record(i: PreflightInputs, outcome: PreflightOutcome, fleetDocumentDigest: string, startedAt: string) {
+  const store = new EvidenceStore(evidenceRoot(process.cwd(), i.stack), { secrets: [i.apiKey, i.viaPrivateKey, i.viaPassword].filter((s): s is string => !!s) });
+  const artifacts = [await store.writeArtifact("preflight", "transfers.json", JSON.stringify(outcome.transfers, null, 2) + "\n"), await store.writeArtifact("preflight", "fleet.json", JSON.stringify(i.fleetDocument, null, 2) + "\n")];
+  const failed = failedGates(outcome.gates);
+  const written = await store.write(
+    evidenceRecord({
+      kind: "preflight",
+      subject: { kind: "fleet", alias: i.stack },
+      stack: i.stack,
+      inputs: JSON.parse(JSON.stringify({ fleetDocumentDigest, engines: i.engines, profileStoreDigest: i.profileStoreDigest, pairs: i.pairs, repeats: i.repeats, schedule: i.schedule })),
+      commands: [],
+      startedAt,
+      endedAt: new Date().toISOString(),
+      sourceRevision: sourceRevision(process.cwd()),
+      observations: JSON.parse(JSON.stringify({ gates: outcome.gates, rounds: outcome.rounds })),
+      verdict: { status: failed.length ? "fail" : "pass", reasons: failed.flatMap((g) => g.lines.filter((l) => l.status === "fail").map((l) => `${g.gate}: ${l.message}`)) },
+      artifacts,
+    }),
+  );
+  return { relativePath: written.relativePath, digest: written.digest };
+}
+
+/** Runs the gates once; exported for tests, which call it as the provider host would. */
+export async function runGates(i: PreflightInputs, recentLogs?: (iid: string) => Promise<string>): Promise<Omit<PreflightOutputs, keyof PreflightInputs>> {
+  const startedAt = new Date().toISOString();
+  const t0 = Date.now();
+  const doc = i.fleetDocument;
+  const fleetDocumentDigest = sha256Json(doc);
+  const plan = planOf(doc, i.profiles, { pairs: i.pairs, repeats: i.repeats, schedule: i.schedule });
+  const recorded = new Map(i.engines.map((e) => [e.engineId, e]));
+  const engines: ObservedEngine[] = documentEngines(doc).map((e) => ({ iid: e.iid, url: e.url, ...(e.attestationUrl ? { attestationUrl: e.attestationUrl } : {}), attestationDigest: recorded.get(e.iid)?.attestationDigest }));
+  const outcome = await withRoutes(i, engines, async (routed) => {
+    const observer = httpObserver({ engines: routed, ...observerSettings(doc, i.apiKey), ...(recentLogs ? { recentLogs } : {}) });
+    try {
+      return await runPreflight(plan, observer);
+    } finally {
+      await observer.close();
+    }
+  });
+  const evidence = i.stack ? await record(i, outcome, fleetDocumentDigest, startedAt) : undefined;
+  const failed = failedGates(outcome.gates);
+  if (failed.length) {
+    throw new Error(`preflight failed: ${failureSummary(outcome.gates)}; the router stays stopped${evidence ? ` (gate lines, probes and engine logs kept as ${evidence.relativePath})` : ""}`);
+  }
+  return {
+    fleetDocumentDigest,
+    gates: outcome.gates,
+    transfers: outcome.transfers.map(({ logs: _logs, ...t }) => t),
+    rounds: outcome.rounds,
+    ...(evidence ? { evidence } : {}),
+    ranAt: startedAt,
+    wallSeconds: (Date.now() - t0) / 1000,
+  };
+}
+
+export const provider: pulumi.dynamic.ResourceProvider = {
+  async check(_olds: PreflightInputs, news: PreflightInputs) {
+    const failures = inputFailures(news as unknown as Record<string, unknown>);
+    return failures.length ? { inputs: news, failures } : { inputs: news };
+  },
+
+  async create(inputs: PreflightInputs) {
+    const result = await runGates(inputs);
+    const outs: PreflightOutputs = { ...inputs, ...result };
+    return { id: `preflight-${result.fleetDocumentDigest.slice(7, 19)}-${Date.parse(result.ranAt)}`, outs };
+  },
+
+  async diff(_id: string, olds: PreflightOutputs, news: PreflightInputs) {
+    return diffInputs<PreflightInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+  },
+
+  async update(_id: string, olds: PreflightOutputs, news: PreflightInputs) {
+    return { outs: { ...olds, ...news } };
+  },
+};

@@ -1,0 +1,42 @@
+import type { GateResult, PairMode, ScheduleMode, TransferRecord } from "../../lib/preflight";
+import type { ProfileRow } from "../../lib/profiling";
+import type { RouterLogin } from "../profile/types";
+
+/** One engine as preflight checks it: where it is and which generation, attestation and profile it must be. */
+export interface PreflightEngine {
+  engineId: string;
+  generationDigest: string;
+  attestationDigest: string;
+  launchDigest?: string;
+  profileDigest: string;
+}
+
+export interface PreflightInputs {
+  stack: string;
+  /** The fleet document the router will load (engines, roles, model, SLOs, deadlines, budgets, engine_contract). */
+  fleetDocument: Record<string, unknown>;
+  engines: PreflightEngine[];
+  /** The rows of the profile store at `profiles.path`, and the store's digest. */
+  profiles: ProfileRow[];
+  profileStoreDigest: string;
+  pairs: PairMode;
+  repeats: number;
+  schedule: ScheduleMode;
+  apiKey: string;
+  /** Probes run from the router host's network position when set. */
+  via?: RouterLogin;
+  viaPrivateKey?: string;
+  viaPassword?: string;
+}
+
+export interface PreflightOutputs extends PreflightInputs {
+  /** `sha256:` of the fleet document as the router loads it. */
+  fleetDocumentDigest: string;
+  gates: GateResult[];
+  /** Every probe of every pair, logs left in the evidence. */
+  transfers: Array<Omit<TransferRecord, "logs">>;
+  rounds: number;
+  evidence?: { relativePath: string; digest: string };
+  ranAt: string;
+  wallSeconds: number;
+}

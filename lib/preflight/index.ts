@@ -1,0 +1,10 @@
+/** Gate F's preflight (narwhal-check) and first-token calibration as pure logic. */
+export * from "./types";
+export * from "./pairs";
+export * from "./schedule";
+export * from "./judge";
+export * from "./transfer";
+export * from "./calibration";
+export * from "./narwhal-report";
+export * from "./run";
+export * from "./attestation";

@@ -1,0 +1,232 @@
+/**
+ * Our preflight and the pinned `narwhal-check --format json` against the same fleet document and the
+ * same three engine simulators on 127.0.0.1: the same verdict per gate on a healthy fleet and on
+ * failing ones (a dead engine, a model mismatch, an engine slower than its profile, an infeasible
+ * TPOT, a producer that returns no handoff, consumers that reject a restarted producer's handoff as
+ * stale). Profiles are written from each engine's ground truth and live generation. The provider's run
+ * fails naming gate and engines and keeps its evidence without the key. Every process is stopped.
+ */
+import { expect } from "chai";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { httpObserver } from "../../dynamic-providers/preflight/observer";
+import { runGates } from "../../dynamic-providers/preflight/provider";
+import { parseNarwhalReport, runPreflight, type GateProfile, type PreflightPlan } from "../../lib/preflight";
+import { identityGenerationDigest, storeDocument, type ProfileRow } from "../../lib/profiling";
+import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
+import { http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
+
+const API_KEY = "sk-narwhal-preflight-7d2e41";
+const CHECK = path.join(ROOT, ".tools", "venv", "bin", "narwhal-check");
+const ARGS = ["--served-model-name", "tiny", "--api-key", API_KEY, "--max-model-len", "16384", "--max-num-seqs", "8", "--kv-transfer-config", KV_BOTH];
+
+interface Fleet {
+  /** Which simulators make up the fleet, by id (default e0, e1, e2). */
+  members?: string[];
+  model?: string;
+  tpotS?: number;
+  /** Per engine, a factor applied to the saved prefill curve (below 1: the engine is slower than its profile says). */
+  profileScale?: Record<string, number>;
+}
+
+describe("providers: preflight agrees with narwhal-check per gate", function () {
+  this.timeout(300_000);
+  const engines: SimEngine[] = [];
+  const ids = ["e0", "e1", "e2"];
+  const rows = new Map<string, ProfileRow>();
+
+  async function profileRow(iid: string, e: SimEngine): Promise<ProfileRow> {
+    const truth = (await http(`${e.url}/sim/truth`)).json.effective_coefficients as Record<string, number>;
+    const version = (await http(`${e.url}/version`)).json.version as string;
+    const start = processStartTime(parsePrometheusText((await http(`${e.url}/metrics`)).text))!;
+    return {
+      iid,
+      ttft_a: truth.prefillA!,
+      ttft_b: truth.prefillB!,
+      ttft_c: truth.prefillC!,
+      tpot_slope: truth.decodeKv!,
+      tpot_intercept: truth.decodeBase!,
+      tpot_request_slope: truth.decodeReq!,
+      generation_digest: identityGenerationDigest(version, start),
+      decode_min_requests: 1,
+      decode_max_requests: 8,
+      decode_min_kv_tokens: 256,
+      decode_max_kv_tokens: 12000,
+      decode_fit_mape: 0.01,
+      decode_cv_mape: 0.02,
+      prefill_min_tokens: 256,
+      prefill_max_tokens: 12000,
+      decode_min_output_tokens: 3,
+      decode_max_output_tokens: 64,
+    };
+  }
+
+  let model: string;
+  const byId = new Map<string, SimEngine>();
+
+  before(async () => {
+    model = makeModel({ config: { max_position_embeddings: 32768 } });
+    for (const iid of ids) {
+      const e = await startEngine({ model, args: ARGS, sim: { timeScale: 0.05, startupDelayS: 0 } });
+      engines.push(e);
+      byId.set(iid, e);
+      rows.set(iid, await profileRow(iid, e));
+    }
+  });
+
+  after(async () => {
+    await stopAll();
+    removeTemps();
+  });
+
+  function writeFleet(f: Fleet): { file: string; doc: Record<string, any>; profiles: Map<string, GateProfile> } {
+    const dir = tempDir("preflight-fleet-");
+    const members = f.members ?? ids;
+    const scaled = members.map((iid) => {
+      const r = rows.get(iid)!;
+      const k = f.profileScale?.[iid] ?? 1;
+      return { ...r, ttft_a: r.ttft_a * k, ttft_b: r.ttft_b * k, ttft_c: r.ttft_c * k };
+    });
+    const profilesPath = path.join(dir, "profiles.json");
+    fs.writeFileSync(profilesPath, JSON.stringify(storeDocument(scaled, { package: "narwhal-fleet", writer: "preflight-agreement" })));
+    const doc = {
+      schema: "narwhal.fleet",
+      schema_version: 2,
+      model: f.model ?? "tiny",
+      engines: members.map((iid, i) => ({ iid, url: byId.get(iid)!.url, role: i === 0 ? "prefill" : "decode" })),
+      slo: { ttft_s: 10, tpot_s: f.tpotS ?? 0.125 },
+      serving: { request_timeout_s: 60, prefill_timeout_s: 30 },
+      engine: { first_token_timeout_s: 2.5, health_timeout_s: 5, engine_api_key_env: "NARWHAL_ENGINE_API_KEY" },
+      profiles: { path: profilesPath },
+    };
+    const file = path.join(dir, "fleet.json");
+    fs.writeFileSync(file, JSON.stringify(doc, null, 2));
+    return { file, doc, profiles: new Map(scaled.map((r) => [r.iid, r])) };
+  }
+
+  async function both(f: Fleet) {
+    const { file, doc, profiles } = writeFleet(f);
+    const t0 = Date.now();
+    const narwhal = spawnSync(CHECK, ["--fleet", file, "--format", "json"], { env: { ...process.env, NARWHAL_ENGINE_API_KEY: API_KEY }, timeout: 120_000 });
+    const narwhalS = (Date.now() - t0) / 1000;
+    const result = JSON.parse(narwhal.stdout.toString());
+    const theirs = parseNarwhalReport(narwhal.stderr.toString());
+    const plan: PreflightPlan = {
+      engines: doc.engines.map((e: { iid: string; role: "prefill" | "decode" }) => ({ iid: e.iid, role: e.role })),
+      model: doc.model,
+      slo: { ttftS: doc.slo.ttft_s, tpotS: doc.slo.tpot_s },
+      tokenize: true,
+      policy: { maxDecodeFitMape: 0.05, maxDecodeCvMape: 0.13 },
+      profiles,
+      contract: null,
+      pairs: "mesh",
+      repeats: 1,
+      schedule: "concurrent",
+      timeouts: { firstTokenS: 2.5, requestS: 60 },
+    };
+    const observer = httpObserver({
+      engines: doc.engines.map((e: { iid: string; url: string }) => ({ iid: e.iid, url: e.url })),
+      model: doc.model,
+      apiKey: API_KEY,
+      contract: null,
+      timeouts: { healthS: 5, prefillS: 30, tokenizeS: 2, firstTokenS: 2.5, decodeReadS: 60, requestS: 60 },
+      recentLogs: async (iid) => byId.get(iid)!.stdout + byId.get(iid)!.stderr,
+    });
+    const t1 = Date.now();
+    const ours = await runPreflight(plan, observer).finally(() => observer.close());
+    const oursS = (Date.now() - t1) / 1000;
+    const mine = Object.fromEntries(ours.gates.map((g) => [g.gate, g.verdict]));
+    console.log(`      narwhal-check ${narwhalS.toFixed(1)} s (exit ${narwhal.status}, ${result.status}), ours ${oursS.toFixed(1)} s: ${JSON.stringify(mine)}`);
+    expect(mine, `ours vs narwhal-check\n${narwhal.stderr.toString()}\nours: ${JSON.stringify(ours.gates, null, 1)}`).to.deep.equal(theirs.verdicts);
+    return { mine, narwhal: result, ours, file, doc, profiles };
+  }
+
+  it("a healthy fleet: every gate passes in both, the whole mesh transferred", async () => {
+    const { mine, narwhal, ours } = await both({});
+    expect(Object.values(mine).every((v) => v === "pass")).to.equal(true);
+    // No engine_contract declared: narwhal-check notes the skip and reports "degraded" (exit 3), nothing failed.
+    expect(narwhal.data.failed).to.deep.equal([]);
+    expect(narwhal.data.skipped).to.deep.equal(["no engine_contract declared; checking live vLLM versions only"]);
+    expect(ours.transfers).to.have.length(6);
+  });
+
+  it("an infeasible TPOT fails slo in both", async () => {
+    // The simulators' floor at 1 request and 256 KV tokens is about 0.74 ms of wall clock (time scale 0.05).
+    const { mine } = await both({ tpotS: 0.0005 });
+    expect(mine.slo).to.equal("fail");
+  });
+
+  it("an engine slower than its saved profile fails pace in both and blocks the KV gates", async () => {
+    const { mine } = await both({ profileScale: { e2: 0.2 } });
+    expect(mine).to.include({ pace: "fail", produce: "skip", consume: "skip" });
+  });
+
+  it("a model mismatch fails model in both and blocks the KV gates", async () => {
+    const { mine } = await both({ model: "other" });
+    expect(mine).to.include({ model: "fail", consume: "skip" });
+  });
+
+  it("an engine marked dead fails reach in both", async () => {
+    const dead = await http(`${engines[2]!.url}/sim/dead`, { method: "POST", body: { dead: true }, headers: { "X-Narwhal-Sim": "1" } });
+    expect(dead.status).to.equal(200);
+    try {
+      const { mine } = await both({});
+      expect(mine.reach).to.equal("fail");
+    } finally {
+      await http(`${engines[2]!.url}/sim/dead`, { method: "POST", body: { dead: false }, headers: { "X-Narwhal-Sim": "1" } });
+    }
+  });
+
+  it("a producer that returns no handoff fails produce in both; the others still consume", async () => {
+    const plain = await startEngine({ model, args: ARGS.slice(0, -2), sim: { timeScale: 0.05, startupDelayS: 0 } });
+    byId.set("e3", plain);
+    rows.set("e3", await profileRow("e3", plain));
+    const { mine, ours } = await both({ members: ["e0", "e1", "e3"] });
+    expect(mine).to.include({ produce: "fail", consume: "pass" });
+    expect(ours.gates.find((g) => g.gate === "produce")!.lines.find((l) => l.status === "fail")!.message).to.match(/^e3 prefill leg: .*no kv_transfer_params/);
+    expect(ours.transfers.map((t) => `${t.producer}>${t.consumer}`)).to.deep.equal(["e0>e1", "e1>e0"]);
+    await plain.stop();
+  });
+
+  it("the provider's run fails naming gate and engines, keeps its evidence, and never records the key", async () => {
+    const { doc, profiles } = writeFleet({ model: "other" });
+    const inputs = {
+      stack: "provider-tests",
+      fleetDocument: doc,
+      engines: ids.map((iid) => ({ engineId: iid, generationDigest: rows.get(iid)!.generation_digest, attestationDigest: "sha256:" + "a1".repeat(32), profileDigest: "sha256:" + "b2".repeat(32) })),
+      profiles: [...profiles.values()] as ProfileRow[],
+      profileStoreDigest: "sha256:" + "c3".repeat(32),
+      pairs: "mesh" as const,
+      repeats: 1,
+      schedule: "concurrent" as const,
+      apiKey: API_KEY,
+    };
+    let message = "";
+    await runGates(inputs).catch((err: Error) => (message = err.message));
+    expect(message).to.match(/^preflight failed: model \(e0, e1, e2\); pace \(e0, e1, e2\); tokenize \(e0, e1, e2\); the router stays stopped \(gate lines, probes and engine logs kept as (\S+)\)$/);
+    const record = path.join(ROOT, "runs", "provider-tests", "evidence", /kept as (\S+)\)$/.exec(message)![1]!);
+    const text = fs.readFileSync(record, "utf8");
+    expect(text).to.not.include(API_KEY);
+    expect(JSON.parse(text).verdict.status).to.equal("fail");
+    const passed = await runGates({ ...inputs, fleetDocument: writeFleet({}).doc });
+    expect(passed.gates.every((g) => g.verdict === "pass")).to.equal(true);
+    expect(passed.rounds).to.equal(6);
+  });
+
+  it("consumers reject a restarted producer's handoff as stale (a cached NIXL handshake) in both, and keep the pair's logs", async () => {
+    // Every consumer has already read from e0 (the mesh above), so each caches e0's handshake.
+    const old = byId.get("e0")!;
+    await old.stop();
+    const restarted = await startEngine({ model, args: ARGS, port: old.port, sidePort: old.sidePort, sim: { timeScale: 0.05, startupDelayS: 0 } });
+    byId.set("e0", restarted);
+    // Re-profiled after the restart, as the runbook asks: only the consumers still hold the old handshake.
+    rows.set("e0", await profileRow("e0", restarted));
+    const { mine, ours } = await both({});
+    expect(mine).to.include({ produce: "pass", consume: "fail" });
+    const failed = ours.transfers.filter((t) => t.status === "failed");
+    expect(failed.map((t) => `${t.producer}>${t.consumer}`).sort()).to.deep.equal(["e0>e1", "e0>e2"]);
+    expect(failed[0]!.error).to.match(/stale NIXL handshake|AssertionError|answered 5\d\d/);
+    expect(failed[0]!.logs!.consumer).to.match(/stale NIXL handshake/);
+  });
+});
