@@ -127,7 +127,7 @@ describe("mocks: profile mesh", () => {
       router: { host: "b" },
       profiling: { prefillLens: [256, 1024, 4096], decodeInputLens: [512, 4096], decodeConcurrency: [1, 4, 16] },
     });
-    const secrets: FleetSecrets = { engineApiKey: pulumi.secret(API_KEY), sshPrivateKey: () => pulumi.secret("k"), sshPassword: () => undefined };
+    const secrets: FleetSecrets = { engineApiKey: pulumi.secret(API_KEY), sshPrivateKey: () => pulumi.secret("k"), sshPassword: () => undefined, grafanaAdminPassword: pulumi.secret("grafana-mock-pass") };
     return new Fleet("fleet", { spec, secrets, stack: "mock" });
   }
 

@@ -514,7 +514,7 @@ describe("mocks: engine runtime backends", () => {
         model: { servedName: "tiny", checkpointDir: "/models/tiny" },
         runtime: { kind: "docker", image: IMAGE },
       });
-      const secrets = { engineApiKey: pulumi.secret(API_KEY), sshPrivateKey: () => pulumi.secret(SSH_KEY), sshPassword: () => undefined };
+      const secrets = { engineApiKey: pulumi.secret(API_KEY), sshPrivateKey: () => pulumi.secret(SSH_KEY), sshPassword: () => undefined, grafanaAdminPassword: pulumi.secret("grafana-mock-pass") };
       // The default known_hosts folder is runs/<stack>/ssh under the working directory: keep it out of the project.
       const cwd = process.cwd();
       process.chdir(knownHostsDir);
