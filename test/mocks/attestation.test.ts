@@ -152,7 +152,9 @@ describe("mocks: attestation mesh", () => {
   it("a native engine's sidecar watches its pid; the fleet document carries the contract and every attestation_url", async () => {
     const fleet = build({ kind: "native" });
     const [contract, doc, engines] = await Promise.all([settle(fleet.attestation.contract), settle(fleet.attestation.fleetDocument), settle(fleet.attestation.engines)]);
-    expect(String(registered.find((r) => r.name === "fleet-attestation-e1-sidecar")!.inputs.create)).to.include("'--engine-pid' '42' '--host' '198.18.0.11' '--port' '8200'");
+    // The live owner of the engine's port, else the launcher's pid (42).
+    const create = String(registered.find((r) => r.name === "fleet-attestation-e1-sidecar")!.inputs.create);
+    expect(create).to.include(`'--engine-pid' "$engine_pid" '--host' '198.18.0.11' '--port' '8200'`).and.include("engine_pid=42");
     expect(contract.contract.image_digest).to.equal("");
     expect(doc.engine_contract).to.deep.equal(contract.contract);
     expect((doc.engines as Array<{ iid: string; attestation_url: string }>).map((e) => [e.iid, e.attestation_url])).to.deep.equal([
