@@ -101,6 +101,26 @@ describe("e2e: first slice through the real CLI", function () {
     expect(groups[0]!.budgets[0]!.requiredGbps).to.be.closeTo(0.33554432, 1e-12);
   });
 
+  it("attests every engine through its sidecar, and the fleet agrees on one engine_contract", async () => {
+    const { stack, engines } = await sharedFleet();
+    const attestation = (await stack.outputs()).attestation!.value as {
+      engines: Record<string, { url: string; attestationDigest: string; contractFingerprint: string; evidence: { relativePath: string } }>;
+      contract: { fingerprint: string; engines: string[]; contract: Record<string, unknown> };
+      fleetDocument: { engines: Array<{ id: string; attestation_url?: string }>; engine_contract?: Record<string, unknown> };
+    };
+    expect(Object.keys(attestation.engines).sort()).to.deep.equal(engines.map((e) => e.id).sort());
+    for (const e of engines) {
+      const a = attestation.engines[e.id]!;
+      expect(a.contractFingerprint, e.id).to.equal(attestation.contract.fingerprint);
+      const live = (await request(a.url).then((r) => r.body.json())) as { attestation_digest: string };
+      expect(live.attestation_digest, `${e.id}: the sidecar serves what was checked`).to.equal(a.attestationDigest);
+      expect(fs.existsSync(path.join(PROJECT_ROOT, "runs", "e2e", "evidence", a.evidence.relativePath)), `${e.id} evidence`).to.equal(true);
+      expect(attestation.fleetDocument.engines.find((d) => d.id === e.id)?.attestation_url).to.equal(a.url);
+    }
+    expect(attestation.contract.engines.sort()).to.deep.equal(engines.map((e) => e.id).sort());
+    expect(attestation.fleetDocument.engine_contract).to.deep.equal(attestation.contract.contract);
+  });
+
   it("changes nothing on a second run", async () => {
     const { stack } = await sharedFleet();
     const preview = await stack.preview({ expectNoChanges: true });
