@@ -60,7 +60,7 @@ export class ProfileMesh extends pulumi.ComponentResource {
   constructor(name: string, args: ProfilesArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:profiles:ProfileMesh", name, {}, opts);
     const { spec, stack } = args;
-    const sweep: Sweep = { ...spec.profiling };
+    const { adoptStore: _adoptStore, ...sweep }: { adoptStore?: string } & Sweep = spec.profiling;
     const via = routerLogin(args.routerHost, args.routerConnection);
     const turnAfter = previousInLane(args.engines.map(({ spec: e }) => ({ id: e.id, host: e.host, gpuIds: e.gpuIds ?? [] })));
     this.profiles = {};
