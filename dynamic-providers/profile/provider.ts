@@ -83,6 +83,14 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
     const t = news[k];
     if (known(k) && !(typeof t === "number" && Number.isFinite(t) && t > 0)) fail(k, `${k} must be a positive number of seconds, got ${JSON.stringify(t)}`);
   }
+  const adopt = news.adopt as Record<string, unknown> | undefined;
+  if (adopt !== undefined && known("adopt")) {
+    const path = (k: string) => typeof adopt?.[k] === "string" && (adopt[k] as string).startsWith("/");
+    const digest = (k: string) => typeof adopt?.[k] === "string" && DIGEST.test(adopt[k] as string);
+    if (!adopt || !path("storePath") || !path("samplesPath") || !digest("storeSha256") || !digest("samplesSha256")) {
+      fail("adopt", "adopt must name the store to adopt as {storePath, storeSha256, samplesPath, samplesSha256}: absolute paths and sha256:<64 hex> digests of the bytes read");
+    }
+  }
   const via = news.via as RouterLogin | undefined;
   if (via !== undefined && known("via")) {
     if (!via || typeof via.host !== "string" || !via.host || !Number.isInteger(via.port) || typeof via.user !== "string" || !via.user) fail("via", "via must name the router host's login {alias, host, port, user, hostKey}");

@@ -99,3 +99,17 @@ describe("profiling: adoption of an earlier store", () => {
     expect(reasonOf("e7", LIVE)).to.equal("/srv/runbook/runs/profiles.json has no row for engine e7");
   });
 });
+
+describe("profile provider: the adopt input", () => {
+  // Loaded here so the check runs exactly as the provider's check method runs it.
+  const { inputFailures } = require("../../../dynamic-providers/profile/provider") as typeof import("../../../dynamic-providers/profile/provider");
+  const adoptFailures = (adopt: unknown) => inputFailures({ adopt }).filter((f) => f.property === "adopt");
+
+  it("accepts absolute paths with sha256 digests, and refuses anything else before the engine is touched", () => {
+    const { source } = files();
+    expect(adoptFailures(source)).to.deep.equal([]);
+    expect(adoptFailures({ ...source, storePath: "runs/profiles.json" })).to.have.length(1);
+    expect(adoptFailures({ ...source, samplesSha256: "abc" })[0]!.reason).to.match(/^adopt must name the store to adopt as \{storePath, storeSha256, samplesPath, samplesSha256\}/);
+    expect(adoptFailures(null)).to.have.length(1);
+  });
+});
