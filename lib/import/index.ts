@@ -35,6 +35,20 @@ export interface ImportResult {
   readonly problems: ReadonlyArray<Problem>;
 }
 
+/** For a value the `.env` left unset, the runbook field that sets it. */
+const SET_BY: ReadonlyArray<[RegExp, string]> = [
+  [/^model$|^model\.servedName$/, "NARWHAL_ENGINE_MODEL_NAME"],
+  [/^model\.checkpointDir$/, "NARWHAL_MODEL_DIR"],
+  [/^hosts\[\d+\]\.fabricInterface$|^fabric\.interface$/, "NARWHAL_FABRIC_INTERFACE"],
+  [/^runtime\.image$/, "NARWHAL_ENGINE_IMAGE"],
+  [/^engines$|^hosts$/, "NARWHAL_NODE_<n>_SSH"],
+];
+
+function unsetKey(path: string, d: Draft): string | undefined {
+  if (d.origin.has(path)) return undefined;
+  return SET_BY.find(([pattern]) => pattern.test(path))?.[1];
+}
+
 export function importRunbook(src: ImportSources): ImportResult {
   const d = new Draft();
   const file = parseEnvFile(src.env);
@@ -50,7 +64,7 @@ export function importRunbook(src: ImportSources): ImportResult {
       const issues = (err as { code?: string; issues?: ReadonlyArray<{ path: string; message: string }> }).issues;
       if ((err as { code?: string }).code !== "NARWHAL_CONFIG_INVALID" || !issues) throw err;
       for (const issue of issues) {
-        const from = d.sourceOf(issue.path);
+        const from = unsetKey(issue.path, d) ?? d.sourceOf(issue.path);
         d.problem(from ? `${from} (${issue.path})` : issue.path, issue.message);
       }
     }

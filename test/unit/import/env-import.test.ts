@@ -178,3 +178,10 @@ describe("import: .env reading", () => {
     expect(f.problems[0]!.message).to.match(/^D: a shell expansion/);
   });
 });
+
+describe("import: a .env that leaves required fields out", () => {
+  it("names the runbook field that would set each missing value", () => {
+    const r = importRunbook({ env: "NARWHAL_NODE_1_SSH=root@10.0.0.1\nNARWHAL_NODE_2_SSH=root@10.0.0.2\nNARWHAL_MODEL_DIR=/srv/models/m\n" });
+    expect(r.problems.map((p) => p.from)).to.deep.equal(["NARWHAL_FABRIC_INTERFACE (hosts[0].fabricInterface)", "NARWHAL_FABRIC_INTERFACE (hosts[1].fabricInterface)", "NARWHAL_ENGINE_MODEL_NAME (model.servedName)"]);
+  });
+});
