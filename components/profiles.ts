@@ -1,9 +1,10 @@
+import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec } from "../lib/config";
-import { maxNumSeqsOf, previousInLane, sweepRecord, type Sweep } from "../lib/profiling";
+import { maxNumSeqsOf, previousInLane, samplesPath, sha256Hex, sweepRecord, type AdoptSource, type Sweep } from "../lib/profiling";
 import { Profile } from "../dynamic-providers/profile/resource";
-import type { ProfileFitErrors, RouterLogin } from "../dynamic-providers/profile/types";
+import type { ProfileAdoption, ProfileFitErrors, RouterLogin } from "../dynamic-providers/profile/types";
 import { ProfileStore } from "../dynamic-providers/profile-store/resource";
 import type { Attestation } from "../dynamic-providers/attestation/resource";
 import type { Engine } from "./engine";
@@ -28,6 +29,24 @@ export interface EngineProfileSummary {
   bindingDigest: string;
   fitErrors: ProfileFitErrors;
   evidence?: { relativePath: string; digest: string };
+  /** With `profiling.adoptStore`: adopted from it, or measured and why. */
+  adoption?: ProfileAdoption;
+}
+
+/**
+ * The store `profiling.adoptStore` names and its sidecar, with the digests of the bytes read now: the
+ * provider adopts from exactly these bytes or measures.
+ */
+function adoptSource(storePath: string): AdoptSource {
+  const digest = (file: string, what: string) => {
+    try {
+      return `sha256:${sha256Hex(fs.readFileSync(file))}`;
+    } catch (err) {
+      throw new Error(`config narwhal-fleet:profiling.adoptStore: cannot read the ${what} ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); copy the runbook's store and its .samples.json there, or remove the key to profile every engine afresh`);
+    }
+  };
+  const samples = samplesPath(storePath);
+  return { storePath, storeSha256: digest(storePath, "profile store"), samplesPath: samples, samplesSha256: digest(samples, "sample sidecar") };
 }
 
 /** How the providers log in to the router host, from the connection its commands use. */
@@ -60,7 +79,8 @@ export class ProfileMesh extends pulumi.ComponentResource {
   constructor(name: string, args: ProfilesArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:profiles:ProfileMesh", name, {}, opts);
     const { spec, stack } = args;
-    const sweep: Sweep = { ...spec.profiling };
+    const { adoptStore, ...sweep }: { adoptStore?: string } & Sweep = spec.profiling;
+    const adopt = adoptStore ? adoptSource(adoptStore) : undefined;
     const via = routerLogin(args.routerHost, args.routerConnection);
     const turnAfter = previousInLane(args.engines.map(({ spec: e }) => ({ id: e.id, host: e.host, gpuIds: e.gpuIds ?? [] })));
     this.profiles = {};
@@ -90,6 +110,7 @@ export class ProfileMesh extends pulumi.ComponentResource {
           probeTimeoutS: spec.runtime.deadlinesS.inspect,
           requestTimeoutS: spec.slo.requestTimeoutS,
           stack,
+          ...(adopt ? { adopt } : {}),
         },
         // Engines sharing a GPU group take turns; the rest run side by side.
         { parent: this, dependsOn: [a, ...(before ? [this.profiles[before]!] : [])] },
@@ -117,11 +138,12 @@ export class ProfileMesh extends pulumi.ComponentResource {
       Object.fromEntries(
         Object.entries(this.profiles).map(([id, p]) => [
           id,
-          pulumi.all([p.profileDigest, p.bindingDigest, p.fitErrors, p.evidence]).apply(([profileDigest, bindingDigest, fitErrors, evidence]): EngineProfileSummary => ({
+          pulumi.all([p.profileDigest, p.bindingDigest, p.fitErrors, p.evidence, p.adoption]).apply(([profileDigest, bindingDigest, fitErrors, evidence, adoption]): EngineProfileSummary => ({
             profileDigest,
             bindingDigest,
             fitErrors,
             ...(evidence ? { evidence } : {}),
+            ...(adoption ? { adoption } : {}),
           })),
         ]),
       ),

@@ -2,7 +2,9 @@
  * Profile provider methods, loaded at call time by resource.ts (through dynamic-providers/shim.ts).
  *
  * - check:  validates the inputs and the sweep's minimums before anything remote is touched;
- * - create: measures the engine (lib/profiling Profiler) from the router host's network position when
+ * - create: adopts the engine's row from `adopt` (a store measured before this stack) when it binds the
+ *           live generation and its sidecar entry agrees (lib/profiling adoptionFor), recording where it
+ *           came from; otherwise measures the engine (lib/profiling Profiler) from the router host's network position when
  *           `via` is set (an SSH local forward through the router host), binds the row to the verified
  *           attestation (or the live process identity without one), and keeps every raw observation as
  *           the sidecar entry `engine-samples.json` in an evidence record. A stop condition still records
@@ -17,6 +19,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
 import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
 import {
+  adoptionFor,
   attestationBindingDigest,
   buildRow,
   emptyRecord,
@@ -33,7 +36,7 @@ import { forwardedUrl, localForward } from "../../lib/ssh/forward";
 import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
 import { profileHttp } from "./http";
-import type { ProfileInputs, ProfileOutputs, ProfileResult, RouterLogin } from "./types";
+import type { ProfileAdoption, ProfileInputs, ProfileOutputs, ProfileResult, RouterLogin } from "./types";
 
 export const MEASURED_AGAINST = [
   "engineId",
@@ -48,7 +51,8 @@ export const MEASURED_AGAINST = [
   "sweep",
   "maxNumSeqs",
 ] as const;
-export const UPDATABLE = ["hostAlias", "apiKey", "via", "viaPrivateKey", "viaPassword", "probeTimeoutS", "requestTimeoutS", "stack"] as const;
+// `adopt` only matters when the profile is created: a store named later never replaces a measured row.
+export const UPDATABLE = ["hostAlias", "apiKey", "via", "viaPrivateKey", "viaPassword", "probeTimeoutS", "requestTimeoutS", "stack", "adopt"] as const;
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
@@ -78,6 +82,14 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
   for (const k of ["probeTimeoutS", "requestTimeoutS"]) {
     const t = news[k];
     if (known(k) && !(typeof t === "number" && Number.isFinite(t) && t > 0)) fail(k, `${k} must be a positive number of seconds, got ${JSON.stringify(t)}`);
+  }
+  const adopt = news.adopt as Record<string, unknown> | undefined;
+  if (adopt !== undefined && known("adopt")) {
+    const path = (k: string) => typeof adopt?.[k] === "string" && (adopt[k] as string).startsWith("/");
+    const digest = (k: string) => typeof adopt?.[k] === "string" && DIGEST.test(adopt[k] as string);
+    if (!adopt || !path("storePath") || !path("samplesPath") || !digest("storeSha256") || !digest("samplesSha256")) {
+      fail("adopt", "adopt must name the store to adopt as {storePath, storeSha256, samplesPath, samplesSha256}: absolute paths and sha256:<64 hex> digests of the bytes read");
+    }
   }
   const via = news.via as RouterLogin | undefined;
   if (via !== undefined && known("via")) {
@@ -223,6 +235,59 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
   }
 }
 
+/**
+ * The engine's row from `i.adopt` when it is still valid evidence for the live engine; else the reason
+ * it is not. Nothing is sent to the engine either way.
+ */
+export async function adoptProfile(i: ProfileInputs): Promise<{ result: ProfileResult } | { reason: string }> {
+  const source = i.adopt!;
+  const startedAt = new Date().toISOString();
+  const fs = require("node:fs") as typeof import("node:fs");
+  let storeBytes: Buffer;
+  let samplesBytes: Buffer;
+  let storeWritten: Date;
+  try {
+    [storeBytes, samplesBytes] = await Promise.all([fs.promises.readFile(source.storePath), fs.promises.readFile(source.samplesPath)]);
+    storeWritten = (await fs.promises.stat(source.storePath)).mtime;
+  } catch (err) {
+    return { reason: `cannot read the store to adopt: ${(err as Error).message}` };
+  }
+  const binding = bindingOf(i);
+  const decision = adoptionFor(i.engineId, binding.digest, source, storeBytes, samplesBytes);
+  if (!decision.ok) return { reason: decision.reason };
+  const a = decision.adopted;
+  const reason = `row of ${source.storePath} binds the live generation ${binding.digest}`;
+  const kept = i.stack
+    ? await record(i, a.entry, startedAt, { status: "pass", reasons: [] }, { adopted: { ...source, storeMeta: a.meta, storeWrittenAt: storeWritten.toISOString(), reason }, row: a.row, fitErrors: a.fitErrors, maxModelLen: a.maxModelLen })
+    : undefined;
+  return {
+    result: {
+      row: a.row,
+      profileDigest: sha256Json(a.row),
+      bindingDigest: binding.digest,
+      fitErrors: a.fitErrors,
+      maxModelLen: a.maxModelLen,
+      effectiveSweep: a.sweep,
+      samples: kept?.artifact ?? { relativePath: "", sha256: sha256Json(a.entry) },
+      ...(kept ? { evidence: kept.evidence } : {}),
+      // The measurement happened when the store was written, not now.
+      measuredAt: storeWritten.toISOString(),
+      wallSeconds: 0,
+      adoption: { verdict: "adopted", reason, source },
+    },
+  };
+}
+
+/** Adopts when `adopt` allows it, else measures; the outcome says which and why. */
+export async function profileEngine(i: ProfileInputs, log?: (line: string) => void): Promise<ProfileResult> {
+  if (!i.adopt) return measureProfile(i, log);
+  const adopted = await adoptProfile(i);
+  if ("result" in adopted) return adopted.result;
+  log?.(`engine ${i.engineId}: not adopted (${adopted.reason}); measuring`);
+  const adoption: ProfileAdoption = { verdict: "measured", reason: adopted.reason, source: i.adopt };
+  return { ...(await measureProfile(i, log)), adoption };
+}
+
 export const provider: pulumi.dynamic.ResourceProvider = {
   async check(_olds: ProfileInputs, news: ProfileInputs) {
     const failures = inputFailures(news as unknown as Record<string, unknown>);
@@ -230,7 +295,7 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   },
 
   async create(inputs: ProfileInputs) {
-    const result = await measureProfile(inputs);
+    const result = await profileEngine(inputs);
     const outs: ProfileOutputs = { ...inputs, ...result };
     return { id: `${inputs.engineId}-profile-${result.profileDigest.slice(7, 19)}`, outs };
   },

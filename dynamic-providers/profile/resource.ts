@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { ProfileRow, Sweep } from "../../lib/profiling";
 import { providerShim } from "../shim";
-import type { ProfileFitErrors, ProfileInputs, ProfileOutputs } from "./types";
+import type { ProfileAdoption, ProfileFitErrors, ProfileInputs, ProfileOutputs } from "./types";
 
 export type ProfileArgs = { [K in keyof ProfileInputs]: pulumi.Input<ProfileInputs[K]> };
 
@@ -25,6 +25,7 @@ export class Profile extends pulumi.dynamic.Resource {
   declare readonly evidence: pulumi.Output<{ relativePath: string; digest: string } | undefined>;
   declare readonly measuredAt: pulumi.Output<string>;
   declare readonly wallSeconds: pulumi.Output<number>;
+  declare readonly adoption: pulumi.Output<ProfileAdoption | undefined>;
 
   constructor(name: string, args: ProfileArgs, opts?: pulumi.CustomResourceOptions) {
     const outputs: Record<keyof Omit<ProfileOutputs, keyof ProfileInputs>, undefined> = {
@@ -38,6 +39,7 @@ export class Profile extends pulumi.dynamic.Resource {
       evidence: undefined,
       measuredAt: undefined,
       wallSeconds: undefined,
+      adoption: undefined,
     };
     super(profileProvider, name, { ...outputs, ...args }, pulumi.mergeOptions(opts, { additionalSecretOutputs: ["apiKey", "viaPrivateKey", "viaPassword"] }), "narwhal", "Profile");
   }

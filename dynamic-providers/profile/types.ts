@@ -1,4 +1,4 @@
-import type { ProfileRow, Sweep } from "../../lib/profiling";
+import type { AdoptSource, ProfileRow, Sweep } from "../../lib/profiling";
 
 /** How the provider logs in to the router host to measure from there (the key and password travel apart, as secrets). */
 export interface RouterLogin {
@@ -41,6 +41,18 @@ export interface ProfileInputs {
   probeTimeoutS: number;
   requestTimeoutS: number;
   stack?: string;
+  /**
+   * A store measured before this stack (`profiling.adoptStore`) with the digests the program read:
+   * create adopts this engine's row instead of measuring when it binds the live generation.
+   */
+  adopt?: AdoptSource;
+}
+
+/** How create came by the row: adopted from an earlier store, or measured (and, with `adopt` set, why). */
+export interface ProfileAdoption {
+  verdict: "adopted" | "measured";
+  reason: string;
+  source?: AdoptSource;
 }
 
 export interface ProfileFitErrors {
@@ -66,6 +78,8 @@ export interface ProfileResult {
   evidence?: { relativePath: string; digest: string };
   measuredAt: string;
   wallSeconds: number;
+  /** Set when `adopt` was given: whether the row was adopted or measured, and why. */
+  adoption?: ProfileAdoption;
 }
 
 export type ProfileOutputs = ProfileInputs & ProfileResult;

@@ -12,3 +12,4 @@ export { emptyRecord, Profiler, type MeasureOptions, type MeasureRecord, type Me
 export { previousInLane, profileLanes, type PlacedEngine } from "./lanes";
 export { publishStore, STORE_FILE_MODE, STORE_FOLDER_MODE, type EntryKind, type FileTarget, type Published } from "./publish";
 export { localTarget } from "./local-target";
+export { adoptionFor, type AdoptSource, type Adopted, type Adoption } from "./adopt";

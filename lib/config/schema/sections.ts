@@ -203,6 +203,12 @@ export const ProfilingSchema = f.strict(
     prefillRepeats: f.num({ int: true, min: 3 }).default(R.profiling.prefillRepeats),
     /** Repeats per decode point. */
     decodeRepeats: f.positiveInt().default(R.profiling.decodeRepeats),
+    /**
+     * A profile store measured before this stack (the runbook's `runs/profiles.json`, its
+     * `.samples.json` next to it) on this machine: an engine whose row binds its live generation is
+     * adopted from it instead of profiled again.
+     */
+    adoptStore: f.text('an absolute path to a profile store (e.g. "/srv/runbook/runs/profiles.json")', (s) => fmt.absolutePathProblem(s, "/srv/runbook/runs/profiles.json")).optional(),
   },
   "an object of profiling settings",
 );
