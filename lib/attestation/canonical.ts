@@ -7,6 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import { AttestationError } from "./errors";
+import { codePointCompare, pyString } from "../cache/python-json";
 
 /** A JSON number as written in the text it was read from. */
 export class JsonNumberText {
@@ -29,13 +30,13 @@ export function pythonCompactJson(value: unknown): string {
       }
       return String(value);
     case "string":
-      return asciiString(value);
+      return pyString(value);
     case "object": {
       if (Array.isArray(value)) return "[" + value.map(pythonCompactJson).join(",") + "]";
       const entries = Object.entries(value as Record<string, unknown>)
         .filter(([, v]) => v !== undefined)
         .sort(([a], [b]) => codePointCompare(a, b));
-      return "{" + entries.map(([k, v]) => `${asciiString(k)}:${pythonCompactJson(v)}`).join(",") + "}";
+      return "{" + entries.map(([k, v]) => `${pyString(k)}:${pythonCompactJson(v)}`).join(",") + "}";
     }
     default:
       throw new AttestationError("NARWHAL_JSON", `a ${typeof value} has no JSON form`);
@@ -45,20 +46,6 @@ export function pythonCompactJson(value: unknown): string {
 /** `sha256:<hex>` of {@link pythonCompactJson}: narwhal.contracts.canonical_digest. */
 export function canonicalDigest(value: unknown): string {
   return "sha256:" + createHash("sha256").update(pythonCompactJson(value)).digest("hex");
-}
-
-function asciiString(s: string): string {
-  // JSON.stringify writes \" \\ \b \f \n \r \t and \u00xx for the other control characters as Python
-  // does; ensure_ascii also escapes DEL and everything above it, one UTF-16 unit at a time.
-  return JSON.stringify(s).replace(/[\u007f-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
-}
-
-/** Python orders str keys by code point; JS `<` orders UTF-16 units (they differ above U+FFFF). */
-function codePointCompare(a: string, b: string): number {
-  const x = Array.from(a, (c) => c.codePointAt(0)!);
-  const y = Array.from(b, (c) => c.codePointAt(0)!);
-  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
-  return x.length - y.length;
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;

@@ -30,14 +30,14 @@ export function pythonJsonDumps(value: unknown): string {
   }
 }
 
-function pyString(s: string): string {
+export function pyString(s: string): string {
   // JSON.stringify already writes \" \\ \b \f \n \r \t and \u00XX for other control characters, as
   // Python does; ensure_ascii also escapes DEL and everything above it, one UTF-16 unit at a time.
   return JSON.stringify(s).replace(/[\u007f-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
 }
 
 /** Python compares str by code point; JS `<` compares UTF-16 units (they differ only above U+FFFF). */
-function codePointCompare(a: string, b: string): number {
+export function codePointCompare(a: string, b: string): number {
   const x = Array.from(a, (c) => c.codePointAt(0)!);
   const y = Array.from(b, (c) => c.codePointAt(0)!);
   for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;

@@ -17,6 +17,7 @@ import { shq } from "../shell";
 import { AcceleratorInventory, inventoryFrom } from "./accelerators";
 import { DeviceCheck, devicePathProblem, parseDeviceSection } from "./devices";
 import { chooseFabricAddress, parseGlobalAddresses } from "./fabric-address";
+import { SHEBANG_PYTHON_SH } from "../shell";
 import { busyPlannedPorts, Listener, parseListeners, PlannedPort, PortConflict } from "./listeners";
 import { ModelConfigError, modelRequirements, ModelRequirements, parseModelFileSection } from "./model";
 import {
@@ -112,16 +113,7 @@ devices_probe() {
   done
 }
 
-# shebang_python <first line>: the interpreter a "#!" line names (through env when it uses env).
-shebang_python() {
-  _s_words=\${1#??}
-  set -f; set -- $_s_words; set +f
-  case "\${1:-}" in
-    */env) if [ -n "\${2:-}" ]; then command -v "$2" 2>/dev/null; fi ;;
-    /*) printf '%s\\n' "$1" ;;
-  esac
-}
-
+${SHEBANG_PYTHON_SH}
 runtime_native() {
   section runtime
   echo "kind native"

@@ -1,3 +1,4 @@
+import { SHEBANG_PYTHON_SH } from "../shell";
 /**
  * The native runtime's identity, read on the host by one POSIX sh script (`sh -s -- <vllmCommand>`,
  * script on stdin): where the command resolves, the SHA-256 of that file, what `--version` prints, and
@@ -16,15 +17,7 @@ bounded() {
   _b_secs=$1; shift
   if command -v timeout >/dev/null 2>&1; then timeout "$_b_secs" "$@" </dev/null; else "$@" </dev/null; fi
 }
-shebang_python() {
-  _s_words=\${1#??}
-  set -f; set -- $_s_words; set +f
-  case "\${1:-}" in
-    */env) if [ -n "\${2:-}" ]; then command -v "$2" 2>/dev/null; fi ;;
-    /*) printf '%s\\n' "$1" ;;
-  esac
-}
-identity_main() {
+${SHEBANG_PYTHON_SH}identity_main() {
   printf 'command %s\\n' "$1"
   _found=$(command -v "$1" 2>/dev/null) || _found=
   case "$_found" in /*) ;; *) echo "script missing"; return 0 ;; esac

@@ -106,7 +106,7 @@ describe("e2e: first slice through the real CLI", function () {
     const attestation = (await stack.outputs()).attestation!.value as {
       engines: Record<string, { url: string; attestationDigest: string; contractFingerprint: string; evidence: { relativePath: string } }>;
       contract: { fingerprint: string; engines: string[]; contract: Record<string, unknown> };
-      fleetDocument: { engines: Array<{ id: string; attestation_url?: string }>; engine_contract?: Record<string, unknown> };
+      fleetDocument: { engines: Array<{ iid: string; attestation_url?: string }>; engine_contract?: Record<string, unknown> };
     };
     expect(Object.keys(attestation.engines).sort()).to.deep.equal(engines.map((e) => e.id).sort());
     for (const e of engines) {
@@ -115,7 +115,7 @@ describe("e2e: first slice through the real CLI", function () {
       const live = (await request(a.url).then((r) => r.body.json())) as { attestation_digest: string };
       expect(live.attestation_digest, `${e.id}: the sidecar serves what was checked`).to.equal(a.attestationDigest);
       expect(fs.existsSync(path.join(PROJECT_ROOT, "runs", "e2e", "evidence", a.evidence.relativePath)), `${e.id} evidence`).to.equal(true);
-      expect(attestation.fleetDocument.engines.find((d) => d.id === e.id)?.attestation_url).to.equal(a.url);
+      expect(attestation.fleetDocument.engines.find((d) => d.iid === e.id)?.attestation_url).to.equal(a.url);
     }
     expect(attestation.contract.engines.sort()).to.deep.equal(engines.map((e) => e.id).sort());
     expect(attestation.fleetDocument.engine_contract).to.deep.equal(attestation.contract.contract);
