@@ -79,10 +79,12 @@ export class ProfileMesh extends pulumi.ComponentResource {
   constructor(name: string, args: ProfilesArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:profiles:ProfileMesh", name, {}, opts);
     const { spec, stack } = args;
-    const { adoptStore, ...sweep }: { adoptStore?: string } & Sweep = spec.profiling;
+    const { adoptStore, oneAtATime, ...sweep }: { adoptStore?: string; oneAtATime?: boolean } & Sweep = spec.profiling;
     const adopt = adoptStore ? adoptSource(adoptStore) : undefined;
     const via = routerLogin(args.routerHost, args.routerConnection);
-    const turnAfter = previousInLane(args.engines.map(({ spec: e }) => ({ id: e.id, host: e.host, gpuIds: e.gpuIds ?? [] })));
+    const placed = args.engines.map(({ spec: e }) => ({ id: e.id, host: e.host, gpuIds: e.gpuIds ?? [] }));
+    // Concurrently across hosts and GPU groups (the runbook), or one lane for the whole fleet.
+    const turnAfter = oneAtATime ? new Map(placed.map((e, i) => [e.id, placed[i - 1]?.id])) : previousInLane(placed);
     this.profiles = {};
     for (const { spec: e, engine } of args.engines) {
       const a = args.attestations[e.id]!;

@@ -14,6 +14,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { evidenceRoot, EvidenceStore } from "../../lib/evidence";
 import { documentBytes, idsProblem, localTarget, ProfileError, publishStore, rowProblem, samplesDocument, storeDocument, type EngineSamples, type FileTarget } from "../../lib/profiling";
 import { SshSession } from "../../lib/ssh/client";
+import { canonicalJson } from "../../lib/digest";
 import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
 import { sftpTarget } from "./sftp";
@@ -75,11 +76,12 @@ export async function writeStore(i: ProfileStoreInputs): Promise<ProfileStoreOut
   for (const p of i.profiles) {
     const bytes = await evidence.readArtifact(p.samples.relativePath, p.samples.sha256);
     const entry = JSON.parse(bytes.toString("utf8")) as EngineSamples & { warm_up?: unknown };
-    if (JSON.stringify(entry.profile) !== JSON.stringify(p.row)) throw new ProfileError("NARWHAL_PROFILE_STORE", `engine ${p.engineId}: the recorded samples describe another profile than the one in state`);
+    // State gives objects back with their keys reordered: compare content, and write the recorded row.
+    if (canonicalJson(entry.profile) !== canonicalJson(p.row)) throw new ProfileError("NARWHAL_PROFILE_STORE", `engine ${p.engineId}: the recorded samples describe another profile than the one in state`);
     entries[p.engineId] = entry;
   }
   const meta = { package: "narwhal-fleet", writer: "Profile/ProfileStore", stack: i.stack };
-  const store = documentBytes(storeDocument(i.profiles.map((p) => p.row), meta));
+  const store = documentBytes(storeDocument(i.profiles.map((p) => entries[p.engineId]!.profile), meta));
   const samples = documentBytes(samplesDocument(entries, { meta, model: i.model, sweep: i.sweep }));
   const written = await withTarget(i, (t) => publishStore(t, i.path, store, samples));
   return { ...i, storeDigest: written.digest, samplesPath: written.samplesPath, samplesDigest: written.samplesDigest, count: i.profiles.length, writtenAt: new Date().toISOString() };

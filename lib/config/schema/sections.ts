@@ -204,6 +204,11 @@ export const ProfilingSchema = f.strict(
     /** Repeats per decode point. */
     decodeRepeats: f.positiveInt().default(R.profiling.decodeRepeats),
     /**
+     * Profile one engine at a time across the whole fleet instead of concurrently across hosts: for
+     * machines where the measuring side itself is the bottleneck (the simulated fleet on two cores).
+     */
+    oneAtATime: f.flag().default(false),
+    /**
      * A profile store measured before this stack (the runbook's `runs/profiles.json`, its
      * `.samples.json` next to it) on this machine: an engine whose row binds its live generation is
      * adopted from it instead of profiled again.

@@ -32,6 +32,8 @@ export async function openStack(name: string, hosts: SimHost[], engines: EngineE
     // As the dev stack: Gate B installs from the hosts' wheelhouse, Prometheus runs from Debian's package.
     "narwhal-fleet:router": { port: 8321, narwhal: { wheelhouse: "/srv/narwhal-wheels" } },
     "narwhal-fleet:observability": { runtime: "native", prometheusPort: 9391 },
+    // Two cores measure every engine: one at a time, with more repeats, keeps a scheduler's hiccup out of the fits.
+    "narwhal-fleet:profiling": { oneAtATime: true, prefillRepeats: 5 },
     ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [`narwhal-fleet:${k}`, v])),
   };
   // JSON is YAML: the stack file is written whole, then the CLI adds the salt and the secret.

@@ -56,6 +56,7 @@ describe("config: defaults", () => {
         decodeTokens: 64,
         prefillRepeats: 3,
         decodeRepeats: 1,
+        oneAtATime: false,
       },
       attestation: { command: "narwhal-attest", startTimeoutS: 60 },
     });
