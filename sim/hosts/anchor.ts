@@ -66,7 +66,8 @@ if [ -n "$SIM_PRIVATE_RUN" ]; then
       mkdir -p "$mnt"
       mount -t "$type" -o "$opts" "$type" "$mnt"
     done
-  for l in /proc/1/root/sys/fs/cgroup/*; do
+  init_view=/proc/1/root # the machine's filesystem as pid 1 sees it
+  for l in "$init_view"/sys/fs/cgroup/*; do
     if [ -L "$l" ]; then ln -s "$(readlink "$l")" "/sys/fs/cgroup/\${l##*/}"; fi
   done
 fi

@@ -1,0 +1,56 @@
+/** The runbook gate a piece of evidence belongs to; `other` is a resource of no known kind. */
+export type Gate = "A" | "C" | "D" | "E" | "other";
+
+export const GATE_TITLES: Record<Gate, string> = {
+  A: "Gate A: discovery, replicas, generated config",
+  C: "Gate C: engines",
+  D: "Gate D: fabric",
+  E: "Gate E: attestation",
+  other: "other resources",
+};
+
+export const GATE_ORDER: Gate[] = ["A", "C", "D", "E", "other"];
+
+export interface EvidenceKind {
+  kind: string;
+  gate: Gate;
+}
+
+/** Dynamic resources are typed `pulumi-nodejs:dynamic/narwhal:<Name>`: the name says what was measured. */
+const DYNAMIC: Record<string, EvidenceKind> = {
+  HostDiscovery: { kind: "discovery", gate: "A" },
+  ReplicaAgreement: { kind: "replica check", gate: "A" },
+  DeploymentConfig: { kind: "generated config", gate: "A" },
+  ImageCheck: { kind: "image check", gate: "C" },
+  EngineGeneration: { kind: "generation", gate: "C" },
+  CacheCapture: { kind: "cache capture", gate: "C" },
+  FabricEdge: { kind: "fabric edge", gate: "D" },
+  FabricGate: { kind: "fabric gate", gate: "D" },
+  Attestation: { kind: "attestation", gate: "E" },
+};
+
+/** The component types in a URN's type chain (`a$b$c::name` → a, b), outermost first. */
+function parentTypes(urn: string): string[] {
+  const chain = urn.split("::")[2] ?? "";
+  return chain.split("$").slice(0, -1);
+}
+
+/**
+ * What a resource is as evidence, from its type and, for the generic command and docker resources, the
+ * component it sits in and its name's suffix (components/runtime and components/attestation name them).
+ * Undefined for what holds no evidence: the stack, components and providers.
+ */
+export function evidenceKind(type: string, urn: string, name: string, custom: boolean): EvidenceKind | undefined {
+  if (!custom || type.startsWith("pulumi:providers:") || type === "pulumi:pulumi:Stack") return undefined;
+  const dynamic = /^pulumi-nodejs:dynamic\/narwhal:(\w+)$/.exec(type);
+  if (dynamic) return DYNAMIC[dynamic[1]!] ?? { kind: dynamic[1]!, gate: "other" };
+  const parents = parentTypes(urn);
+  if (parents.includes("narwhal:attestation:AttestationMesh") && name.endsWith("-sidecar")) return { kind: "attestation sidecar", gate: "E" };
+  if (parents.includes("narwhal:engine:Engine")) {
+    if (type === "docker:index/container:Container") return { kind: "engine container", gate: "C" };
+    if (name.endsWith("-gpu-wait")) return { kind: "GPU wait", gate: "C" };
+    if (name.endsWith("-started")) return { kind: "engine start", gate: "C" };
+    return { kind: "engine process", gate: "C" };
+  }
+  return { kind: type, gate: "other" };
+}

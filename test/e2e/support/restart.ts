@@ -1,0 +1,30 @@
+import { expect } from "chai";
+import { request } from "undici";
+import { runInHost } from "../../../sim/hosts";
+
+/** Restarts an engine by hand with its own launch record, as an operator or a supervisor would. */
+export async function restartByHand(stack: string, id: string, host: string): Promise<void> {
+  const run = `/var/lib/narwhal-fleet/${stack}/engines/${id}`;
+  const script = `
+    set -eu
+    run=${run}
+    pid=$(cat "$run/pid")
+    kill -TERM "-$pid"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    argv=$(python3 -c 'import json,shlex,sys; p=json.load(open(sys.argv[1])); print(" ".join(shlex.quote(a) for a in ["env"] + [k+"="+v for k,v in p["env"].items()] + ["setsid"] + p["argv"]))' "$run/launch.json")
+    (set -a; . "$run/engine.env"; set +a; cd "$run"; eval "exec $argv" > "$run/engine.log" 2>&1 < /dev/null) &
+    echo $! > "$run/pid"
+  `;
+  const r = await runInHost(host, ["sh", "-c", script]);
+  expect(r.code, r.stderr).to.equal(0);
+}
+
+/** Waits, bounded, until an engine answers its health check again after a restart. */
+export async function awaitHealthy(url: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await request(`${url}/health`).then((r) => r.statusCode === 200, () => false)) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`engine at ${url} not healthy within ${timeoutMs} ms of its restart`);
+}
