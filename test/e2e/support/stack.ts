@@ -52,7 +52,9 @@ let shared: Promise<{ stack: Stack; hosts: SimHost[]; engines: EngineEntry[] }> 
 export function sharedFleet(): Promise<{ stack: Stack; hosts: SimHost[]; engines: EngineEntry[] }> {
   shared ??= (async () => {
     // Replicas must share one accelerator product: the NVIDIA hosts sim1, sim2 and sim4 (sim3 is AMD).
-    const all = (await simUp({ hosts: 4 })).hosts;
+    // Profiles and the preflight's decode-fit limits need decode intervals of milliseconds, not the
+    // default scale's tenths of one: engines run at half speed here.
+    const all = (await simUp({ hosts: 4, timeScale: 0.5 })).hosts;
     const [a, b, c] = ["sim1", "sim2", "sim4"].map((alias) => all.find((h) => h.alias === alias)!) as [SimHost, SimHost, SimHost];
     const hosts = [a, b, c];
     const engines: EngineEntry[] = [
