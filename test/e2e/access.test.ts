@@ -15,7 +15,7 @@ import { simUp } from "../../sim/hosts";
 const ALIAS = "amd-behind-bastion";
 
 describe("e2e: ssh_config alias with a jump host, and password login", function () {
-  this.timeout(600_000);
+  this.timeout(1_200_000);
   let stack: Stack;
   let target: SimHost;
   let password: string;

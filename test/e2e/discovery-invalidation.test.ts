@@ -7,7 +7,7 @@ import { plannedChanges } from "./support/preview";
 const SHARD = "model-00002-of-00002.safetensors";
 
 describe("e2e: discovery evidence follows the host", function () {
-  this.timeout(300_000);
+  this.timeout(1_200_000);
 
   it("replaces only the discovery of a host whose checkpoint changed, and stops before any engine on a differing replica", async () => {
     const { stack, hosts } = await sharedFleet();

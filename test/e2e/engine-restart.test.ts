@@ -6,7 +6,7 @@ import { awaitHealthy, restartByHand } from "./support/restart";
 interface EngineOut { host: string; url: string; pid: number }
 
 describe("e2e: an engine restarted with the same plan", function () {
-  this.timeout(300_000);
+  this.timeout(1_200_000);
 
   it("invalidates that engine's generation and cache capture, and nothing of the other engines", async () => {
     const { stack } = await sharedFleet();

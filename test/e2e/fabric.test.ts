@@ -33,7 +33,7 @@ function record(relativePath: string): Record<string, any> {
 }
 
 describe("e2e: fabric edges (Gate D)", function () {
-  this.timeout(600_000);
+  this.timeout(1_200_000);
 
   it("measures every directed edge once, one at a time after the engines, and reports the edge matrix", async () => {
     const { stack } = await sharedFleet();

@@ -10,7 +10,7 @@ interface EngineOut { host: string; role: string; url: string; pid: number; star
 interface HostOut { hostname: string; hostKeyFingerprint: string; accelerator: { vendor: string; count: number }; fabricAddress: string }
 
 describe("e2e: first slice through the real CLI", function () {
-  this.timeout(300_000);
+  this.timeout(1_200_000);
 
   it("deploys every engine, each answering /health and serving the model", async () => {
     const { stack, engines } = await sharedFleet();

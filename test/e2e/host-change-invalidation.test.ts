@@ -9,7 +9,7 @@ import { plannedChanges } from "./support/preview";
 const OTHER_ENGINES = /^fleet-(attestation-)?e[124]\b/;
 
 describe("e2e: hardware and fabric address changes on one host", function () {
-  this.timeout(300_000);
+  this.timeout(1_200_000);
 
   it("replaces the discovery of a host whose GPU was swapped, and nothing measured on other hosts", async () => {
     const { stack, hosts } = await sharedFleet();

@@ -3,7 +3,7 @@ import { sharedFleet } from "./support/stack";
 import { readHostKeyPair, restartSshdWithHostKey, restartSshdWithNewHostKey } from "../../sim/hosts";
 
 describe("e2e: pinned host keys", function () {
-  this.timeout(300_000);
+  this.timeout(1_200_000);
 
   it("stops a refresh at a changed host key, naming the host and both fingerprints", async () => {
     const { stack, hosts } = await sharedFleet();

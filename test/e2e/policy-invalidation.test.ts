@@ -3,7 +3,7 @@ import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
 
 describe("e2e: launch policy evidence", function () {
-  this.timeout(300_000);
+  this.timeout(1_200_000);
 
   it("replaces only the discovery and the engine that a per-engine policy change touches", async () => {
     const { stack, engines, hosts } = await sharedFleet();

@@ -31,7 +31,7 @@ function expectNoSecret(out: string, privateKeyPath: string): void {
 }
 
 describe("e2e: the preview report (npm run invalidated)", function () {
-  this.timeout(600_000);
+  this.timeout(1_200_000);
 
   it("names exactly a restarted engine's invalidated evidence, by gate and reason, through the function and the CLI, then nothing once converged", async () => {
     const { stack, hosts } = await sharedFleet();

@@ -4,7 +4,7 @@ import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
 
 describe("e2e: runtime evidence follows the host", function () {
-  this.timeout(300_000);
+  this.timeout(1_200_000);
 
   it("replaces the discovery of a host whose vLLM runtime changed, and what was proved against that host's engines", async () => {
     const { stack, hosts } = await sharedFleet();
