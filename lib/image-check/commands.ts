@@ -53,7 +53,11 @@ export function nativeIdentityStep(spec: NativeCheckSpec): CheckStep {
 
 /** Native: the runtime check under the runtime's own Python, with the plan's environment. */
 export function nativeCheckStep(spec: ImageCheckSpec, prepared: PreparedRequest, interpreter: string): CheckStep {
-  const argv = ["env", ...Object.entries(spec.plan.env).map(([k, v]) => `${k}=${v}`), interpreter, "-c", RUNTIME_CHECK_PY, JSON.stringify(prepared.request)];
+  return runtimeCheckStep(spec, ["env", ...Object.entries(spec.plan.env).map(([k, v]) => `${k}=${v}`), interpreter, "-c", RUNTIME_CHECK_PY, JSON.stringify(prepared.request)]);
+}
+
+/** The runtime check as one bounded step, whichever runtime's argv runs it. */
+function runtimeCheckStep(spec: Pick<ImageCheckSpec, "deadlines">, argv: string[]): CheckStep {
   return {
     name: "runtime check",
     command: bounded(spec.deadlines.checkS, argv),
@@ -75,20 +79,13 @@ export function dockerInspectStep(spec: DockerCheckSpec): CheckStep {
  * plan's environment, no network, and no pull. It exits after the check; `--rm` removes it.
  */
 export function dockerCheckStep(spec: DockerCheckSpec, prepared: PreparedRequest, imageId: string, containerName: string): CheckStep {
-  const argv = [
+  return runtimeCheckStep(spec, [
     spec.runtime.dockerCommand, "run", "--rm", "--pull", "never", "--network", "none", "--name", containerName,
     "-v", `${spec.modelDir}:${CONTAINER_MODEL_DIR}:ro`,
     ...(prepared.tokenizerMount ? ["-v", `${prepared.tokenizerMount}:${CONTAINER_TOKENIZER_DIR}:ro`] : []),
     ...Object.entries(spec.plan.env).flatMap(([k, v]) => ["-e", `${k}=${v}`]),
     "--entrypoint", "python3", imageId, "-c", RUNTIME_CHECK_PY, JSON.stringify(prepared.request),
-  ];
-  return {
-    name: "runtime check",
-    command: bounded(spec.deadlines.checkS, argv),
-    timeoutS: spec.deadlines.checkS + SSH_GRACE_S,
-    logArgv: forLog(argv),
-    scriptSha256: RUNTIME_CHECK_SHA256,
-  };
+  ]);
 }
 
 /** Docker: removes the check container after a timeout, so nothing it started outlives the check. */

@@ -6,32 +6,12 @@ import * as path from "node:path";
 import type { AttestationFacts } from "../../../lib/attestation";
 import { cacheLayoutDigest, type CacheRankLayout } from "../../../lib/engine/cache-layout";
 import { renderLaunchPlan, type LaunchInputs } from "../../../lib/launch/plan";
+import { launchInputs } from "../launch/inputs";
 
 const ROOT = path.resolve(__dirname, "..", "..", "..");
 export const PYTHON = path.join(ROOT, ".tools", "venv", "bin", "python");
 
-export function launchInputs(over: Partial<LaunchInputs["policy"]> = {}, id = "e1"): LaunchInputs {
-  return {
-    engine: { id, port: 8100, nixlPort: 5600, gpuIds: [0, 1] },
-    host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor: "nvidia", gpuCount: 2 },
-    model: { servedName: "tiny", checkpointDir: "/models/tiny", dtype: "bfloat16", maxPositionEmbeddings: 8192 },
-    policy: {
-      vllmCommand: "vllm",
-      transport: "tcp",
-      dtype: "model",
-      kvCacheDtype: "auto",
-      blockSize: 128,
-      enforceEager: true,
-      maxModelLen: 16384,
-      maxNumSeqs: 8,
-      gpuMemoryUtilization: 0.9,
-      prefixCaching: false,
-      ucxTcpPortRange: "6300-6500",
-      kvLeaseDurationS: 30,
-      ...over,
-    },
-  };
-}
+export { launchInputs };
 
 /** A TinyLlama-shaped cache (GQA 4 heads of 64 over 22 layers) on TP 2. */
 export function ranks(dtype = "bfloat16", tp = 2): CacheRankLayout[] {

@@ -1,25 +1,8 @@
 import { expect } from "chai";
 import { LaunchInputs, renderLaunchPlan } from "../../../lib/launch/plan";
+import { launchInputs } from "./inputs";
 
-const base: LaunchInputs = {
-  engine: { id: "e1", port: 8100, nixlPort: 5600, gpuIds: [0, 1] },
-  host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor: "nvidia", gpuCount: 2 },
-  model: { servedName: "tiny", checkpointDir: "/models/tiny", dtype: "bfloat16", maxPositionEmbeddings: 8192 },
-  policy: {
-    vllmCommand: "vllm",
-    transport: "tcp",
-    dtype: "model",
-    kvCacheDtype: "auto",
-    blockSize: 128,
-    enforceEager: true,
-    maxModelLen: 16384,
-    maxNumSeqs: 8,
-    gpuMemoryUtilization: 0.9,
-    prefixCaching: false,
-    ucxTcpPortRange: "6300-6500",
-    kvLeaseDurationS: 30,
-  },
-};
+const base: LaunchInputs = launchInputs();
 
 function flag(argv: ReadonlyArray<string>, name: string): string | undefined {
   const i = argv.indexOf(name);

@@ -1,0 +1,25 @@
+import type { LaunchInputs } from "../../../lib/launch/plan";
+
+/** One NVIDIA engine on two GPUs with the runbook's default policy; `over` edits the policy. */
+export function launchInputs(over: Partial<LaunchInputs["policy"]> = {}, id = "e1"): LaunchInputs {
+  return {
+    engine: { id, port: 8100, nixlPort: 5600, gpuIds: [0, 1] },
+    host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor: "nvidia", gpuCount: 2 },
+    model: { servedName: "tiny", checkpointDir: "/models/tiny", dtype: "bfloat16", maxPositionEmbeddings: 8192 },
+    policy: {
+      vllmCommand: "vllm",
+      transport: "tcp",
+      dtype: "model",
+      kvCacheDtype: "auto",
+      blockSize: 128,
+      enforceEager: true,
+      maxModelLen: 16384,
+      maxNumSeqs: 8,
+      gpuMemoryUtilization: 0.9,
+      prefixCaching: false,
+      ucxTcpPortRange: "6300-6500",
+      kvLeaseDurationS: 30,
+      ...over,
+    },
+  };
+}
