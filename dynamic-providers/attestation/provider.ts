@@ -21,6 +21,7 @@ import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
 import { withEngineHttp } from "../engine-generation/http";
 import type { AttestationInputs, AttestationObservation, AttestationOutputs, AttestationRecord } from "./types";
+import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = [
   "engineId",
@@ -242,7 +243,7 @@ export async function observe(props: AttestationOutputs): Promise<AttestationObs
   }
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = {
+export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async check(_olds: AttestationInputs, news: AttestationInputs) {
     const failures = inputFailures(news as unknown as Record<string, unknown>);
     return failures.length ? { inputs: news, failures } : { inputs: news };
@@ -287,4 +288,4 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     if (!props.attestationDigest) return { id, props };
     return { id, props: { ...props, ...(await observe(props)) } };
   },
-};
+});

@@ -20,6 +20,7 @@ import { writeEvidence } from "../evidence";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
 import { hasUnknown } from "../engine-generation/check";
 import type { CacheCaptureInputs, CacheCaptureOutputs } from "./types";
+import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected", "layoutSource"] as const;
 export const UPDATABLE = ["apiKey", "hostAlias", "probeTimeoutS", "stack"] as const;
@@ -57,7 +58,7 @@ const RANK_SOURCES: Partial<Record<CacheLayoutSourceKind, (ask: Ask, s: ProofSub
   "sim-endpoint": simEndpointRanks,
 };
 
-export const provider: pulumi.dynamic.ResourceProvider = {
+export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async check(_olds: CacheCaptureInputs, news: CacheCaptureInputs) {
     const failures: pulumi.dynamic.CheckFailure[] = [];
     if (!hasUnknown(news.processIdentity)) {
@@ -134,4 +135,4 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     // Only how the engine is reached changed: the capture stands.
     return { outs: { ...olds, ...news } };
   },
-};
+});

@@ -8,6 +8,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { EvidenceStore, evidenceRecord, evidenceRoot, sourceRevision } from "../../lib/evidence";
 import { sha256Json } from "../../lib/digest";
 import type { DeploymentConfigInputs, DeploymentConfigOutputs } from "./types";
+import { withEvidenceIntegrity } from "../integrity";
 
 async function write(inputs: DeploymentConfigInputs): Promise<DeploymentConfigOutputs> {
   const root = process.cwd();
@@ -40,7 +41,7 @@ async function write(inputs: DeploymentConfigInputs): Promise<DeploymentConfigOu
   };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = {
+export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async diff(_id: string, olds: DeploymentConfigOutputs, news: DeploymentConfigInputs) {
     // Outputs keep each file's digest as written; a file added, dropped or changed writes a new record.
     const names = Object.keys(news.files);
@@ -55,7 +56,7 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   async update(_id: string, _olds: DeploymentConfigOutputs, news: DeploymentConfigInputs) {
     return { outs: await write(news) };
   },
-};
+});
 
 function fileDigest(contents: string): string {
   return "sha256:" + createHash("sha256").update(contents, "utf8").digest("hex");

@@ -18,6 +18,7 @@ import { writeEvidence } from "../evidence";
 import { generationInputFailures } from "./check";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
+import { withEvidenceIntegrity } from "../integrity";
 
 /** Inputs the proof was taken against: a change means it no longer describes the live engine. */
 export const MEASURED_AGAINST = ["engineId", "url", "planSha256", "expectedVersion", "servedName", "processIdentity"] as const;
@@ -30,7 +31,7 @@ function subjectOf(i: EngineGenerationInputs): ProofSubject {
   return { engineId: i.engineId, hostAlias: i.hostAlias, url: i.url, processIdentity: i.processIdentity };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = {
+export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async check(_olds: EngineGenerationInputs, news: EngineGenerationInputs) {
     const failures = generationInputFailures(news as unknown as Record<string, unknown>);
     return failures.length ? { inputs: news, failures } : { inputs: news };
@@ -89,4 +90,4 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     // The capture stays as it was written; only the observation fields change.
     return { id, props: { ...props, ...seen } };
   },
-};
+});

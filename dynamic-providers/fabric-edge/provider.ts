@@ -26,6 +26,7 @@ import { containsUnknown, edgeInputProblems } from "./check";
 import { withMeasurementLock } from "./lock";
 import { digestsOf, measure, observe, withSessions, type Run, type Sides } from "./measure";
 import type { EdgeEndpoint, EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs, PathDigests } from "./types";
+import { withEvidenceIntegrity } from "../integrity";
 
 /** What the figure was taken against: a change means the figure no longer describes the path. */
 const MEASURED_AGAINST = ["edgeId", "source", "destination", "transport", "rdma", "tool"] as const;
@@ -117,7 +118,7 @@ function verdictFields(m: EdgeMeasurement, requiredGbps: number) {
 
 const secretsOf = (i: FabricEdgeInputs) => [i.sourcePrivateKey, i.sourcePassword, i.destinationPrivateKey, i.destinationPassword];
 
-export const provider: pulumi.dynamic.ResourceProvider = {
+export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async check(_olds: FabricEdgeInputs, news: FabricEdgeInputs) {
     const failures = edgeInputProblems(news).map(([property, reason]) => ({ property, reason }));
     return failures.length ? { inputs: news, failures } : { inputs: news };
@@ -210,4 +211,4 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     const observedProblems = [sides.forward, sides.back].flatMap((f) => (f.ok ? [] : [f.reason]));
     return { id, props: { ...props, observed, observedProblems } };
   },
-};
+});

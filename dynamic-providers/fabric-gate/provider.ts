@@ -9,6 +9,7 @@ import { canonicalJson } from "../../lib/digest";
 import { edgeMatrix, gateProblems, requireGatePassed } from "../../lib/fabric/matrix";
 import { writeEvidence } from "../evidence";
 import type { FabricGateInputs, FabricGateOutputs } from "./types";
+import { withEvidenceIntegrity } from "../integrity";
 
 async function judge(inputs: FabricGateInputs): Promise<FabricGateOutputs> {
   const startedAt = new Date().toISOString();
@@ -29,7 +30,7 @@ async function judge(inputs: FabricGateInputs): Promise<FabricGateOutputs> {
   return { ...inputs, matrix, evidence };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = {
+export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async create(inputs: FabricGateInputs) {
     const outs = await judge(inputs);
     return { id: `${inputs.stack}-fabric-${outs.evidence.digest.slice(7, 19)}`, outs };
@@ -44,4 +45,4 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   async update(_id: string, _olds: FabricGateOutputs, news: FabricGateInputs) {
     return { outs: await judge(news) };
   },
-};
+});

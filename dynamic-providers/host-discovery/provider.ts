@@ -16,6 +16,7 @@ import { shq } from "../../lib/shell";
 import { diffInputs } from "../diff";
 import { writeEvidence } from "../evidence";
 import type { FacetDigests, HostDiscoveryFacts, HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
+import { withEvidenceIntegrity } from "../integrity";
 
 /** Inputs whose change means the old observation no longer describes what the engines will use. */
 const MEASURED_AGAINST = [
@@ -138,7 +139,7 @@ async function observe(
   }
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = {
+export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async create(inputs: HostDiscoveryInputs) {
     const seen = await observe(inputs, { preLaunch: true });
     const facets = facetsOf(seen.facts);
@@ -183,4 +184,4 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     const checkpoint = observed.checkpoint === props.measured.checkpoint ? seen.facts.checkpoint : props.checkpoint;
     return { id, props: { ...props, checkpoint, observed } };
   },
-};
+});

@@ -23,6 +23,7 @@ import { MEASURED_AGAINST, UPDATABLE } from "./measured";
 import { recordCheck } from "./record";
 import { runImageCheck, type CheckOutcome } from "./run";
 import type { ImageCheckInputs, ImageCheckOutputs } from "./types";
+import { withEvidenceIntegrity } from "../integrity";
 
 function specOf(i: ImageCheckInputs): ImageCheckSpec {
   return { engineId: i.engineId, hostAlias: i.hostAlias, plan: i.plan, runtime: i.runtime, modelDir: i.modelDir, pins: i.pins, dsRequired: i.dsRequired, deadlines: i.deadlines };
@@ -120,7 +121,7 @@ async function checkAndRecord(inputs: ImageCheckInputs): Promise<ImageCheckOutpu
   };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = {
+export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async check(_olds: ImageCheckInputs, news: ImageCheckInputs) {
     const failures = imageCheckInputFailures(news);
     return failures.length ? { inputs: news, failures } : { inputs: news };
@@ -139,4 +140,4 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     // Only how the host is reached (or where evidence goes) changed: the check stands.
     return { outs: { ...olds, ...news } };
   },
-};
+});

@@ -23,6 +23,7 @@ import { sshTarget } from "../profile/provider";
 import { httpObserver, type ObservedEngine } from "./observer";
 import { documentEngines, observerSettings, planOf } from "./plan";
 import type { PreflightInputs, PreflightOutputs } from "./types";
+import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = ["fleetDocument", "engines", "profiles", "profileStoreDigest", "pairs", "repeats"] as const;
 export const UPDATABLE = ["stack", "schedule", "apiKey", "via", "viaPrivateKey", "viaPassword"] as const;
@@ -145,7 +146,7 @@ export async function runGates(i: PreflightInputs, recentLogs?: (iid: string) =>
   };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = {
+export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async check(_olds: PreflightInputs, news: PreflightInputs) {
     const failures = inputFailures(news as unknown as Record<string, unknown>);
     return failures.length ? { inputs: news, failures } : { inputs: news };
@@ -164,4 +165,4 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   async update(_id: string, olds: PreflightOutputs, news: PreflightInputs) {
     return { outs: { ...olds, ...news } };
   },
-};
+});

@@ -37,6 +37,7 @@ import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
 import { profileHttp } from "./http";
 import type { ProfileAdoption, ProfileInputs, ProfileOutputs, ProfileResult, RouterLogin } from "./types";
+import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = [
   "engineId",
@@ -288,7 +289,7 @@ export async function profileEngine(i: ProfileInputs, log?: (line: string) => vo
   return { ...(await measureProfile(i, log)), adoption };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = {
+export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async check(_olds: ProfileInputs, news: ProfileInputs) {
     const failures = inputFailures(news as unknown as Record<string, unknown>);
     return failures.length ? { inputs: news, failures } : { inputs: news };
@@ -307,4 +308,4 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   async update(_id: string, olds: ProfileOutputs, news: ProfileInputs) {
     return { outs: { ...olds, ...news } };
   },
-};
+});

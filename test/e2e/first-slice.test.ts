@@ -128,16 +128,27 @@ describe("e2e: first slice through the real CLI", function () {
     await stack.up({ expectNoChanges: true });
   });
 
-  it("leaves no engine process and no listener behind on destroy", async () => {
+  it("starts no router while the preflight fails, serves once it passes, and leaves no process or listener behind on destroy", async () => {
     const { hosts } = await simUp({ timeScale: E2E_TIME_SCALE });
     const [a, b] = hosts;
     const engines = [
       { id: "d1", host: a!.alias, gpuIds: [0], port: 8401, attestationPort: 8411, nixlPort: 5801 },
       { id: "d2", host: b!.alias, gpuIds: [1], port: 8402, attestationPort: 8412, nixlPort: 5802 },
     ];
-    // Its router and Prometheus share sim1 with the shared fleet's: other ports.
-    const stack = await openStack("e2e-destroy", [a!, b!], engines, { router: { port: 8421 }, observability: { prometheusPort: 9491 } });
-    await stack.up();
+    // Its router and Prometheus share sim1 with the shared fleet's: other ports. A TPOT target below any
+    // engine's per-token floor fails the preflight's slo gate: the router must not start.
+    const stack = await openStack("e2e-destroy", [a!, b!], engines, { router: { port: 8421 }, observability: { prometheusPort: 9491 }, slo: { tpotS: 0.0001 } });
+    let failure = "";
+    await stack.up({ onOutput: () => undefined }).catch((err: Error) => (failure = err.message));
+    expect(failure).to.match(/preflight failed: slo\b[^;]*; the router stays stopped/);
+    const routers = ((await stack.exportStack()).deployment.resources as Array<{ urn: string }>).filter((r) => r.urn.endsWith("::fleet-router-host-router-process"));
+    expect(routers, "router resources after a failed preflight").to.deep.equal([]);
+    expect((await runInHost(a!.alias, ["ss", "-Hltn", "sport = :8421"])).stdout.trim(), "router listener").to.equal("");
+
+    // The feasible target: what was measured stays, the preflight passes and the router starts.
+    await stack.removeConfig("narwhal-fleet:slo");
+    await stack.up({ onOutput: () => undefined });
+    expect((await request(`${(await stack.outputs()).routerUrl!.value as string}/health`)).statusCode).to.equal(200);
     const out = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
     expect((await request(`${out.d1!.url}/health`)).statusCode).to.equal(200);
 
