@@ -176,6 +176,7 @@ export class Fleet extends pulumi.ComponentResource {
         engines,
         attestations: this.attestation.attestations,
         profiles: this.profiles,
+        fabricEdges: this.fabric.edges,
         fleetDocument: this.attestation.fleetDocument,
         engineApiKey: args.secrets.engineApiKey,
         routerHost: this.routerHost,

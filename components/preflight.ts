@@ -5,6 +5,7 @@ import type { PairMode, ScheduleMode } from "../lib/preflight";
 import type { Attestation } from "../dynamic-providers/attestation/resource";
 import { Preflight } from "../dynamic-providers/preflight/resource";
 import type { Engine } from "./engine";
+import type { FabricEdge } from "../dynamic-providers/fabric-edge/resource";
 import { routerLogin, type ProfileMesh } from "./profiles";
 
 export interface PreflightArgs {
@@ -13,6 +14,8 @@ export interface PreflightArgs {
   engines: ReadonlyArray<{ spec: { id: string }; engine: Engine }>;
   attestations: Readonly<Record<string, Attestation>>;
   profiles: ProfileMesh;
+  /** The measured fabric edges: a re-measured edge (a route, host or transport change) replaces the preflight. */
+  fabricEdges: ReadonlyArray<FabricEdge>;
   /** The fleet document the router will load. */
   fleetDocument: pulumi.Input<Record<string, unknown>>;
   engineApiKey: pulumi.Input<string>;
@@ -50,6 +53,7 @@ export function preflight(name: string, args: PreflightArgs, opts: pulumi.Custom
       engines: pulumi.all(engines),
       profiles: pulumi.all(Object.values(args.profiles.profiles).map((p) => p.row)),
       profileStoreDigest: args.profiles.store.storeDigest,
+      fabricEdges: pulumi.all(args.fabricEdges.map((e) => pulumi.all([e.edgeId, e.measurement]).apply(([edge, m]) => ({ edge, gbps: m.gbps, measuredAt: m.startedAt })))),
       pairs: args.pairs ?? "mesh",
       repeats: args.repeats ?? 1,
       schedule: args.schedule ?? "concurrent",

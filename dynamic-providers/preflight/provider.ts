@@ -25,7 +25,7 @@ import { documentEngines, observerSettings, planOf } from "./plan";
 import type { PreflightInputs, PreflightOutputs } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
 
-export const MEASURED_AGAINST = ["fleetDocument", "engines", "profiles", "profileStoreDigest", "pairs", "repeats"] as const;
+export const MEASURED_AGAINST = ["fleetDocument", "engines", "profiles", "profileStoreDigest", "fabricEdges", "pairs", "repeats"] as const;
 export const UPDATABLE = ["stack", "schedule", "apiKey", "via", "viaPrivateKey", "viaPassword"] as const;
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
@@ -100,7 +100,7 @@ async function record(i: PreflightInputs, outcome: PreflightOutcome, fleetDocume
       kind: "preflight",
       subject: { kind: "fleet", alias: i.stack },
       stack: i.stack,
-      inputs: JSON.parse(JSON.stringify({ fleetDocumentDigest, engines: i.engines, profileStoreDigest: i.profileStoreDigest, pairs: i.pairs, repeats: i.repeats, schedule: i.schedule })),
+      inputs: JSON.parse(JSON.stringify({ fleetDocumentDigest, engines: i.engines, profileStoreDigest: i.profileStoreDigest, fabricEdges: i.fabricEdges, pairs: i.pairs, repeats: i.repeats, schedule: i.schedule })),
       commands: [],
       startedAt,
       endedAt: new Date().toISOString(),

@@ -19,6 +19,11 @@ export interface PreflightInputs {
   /** The rows of the profile store at `profiles.path`, and the store's digest. */
   profiles: ProfileRow[];
   profileStoreDigest: string;
+  /**
+   * The fabric the consume probes cross: each directed edge's measured rate and when it was measured
+   * (not its verdict, which a budget change re-judges without a new measurement).
+   */
+  fabricEdges?: Array<{ edge: string; gbps: number; measuredAt: string }>;
   pairs: PairMode;
   repeats: number;
   schedule: ScheduleMode;

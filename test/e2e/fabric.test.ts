@@ -77,7 +77,10 @@ describe("e2e: fabric edges (Gate D)", function () {
       expect(steps.get(resourceName("sim1->sim4"))).to.deep.include({ op: "replace", keys: ["returnPath"] });
       expect(steps.get(resourceName("sim2->sim4"))).to.deep.include({ op: "replace", keys: ["returnPath"] });
       expect(steps.get("fleet-fabric-gate")?.op).to.equal("update");
-      expect([...steps.keys()].sort()).to.deep.equal([...["sim1->sim4", "sim2->sim4", "sim4->sim1", "sim4->sim2"].map(resourceName), "fleet-fabric-gate"].sort());
+      // Design row: the preflight's consume probes crossed those edges; the router restarts on its new verdict.
+      expect(steps.get("fleet-preflight")).to.deep.include({ op: "replace", keys: ["fabricEdges"] });
+      const fleetWide = ["fleet-preflight", "fleet-router-host-router-process", "fleet-router-host-router-proof"];
+      expect([...steps.keys()].sort()).to.deep.equal([...["sim1->sim4", "sim2->sim4", "sim4->sim1", "sim4->sim2"].map(resourceName), "fleet-fabric-gate", ...fleetWide].sort());
     } finally {
       await runInHost(c.alias, `ip route replace ${base}`);
     }
