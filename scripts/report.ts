@@ -2,8 +2,10 @@
  * `npm run report -- --stack <name> [--out <file>] [--offline]`: writes the evidence report of a stack
  * (lib/report/html) as one static HTML page, by default `runs/<stack>/report.html`. The stack's outputs
  * choose which records are shown; with `--offline`, or when they cannot be read, the newest record of
- * each kind and subject in the store stands in. Exits 2 on bad arguments, 1 if the page cannot be written.
+ * each kind and subject in the store stands in. Exits 2 on bad arguments, 1 when the stack has no evidence
+ * store or the page cannot be written.
  */
+import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { EvidenceStore, evidenceRoot } from "../lib/evidence";
@@ -56,6 +58,8 @@ async function main(): Promise<void> {
   }
   try {
     const root = evidenceRoot(PROJECT_ROOT, args.stack);
+    // A mistyped stack name would otherwise give an empty page that looks like a fleet with no evidence.
+    if (!fs.existsSync(root)) throw new Error(`no evidence store at ${path.relative(PROJECT_ROOT, root)}: has the stack been deployed from this project?`);
     const pointers = args.offline ? undefined : await pointersOf(args.stack);
     const data = await collectReport(new EvidenceStore(root), { stack: args.stack, ...(pointers ? { pointers } : {}) });
     const out = path.resolve(args.out ?? path.join(root, "..", "report.html"));
