@@ -9,7 +9,7 @@ import { figure } from "./scale";
 import type { FabricView, HeatCell } from "./types";
 
 const CELL = 92;
-const HEAD = 84;
+const HEAD = 64;
 
 /** The cell's fill: the ratio measured/budget decides it. */
 export function cellColour(cell: HeatCell): string {

@@ -31,7 +31,7 @@ function profileSection(v: ProfileView): string {
 export function renderReport(d: ReportData): string {
   const profiles = d.profiles.length ? d.profiles.map(profileSection).join("") : none("no profile evidence in the store");
   const fabric = d.fabric
-    ? `${provenanceLine(d.fabric.provenance)}<p class="meta">Each cell: Gbit/s measured from the row's host to the column's host, over its budget. Hover for the verdict and when the edge was measured.</p>${heatmap(d.fabric)}`
+    ? `${provenanceLine(d.fabric.provenance)}<p class="meta">Each cell: Gbit/s measured from the row's host to the column's host, over its budget. Green meets the budget (deeper with more headroom, up to 100× on a log scale), red is below it, grey is an invalid measurement. Hover for the verdict and when the edge was measured.</p>${heatmap(d.fabric)}`
     : none("no fabric matrix evidence in the store");
   const preflight = d.preflight ? preflightGrid(d.preflight) : none("no preflight evidence in the store");
   const engines = d.identities.length ? identityTable(d.identities) : none("no generation or attestation evidence in the store");
