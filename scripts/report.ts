@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { EvidenceStore, evidenceRoot } from "../lib/evidence";
-import { collectReport, evidencePointers, renderReport } from "../lib/report/html";
+import { collectReport, evidencePointers, heldGenerations, renderReport } from "../lib/report/html";
 import { stackOutputs } from "../lib/report/html/outputs";
 
 const USAGE = "usage: npm run report -- --stack <name> [--out <file>] [--offline]";
@@ -37,9 +37,10 @@ function parse(argv: string[]): { stack: string; out?: string; offline: boolean 
   return { stack, ...(out ? { out } : {}), offline };
 }
 
-async function pointersOf(stack: string): Promise<Map<string, string> | undefined> {
+async function heldBy(stack: string): Promise<{ pointers: Map<string, string>; generations: Map<string, string> } | undefined> {
   try {
-    return evidencePointers(await stackOutputs(stack));
+    const outputs = await stackOutputs(stack);
+    return { pointers: evidencePointers(outputs), generations: heldGenerations(outputs) };
   } catch (e) {
     const first = (e as Error).message.split("\n").find((l) => l.startsWith("error:")) ?? (e as Error).message.split("\n")[0];
     process.stderr.write(`stack ${stack}: outputs not read (${first}); showing the newest record of each kind and subject\n`);
@@ -60,8 +61,8 @@ async function main(): Promise<void> {
     const root = evidenceRoot(PROJECT_ROOT, args.stack);
     // A mistyped stack name would otherwise give an empty page that looks like a fleet with no evidence.
     if (!fs.existsSync(root)) throw new Error(`no evidence store at ${path.relative(PROJECT_ROOT, root)}: has the stack been deployed from this project?`);
-    const pointers = args.offline ? undefined : await pointersOf(args.stack);
-    const data = await collectReport(new EvidenceStore(root), { stack: args.stack, ...(pointers ? { pointers } : {}) });
+    const held = args.offline ? undefined : await heldBy(args.stack);
+    const data = await collectReport(new EvidenceStore(root), { stack: args.stack, ...(held ?? {}) });
     const out = path.resolve(args.out ?? path.join(root, "..", "report.html"));
     await fsp.mkdir(path.dirname(out), { recursive: true });
     await fsp.writeFile(out, renderReport(data), "utf8");

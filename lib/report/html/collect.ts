@@ -15,6 +15,8 @@ export interface CollectOptions {
   readonly stack: string;
   /** Relative path → digest of the records the stack's outputs hold; absent: newest per kind and subject. */
   readonly pointers?: ReadonlyMap<string, string>;
+  /** Engine id → the generation digest the stack's outputs say it runs (see `heldGenerations`). */
+  readonly generations?: ReadonlyMap<string, string>;
   readonly now?: Date;
 }
 
@@ -38,7 +40,12 @@ export async function collectReport(store: EvidenceStore, opts: CollectOptions):
       invalid.push({ relativePath: listed.relativePath, reason: (error as Error).message });
     }
   }
-  const pointers = opts.pointers && opts.pointers.size > 0 ? opts.pointers : undefined;
+  const held = new Map(opts.pointers ?? []);
+  for (const r of records) {
+    const want = r.record.kind === "generation" ? opts.generations?.get(r.record.subject.alias) : undefined;
+    if (want && (r.record.observations as { generationDigest?: unknown } | null)?.generationDigest === want) held.set(r.relativePath, r.digest);
+  }
+  const pointers = held.size > 0 ? held : undefined;
   const selection = selectRecords(records, pointers);
   const samples = new Map<string, SamplesReading>();
   for (const c of selection.get("profile")?.values() ?? []) {

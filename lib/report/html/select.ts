@@ -55,3 +55,16 @@ export function evidencePointers(outputs: unknown): Map<string, string> {
   walk(outputs);
   return found;
 }
+
+/**
+ * The generation each engine of the stack runs (`engines.<id>.generationDigest` in its outputs). The
+ * outputs name no generation record, so the record whose observed digest is that one is the held one.
+ */
+export function heldGenerations(outputs: unknown): Map<string, string> {
+  const o = (outputs ?? {}) as Record<string, unknown>;
+  const wrapped = o.engines as { value?: unknown } | undefined;
+  const engines = (wrapped && typeof wrapped === "object" && "value" in wrapped ? wrapped.value : wrapped) as Record<string, { generationDigest?: unknown }> | undefined;
+  const out = new Map<string, string>();
+  for (const [id, e] of Object.entries(engines && typeof engines === "object" ? engines : {})) if (typeof e?.generationDigest === "string") out.set(id, e.generationDigest);
+  return out;
+}

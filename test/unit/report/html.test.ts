@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { EvidenceStore } from "../../../lib/evidence";
-import { collectReport, CONTENT_SECURITY_POLICY, esc, evidencePointers, renderReport, type ReportData } from "../../../lib/report/html";
+import { collectReport, CONTENT_SECURITY_POLICY, esc, evidencePointers, heldGenerations, renderReport, type ReportData } from "../../../lib/report/html";
 import { attrsOf, chartOf, elements, FIXTURE_STACK, FIXTURE_STORE, recordsOf, stored } from "../../fixtures/report/page";
 
 const ENGINES = ["e1", "e2", "e3", "e4"];
@@ -133,6 +133,20 @@ describe("evidence report: the page built from a fixture store", () => {
     expect(page).to.include("e1 decode_fit_mape 0.2635 exceeds the profile-validation limit 0.05");
     // Kinds the outputs name nothing of still show their newest records.
     expect(d.profiles.map((p) => p.provenance.chosenBy)).to.deep.equal(["newest", "newest", "newest", "newest"]);
+  });
+
+  it("takes the generation the stack's outputs say each engine runs as the held record", async () => {
+    const gens = recordsOf("generation");
+    // The Automation API's shape: each output as {value, secret}.
+    const outputs = { engines: { value: Object.fromEntries(gens.map(({ record }) => [record.subject.alias, { host: "x", generationDigest: record.observations.generationDigest }])), secret: false } };
+    expect([...heldGenerations(outputs).keys()].sort()).to.deep.equal(ENGINES);
+    const d = await collectReport(new EvidenceStore(FIXTURE_STORE), { stack: FIXTURE_STACK, generations: heldGenerations(outputs) });
+    expect(d.selection).to.equal("stack outputs");
+    for (const row of d.identities) expect(row.generation!.provenance.chosenBy, row.engineId).to.equal("stack");
+    // A generation the store does not hold leaves that engine without a generation rather than showing another one.
+    const other = new Map(heldGenerations(outputs)).set("e3", `sha256:${"0".repeat(64)}`);
+    const d2 = await collectReport(new EvidenceStore(FIXTURE_STORE), { stack: FIXTURE_STACK, generations: other });
+    expect(d2.identities.find((i) => i.engineId === "e3")!.generation).to.equal(undefined);
   });
 
   it("lists each engine's generation and attestation, when each was taken, and whether its profile binds that generation", () => {
