@@ -13,7 +13,8 @@ PULUMI_VERSION=v3.274.1
 LANGUAGE_HOST_SDK_VERSION=v3.68.0
 COMMAND_PROVIDER_VERSION=1.2.1
 NARWHAL_VERSION=0.7.0
-DEBIAN_PACKAGES=(openssh-server openssh-client iperf3 iproute2 iptables docker.io prometheus procps psmisc)
+# chromium: the evidence report is checked by rendering it headless (test/providers/report-render.test.ts).
+DEBIAN_PACKAGES=(openssh-server openssh-client iperf3 iproute2 iptables docker.io prometheus procps psmisc chromium)
 
 TOOLS="$NARWHAL_ROOT/.tools"
 mkdir -p "$TOOLS/bin" "$PULUMI_HOME"

@@ -1,0 +1,77 @@
+/**
+ * `npm run report -- --stack <name> [--out <file>] [--offline]`: writes the evidence report of a stack
+ * (lib/report/html) as one static HTML page, by default `runs/<stack>/report.html`. The stack's outputs
+ * choose which records are shown; with `--offline`, or when they cannot be read, the newest record of
+ * each kind and subject in the store stands in. Exits 2 on bad arguments, 1 when the stack has no evidence
+ * store or the page cannot be written.
+ */
+import * as fs from "node:fs";
+import { promises as fsp } from "node:fs";
+import * as path from "node:path";
+import { EvidenceStore, evidenceRoot } from "../lib/evidence";
+import { collectReport, evidencePointers, heldGenerations, renderReport } from "../lib/report/html";
+import { stackOutputs } from "../lib/report/html/outputs";
+
+const USAGE = "usage: npm run report -- --stack <name> [--out <file>] [--offline]";
+const PROJECT_ROOT = path.resolve(__dirname, "..");
+
+function parse(argv: string[]): { stack: string; out?: string; offline: boolean } {
+  let stack: string | undefined;
+  let out: string | undefined;
+  let offline = false;
+  const value = (i: number, flag: string) => {
+    const v = argv[i + 1];
+    if (!v || v.startsWith("--")) throw new Error(`${flag} needs a value\n${USAGE}`);
+    return v;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--offline") offline = true;
+    else if (a === "--stack") stack = value(i++, a);
+    else if (a === "--out") out = value(i++, a);
+    else if (a.startsWith("--stack=")) stack = a.slice("--stack=".length);
+    else if (a.startsWith("--out=")) out = a.slice("--out=".length);
+    else throw new Error(`unknown argument ${JSON.stringify(a)}\n${USAGE}`);
+  }
+  if (!stack) throw new Error(`--stack is required\n${USAGE}`);
+  return { stack, ...(out ? { out } : {}), offline };
+}
+
+async function heldBy(stack: string): Promise<{ pointers: Map<string, string>; generations: Map<string, string> } | undefined> {
+  try {
+    const outputs = await stackOutputs(stack);
+    return { pointers: evidencePointers(outputs), generations: heldGenerations(outputs) };
+  } catch (e) {
+    const first = (e as Error).message.split("\n").find((l) => l.startsWith("error:")) ?? (e as Error).message.split("\n")[0];
+    process.stderr.write(`stack ${stack}: outputs not read (${first}); showing the newest record of each kind and subject\n`);
+    return undefined;
+  }
+}
+
+async function main(): Promise<void> {
+  let args;
+  try {
+    args = parse(process.argv.slice(2));
+    evidenceRoot(PROJECT_ROOT, args.stack);
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n`);
+    process.exit(2);
+  }
+  try {
+    const root = evidenceRoot(PROJECT_ROOT, args.stack);
+    // A mistyped stack name would otherwise give an empty page that looks like a fleet with no evidence.
+    if (!fs.existsSync(root)) throw new Error(`no evidence store at ${path.relative(PROJECT_ROOT, root)}: has the stack been deployed from this project?`);
+    const held = args.offline ? undefined : await heldBy(args.stack);
+    const data = await collectReport(new EvidenceStore(root), { stack: args.stack, ...(held ?? {}) });
+    const out = path.resolve(args.out ?? path.join(root, "..", "report.html"));
+    await fsp.mkdir(path.dirname(out), { recursive: true });
+    await fsp.writeFile(out, renderReport(data), "utf8");
+    const counts = `${data.profiles.length} profile(s), ${data.fabric ? data.fabric.cells.length : 0} fabric edge(s), ${data.preflight ? "preflight" : "no preflight"}, ${data.identities.length} engine(s), ${data.invalid.length} invalid record(s)`;
+    process.stdout.write(`${out}\n${counts}\n`);
+  } catch (e) {
+    process.stderr.write(`report of stack ${args.stack} failed: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+void main();
