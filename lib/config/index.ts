@@ -22,4 +22,5 @@ export type {
   FabricSpec,
   ProfilingSpec,
   AttestationSpec,
+  CalibrationSpec,
 } from "./types";

@@ -176,6 +176,7 @@ export function parseFleetConfig(raw: unknown): FleetSpec {
     fabric: section("fabric"),
     profiling: section("profiling"),
     attestation: section("attestation"),
+    calibration: section("calibration"),
   };
   for (const rule of RULES) rule(input, (path, message) => problems.push({ path, message }));
 
@@ -215,5 +216,6 @@ function resolve(input: RuleInput): FleetSpec {
     fabric,
     profiling: full(input.profiling),
     attestation: full(input.attestation),
+    calibration: full(input.calibration),
   };
 }
