@@ -64,7 +64,7 @@ export function calibration(name: string, args: CalibrationArgs, opts: pulumi.Cu
       observationBoundS: c.observationBoundS ?? defaultObservationBound(spec.slo),
       maxFailuresPerGroup: c.maxFailuresPerGroup,
       routerOverheadS: c.routerOverheadS,
-      schedule: "concurrent",
+      schedule: spec.preflight.schedule,
       apiKey: args.engineApiKey,
       via: via.login,
       viaPrivateKey: via.privateKey,

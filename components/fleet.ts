@@ -183,6 +183,9 @@ export class Fleet extends pulumi.ComponentResource {
         engineApiKey: args.secrets.engineApiKey,
         routerHost: this.routerHost,
         routerConnection: hosts.get(this.routerHost)!.connection,
+        pairs: spec.preflight.pairs,
+        repeats: spec.preflight.repeats,
+        schedule: spec.preflight.schedule,
       },
       { parent: this },
     );

@@ -1,4 +1,4 @@
-/** The object sections other than launch: model, runtime, slo, router, observability, ssh, fabric, profiling, attestation, calibration. */
+/** The object sections other than launch: model, runtime, slo, router, observability, ssh, fabric, profiling, attestation, preflight, calibration. */
 import { PROGRAM_DEFAULTS as P, RUNBOOK_DEFAULTS as R } from "../defaults";
 import { show } from "../describe";
 import * as f from "../fields";
@@ -233,6 +233,21 @@ export const AttestationSchema = f.strict(
     startTimeoutS: f.seconds().default(P.attestation.startTimeoutS),
   },
   "an object {command, startTimeoutS}",
+);
+
+export const PreflightSchema = f.strict(
+  {
+    /** Transfer pairs: every role-permitted ordered pair (`mesh`), or the `ring` that covers each eligible producer and consumer. */
+    pairs: f.choice(["mesh", "ring"] as const).default("mesh"),
+    /** Probes per pair, each verdict kept. */
+    repeats: f.num({ int: true, min: 1, max: 100 }).default(1),
+    /**
+     * `concurrent`: independent pairs together, at most one transfer per engine (round-robin rounds);
+     * `sequential`: one probe after another, as narwhal-check runs them. Verdicts are the same.
+     */
+    schedule: f.choice(["concurrent", "sequential"] as const).default("concurrent"),
+  },
+  "an object {pairs, repeats, schedule}",
 );
 
 export const CalibrationSchema = f.strict(

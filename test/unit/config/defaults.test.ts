@@ -59,6 +59,7 @@ describe("config: defaults", () => {
         oneAtATime: false,
       },
       attestation: { command: "narwhal-attest", startTimeoutS: 60 },
+      preflight: { pairs: "mesh", repeats: 1, schedule: "concurrent" },
       calibration: { enabled: false, samplesPerGroup: 100, routerOverheadS: 0.05, maxFailuresPerGroup: 20 },
     });
   });

@@ -4,7 +4,7 @@
  */
 import { DIGEST, rejectsEach, type BadCase } from "./fixtures";
 
-const KNOWN_KEYS = "hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation, calibration";
+const KNOWN_KEYS = "hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation, preflight, calibration";
 const MUTABLE = "pin an image ID (sha256:…) or a digest (repo@sha256:…)";
 
 const CASES: BadCase[] = [
@@ -153,6 +153,14 @@ const CASES: BadCase[] = [
         "profiling.prefillLens",
         "only 2 of [256, 512, 1024, 2048, 4096, 8192, 16384] leave 1 output token within launch.maxModelLen 1024; narwhal-profile needs at least 3: add shorter lengths or raise maxModelLen",
       ],
+    ],
+  },
+  {
+    name: "a preflight schedule that is neither concurrent nor sequential",
+    edit: (c) => (c.preflight = { schedule: "parallel", repeats: 0 }),
+    issues: [
+      ["preflight.repeats", "found 0; allowed: an integer from 1 to 100"],
+      ["preflight.schedule", 'found "parallel"; allowed: "concurrent" or "sequential"'],
     ],
   },
   {
