@@ -46,6 +46,7 @@ export const firstTokenDeadline = fleet.calibration
       proposedS: fleet.calibration.deadlineS,
       currentS: fleet.calibration.currentDeadlineS,
       floorS: fleet.calibration.floorS,
+      observationBoundS: fleet.calibration.sampledUnderBoundS,
       groups: fleet.calibration.groups,
       clientTtft: { deadlinePlusPrefillPlusOverheadS: fleet.calibration.clientTtftS, requirementS: fleet.calibration.clientTtftRequirementS, fits: fleet.calibration.fitsClientTtft },
       samples: fleet.calibration.samples,

@@ -9,8 +9,8 @@
  *           naming the paths when a group falls short, an engine restarts mid-run or serves another
  *           context than its plan;
  * - diff:   model, runtime, engines (generation, attestation, transport, served context, roles),
- *           lengths, sample count and bound replace it; the fleet document (SLO and deadline edits),
- *           router overhead, schedule, credentials and tunnel only update;
+ *           lengths and sample count replace it; the fleet document (SLO and deadline edits), the
+ *           observation bound, router overhead, schedule, credentials and tunnel only update;
  * - update: re-judges the client TTFT fit against the new document without new samples.
  */
 import * as fs from "node:fs";
@@ -26,8 +26,13 @@ import { withRoutes } from "../preflight/provider";
 import { httpSampler, type EngineIdentity } from "./sampler";
 import type { CalibrationInputs, CalibrationOutputs } from "./types";
 
-export const MEASURED_AGAINST = ["model", "runtime", "engines", "inputLengths", "samplesPerGroup", "observationBoundS"] as const;
-export const UPDATABLE = ["stack", "fleetDocument", "maxFailuresPerGroup", "routerOverheadS", "schedule", "apiKey", "via", "viaPrivateKey", "viaPassword"] as const;
+export const MEASURED_AGAINST = ["model", "runtime", "engines", "inputLengths", "samplesPerGroup"] as const;
+/**
+ * The observation bound only decides when a stalled attempt counts as expired, and its default follows
+ * the deadline: setting the proposed deadline (the runbook's next step) must not call for new samples.
+ * The bound the samples were taken under stays in the outputs and the evidence.
+ */
+export const UPDATABLE = ["stack", "fleetDocument", "observationBoundS", "maxFailuresPerGroup", "routerOverheadS", "schedule", "apiKey", "via", "viaPrivateKey", "viaPassword"] as const;
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 const SAMPLER_SOURCE = "dynamic-providers/calibration/sampler.ts";
@@ -169,6 +174,7 @@ export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<Calibra
     floorS: result.floor,
     deadlineS: result.deadline,
     currentDeadlineS: t.firstTokenS,
+    sampledUnderBoundS: i.observationBoundS,
     prefillS: result.prefillS,
     clientTtftS: result.clientTtft,
     clientTtftRequirementS,

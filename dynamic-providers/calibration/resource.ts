@@ -20,6 +20,7 @@ export class Calibration extends pulumi.dynamic.Resource {
   declare readonly floorS: pulumi.Output<number>;
   declare readonly deadlineS: pulumi.Output<number>;
   declare readonly currentDeadlineS: pulumi.Output<number>;
+  declare readonly sampledUnderBoundS: pulumi.Output<number>;
   declare readonly prefillS: pulumi.Output<number>;
   declare readonly clientTtftS: pulumi.Output<number>;
   declare readonly clientTtftRequirementS: pulumi.Output<number>;
@@ -39,6 +40,7 @@ export class Calibration extends pulumi.dynamic.Resource {
       floorS: undefined,
       deadlineS: undefined,
       currentDeadlineS: undefined,
+      sampledUnderBoundS: undefined,
       prefillS: undefined,
       clientTtftS: undefined,
       clientTtftRequirementS: undefined,

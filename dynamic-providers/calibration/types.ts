@@ -49,6 +49,8 @@ export interface CalibrationOutputs extends CalibrationInputs {
   deadlineS: number;
   /** The deadline the fleet document carries now. */
   currentDeadlineS: number;
+  /** The observation bound the samples were taken under. */
+  sampledUnderBoundS: number;
   /** The largest measured prefill. */
   prefillS: number;
   /** deadline + prefill + router overhead, against the client's requirement `slo.ttft_s`. */

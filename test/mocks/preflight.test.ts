@@ -85,7 +85,7 @@ function state(type: string, name: string, inputs: Record<string, any>): Record<
     case "pulumi-nodejs:dynamic/narwhal:Preflight":
       return { ...inputs, fleetDocumentDigest: "sha256:" + "f1".repeat(32), gates: [{ gate: "reach", verdict: "pass", lines: [{ status: "ok", message: "e1 /health" }] }], transfers: [], rounds: 4, ranAt: "2026-01-01T00:00:00Z", wallSeconds: 1 };
     case "pulumi-nodejs:dynamic/narwhal:Calibration":
-      return { ...inputs, fleetDocumentDigest: "sha256:" + "f1".repeat(32), paths: [], groups: [], floorS: 3.04, deadlineS: 3.1, currentDeadlineS: 2.5, prefillS: 1, clientTtftS: 4.15, clientTtftRequirementS: 10, fitsClientTtft: true, samples: 2400, failedAttempts: 0, identities: [], ranAt: "2026-01-01T00:00:00Z", wallSeconds: 1 };
+      return { ...inputs, fleetDocumentDigest: "sha256:" + "f1".repeat(32), paths: [], groups: [], floorS: 3.04, deadlineS: 3.1, currentDeadlineS: 2.5, sampledUnderBoundS: 10, prefillS: 1, clientTtftS: 4.15, clientTtftRequirementS: 10, fitsClientTtft: true, samples: 2400, failedAttempts: 0, identities: [], ranAt: "2026-01-01T00:00:00Z", wallSeconds: 1 };
     case "pulumi-nodejs:dynamic/narwhal:ProfileStore":
       return { ...inputs, storeDigest: "sha256:" + "57".repeat(32), samplesPath: String(inputs.path).replace(/\.json$/, ".samples.json"), samplesDigest: "sha256:" + "5d".repeat(32), count: 3 };
     default:

@@ -87,6 +87,7 @@ describe("providers: first-token calibration", function () {
     expect(r.clientTtftS).to.be.closeTo(r.deadlineS + r.prefillS + 0.05, 1e-9);
     expect(r.fitsClientTtft).to.equal(r.clientTtftS <= 10);
     expect(r.currentDeadlineS).to.equal(2.5);
+    expect(r.sampledUnderBoundS).to.equal(10);
     expect(r.identities.map((i) => [i.iid, i.maxModelLen, typeof i.processStart])).to.deep.equal([
       ["e0", CONTEXT, "number"],
       ["e1", CONTEXT, "number"],

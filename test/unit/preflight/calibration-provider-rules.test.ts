@@ -1,6 +1,7 @@
 /**
  * What replaces the Calibration and what only updates it (model, runtime, transport, served context
- * and engine generations need new samples; an SLO or deadline edit does not), the fit re-judged on
+ * and engine generations need new samples; an SLO or deadline edit, and the observation bound whose
+ * default follows the deadline, do not), the fit re-judged on
  * update without sampling, and input checks that name the field before any probe.
  */
 import { expect } from "chai";
@@ -51,12 +52,12 @@ describe("calibration provider: replacement and input rules", () => {
     expect((await diff((i) => (i.engines[1]!.attestationDigest = D("8")))).replaces).to.deep.equal(["engines"]);
     expect((await diff((i) => (i.engines[1]!.pin = true))).replaces).to.deep.equal(["engines"]);
     expect((await diff((i) => (i.inputLengths = [128, 16383]))).replaces).to.deep.equal(["inputLengths"]);
-    expect((await diff((i) => (i.observationBoundS = 20))).replaces).to.deep.equal(["observationBoundS"]);
     expect(await diff(() => undefined)).to.include({ changes: false });
   });
 
-  it("an SLO or deadline edit, the router overhead, schedule or key only update", async () => {
+  it("an SLO or deadline edit (and the default bound that follows it), the router overhead, schedule or key only update", async () => {
     for (const edit of [
+      (i: CalibrationInputs) => (i.observationBoundS = 12.4),
       (i: CalibrationInputs) => ((i.fleetDocument.slo as Record<string, number>).ttft_s = 4),
       (i: CalibrationInputs) => ((i.fleetDocument.engine as Record<string, number>).first_token_timeout_s = 3.1),
       (i: CalibrationInputs) => (i.routerOverheadS = 0.2),
