@@ -37,6 +37,23 @@ export const preflight = {
   fleetDocumentDigest: fleet.preflight.fleetDocumentDigest,
   evidence: fleet.preflight.evidence,
 };
+/**
+ * Gate F's first-token calibration, when enabled: the proposed engine.first_token_timeout_s, the one in
+ * the document now, each group's figures, the client TTFT check and the evidence record.
+ */
+export const firstTokenDeadline = fleet.calibration
+  ? {
+      proposedS: fleet.calibration.deadlineS,
+      currentS: fleet.calibration.currentDeadlineS,
+      floorS: fleet.calibration.floorS,
+      observationBoundS: fleet.calibration.sampledUnderBoundS,
+      groups: fleet.calibration.groups,
+      clientTtft: { deadlinePlusPrefillPlusOverheadS: fleet.calibration.clientTtftS, requirementS: fleet.calibration.clientTtftRequirementS, fits: fleet.calibration.fitsClientTtft },
+      samples: fleet.calibration.samples,
+      failedAttempts: fleet.calibration.failedAttempts,
+      evidence: fleet.calibration.evidence,
+    }
+  : undefined;
 /** The role-to-host plan, as the runbook's `deploy_hosts.py plan` prints it. */
 export const deployment = {
   router: fleet.routerHost,

@@ -21,6 +21,8 @@ import { ProfileMesh } from "./profiles";
 import { RouterHost } from "./router";
 import { preflight } from "./preflight";
 import type { Preflight } from "../dynamic-providers/preflight/resource";
+import { calibration } from "./calibration";
+import type { Calibration } from "../dynamic-providers/calibration/resource";
 import { sanitisedFleetDocument } from "../lib/fleet/sanitised-document";
 import { stackDirOn } from "../lib/fleet/state-dir";
 
@@ -84,6 +86,8 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly profiles: ProfileMesh;
   /** Gate F's preflight after the profile store; the router starts only after it passes. */
   public readonly preflight: Preflight;
+  /** Gate F's first-token deadline calibration after preflight, when `calibration.enabled`. */
+  public readonly calibration?: Calibration;
   /** Gates B and G: the narwhal install, the router and monitoring on the router host. */
   public readonly routerHostResources: RouterHost;
   /** The fleet document with every engine address replaced by its host alias. */
@@ -181,9 +185,29 @@ export class Fleet extends pulumi.ComponentResource {
         engineApiKey: args.secrets.engineApiKey,
         routerHost: this.routerHost,
         routerConnection: hosts.get(this.routerHost)!.connection,
+        pairs: spec.preflight.pairs,
+        repeats: spec.preflight.repeats,
+        schedule: spec.preflight.schedule,
       },
       { parent: this },
     );
+    if (spec.calibration.enabled) {
+      this.calibration = calibration(
+        `${name}-calibration`,
+        {
+          spec,
+          stack: args.stack,
+          engines,
+          attestations: this.attestation.attestations,
+          fleetDocument: this.attestation.fleetDocument,
+          engineApiKey: args.secrets.engineApiKey,
+          routerHost: this.routerHost,
+          routerConnection: hosts.get(this.routerHost)!.connection,
+          preflight: this.preflight,
+        },
+        { parent: this },
+      );
+    }
     const routerParts = hosts.get(this.routerHost)!;
     this.routerHostResources = new RouterHost(
       `${name}-router-host`,

@@ -54,6 +54,17 @@ export function streamError(error: unknown): string {
   return `500 ${typeof error === "string" && error.trim() ? error.trim() : JSON.stringify(error)}`;
 }
 
+/** The KV handoff a prefill reply carries, checked as narwhal checks it before the decode leg. */
+export function handoffOf(text: string): Record<string, unknown> {
+  const payload = JSON.parse(text) as Record<string, unknown>;
+  const choices = Array.isArray(payload.choices) ? payload.choices : [];
+  const params = ((choices[0] as Record<string, unknown> | undefined)?.kv_transfer_params ?? payload.kv_transfer_params ?? {}) as Record<string, unknown>;
+  if (!params || typeof params !== "object" || Array.isArray(params) || !Object.keys(params).length) throw new Error("the prefill response carries no kv_transfer_params");
+  if (typeof params.remote_engine_id !== "string" || !params.remote_engine_id) throw new Error("handoff has no remote_engine_id");
+  if (!Array.isArray(params.remote_block_ids)) throw new Error("handoff has no remote_block_ids");
+  return params;
+}
+
 export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<void> } {
   const { Agent, request } = require("undici") as typeof import("undici");
   const agent = new Agent({ connections: 8, keepAliveTimeout: 4000, connect: { timeout: 10_000 } });
@@ -102,15 +113,6 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
     const r = await send(e.attestationUrl, undefined, o.timeouts.healthS, false);
     if (r.status !== 200) return { problems: [`attestation answered ${r.status}`], attestationDigest: null, launchDigest: null };
     return attestationProblems(r.text, o.contract!, live, e.attestationDigest);
-  };
-  const handoffOf = (text: string): Record<string, unknown> => {
-    const payload = JSON.parse(text) as Record<string, unknown>;
-    const choices = Array.isArray(payload.choices) ? payload.choices : [];
-    const params = ((choices[0] as Record<string, unknown> | undefined)?.kv_transfer_params ?? payload.kv_transfer_params ?? {}) as Record<string, unknown>;
-    if (!params || typeof params !== "object" || Array.isArray(params) || !Object.keys(params).length) throw new Error("the prefill response carries no kv_transfer_params");
-    if (typeof params.remote_engine_id !== "string" || !params.remote_engine_id) throw new Error("handoff has no remote_engine_id");
-    if (!Array.isArray(params.remote_block_ids)) throw new Error("handoff has no remote_block_ids");
-    return params;
   };
   const prefillLeg = async (e: ObservedEngine, body: Record<string, unknown>) => {
     const { min_tokens: _m, stream_options: _s, n: _n, best_of: _b, ...rest } = body;

@@ -61,7 +61,7 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
 }
 
 /** Runs `fn` with engine and sidecar base URLs reachable from where the router will reach them. */
-async function withRoutes<T>(i: PreflightInputs, engines: ObservedEngine[], fn: (routed: ObservedEngine[]) => Promise<T>): Promise<T> {
+export async function withRoutes<T, E extends { url: string; attestationUrl?: string }>(i: Pick<PreflightInputs, "via" | "viaPrivateKey" | "viaPassword">, engines: E[], fn: (routed: E[]) => Promise<T>): Promise<T> {
   if (!i.via) return fn(engines);
   const session = await SshSession.open(sshTarget(i.via, i.viaPrivateKey, i.viaPassword));
   const forwards: LocalForward[] = [];
@@ -72,7 +72,7 @@ async function withRoutes<T>(i: PreflightInputs, engines: ObservedEngine[], fn: 
     return forwardedUrl(url, f);
   };
   try {
-    const routed: ObservedEngine[] = [];
+    const routed: E[] = [];
     for (const e of engines) routed.push({ ...e, url: await route(e.url), ...(e.attestationUrl ? { attestationUrl: await route(e.attestationUrl) } : {}) });
     return await fn(routed);
   } finally {

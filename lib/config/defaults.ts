@@ -54,6 +54,8 @@ export const RUNBOOK_DEFAULTS = deepFreeze({
     prefillRepeats: 3,
     decodeRepeats: 1,
   },
+  /** "Calibrate the first-token deadline": completed samples per directed path and input length. */
+  calibration: { samplesPerGroup: 100, p99Factor: 1.2, marginS: 0.5 },
   /** Engine 1 starts in the prefill pool, the rest in decode. */
   roles: { first: "prefill", rest: "decode" },
 } as const);
@@ -81,4 +83,9 @@ export const PROGRAM_DEFAULTS = {
   fabric: { iperfPort: 5201, durationS: 2 },
   runtime: { deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30 } },
   attestation: { command: "narwhal-attest", startTimeoutS: 60 },
+  /**
+   * Calibration: the router's own overhead added to deadline + prefill in the client TTFT check, and
+   * the failed attempts a group may take before the run stops to be diagnosed.
+   */
+  calibration: { routerOverheadS: 0.05, maxFailuresPerGroup: 20 },
 } as const;

@@ -22,4 +22,6 @@ export type {
   FabricSpec,
   ProfilingSpec,
   AttestationSpec,
+  PreflightSpec,
+  CalibrationSpec,
 } from "./types";

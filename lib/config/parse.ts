@@ -176,6 +176,8 @@ export function parseFleetConfig(raw: unknown): FleetSpec {
     fabric: section("fabric"),
     profiling: section("profiling"),
     attestation: section("attestation"),
+    preflight: section("preflight"),
+    calibration: section("calibration"),
   };
   for (const rule of RULES) rule(input, (path, message) => problems.push({ path, message }));
 
@@ -215,5 +217,7 @@ function resolve(input: RuleInput): FleetSpec {
     fabric,
     profiling: full(input.profiling),
     attestation: full(input.attestation),
+    preflight: full(input.preflight),
+    calibration: full(input.calibration),
   };
 }

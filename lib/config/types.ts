@@ -30,6 +30,8 @@ export type SshSpec = z.output<typeof s.SshSchema>;
 export type FabricSpec = z.output<typeof s.FabricSchema>;
 export type ProfilingSpec = z.output<typeof s.ProfilingSchema>;
 export type AttestationSpec = z.output<typeof s.AttestationSchema>;
+export type PreflightSpec = z.output<typeof s.PreflightSchema>;
+export type CalibrationSpec = z.output<typeof s.CalibrationSchema>;
 
 /** The whole stack config after parsing, defaults and cross-field checks. */
 export interface FleetSpec {
@@ -57,4 +59,8 @@ export interface FleetSpec {
   profiling: ProfilingSpec;
   /** Gate E's sidecars. */
   attestation: AttestationSpec;
+  /** Gate F's preflight: pair selection, repeats and schedule. */
+  preflight: PreflightSpec;
+  /** Gate F's first-token deadline calibration (opt-in). */
+  calibration: CalibrationSpec;
 }

@@ -41,7 +41,7 @@ export interface GroupResult {
 export function groupCandidate(g: CalibrationGroup, minSamples = MIN_SAMPLES_PER_GROUP): GroupResult {
   const n = g.firstTokenSeconds.length;
   if (n < minSamples) throw new Error(`calibration ${g.producer} -> ${g.consumer} at ${g.inputTokens} tokens: ${n} completed samples, at least ${minSamples} required`);
-  const max = Math.max(...g.firstTokenSeconds);
+  const max = g.firstTokenSeconds.reduce((m, x) => Math.max(m, x), -Infinity);
   const p99 = nearestRank(g.firstTokenSeconds, 0.99);
   return { producer: g.producer, consumer: g.consumer, inputTokens: g.inputTokens, samples: n, max, p99, candidate: Math.max(max, P99_FACTOR * p99) + MARGIN_S, failures: g.failures.length };
 }
@@ -52,6 +52,8 @@ export interface CalibrationResult {
   readonly floor: number;
   /** The proposed deadline: the floor rounded up to the next tenth of a second strictly above it. */
   readonly deadline: number;
+  /** The largest measured prefill, seconds. */
+  readonly prefillS: number;
   /** deadline + the largest measured prefill + router overhead. */
   readonly clientTtft: number;
   readonly fitsClientTtft: boolean;
@@ -62,9 +64,18 @@ export function calibrate(groups: readonly CalibrationGroup[], opts: { routerOve
   const results = groups.map((g) => groupCandidate(g, opts.minSamples));
   const floor = Math.max(...results.map((r) => r.candidate));
   const deadline = Math.floor(floor * 10 + 1e-9) / 10 + 0.1;
-  const prefill = Math.max(0, ...groups.flatMap((g) => g.prefillSeconds));
-  const clientTtft = deadline + prefill + opts.routerOverheadS;
-  return { groups: results, floor, deadline: Number(deadline.toFixed(1)), clientTtft, fitsClientTtft: clientTtft <= opts.clientTtftS };
+  // A loop, not spread: a group holds hundreds of samples and a fleet many groups.
+  let prefill = 0;
+  for (const g of groups) for (const s of g.prefillSeconds) prefill = Math.max(prefill, s);
+  const proposed = Number(deadline.toFixed(1));
+  const fit = clientTtftFit(proposed, prefill, opts.routerOverheadS, opts.clientTtftS);
+  return { groups: results, floor, deadline: proposed, prefillS: prefill, ...fit };
+}
+
+/** Whether deadline + measured prefill + router overhead fit the client's TTFT requirement. */
+export function clientTtftFit(deadlineS: number, prefillS: number, routerOverheadS: number, clientTtftS: number): { clientTtft: number; fitsClientTtft: boolean } {
+  const clientTtft = deadlineS + prefillS + routerOverheadS;
+  return { clientTtft, fitsClientTtft: clientTtft <= clientTtftS };
 }
 
 /** The diagnostic observation bound must exceed the current deadline and stay within the request timeout. */

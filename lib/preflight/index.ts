@@ -5,6 +5,7 @@ export * from "./schedule";
 export * from "./judge";
 export * from "./transfer";
 export * from "./calibration";
+export * from "./calibration-run";
 export * from "./narwhal-report";
 export * from "./run";
 export * from "./attestation";

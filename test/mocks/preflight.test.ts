@@ -1,8 +1,9 @@
 /**
  * The preflight's wiring under mocks: one Preflight after the profile store, against the fleet document
  * the router loads and every engine's generation, attestation and profile, run from the router host,
- * the API key a secret; the stack's preflight output per gate. No provider method runs here;
- * test/providers/preflight-agreement.test.ts runs the gates against simulated engines.
+ * the API key a secret; the stack's preflight output per gate. With calibration enabled, one
+ * Calibration after the preflight with every engine's generation, transport and served context. No
+ * provider method runs here; test/providers/{preflight-agreement,calibration}.test.ts run them.
  */
 import { expect } from "chai";
 import * as pulumi from "@pulumi/pulumi";
@@ -83,6 +84,8 @@ function state(type: string, name: string, inputs: Record<string, any>): Record<
     }
     case "pulumi-nodejs:dynamic/narwhal:Preflight":
       return { ...inputs, fleetDocumentDigest: "sha256:" + "f1".repeat(32), gates: [{ gate: "reach", verdict: "pass", lines: [{ status: "ok", message: "e1 /health" }] }], transfers: [], rounds: 4, ranAt: "2026-01-01T00:00:00Z", wallSeconds: 1 };
+    case "pulumi-nodejs:dynamic/narwhal:Calibration":
+      return { ...inputs, fleetDocumentDigest: "sha256:" + "f1".repeat(32), paths: [], groups: [], floorS: 3.04, deadlineS: 3.1, currentDeadlineS: 2.5, sampledUnderBoundS: 10, prefillS: 1, clientTtftS: 4.15, clientTtftRequirementS: 10, fitsClientTtft: true, samples: 2400, failedAttempts: 0, identities: [], ranAt: "2026-01-01T00:00:00Z", wallSeconds: 1 };
     case "pulumi-nodejs:dynamic/narwhal:ProfileStore":
       return { ...inputs, storeDigest: "sha256:" + "57".repeat(32), samplesPath: String(inputs.path).replace(/\.json$/, ".samples.json"), samplesDigest: "sha256:" + "5d".repeat(32), count: 3 };
     default:
@@ -113,7 +116,7 @@ describe("mocks: preflight", () => {
 
   beforeEach(() => registered.splice(0));
 
-  function build(): InstanceType<typeof Fleet> {
+  function build(extra: Record<string, unknown> = {}): InstanceType<typeof Fleet> {
     const spec = parseFleetConfig({
       hosts: [
         { alias: "a", destination: "root@198.18.0.11", fabricInterface: "fab0" },
@@ -128,6 +131,7 @@ describe("mocks: preflight", () => {
       runtime: { kind: "native" },
       router: { host: "b" },
       profiling: { prefillLens: [256, 1024, 4096], decodeInputLens: [512, 4096], decodeConcurrency: [1, 4, 16] },
+      ...extra,
     });
     const secrets: FleetSecrets = { engineApiKey: pulumi.secret(API_KEY), sshPrivateKey: () => pulumi.secret("k"), sshPassword: () => undefined, grafanaAdminPassword: pulumi.secret("grafana-mock-pass") };
     return new Fleet("fleet", { spec, secrets, stack: "mock" });
@@ -158,6 +162,37 @@ describe("mocks: preflight", () => {
     expect(doc.slo).to.have.keys(["ttft_s", "tpot_s"]);
     expect(reveal(i.via)).to.deep.include({ alias: "b", host: "198.18.0.12", port: 2222, user: "ops" });
     expect(i.apiKey).to.deep.include({ "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", value: API_KEY });
+    expect(JSON.stringify({ ...i, apiKey: undefined })).to.not.include(API_KEY);
+  });
+
+  it("adds no calibration unless enabled", () => {
+    const fleet = build();
+    expect(fleet.calibration).to.equal(undefined);
+    expect(registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:Calibration")).to.deep.equal([]);
+  });
+
+  it("calibrates after the preflight, from the router host, against every engine's generation, transport and served context", async () => {
+    const fleet = build({ calibration: { enabled: true }, launch: { maxModelLen: 8192 }, slo: { firstTokenTimeoutS: 3 } });
+    expect(await settle(fleet.calibration!.deadlineS)).to.equal(3.1);
+    const calibrations = registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:Calibration");
+    expect(calibrations.map((r) => r.name)).to.deep.equal(["fleet-calibration"]);
+    const i = calibrations[0]!.inputs as Record<string, any>;
+    expect(i.engines).to.deep.equal(
+      ["e1", "e2", "e3"].map((id, k) => ({
+        engineId: id,
+        role: k === 0 ? "prefill" : "decode",
+        pin: false,
+        generationDigest: "sha256:" + Buffer.from(id.padEnd(32, ".")).toString("hex"),
+        attestationDigest: "sha256:" + "a7".repeat(32),
+        launchDigest: "sha256:" + "1a".repeat(32),
+        transport: "tcp",
+        maxModelLen: 8192,
+      })),
+    );
+    // Spanning the served context up to the longest admitted input; the bound four deadlines out.
+    expect(i).to.deep.include({ model: "tiny", runtime: { kind: "native" }, inputLengths: [128, 2048, 4096, 8191], samplesPerGroup: 100, observationBoundS: 12, maxFailuresPerGroup: 20, routerOverheadS: 0.05, schedule: "concurrent", stack: "mock" });
+    expect((i.fleetDocument as Record<string, any>).engine.first_token_timeout_s).to.equal(3);
+    expect(reveal(i.via)).to.deep.include({ alias: "b", host: "198.18.0.12", port: 2222, user: "ops" });
     expect(JSON.stringify({ ...i, apiKey: undefined })).to.not.include(API_KEY);
   });
 });

@@ -36,6 +36,8 @@ export interface RuleInput {
   readonly fabric: Section<z.output<typeof s.FabricSchema>>;
   readonly profiling: Section<z.output<typeof s.ProfilingSchema>>;
   readonly attestation: Section<z.output<typeof s.AttestationSchema>>;
+  readonly preflight: Section<z.output<typeof s.PreflightSchema>>;
+  readonly calibration: Section<z.output<typeof s.CalibrationSchema>>;
 }
 
 export type Report = (path: PathSegment[], message: string) => void;

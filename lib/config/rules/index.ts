@@ -4,7 +4,7 @@ import { engineRules } from "./engines";
 import { hostRules } from "./hosts";
 import { launchRules } from "./launch";
 import { portRules } from "./ports";
-import { profilingRules, routerRules, runtimeRules, sloRules } from "./sections";
+import { calibrationRules, profilingRules, routerRules, runtimeRules, sloRules } from "./sections";
 
 export type { RuleInput, Section, Report } from "./context";
 
@@ -17,4 +17,5 @@ export const RULES: readonly Rule[] = [
   sloRules,
   routerRules,
   profilingRules,
+  calibrationRules,
 ];

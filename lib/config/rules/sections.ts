@@ -55,3 +55,26 @@ export const profilingRules: Rule = (ctx, report) => {
     check(engine.value.overrides?.maxModelLen, `engine ${engineName(ctx, i)}'s overrides.maxModelLen`),
   );
 };
+
+/**
+ * Calibration's observation bound must sit above the deadline being calibrated and within the request
+ * timeout, and every input length must leave one output token within the served context.
+ */
+export const calibrationRules: Rule = (ctx, report) => {
+  const { observationBoundS: bound, inputLengths } = ctx.calibration.value;
+  const { firstTokenTimeoutS: first, requestTimeoutS: request } = ctx.slo.value;
+  if (bound !== undefined && first !== undefined && !(bound > first)) {
+    report(["calibration", "observationBoundS"], `found ${bound}, not above slo.firstTokenTimeoutS ${first}; the observation bound must exceed the deadline being calibrated`);
+  }
+  if (bound !== undefined && request !== undefined && bound > request) {
+    report(["calibration", "observationBoundS"], `found ${bound}, above slo.requestTimeoutS ${request}; the observation bound must stay within the request timeout`);
+  }
+  if (!inputLengths) return;
+  const check = (maxModelLen: number | undefined, where: string) => {
+    if (maxModelLen === undefined) return;
+    const over = inputLengths.filter((n) => n + 1 > maxModelLen);
+    if (over.length) report(["calibration", "inputLengths"], `[${over.join(", ")}] leave no output token within ${where} ${maxModelLen}; the longest admitted input is ${maxModelLen - 1}`);
+  };
+  check(ctx.launch.value.maxModelLen, "launch.maxModelLen");
+  ctx.engines.forEach((engine, i) => check(engine.value.overrides?.maxModelLen, `engine ${engineName(ctx, i)}'s overrides.maxModelLen`));
+};

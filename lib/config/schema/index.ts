@@ -7,7 +7,7 @@ import * as f from "../fields";
 import { engineSchema } from "./engines";
 import { HostSchema } from "./hosts";
 import { LaunchSchema } from "./launch";
-import { AttestationSchema, FabricSchema, ModelSchema, ObservabilitySchema, ProfilingSchema, RouterSchema, RuntimeSchema, SloSchema, SshSchema } from "./sections";
+import { AttestationSchema, CalibrationSchema, PreflightSchema, FabricSchema, ModelSchema, ObservabilitySchema, ProfilingSchema, RouterSchema, RuntimeSchema, SloSchema, SshSchema } from "./sections";
 
 export { HostSchema } from "./hosts";
 export { engineSchema } from "./engines";
@@ -26,6 +26,8 @@ export const SECTIONS = {
   fabric: FabricSchema,
   profiling: ProfilingSchema,
   attestation: AttestationSchema,
+  preflight: PreflightSchema,
+  calibration: CalibrationSchema,
 } as const;
 
 /** Every config key the parser reads, in the order problems are reported. */

@@ -1,4 +1,4 @@
-/** The object sections other than launch: model, runtime, slo, router, observability, ssh, fabric, profiling, attestation. */
+/** The object sections other than launch: model, runtime, slo, router, observability, ssh, fabric, profiling, attestation, preflight, calibration. */
 import { PROGRAM_DEFAULTS as P, RUNBOOK_DEFAULTS as R } from "../defaults";
 import { show } from "../describe";
 import * as f from "../fields";
@@ -233,4 +233,43 @@ export const AttestationSchema = f.strict(
     startTimeoutS: f.seconds().default(P.attestation.startTimeoutS),
   },
   "an object {command, startTimeoutS}",
+);
+
+export const PreflightSchema = f.strict(
+  {
+    /** Transfer pairs: every role-permitted ordered pair (`mesh`), or the `ring` that covers each eligible producer and consumer. */
+    pairs: f.choice(["mesh", "ring"] as const).default("mesh"),
+    /** Probes per pair, each verdict kept. */
+    repeats: f.num({ int: true, min: 1, max: 100 }).default(1),
+    /**
+     * `concurrent`: independent pairs together, at most one transfer per engine (round-robin rounds);
+     * `sequential`: one probe after another, as narwhal-check runs them. Verdicts are the same.
+     */
+    schedule: f.choice(["concurrent", "sequential"] as const).default("concurrent"),
+  },
+  "an object {pairs, repeats, schedule}",
+);
+
+export const CalibrationSchema = f.strict(
+  {
+    /** Measure the first-token deadline after preflight (opt-in: it takes many samples per path). */
+    enabled: f.flag().default(false),
+    /** Completed samples per directed path and input length; the runbook asks for at least 100. */
+    samplesPerGroup: f.num({ int: true, min: R.calibration.samplesPerGroup }).default(R.calibration.samplesPerGroup),
+    /**
+     * Input lengths in tokens; default four spanning the served context up to the longest admitted
+     * input (max_model_len − 1). Each must leave one output token within the context.
+     */
+    inputLengths: f.list(f.positiveInt(), "a list of input lengths in tokens", { min: 1, unique: true }).optional(),
+    /**
+     * The diagnostic first-token observation bound, seconds: above slo.firstTokenTimeoutS and within
+     * slo.requestTimeoutS. Default 4 × firstTokenTimeoutS, capped at requestTimeoutS.
+     */
+    observationBoundS: f.seconds().optional(),
+    /** Router overhead added to deadline + measured prefill in the client TTFT check, seconds. */
+    routerOverheadS: f.num({ min: 0, unit: "seconds" }).default(P.calibration.routerOverheadS),
+    /** Failed attempts one group may take before calibration stops so they can be diagnosed. */
+    maxFailuresPerGroup: f.positiveInt().default(P.calibration.maxFailuresPerGroup),
+  },
+  "an object {enabled, samplesPerGroup, inputLengths?, observationBoundS?, routerOverheadS, maxFailuresPerGroup}",
 );

@@ -59,6 +59,8 @@ describe("config: defaults", () => {
         oneAtATime: false,
       },
       attestation: { command: "narwhal-attest", startTimeoutS: 60 },
+      preflight: { pairs: "mesh", repeats: 1, schedule: "concurrent" },
+      calibration: { enabled: false, samplesPerGroup: 100, routerOverheadS: 0.05, maxFailuresPerGroup: 20 },
     });
   });
 
@@ -68,9 +70,10 @@ describe("config: defaults", () => {
     expect(spec.slo).to.deep.equal(RUNBOOK_DEFAULTS.slo);
     const { iperfPort: _port, durationS: _duration, ...budget } = spec.fabric;
     expect(budget).to.deep.equal(RUNBOOK_DEFAULTS.fabric);
-    // Taking engines one at a time is this program's scheduling choice, not a runbook setting.
-    const { oneAtATime: _oneAtATime, ...profiling } = spec.profiling;
-    expect(profiling).to.deep.equal(RUNBOOK_DEFAULTS.profiling);
+    // oneAtATime is the program's, not the runbook's.
+    const { oneAtATime: _one, ...sweep } = spec.profiling;
+    expect(sweep).to.deep.equal(RUNBOOK_DEFAULTS.profiling);
+    expect(spec.calibration.samplesPerGroup).to.equal(RUNBOOK_DEFAULTS.calibration.samplesPerGroup);
   });
 
   it("keeps RUNBOOK_DEFAULTS read-only, and a parsed spec does not share its arrays", () => {

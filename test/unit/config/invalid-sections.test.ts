@@ -4,7 +4,7 @@
  */
 import { DIGEST, rejectsEach, type BadCase } from "./fixtures";
 
-const KNOWN_KEYS = "hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation";
+const KNOWN_KEYS = "hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation, preflight, calibration";
 const MUTABLE = "pin an image ID (sha256:…) or a digest (repo@sha256:…)";
 
 const CASES: BadCase[] = [
@@ -154,6 +154,38 @@ const CASES: BadCase[] = [
         "only 2 of [256, 512, 1024, 2048, 4096, 8192, 16384] leave 1 output token within launch.maxModelLen 1024; narwhal-profile needs at least 3: add shorter lengths or raise maxModelLen",
       ],
     ],
+  },
+  {
+    name: "a preflight schedule that is neither concurrent nor sequential",
+    edit: (c) => (c.preflight = { schedule: "parallel", repeats: 0 }),
+    issues: [
+      ["preflight.repeats", "found 0; allowed: an integer from 1 to 100"],
+      ["preflight.schedule", 'found "parallel"; allowed: "concurrent" or "sequential"'],
+    ],
+  },
+  {
+    name: "calibration below the runbook's 100 samples, an unknown key",
+    edit: (c) => (c.calibration = { enabled: true, samplesPerGroup: 50, sample: 3 }),
+    issues: [
+      ["calibration.sample", "unknown key; allowed keys: enabled, samplesPerGroup, inputLengths, observationBoundS, routerOverheadS, maxFailuresPerGroup"],
+      ["calibration.samplesPerGroup", "found 50; allowed: an integer of at least 100"],
+    ],
+  },
+  {
+    name: "a calibration observation bound at the deadline, input lengths past the context",
+    edit: (c) => {
+      c.launch = { maxModelLen: 4096 };
+      c.calibration = { enabled: true, observationBoundS: 2.5, inputLengths: [128, 4095, 4096, 8000] };
+    },
+    issues: [
+      ["calibration.observationBoundS", "found 2.5, not above slo.firstTokenTimeoutS 2.5; the observation bound must exceed the deadline being calibrated"],
+      ["calibration.inputLengths", "[4096, 8000] leave no output token within launch.maxModelLen 4096; the longest admitted input is 4095"],
+    ],
+  },
+  {
+    name: "a calibration observation bound past the request timeout",
+    edit: (c) => (c.calibration = { enabled: true, observationBoundS: 700 }),
+    issues: [["calibration.observationBoundS", "found 700, above slo.requestTimeoutS 600; the observation bound must stay within the request timeout"]],
   },
   {
     name: "unknown top-level key",

@@ -1,0 +1,218 @@
+/**
+ * Our preflight (concurrent round-robin schedule and strictly sequential) against the pinned
+ * `narwhal-check` on the same fleet document and the same engine simulators on 127.0.0.1.
+ *
+ *   . scripts/env.sh && nice -n 15 ts-node --transpile-only bench/preflight-vs-narwhal-check.ts [--sizes 8,16] [--time-scale 1]
+ *
+ * Per fleet size: N simulators on distinct ports with pinned roles (the first quarter pinned prefill,
+ * the second quarter pinned decode, the rest free), a profile store from each engine's ground truth and
+ * live generation, then narwhal-check, ours concurrent and ours sequential, in that order. Prints one
+ * JSON object: wall times (whole run and transfer phase), rounds, per-gate verdicts, failed lines and
+ * per-pair consume verdicts side by side, and whether they agree. The default time scale 1 keeps the
+ * pace probe (about 0.6 s) well above scheduling jitter; at 0.05 it is about 30 ms, and on a busy
+ * machine pace then fails by noise in either tool. Every simulator is stopped at the end, also on error.
+ */
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { httpObserver } from "../dynamic-providers/preflight/observer";
+import { processStartTime, parsePrometheusText } from "../lib/engine/prometheus";
+import { parseNarwhalReport, runPreflight, type GateProfile, type PreflightPlan, type ScheduleMode } from "../lib/preflight";
+import { identityGenerationDigest, storeDocument, type ProfileRow } from "../lib/profiling";
+import { http, KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, stopAll, tempDir, type SimEngine } from "../test/unit/sim-engine/helpers";
+
+const API_KEY = "sk-narwhal-bench-3f8a17";
+const CHECK = path.join(ROOT, ".tools", "venv", "bin", "narwhal-check");
+const ARGS = ["--served-model-name", "tiny", "--api-key", API_KEY, "--max-model-len", "16384", "--max-num-seqs", "8", "--kv-transfer-config", KV_BOTH];
+/** Simulators started at once: each is a ts-node process, and the machine may be small. */
+const START_BATCH = 4;
+
+function option(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i < 0 ? fallback : process.argv[i + 1]!;
+}
+
+interface Member {
+  iid: string;
+  engine: SimEngine;
+  role: "prefill" | "decode";
+  pin: boolean;
+}
+
+async function profileRow(iid: string, e: SimEngine): Promise<ProfileRow> {
+  const truth = (await http(`${e.url}/sim/truth`)).json.effective_coefficients as Record<string, number>;
+  const version = (await http(`${e.url}/version`)).json.version as string;
+  const start = processStartTime(parsePrometheusText((await http(`${e.url}/metrics`)).text))!;
+  return {
+    iid,
+    ttft_a: truth.prefillA!,
+    ttft_b: truth.prefillB!,
+    ttft_c: truth.prefillC!,
+    tpot_slope: truth.decodeKv!,
+    tpot_intercept: truth.decodeBase!,
+    tpot_request_slope: truth.decodeReq!,
+    generation_digest: identityGenerationDigest(version, start),
+    decode_min_requests: 1,
+    decode_max_requests: 8,
+    decode_min_kv_tokens: 256,
+    decode_max_kv_tokens: 12000,
+    decode_fit_mape: 0.01,
+    decode_cv_mape: 0.02,
+    prefill_min_tokens: 256,
+    prefill_max_tokens: 12000,
+    decode_min_output_tokens: 3,
+    decode_max_output_tokens: 64,
+  };
+}
+
+async function startFleet(n: number, model: string, timeScale: number): Promise<Member[]> {
+  const members: Member[] = [];
+  for (let i = 0; i < n; i += START_BATCH) {
+    const batch = await Promise.all(Array.from({ length: Math.min(START_BATCH, n - i) }, () => spawnEngine({ model, args: ARGS, sim: { timeScale, startupDelayS: 0 } })));
+    await Promise.all(batch.map((e) => e.ready(180_000)));
+    for (const e of batch) {
+      const k = members.length;
+      const quarter = Math.floor(n / 4);
+      const role = k < quarter ? "prefill" : "decode";
+      members.push({ iid: `e${k}`, engine: e, role, pin: k < 2 * quarter });
+    }
+  }
+  return members;
+}
+
+/** Consume verdict per directed pair from gate lines that start with `producer -> consumer`. */
+function pairVerdicts(lines: ReadonlyArray<{ status: string; message: string }>): Record<string, "pass" | "fail"> {
+  const out: Record<string, "pass" | "fail"> = {};
+  for (const l of lines) {
+    const m = /^(\S+) -> (\S+?):?\s/.exec(l.message);
+    if (!m) continue;
+    const key = `${m[1]}>${m[2]}`;
+    out[key] = l.status === "fail" || out[key] === "fail" ? "fail" : "pass";
+  }
+  return out;
+}
+
+async function benchSize(n: number, model: string, timeScale: number) {
+  const members = await startFleet(n, model, timeScale);
+  const dir = tempDir("bench-preflight-");
+  const rows = await Promise.all(members.map((m) => profileRow(m.iid, m.engine)));
+  const profilesPath = path.join(dir, "profiles.json");
+  fs.writeFileSync(profilesPath, JSON.stringify(storeDocument(rows, { package: "narwhal-fleet", writer: "bench" })));
+  const doc = {
+    schema: "narwhal.fleet",
+    schema_version: 2,
+    model: "tiny",
+    engines: members.map((m) => ({ iid: m.iid, url: m.engine.url, role: m.role, pin: m.pin })),
+    slo: { ttft_s: 10, tpot_s: 0.125 },
+    serving: { request_timeout_s: 60, prefill_timeout_s: 30 },
+    engine: { first_token_timeout_s: 2.5, health_timeout_s: 5, engine_api_key_env: "NARWHAL_ENGINE_API_KEY" },
+    profiles: { path: profilesPath },
+  };
+  const file = path.join(dir, "fleet.json");
+  fs.writeFileSync(file, JSON.stringify(doc, null, 2));
+
+  const t0 = Date.now();
+  const narwhal = spawnSync(CHECK, ["--fleet", file, "--format", "json"], { env: { ...process.env, NARWHAL_ENGINE_API_KEY: API_KEY }, timeout: 1_800_000, maxBuffer: 64 * 1024 * 1024 });
+  const narwhalS = (Date.now() - t0) / 1000;
+  const theirs = parseNarwhalReport(narwhal.stderr.toString());
+  let status: unknown = null;
+  try {
+    status = JSON.parse(narwhal.stdout.toString()).status;
+  } catch {
+    status = `unreadable output (exit ${narwhal.status})`;
+  }
+
+  const profiles = new Map<string, GateProfile>(rows.map((r) => [r.iid, r]));
+  const ours = async (schedule: ScheduleMode) => {
+    const plan: PreflightPlan = {
+      engines: members.map((m) => ({ iid: m.iid, role: m.role, pin: m.pin })),
+      model: "tiny",
+      slo: { ttftS: 10, tpotS: 0.125 },
+      tokenize: true,
+      policy: { maxDecodeFitMape: 0.05, maxDecodeCvMape: 0.13 },
+      profiles,
+      contract: null,
+      pairs: "mesh",
+      repeats: 1,
+      schedule,
+      timeouts: { firstTokenS: 2.5, requestS: 60 },
+    };
+    const observer = httpObserver({
+      engines: members.map((m) => ({ iid: m.iid, url: m.engine.url })),
+      model: "tiny",
+      apiKey: API_KEY,
+      contract: null,
+      timeouts: { healthS: 5, prefillS: 30, tokenizeS: 2, firstTokenS: 2.5, decodeReadS: 60, requestS: 60 },
+    });
+    // The transfer phase alone, where the schedule matters: from the first transfer's start to the last one's end.
+    let first = Infinity;
+    let last = 0;
+    const timed = {
+      ...observer,
+      transfer: async (p: Parameters<typeof observer.transfer>[0]) => {
+        first = Math.min(first, Date.now());
+        const r = await observer.transfer(p);
+        last = Math.max(last, Date.now());
+        return r;
+      },
+    };
+    const t = Date.now();
+    const outcome = await runPreflight(plan, timed).finally(() => observer.close());
+    return { wallS: (Date.now() - t) / 1000, transfersS: last ? (last - first) / 1000 : null, outcome };
+  };
+  const concurrent = await ours("concurrent");
+  const sequential = await ours("sequential");
+
+  const gates = Object.fromEntries(
+    concurrent.outcome.gates.map((g) => [g.gate, { concurrent: g.verdict, sequential: sequential.outcome.gates.find((s) => s.gate === g.gate)!.verdict, narwhalCheck: theirs.verdicts[g.gate] }]),
+  );
+  const transfersOf = (o: typeof concurrent) => Object.fromEntries(o.outcome.transfers.map((t) => [`${t.producer}>${t.consumer}`, t.status === "passed" ? "pass" : "fail"]));
+  const c = transfersOf(concurrent);
+  const s = transfersOf(sequential);
+  const nw = pairVerdicts(theirs.lines.consume ?? []);
+  const keys = [...new Set([...Object.keys(c), ...Object.keys(s), ...Object.keys(nw)])].sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
+  const pairs = keys.map((k) => ({ pair: k, concurrent: c[k] ?? null, sequential: s[k] ?? null, narwhalCheck: nw[k] ?? null }));
+  const result = {
+    engines: n,
+    pinnedPrefill: members.filter((m) => m.pin && m.role === "prefill").map((m) => m.iid),
+    pinnedDecode: members.filter((m) => m.pin && m.role === "decode").map((m) => m.iid),
+    pairs: keys.length,
+    wallS: { oursConcurrent: concurrent.wallS, oursSequential: sequential.wallS, narwhalCheck: narwhalS },
+    transferPhaseS: { oursConcurrent: concurrent.transfersS, oursSequential: sequential.transfersS },
+    rounds: { concurrent: concurrent.outcome.rounds, sequential: sequential.outcome.rounds },
+    narwhalCheck: { exit: narwhal.status, status },
+    gates,
+    failedLines: {
+      oursConcurrent: concurrent.outcome.gates.flatMap((g) => g.lines.filter((l) => l.status === "fail").map((l) => `${g.gate}: ${l.message}`)),
+      oursSequential: sequential.outcome.gates.flatMap((g) => g.lines.filter((l) => l.status === "fail").map((l) => `${g.gate}: ${l.message}`)),
+      narwhalCheck: Object.entries(theirs.lines).flatMap(([g, ls]) => ls.filter((l) => l.status === "fail").map((l) => `${g}: ${l.message}`)),
+    },
+    gatesAgree: Object.values(gates).every((g) => g.concurrent === g.narwhalCheck && g.sequential === g.narwhalCheck),
+    pairVerdicts: pairs,
+    pairsAgree: pairs.every((p) => p.concurrent !== null && p.concurrent === p.sequential && p.sequential === p.narwhalCheck),
+  };
+  await stopAll();
+  return result;
+}
+
+async function main() {
+  const sizes = option("sizes", "8,16").split(",").map(Number);
+  const timeScale = Number(option("time-scale", "1"));
+  if (sizes.some((n) => !Number.isInteger(n) || n < 2) || !(timeScale > 0)) throw new Error("--sizes wants integers of at least 2 (e.g. 8,16) and --time-scale a positive number");
+  const model = makeModel({ config: { max_position_embeddings: 32768 } });
+  const results = [];
+  for (const n of sizes) results.push(await benchSize(n, model, timeScale));
+  console.log(JSON.stringify({ timeScale, results }, null, 1));
+}
+
+const cleanup = async () => {
+  await stopAll();
+  removeTemps();
+};
+process.on("SIGINT", () => void cleanup().then(() => process.exit(130)));
+main()
+  .catch((err) => {
+    console.error(err instanceof Error ? err.stack : err);
+    process.exitCode = 1;
+  })
+  .finally(cleanup);

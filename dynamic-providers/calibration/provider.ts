@@ -1,0 +1,225 @@
+/**
+ * Calibration provider methods, loaded at call time by resource.ts (through dynamic-providers/shim.ts).
+ *
+ * - check:  engines, lengths, sample counts and the observation bound against the document's
+ *           deadline and request timeout, before anything remote is touched;
+ * - create: samples every role-permitted directed path at every input length from the router host's
+ *           network position (the preflight's transport), keeps every attempt, the fleet document, the
+ *           probe code and each engine's process identity as evidence, and proposes a deadline; fails
+ *           naming the paths when a group falls short, an engine restarts mid-run or serves another
+ *           context than its plan;
+ * - diff:   model, runtime, engines (generation, attestation, transport, served context, roles),
+ *           lengths and sample count replace it; the fleet document (SLO and deadline edits), the
+ *           observation bound, router overhead, schedule, credentials and tunnel only update;
+ * - update: re-judges the client TTFT fit against the new document without new samples.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type * as pulumi from "@pulumi/pulumi";
+import { sha256Json } from "../../lib/digest";
+import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
+import { clientTtftFit, observationBoundProblem, proposeDeadline, runCalibration, validationPairs, MIN_SAMPLES_PER_GROUP, type CalibrationResult, type CalibrationRun, type Pair } from "../../lib/preflight";
+import { diffInputs } from "../diff";
+import { hasUnknown } from "../engine-generation/check";
+import { documentEngines, timeoutsOf } from "../preflight/plan";
+import { withRoutes } from "../preflight/provider";
+import { httpSampler, type EngineIdentity } from "./sampler";
+import type { CalibrationInputs, CalibrationOutputs } from "./types";
+
+export const MEASURED_AGAINST = ["model", "runtime", "engines", "inputLengths", "samplesPerGroup"] as const;
+/**
+ * The observation bound only decides when a stalled attempt counts as expired, and its default follows
+ * the deadline: setting the proposed deadline (the runbook's next step) must not call for new samples.
+ * The bound the samples were taken under stays in the outputs and the evidence.
+ */
+export const UPDATABLE = ["stack", "fleetDocument", "observationBoundS", "maxFailuresPerGroup", "routerOverheadS", "schedule", "apiKey", "via", "viaPrivateKey", "viaPassword"] as const;
+
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+const SAMPLER_SOURCE = "dynamic-providers/calibration/sampler.ts";
+
+const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+
+export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
+  const failures: pulumi.dynamic.CheckFailure[] = [];
+  const fail = (property: string, reason: string) => failures.push({ property, reason });
+  const known = (k: string) => !hasUnknown(news[k]);
+  const engines = known("engines") && Array.isArray(news.engines) ? (news.engines as Array<Record<string, unknown>>) : undefined;
+  if (known("engines") && (!engines || !engines.length)) fail("engines", "engines: expected a non-empty list");
+  for (const e of engines ?? []) {
+    const id = String(e.engineId);
+    for (const k of ["generationDigest", "attestationDigest"]) {
+      if (!hasUnknown(e[k]) && !(typeof e[k] === "string" && DIGEST.test(e[k] as string))) fail("engines", `engines[${id}].${k} must be sha256:<64 hex>, got ${JSON.stringify(e[k])}`);
+    }
+    if (e.role !== "prefill" && e.role !== "decode") fail("engines", `engines[${id}].role must be "prefill" or "decode", got ${JSON.stringify(e.role)}`);
+    if (!hasUnknown(e.maxModelLen) && !(Number.isInteger(e.maxModelLen) && (e.maxModelLen as number) >= 2)) fail("engines", `engines[${id}].maxModelLen must be an integer of at least 2, got ${JSON.stringify(e.maxModelLen)}`);
+  }
+  if (known("fleetDocument")) {
+    try {
+      const doc = news.fleetDocument as Record<string, unknown>;
+      const ids = documentEngines(doc).map((e) => e.iid);
+      const given = (engines ?? []).map((e) => String(e.engineId));
+      const missing = ids.filter((id) => !given.includes(id));
+      if (engines && missing.length) fail("engines", `engines: no generation, role and context given for ${missing.join(", ")}`);
+      if (known("model") && doc.model !== news.model) fail("model", `model ${JSON.stringify(news.model)} is not the fleet document's ${JSON.stringify(doc.model)}`);
+      const t = timeoutsOf(doc);
+      if (known("observationBoundS")) {
+        const problem = observationBoundProblem(news.observationBoundS as number, t.firstTokenS, t.requestS);
+        if (problem) fail("observationBoundS", problem);
+      }
+      if (num((doc.slo as Record<string, unknown> | undefined)?.ttft_s) === undefined) fail("fleetDocument", "fleetDocument.slo.ttft_s: the client TTFT requirement the deadline must fit is missing");
+    } catch (err) {
+      fail("fleetDocument", (err as Error).message);
+    }
+  }
+  if (known("inputLengths")) {
+    const lens = news.inputLengths;
+    if (!Array.isArray(lens) || !lens.length || !lens.every((n) => Number.isInteger(n) && n >= 1)) fail("inputLengths", `inputLengths must be a non-empty list of positive integers, got ${JSON.stringify(lens)}`);
+    else if (engines?.every((e) => Number.isInteger(e.maxModelLen))) {
+      const context = Math.min(...engines.map((e) => e.maxModelLen as number));
+      const over = lens.filter((n: number) => n + 1 > context);
+      if (over.length) fail("inputLengths", `inputLengths [${over.join(", ")}] leave no output token within the served context ${context}; the longest admitted input is ${context - 1}`);
+    }
+  }
+  if (known("samplesPerGroup") && !(Number.isInteger(news.samplesPerGroup) && (news.samplesPerGroup as number) >= MIN_SAMPLES_PER_GROUP)) fail("samplesPerGroup", `samplesPerGroup must be an integer of at least ${MIN_SAMPLES_PER_GROUP}, got ${JSON.stringify(news.samplesPerGroup)}`);
+  if (known("maxFailuresPerGroup") && !(Number.isInteger(news.maxFailuresPerGroup) && (news.maxFailuresPerGroup as number) >= 1)) fail("maxFailuresPerGroup", `maxFailuresPerGroup must be a positive integer, got ${JSON.stringify(news.maxFailuresPerGroup)}`);
+  if (known("routerOverheadS") && !(num(news.routerOverheadS) !== undefined && (news.routerOverheadS as number) >= 0)) fail("routerOverheadS", `routerOverheadS must be a non-negative number of seconds, got ${JSON.stringify(news.routerOverheadS)}`);
+  if (known("schedule") && news.schedule !== "concurrent" && news.schedule !== "sequential") fail("schedule", `schedule must be "concurrent" or "sequential", got ${JSON.stringify(news.schedule)}`);
+  return failures;
+}
+
+/** Why the engines cannot be calibrated as declared, or why the run's samples do not belong together. */
+function identityProblems(i: CalibrationInputs, before: EngineIdentity[], after: EngineIdentity[]): string[] {
+  const problems: string[] = [];
+  for (const b of before) {
+    const declared = i.engines.find((e) => e.engineId === b.iid)!.maxModelLen;
+    if (b.maxModelLen !== declared) problems.push(`${b.iid} serves a context of ${b.maxModelLen ?? "unknown"} tokens, its launch plan ${declared}`);
+    const a = after.find((x) => x.iid === b.iid);
+    if (a && (a.processStart !== b.processStart || a.version !== b.version)) problems.push(`${b.iid} changed process during calibration (start ${b.processStart} -> ${a.processStart}); its samples mix generations`);
+  }
+  return problems;
+}
+
+async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: Pair[], run: CalibrationRun | undefined, identities: { before: EngineIdentity[]; after: EngineIdentity[] }, verdict: { status: "pass" | "fail"; reasons: string[] }, result: CalibrationResult | undefined, startedAt: string) {
+  const store = new EvidenceStore(evidenceRoot(process.cwd(), i.stack), { secrets: [i.apiKey, i.viaPrivateKey, i.viaPassword].filter((s): s is string => !!s) });
+  const artifact = (name: string, value: unknown) => store.writeArtifact("calibration", name, JSON.stringify(value, null, 2) + "\n");
+  const artifacts = [
+    await artifact("samples.json", run?.samples ?? []),
+    await artifact("fleet.json", i.fleetDocument),
+    await artifact("identities.json", identities),
+    await store.writeArtifact("calibration", "sampler.ts", fs.readFileSync(path.join(process.cwd(), SAMPLER_SOURCE), "utf8")),
+  ];
+  const written = await store.write(
+    evidenceRecord({
+      kind: "calibration",
+      subject: { kind: "fleet", alias: i.stack },
+      stack: i.stack,
+      inputs: JSON.parse(JSON.stringify({ fleetDocumentDigest, model: i.model, runtime: i.runtime, engines: i.engines, paths, inputLengths: i.inputLengths, samplesPerGroup: i.samplesPerGroup, observationBoundS: i.observationBoundS, schedule: i.schedule })),
+      commands: [],
+      startedAt,
+      endedAt: new Date().toISOString(),
+      sourceRevision: sourceRevision(process.cwd()),
+      observations: JSON.parse(JSON.stringify({ result: result ?? null, incomplete: run?.incomplete ?? [], failures: run?.groups.flatMap((g) => g.failures.map((f) => `${g.producer} -> ${g.consumer} at ${g.inputTokens}: ${f}`)) ?? [] })),
+      verdict,
+      artifacts,
+    }),
+  );
+  return { relativePath: written.relativePath, digest: written.digest };
+}
+
+/** Samples once and proposes a deadline; exported for tests, which call it as the provider host would. */
+export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<CalibrationOutputs, keyof CalibrationInputs>> {
+  const failures = inputFailures(i as unknown as Record<string, unknown>);
+  if (failures.length) throw new Error(`calibration: ${failures.map((f) => f.reason).join("; ")}`);
+  const startedAt = new Date().toISOString();
+  const t0 = Date.now();
+  const doc = i.fleetDocument;
+  const fleetDocumentDigest = sha256Json(doc);
+  const t = timeoutsOf(doc);
+  const clientTtftRequirementS = num((doc.slo as Record<string, unknown>).ttft_s)!;
+  const paths = validationPairs(
+    i.engines.map((e) => ({ id: e.engineId, role: e.role, pin: e.pin })),
+    "mesh",
+  );
+  const endpoints = documentEngines(doc).map((e) => ({ iid: e.iid, url: e.url }));
+  const identities = { before: [] as EngineIdentity[], after: [] as EngineIdentity[] };
+  let run: CalibrationRun | undefined;
+  let problems: string[] = [];
+  await withRoutes(i, endpoints, async (routed) => {
+    const sampler = httpSampler({ engines: routed, model: i.model, apiKey: i.apiKey, timeouts: { healthS: t.healthS, prefillS: t.prefillS, tokenizeS: t.tokenizeS, observationBoundS: i.observationBoundS, requestS: t.requestS } });
+    try {
+      identities.before = await Promise.all(routed.map((e) => sampler.identity(e.iid)));
+      problems = identityProblems(i, identities.before, []);
+      if (problems.length) return;
+      run = await runCalibration({ paths, inputLengths: i.inputLengths, samplesPerGroup: i.samplesPerGroup, maxFailuresPerGroup: i.maxFailuresPerGroup, schedule: i.schedule }, sampler);
+      identities.after = await Promise.all(routed.map((e) => sampler.identity(e.iid)));
+      problems = identityProblems(i, identities.before, identities.after);
+    } finally {
+      await sampler.close();
+    }
+  });
+  let result: CalibrationResult | undefined;
+  if (!problems.length && run) {
+    try {
+      result = proposeDeadline(run, { routerOverheadS: i.routerOverheadS, clientTtftS: clientTtftRequirementS, minSamples: i.samplesPerGroup });
+    } catch (err) {
+      problems = [(err as Error).message];
+    }
+  }
+  const evidence = i.stack ? await record(i, fleetDocumentDigest, paths, run, identities, { status: problems.length ? "fail" : "pass", reasons: problems }, result, startedAt) : undefined;
+  if (problems.length || !result) throw new Error(`calibration: ${problems.join("; ")}${evidence ? ` (every sample and failure kept as ${evidence.relativePath})` : ""}`);
+  return {
+    fleetDocumentDigest,
+    paths,
+    groups: result.groups.map((g) => ({ ...g })),
+    floorS: result.floor,
+    deadlineS: result.deadline,
+    currentDeadlineS: t.firstTokenS,
+    sampledUnderBoundS: i.observationBoundS,
+    prefillS: result.prefillS,
+    clientTtftS: result.clientTtft,
+    clientTtftRequirementS,
+    fitsClientTtft: result.fitsClientTtft,
+    samples: run!.samples.filter((s) => s.status === "completed").length,
+    failedAttempts: run!.samples.filter((s) => s.status === "failed").length,
+    identities: identities.after,
+    ...(evidence ? { evidence } : {}),
+    ranAt: startedAt,
+    wallSeconds: (Date.now() - t0) / 1000,
+  };
+}
+
+/** An SLO or deadline edit re-judges the fit from the kept figures; nothing is sampled again. */
+export function rejudged(olds: CalibrationOutputs, news: CalibrationInputs): CalibrationOutputs {
+  const doc = news.fleetDocument;
+  const requirement = num((doc.slo as Record<string, unknown> | undefined)?.ttft_s) ?? olds.clientTtftRequirementS;
+  const fit = clientTtftFit(olds.deadlineS, olds.prefillS, news.routerOverheadS, requirement);
+  return {
+    ...olds,
+    ...news,
+    fleetDocumentDigest: sha256Json(doc),
+    currentDeadlineS: timeoutsOf(doc).firstTokenS,
+    clientTtftRequirementS: requirement,
+    clientTtftS: fit.clientTtft,
+    fitsClientTtft: fit.fitsClientTtft,
+  };
+}
+
+export const provider: pulumi.dynamic.ResourceProvider = {
+  async check(_olds: CalibrationInputs, news: CalibrationInputs) {
+    const failures = inputFailures(news as unknown as Record<string, unknown>);
+    return failures.length ? { inputs: news, failures } : { inputs: news };
+  },
+
+  async create(inputs: CalibrationInputs) {
+    const result = await calibrateFleet(inputs);
+    return { id: `calibration-${result.fleetDocumentDigest.slice(7, 19)}-${Date.parse(result.ranAt)}`, outs: { ...inputs, ...result } };
+  },
+
+  async diff(_id: string, olds: CalibrationOutputs, news: CalibrationInputs) {
+    return diffInputs<CalibrationInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+  },
+
+  async update(_id: string, olds: CalibrationOutputs, news: CalibrationInputs) {
+    return { outs: rejudged(olds, news) };
+  },
+};

@@ -1,0 +1,171 @@
+/**
+ * Calibration's instrumented direct-engine probes over undici, the preflight's transport: per sample a
+ * fresh prefill on the producer (`kv_transfer_params {do_remote_decode: true}`) with an exact-length
+ * token-id prompt and its own cache salt, then the streamed decode on the consumer with that handoff,
+ * timed from starting the decode request to its first generated token under the diagnostic
+ * observation bound. The API key goes as a Bearer header and never into a record.
+ */
+import { randomBytes } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
+import type { Pair, SampleRecord, Sampler } from "../../lib/preflight";
+import { SseSplitter } from "../../lib/profiling";
+import { handoffOf, streamError } from "../preflight/observer";
+
+/** Text whose token ids seed every probe prompt, so each id is one the engine's own tokenizer made. */
+export const SEED_TEXT = "calibration probe benchmark ".repeat(8);
+
+export interface SamplerOptions {
+  readonly engines: ReadonlyArray<{ iid: string; url: string }>;
+  readonly model: string;
+  readonly apiKey?: string;
+  readonly timeouts: { readonly healthS: number; readonly prefillS: number; readonly tokenizeS: number; readonly observationBoundS: number; readonly requestS: number };
+}
+
+/** What an engine says about itself: the served context and the live process identity. */
+export interface EngineIdentity {
+  readonly iid: string;
+  readonly maxModelLen: number | null;
+  readonly version: string | null;
+  readonly processStart: number | null;
+}
+
+class Expired extends Error {}
+
+export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string): Promise<EngineIdentity>; close(): Promise<void> } {
+  const { Agent, request } = require("undici") as typeof import("undici");
+  const agent = new Agent({ connections: 4, keepAliveTimeout: 4000, connect: { timeout: 10_000 } });
+  const byId = new Map(o.engines.map((e) => [e.iid, e]));
+  const seeds = new Map<string, number[]>();
+  const url = (iid: string) => {
+    const e = byId.get(iid);
+    if (!e) throw new Error(`calibration: no engine ${iid}`);
+    return e.url;
+  };
+  const headers = (json: boolean): Record<string, string> => ({
+    accept: "application/json, text/event-stream, */*",
+    ...(o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {}),
+    ...(json ? { "content-type": "application/json" } : {}),
+  });
+  const send = async (target: string, body: unknown, t: number) => {
+    const res = await request(target, {
+      method: body === undefined ? "GET" : "POST",
+      headers: headers(body !== undefined),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      dispatcher: agent,
+      signal: AbortSignal.timeout(t * 1000),
+      headersTimeout: t * 1000,
+      bodyTimeout: t * 1000,
+    });
+    return { status: res.statusCode, text: await res.body.text() };
+  };
+  const describe = (err: unknown, t: number): string => {
+    const e = err as Error & { code?: string };
+    if (e.name === "TimeoutError" || e.code === "UND_ERR_HEADERS_TIMEOUT" || e.code === "UND_ERR_BODY_TIMEOUT") return `no answer within ${t} s`;
+    return e.code ? `${e.code}: ${e.message}` : e.message;
+  };
+  const tokenize = async (iid: string) => {
+    const r = await send(`${url(iid)}/tokenize`, { model: o.model, prompt: SEED_TEXT }, o.timeouts.tokenizeS);
+    if (r.status !== 200) throw new Error(`${iid} /tokenize answered ${r.status}: ${r.text.slice(0, 200)}`);
+    return JSON.parse(r.text) as { tokens?: unknown; max_model_len?: unknown };
+  };
+  /** Exactly n prompt tokens: the seed ids repeated; the cache salt keeps every sample a cold prefill. */
+  const prompt = async (iid: string, n: number): Promise<number[]> => {
+    let ids = seeds.get(iid);
+    if (!ids) {
+      const t = (await tokenize(iid)).tokens;
+      if (!Array.isArray(t) || !t.length || !t.every((x) => Number.isInteger(x))) throw new Error(`${iid} /tokenize returned no token ids; exact input sizing needs them`);
+      ids = t as number[];
+      seeds.set(iid, ids);
+    }
+    return Array.from({ length: n }, (_, i) => ids![i % ids!.length]!);
+  };
+
+  return {
+    async identity(iid) {
+      const t = o.timeouts.healthS;
+      let maxModelLen: number | null = null;
+      let version: string | null = null;
+      let processStart: number | null = null;
+      try {
+        const m = (await tokenize(iid)).max_model_len;
+        maxModelLen = Number.isInteger(m) ? (m as number) : null;
+      } catch {
+        maxModelLen = null;
+      }
+      try {
+        const v = await send(`${url(iid)}/version`, undefined, t);
+        if (v.status === 200) version = String(JSON.parse(v.text).version ?? "") || null;
+        const m = await send(`${url(iid)}/metrics`, undefined, t);
+        if (m.status === 200) processStart = processStartTime(parsePrometheusText(m.text)) ?? null;
+      } catch {
+        // An engine that does not answer has no identity to record; the run's check says so.
+      }
+      return { iid, maxModelLen, version, processStart };
+    },
+
+    async sample(p: Pair, inputTokens: number, attempt: number): Promise<SampleRecord> {
+      const at = new Date().toISOString();
+      const base = { producer: p.producer, consumer: p.consumer, inputTokens, attempt, at };
+      let promptTokens: number | null = null;
+      let prefillSeconds: number | null = null;
+      const failed = (failure: SampleRecord["failure"], error: string, firstTokenSeconds: number | null = null): SampleRecord => ({ ...base, status: "failed", promptTokens, prefillSeconds, firstTokenSeconds, failure, error });
+      const body = { model: o.model, temperature: 0, ignore_eos: true, cache_salt: randomBytes(24).toString("base64url") };
+      let handoff: Record<string, unknown>;
+      // The decode leg resends the same prompt; the ids are the producer's tokenizer's, which the engine contract makes the consumer's too.
+      let ids: number[] = [];
+      try {
+        ids = await prompt(p.producer, inputTokens);
+        const started = performance.now();
+        const r = await send(`${url(p.producer)}/v1/completions`, { ...body, prompt: ids, max_tokens: 1, stream: false, kv_transfer_params: { do_remote_decode: true } }, o.timeouts.prefillS);
+        prefillSeconds = (performance.now() - started) / 1000;
+        if (r.status !== 200) return failed("prefill_failed", `prefill on ${p.producer} answered ${r.status}: ${r.text.slice(0, 300)}`);
+        const n = JSON.parse(r.text).usage?.prompt_tokens;
+        promptTokens = Number.isInteger(n) ? n : null;
+        handoff = handoffOf(r.text);
+      } catch (err) {
+        return failed("prefill_failed", `prefill on ${p.producer}: ${describe(err, o.timeouts.prefillS)}`);
+      }
+      const bound = new AbortController();
+      const timer = setTimeout(() => bound.abort(new Expired("observation bound")), o.timeouts.observationBoundS * 1000);
+      const started = performance.now();
+      let firstToken: number | null = null;
+      let tokens = 0;
+      try {
+        const res = await request(`${url(p.consumer)}/v1/completions`, {
+          method: "POST",
+          headers: headers(true),
+          body: JSON.stringify({ ...body, prompt: ids, max_tokens: 1, min_tokens: 1, stream: true, return_token_ids: true, kv_transfer_params: handoff }),
+          dispatcher: agent,
+          signal: AbortSignal.any([bound.signal, AbortSignal.timeout(o.timeouts.requestS * 1000)]),
+        });
+        if (res.statusCode !== 200) return failed("engine_error", `decode on ${p.consumer} answered ${res.statusCode}: ${(await res.body.text()).slice(0, 300)}`);
+        const split = new SseSplitter();
+        const utf8 = new TextDecoder();
+        for await (const bytes of res.body as AsyncIterable<Uint8Array>) {
+          for (const event of split.feed(utf8.decode(bytes, { stream: true }))) {
+            if (event.done) continue;
+            if (!("data" in event)) return failed("engine_error", `decode on ${p.consumer}: malformed stream event`);
+            const json = event.data as { choices?: Array<{ text?: string; token_ids?: number[] }>; error?: unknown };
+            if (json && json.error != null) return failed("engine_error", `decode on ${p.consumer}: ${streamError(json.error)}`, firstToken);
+            const k = (json.choices ?? []).reduce((m, c) => m + (Array.isArray(c.token_ids) ? c.token_ids.length : c.text ? 1 : 0), 0);
+            tokens += k;
+            if (k && firstToken === null) {
+              firstToken = (performance.now() - started) / 1000;
+              clearTimeout(timer);
+            }
+          }
+        }
+      } catch (err) {
+        if (bound.signal.aborted && firstToken === null) return failed("observation_expired", `no first token from ${p.consumer} within the ${o.timeouts.observationBoundS} s observation bound`);
+        return failed("engine_error", `decode on ${p.consumer}: ${describe(err, o.timeouts.requestS)}`, firstToken);
+      } finally {
+        clearTimeout(timer);
+      }
+      if (!tokens || firstToken === null) return failed("no_tokens", `${p.consumer} accepted the handoff and produced no tokens`);
+      return { ...base, status: "completed", promptTokens, prefillSeconds, firstTokenSeconds: firstToken };
+    },
+
+    close: () => agent.close(),
+  };
+}

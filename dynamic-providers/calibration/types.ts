@@ -1,0 +1,67 @@
+import type { GroupResult, Pair, ScheduleMode } from "../../lib/preflight";
+import type { RouterLogin } from "../profile/types";
+import type { EngineIdentity } from "./sampler";
+
+/** One engine as calibration measures it: its role, served context, transport and the generation it must be. */
+export interface CalibrationEngine {
+  engineId: string;
+  role: "prefill" | "decode";
+  pin: boolean;
+  generationDigest: string;
+  attestationDigest: string;
+  launchDigest?: string;
+  /** KV transport (`tcp` or `ucx_rdma`). */
+  transport: string;
+  /** The served context (`--max-model-len`) of this engine's launch plan. */
+  maxModelLen: number;
+}
+
+export interface CalibrationInputs {
+  stack: string;
+  /** The fleet document the router loads: engine URLs, deadlines and the client TTFT (`slo.ttft_s`). */
+  fleetDocument: Record<string, unknown>;
+  model: string;
+  /** How engines run: kind and image (the engine generation binds the rest). */
+  runtime: { kind: string; image?: string };
+  engines: CalibrationEngine[];
+  inputLengths: number[];
+  samplesPerGroup: number;
+  /** The diagnostic first-token observation bound, seconds. */
+  observationBoundS: number;
+  maxFailuresPerGroup: number;
+  routerOverheadS: number;
+  schedule: ScheduleMode;
+  apiKey: string;
+  /** Probes run from the router host's network position when set. */
+  via?: RouterLogin;
+  viaPrivateKey?: string;
+  viaPassword?: string;
+}
+
+export interface CalibrationOutputs extends CalibrationInputs {
+  fleetDocumentDigest: string;
+  /** Every role-permitted directed path sampled. */
+  paths: Pair[];
+  groups: GroupResult[];
+  /** The largest group result; the deadline sits above it. */
+  floorS: number;
+  /** The proposed engine.first_token_timeout_s. */
+  deadlineS: number;
+  /** The deadline the fleet document carries now. */
+  currentDeadlineS: number;
+  /** The observation bound the samples were taken under. */
+  sampledUnderBoundS: number;
+  /** The largest measured prefill. */
+  prefillS: number;
+  /** deadline + prefill + router overhead, against the client's requirement `slo.ttft_s`. */
+  clientTtftS: number;
+  clientTtftRequirementS: number;
+  fitsClientTtft: boolean;
+  samples: number;
+  failedAttempts: number;
+  /** Each engine's served context and live process identity, the same before and after the samples. */
+  identities: EngineIdentity[];
+  evidence?: { relativePath: string; digest: string };
+  ranAt: string;
+  wallSeconds: number;
+}
