@@ -52,7 +52,8 @@ async function main(): Promise<void> {
     const discovered = (outputs.hosts?.value ?? {}) as Record<string, DiscoveredHost>;
     const aliases = exportAliases({ spec, stack: args.stack, discovered, secrets, projectRoot: PROJECT_ROOT, home: os.homedir() });
     const store = new EvidenceStore(evidenceRoot(PROJECT_ROOT, args.stack));
-    const result = await exportDeploymentRecord({ store, stack: args.stack, aliases, outDir: args.out, sourceRevision: sourceRevision(PROJECT_ROOT) });
+    const engineHosts = Object.fromEntries(spec.engines.map((e) => [e.id, e.host]));
+    const result = await exportDeploymentRecord({ store, stack: args.stack, aliases, engineHosts, outDir: args.out, sourceRevision: sourceRevision(PROJECT_ROOT) });
     process.stdout.write(
       `deployment record ${result.index.digest} (${result.index.relativePath} in the evidence store)\n` +
         `exported ${Object.keys(result.files).length} sanitised files to ${args.out}` +

@@ -40,6 +40,11 @@ export interface GateStep {
   endedAt: string;
   /** The record's path in the evidence store and its digest. */
   record: { relativePath: string; digest: string };
+  /**
+   * False once a later record of the same kind and subject exists: a retry or a re-measurement. Kept,
+   * since the runbook keeps a failed attempt's evidence, but only current steps decide the gate.
+   */
+  current: boolean;
 }
 
 /** `not-recorded`: the store holds no record of the gate (it has not run, or it keeps no store record). */
@@ -64,16 +69,20 @@ export interface DeploymentRecord {
 /** The kind the index is stored under; never listed inside another index. */
 export const DEPLOYMENT_RECORD_KIND = "deployment-record";
 
-function hostsOf(record: EvidenceRecord): string[] {
-  const fromSubject = record.subject.kind === "host" ? [record.subject.alias] : record.subject.kind === "edge" ? record.subject.alias.split("->") : [];
+/** Engine id -> host alias, so a step about an engine names the host it ran on. */
+export type EngineHosts = Readonly<Record<string, string>>;
+
+function hostsOf(record: EvidenceRecord, engineHosts: EngineHosts): string[] {
+  const { kind, alias } = record.subject;
+  const fromSubject = kind === "host" ? [alias] : kind === "edge" ? alias.split("->") : kind === "engine" && engineHosts[alias] ? [engineHosts[alias]] : [];
   return [...new Set([...fromSubject, ...record.commands.map((c) => c.host)])].sort();
 }
 
-function stepOf({ relativePath, digest, record }: StoredRecord): GateStep {
+function stepOf({ relativePath, digest, record }: StoredRecord, engineHosts: EngineHosts): GateStep {
   return {
     kind: record.kind,
     subject: `${record.subject.kind} ${record.subject.alias}`,
-    hosts: hostsOf(record),
+    hosts: hostsOf(record, engineHosts),
     sourceRevision: record.sourceRevision,
     ...(record.startingState === undefined ? {} : { startingState: record.startingState }),
     commands: record.commands.map((c) => ({
@@ -88,11 +97,21 @@ function stepOf({ relativePath, digest, record }: StoredRecord): GateStep {
     startedAt: record.startedAt,
     endedAt: record.endedAt,
     record: { relativePath, digest },
+    current: true,
   };
 }
 
-/** A gate fails when any step failed or is invalid; passes when every step passed or only informs. */
-function statusOf(steps: readonly GateStep[]): GateStatus {
+/** Marks every step but the last of each kind and subject as superseded. */
+function markSuperseded(steps: GateStep[]): void {
+  const latest = new Map<string, GateStep>();
+  for (const step of [...steps].sort(byTime)) latest.set(`${step.kind}\0${step.subject}`, step);
+  const keep = new Set(latest.values());
+  for (const step of steps) step.current = keep.has(step);
+}
+
+/** A gate fails when any current step failed or is invalid; passes when every current step passed or only informs. */
+function statusOf(all: readonly GateStep[]): GateStatus {
+  const steps = all.filter((s) => s.current);
   if (steps.length === 0) return "not-recorded";
   if (steps.some((s) => s.verdict.status === "fail" || s.verdict.status === "invalid")) return "fail";
   return steps.some((s) => s.verdict.status === "pass") ? "pass" : "info";
@@ -101,9 +120,13 @@ function statusOf(steps: readonly GateStep[]): GateStatus {
 const byTime = (a: GateStep, b: GateStep) =>
   a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : a.record.relativePath < b.record.relativePath ? -1 : a.record.relativePath > b.record.relativePath ? 1 : 0;
 
-/** The per-gate index of `records` (other stacks' records and earlier indexes are left out). */
-export function deploymentRecord(stack: string, records: readonly StoredRecord[]): DeploymentRecord {
-  const steps = records.filter((r) => r.record.kind !== DEPLOYMENT_RECORD_KIND && r.record.stack === stack).map(stepOf);
+/**
+ * The per-gate index of `records` (other stacks' records and earlier indexes are left out). Steps
+ * about an engine name its host when `engineHosts` knows it.
+ */
+export function deploymentRecord(stack: string, records: readonly StoredRecord[], engineHosts: EngineHosts = {}): DeploymentRecord {
+  const steps = records.filter((r) => r.record.kind !== DEPLOYMENT_RECORD_KIND && r.record.stack === stack).map((r) => stepOf(r, engineHosts));
+  markSuperseded(steps);
   return {
     stack,
     sourceRevisions: [...new Set(steps.map((s) => s.sourceRevision))].sort(),

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { canonicalJson } from "../digest";
-import { DEPLOYMENT_RECORD_KIND, deploymentRecord, deploymentRecordEvidence, type DeploymentRecord, type StoredRecord } from "./deployment-record";
+import { DEPLOYMENT_RECORD_KIND, deploymentRecord, deploymentRecordEvidence, type DeploymentRecord, type EngineHosts, type StoredRecord } from "./deployment-record";
 import { EvidenceError } from "./errors";
 import { Sanitiser, type ExportAliases } from "./sanitise";
 import type { EvidenceStore } from "./store";
@@ -21,6 +21,8 @@ export interface ExportOptions {
   readonly outDir: string;
   /** This program's revision, for the index record. */
   readonly sourceRevision: string;
+  /** Engine id -> host alias (from the stack config), so steps about an engine name its host. */
+  readonly engineHosts?: EngineHosts;
 }
 
 export interface ExportResult {
@@ -77,7 +79,7 @@ export async function exportDeploymentRecord(options: ExportOptions): Promise<Ex
   const { store, stack, aliases, outDir, sourceRevision } = options;
   refuseNonEmpty(outDir);
   const records = await storedRecords(store, stack);
-  const index = deploymentRecord(stack, records);
+  const index = deploymentRecord(stack, records, options.engineHosts);
   const written = await store.write(deploymentRecordEvidence(index, sourceRevision));
 
   const sanitiser = new Sanitiser(aliases);

@@ -26,6 +26,7 @@ export {
   deploymentRecord,
   deploymentRecordEvidence,
   type DeploymentRecord,
+  type EngineHosts,
   type GateEntry,
   type GateStatus,
   type GateStep,

@@ -47,6 +47,7 @@ describe("evidence: deployment record", () => {
       sourceRevision: REV,
       startingState: { discovery: "none" },
       record: { relativePath: `discovery/${"1".repeat(64)}.json`, digest: `sha256:${"1".repeat(64)}` },
+      current: true,
     });
     expect(gateA.steps[0]!.commands).to.deep.equal([
       { host: "sim1", argv: ["nvidia-smi", "--query-gpu=index,pci.bus_id,name", "--format=csv,noheader"], exitStatus: 0 },
@@ -59,7 +60,7 @@ describe("evidence: deployment record", () => {
     expect(index.gates.filter((g) => g.status === "not-recorded").map((g) => g.gate)).to.deep.equal(["B", "C", "E", "F", "G"]);
   });
 
-  it("fails a gate with one failed step, keeps unknown kinds apart and leaves other stacks and indexes out", () => {
+  it("fails a gate whose current step failed, keeps unknown kinds apart and leaves other stacks and indexes out", () => {
     const other = sampleRecord({ stack: "prod" });
     const unknown = sampleRecord({ kind: "disk-check" });
     const oldIndex = sampleRecord({ kind: "deployment-record", subject: { kind: "fleet", alias: "dev" } });
@@ -67,6 +68,22 @@ describe("evidence: deployment record", () => {
     expect(index.gates.find((g) => g.gate === "D")!.status).to.equal("fail");
     expect(index.gates.find((g) => g.gate === "A")!.status).to.equal("not-recorded");
     expect(index.unassigned.map((s) => s.kind)).to.deep.equal(["disk-check"]);
+  });
+
+  it("keeps a failed attempt's record but lets the later measurement of the same subject decide the gate", () => {
+    const retry = (status: "pass" | "fail", at: string) => ({ ...edge(status), startedAt: `2025-01-31T${at}:00.000Z`, endedAt: `2025-01-31T${at}:30.000Z` });
+    const index = deploymentRecord("dev", [stored(7, retry("pass", "13:00")), stored(8, retry("fail", "12:30"))]);
+    const gateD = index.gates.find((g) => g.gate === "D")!;
+    expect(gateD.status).to.equal("pass");
+    expect(gateD.steps.map((s) => [s.verdict.status, s.current])).to.deep.equal([["fail", false], ["pass", true]]);
+    const later = deploymentRecord("dev", [stored(7, retry("pass", "12:30")), stored(8, retry("fail", "13:00"))]);
+    expect(later.gates.find((g) => g.gate === "D")!.status).to.equal("fail");
+  });
+
+  it("names the host of a step about an engine when the config says where the engine runs", () => {
+    const attestation = sampleRecord({ kind: "attestation", subject: { kind: "engine", alias: "e1" }, commands: [] });
+    expect(deploymentRecord("dev", [stored(9, attestation)], { e1: "sim2" }).gates.find((g) => g.gate === "E")!.steps[0]!.hosts).to.deep.equal(["sim2"]);
+    expect(deploymentRecord("dev", [stored(9, attestation)]).gates.find((g) => g.gate === "E")!.steps[0]!.hosts).to.deep.equal([]);
   });
 
   it("becomes a valid store record whose digest depends only on the evidence, and whose verdict names the gaps", () => {
