@@ -51,7 +51,8 @@ async function main(): Promise<void> {
     const outputs = await stack.outputs();
     const discovered = (outputs.hosts?.value ?? {}) as Record<string, DiscoveredHost>;
     const aliases = exportAliases({ spec, stack: args.stack, discovered, secrets, projectRoot: PROJECT_ROOT, home: os.homedir() });
-    const store = new EvidenceStore(evidenceRoot(PROJECT_ROOT, args.stack));
+    // The index stored beside the records obeys the store's rule too: no registered secret in it.
+    const store = new EvidenceStore(evidenceRoot(PROJECT_ROOT, args.stack), { secrets });
     const engineHosts = Object.fromEntries(spec.engines.map((e) => [e.id, e.host]));
     const result = await exportDeploymentRecord({ store, stack: args.stack, aliases, engineHosts, outDir: args.out, sourceRevision: sourceRevision(PROJECT_ROOT) });
     process.stdout.write(
