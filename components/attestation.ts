@@ -14,6 +14,7 @@ import {
   type SidecarOptions,
 } from "../lib/attestation";
 import { fleetDocument } from "../lib/fleet/fleet-document";
+import { stackDirOn } from "../lib/fleet/state-dir";
 import { Attestation } from "../dynamic-providers/attestation/resource";
 import type { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
 import type { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
@@ -117,7 +118,7 @@ export class AttestationMesh extends pulumi.ComponentResource {
     const sidecarOptions: pulumi.Output<SidecarOptions> = pulumi.all([document, digest, engine.plan, g.processIdentity]).apply(([doc, documentDigest, plan, owner]) => ({
       engineId: e.id,
       command: spec.attestation.command,
-      runDir: `/var/lib/narwhal-fleet/${stack}/attestation/${e.id}`,
+      runDir: `${stackDirOn(spec, e.host, stack)}/attestation/${e.id}`,
       document: JSON.stringify(doc),
       documentDigest,
       engineUrl: plan.url,

@@ -22,6 +22,7 @@ import { RouterHost } from "./router";
 import { preflight } from "./preflight";
 import type { Preflight } from "../dynamic-providers/preflight/resource";
 import { sanitisedFleetDocument } from "../lib/fleet/sanitised-document";
+import { stackDirOn } from "../lib/fleet/state-dir";
 
 export interface FleetArgs {
   spec: FleetSpec;
@@ -108,7 +109,7 @@ export class Fleet extends pulumi.ComponentResource {
           expectedVersion: hosts.get(e.host)!.discovery.runtime.apply(versionOf),
           connection: hosts.get(e.host)!.connection,
           engineApiKey: args.secrets.engineApiKey,
-          runDir: `/var/lib/narwhal-fleet/${args.stack}/engines/${e.id}`,
+          runDir: `${stackDirOn(spec, e.host, args.stack)}/engines/${e.id}`,
           healthTimeoutS: spec.runtime.deadlinesS.start,
           stopTimeoutS: spec.runtime.deadlinesS.stop,
           runtime: spec.runtime,
@@ -191,6 +192,8 @@ export class Fleet extends pulumi.ComponentResource {
       {
         spec,
         stack: args.stack,
+        hostAlias: this.routerHost,
+        engineEndpoints: pulumi.all(engines.map(({ spec: e, engine }) => engine.url.apply((url) => ({ iid: e.id, url, role: e.role })))),
         connection: routerParts.connection,
         address: routerParts.discovery.fabricAddress,
         fleetDocument: this.attestation.fleetDocument,
@@ -259,6 +262,7 @@ export class Fleet extends pulumi.ComponentResource {
         fabricInterface: host.fabricInterface,
         fabricAddressChoice: host.fabricAddress,
         stack: args.stack,
+        stateDir: host.stateDir,
         ...plan,
       },
       { parent: this },

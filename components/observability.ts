@@ -16,6 +16,7 @@ import {
   routerTargets,
   rulesFile,
   writeFilesScript,
+  type DocumentEngine,
   type PrometheusRunOptions,
 } from "../lib/observability";
 
@@ -25,7 +26,8 @@ export interface MonitoringArgs {
   stack: string;
   /** Folder on the router host for Prometheus and Grafana files. */
   dir: string;
-  fleetDocument: pulumi.Input<Record<string, unknown>>;
+  /** The engines to scrape, as the fleet document names them; known before any engine is measured. */
+  engines: pulumi.Input<DocumentEngine[]>;
   /** The router as the router host reaches it (`http://127.0.0.1:8000`). */
   routerLocalUrl: string;
   grafanaAdminPassword?: pulumi.Input<string>;
@@ -56,10 +58,11 @@ export class Monitoring extends pulumi.ComponentResource {
       `${name}-targets`,
       {
         connection: args.connection,
-        // Re-run on every change of the fleet's endpoints; Prometheus picks the files up by itself.
-        create: pulumi.output(args.fleetDocument).apply((doc) =>
+        // Re-run on every change of the fleet's endpoints (not of what was measured against them);
+        // Prometheus picks the files up by itself.
+        create: pulumi.output(args.engines).apply((engines) =>
           writeFilesScript(promDir, {
-            "engines.json": JSON.stringify(engineTargets(doc), null, 2),
+            "engines.json": JSON.stringify(engineTargets({ engines }), null, 2),
             "router.json": JSON.stringify(routerTargets(args.routerLocalUrl), null, 2),
           }),
         ),

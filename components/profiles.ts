@@ -8,6 +8,7 @@ import type { ProfileAdoption, ProfileFitErrors, RouterLogin } from "../dynamic-
 import { ProfileStore } from "../dynamic-providers/profile-store/resource";
 import type { Attestation } from "../dynamic-providers/attestation/resource";
 import type { Engine } from "./engine";
+import { stackDirOn } from "../lib/fleet/state-dir";
 
 /** The fleet document's `profiles.path`: the router runs in its own folder, so this is relative to it. */
 export const PROFILES_PATH = "runs/profiles.json";
@@ -125,7 +126,7 @@ export class ProfileMesh extends pulumi.ComponentResource {
       `${name}-store`,
       {
         stack,
-        path: `/var/lib/narwhal-fleet/${stack}/router/${PROFILES_PATH}`,
+        path: `${stackDirOn(spec, args.routerHost, stack)}/router/${PROFILES_PATH}`,
         engineIds: spec.engines.map((e) => e.id),
         model: spec.model.servedName,
         sweep: sweepRecord(sweep),

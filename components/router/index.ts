@@ -5,6 +5,8 @@ import { NarwhalInstall } from "./install";
 import { Router } from "./router";
 import { Monitoring } from "../observability";
 import { localAddress, routerUrl } from "../../lib/router/serve";
+import { stackDirOn } from "../../lib/fleet/state-dir";
+import type { DocumentEngine } from "../../lib/observability/targets";
 
 export { NarwhalInstall } from "./install";
 export { Router } from "./router";
@@ -12,10 +14,14 @@ export { Router } from "./router";
 export interface RouterHostArgs {
   spec: FleetSpec;
   stack: string;
+  /** The router host's alias in `hosts`. */
+  hostAlias: string;
   connection: command.types.input.remote.ConnectionArgs;
   /** An address of the router host that clients reach. */
   address: pulumi.Input<string>;
   fleetDocument: pulumi.Input<Record<string, unknown>>;
+  /** Every engine's id, URL and role, for the scrape targets. */
+  engineEndpoints: pulumi.Input<DocumentEngine[]>;
   profileStore?: pulumi.Input<string>;
   /** The digest of the store Gate F wrote where the document's `profiles.path` points. */
   profileStoreDigest?: pulumi.Input<string>;
@@ -34,7 +40,7 @@ export class RouterHost extends pulumi.ComponentResource {
   constructor(name: string, args: RouterHostArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:router:RouterHost", name, {}, opts);
     const { spec } = args;
-    const base = `/var/lib/narwhal-fleet/${args.stack}`;
+    const base = stackDirOn(spec, args.hostAlias, args.stack);
     this.install = new NarwhalInstall(`${name}-narwhal`, { narwhal: spec.router.narwhal, connection: args.connection, installDir: `${base}/narwhal` }, { parent: this });
     this.router = new Router(
       `${name}-router`,
@@ -65,7 +71,7 @@ export class RouterHost extends pulumi.ComponentResource {
           connection: args.connection,
           stack: args.stack,
           dir: `${base}/observability`,
-          fleetDocument: args.fleetDocument,
+          engines: args.engineEndpoints,
           routerLocalUrl: routerUrl(localAddress(spec.router.bindAddress).replace(/^\[|\]$/g, ""), spec.router.port),
           grafanaAdminPassword: args.grafanaAdminPassword,
           after: this.router.process,

@@ -23,7 +23,7 @@ const MEASURED_AGAINST = [
   "modelDir", "runtimeRef", "devicePaths", "policyDigest",
 ] as const;
 /** Inputs that only change how we log in or what the next launch must avoid. */
-const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "stack"] as const;
+const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "stack", "stateDir"] as const;
 const CHECKPOINT_TIMEOUT_S = 1800;
 
 function target(i: HostDiscoveryInputs, recordedHostKey?: string): SshTarget {
@@ -88,7 +88,7 @@ async function observe(
   try {
     // Our own engines and their attestation sidecars hold their planned ports once started; only
     // someone else's listener is a conflict.
-    const ours = `/var/lib/narwhal-fleet/${shq(i.stack)}`;
+    const ours = `${shq(i.stateDir)}/${shq(i.stack)}`;
     const ownPids = opts.preLaunch
       ? (await ssh.exec(`cat ${ours}/engines/*/pid ${ours}/attestation/*/pid 2>/dev/null`, { timeoutS: 10, name: "own engine and sidecar pids" })).stdout
           .split(/\s+/)

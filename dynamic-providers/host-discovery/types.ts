@@ -34,6 +34,8 @@ export interface HostDiscoveryInputs {
   policyDigest: string;
   /** Names the per-stack run folders on the host and the evidence folder on this machine. */
   stack: string;
+  /** The host's `stateDir`, under which this stack's engines and sidecars keep their pid files. */
+  stateDir: string;
 }
 
 /** The observed facts, one digest per facet, so a refresh names what changed on the host. */

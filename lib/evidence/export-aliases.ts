@@ -24,12 +24,11 @@ export interface AliasSources {
   readonly home?: string;
 }
 
-/** Where this program keeps a stack's runs on every host (components/router, engines, attestation). */
-export const HOST_STATE_ROOT = "/var/lib/narwhal-fleet";
-
 /**
- * The export aliases of one stack. Path aliases: `run` (the stack's folder on every host), `state` (other
- * stacks' folders), `model` (the checkpoint), `project` (this program's folder) and `home`.
+ * The export aliases of one stack. Path aliases: `run` (the stack's folder under the hosts' `stateDir`),
+ * `state` (that `stateDir`, where other stacks' folders are too), `model` (the checkpoint), `project`
+ * (this program's folder) and `home`. A host whose `stateDir` differs from the first host's gets
+ * `run-<alias>` and `state-<alias>`.
  */
 export function exportAliases(sources: AliasSources): ExportAliases {
   const { spec } = sources;
@@ -43,12 +42,15 @@ export function exportAliases(sources: AliasSources): ExportAliases {
     if (seen?.fabricAddress) names.push(seen.fabricAddress);
     hosts[h.alias] = [...new Set(names)];
   }
-  const paths: Record<string, string> = {
-    run: `${HOST_STATE_ROOT}/${sources.stack}`,
-    state: HOST_STATE_ROOT,
-    model: spec.model.checkpointDir,
-    project: sources.projectRoot,
-  };
+  const paths: Record<string, string> = { model: spec.model.checkpointDir, project: sources.projectRoot };
+  const named = new Set<string>();
+  for (const h of spec.hosts) {
+    if (named.has(h.stateDir)) continue;
+    const suffix = named.size === 0 ? "" : `-${h.alias}`;
+    named.add(h.stateDir);
+    paths[`state${suffix}`] = h.stateDir;
+    paths[`run${suffix}`] = `${h.stateDir.replace(/\/+$/, "")}/${sources.stack}`;
+  }
   // A home of "/" would alias every path. The longest prefix wins, so the project inside home stays `project`.
   if (sources.home && sources.home !== "/") paths.home = sources.home;
   return { hosts, paths, secrets: sources.secrets };

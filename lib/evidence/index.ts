@@ -34,4 +34,4 @@ export {
   type StoredRecord,
 } from "./deployment-record";
 export { exportDeploymentRecord, storedRecords, type ExportOptions, type ExportResult } from "./export";
-export { HOST_STATE_ROOT, exportAliases, splitStackConfig, type AliasSources, type DiscoveredHost } from "./export-aliases";
+export { exportAliases, splitStackConfig, type AliasSources, type DiscoveredHost } from "./export-aliases";

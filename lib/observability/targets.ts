@@ -8,7 +8,7 @@ export interface TargetGroup {
   readonly labels: Record<string, string>;
 }
 
-interface DocumentEngine {
+export interface DocumentEngine {
   iid: string;
   url: string;
   role?: string;

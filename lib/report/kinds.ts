@@ -1,15 +1,18 @@
 /** The runbook gate a piece of evidence belongs to; `other` is a resource of no known kind. */
-export type Gate = "A" | "C" | "D" | "E" | "other";
+export type Gate = "A" | "B" | "C" | "D" | "E" | "F" | "G" | "other";
 
 export const GATE_TITLES: Record<Gate, string> = {
   A: "Gate A: discovery, replicas, generated config",
+  B: "Gate B: narwhal install",
   C: "Gate C: engines",
   D: "Gate D: fabric",
   E: "Gate E: attestation",
+  F: "Gate F: profiles, preflight, calibration",
+  G: "Gate G: router and monitoring",
   other: "other resources",
 };
 
-export const GATE_ORDER: Gate[] = ["A", "C", "D", "E", "other"];
+export const GATE_ORDER: Gate[] = ["A", "B", "C", "D", "E", "F", "G", "other"];
 
 export interface EvidenceKind {
   kind: string;
@@ -27,6 +30,10 @@ const DYNAMIC: Record<string, EvidenceKind> = {
   FabricEdge: { kind: "fabric edge", gate: "D" },
   FabricGate: { kind: "fabric gate", gate: "D" },
   Attestation: { kind: "attestation", gate: "E" },
+  Profile: { kind: "profile", gate: "F" },
+  ProfileStore: { kind: "profile store", gate: "F" },
+  Preflight: { kind: "preflight", gate: "F" },
+  Calibration: { kind: "first-token calibration", gate: "F" },
 };
 
 /** The component types in a URN's type chain (`a$b$c::name` → a, b), outermost first. */
@@ -52,5 +59,8 @@ export function evidenceKind(type: string, urn: string, name: string, custom: bo
     if (name.endsWith("-started")) return { kind: "engine start", gate: "C" };
     return { kind: "engine process", gate: "C" };
   }
+  if (parents.includes("narwhal:router:NarwhalInstall")) return { kind: "narwhal install", gate: "B" };
+  if (parents.includes("narwhal:router:Router")) return { kind: name.endsWith("-proof") ? "router proof" : "router process", gate: "G" };
+  if (parents.includes("narwhal:observability:Monitoring")) return { kind: "monitoring", gate: "G" };
   return { kind: type, gate: "other" };
 }

@@ -57,6 +57,8 @@ export interface SimImage {
 export interface BuildOptions {
   readonly docker?: string;
   readonly log?: (line: string) => void;
+  /** Bakes NARWHAL_SIM_TIME_SCALE into the image: a container engine has no host sim config to read it from. */
+  readonly timeScale?: number;
 }
 
 /** Files of the root filesystem: path inside the image -> where the content comes from (or the content). */
@@ -109,9 +111,10 @@ function collect(): RootFiles {
   return files;
 }
 
-function inputsDigest(files: RootFiles): string {
+function inputsDigest(files: RootFiles, changes: string[]): string {
   const h = createHash("sha256");
   h.update(readFileSync(__filename));
+  for (const c of changes) h.update(`\0${c}`);
   for (const [path, src] of [...files.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
     h.update(`\0${path}\0`);
     h.update("from" in src ? readFileSync(src.from) : src.content);
@@ -137,7 +140,8 @@ export function buildSimImage(opts: BuildOptions = {}): SimImage {
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const t0 = Date.now();
   const files = collect();
-  const tag = `${SIM_IMAGE_REPO}:${inputsDigest(files).slice(0, 16)}`;
+  const scaleEnv = opts.timeScale === undefined ? [] : [`ENV NARWHAL_SIM_TIME_SCALE=${opts.timeScale}`];
+  const tag = `${SIM_IMAGE_REPO}:${inputsDigest(files, scaleEnv).slice(0, 16)}`;
   const existing = describe(bin, tag);
   if (existing) {
     const seconds = (Date.now() - t0) / 1000;
@@ -166,6 +170,7 @@ export function buildSimImage(opts: BuildOptions = {}): SimImage {
     const changes = [
       `ENTRYPOINT ["/usr/local/bin/vllm", "serve"]`,
       "ENV PATH=/usr/local/bin:/usr/bin:/bin",
+      ...scaleEnv,
       "WORKDIR /",
       `LABEL org.opencontainers.image.title="narwhal engine simulator" narwhal.sim/inputs="${tag.split(":")[1]}"`,
     ];

@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
 import type { SimHost } from "../../sim/hosts/host";
-import { API_KEY, PROJECT_ROOT, openStack, sharedFleet } from "./support/stack";
+import { API_KEY, E2E_TIME_SCALE, PROJECT_ROOT, openStack, sharedFleet } from "./support/stack";
 import { simUp } from "../../sim/hosts";
 
 const ALIAS = "amd-behind-bastion";
@@ -23,7 +23,7 @@ describe("e2e: ssh_config alias with a jump host, and password login", function 
   before(async () => {
     // The shared fleet first, so both agree on which hosts are up.
     await sharedFleet();
-    const all = (await simUp({ hosts: 4 })).hosts;
+    const all = (await simUp({ hosts: 4, timeScale: E2E_TIME_SCALE })).hosts;
     const [bastion, pw] = ["sim1", "sim2"].map((a) => all.find((h) => h.alias === a)!);
     target = all.find((h) => h.alias === "sim3")!;
     expect(pw!.passwordAuth, "sim2 accepts passwords").to.equal(true);
@@ -44,7 +44,8 @@ describe("e2e: ssh_config alias with a jump host, and password login", function 
       {
         hosts: [
           { alias: "amd", destination: ALIAS, fabricInterface: target.fabricInterface },
-          { alias: "router", destination: `${pw!.passwordUser}@${pw!.address}`, auth: "password", fabricInterface: pw!.fabricInterface },
+          // A login that is not root keeps the stack's folders under its home.
+          { alias: "router", destination: `${pw!.passwordUser}@${pw!.address}`, auth: "password", fabricInterface: pw!.fabricInterface, stateDir: `/home/${pw!.passwordUser}/.narwhal-fleet` },
         ],
         model: { servedName: "tiny-llama", checkpointDir: target.modelDir },
         router: { host: "router" },
@@ -81,6 +82,11 @@ describe("e2e: ssh_config alias with a jump host, and password login", function 
     expect(state).to.not.include(password);
     const keyBody = fs.readFileSync(target.privateKeyPath, "utf8").split("\n").slice(2, -2).join("");
     for (const chunk of keyBody.match(/.{24}/g)!) expect(state).to.not.include(chunk);
+
+    // The router and its install live under the non-root login's stateDir.
+    const routerUrl = outputs.routerUrl!.value as string;
+    expect(routerUrl).to.equal("http://198.18.0.12:8321");
+    expect((await fetch(`${routerUrl}/health`)).status).to.equal(200);
 
     const again = await stack.preview({ onOutput: () => undefined });
     expect(Object.keys(again.changeSummary).filter((op) => op !== "same")).to.deep.equal([]);

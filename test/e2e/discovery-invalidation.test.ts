@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
+import { FLEET_AFTER_ENGINE_PATTERN } from "./support/names";
 
 const SHARD = "model-00002-of-00002.safetensors";
 
@@ -25,8 +26,9 @@ describe("e2e: discovery evidence follows the host", function () {
       expect(steps.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["checkpoint"] });
       expect(steps.has(`fleet-${a!.alias}`), "the unchanged host's discovery").to.equal(false);
       for (const [name, step] of steps) {
-        // Beyond the changed host: the replica check, the generated configuration, and what derives from its engines' plans.
-        expect(name, `${step.op} of ${name}`).to.match(new RegExp(`^fleet-(${b!.alias}|replicas|config|e2-.*|attestation-e2(-sidecar)?)$`));
+        // Beyond the changed host: the replica check, the generated configuration, what derives from its
+        // engines' plans, and what the fleet measured across them.
+        expect(name, `${step.op} of ${name}`).to.match(new RegExp(`^fleet-(${b!.alias}|replicas|config|e2-.*|attestation-e2(-sidecar)?|profiles-e2|${FLEET_AFTER_ENGINE_PATTERN})$`));
       }
 
       let failure = "";

@@ -16,7 +16,7 @@ import { loadDockerImage, runInHost, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { buildSimImage } from "../../sim/image/build";
 import { LABELS } from "../../lib/runtime/container-spec";
-import { API_KEY, EngineEntry, MODEL, openStack, plainOutputs, PROJECT_ROOT } from "./support/stack";
+import { API_KEY, E2E_TIME_SCALE, EngineEntry, MODEL, openStack, plainOutputs, PROJECT_ROOT } from "./support/stack";
 
 const STACK = "e2e-docker";
 const HOST = "simdock";
@@ -69,8 +69,8 @@ describe("e2e: docker-cli runtime on a host with its own Docker Engine", functio
 
   before(async function () {
     this.timeout(240_000);
-    [host] = (await simUp({ dockerHosts: [HOST], aliases: [HOST] })).hosts as [SimHost];
-    image = buildSimImage({ log: () => undefined }).id;
+    [host] = (await simUp({ dockerHosts: [HOST], aliases: [HOST], timeScale: E2E_TIME_SCALE })).hosts as [SimHost];
+    image = buildSimImage({ log: () => undefined, timeScale: E2E_TIME_SCALE }).id;
     expect(await loadDockerImage(HOST, image)).to.equal(image);
     stack = await openStack(STACK, [host], ENGINES, {
       runtime: { kind: "docker-cli", image, deadlinesS: { pull: 60, start: 60, stop: 10, inspect: 30 } },

@@ -2,13 +2,14 @@ import { expect } from "chai";
 import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
 import { awaitHealthy, restartByHand } from "./support/restart";
+import { FLEET_AFTER_ENGINE, processEvidence } from "./support/names";
 
 interface EngineOut { host: string; url: string; pid: number }
 
 describe("e2e: an engine restarted with the same plan", function () {
   this.timeout(1_200_000);
 
-  it("invalidates that engine's generation and cache capture, and nothing of the other engines", async () => {
+  it("invalidates that engine's process evidence and what the fleet measured across it, and nothing of the other engines", async () => {
     const { stack } = await sharedFleet();
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
 
@@ -22,7 +23,11 @@ describe("e2e: an engine restarted with the same plan", function () {
     expect(steps.get("fleet-e2-cache")?.op).to.equal("replace");
     // Its sidecar watched the old process and its attestation bound the old generation (Gate E).
     expect(steps.get("fleet-attestation-e2")?.op).to.equal("replace");
-    expect([...steps.keys()].sort()).to.deep.equal(["fleet-attestation-e2", "fleet-attestation-e2-sidecar", "fleet-e2-cache", "fleet-e2-generation"]);
+    // Its profile was measured against the old process; the store, the preflight's pairs through it and the
+    // router that loaded the store follow.
+    expect(steps.get("fleet-profiles-e2")?.op).to.equal("replace");
+    expect(steps.get("fleet-preflight")?.op).to.equal("replace");
+    expect([...steps.keys()].sort()).to.deep.equal([...processEvidence("e2"), ...FLEET_AFTER_ENGINE].sort());
 
     await stack.up({ refresh: true });
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);

@@ -3,7 +3,7 @@ import { request } from "undici";
 import * as fs from "node:fs";
 import { execFileSync } from "node:child_process";
 import * as path from "node:path";
-import { openStack, plainOutputs, sharedFleet, API_KEY, MODEL, PROJECT_ROOT } from "./support/stack";
+import { openStack, plainOutputs, sharedFleet, API_KEY, E2E_TIME_SCALE, MODEL, PROJECT_ROOT } from "./support/stack";
 import { runInHost, simUp } from "../../sim/hosts";
 
 interface EngineOut { host: string; role: string; url: string; pid: number; startedAt: string; planSha256: string }
@@ -130,13 +130,14 @@ describe("e2e: first slice through the real CLI", function () {
   });
 
   it("leaves no engine process and no listener behind on destroy", async () => {
-    const { hosts } = await simUp({});
+    const { hosts } = await simUp({ timeScale: E2E_TIME_SCALE });
     const [a, b] = hosts;
     const engines = [
       { id: "d1", host: a!.alias, gpuIds: [0], port: 8401, attestationPort: 8411, nixlPort: 5801 },
       { id: "d2", host: b!.alias, gpuIds: [1], port: 8402, attestationPort: 8412, nixlPort: 5802 },
     ];
-    const stack = await openStack("e2e-destroy", [a!, b!], engines);
+    // Its router and Prometheus share sim1 with the shared fleet's: other ports.
+    const stack = await openStack("e2e-destroy", [a!, b!], engines, { router: { port: 8421 }, observability: { prometheusPort: 9491 } });
     await stack.up();
     const out = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
     expect((await request(`${out.d1!.url}/health`)).statusCode).to.equal(200);
@@ -148,6 +149,8 @@ describe("e2e: first slice through the real CLI", function () {
       const alive = await runInHost(e.host, ["sh", "-c", `kill -0 ${out[e.id]!.pid} 2>/dev/null && echo alive || echo gone`]);
       expect(alive.stdout.trim(), `${e.id} process`).to.equal("gone");
     }
+    const routerLeft = await runInHost(a!.alias, ["ss", "-Hltn", "( sport = :8421 or sport = :9491 )"]);
+    expect(routerLeft.stdout.trim(), "router and Prometheus listeners").to.equal("");
     await stack.workspace.removeStack("e2e-destroy");
   });
 });

@@ -4,9 +4,10 @@ import * as path from "node:path";
 import { runInHost } from "../../sim/hosts";
 import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
+import { FLEET_AFTER_ENGINE_PATTERN } from "./support/names";
 
 /** Resources of the shared fleet that belong to other hosts' engines (e1, e4 on the first host, e2 on the second). */
-const OTHER_ENGINES = /^fleet-(attestation-)?e[124]\b/;
+const OTHER_ENGINES = /^fleet-(attestation-|profiles-)?e[124]\b/;
 
 describe("e2e: hardware and fabric address changes on one host", function () {
   this.timeout(1_200_000);
@@ -51,8 +52,11 @@ describe("e2e: hardware and fabric address changes on one host", function () {
       const steps = await plannedChanges(stack, { refresh: true });
       expect(steps.get(`fleet-${c!.alias}`)).to.deep.include({ op: "replace", keys: ["fabricAddressChoice"] });
       expect(steps.get("fleet-e3-process")?.op, "the engine on that host").to.equal("replace");
-      // Beyond the host: its engine's evidence, the edges that touch it (the endpoints moved) and their gate.
-      for (const name of steps.keys()) expect(name).to.match(new RegExp(`^fleet-(${c!.alias}|replicas|config|e3-.*|attestation-e3(-sidecar)?|fabric-.*${c!.alias}.*|fabric-gate)$`));
+      // Beyond the host: its engine's evidence, the edges that touch it (the endpoints moved) and their gate,
+      // what the fleet measured across the engine, and the scrape targets (its URL moved).
+      for (const name of steps.keys()) {
+        expect(name).to.match(new RegExp(`^fleet-(${c!.alias}|replicas|config|e3-.*|attestation-e3(-sidecar)?|profiles-e3|fabric-.*${c!.alias}.*|fabric-gate|${FLEET_AFTER_ENGINE_PATTERN}|router-host-monitoring-targets)$`));
+      }
     } finally {
       await stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hostsConfig) });
       await runInHost(c!.alias, ["ip", "addr", "del", `${extra}/24`, "dev", c!.fabricInterface]);

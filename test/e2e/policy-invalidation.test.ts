@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
+import { FLEET_AFTER_ENGINE, processEvidence } from "./support/names";
 
 describe("e2e: launch policy evidence", function () {
   this.timeout(1_200_000);
@@ -14,18 +15,22 @@ describe("e2e: launch policy evidence", function () {
       const steps = await plannedChanges(stack);
       expect(steps.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["policyDigest"] });
       const touched = [...steps.keys()].sort();
-      expect(touched).to.deep.equal(["fleet-attestation-e2", "fleet-attestation-e2-sidecar", "fleet-config", "fleet-e2-cache", "fleet-e2-generation", "fleet-e2-image-check", "fleet-e2-process", "fleet-replicas", `fleet-${b!.alias}`].sort());
+      // A new max_num_seqs is a new profiling limit too: the engine's profile is measured again.
+      expect(touched).to.deep.equal([...processEvidence("e2"), "fleet-e2-image-check", "fleet-e2-process", "fleet-config", "fleet-replicas", `fleet-${b!.alias}`, ...FLEET_AFTER_ENGINE].sort());
     } finally {
       await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(engines) });
     }
     expect([...(await plannedChanges(stack)).keys()]).to.deep.equal([]);
   });
 
-  it("re-measures nothing for an SLO edit: only the fleet document is written anew", async () => {
+  it("re-measures only the preflight for an SLO edit: the fleet document is written anew and the router restarted on it", async () => {
     const { stack } = await sharedFleet();
     await stack.setConfig("narwhal-fleet:slo", { value: JSON.stringify({ ttftS: 3 }) });
     try {
-      expect([...(await plannedChanges(stack)).keys()]).to.deep.equal(["fleet-config"]);
+      const steps = await plannedChanges(stack);
+      expect(steps.get("fleet-preflight")?.op).to.equal("replace");
+      // No profile, attestation or engine: the SLO judges the evidence, it was not measured against it.
+      expect([...steps.keys()].sort()).to.deep.equal(["fleet-config", "fleet-preflight", "fleet-router-host-router-process", "fleet-router-host-router-proof"]);
     } finally {
       await stack.removeConfig("narwhal-fleet:slo");
     }

@@ -16,7 +16,7 @@ describe("e2e: runtime evidence follows the host", function () {
       const steps = await plannedChanges(stack, { refresh: true });
       expect(steps.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["runtime"] });
       expect(steps.has(`fleet-${a!.alias}`), "the unchanged host's discovery").to.equal(false);
-      for (const name of steps.keys()) expect(name).to.not.match(/^fleet-(attestation-)?e[14]\b/); // e1 and e4 run on the unchanged host
+      for (const name of steps.keys()) expect(name).to.not.match(/^fleet-(attestation-|profiles-)?e[14]\b/); // e1 and e4 run on the unchanged host
     } finally {
       fs.writeFileSync(b!.simConfigPath, original);
     }

@@ -25,6 +25,7 @@ function inputs(h: SimHost, extra: Partial<HostDiscoveryInputs> = {}): HostDisco
     plannedPorts: [],
     policyDigest: "sha256:" + "0".repeat(64),
     stack: "provider-tests",
+    stateDir: "/var/lib/narwhal-fleet",
     ...extra,
   };
 }

@@ -44,6 +44,11 @@ export const HostSchema = f.strict(
     fabricAddress: f.text("an IPv4 or IPv6 address", fmt.ipProblem).optional(),
     /** Host part of the engine and attestation URLs, when they are reached through another address. */
     urlHost: f.text("a host name or IP address", fmt.urlHostProblem).optional(),
+    /**
+     * Where this program keeps each stack's run folders on the host (engines, sidecars, router, install).
+     * A login that is not root needs a directory it can write, e.g. under its home.
+     */
+    stateDir: f.text('an absolute path (e.g. "/var/lib/narwhal-fleet")', (s) => fmt.absolutePathProblem(s, "/home/narwhal/.narwhal-fleet")).default("/var/lib/narwhal-fleet"),
     /** Accelerator vendor discovery must find on this host. */
     accelerator: f.choice(["nvidia", "amd", "none"]).optional(),
   },

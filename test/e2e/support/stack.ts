@@ -7,6 +7,13 @@ import type { SimHost } from "../../../sim/hosts/host";
 export const PROJECT_ROOT = path.resolve(__dirname, "..", "..", "..");
 export const MODEL = "tiny-llama";
 export const API_KEY = "e2e-engine-key-not-a-real-secret";
+/**
+ * Profiles and the preflight's decode-fit limits need decode intervals of milliseconds, not the
+ * harness default's tenths of one: every e2e host (and the container image) runs engines at half speed.
+ */
+export const E2E_TIME_SCALE = 0.5;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 export interface EngineEntry {
   id: string;
@@ -34,8 +41,13 @@ export async function openStack(name: string, hosts: SimHost[], engines: EngineE
     "narwhal-fleet:observability": { runtime: "native", prometheusPort: 9391 },
     // Two cores measure every engine: one at a time, with more repeats, keeps a scheduler's hiccup out of the fits.
     "narwhal-fleet:profiling": { oneAtATime: true, prefillRepeats: 5 },
-    ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [`narwhal-fleet:${k}`, v])),
   };
+  // A test's section adds to the defaults above (a router on another host keeps the wheelhouse).
+  for (const [k, v] of Object.entries(extra)) {
+    const key = `narwhal-fleet:${k}`;
+    const base = config[key];
+    config[key] = isObject(base) && isObject(v) ? { ...base, ...v } : v;
+  }
   // JSON is YAML: the stack file is written whole, then the CLI adds the salt and the secret.
   fs.writeFileSync(path.join(PROJECT_ROOT, `Pulumi.${name}.yaml`), JSON.stringify({ config }, null, 2));
   const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: PROJECT_ROOT }, { pulumiCommand: cli });
@@ -60,9 +72,7 @@ let shared: Promise<{ stack: Stack; hosts: SimHost[]; engines: EngineEntry[] }> 
 export function sharedFleet(): Promise<{ stack: Stack; hosts: SimHost[]; engines: EngineEntry[] }> {
   shared ??= (async () => {
     // Replicas must share one accelerator product: the NVIDIA hosts sim1, sim2 and sim4 (sim3 is AMD).
-    // Profiles and the preflight's decode-fit limits need decode intervals of milliseconds, not the
-    // default scale's tenths of one: engines run at half speed here.
-    const all = (await simUp({ hosts: 4, timeScale: 0.5 })).hosts;
+    const all = (await simUp({ hosts: 4, timeScale: E2E_TIME_SCALE })).hosts;
     const [a, b, c] = ["sim1", "sim2", "sim4"].map((alias) => all.find((h) => h.alias === alias)!) as [SimHost, SimHost, SimHost];
     const hosts = [a, b, c];
     const engines: EngineEntry[] = [

@@ -161,12 +161,17 @@ const CASES: BadCase[] = [
     ],
   },
   {
+    name: "a relative stateDir",
+    edit: (c) => (c.hosts[0].stateDir = "narwhal-fleet"),
+    issues: [["hosts[0].stateDir", 'found "narwhal-fleet"; expected an absolute path without ".." (e.g. "/home/narwhal/.narwhal-fleet")']],
+  },
+  {
     name: "an unknown key in a host, with the closest known key",
     edit: (c) => (c.hosts[0].prot = 22),
     issues: [
       [
         "hosts[0].prot",
-        'unknown key; did you mean "port"? allowed keys: alias, destination, port, user, auth, hostKey, jump, fabricInterface, fabricAddress, urlHost, accelerator',
+        'unknown key; did you mean "port"? allowed keys: alias, destination, port, user, auth, hostKey, jump, fabricInterface, fabricAddress, urlHost, stateDir, accelerator',
       ],
     ],
   },

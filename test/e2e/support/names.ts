@@ -1,0 +1,16 @@
+/**
+ * Resource names of the shared fleet's evidence, so each invalidation test states its expected set in the
+ * program's own terms: what is bound to one engine's process, and what the fleet measured across engines.
+ */
+
+/** Evidence bound to one engine's live process: generation, cache capture, sidecar, attestation, profile. */
+export const processEvidence = (id: string): string[] => [`fleet-${id}-generation`, `fleet-${id}-cache`, `fleet-attestation-${id}-sidecar`, `fleet-attestation-${id}`, `fleet-profiles-${id}`];
+
+/**
+ * What follows any engine's new profile or attestation: the store the router loads, the preflight over
+ * every engine and pair, and the router restarted on that store with its proof.
+ */
+export const FLEET_AFTER_ENGINE = ["fleet-profiles-store", "fleet-preflight", "fleet-router-host-router-process", "fleet-router-host-router-proof"];
+
+/** The same, as an alternation for name patterns. */
+export const FLEET_AFTER_ENGINE_PATTERN = "profiles-store|preflight|router-host-router-(?:process|proof)";
