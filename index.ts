@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { readStackConfig } from "./components/stack-config";
 import { Fleet, EngineSummary, HostSummary } from "./components/fleet";
+import { engineIdentities as identitiesOf, evidenceByGate, type EngineIdentityOutput, type EvidenceOutput } from "./lib/fleet/stack-outputs";
 
 const { spec, secrets, sshConfig } = readStackConfig();
 const fleet = new Fleet("fleet", { spec, secrets, sshConfig, stack: pulumi.getStack() });
@@ -65,3 +66,48 @@ export const fleetDocument = fleet.sanitisedFleetDocument;
 export const routerUrl = fleet.routerHostResources?.router.url;
 /** Gate B: the installed narwhal revision and the digest of its files. */
 export const narwhalInstall = fleet.routerHostResources?.install.marker;
+
+/**
+ * Per engine id: role, host alias, and the digests that pin it across gates (generation, attestation,
+ * profile). What a consumer compares to know it talks to the fleet that was measured.
+ */
+export const engineIdentities: pulumi.Output<Record<string, EngineIdentityOutput>> = pulumi
+  .all([fleet.engines, fleet.attestation.engines, fleet.profiles.summary])
+  .apply(([generation, attested, profiled]) => identitiesOf(spec.engines, generation, attested, profiled.engines));
+
+/**
+ * Every evidence record the stack's gates wrote, per gate: kind, subject, path in `runs/<stack>/evidence`
+ * and digest. Gates B and G keep their proof in command resources, so their lists are empty.
+ */
+export const evidence: pulumi.Output<EvidenceOutput> = pulumi
+  .all([
+    fleet.hosts,
+    fleet.deploymentConfig.record,
+    pulumi.all(fleet.engineParts.map(({ spec: e, engine }) => pulumi.all([engine.imageCheck.evidence, engine.generation.evidence, engine.cache.evidence]).apply((refs) => ({ id: e.id, refs })))),
+    fleet.fabric.summary,
+    fleet.attestation.engines,
+    fleet.profiles.summary,
+    fleet.preflight.evidence,
+  ])
+  .apply(([hostsOut, config, engineRefs, fabric, attested, profiled, preflightRef]) =>
+    evidenceByGate([
+      ...Object.entries(hostsOut).map(([alias, h]) => ({ gate: "A" as const, kind: "discovery", subject: `host ${alias}`, ref: h.evidence })),
+      { gate: "A", kind: "deployment-config", subject: `fleet ${pulumi.getStack()}`, ref: config },
+      ...engineRefs.flatMap(({ id, refs: [image, generation, cache] }) => [
+        { gate: "C" as const, kind: "image-check", subject: `engine ${id}`, ref: image },
+        { gate: "C" as const, kind: "generation", subject: `engine ${id}`, ref: generation },
+        { gate: "C" as const, kind: "cache-capture", subject: `engine ${id}`, ref: cache },
+      ]),
+      ...Object.entries(fabric.edges).map(([edge, e]) => ({ gate: "D" as const, kind: "fabric-edge", subject: `edge ${edge}`, ref: e.evidence })),
+      { gate: "D", kind: "fabric-matrix", subject: `fleet ${pulumi.getStack()}`, ref: fabric.evidence },
+      ...Object.entries(attested).map(([id, a]) => ({ gate: "E" as const, kind: "attestation", subject: `engine ${id}`, ref: a.evidence })),
+      ...Object.entries(profiled.engines).map(([id, p]) => ({ gate: "F" as const, kind: "profile", subject: `engine ${id}`, ref: p.evidence })),
+      { gate: "F", kind: "preflight", subject: `fleet ${pulumi.getStack()}`, ref: preflightRef },
+    ]),
+  );
+
+/**
+ * Secret. The bearer credential the engines accept (the router's upstream key), for a consumer stack
+ * that probes engines itself. Read through `StackReference.getOutput` it stays a Pulumi secret there too.
+ */
+export const engineApiKey: pulumi.Output<string> = pulumi.secret(secrets.engineApiKey);

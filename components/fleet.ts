@@ -92,6 +92,8 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly routerHostResources: RouterHost;
   /** The fleet document with every engine address replaced by its host alias. */
   public readonly sanitisedFleetDocument: pulumi.Output<Record<string, unknown>>;
+  /** Each engine's spec and resources, in config order (for stack outputs that list per-engine evidence). */
+  public readonly engineParts: ReadonlyArray<{ spec: EngineSpec; engine: Engine }>;
 
   constructor(name: string, args: FleetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:fleet:Fleet", name, {}, opts);
@@ -128,6 +130,7 @@ export class Fleet extends pulumi.ComponentResource {
       ),
     }));
 
+    this.engineParts = engines;
     this.routerHost = spec.router.host ?? spec.engines[0]!.host;
     this.hosts = summariseHosts(hosts);
     this.engines = pulumi.all(

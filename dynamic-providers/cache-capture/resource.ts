@@ -19,6 +19,8 @@ export class CacheCapture extends pulumi.dynamic.Resource {
   declare readonly layout: pulumi.Output<CacheLayout>;
   declare readonly cacheLayoutDigest: pulumi.Output<string>;
   declare readonly capturedAt: pulumi.Output<string>;
+  /** The record of this capture in runs/<stack>/evidence, when a stack was given. */
+  declare readonly evidence: pulumi.Output<{ relativePath: string; digest: string } | undefined>;
 
   constructor(name: string, args: CacheCaptureArgs, opts?: pulumi.CustomResourceOptions) {
     const outputs: Record<keyof Omit<CacheCaptureOutputs, keyof CacheCaptureInputs>, undefined> = {

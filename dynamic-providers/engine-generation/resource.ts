@@ -25,6 +25,8 @@ export class EngineGeneration extends pulumi.dynamic.Resource {
   declare readonly version: pulumi.Output<string>;
   declare readonly provedAt: pulumi.Output<string>;
   declare readonly completionText: pulumi.Output<string>;
+  /** The record of this proof in runs/<stack>/evidence, when a stack was given. */
+  declare readonly evidence: pulumi.Output<{ relativePath: string; digest: string } | undefined>;
   declare readonly observedGeneration: pulumi.Output<string | undefined>;
   declare readonly observedState: pulumi.Output<ObservedState | undefined>;
   declare readonly observedDetail: pulumi.Output<string | undefined>;

@@ -20,3 +20,18 @@ export { EvidenceStore, evidenceRoot, type EvidenceStoreOptions, type ListedReco
 export { SecretRegistry, type SecretEncoding } from "./secrets";
 export { REDACTED, Sanitiser, exportSanitised, type ExportAliases } from "./sanitise";
 export { sourceRevision } from "./revision";
+export { GATES, gateOfKind, type GateId, type GateInfo } from "./gates";
+export {
+  DEPLOYMENT_RECORD_KIND,
+  deploymentRecord,
+  deploymentRecordEvidence,
+  type DeploymentRecord,
+  type EngineHosts,
+  type GateEntry,
+  type GateStatus,
+  type GateStep,
+  type StepCommand,
+  type StoredRecord,
+} from "./deployment-record";
+export { exportDeploymentRecord, storedRecords, type ExportOptions, type ExportResult } from "./export";
+export { exportAliases, splitStackConfig, type AliasSources, type DiscoveredHost } from "./export-aliases";

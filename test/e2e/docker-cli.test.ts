@@ -16,7 +16,7 @@ import { loadDockerImage, runInHost, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { buildSimImage } from "../../sim/image/build";
 import { LABELS } from "../../lib/runtime/container-spec";
-import { API_KEY, E2E_TIME_SCALE, EngineEntry, MODEL, openStack, PROJECT_ROOT } from "./support/stack";
+import { API_KEY, E2E_TIME_SCALE, EngineEntry, MODEL, openStack, plainOutputs, PROJECT_ROOT } from "./support/stack";
 
 const STACK = "e2e-docker";
 const HOST = "simdock";
@@ -149,7 +149,7 @@ describe("e2e: docker-cli runtime on a host with its own Docker Engine", functio
     // The export holds the docker-cli scripts (they name the launch-token label), yet not the key.
     expect(exported).to.include(LABELS.launchToken);
     expect(exported).not.to.include(API_KEY);
-    expect(JSON.stringify(await stack.outputs())).not.to.include(API_KEY);
+    expect(JSON.stringify(await plainOutputs(stack))).not.to.include(API_KEY);
 
     for (const e of ENGINES) {
       const c = await inspect(started.get(e.id)!.Id);

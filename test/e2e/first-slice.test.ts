@@ -3,7 +3,7 @@ import { request } from "undici";
 import * as fs from "node:fs";
 import { execFileSync } from "node:child_process";
 import * as path from "node:path";
-import { openStack, sharedFleet, API_KEY, E2E_TIME_SCALE, MODEL, PROJECT_ROOT } from "./support/stack";
+import { openStack, plainOutputs, sharedFleet, API_KEY, E2E_TIME_SCALE, MODEL, PROJECT_ROOT } from "./support/stack";
 import { runInHost, simUp } from "../../sim/hosts";
 
 interface EngineOut { host: string; role: string; url: string; pid: number; startedAt: string; planSha256: string }
@@ -43,8 +43,9 @@ describe("e2e: first slice through the real CLI", function () {
     // The state file as it rests in the backend (the Automation API's export would decrypt secrets).
     const state = fs.readFileSync(path.join(PROJECT_ROOT, ".state/.pulumi/stacks/narwhal-fleet/e2e.json"), "utf8");
     expect(state).to.include("narwhal-fleet:engineApiKey").and.not.include(API_KEY);
-    const outputs = JSON.stringify(await stack.outputs());
-    expect(outputs).to.not.include(API_KEY);
+    expect(JSON.stringify(await plainOutputs(stack))).to.not.include(API_KEY);
+    // The one output that carries it is a secret.
+    expect((await stack.outputs()).engineApiKey).to.deep.equal({ value: API_KEY, secret: true });
     // The key reaches each engine through its environment, never its command line, and guards /v1.
     const engines = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
     for (const [id, e] of Object.entries(engines)) {

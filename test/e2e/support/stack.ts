@@ -55,6 +55,14 @@ export async function openStack(name: string, hosts: SimHost[], engines: EngineE
   return stack;
 }
 
+/**
+ * The outputs a stack shows in plaintext. The Automation API decrypts secret outputs (such as
+ * `engineApiKey`) when it reads them; those are checked to be secret instead.
+ */
+export async function plainOutputs(stack: Stack): Promise<Record<string, unknown>> {
+  return Object.fromEntries(Object.entries(await stack.outputs()).filter(([, o]) => !o.secret).map(([k, o]) => [k, o.value]));
+}
+
 let shared: Promise<{ stack: Stack; hosts: SimHost[]; engines: EngineEntry[] }> | undefined;
 
 /**

@@ -1,0 +1,69 @@
+/**
+ * `npm run export-record -- --stack <name> --out <dir>`: writes the stack's per-gate deployment record
+ * into its evidence store, then a sanitised copy of it, of every record and of the text artifacts under
+ * `<dir>` (lib/evidence/export.ts). Host aliases come from the stack config; the stack's secrets are
+ * read (decrypted with the stack's passphrase) only to be redacted. Exits 2 on bad arguments, 1 on failure.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { LocalWorkspace, PulumiCommand } from "@pulumi/pulumi/automation";
+import { parseFleetConfig } from "../lib/config";
+import { EvidenceStore, evidenceRoot, exportAliases, exportDeploymentRecord, sourceRevision, splitStackConfig, type DiscoveredHost } from "../lib/evidence";
+
+const USAGE = "usage: npm run export-record -- --stack <name> --out <dir>";
+const PROJECT_ROOT = path.resolve(__dirname, "..");
+
+function parse(argv: string[]): { stack: string; out: string } {
+  const found: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const m = /^--(stack|out)(?:=(.*))?$/.exec(a);
+    if (!m) throw new Error(`unknown argument ${JSON.stringify(a)}\n${USAGE}`);
+    const value = m[2] ?? argv[++i];
+    if (!value || value.startsWith("--")) throw new Error(`--${m[1]} needs a value\n${USAGE}`);
+    found[m[1]!] = value;
+  }
+  if (!found.stack) throw new Error(`--stack is required\n${USAGE}`);
+  if (!found.out) throw new Error(`--out is required\n${USAGE}`);
+  // npm runs scripts from the project folder; a relative --out is meant from where npm was called.
+  return { stack: found.stack, out: path.resolve(process.env.INIT_CWD ?? process.cwd(), found.out) };
+}
+
+async function main(): Promise<void> {
+  let args: { stack: string; out: string };
+  try {
+    args = parse(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n`);
+    process.exit(2);
+  }
+  try {
+    const cli = await PulumiCommand.get({ root: path.join(PROJECT_ROOT, ".tools"), skipVersionCheck: false });
+    const stack = await LocalWorkspace.selectStack({ stackName: args.stack, workDir: PROJECT_ROOT }, { pulumiCommand: cli });
+    const project = (await stack.workspace.projectSettings()).name;
+    const config = await stack.getAllConfig();
+    const { plain, secrets } = splitStackConfig(project, config);
+    // A key named by file is as secret as one held in config.
+    const keyFile = config[`${project}:sshPrivateKeyFile`]?.value;
+    if (keyFile && fs.existsSync(path.resolve(PROJECT_ROOT, keyFile))) secrets.push(fs.readFileSync(path.resolve(PROJECT_ROOT, keyFile), "utf8"));
+    const spec = parseFleetConfig(plain);
+    const outputs = await stack.outputs();
+    const discovered = (outputs.hosts?.value ?? {}) as Record<string, DiscoveredHost>;
+    const aliases = exportAliases({ spec, stack: args.stack, discovered, secrets, projectRoot: PROJECT_ROOT, home: os.homedir() });
+    // The index stored beside the records obeys the store's rule too: no registered secret in it.
+    const store = new EvidenceStore(evidenceRoot(PROJECT_ROOT, args.stack), { secrets });
+    const engineHosts = Object.fromEntries(spec.engines.map((e) => [e.id, e.host]));
+    const result = await exportDeploymentRecord({ store, stack: args.stack, aliases, engineHosts, outDir: args.out, sourceRevision: sourceRevision(PROJECT_ROOT) });
+    process.stdout.write(
+      `deployment record ${result.index.digest} (${result.index.relativePath} in the evidence store)\n` +
+        `exported ${Object.keys(result.files).length} sanitised files to ${args.out}` +
+        (Object.keys(result.withheld).length ? `; ${Object.keys(result.withheld).length} binary artifacts withheld (see manifest.json)\n` : "\n"),
+    );
+  } catch (e) {
+    process.stderr.write(`export of stack ${args.stack} failed: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+void main();

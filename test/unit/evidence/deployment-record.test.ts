@@ -1,0 +1,104 @@
+import { expect } from "chai";
+import { GATES, deploymentRecord, deploymentRecordEvidence, gateOfKind, parseEvidenceRecord, type StoredRecord } from "../../../lib/evidence";
+import { EVIDENCE_KINDS } from "../../../lib/evidence/record";
+import { sampleRecord } from "./helpers";
+
+const REV = "9b0cc90e0d1f2a3b4c5d6e7f8091a2b3c4d5e6f7";
+const stored = (n: number, record: ReturnType<typeof sampleRecord>): StoredRecord => ({
+  relativePath: `${record.kind}/${String(n).repeat(64).slice(0, 64)}.json`,
+  digest: `sha256:${String(n).repeat(64).slice(0, 64)}`,
+  record,
+});
+
+function edge(status: "pass" | "fail") {
+  return sampleRecord({
+    kind: "fabric-edge",
+    subject: { kind: "edge", alias: "sim1->sim2" },
+    startingState: { engines: "idle" },
+    commands: [
+      { argv: ["iperf3", "-s"], host: "sim2", exitStatus: 0, startedAt: "2025-01-31T12:01:00.000Z", endedAt: "2025-01-31T12:01:05.000Z" },
+      { scriptSha256: "sha256:" + "c".repeat(64), host: "sim1", exitStatus: null, signal: "SIGKILL", startedAt: "2025-01-31T12:01:00.000Z", endedAt: "2025-01-31T12:01:04.000Z" },
+    ],
+    startedAt: "2025-01-31T12:01:00.000Z",
+    endedAt: "2025-01-31T12:01:05.000Z",
+    verdict: status === "fail" ? { status, reasons: ["below budget"] } : { status, reasons: [] },
+    artifacts: [{ name: "iperf3.json", relativePath: `fabric-edge/artifacts/${"d".repeat(64)}`, sha256: `sha256:${"d".repeat(64)}`, bytes: 12 }],
+  });
+}
+
+describe("evidence: deployment record", () => {
+  it("puts every kind the store knows in exactly one gate, in runbook order", () => {
+    expect(GATES.map((g) => g.gate)).to.deep.equal(["A", "B", "C", "D", "E", "F", "G"]);
+    const unclaimed = EVIDENCE_KINDS.filter((k) => k !== "deployment-record" && gateOfKind(k) === undefined);
+    expect(unclaimed).to.deep.equal([]);
+    const all = GATES.flatMap((g) => g.kinds);
+    expect(new Set(all).size).to.equal(all.length);
+  });
+
+  it("keeps, per gate, host aliases, revision, starting state, commands, exit status and artifacts with paths", () => {
+    const index = deploymentRecord("dev", [stored(1, sampleRecord()), stored(2, edge("pass"))]);
+    const gateA = index.gates.find((g) => g.gate === "A")!;
+    expect(gateA.status).to.equal("pass");
+    expect(gateA.steps).to.have.length(1);
+    expect(gateA.steps[0]).to.deep.include({
+      kind: "discovery",
+      subject: "host sim1",
+      hosts: ["sim1"],
+      sourceRevision: REV,
+      startingState: { discovery: "none" },
+      record: { relativePath: `discovery/${"1".repeat(64)}.json`, digest: `sha256:${"1".repeat(64)}` },
+      current: true,
+    });
+    expect(gateA.steps[0]!.commands).to.deep.equal([
+      { host: "sim1", argv: ["nvidia-smi", "--query-gpu=index,pci.bus_id,name", "--format=csv,noheader"], exitStatus: 0 },
+    ]);
+    const gateD = index.gates.find((g) => g.gate === "D")!;
+    expect(gateD.steps[0]!.hosts).to.deep.equal(["sim1", "sim2"]);
+    expect(gateD.steps[0]!.commands[1]).to.deep.equal({ host: "sim1", scriptSha256: "sha256:" + "c".repeat(64), exitStatus: null, signal: "SIGKILL" });
+    expect(gateD.steps[0]!.artifacts).to.deep.equal([{ name: "iperf3.json", path: `fabric-edge/artifacts/${"d".repeat(64)}`, sha256: `sha256:${"d".repeat(64)}`, bytes: 12 }]);
+    expect(index.sourceRevisions).to.deep.equal([REV]);
+    expect(index.gates.filter((g) => g.status === "not-recorded").map((g) => g.gate)).to.deep.equal(["B", "C", "E", "F", "G"]);
+  });
+
+  it("fails a gate whose current step failed, keeps unknown kinds apart and leaves other stacks and indexes out", () => {
+    const other = sampleRecord({ stack: "prod" });
+    const unknown = sampleRecord({ kind: "disk-check" });
+    const oldIndex = sampleRecord({ kind: "deployment-record", subject: { kind: "fleet", alias: "dev" } });
+    const index = deploymentRecord("dev", [stored(2, edge("pass")), stored(3, edge("fail")), stored(4, other), stored(5, unknown), stored(6, oldIndex)]);
+    expect(index.gates.find((g) => g.gate === "D")!.status).to.equal("fail");
+    expect(index.gates.find((g) => g.gate === "A")!.status).to.equal("not-recorded");
+    expect(index.unassigned.map((s) => s.kind)).to.deep.equal(["disk-check"]);
+  });
+
+  it("keeps a failed attempt's record but lets the later measurement of the same subject decide the gate", () => {
+    const retry = (status: "pass" | "fail", at: string) => ({ ...edge(status), startedAt: `2025-01-31T${at}:00.000Z`, endedAt: `2025-01-31T${at}:30.000Z` });
+    const index = deploymentRecord("dev", [stored(7, retry("pass", "13:00")), stored(8, retry("fail", "12:30"))]);
+    const gateD = index.gates.find((g) => g.gate === "D")!;
+    expect(gateD.status).to.equal("pass");
+    expect(gateD.steps.map((s) => [s.verdict.status, s.current])).to.deep.equal([["fail", false], ["pass", true]]);
+    const later = deploymentRecord("dev", [stored(7, retry("pass", "12:30")), stored(8, retry("fail", "13:00"))]);
+    expect(later.gates.find((g) => g.gate === "D")!.status).to.equal("fail");
+  });
+
+  it("names the host of a step about an engine when the config says where the engine runs", () => {
+    const attestation = sampleRecord({ kind: "attestation", subject: { kind: "engine", alias: "e1" }, commands: [] });
+    expect(deploymentRecord("dev", [stored(9, attestation)], { e1: "sim2" }).gates.find((g) => g.gate === "E")!.steps[0]!.hosts).to.deep.equal(["sim2"]);
+    expect(deploymentRecord("dev", [stored(9, attestation)]).gates.find((g) => g.gate === "E")!.steps[0]!.hosts).to.deep.equal([]);
+  });
+
+  it("becomes a valid store record whose digest depends only on the evidence, and whose verdict names the gaps", () => {
+    const records = [stored(1, sampleRecord()), stored(3, edge("fail"))];
+    const a = deploymentRecordEvidence(deploymentRecord("dev", records), REV);
+    const b = deploymentRecordEvidence(deploymentRecord("dev", [...records].reverse()), REV);
+    expect(a).to.deep.equal(b);
+    expect(parseEvidenceRecord(a)).to.deep.equal(a);
+    expect(a.kind).to.equal("deployment-record");
+    expect(a.subject).to.deep.equal({ kind: "fleet", alias: "dev" });
+    expect(a.startedAt).to.equal("2025-01-31T12:01:05.000Z");
+    expect(a.inputs).to.deep.equal({ [records[0]!.relativePath]: records[0]!.digest, [records[1]!.relativePath]: records[1]!.digest });
+    expect(a.verdict.status).to.equal("fail");
+    expect(a.verdict.reasons).to.include("Gate D failed: Prove the transfer fabric against the serving cache");
+    expect(a.verdict.reasons).to.include("Gate B has no evidence record");
+    expect(() => deploymentRecordEvidence(deploymentRecord("dev", []), REV)).to.throw("stack dev has no evidence records to put in a deployment record");
+  });
+});
