@@ -180,4 +180,21 @@ describe("runbook-launched engines: adopted when their plan equals the program's
     expect(alive(runbookPid), "the runbook's engine was stopped").to.equal(false);
     expect(await processStart(ours.url)).to.be.greaterThan(startBefore);
   });
+
+  it("starts the program's engine when the recorded process is gone or the directory is missing, and stops nothing", async () => {
+    runbookRun = path.join(dir, "runs/engine-launch-gone");
+    writeRunbookRun(runbookRun, runbookPlan(plan, { backend: "native" }), runbookEnv(plan, API_KEY));
+    // A pid that ran once and exited: its record outlives it.
+    const exited = spawn("true");
+    await new Promise((r) => exited.once("exit", r));
+    fs.writeFileSync(path.join(runbookRun, "native-process.json"), JSON.stringify({ pid: exited.pid, boot_id: "x", start_ticks: 1 }));
+    const d = await survey(plan);
+    expect(d.action).to.equal("start");
+    expect(d.reason).to.include(`its recorded process ${exited.pid} no longer runs`);
+
+    runbookRun = path.join(dir, "runs/never-made");
+    const missing = await survey(plan);
+    expect(missing.action).to.equal("start");
+    expect(missing.reason).to.include("holds no launch.json");
+  });
 });
