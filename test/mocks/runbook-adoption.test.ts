@@ -134,8 +134,10 @@ describe("mocks: an engine with a runbook launch directory", () => {
     expect(byName("r2-generation").inputs.adopted).to.equal(undefined);
   });
 
-  it("a container runtime with a runbook launch directory (refused by the config rules) is refused by the component too, before any remote command", () => {
-    expect(() => engine("r3", { ...RUNTIME, kind: "docker-cli", image: "sha256:" + "1f".repeat(32) } as RuntimeSpec)).to.throw(/engines\[\]\.runbookRun .* native only, not docker-cli/);
-    expect(registered.filter((r) => r.type === "command:remote:Command")).to.deep.equal([]);
+  it("a container runtime with a runbook launch directory (refused by the config rules) is refused by the runtime too, before registering anything", async () => {
+    const { engineProcess } = await import("../../components/runtime");
+    // Nothing but the runtime kind and the directory is read before the refusal.
+    expect(() => engineProcess("docker-cli", "r3", { runbookRun: RUN } as never, undefined as never)).to.throw(/engines\[\]\.runbookRun .* native only, not docker-cli/);
+    expect(registered).to.deep.equal([]);
   });
 });
