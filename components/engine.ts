@@ -7,7 +7,7 @@ import type { ContainerVendor } from "../lib/runtime/container-spec";
 import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";
 import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
 import { checkRuntimeOf, ImageCheck, imageCheckLogin } from "../dynamic-providers/image-check/resource";
-import { engineProcess, HostScope, ProcessIdentity } from "./runtime";
+import { engineProcess, HostScope, ProcessIdentity, type RunbookOutcome } from "./runtime";
 
 export interface EngineArgs {
   /** The launch inputs, known once the host's discovery has resolved. */
@@ -40,6 +40,8 @@ export interface EngineArgs {
   hostScope?: HostScope;
   /** Local folder of the known_hosts files the docker backend's ssh reads; default `runs/<stack>/ssh` here. */
   knownHostsDir?: string;
+  /** `engines[].runbookRun`: the runbook launch directory whose running engine may be adopted. */
+  runbookRun?: string;
 }
 
 /**
@@ -55,6 +57,8 @@ export class Engine extends pulumi.ComponentResource {
   /** Who owns the endpoint: `{hostAlias, pid}` or `{hostAlias, containerId}`. */
   public readonly identity: pulumi.Output<ProcessIdentity>;
   public readonly startedAt: pulumi.Output<string>;
+  /** With a runbook launch directory: what was done with the runbook's engine, and why. */
+  public readonly runbook: pulumi.Output<RunbookOutcome | undefined>;
   /** Gate C's image check of this engine's runtime against its plan; the process starts only after it passes. */
   public readonly imageCheck: ImageCheck;
   public readonly generation: EngineGeneration;
@@ -92,6 +96,7 @@ export class Engine extends pulumi.ComponentResource {
         connection: args.connection,
         engineApiKey: args.engineApiKey,
         runDir: args.runDir,
+        runbookRun: args.runbookRun,
         healthTimeoutS: args.healthTimeoutS,
         stopTimeoutS: args.stopTimeoutS,
         runtime: args.runtime,
@@ -111,6 +116,7 @@ export class Engine extends pulumi.ComponentResource {
     this.identity = running.identity;
     this.pid = running.identity.apply((id) => id.pid);
     this.startedAt = running.startedAt;
+    this.runbook = running.runbook ?? pulumi.output(undefined);
     const identity = this.identity;
 
     // Gate C's live-process proof; a refresh re-probes it, so a restarted engine shows as a new generation.
@@ -127,6 +133,7 @@ export class Engine extends pulumi.ComponentResource {
         processIdentity: identity,
         probeTimeoutS: args.healthTimeoutS,
         stack: args.stack,
+        ...(running.adopted ? { adopted: running.adopted } : {}),
       },
       { parent: this, dependsOn: running.resources },
     );

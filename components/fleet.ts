@@ -5,6 +5,7 @@ import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config";
 import { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
 import { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
 import { Engine } from "./engine";
+import type { RunbookOutcome } from "./runtime";
 import type { FleetSecrets } from "./stack-config";
 import type { LaunchInputs } from "../lib/launch/plan";
 import { resolveEngineLaunch } from "../lib/launch/policy";
@@ -57,6 +58,8 @@ export interface EngineSummary {
   generationDigest: string;
   /** The cache geometry the live engine resolved. */
   cacheLayoutDigest: string;
+  /** With `engines[].runbookRun`: whether the runbook's engine was adopted, replaced (and why), or absent. */
+  runbook?: RunbookOutcome;
 }
 
 interface HostParts {
@@ -122,6 +125,7 @@ export class Fleet extends pulumi.ComponentResource {
           rdmaDevices: (e.overrides?.transport ?? spec.launch.transport) === "ucx_rdma" ? [...((e.overrides?.rdma ?? spec.launch.rdma)?.devices ?? [])] : [],
           modelDir: spec.model.checkpointDir,
           stack: args.stack,
+          runbookRun: e.runbookRun,
           // One docker provider per host (docker backend), named after the host's discovery.
           hostScope: { name: `${name}-${e.host}`, parent: this },
         },
@@ -138,8 +142,8 @@ export class Fleet extends pulumi.ComponentResource {
         engines.map(({ spec: e, engine }) => [
           e.id,
           pulumi
-            .all([engine.url, engine.pid, engine.startedAt, engine.plan, engine.generation.generationDigest, engine.cache.cacheLayoutDigest])
-            .apply(([url, pid, startedAt, plan, generationDigest, cacheLayoutDigest]): EngineSummary => ({
+            .all([engine.url, engine.pid, engine.startedAt, engine.plan, engine.generation.generationDigest, engine.cache.cacheLayoutDigest, engine.runbook])
+            .apply(([url, pid, startedAt, plan, generationDigest, cacheLayoutDigest, runbook]): EngineSummary => ({
               host: e.host,
               role: e.role,
               url,
@@ -148,6 +152,7 @@ export class Fleet extends pulumi.ComponentResource {
               planSha256: plan.planSha256,
               generationDigest,
               cacheLayoutDigest,
+              ...(runbook ? { runbook } : {}),
             })),
         ]),
       ),

@@ -1,21 +1,57 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
-import { startScript, stopScript } from "../../lib/runtime/native";
+import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../../lib/launch/runbook";
+import type { LaunchPlan } from "../../lib/launch/plan";
+import { startScript, stopScript, type RunbookTakeover } from "../../lib/runtime/native";
+import { parseSurvey, surveyScript } from "../../lib/runtime/runbook-survey";
 import { envFile } from "../../lib/shell";
 import { lastJsonLine } from "./stdout";
-import type { EngineProcess, NativeProcessArgs } from "./types";
+import type { EngineProcess, NativeProcessArgs, RunbookAdoption, RunbookOutcome } from "./types";
+
+/** Bound on the survey's one `docker inspect` (a runbook container launch). */
+const SURVEY_INSPECT_TIMEOUT_S = 30;
+
+function takeoverOf(d: RunbookDecision, run: string): RunbookTakeover | undefined {
+  if (d.action === "start" || !("pid" in d.identity)) return undefined;
+  return { action: d.action, ...d.identity, run, runbookPlanSha256: d.action === "adopt" ? d.runbookPlanSha256 : undefined, reason: d.reason };
+}
+
+/**
+ * Reads the runbook launch directory once, when the engine is first created (its stdout holds the
+ * launcher's records and the plan's non-secret environment values, never the API key), and decides
+ * against the plan whether the launcher's engine is kept or replaced.
+ */
+function runbookSurvey(name: string, args: NativeProcessArgs, run: string, parent: pulumi.Resource): pulumi.Output<RunbookDecision> {
+  const survey = new command.remote.Command(
+    `${name}-runbook-survey`,
+    {
+      connection: args.connection,
+      create: args.plan.apply((p) => surveyScript({ run, envKeys: surveyEnvKeys(p), inspectTimeoutS: SURVEY_INSPECT_TIMEOUT_S })),
+      triggers: [run],
+      addPreviousOutputInEnv: false,
+      logging: "stderr",
+    },
+    { parent },
+  );
+  return pulumi.all([args.plan, survey.stdout]).apply(([plan, out]: [LaunchPlan, string]) => decideRunbookAdoption({ plan }, parseSurvey(out)));
+}
 
 /**
  * The engine as a native process on its host (lib/runtime/native.ts): one remote command whose create
- * starts it and whose delete stops its process group. Replaced when the launch plan changes.
+ * starts it and whose delete stops its process group. Replaced when the launch plan changes. With a
+ * runbook launch directory, its create first adopts the launcher's engine (when it serves this plan)
+ * or stops it (when not, printing why).
  */
 export function nativeProcess(name: string, args: NativeProcessArgs, parent: pulumi.Resource): EngineProcess {
   const runtime = { runDir: args.runDir, healthTimeoutS: args.healthTimeoutS, stopTimeoutS: args.stopTimeoutS };
+  const run = args.runbookRun;
+  const decision = run === undefined ? undefined : runbookSurvey(name, args, run, parent);
+  const takeover = decision ? decision.apply((d) => takeoverOf(d, run!)) : pulumi.output(undefined);
   const process = new command.remote.Command(
     `${name}-process`,
     {
       connection: args.connection,
-      create: args.plan.apply((p) => startScript(p, runtime)),
+      create: pulumi.all([args.plan, takeover]).apply(([p, t]) => startScript(p, { ...runtime, runbook: t })),
       delete: args.plan.apply((p) => stopScript(p, runtime)),
       stdin: pulumi.secret(pulumi.output(args.engineApiKey).apply((key) => envFile({ VLLM_API_KEY: key }))),
       triggers: [args.plan.planSha256],
@@ -26,10 +62,12 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
     // The replacement binds the same port, so the old process must be gone first.
     { parent, deleteBeforeReplace: true },
   );
-  const started = process.stdout.apply((out) => lastJsonLine<{ pid: number; startedAt: string }>(out));
+  const started = process.stdout.apply((out) => lastJsonLine<{ pid: number; startedAt: string; adopted?: RunbookAdoption }>(out));
   return {
     identity: started.pid.apply((pid) => ({ hostAlias: args.hostAlias, pid })),
     startedAt: started.startedAt,
     resources: [process],
+    adopted: started.apply((s) => s.adopted),
+    ...(decision ? { runbook: decision.apply((d): RunbookOutcome => ({ action: d.action, reason: d.reason, differences: d.action === "replace" ? d.differences : [] })) } : {}),
   };
 }

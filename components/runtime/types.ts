@@ -24,6 +24,24 @@ export interface EngineProcess {
   startedAt: pulumi.Output<string>;
   /** Everything the backend registered that later steps must wait for (`dependsOn`). */
   resources: pulumi.Resource[];
+  /** When the engine has a runbook launch directory: what was done with the runbook's engine, and why. */
+  runbook?: pulumi.Output<RunbookOutcome>;
+  /** Set when the engine is the runbook launcher's process, kept running (lib/launch/runbook.ts). */
+  adopted?: pulumi.Output<RunbookAdoption | undefined>;
+}
+
+/** An adopted runbook engine: the launch directory and the launcher's own plan hash. */
+export interface RunbookAdoption {
+  readonly launcher: "runbook";
+  readonly run: string;
+  readonly planSha256: string | null;
+}
+
+/** The survey's decision (lib/launch/runbook.ts), as the stack reports it. */
+export interface RunbookOutcome {
+  readonly action: "start" | "adopt" | "replace";
+  readonly reason: string;
+  readonly differences: ReadonlyArray<{ field: string; runbook: string; program: string }>;
 }
 
 /** What every backend needs. */
@@ -37,6 +55,8 @@ export interface ProcessArgs {
   engineApiKey: pulumi.Input<string>;
   /** Per-engine folder on the host (absolute): pid or container files, the private env file. */
   runDir: string;
+  /** The runbook launch directory (`engines[].runbookRun`) whose running engine may be adopted. */
+  runbookRun?: string;
 }
 
 /** The native backend: exactly today's inputs. */

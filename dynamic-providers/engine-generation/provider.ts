@@ -9,7 +9,7 @@
  *           observedState and observedDetail, never touching the capture;
  * - diff:   replaces when what the proof was taken against changed, or when a refresh saw another live
  *           generation (replace key "generation"); the API key or probe timeout alone only update;
- * - update: keeps the capture; delete: nothing remote (the engine belongs to its runtime resource).
+ * - update: keeps the capture (also when `adopted` alone changed: it records where the process came from); delete: nothing remote (the engine belongs to its runtime resource).
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject } from "../../lib/engine/generation";
@@ -23,7 +23,7 @@ import { withEvidenceIntegrity } from "../integrity";
 /** Inputs the proof was taken against: a change means it no longer describes the live engine. */
 export const MEASURED_AGAINST = ["engineId", "url", "planSha256", "expectedVersion", "servedName", "processIdentity"] as const;
 /** Inputs that only change how the engine is reached or labelled. */
-export const UPDATABLE = ["apiKey", "probeTimeoutS", "hostAlias", "stack"] as const;
+export const UPDATABLE = ["apiKey", "probeTimeoutS", "hostAlias", "stack", "adopted"] as const;
 /** The replace key `pulumi preview` shows when a refresh found another live process. */
 export const GENERATION_MOVED = "generation";
 
@@ -62,7 +62,14 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
         commands: [],
         startedAt,
         endedAt: new Date().toISOString(),
-        observations: { generationDigest: proof.generationDigest, processStartTime: proof.processStartTime, version: proof.version, completionText: proof.completionText },
+        observations: {
+          generationDigest: proof.generationDigest,
+          processStartTime: proof.processStartTime,
+          version: proof.version,
+          completionText: proof.completionText,
+          // An adopted engine was proved where it ran; its start predates this program.
+          ...(inputs.adopted ? { adopted: inputs.adopted } : {}),
+        },
         verdict: { status: "pass", reasons: [] },
         artifacts: [],
       });

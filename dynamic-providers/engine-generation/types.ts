@@ -20,6 +20,11 @@ export interface EngineGenerationInputs {
   probeTimeoutS: number;
   /** When set, the capture is also written to runs/<stack>/evidence as an immutable record. */
   stack?: string;
+  /**
+   * Set when the process is an engine the runbook's launcher started and the program adopted instead of
+   * restarting (components/runtime/native.ts): the launch directory and the launcher's plan hash.
+   */
+  adopted?: { launcher: "runbook"; run: string; planSha256: string | null };
 }
 
 /** The capture, written by create and never overwritten. */

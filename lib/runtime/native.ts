@@ -16,6 +16,66 @@ export interface NativeRuntimeOptions {
   readonly stopTimeoutS: number;
   /** Bounded wait for another engine of the stack to release a GPU this one needs. */
   readonly gpuWaitS?: number;
+  /** What to do with an engine the runbook's launcher runs for this one (lib/launch/runbook.ts). */
+  readonly runbook?: RunbookTakeover;
+}
+
+/** A runbook engine to keep (adopt) or to stop before the program's starts (replace). */
+export interface RunbookTakeover {
+  readonly action: "adopt" | "replace";
+  /** The launcher's process-group leader, and its start time (clock ticks after boot) and boot id. */
+  readonly pid: number;
+  readonly startTicks: number;
+  readonly bootId: string;
+  /** The launch directory, and (adopt) the launcher's plan hash: recorded with the adoption. */
+  readonly run: string;
+  readonly runbookPlanSha256?: string;
+  /** Why: printed where the operator reads the up's log. */
+  readonly reason: string;
+}
+
+/** Sets `rb_live` true when the launcher's process still runs (same pid, start ticks and boot). */
+function runbookTakeoverScript(plan: LaunchPlan, t: RunbookTakeover, stopTimeoutS: number): string {
+  if (!Number.isInteger(t.pid) || t.pid < 2 || !Number.isInteger(t.startTicks) || !/^[0-9a-f-]+$/.test(t.bootId)) {
+    throw new Error(`engine ${plan.engineId}: runbook process identity ${JSON.stringify({ pid: t.pid, startTicks: t.startTicks, bootId: t.bootId })} is malformed`);
+  }
+  const started = JSON.stringify({ adopted: { launcher: "runbook", run: t.run, planSha256: t.runbookPlanSha256 ?? null } }).slice(1, -1);
+  return `rb_pid=${t.pid}
+rb_is_live() {
+  rb_stat=$(cat "/proc/$rb_pid/stat" 2>/dev/null) || return 1
+  [ "$(cat /proc/sys/kernel/random/boot_id)" = ${shq(t.bootId)} ] || return 1
+  set -- \${rb_stat##*) }
+  case $1 in Z|X) return 1 ;; esac
+  [ "\${20}" = ${t.startTicks} ]
+}
+if [ ! -f "$run/pid" ] || ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then
+  if ! rb_is_live; then
+    echo "engine ${plan.engineId}: the runbook's process $rb_pid is gone; starting the program's engine" >&2
+  elif [ ${shq(t.action)} = adopt ]; then
+    printf '%s\\n' ${shq(t.reason)} >&2
+    echo "$rb_pid" > "$run/pid"
+    printf '%s\\n' ${shq(plan.planSha256)} > "$run/plan.sha256"
+    # The process's own start time: boot time plus its start ticks.
+    rb_started=$(( $(awk '/^btime/ {print $2}' /proc/stat) + ${t.startTicks} / $(getconf CLK_TCK) ))
+    printf '{"pid":%s,"startedAt":"%s",%s}\\n' "$rb_pid" "$(date -u -d "@$rb_started" +%Y-%m-%dT%H:%M:%SZ)" ${shq(started)} > "$run/started"
+    cat "$run/started"
+    exit 0
+  else
+    printf '%s\\n' ${shq(t.reason)} >&2
+    kill -TERM "-$rb_pid" 2>/dev/null || kill -TERM "$rb_pid" 2>/dev/null || true
+    rb_deadline=$(( $(date +%s) + ${stopTimeoutS} ))
+    while rb_is_live; do
+      if [ "$(date +%s)" -ge "$rb_deadline" ]; then
+        echo "engine ${plan.engineId}: the runbook's process $rb_pid ignored SIGTERM for ${stopTimeoutS}s; sending SIGKILL" >&2
+        kill -KILL "-$rb_pid" 2>/dev/null || kill -KILL "$rb_pid" 2>/dev/null || true
+        sleep 0.5
+        break
+      fi
+      sleep 0.2
+    done
+  fi
+fi
+`;
 }
 
 /**
@@ -32,7 +92,7 @@ mkdir -p "$run" && chmod 700 "$run"
 umask 077
 cat > "$run/engine.env"
 printf '%s\\n' ${shq(JSON.stringify(plan))} > "$run/launch.json"
-if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
+${opts.runbook ? runbookTakeoverScript(plan, opts.runbook, opts.stopTimeoutS) : ""}if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
   # A start interrupted after launching: adopt the process if it runs this very plan, never start twice.
   if [ "$(cat "$run/plan.sha256" 2>/dev/null)" = ${shq(plan.planSha256)} ] && [ -f "$run/started" ]; then
     cat "$run/started"

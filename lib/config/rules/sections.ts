@@ -15,6 +15,12 @@ export const runtimeRules: Rule = (ctx, report) => {
         `set runtime.kind to "docker-cli" or "docker", or remove runtime.image`,
     );
   }
+  // Only the native start takes a runbook engine over (components/runtime/native.ts).
+  ctx.engines.forEach((engine, i) => {
+    if (engine.value.runbookRun !== undefined && kind !== "native") {
+      report(["engines", i, "runbookRun"], `set, but runtime.kind is "${kind}"; adopting an engine the runbook's launcher started is supported with runtime.kind "native" only`);
+    }
+  });
 };
 
 export const sloRules: Rule = (ctx, report) => {

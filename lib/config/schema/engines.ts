@@ -36,6 +36,13 @@ export function engineSchema(index: number) {
       transferPortRange: f.text('a port range "lo-hi"', fmt.portRangeProblem).optional(),
       /** Per-engine launch policy, over `launch`. */
       overrides: EngineOverridesSchema.optional(),
+      /**
+       * The runbook launch directory (`ENGINE_RUN`) on the engine's host this engine was started from:
+       * a running engine there whose plan equals this one's is adopted instead of restarted (native runtime).
+       */
+      runbookRun: f
+        .text("an absolute path to a runbook launch directory on the engine's host", (s) => fmt.absolutePathProblem(s, "/srv/runbook/runs/engine-launch-20260101T000000Z-4242"))
+        .optional(),
     },
     "an engine object {id, host, ...}",
   );

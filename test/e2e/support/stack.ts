@@ -23,6 +23,8 @@ export interface EngineEntry {
   attestationPort: number;
   nixlPort: number;
   role?: "prefill" | "decode";
+  /** A runbook launch directory on the host whose running engine may be adopted. */
+  runbookRun?: string;
 }
 
 /** A stack of this project, driven by the real CLI through the Automation API. */

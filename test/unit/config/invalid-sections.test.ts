@@ -64,6 +64,24 @@ const CASES: BadCase[] = [
     ],
   },
   {
+    name: "a runbook launch directory with a container runtime",
+    edit: (c) => {
+      c.runtime = { kind: "docker-cli", image: DIGEST };
+      c.engines[0].runbookRun = "/srv/runbook/runs/engine-launch-1";
+    },
+    issues: [
+      [
+        "engines[0].runbookRun",
+        'set, but runtime.kind is "docker-cli"; adopting an engine the runbook\'s launcher started is supported with runtime.kind "native" only',
+      ],
+    ],
+  },
+  {
+    name: "a relative runbook launch directory",
+    edit: (c) => (c.engines[0].runbookRun = "runs/engine-launch-1"),
+    issues: [["engines[0].runbookRun", 'found "runs/engine-launch-1"; expected an absolute path without ".." (e.g. "/srv/runbook/runs/engine-launch-20260101T000000Z-4242")']],
+  },
+  {
     name: "an unknown runtime kind",
     edit: (c) => (c.runtime = { kind: "podman" }),
     issues: [["runtime.kind", 'found "podman"; allowed: "native", "docker-cli" or "docker"']],

@@ -1,0 +1,71 @@
+import { shq } from "../shell";
+
+/**
+ * A read-only shell script that reports what a runbook launch directory (`ENGINE_RUN`, see
+ * lib/launch/runbook.ts) records and whether its engine still runs, as one JSON line (RunbookSurvey).
+ * Files travel as base64 so that no JSON is assembled from their text in the shell. Of the private env
+ * file only the given keys are read (the caller never asks for a secret's), so the line can be kept.
+ */
+export interface RunbookSurveyOptions {
+  /** The launch directory on the engine's host (absolute). */
+  readonly run: string;
+  /** Environment keys to read from the launcher's env file (lib/launch/runbook.ts surveyEnvKeys). */
+  readonly envKeys: ReadonlyArray<string>;
+  /** `runtime.dockerCommand`; only run when the directory records a container. */
+  readonly dockerCommand?: string;
+  /** Bound on the one `docker inspect`. */
+  readonly inspectTimeoutS: number;
+}
+
+export function surveyScript(o: RunbookSurveyOptions): string {
+  if (!o.run.startsWith("/")) throw new Error(`runbook survey: launch directory ${JSON.stringify(o.run)} must be an absolute path`);
+  for (const k of o.envKeys) if (!/^[A-Z_][A-Z0-9_]*$/.test(k)) throw new Error(`runbook survey: ${JSON.stringify(k)} is not an environment name`);
+  const keys = o.envKeys.join("|") || "NARWHAL_NO_KEY_";
+  return `set -u
+run=${shq(o.run)}
+docker=${shq(o.dockerCommand ?? "docker")}
+b64() { if [ -f "$run/$1" ]; then printf '"%s"' "$(base64 -w0 < "$run/$1")"; else printf null; fi; }
+jstr() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\\\/\\\\\\\\/g; s/"/\\\\"/g')"; }
+live=null
+pid=$( [ -f "$run/native-process.json" ] && sed -n 's/.*"pid": *\\([0-9][0-9]*\\).*/\\1/p' "$run/native-process.json" | head -n 1 )
+if [ -n "\${pid:-}" ] && [ -r "/proc/$pid/stat" ]; then
+  stat=$(cat "/proc/$pid/stat" 2>/dev/null || true)
+  if [ -n "$stat" ]; then
+    # Fields after the command name: state is 1st, process group 3rd, start time (ticks) 20th.
+    set -- \${stat##*) }
+    case $1 in Z|X) ;; *) live=$(printf '{"pid":%s,"pgid":%s,"startTicks":%s,"bootId":"%s"}' "$pid" "$3" "\${20}" "$(cat /proc/sys/kernel/random/boot_id)") ;; esac
+  fi
+fi
+cid=; container=null
+if [ -f "$run/container.id" ]; then
+  cid=$(tr -dc '0-9a-f' < "$run/container.id")
+  info=$(timeout -k 5 ${o.inspectTimeoutS} "$docker" inspect --format '{{.State.Running}}|{{.Image}}|{{index .Config.Labels "io.narwhal.launch"}}|{{.State.StartedAt}}' "$cid" 2>/dev/null) && {
+    old_ifs=$IFS; IFS='|'; set -- $info; IFS=$old_ifs
+    container=$(printf '{"running":%s,"image":%s,"ownerLabel":%s,"startedAt":%s}' "$( [ "$1" = true ] && echo true || echo false)" "$(jstr "\${2:-}")" "$(jstr "\${3:-}")" "$(jstr "\${4:-}")")
+  }
+fi
+env_file=
+for f in engine.env container.env; do [ -f "$run/$f" ] && env_file="$run/$f" && break; done
+env='{'
+if [ -n "$env_file" ]; then
+  sep=
+  while IFS= read -r line; do
+    env="$env$sep$(jstr "\${line%%=*}"):$(jstr "\${line#*=}")"; sep=,
+  done <<EOF
+$(grep -E '^(${keys})=' "$env_file" 2>/dev/null || true)
+EOF
+fi
+env="$env}"
+printf '{"run":%s,"launchJson":%s,"checkedJson":%s,"processJson":%s,"ownerJson":%s,"live":%s,"containerId":%s,"container":%s,"env":%s}\\n' \\
+  "$(jstr "$run")" "$(b64 launch.json)" "$(b64 checked.json)" "$(b64 native-process.json)" "$(b64 docker-owner.json)" "$live" \\
+  "$( [ -n "$cid" ] && jstr "$cid" || echo null)" "$container" "$env"
+`;
+}
+
+/** Parses the survey's JSON line; JSON `null` fields become absent. */
+export function parseSurvey(stdout: string): import("../launch/runbook").RunbookSurvey {
+  const line = stdout.trim().split("\n").filter((l) => l.startsWith("{")).pop();
+  if (!line) throw new Error(`runbook survey printed no JSON line: ${stdout.slice(0, 200)}`);
+  const raw = JSON.parse(line) as Record<string, unknown>;
+  return Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== null)) as never;
+}
