@@ -16,7 +16,7 @@ import type { SimHost } from "../../sim/hosts";
 import type { LaunchPlan } from "../../lib/launch/plan";
 import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
 import { shellLine, shq } from "../../lib/shell";
-import { API_KEY, EngineEntry, openStack, PROJECT_ROOT, sharedFleet } from "./support/stack";
+import { API_KEY, E2E_TIME_SCALE, EngineEntry, openStack, PROJECT_ROOT, sharedFleet } from "./support/stack";
 import { awaitHealthy } from "./support/restart";
 
 const STACK = "e2e-runbook";
@@ -34,6 +34,8 @@ describe("e2e: engines the runbook's launcher already runs", function () {
   let host: SimHost;
   let stack: Stack;
   let engines: EngineEntry[];
+  /** The plan the program derives for e1 on this host, from the first up (the same in both cases). */
+  let plan: LaunchPlan;
 
   async function inHost(script: string, input?: string): Promise<string> {
     const r = await runInHost(host.alias, ["sh", "-c", script], { input });
@@ -86,7 +88,7 @@ echo "$pid \${20}"`,
   before(async () => {
     // The shared fleet first, so both agree on which hosts are up.
     await sharedFleet();
-    host = (await simUp({ hosts: 4 })).hosts.find((h) => h.alias === "sim3")!;
+    host = (await simUp({ hosts: 4, timeScale: E2E_TIME_SCALE })).hosts.find((h) => h.alias === "sim3")!;
     engines = [
       { id: "e1", host: host.alias, gpuIds: [0], port: 8601, attestationPort: 8611, nixlPort: 5991 },
       { id: "e2", host: host.alias, gpuIds: [1], port: 8602, attestationPort: 8612, nixlPort: 5992 },
@@ -95,6 +97,7 @@ echo "$pid \${20}"`,
     await stack.destroy(quiet);
     // The program's first up tells the test which plan it derives for e1 on this host.
     await stack.up(quiet);
+    plan = await programPlan();
   });
 
   after(async () => {
@@ -104,7 +107,6 @@ echo "$pid \${20}"`,
   });
 
   it("adopts the runbook's engine serving the program's plan without restarting it, and records the adoption", async () => {
-    const plan = await programPlan();
     await stack.destroy(quiet);
     const runbook = await runbookStart(plan);
 
@@ -128,10 +130,6 @@ echo "$pid \${20}"`,
   });
 
   it("replaces a runbook engine running another plan and says which field differs", async () => {
-    await withRunbookRun(false);
-    await stack.up(quiet);
-    const plan = await programPlan();
-    await stack.destroy(quiet);
     const seqs = plan.argv[plan.argv.indexOf("--max-num-seqs") + 1]!;
     const other = String(Number(seqs) * 2);
     const runbook = await runbookStart(plan, { "--max-num-seqs": other });
