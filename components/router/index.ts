@@ -6,6 +6,7 @@ import { Router } from "./router";
 import { Monitoring } from "../observability";
 import { localAddress, routerUrl } from "../../lib/router/serve";
 import { stackDirOn } from "../../lib/fleet/state-dir";
+import { CommandRecord } from "../../dynamic-providers/command-record/resource";
 import type { DocumentEngine } from "../../lib/observability/targets";
 
 export { NarwhalInstall } from "./install";
@@ -36,6 +37,8 @@ export class RouterHost extends pulumi.ComponentResource {
   public readonly install: NarwhalInstall;
   public readonly router: Router;
   public readonly monitoring?: Monitoring;
+  /** The evidence records of Gate B's install and Gate G's router start and proof. */
+  public readonly records: { install: CommandRecord; router: CommandRecord };
 
   constructor(name: string, args: RouterHostArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:router:RouterHost", name, {}, opts);
@@ -63,6 +66,26 @@ export class RouterHost extends pulumi.ComponentResource {
       },
       { parent: this },
     );
+    // Gates B and G as evidence records: the scripts that ran, what they printed, what they established.
+    const stepOf = (stepName: string, c: command.remote.Command) => pulumi.all([c.create, c.stdout]).apply(([script, stdout]) => ({ name: stepName, script: script ?? "", stdout }));
+    this.records = {
+      install: new CommandRecord(
+        `${name}-narwhal-record`,
+        { stack: args.stack, kind: "install", hostAlias: args.hostAlias, steps: pulumi.all([stepOf("install", this.install.command)]), observations: { marker: this.install.marker } },
+        { parent: this },
+      ),
+      router: new CommandRecord(
+        `${name}-router-record`,
+        {
+          stack: args.stack,
+          kind: "router",
+          hostAlias: args.hostAlias,
+          steps: pulumi.all([stepOf("start", this.router.process), stepOf("proof", this.router.proofCommand)]),
+          observations: { started: this.router.started, proof: this.router.proof },
+        },
+        { parent: this },
+      ),
+    };
     if (spec.observability.enabled) {
       this.monitoring = new Monitoring(
         `${name}-monitoring`,

@@ -45,6 +45,8 @@ export class Router extends pulumi.ComponentResource {
   public readonly documentDigest: pulumi.Output<string>;
   public readonly profileStoreDigest: pulumi.Output<string | undefined>;
   public readonly process: command.remote.Command;
+  /** The proof's command: one completion through the router, its health and models. */
+  public readonly proofCommand: command.remote.Command;
 
   constructor(name: string, args: RouterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:router:Router", name, {}, opts);
@@ -99,6 +101,7 @@ export class Router extends pulumi.ComponentResource {
       },
       { parent: this, dependsOn: [this.process] },
     );
+    this.proofCommand = proof;
     this.proof = proof.stdout.apply((out) => {
       const p = lastJsonLine<RouterProof>(out);
       const problems = judgeRouterProof(p, { engineCount: args.engineIds.length, model: args.model, engineIds: args.engineIds });

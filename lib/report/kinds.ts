@@ -36,6 +36,12 @@ const DYNAMIC: Record<string, EvidenceKind> = {
   Calibration: { kind: "first-token calibration", gate: "F" },
 };
 
+/** Gates B and G run as command scripts; their one dynamic resource is the record each keeps. */
+const COMMAND_RECORDS: Record<string, EvidenceKind> = {
+  "-narwhal-record": { kind: "install record", gate: "B" },
+  "-router-record": { kind: "router record", gate: "G" },
+};
+
 /** The component types in a URN's type chain (`a$b$c::name` → a, b), outermost first. */
 function parentTypes(urn: string): string[] {
   const chain = urn.split("::")[2] ?? "";
@@ -50,6 +56,7 @@ function parentTypes(urn: string): string[] {
 export function evidenceKind(type: string, urn: string, name: string, custom: boolean): EvidenceKind | undefined {
   if (!custom || type.startsWith("pulumi:providers:") || type === "pulumi:pulumi:Stack") return undefined;
   const dynamic = /^pulumi-nodejs:dynamic\/narwhal:(\w+)$/.exec(type);
+  if (dynamic?.[1] === "CommandRecord") return Object.entries(COMMAND_RECORDS).find(([suffix]) => name.endsWith(suffix))?.[1] ?? { kind: "command record", gate: "other" };
   if (dynamic) return DYNAMIC[dynamic[1]!] ?? { kind: dynamic[1]!, gate: "other" };
   const parents = parentTypes(urn);
   if (parents.includes("narwhal:attestation:AttestationMesh") && name.endsWith("-sidecar")) return { kind: "attestation sidecar", gate: "E" };

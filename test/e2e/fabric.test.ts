@@ -5,6 +5,7 @@ import type { Stack } from "@pulumi/pulumi/automation";
 import { runInHost } from "../../sim/hosts";
 import { PROJECT_ROOT, sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
+import { ROUTER_RESTART } from "./support/names";
 
 interface EdgeOut {
   gbps: number;
@@ -79,7 +80,7 @@ describe("e2e: fabric edges (Gate D)", function () {
       expect(steps.get("fleet-fabric-gate")?.op).to.equal("update");
       // Design row: the preflight's consume probes crossed those edges; the router restarts on its new verdict.
       expect(steps.get("fleet-preflight")).to.deep.include({ op: "replace", keys: ["fabricEdges"] });
-      const fleetWide = ["fleet-preflight", "fleet-router-host-router-process", "fleet-router-host-router-proof"];
+      const fleetWide = ["fleet-preflight", ...ROUTER_RESTART];
       expect([...steps.keys()].sort()).to.deep.equal([...["sim1->sim4", "sim2->sim4", "sim4->sim1", "sim4->sim2"].map(resourceName), "fleet-fabric-gate", ...fleetWide].sort());
     } finally {
       await runInHost(c.alias, `ip route replace ${base}`);

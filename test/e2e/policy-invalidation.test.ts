@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
-import { FLEET_AFTER_ENGINE, processEvidence } from "./support/names";
+import { FLEET_AFTER_ENGINE, processEvidence, ROUTER_RESTART } from "./support/names";
 
 describe("e2e: launch policy evidence", function () {
   this.timeout(1_200_000);
@@ -30,7 +30,7 @@ describe("e2e: launch policy evidence", function () {
       const steps = await plannedChanges(stack);
       expect(steps.get("fleet-preflight")?.op).to.equal("replace");
       // No profile, attestation or engine: the SLO judges the evidence, it was not measured against it.
-      expect([...steps.keys()].sort()).to.deep.equal(["fleet-config", "fleet-preflight", "fleet-router-host-router-process", "fleet-router-host-router-proof"]);
+      expect([...steps.keys()].sort()).to.deep.equal(["fleet-config", "fleet-preflight", ...ROUTER_RESTART].sort());
     } finally {
       await stack.removeConfig("narwhal-fleet:slo");
     }

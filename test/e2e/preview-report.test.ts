@@ -54,6 +54,7 @@ describe("e2e: the preview report (npm run invalidated)", function () {
       "fleet-preflight": { gate: "F", kind: "preflight", subject: "fleet" },
       "fleet-router-host-router-process": { gate: "G", kind: "router process", subject: "fleet" },
       "fleet-router-host-router-proof": { gate: "G", kind: "router proof", subject: "fleet" },
+      "fleet-router-host-router-record": { gate: "G", kind: "router record", subject: "fleet" },
     };
     const sayWithoutFollowerKeys = (xs: InvalidatedEvidence[]) =>
       Object.fromEntries(Object.entries(said(xs)).map(([name, e]) => [name, name in followers ? { gate: e.gate, kind: e.kind, subject: e.subject } : e]));

@@ -6,11 +6,14 @@
 /** Evidence bound to one engine's live process: generation, cache capture, sidecar, attestation, profile. */
 export const processEvidence = (id: string): string[] => [`fleet-${id}-generation`, `fleet-${id}-cache`, `fleet-attestation-${id}-sidecar`, `fleet-attestation-${id}`, `fleet-profiles-${id}`];
 
+/** A router started again: its process, its proof and the record of both (Gate G). */
+export const ROUTER_RESTART = ["fleet-router-host-router-process", "fleet-router-host-router-proof", "fleet-router-host-router-record"];
+
 /**
  * What follows any engine's new profile or attestation: the store the router loads, the preflight over
  * every engine and pair, and the router restarted on that store with its proof.
  */
-export const FLEET_AFTER_ENGINE = ["fleet-profiles-store", "fleet-preflight", "fleet-router-host-router-process", "fleet-router-host-router-proof"];
+export const FLEET_AFTER_ENGINE = ["fleet-profiles-store", "fleet-preflight", ...ROUTER_RESTART];
 
 /** The same, as an alternation for name patterns. */
-export const FLEET_AFTER_ENGINE_PATTERN = "profiles-store|preflight|router-host-router-(?:process|proof)";
+export const FLEET_AFTER_ENGINE_PATTERN = "profiles-store|preflight|router-host-router-(?:process|proof|record)";

@@ -1,0 +1,53 @@
+import { expect } from "chai";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { provider } from "../../dynamic-providers/command-record/provider";
+import type { CommandRecordInputs, CommandRecordOutputs } from "../../dynamic-providers/command-record/types";
+import { EvidenceStore, evidenceRoot, gateOfKind } from "../../lib/evidence";
+
+describe("command record: Gates B and G in the evidence store", () => {
+  const cwd = process.cwd();
+  let dir = "";
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "command-record-"));
+    // The provider's store is runs/<stack>/evidence of the program directory it runs in.
+    fs.symlinkSync(path.join(cwd, ".git"), path.join(dir, ".git"));
+    process.chdir(dir);
+  });
+  afterEach(() => {
+    process.chdir(cwd);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const inputs: CommandRecordInputs = {
+    stack: "dev",
+    kind: "router",
+    hostAlias: "sim1",
+    steps: [
+      { name: "start", script: "set -eu\nexec narwhal-serve\n", stdout: '{"pid":41,"startedAt":"2026-11-29T10:00:00Z"}\n' },
+      { name: "proof", script: "curl /health\n", stdout: '{"health":{"status":"ok","instances":4}}\n' },
+    ],
+    observations: { started: { pid: 41 }, proof: { health: { status: "ok", instances: 4 } } },
+  };
+
+  it("keeps each script and its output as artifacts of a router record that Gate G claims", async () => {
+    const { outs } = (await provider.create(inputs)) as { outs: CommandRecordOutputs };
+    const store = new EvidenceStore(evidenceRoot(dir, "dev"));
+    const record = await store.read(outs.evidence.relativePath, outs.evidence.digest);
+    expect(gateOfKind(record.kind)).to.equal("G");
+    expect(record.subject).to.deep.equal({ kind: "host", alias: "sim1" });
+    expect(record.artifacts.map((a) => a.name)).to.deep.equal(["start.sh", "start.stdout", "proof.sh", "proof.stdout"]);
+    expect((await store.readArtifact(record.artifacts[0]!.relativePath, record.artifacts[0]!.sha256)).toString()).to.equal(inputs.steps[0]!.script);
+    expect(record.commands.map((c) => c.scriptSha256)).to.have.length(2);
+    expect(record.observations).to.deep.equal(inputs.observations);
+  });
+
+  it("is replaced by another run of its steps, and only updated for another stack name", async () => {
+    const { outs } = (await provider.create(inputs)) as { outs: CommandRecordOutputs };
+    const rerun = { ...inputs, steps: [inputs.steps[0]!, { ...inputs.steps[1]!, stdout: '{"health":{"status":"ok","instances":3}}\n' }] };
+    expect(await provider.diff!("id", outs, rerun)).to.deep.include({ changes: true, replaces: ["steps"] });
+    expect(await provider.diff!("id", outs, { ...inputs, stack: "other" })).to.deep.include({ changes: true, replaces: [] });
+    expect(await provider.diff!("id", outs, inputs)).to.deep.include({ changes: false });
+  });
+});
