@@ -77,7 +77,7 @@ export const engineIdentities: pulumi.Output<Record<string, EngineIdentityOutput
 
 /**
  * Every evidence record the stack's gates wrote, per gate: kind, subject, path in `runs/<stack>/evidence`
- * and digest. Gates B and G keep their proof in command resources, so their lists are empty.
+ * and digest. Gates B and G run as command scripts; each keeps one record of its scripts and their output.
  */
 export const evidence: pulumi.Output<EvidenceOutput> = pulumi
   .all([
@@ -88,8 +88,9 @@ export const evidence: pulumi.Output<EvidenceOutput> = pulumi
     fleet.attestation.engines,
     fleet.profiles.summary,
     fleet.preflight.evidence,
+    pulumi.all([fleet.routerHostResources?.records.install.evidence, fleet.routerHostResources?.records.router.evidence]),
   ])
-  .apply(([hostsOut, config, engineRefs, fabric, attested, profiled, preflightRef]) =>
+  .apply(([hostsOut, config, engineRefs, fabric, attested, profiled, preflightRef, [installRef, routerRef]]) =>
     evidenceByGate([
       ...Object.entries(hostsOut).map(([alias, h]) => ({ gate: "A" as const, kind: "discovery", subject: `host ${alias}`, ref: h.evidence })),
       { gate: "A", kind: "deployment-config", subject: `fleet ${pulumi.getStack()}`, ref: config },
@@ -103,6 +104,8 @@ export const evidence: pulumi.Output<EvidenceOutput> = pulumi
       ...Object.entries(attested).map(([id, a]) => ({ gate: "E" as const, kind: "attestation", subject: `engine ${id}`, ref: a.evidence })),
       ...Object.entries(profiled.engines).map(([id, p]) => ({ gate: "F" as const, kind: "profile", subject: `engine ${id}`, ref: p.evidence })),
       { gate: "F", kind: "preflight", subject: `fleet ${pulumi.getStack()}`, ref: preflightRef },
+      { gate: "B", kind: "install", subject: `host ${fleet.routerHost}`, ref: installRef },
+      { gate: "G", kind: "router", subject: `host ${fleet.routerHost}`, ref: routerRef },
     ]),
   );
 
