@@ -24,7 +24,7 @@ describe("e2e: sanitised export of the deployment record", function () {
   });
   after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-  it("records every gate the store holds and exports it with aliases only", async () => {
+  it("records every gate, A to G, and exports it with aliases only", async () => {
     const { stack, hosts, engines } = await sharedFleet();
     const out = path.join(tmp, "export");
     const printed = execFileSync("npm", ["run", "--silent", "export-record", "--", "--stack", stack.name, "--out", out], { cwd: PROJECT_ROOT, encoding: "utf8" });
@@ -43,7 +43,7 @@ describe("e2e: sanitised export of the deployment record", function () {
 
     const index = JSON.parse(fs.readFileSync(path.join(out, "deployment-record.json"), "utf8")) as DeploymentRecord;
     const aliases = new Set(hosts.map((h) => h.alias));
-    for (const gate of ["A", "C", "D", "E"] as const) {
+    for (const gate of ["A", "B", "C", "D", "E", "F", "G"] as const) {
       const entry = index.gates.find((g) => g.gate === gate)!;
       expect(entry.status, `Gate ${gate}`).to.equal("pass");
       for (const step of entry.steps.filter((s) => s.current)) {
