@@ -3,6 +3,7 @@ import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
 import { awaitHealthy, restartByHand } from "./support/restart";
 import { FLEET_AFTER_ENGINE, processEvidence } from "./support/names";
+import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 
 interface EngineOut { host: string; url: string; pid: number }
 
@@ -31,5 +32,7 @@ describe("e2e: an engine restarted with the same plan", function () {
 
     await stack.up({ refresh: true });
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+    // The preflight that let the router restart, as narwhal-check sees the same fleet from the router's place.
+    await expectNarwhalCheckAgrees(stack);
   });
 });

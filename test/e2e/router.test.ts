@@ -2,6 +2,7 @@ import { expect } from "chai";
 import { request } from "undici";
 import { MODEL, sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
+import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 
 interface StateResource {
   urn: string;
@@ -32,6 +33,11 @@ describe("e2e: the router (Gate G) and its monitoring", function () {
     const body = (await completion.body.json()) as { choices: Array<{ text: string }> };
     expect(completion.statusCode).to.equal(200);
     expect(body.choices[0]!.text.length).to.be.greaterThan(0);
+  });
+
+  it("passed a preflight that the pinned narwhal-check, run where the router runs, agrees with gate by gate", async () => {
+    const { stack } = await sharedFleet();
+    await expectNarwhalCheckAgrees(stack);
   });
 
   it("has Prometheus scraping the router and every engine, each target up", async () => {
