@@ -1,0 +1,38 @@
+import { expect } from "chai";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { LocalWorkspace, PulumiCommand } from "@pulumi/pulumi/automation";
+import * as path from "node:path";
+import { runInHost } from "../../sim/hosts";
+import { PROJECT_ROOT } from "./support/stack";
+
+const run = promisify(execFile);
+
+/** The README's first command, as a newcomer runs it: the dev stack on the simulated fleet, from nothing. */
+describe("e2e: npm run demo", function () {
+  this.timeout(1_800_000);
+
+  async function devStack() {
+    const cli = await PulumiCommand.get({ root: path.join(PROJECT_ROOT, ".tools"), skipVersionCheck: false });
+    return LocalWorkspace.selectStack({ stackName: "dev", workDir: PROJECT_ROOT }, { pulumiCommand: cli });
+  }
+
+  it("goes from nothing to a serving router, sends one request through it, and exports the record", async () => {
+    await (await devStack()).destroy({ onOutput: () => undefined });
+    const { stdout } = await run("npm", ["run", "--silent", "demo"], { cwd: PROJECT_ROOT, env: process.env, maxBuffer: 64 * 1024 * 1024, timeout: 1_500_000 });
+
+    const request = stdout.slice(stdout.indexOf("==> One request through the router"));
+    const health = JSON.parse(/^health: (.*)$/m.exec(request)![1]!) as { status: string; instances: number };
+    expect(health).to.deep.include({ status: "ok", instances: 4 });
+    expect(request).to.match(/^models: .*tiny-llama/m);
+    expect(request).to.match(/^completion: \{/m);
+    expect(stdout).to.match(/deployment record sha256:[0-9a-f]{64}/);
+
+    const stack = await devStack();
+    const routerUrl = (await stack.outputs()).routerUrl!.value as string;
+    expect(routerUrl).to.equal("http://198.18.0.11:8000");
+    // Leave the simulated hosts as the shared fleet found them.
+    await stack.destroy({ onOutput: () => undefined });
+    expect((await runInHost("sim1", ["ss", "-Hltn", "( sport = :8000 or sport = :8100 or sport = :8103 or sport = :9090 )"])).stdout.trim()).to.equal("");
+  });
+});
