@@ -28,7 +28,7 @@ describe("e2e: discovery evidence follows the host", function () {
       for (const [name, step] of steps) {
         // Beyond the changed host: the replica check, the generated configuration, what derives from its
         // engines' plans, and what the fleet measured across them.
-        expect(name, `${step.op} of ${name}`).to.match(new RegExp(`^fleet-(${b!.alias}|replicas|config|e2-.*|attestation-e2(-sidecar)?|profiles-e2|${FLEET_AFTER_ENGINE_PATTERN})$`));
+        expect(name, `${step.op} of ${name}`).to.match(new RegExp(`^fleet-(${b!.alias}|replicas|config|e2-.*|attestation-e2(-sidecar)?|profiles-e2|${FLEET_AFTER_ENGINE_PATTERN}|router-host-monitoring-targets)$`));
       }
 
       let failure = "";

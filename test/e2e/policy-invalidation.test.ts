@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
-import { FLEET_AFTER_ENGINE, processEvidence, ROUTER_RESTART } from "./support/names";
+import { FLEET_AFTER_ENGINE, processEvidence, ROUTER_RESTART, SCRAPE_TARGETS } from "./support/names";
 
 describe("e2e: launch policy evidence", function () {
   this.timeout(1_200_000);
@@ -16,7 +16,7 @@ describe("e2e: launch policy evidence", function () {
       expect(steps.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["policyDigest"] });
       const touched = [...steps.keys()].sort();
       // A new max_num_seqs is a new profiling limit too: the engine's profile is measured again.
-      expect(touched).to.deep.equal([...processEvidence("e2"), "fleet-e2-image-check", "fleet-e2-process", "fleet-config", "fleet-replicas", `fleet-${b!.alias}`, ...FLEET_AFTER_ENGINE].sort());
+      expect(touched).to.deep.equal([...processEvidence("e2"), "fleet-e2-image-check", "fleet-e2-process", "fleet-config", "fleet-replicas", `fleet-${b!.alias}`, ...FLEET_AFTER_ENGINE, SCRAPE_TARGETS].sort());
     } finally {
       await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(engines) });
     }

@@ -15,5 +15,11 @@ export const ROUTER_RESTART = ["fleet-router-host-router-process", "fleet-router
  */
 export const FLEET_AFTER_ENGINE = ["fleet-profiles-store", "fleet-preflight", ...ROUTER_RESTART];
 
+/**
+ * Prometheus's file targets hold every engine's URL, which is unknown in a preview while the engine's host
+ * is being discovered again: they are rewritten (with the same URLs) after a host's discovery is replaced.
+ */
+export const SCRAPE_TARGETS = "fleet-router-host-monitoring-targets";
+
 /** The same, as an alternation for name patterns. */
 export const FLEET_AFTER_ENGINE_PATTERN = "profiles-store|preflight|router-host-router-(?:process|proof|record)";
