@@ -21,6 +21,8 @@ import { sweepRecord, type Sweep } from "./sweep";
 
 export interface ClosableClient extends EngineClient {
   close(): Promise<void>;
+  /** Ends connections with requests still in flight. */
+  destroy(): Promise<void>;
 }
 
 export interface LiveOptions {
@@ -165,7 +167,8 @@ export async function runLive(o: LiveOptions): Promise<{ count: number; path: st
       if (err instanceof ProfileError && !message.startsWith(`${spec.iid}:`)) throw new ProfileError(err.code, `${spec.iid}: ${message}`);
       throw err;
     } finally {
-      await Promise.all([client, ...peerClients].map((c) => c.close()));
+      // Neighbour requests may still be in flight (or stalled): their connections are cut, not awaited.
+      await Promise.all([client.close(), ...peerClients.map((c) => c.destroy())]);
     }
   };
 
