@@ -2,7 +2,8 @@
  * `npm run profile` run as a command against engine simulators on 127.0.0.1: `--only` and
  * `--overwrite`, refit of the retained samples, merge of stores measured apart, and colocated neighbour
  * load, including a neighbour that stalls. Every store written loads in narwhal-inference's own
- * loader, and narwhal-profile's own `--merge` accepts the stores and sidecars this command writes.
+ * loader, and narwhal-profile's own `--refit-samples` and `--merge` accept the stores and sidecars this
+ * command writes.
  */
 import { expect } from "chai";
 import { execFileSync, spawn } from "node:child_process";
@@ -171,6 +172,12 @@ describe("providers: npm run profile's modes against simulated engines", functio
     const sidecar = readJson(path.join(dir, "refitted.samples.json"));
     expect(sidecar.prefill_refit_source).to.equal(path.join(dir, "full.samples.json"));
     expect(sidecar.engines.e1.decode_intervals.length).to.be.above(0);
+    // narwhal-profile's own refit accepts this command's sidecar and finds the same curves.
+    const theirs = path.join(dir, "narwhal-refitted.json");
+    execFileSync(NARWHAL_PROFILE, ["--fleet", fleet("refit-narwhal", plain(), path.join(dir, "unused.json"), false), "--refit-samples", path.join(dir, "full.samples.json"), "--out", theirs], { env: { ...process.env, [KEY_ENV]: API_KEY } });
+    for (const [i, row] of narwhalLoad(theirs, ["e0", "e1"]).rows.entries()) {
+      for (const k of ["ttft_a", "ttft_b", "ttft_c"]) expect(row[k] as number).to.be.closeTo(after.rows[i]![k] as number, 1e-9 + 1e-6 * Math.abs(after.rows[i]![k] as number));
+    }
     const again = await profile(["--fleet", f, "--refit-samples", path.join(dir, "full.samples.json"), "--out", out]);
     expect([again.code, again.stderr.trim()]).to.deep.equal([2, `profile: profile fleet ${f}: output exists: ${out}; choose a fresh profile path`]);
     const partial = await profile(["--fleet", f, "--refit-samples", path.join(dir, "split-1.samples.json"), "--out", path.join(dir, "refit-2.json")]);
