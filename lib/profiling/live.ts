@@ -99,6 +99,8 @@ export async function runLive(o: LiveOptions): Promise<{ count: number; path: st
     const peerClients: ClosableClient[] = [];
     try {
       const limit = o.limits?.[spec.iid];
+      // Health first, as narwhal does: an engine that is down is reported as such, not as a missing identity.
+      await new Profiler(client, { iid: spec.iid, model: o.fleet.model, sweep: o.sweep, probeTimeoutS: o.probeTimeoutS, requestTimeoutS: o.requestTimeoutS }).health();
       if (o.colocated) {
         const peers = neighboursOf(spec, o.fleet.engines);
         load = new NeighbourLoad(

@@ -117,7 +117,7 @@ describe("providers: npm run profile's modes against simulated engines", functio
     removeTemps();
   });
 
-  it("--only measures the selected engine; a second run refuses to replace it without --overwrite; no match is exit 2", async () => {
+  it("--only measures the selected engine; a second run refuses to replace it without --overwrite; no match is exit 2; an unhealthy engine exit 1", async () => {
     const f = fleet("split-1", plain(), path.join(dir, "split-1.json"));
     const first = await profile(["--fleet", f, "--only", "e0", ...SWEEP]);
     expect(first.code, first.stderr).to.equal(0);
@@ -129,15 +129,24 @@ describe("providers: npm run profile's modes against simulated engines", functio
     expect(again.stderr.trim()).to.equal(`profile: profile fleet ${f}: output exists: ${path.join(dir, "split-1.json")}; use a new path or --overwrite`);
     const none = await profile(["--fleet", fleet("none", plain(), path.join(dir, "none.json")), "--only", "e9"]);
     expect([none.code, none.stderr.trim()]).to.deep.equal([2, "no matching instances"]);
+    // An engine that does not answer /health stops the run with exit 1, and no store is written.
+    const down = await profile(["--fleet", fleet("down", [{ iid: "gone", url: "http://127.0.0.1:1" }], path.join(dir, "down.json")), ...SWEEP]);
+    expect(down.code).to.equal(1);
+    expect(down.stderr).to.match(/^profile: profile fleet .*: gone: not healthy, aborting \(engine gone at http:\/\/127\.0\.0\.1:1 \/health answered .*ECONNREFUSED.*, not 200\)\n$/);
+    expect(fs.existsSync(path.join(dir, "down.json"))).to.equal(false);
+    expect(readJson(path.join(dir, "down.samples.json")).engines.gone.error).to.match(/^ProfileError: gone: not healthy, aborting/);
     const f2 = fleet("split-2", plain(), path.join(dir, "split-2.json"));
     const second = await profile(["--fleet", f2, "--only", "e1", ...SWEEP]);
     expect(second.code, second.stderr).to.equal(0);
   });
 
-  it("measures the whole fleet, and --overwrite with --only leaves a store of the selected engines", async () => {
+  it("measures the whole fleet within each engine's limit, and --overwrite with --only leaves a store of the selected engines", async () => {
     const store = path.join(dir, "runs", "profiles.json");
     const f = fleet("main", plain(), store);
-    const all = await profile(["--fleet", f, ...SWEEP]);
+    // e1's launch plan allows four sequences: its decode concurrency stops there.
+    const limits = path.join(dir, "limits.json");
+    fs.writeFileSync(limits, JSON.stringify({ schema: "narwhal.profiling-limits", schema_version: 1, engines: { e0: 8, e1: 4 } }));
+    const all = await profile(["--fleet", f, "--limits", limits, ...SWEEP]);
     expect(all.code, all.stderr).to.equal(0);
     expect(all.stdout).to.contain(`wrote 2 profile(s) to ${store}`);
     const loaded = narwhalLoad(store, ["e0", "e1"]);
@@ -149,6 +158,8 @@ describe("providers: npm run profile's modes against simulated engines", functio
     expect(Object.keys(samples.engines)).to.deep.equal(["e0", "e1"]);
     expect(samples.engines.e0.generation_evidence.engine.version).to.be.a("string");
     expect(samples.engines.e0.prefill).to.have.length(20);
+    expect([samples.engines.e1.max_num_seqs, samples.engines.e1.sweep.decode_concurrency]).to.deep.equal([4, [1, 4]]);
+    expect(loaded.rows.map((r) => r.decode_max_requests)).to.deep.equal([8, 4]);
     fs.copyFileSync(store, path.join(dir, "full.json"));
     fs.copyFileSync(path.join(dir, "runs", "profiles.samples.json"), path.join(dir, "full.samples.json"));
     const only = await profile(["--fleet", f, "--only", "e1", "--overwrite", ...SWEEP]);
