@@ -7,7 +7,22 @@ import { expect } from "chai";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { checkOutputs, DEFAULT_SWEEP, fleetLanes, neighboursOf, parseProfileArgs, ProfileError, readFleet, readLimits, selectEngines, UsageError, writeFresh } from "../../../lib/profiling";
+import {
+  checkOutputs,
+  decodeEvidenceProblems,
+  DEFAULT_SWEEP,
+  fleetLanes,
+  neighboursOf,
+  parseProfileArgs,
+  ProfileError,
+  readFleet,
+  readLimits,
+  runLive,
+  selectEngines,
+  UsageError,
+  writeFresh,
+  type ProfileRow,
+} from "../../../lib/profiling";
 
 const usage = (argv: string[], message: string) => expect(() => parseProfileArgs(argv)).to.throw(UsageError, message);
 const NEIGHBOURS = ["--neighbour-prefill-rps", "0.5", "--neighbour-decode-rps", "0.25", "--neighbour-prefill-tokens", "512", "--neighbour-decode-input-tokens", "128", "--neighbour-decode-output-tokens", "32"];
@@ -130,5 +145,43 @@ describe("profiling: output rules", () => {
     const again = await writeFresh(out, Buffer.from("other"), Buffer.from("other")).catch((e: Error) => e);
     expect((again as Error).message).to.equal(`output exists: ${out}; choose a fresh profile path`);
     expect(readFileSync(out, "utf8")).to.equal("store\n");
+  });
+});
+
+describe("profiling: live sweep rules before anything is measured", () => {
+  let dir: string;
+  before(() => (dir = mkdtempSync(join(tmpdir(), "profile-live-"))));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const live = (document: Record<string, unknown>, only: string[] = []) =>
+    runLive({
+      fleet: readFleet({ schema: "narwhal.fleet", model: "tiny", engines: [{ iid: "e0", url: "http://127.0.0.1:1" }], profiles: { path: join(dir, "p.json") }, ...document }),
+      only,
+      overwrite: false,
+      sweep: DEFAULT_SWEEP,
+      clientFor: () => {
+        throw new Error("no engine may be contacted");
+      },
+      probeTimeoutS: 1,
+      requestTimeoutS: 1,
+      meta: {},
+      log: () => undefined,
+    }).then(
+      () => "done",
+      (e: ProfileError) => `${e.code}: ${e.message}`,
+    );
+
+  it("stops on an empty selection, and leaves a fleet with an engine contract to the stack's attested profiles", async () => {
+    expect(await live({}, ["e9"])).to.equal("NARWHAL_PROFILE_SELECTION: no matching instances");
+    expect(await live({ engine_contract: { vllm_version: "0.29.0" } })).to.match(/^NARWHAL_PROFILE_GENERATION: this fleet has an engine_contract: its profiles bind verified attestations/);
+  });
+
+  it("rejects a profile whose decode evidence breaks the fleet's limits, in narwhal's words", () => {
+    const row = { iid: "e0", decode_min_requests: 4, decode_max_requests: 4, decode_min_kv_tokens: 100, decode_max_kv_tokens: 900, decode_fit_mape: 0.06, decode_cv_mape: 0.02 } as ProfileRow;
+    expect(decodeEvidenceProblems(row, 0.05, 0.13)).to.deep.equal([
+      "e0 decode request domain is a single point (4); the sweep must span both axes independently",
+      "e0 decode_fit_mape 0.0600 exceeds the profile-validation limit 0.05",
+    ]);
+    expect(decodeEvidenceProblems({ ...row, decode_min_requests: 1, decode_fit_mape: 0.01 }, 0.05, 0.13)).to.deep.equal([]);
   });
 });
