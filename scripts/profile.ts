@@ -32,8 +32,8 @@ const NAME = "profile";
 /** One probe (health, tokenize, metrics), and one completion or decode cohort, unless --observation-timeout-s says otherwise. */
 const PROBE_TIMEOUT_S = 30;
 const REQUEST_TIMEOUT_S = 300;
-/** Codes that mean the inputs were wrong rather than a measurement failing. */
-const INPUT_CODES = new Set(["NARWHAL_PROFILE_SELECTION", "NARWHAL_PROFILE_STORE", "NARWHAL_PROFILE_SWEEP"]);
+/** Codes that mean the inputs were wrong rather than a measurement failing (a sweep the engine's limits leave too small is one, as for narwhal-profile). */
+const INPUT_CODES = new Set(["NARWHAL_PROFILE_SELECTION", "NARWHAL_PROFILE_STORE", "NARWHAL_PROFILE_SWEEP", "NARWHAL_PROFILE_POINTS"]);
 
 const meta = (mode: string) => ({ package: "narwhal-fleet", writer: "scripts/profile.ts", mode });
 const say = (line: string) => process.stdout.write(`${line}\n`);
