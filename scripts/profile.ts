@@ -1,5 +1,5 @@
 /**
- * `npm run profile -- --fleet <fleet.json> ...`: narwhal-profile's three modes from this program
+ * `npm run profile -- --fleet <fleet.json> ...` (or `--version`): narwhal-profile's three modes from this program
  * (lib/profiling): a live sweep into the fleet's `profiles.path` (`--only`, `--overwrite`, `--limits`,
  * sweep options, `--colocated` neighbour load), `--refit-samples PATH --out PATH`, and
  * `--merge PATH --merge PATH... --out PATH`. Prints `wrote N profile(s) to PATH`, `refitted N
@@ -58,6 +58,12 @@ function sameFile(a: string, b: string): boolean {
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv.includes("--version")) {
+    // As argparse's version action: printed before any other argument is checked.
+    const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "package.json"), "utf8")) as { name: string; version: string };
+    say(`${NAME} (${pkg.name}) ${pkg.version}`);
+    return 0;
+  }
   let cmd;
   try {
     cmd = parseProfileArgs(argv);

@@ -117,7 +117,7 @@ describe("providers: npm run profile's modes against simulated engines", functio
     removeTemps();
   });
 
-  it("--only measures the selected engine; a second run refuses to replace it without --overwrite; no match is exit 2; an unhealthy engine exit 1", async () => {
+  it("--only measures the selected engine; a second run refuses to replace it without --overwrite; no match is exit 2; an unhealthy engine exit 1; --version and bad arguments", async () => {
     const f = fleet("split-1", plain(), path.join(dir, "split-1.json"));
     const first = await profile(["--fleet", f, "--only", "e0", ...SWEEP]);
     expect(first.code, first.stderr).to.equal(0);
@@ -127,6 +127,10 @@ describe("providers: npm run profile's modes against simulated engines", functio
     const again = await profile(["--fleet", f, "--only", "e0", ...SWEEP]);
     expect(again.code).to.equal(2);
     expect(again.stderr.trim()).to.equal(`profile: profile fleet ${f}: output exists: ${path.join(dir, "split-1.json")}; use a new path or --overwrite`);
+    const version = await profile(["--version"]);
+    expect([version.code, version.stdout]).to.deep.equal([0, `profile (narwhal-fleet) ${readJson(path.join(ROOT, "package.json")).version}\n`]);
+    const bad = await profile(["--fleet", f, "--merge", path.join(dir, "split-1.json"), "--out", path.join(dir, "m.json")]);
+    expect([bad.code, bad.stderr.split("\n").at(-2)]).to.deep.equal([2, "profile: error: --merge needs at least two measured profile stores"]);
     const none = await profile(["--fleet", fleet("none", plain(), path.join(dir, "none.json")), "--only", "e9"]);
     expect([none.code, none.stderr.trim()]).to.deep.equal([2, "no matching instances"]);
     // An engine that does not answer /health stops the run with exit 1, and no store is written.
