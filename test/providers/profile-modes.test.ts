@@ -19,7 +19,7 @@ const NARWHAL_PROFILE = path.join(ROOT, ".tools", "venv", "bin", "narwhal-profil
 const TS_NODE = path.join(ROOT, "node_modules", "ts-node", "register", "transpile-only");
 const ARGS = ["--served-model-name", "tiny", "--api-key", API_KEY, "--max-model-len", "4096", "--max-num-seqs", "8", "--no-enable-prefix-caching"];
 /**
- * A small sweep: four prefill lengths long enough that a busy two-core machine's jitter stays well
+ * A small sweep: four prefill lengths long enough that a busy machine's jitter stays well
  * inside the contract's fit limits, five repeats each, and six decode points (enough for a
  * cross-validation error).
  */
