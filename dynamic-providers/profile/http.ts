@@ -9,6 +9,8 @@ import { SseSplitter } from "../../lib/profiling";
 
 export interface ProfileHttp extends EngineClient {
   close(): Promise<void>;
+  /** Ends every connection at once, requests in flight included (a stalled engine is not waited for). */
+  destroy(): Promise<void>;
 }
 
 export function profileHttp(baseUrl: string, apiKey: string | undefined, label: string, connections: number): ProfileHttp {
@@ -68,5 +70,6 @@ export function profileHttp(baseUrl: string, apiKey: string | undefined, label: 
       }
     },
     close: () => agent.close(),
+    destroy: () => agent.destroy(),
   };
 }

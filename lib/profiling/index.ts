@@ -1,7 +1,7 @@
 /** Gate F's profiling (narwhal-profile's contract) as pure logic: sweep, limits, fits, store, driver. */
 export { ProfileError, type ProfileErrorCode } from "./errors";
 export { DEFAULT_SWEEP, PREFILL_OUTPUT_TOKENS, boundedSweep, sweepProblems, sweepRecord, validateSweep, type Sweep } from "./sweep";
-export { limitsDocument, maxNumSeqsOf, type LimitsDocument } from "./limits";
+export { limitsDocument, maxNumSeqsOf, readLimits, type LimitsDocument } from "./limits";
 export * from "./fit";
 export * from "./store";
 export { Cohort, CohortStream, overlappingTokens, type Interval } from "./cohort";
@@ -13,3 +13,10 @@ export { previousInLane, profileLanes, type PlacedEngine } from "./lanes";
 export { publishStore, STORE_FILE_MODE, STORE_FOLDER_MODE, type EntryKind, type FileTarget, type Published } from "./publish";
 export { localTarget } from "./local-target";
 export { adoptionFor, type AdoptSource, type Adopted, type Adoption } from "./adopt";
+export { refitSamples, normalisedRow, type Refitted } from "./refit";
+export { mergeStores, MERGE_METHOD_VERSION, type MergeSource, type Merged } from "./merge";
+export { checkOutputs, writeFresh, writeSidecar, type OutputMode } from "./outputs";
+export { NeighbourLoad, workloadProblem, type ColocatedWorkload, type Neighbour, type NeighbourEvidence } from "./neighbours";
+export { parseProfileArgs, UsageError, USAGE, type ProfileCommand } from "./cli-args";
+export { fleetLanes, neighboursOf, readFleet, selectEngines, type FleetEngine, type ProfileFleet } from "./fleet-file";
+export { decodeEvidenceProblems, runLive, type ClosableClient, type LiveOptions } from "./live";

@@ -38,3 +38,17 @@ export function limitsDocument(limits: Readonly<Record<string, number | undefine
   }
   return { schema: "narwhal.profiling-limits", schema_version: 1, engines };
 }
+
+/** narwhal's `load_sequence_limits`: a `narwhal.profiling-limits` v1 document naming exactly the fleet's engines. */
+export function readLimits(document: unknown, path: string, engineIds: readonly string[]): Record<string, number> {
+  const d = document as Partial<LimitsDocument> | null;
+  if (!d || typeof d !== "object" || Array.isArray(d) || d.schema !== "narwhal.profiling-limits" || d.schema_version !== 1 || !d.engines || typeof d.engines !== "object" || Array.isArray(d.engines)) {
+    throw new ProfileError("NARWHAL_PROFILE_SWEEP", `invalid profiling limits: ${path}`);
+  }
+  const ids = Object.keys(d.engines);
+  const fleet = new Set(engineIds);
+  if (ids.length !== fleet.size || ids.some((id) => !fleet.has(id)) || Object.values(d.engines).some((n) => !Number.isInteger(n) || n < 1)) {
+    throw new ProfileError("NARWHAL_PROFILE_SWEEP", `profiling limits must name every fleet engine with a positive limit: ${path}`);
+  }
+  return { ...d.engines };
+}

@@ -37,6 +37,13 @@ export interface ProfileRow {
   decode_max_output_tokens: number;
   ttft_block_tokens?: number;
   ttft_split?: number;
+  /** Set together on a row measured with neighbour load on its shared GPU group (`--colocated`). */
+  colocated_group?: string;
+  colocated_target_role?: "prefill" | "decode";
+  colocated_prefill_engines?: number;
+  colocated_decode_engines?: number;
+  colocated_prefill_rps?: number;
+  colocated_decode_rps?: number;
 }
 
 /** The sidecar path narwhal derives: the store's suffix replaced by `.samples.json`. */
@@ -99,7 +106,8 @@ export function buildRow(f: RowFacts): ProfileRow {
   return row;
 }
 
-const FLOATS = ["ttft_a", "ttft_b", "ttft_c", "tpot_slope", "tpot_intercept", "tpot_request_slope", "decode_fit_mape", "decode_cv_mape", "ttft_split"] as const;
+const FLOATS = ["ttft_a", "ttft_b", "ttft_c", "tpot_slope", "tpot_intercept", "tpot_request_slope", "decode_fit_mape", "decode_cv_mape", "ttft_split", "colocated_prefill_rps", "colocated_decode_rps"] as const;
+const OPTIONAL_FLOATS = new Set<string>(["ttft_split", "tpot_request_slope", "colocated_prefill_rps", "colocated_decode_rps"]);
 const INTS = [
   "kv_capacity_tokens",
   "decode_min_requests",
@@ -111,8 +119,10 @@ const INTS = [
   "decode_min_output_tokens",
   "decode_max_output_tokens",
   "ttft_block_tokens",
+  "colocated_prefill_engines",
+  "colocated_decode_engines",
 ] as const;
-const KNOWN = new Set<string>(["iid", "generation_digest", ...FLOATS, ...INTS]);
+const KNOWN = new Set<string>(["iid", "generation_digest", "colocated_group", "colocated_target_role", ...FLOATS, ...INTS]);
 
 /** The first rule of narwhal's row check (`model._check`) this row breaks, for the fields this program writes. */
 export function rowProblem(raw: Record<string, unknown>): string | undefined {
@@ -124,7 +134,7 @@ export function rowProblem(raw: Record<string, unknown>): string | undefined {
   if (typeof raw.generation_digest !== "string" || !DIGEST.test(raw.generation_digest)) return `${where}: generation_digest must be a sha256 digest`;
   for (const k of FLOATS) {
     const v = raw[k];
-    if (v === undefined && (k === "ttft_split" || k === "tpot_request_slope")) continue;
+    if (v === undefined && OPTIONAL_FLOATS.has(k)) continue;
     if (typeof v !== "number" || !Number.isFinite(v)) return `${where}: ${k} must be a finite number`;
     if (v < 0) return `${where}: ${k} must be nonnegative`;
   }
@@ -148,19 +158,52 @@ export function rowProblem(raw: Record<string, unknown>): string | undefined {
   }
   if (typeof raw.kv_capacity_tokens === "number" && raw.kv_capacity_tokens < (raw.decode_max_kv_tokens as number)) return `${where}: kv_capacity_tokens must be at least decode_max_kv_tokens`;
   if ((raw.ttft_block_tokens === undefined) !== (raw.ttft_split === undefined)) return `${where}: ttft_block_tokens and ttft_split go together`;
+  return colocatedProblem(raw, where);
+}
+
+/** narwhal's role-mix rule: a colocated row names its group, target role, role mix and neighbour load. */
+function colocatedProblem(raw: Record<string, unknown>, where: string): string | undefined {
+  const group = raw.colocated_group;
+  const role = raw.colocated_target_role;
+  const mix = [raw.colocated_prefill_engines, raw.colocated_decode_engines];
+  const loads = [raw.colocated_prefill_rps, raw.colocated_decode_rps];
+  if (group !== undefined) {
+    if (typeof group !== "string" || !group) return `${where}: colocated_group must be a nonempty string`;
+    if (role !== "prefill" && role !== "decode") return `${where}: colocated_target_role must be prefill or decode`;
+    if (mix.some((v) => v === undefined) || loads.some((v) => v === undefined) || (mix[0] as number) + (mix[1] as number) < 2) {
+      return `${where}: colocated role mix and neighbour load are required`;
+    }
+  } else if (role !== undefined || [...mix, ...loads].some((v) => v !== undefined)) {
+    return `${where}: colocated role mix requires colocated_group`;
+  }
   return undefined;
 }
 
-/** The store document: rows sorted by iid, as narwhal's `ProfileStore.put` writes them. */
+/**
+ * What makes a row one measured variant: its engine, and for a colocated row its GPU group, role split
+ * and target role (narwhal's role-mix key). A store holds each variant once.
+ */
+export function variantKey(r: ProfileRow): string {
+  return JSON.stringify(r.colocated_group === undefined ? [r.iid] : [r.iid, r.colocated_group, r.colocated_prefill_engines, r.colocated_decode_engines, r.colocated_target_role]);
+}
+
+/** The store document: rows in the order narwhal's `ProfileStore.put` writes them (iid, then role mix). */
 export function storeDocument(rows: readonly ProfileRow[], meta: Record<string, unknown>): Record<string, unknown> {
   const seen = new Set<string>();
   for (const r of rows) {
     const problem = rowProblem(r as unknown as Record<string, unknown>);
     if (problem) throw new ProfileError("NARWHAL_PROFILE_STORE", problem);
-    if (seen.has(r.iid)) throw new ProfileError("NARWHAL_PROFILE_STORE", `duplicate profile id ${JSON.stringify(r.iid)}`);
-    seen.add(r.iid);
+    const key = variantKey(r);
+    if (seen.has(key)) throw new ProfileError("NARWHAL_PROFILE_STORE", r.colocated_group === undefined ? `duplicate profile id ${JSON.stringify(r.iid)}` : `duplicate profile role mix ${key}`);
+    seen.add(key);
   }
-  return { schema: STORE_SCHEMA, schema_version: STORE_SCHEMA_VERSION, meta, profiles: [...rows].sort((a, b) => (a.iid < b.iid ? -1 : a.iid > b.iid ? 1 : 0)) };
+  const order = (r: ProfileRow): Array<string | number> => [r.iid, r.colocated_group ?? "", r.colocated_prefill_engines ?? 0, r.colocated_decode_engines ?? 0, r.colocated_target_role ?? ""];
+  const cmp = (a: ProfileRow, b: ProfileRow): number => {
+    const [x, y] = [order(a), order(b)];
+    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
+    return 0;
+  };
+  return { schema: STORE_SCHEMA, schema_version: STORE_SCHEMA_VERSION, meta, profiles: [...rows].sort(cmp) };
 }
 
 /** Profile ids must equal the fleet's engines exactly: a mismatch stops the router's startup. */

@@ -1,0 +1,125 @@
+/**
+ * The command line of `npm run profile` (narwhal-profile's options and their checks, in its order and
+ * words): which mode runs, and every value it runs with. Warm-prefix options are absent: this program
+ * profiles with prefix caching off.
+ */
+import { workloadProblem, type ColocatedWorkload } from "./neighbours";
+import { DEFAULT_SWEEP, type Sweep } from "./sweep";
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+export type ProfileCommand =
+  | { mode: "merge"; fleet: string; merge: string[]; out: string }
+  | { mode: "refit"; fleet: string; refitSamples: string; out: string }
+  | { mode: "live"; fleet: string; only: string[]; overwrite: boolean; limits?: string; sweep: Sweep; colocated?: ColocatedWorkload; observationTimeoutS?: number };
+
+export const USAGE =
+  "usage: npm run profile -- --fleet PATH [--only IID]... [--overwrite] [--limits PATH] [--prefill-lens LIST] [--decode-input-lens LIST] " +
+  "[--decode-concurrency LIST] [--decode-tokens N] [--prefill-repeats N] [--decode-repeats N] [--observation-timeout-s S] " +
+  "[--colocated --neighbour-prefill-rps RATE --neighbour-decode-rps RATE --neighbour-prefill-tokens N --neighbour-decode-input-tokens N --neighbour-decode-output-tokens N] " +
+  "| --fleet PATH --refit-samples PATH --out PATH | --fleet PATH --merge PATH --merge PATH... --out PATH";
+
+const VALUED = new Set([
+  "fleet", "only", "refit-samples", "merge", "out", "limits", "observation-timeout-s", "prefill-lens", "decode-concurrency", "decode-input-lens",
+  "decode-tokens", "decode-repeats", "prefill-repeats", "neighbour-prefill-rps", "neighbour-decode-rps", "neighbour-prefill-tokens",
+  "neighbour-decode-input-tokens", "neighbour-decode-output-tokens",
+]);
+const FLAGS = new Set(["overwrite", "colocated"]);
+const REPEATABLE = new Set(["only", "merge"]);
+
+/** Python's `int()` on a command-line value: an optional sign and digits, spaces around allowed. */
+function int(name: string, text: string): number {
+  if (!/^\s*[+-]?\d+\s*$/.test(text)) throw new UsageError(`argument --${name}: invalid int value: '${text}'`);
+  return Number(text);
+}
+function float(name: string, text: string): number {
+  const t = text.trim().toLowerCase();
+  const v = t === "inf" || t === "+inf" || t === "infinity" ? Infinity : t === "-inf" ? -Infinity : t === "nan" ? NaN : /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/.test(t) ? Number(t) : undefined;
+  if (v === undefined) throw new UsageError(`argument --${name}: invalid float value: '${text}'`);
+  return v;
+}
+/** narwhal's `_int_list`: comma-separated integers, blank items skipped. */
+function intList(text: string): number[] | undefined {
+  const items = text.split(",").filter((s) => s.trim());
+  return items.every((s) => /^\s*[+-]?\d+\s*$/.test(s)) ? items.map(Number) : undefined;
+}
+
+export function parseProfileArgs(argv: readonly string[]): ProfileCommand {
+  const values = new Map<string, string[]>();
+  const flags = new Set<string>();
+  for (let i = 0; i < argv.length; i++) {
+    const m = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(argv[i]!);
+    if (!m || !(VALUED.has(m[1]!) || FLAGS.has(m[1]!))) throw new UsageError(`unrecognized arguments: ${argv[i]}`);
+    const name = m[1]!;
+    if (FLAGS.has(name)) {
+      if (m[2] !== undefined) throw new UsageError(`argument --${name}: ignored explicit argument '${m[2]}'`);
+      flags.add(name);
+      continue;
+    }
+    const value = m[2] ?? argv[++i];
+    if (value === undefined) throw new UsageError(`argument --${name}: expected one argument`);
+    values.set(name, REPEATABLE.has(name) ? [...(values.get(name) ?? []), value] : [value]);
+  }
+  const one = (k: string) => values.get(k)?.[0];
+  const fleet = one("fleet");
+  if (fleet === undefined) throw new UsageError("the following arguments are required: --fleet");
+  const observation = one("observation-timeout-s") !== undefined ? float("observation-timeout-s", one("observation-timeout-s")!) : undefined;
+  if (observation !== undefined && !(Number.isFinite(observation) && observation > 0)) throw new UsageError("--observation-timeout-s must be finite and positive");
+  const merge = values.get("merge") ?? [];
+  const refit = one("refit-samples");
+  if (observation !== undefined && (merge.length || refit !== undefined)) throw new UsageError("--observation-timeout-s applies only to live profiling");
+
+  const lists = ["prefill-lens", "decode-concurrency", "decode-input-lens"].map((k) => (one(k) === undefined ? undefined : intList(one(k)!)));
+  if (lists.some((l, i) => l === undefined && one(["prefill-lens", "decode-concurrency", "decode-input-lens"][i]!) !== undefined)) {
+    throw new UsageError("--prefill-lens, --decode-input-lens and --decode-concurrency take comma-separated integers");
+  }
+  const num = (k: string, d: number) => (one(k) === undefined ? d : int(k, one(k)!));
+  const sweep: Sweep = {
+    prefillLens: lists[0] ?? [...DEFAULT_SWEEP.prefillLens],
+    decodeConcurrency: lists[1] ?? [...DEFAULT_SWEEP.decodeConcurrency],
+    decodeInputLens: lists[2] ?? [...DEFAULT_SWEEP.decodeInputLens],
+    decodeTokens: num("decode-tokens", DEFAULT_SWEEP.decodeTokens),
+    decodeRepeats: num("decode-repeats", DEFAULT_SWEEP.decodeRepeats),
+    prefillRepeats: num("prefill-repeats", DEFAULT_SWEEP.prefillRepeats),
+  };
+  // Sweep values are checked before a mode is chosen, whichever mode runs.
+  if (new Set(sweep.prefillLens).size < 3) throw new UsageError("the sweep needs at least three distinct prefill lengths");
+  if (new Set(sweep.decodeInputLens).size < 2 || new Set(sweep.decodeConcurrency).size < 2) throw new UsageError("the decode fit needs two distinct input lengths and two distinct concurrency steps");
+  if ([...sweep.prefillLens, ...sweep.decodeInputLens].some((v) => v <= 0)) throw new UsageError("profile lengths must be positive");
+  if (sweep.decodeConcurrency.some((v) => v < 1)) throw new UsageError("decode concurrency must be at least 1");
+  if (sweep.decodeTokens < 3 || sweep.prefillRepeats < 3 || sweep.decodeRepeats < 1) {
+    throw new UsageError("--decode-tokens needs at least 3 (two intervals need three tokens); --prefill-repeats at least 3 for a repeat median; --decode-repeats at least 1");
+  }
+
+  const neighbour = {
+    prefillRps: one("neighbour-prefill-rps") === undefined ? undefined : float("neighbour-prefill-rps", one("neighbour-prefill-rps")!),
+    decodeRps: one("neighbour-decode-rps") === undefined ? undefined : float("neighbour-decode-rps", one("neighbour-decode-rps")!),
+    prefillTokens: one("neighbour-prefill-tokens") === undefined ? undefined : int("neighbour-prefill-tokens", one("neighbour-prefill-tokens")!),
+    decodeInputTokens: one("neighbour-decode-input-tokens") === undefined ? undefined : int("neighbour-decode-input-tokens", one("neighbour-decode-input-tokens")!),
+    decodeOutputTokens: one("neighbour-decode-output-tokens") === undefined ? undefined : int("neighbour-decode-output-tokens", one("neighbour-decode-output-tokens")!),
+  };
+  let colocated: ColocatedWorkload | undefined;
+  if (flags.has("colocated")) {
+    const problem = workloadProblem(neighbour);
+    if (problem) throw new UsageError(problem);
+    colocated = neighbour as ColocatedWorkload;
+  } else if (Object.values(neighbour).some((v) => v !== undefined)) {
+    throw new UsageError("neighbour load options require --colocated");
+  }
+
+  const only = values.get("only") ?? [];
+  const out = one("out");
+  const overwrite = flags.has("overwrite");
+  if (merge.length) {
+    if (refit !== undefined || out === undefined || only.length || overwrite) throw new UsageError("--merge requires --out and cannot combine with refit, only, or overwrite");
+    if (merge.length < 2) throw new UsageError("--merge needs at least two measured profile stores");
+    return { mode: "merge", fleet, merge, out };
+  }
+  if (refit !== undefined || out !== undefined) {
+    if (refit === undefined || out === undefined || only.length) throw new UsageError("--refit-samples requires --out and a complete fleet selection");
+    return { mode: "refit", fleet, refitSamples: refit, out };
+  }
+  return { mode: "live", fleet, only, overwrite, ...(one("limits") !== undefined ? { limits: one("limits") } : {}), sweep, ...(colocated ? { colocated } : {}), ...(observation !== undefined ? { observationTimeoutS: observation } : {}) };
+}
