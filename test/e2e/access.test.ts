@@ -9,6 +9,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
 import type { SimHost } from "../../sim/hosts/host";
+import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { API_KEY, E2E_TIME_SCALE, PROJECT_ROOT, openStack, sharedFleet } from "./support/stack";
 import { simUp } from "../../sim/hosts";
 
@@ -87,6 +88,7 @@ describe("e2e: ssh_config alias with a jump host, and password login", function 
     const routerUrl = outputs.routerUrl!.value as string;
     expect(routerUrl).to.equal("http://198.18.0.12:8321");
     expect((await fetch(`${routerUrl}/health`)).status).to.equal(200);
+    await expectNarwhalCheckAgrees(stack, { stateDir: "/home/narwhal/.narwhal-fleet" });
 
     const again = await stack.preview({ onOutput: () => undefined });
     expect(Object.keys(again.changeSummary).filter((op) => op !== "same")).to.deep.equal([]);

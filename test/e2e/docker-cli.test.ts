@@ -16,6 +16,7 @@ import { loadDockerImage, runInHost, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { buildSimImage } from "../../sim/image/build";
 import { LABELS } from "../../lib/runtime/container-spec";
+import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { API_KEY, E2E_TIME_SCALE, EngineEntry, MODEL, openStack, plainOutputs, PROJECT_ROOT } from "./support/stack";
 
 const STACK = "e2e-docker";
@@ -89,6 +90,7 @@ describe("e2e: docker-cli runtime on a host with its own Docker Engine", functio
 
   it("up runs one container per engine through the docker CLI, labelled with the stack and its launch token", async () => {
     await stack.up(quiet);
+    await expectNarwhalCheckAgrees(stack);
     const out = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
     expect(Object.keys(out).sort()).to.deep.equal(["d1", "d2"]);
 

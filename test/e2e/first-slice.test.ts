@@ -5,6 +5,7 @@ import { execFileSync } from "node:child_process";
 import * as path from "node:path";
 import { openStack, plainOutputs, sharedFleet, API_KEY, E2E_TIME_SCALE, MODEL, PROJECT_ROOT } from "./support/stack";
 import { runInHost, simUp } from "../../sim/hosts";
+import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 
 interface EngineOut { host: string; role: string; url: string; pid: number; startedAt: string; planSha256: string }
 interface HostOut { hostname: string; hostKeyFingerprint: string; accelerator: { vendor: string; count: number }; fabricAddress: string }
@@ -138,7 +139,13 @@ describe("e2e: first slice through the real CLI", function () {
     ];
     // Its router and Prometheus share sim1 with the shared fleet's: other ports. A TPOT target below any
     // engine's per-token floor fails the preflight's slo gate: the router must not start.
-    const stack = await openStack("e2e-destroy", [a!, b!], engines, { router: { port: 8421 }, observability: { prometheusPort: 9491 }, slo: { tpotS: 0.0001 } });
+    const stack = await openStack("e2e-destroy", [a!, b!], engines, {
+      router: { port: 8421 },
+      observability: { prometheusPort: 9491 },
+      slo: { tpotS: 0.0001 },
+      // The one directed path d1 -> d2 at two input lengths: 200 first-token samples through the real CLI.
+      calibration: { enabled: true, inputLengths: [128, 1024] },
+    });
     let failure = "";
     await stack.up({ onOutput: () => undefined }).catch((err: Error) => (failure = err.message));
     expect(failure).to.match(/preflight failed: slo\b[^;]*; the router stays stopped/);
@@ -150,6 +157,12 @@ describe("e2e: first slice through the real CLI", function () {
     await stack.removeConfig("narwhal-fleet:slo");
     await stack.up({ onOutput: () => undefined });
     expect((await request(`${(await stack.outputs()).routerUrl!.value as string}/health`)).statusCode).to.equal(200);
+    await expectNarwhalCheckAgrees(stack);
+    const deadline = (await stack.outputs()).firstTokenDeadline!.value as { proposedS: number; floorS: number; groups: unknown[]; samples: number; evidence: { relativePath: string } };
+    expect(deadline.groups).to.have.length(2);
+    expect(deadline.samples).to.be.at.least(200);
+    expect(deadline.proposedS).to.be.greaterThan(deadline.floorS);
+    expect(fs.existsSync(path.join(PROJECT_ROOT, "runs", "e2e-destroy", "evidence", deadline.evidence.relativePath))).to.equal(true);
     const out = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
     expect((await request(`${out.d1!.url}/health`)).statusCode).to.equal(200);
 

@@ -4,6 +4,7 @@ import * as fs from "node:fs";
 import { promisify } from "node:util";
 import { API_KEY, PROJECT_ROOT, sharedFleet } from "./support/stack";
 import { awaitHealthy, restartByHand } from "./support/restart";
+import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { invalidationSummary } from "../../lib/report/preview";
 import type { InvalidatedEvidence, InvalidationSummary } from "../../lib/report";
 
@@ -79,6 +80,7 @@ describe("e2e: the preview report (npm run invalidated)", function () {
     expect(text).to.contain("Gate C: engines").and.contain("Gate E: attestation").and.contain("Gate F: profiles").and.contain("fleet-e2-generation");
 
     await stack.up({ refresh: true, onOutput: () => undefined });
+    await expectNarwhalCheckAgrees(stack);
     expect((await invalidationSummary(stack, { refresh: true })).nothingInvalidated).to.equal(true);
     const total = s.counts.kept + replaced(s).length;
     expect(await cli("--refresh")).to.equal(`Stack e2e: nothing invalidated; all ${total} pieces of evidence kept.\n`);
