@@ -18,13 +18,18 @@ describe("e2e: an evidence record altered on disk", function () {
     // One changed verdict: still a well-formed record, only its digest can tell.
     fs.chmodSync(record, 0o600);
     fs.writeFileSync(record, original.toString("utf8").replace('"pass"', '"fail"'));
-    const steps = await plannedChanges(stack, { refresh: true });
-    expect([...steps.values()]).to.deep.equal([{ name: "fleet-fabric-gate", type: "pulumi-nodejs:dynamic/narwhal:FabricGate", op: "replace", keys: ["evidence"] }]);
+    try {
+      const steps = await plannedChanges(stack, { refresh: true });
+      expect([...steps.values()]).to.deep.equal([{ name: "fleet-fabric-gate", type: "pulumi-nodejs:dynamic/narwhal:FabricGate", op: "replace", keys: ["evidence"] }]);
 
-    // The gate judges its edges again into a new record; the altered file is left as it was found.
-    await stack.up({ refresh: true, onOutput: () => undefined });
-    const after = (await stack.exportStack()).deployment.resources as Array<{ urn: string; outputs?: { evidence?: { relativePath: string } } }>;
-    expect(after.find((r) => r.urn.endsWith("::fleet-fabric-gate"))!.outputs!.evidence!.relativePath).to.not.equal(gate.outputs!.evidence!.relativePath);
-    expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+      // The gate judges its edges again into a new record.
+      await stack.up({ refresh: true, onOutput: () => undefined });
+      const after = (await stack.exportStack()).deployment.resources as Array<{ urn: string; outputs?: { evidence?: { relativePath: string } } }>;
+      expect(after.find((r) => r.urn.endsWith("::fleet-fabric-gate"))!.outputs!.evidence!.relativePath).to.not.equal(gate.outputs!.evidence!.relativePath);
+      expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+    } finally {
+      // The store's export refuses any record that fails its digest: leave the shared store whole.
+      fs.writeFileSync(record, original);
+    }
   });
 });
