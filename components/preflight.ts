@@ -53,7 +53,7 @@ export function preflight(name: string, args: PreflightArgs, opts: pulumi.Custom
       engines: pulumi.all(engines),
       profiles: pulumi.all(Object.values(args.profiles.profiles).map((p) => p.row)),
       profileStoreDigest: args.profiles.store.storeDigest,
-      fabricEdges: pulumi.all(args.fabricEdges.map((e) => pulumi.all([e.edgeId, e.measurement]).apply(([edge, m]) => ({ edge, gbps: m.gbps, measuredAt: m.startedAt })))),
+      fabricEdges: pulumi.all(args.fabricEdges.map((e) => e.id)),
       pairs: args.pairs ?? "mesh",
       repeats: args.repeats ?? 1,
       schedule: args.schedule ?? "concurrent",

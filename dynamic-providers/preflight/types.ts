@@ -20,10 +20,10 @@ export interface PreflightInputs {
   profiles: ProfileRow[];
   profileStoreDigest: string;
   /**
-   * The fabric the consume probes cross: each directed edge's measured rate and when it was measured
-   * (not its verdict, which a budget change re-judges without a new measurement).
+   * The fabric the consume probes cross: the resource ID of each directed edge's measurement, which
+   * only a new measurement changes (a budget change re-judges an edge in place and keeps its ID).
    */
-  fabricEdges?: Array<{ edge: string; gbps: number; measuredAt: string }>;
+  fabricEdges?: string[];
   pairs: PairMode;
   repeats: number;
   schedule: ScheduleMode;
