@@ -3,7 +3,7 @@ import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import { promisify } from "node:util";
 import { API_KEY, PROJECT_ROOT, sharedFleet } from "./support/stack";
-import { awaitHealthy, restartByHand } from "./support/restart";
+import { awaitHealthy, restartByHand, restartWaveByHand } from "./support/restart";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { invalidationSummary } from "../../lib/report/preview";
 import type { InvalidatedEvidence, InvalidationSummary } from "../../lib/report";
@@ -79,6 +79,8 @@ describe("e2e: the preview report (npm run invalidated)", function () {
     expectNoSecret(text, hosts[0]!.privateKeyPath);
     expect(text).to.contain("Gate C: engines").and.contain("Gate E: attestation").and.contain("Gate F: profiles").and.contain("fleet-e2-generation");
 
+    // The runbook's rule before the next up (vLLM #38840): e2's peers restart too, before any KV reaches e2.
+    await restartWaveByHand("e2e", ["e1", "e3", "e4"], (await stack.outputs()).engines!.value as Record<string, EngineOut>);
     await stack.up({ refresh: true, onOutput: () => undefined });
     await expectNarwhalCheckAgrees(stack);
     expect((await invalidationSummary(stack, { refresh: true })).nothingInvalidated).to.equal(true);

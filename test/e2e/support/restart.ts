@@ -28,3 +28,12 @@ export async function awaitHealthy(url: string, timeoutMs = 20_000): Promise<voi
   }
   throw new Error(`engine at ${url} not healthy within ${timeoutMs} ms of its restart`);
 }
+
+/**
+ * The runbook's rule after any engine restart (vLLM #38840): its NIXL peers keep the old process's
+ * handshake until they restart too. Restarts the given engines at once, as one wave, and waits for each.
+ */
+export async function restartWaveByHand(stack: string, ids: readonly string[], engines: Record<string, { host: string; url: string }>): Promise<void> {
+  await Promise.all(ids.map((id) => restartByHand(stack, id, engines[id]!.host)));
+  await Promise.all(ids.map((id) => awaitHealthy(engines[id]!.url)));
+}
