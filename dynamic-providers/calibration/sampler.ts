@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
 import type { Pair, SampleRecord, Sampler } from "../../lib/preflight";
-import { SseSplitter } from "../../lib/profiling";
+import { sseEvents, streamedTokens } from "../../lib/profiling";
 import { handoffOf, streamError } from "../preflight/observer";
 
 /** Text whose token ids seed every probe prompt, so each id is one the engine's own tokenizer made. */
@@ -140,20 +140,16 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
           signal: AbortSignal.any([bound.signal, AbortSignal.timeout(o.timeouts.requestS * 1000)]),
         });
         if (res.statusCode !== 200) return failed("engine_error", `decode on ${p.consumer} answered ${res.statusCode}: ${(await res.body.text()).slice(0, 300)}`);
-        const split = new SseSplitter();
-        const utf8 = new TextDecoder();
-        for await (const bytes of res.body as AsyncIterable<Uint8Array>) {
-          for (const event of split.feed(utf8.decode(bytes, { stream: true }))) {
-            if (event.done) continue;
-            if (!("data" in event)) return failed("engine_error", `decode on ${p.consumer}: malformed stream event`);
-            const json = event.data as { choices?: Array<{ text?: string; token_ids?: number[] }>; error?: unknown };
-            if (json && json.error != null) return failed("engine_error", `decode on ${p.consumer}: ${streamError(json.error)}`, firstToken);
-            const k = (json.choices ?? []).reduce((m, c) => m + (Array.isArray(c.token_ids) ? c.token_ids.length : c.text ? 1 : 0), 0);
-            tokens += k;
-            if (k && firstToken === null) {
-              firstToken = (performance.now() - started) / 1000;
-              clearTimeout(timer);
-            }
+        for await (const event of sseEvents(res.body as AsyncIterable<Uint8Array>)) {
+          if (event.done) continue;
+          if (!("data" in event)) return failed("engine_error", `decode on ${p.consumer}: malformed stream event`);
+          const json = event.data as { choices?: Array<{ text?: string; token_ids?: number[] }>; error?: unknown };
+          if (json && json.error != null) return failed("engine_error", `decode on ${p.consumer}: ${streamError(json.error)}`, firstToken);
+          const k = streamedTokens(json);
+          tokens += k;
+          if (k && firstToken === null) {
+            firstToken = (performance.now() - started) / 1000;
+            clearTimeout(timer);
           }
         }
       } catch (err) {

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
 import { attestationProblems, type Observer, type Probe, type TransferRecord } from "../../lib/preflight";
-import { identityGenerationDigest, SseSplitter } from "../../lib/profiling";
+import { identityGenerationDigest, sseEvents, streamedTokens } from "../../lib/profiling";
 
 export const PROBE_PROMPT = "benchmark ".repeat(64);
 export const PACE_PROMPT = "benchmark ".repeat(4096);
@@ -253,24 +253,20 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
           clearTimeout(firstTimer);
           return fail("transfer_failed", `decode leg on ${p.consumer} answered ${res.statusCode}: ${(await res.body.text()).slice(0, 300)}`);
         }
-        const split = new SseSplitter();
-        const utf8 = new TextDecoder();
-        for await (const bytes of res.body as AsyncIterable<Uint8Array>) {
-          for (const event of split.feed(utf8.decode(bytes, { stream: true }))) {
-            if (event.done) continue;
-            if (!("data" in event)) throw new Error(`malformed stream event: ${event.malformed}`);
-            const json = event.data as { choices?: Array<{ text?: string; token_ids?: number[] }>; error?: unknown };
-            // A mid-stream failure arrives as an error event, as vLLM's stream generators send it.
-            if (json && json.error != null) {
-              clearTimeout(firstTimer);
-              return fail("transfer_failed", `decode leg on ${p.consumer}: ${streamError(json.error)}`);
-            }
-            const n = (json.choices ?? []).reduce((k, c) => k + (Array.isArray(c.token_ids) ? c.token_ids.length : c.text ? 1 : 0), 0);
-            tokens += n;
-            if (n && firstToken === null) {
-              firstToken = (performance.now() - started) / 1000;
-              clearTimeout(firstTimer);
-            }
+        for await (const event of sseEvents(res.body as AsyncIterable<Uint8Array>)) {
+          if (event.done) continue;
+          if (!("data" in event)) throw new Error(`malformed stream event: ${event.malformed}`);
+          const json = event.data as { choices?: Array<{ text?: string; token_ids?: number[] }>; error?: unknown };
+          // A mid-stream failure arrives as an error event, as vLLM's stream generators send it.
+          if (json && json.error != null) {
+            clearTimeout(firstTimer);
+            return fail("transfer_failed", `decode leg on ${p.consumer}: ${streamError(json.error)}`);
+          }
+          const n = streamedTokens(json);
+          tokens += n;
+          if (n && firstToken === null) {
+            firstToken = (performance.now() - started) / 1000;
+            clearTimeout(firstTimer);
           }
         }
       } catch (err) {
