@@ -11,6 +11,7 @@ import { processStartTime, parsePrometheusText } from "../../lib/engine/promethe
 import type { Pair, SampleRecord, Sampler } from "../../lib/preflight";
 import { sseEvents, streamedTokens } from "../../lib/profiling";
 import { handoffOf, streamError } from "../preflight/observer";
+import { engineHeaders, sendJson, timedOut } from "../engine-request";
 
 /** Text whose token ids seed every probe prompt, so each id is one the engine's own tokenizer made. */
 export const SEED_TEXT = "calibration probe benchmark ".repeat(8);
@@ -42,26 +43,11 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
     if (!e) throw new Error(`calibration: no engine ${iid}`);
     return e.url;
   };
-  const headers = (json: boolean): Record<string, string> => ({
-    accept: "application/json, text/event-stream, */*",
-    ...(o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {}),
-    ...(json ? { "content-type": "application/json" } : {}),
-  });
-  const send = async (target: string, body: unknown, t: number) => {
-    const res = await request(target, {
-      method: body === undefined ? "GET" : "POST",
-      headers: headers(body !== undefined),
-      body: body === undefined ? undefined : JSON.stringify(body),
-      dispatcher: agent,
-      signal: AbortSignal.timeout(t * 1000),
-      headersTimeout: t * 1000,
-      bodyTimeout: t * 1000,
-    });
-    return { status: res.statusCode, text: await res.body.text() };
-  };
+  const headers = (json: boolean) => engineHeaders(o.apiKey, json);
+  const send = (target: string, body: unknown, t: number) => sendJson(agent, target, headers(body !== undefined), body, t);
   const describe = (err: unknown, t: number): string => {
     const e = err as Error & { code?: string };
-    if (e.name === "TimeoutError" || e.code === "UND_ERR_HEADERS_TIMEOUT" || e.code === "UND_ERR_BODY_TIMEOUT") return `no answer within ${t} s`;
+    if (timedOut(e)) return `no answer within ${t} s`;
     return e.code ? `${e.code}: ${e.message}` : e.message;
   };
   const tokenize = async (iid: string) => {

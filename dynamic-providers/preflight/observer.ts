@@ -11,6 +11,7 @@ import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
 import { attestationProblems, type Observer, type Probe, type TransferRecord } from "../../lib/preflight";
 import { identityGenerationDigest, sseEvents, streamedTokens } from "../../lib/profiling";
+import { engineHeaders, sendJson, timedOut } from "../engine-request";
 
 export const PROBE_PROMPT = "benchmark ".repeat(64);
 export const PACE_PROMPT = "benchmark ".repeat(4096);
@@ -74,28 +75,13 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
     if (!e) throw new Error(`preflight: no engine ${iid}`);
     return e;
   };
-  const headers = (auth: boolean, json: boolean): Record<string, string> => ({
-    accept: "application/json, text/event-stream, */*",
-    ...(auth && o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {}),
-    ...(json ? { "content-type": "application/json" } : {}),
-  });
+  const headers = (auth: boolean, json: boolean) => engineHeaders(auth ? o.apiKey : undefined, json);
   const describe = (err: unknown, t: number): string => {
     const e = err as Error & { code?: string };
-    if (e instanceof Timeout || e.name === "TimeoutError" || e.code === "UND_ERR_HEADERS_TIMEOUT" || e.code === "UND_ERR_BODY_TIMEOUT") return `no answer within ${t} s`;
+    if (e instanceof Timeout || timedOut(e)) return `no answer within ${t} s`;
     return e.code ? `${e.code}: ${e.message}` : e.message;
   };
-  const send = async (url: string, body: unknown, t: number, auth = true): Promise<Reply> => {
-    const res = await request(url, {
-      method: body === undefined ? "GET" : "POST",
-      headers: headers(auth, body !== undefined),
-      body: body === undefined ? undefined : JSON.stringify(body),
-      dispatcher: agent,
-      signal: AbortSignal.timeout(t * 1000),
-      headersTimeout: t * 1000,
-      bodyTimeout: t * 1000,
-    });
-    return { status: res.statusCode, text: await res.body.text() };
-  };
+  const send = (url: string, body: unknown, t: number, auth = true): Promise<Reply> => sendJson(agent, url, headers(auth, body !== undefined), body, t);
   const identity = async (e: ObservedEngine): Promise<{ version: string; processStart: number }> => {
     const t = o.timeouts.healthS;
     const v = await send(`${e.url}/version`, undefined, t);
