@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import * as pulumi from "@pulumi/pulumi";
 import { parseFleetConfig } from "../../lib/config";
-import { MOCK_HOST_KEY, fleetConfig, mockFleet, mockSecrets, reveal, type Registered } from "./support/fleet";
+import { fleetConfig, hostFacts, mockFleet, mockSecrets, reveal, type Registered } from "./support/fleet";
 
 const API_KEY = "mock-api-key-0123456789";
 const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n";
@@ -17,12 +17,9 @@ function state(type: string, _name: string, inputs: Record<string, any>): Record
     case "pulumi-nodejs:dynamic/narwhal:HostDiscovery":
       return {
         ...inputs,
-        hostKey: MOCK_HOST_KEY,
-        fabricAddress: `198.18.0.${inputs.alias === "a" ? 11 : 12}`,
-        accelerators: { vendor: "nvidia", product: "NVIDIA H100 80GB HBM3", gpus: [{ index: 0 }, { index: 1 }] },
+        ...hostFacts(inputs.alias),
         model: { dtype: "bfloat16", maxPositionEmbeddings: 32768, trustRemoteCode: false, ssmConvStateLayoutDS: false },
         runtime: { kind: "native", vllmVersion: "0.29.0" },
-        checkpoint: { modelTreeSha256: "ab".repeat(32), files: [{ path: "config.json", size: 10, sha256: "cd".repeat(32) }] },
       };
     case "command:remote:Command":
       return { ...inputs, stdout: '{"pid":42,"startedAt":"2026-01-01T00:00:00Z"}' };

@@ -60,18 +60,25 @@ export function mockSecrets(apiKey: string, sshKey = "k"): FleetSecrets {
   return { engineApiKey: pulumi.secret(apiKey), sshPrivateKey: () => pulumi.secret(sshKey), sshPassword: () => undefined, grafanaAdminPassword: pulumi.secret("grafana-mock-pass") };
 }
 
+/** What every mocked discovery finds on host `alias`: its pinned key, fabric address, two GPUs and the checkpoint. */
+export function hostFacts(alias: unknown): Record<string, unknown> {
+  return {
+    hostKey: MOCK_HOST_KEY,
+    fabricAddress: `198.18.0.${alias === "a" ? 11 : 12}`,
+    accelerators: { vendor: "nvidia", product: "NVIDIA H100 80GB HBM3", gpus: [{ index: 0 }, { index: 1 }] },
+    checkpoint: { modelTreeSha256: "ab".repeat(32), files: [{ path: "config.json", size: 10, sha256: "cd".repeat(32) }] },
+  };
+}
+
 /** The state each provider would record, consistent enough for the whole mesh (attestation, profiles, preflight). */
 export function fleetState(type: string, name: string, inputs: Record<string, any>): Record<string, unknown> {
   switch (type) {
     case "pulumi-nodejs:dynamic/narwhal:HostDiscovery":
       return {
         ...inputs,
-        hostKey: MOCK_HOST_KEY,
-        fabricAddress: `198.18.0.${inputs.alias === "a" ? 11 : 12}`,
-        accelerators: { vendor: "nvidia", product: "NVIDIA H100 80GB HBM3", gpus: [{ index: 0 }, { index: 1 }] },
+        ...hostFacts(inputs.alias),
         model: { architecture: "LlamaForCausalLM", numHiddenLayers: 22, configSha256: "c0".repeat(32), dtype: "bfloat16", maxPositionEmbeddings: 32768, trustRemoteCode: false, ssmConvStateLayoutDS: false },
         runtime: { kind: "native", vllmVersion: "0.29.0", packages: { nixl: "0.7.1" } },
-        checkpoint: { modelTreeSha256: "ab".repeat(32), files: [{ path: "config.json", size: 10, sha256: "cd".repeat(32) }] },
         factsDigest: "sha256:" + "fa".repeat(32),
       };
     case "command:remote:Command":
