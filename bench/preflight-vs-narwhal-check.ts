@@ -14,10 +14,9 @@
  */
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
-import { httpObserver } from "../dynamic-providers/preflight/observer";
-import { parseNarwhalReport, runPreflight, type GateProfile, type PreflightPlan, type ScheduleMode } from "../lib/preflight";
+import { parseNarwhalReport, runPreflight, type GateProfile, type ScheduleMode } from "../lib/preflight";
 import { KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, stopAll, tempDir, type SimEngine } from "../test/unit/sim-engine/helpers";
-import { simProfileRow, writeSimFleet } from "../test/unit/sim-engine/sim-fleet";
+import { simPreflight, simProfileRow, writeSimFleet } from "../test/unit/sim-engine/sim-fleet";
 
 const API_KEY = "sk-narwhal-bench-3f8a17";
 const CHECK = path.join(ROOT, ".tools", "venv", "bin", "narwhal-check");
@@ -69,7 +68,7 @@ async function benchSize(n: number, model: string, timeScale: number) {
   const dir = tempDir("bench-preflight-");
   const rows = await Promise.all(members.map((m) => simProfileRow(m.iid, m.engine)));
   const engines = members.map((m) => ({ iid: m.iid, url: m.engine.url, role: m.role, pin: m.pin }));
-  const { file } = writeSimFleet(dir, { model: "tiny", engines, rows, tpotS: 0.125, writer: "bench" });
+  const { file, doc } = writeSimFleet(dir, { model: "tiny", engines, rows, tpotS: 0.125, writer: "bench" });
 
   const t0 = Date.now();
   const narwhal = spawnSync(CHECK, ["--fleet", file, "--format", "json"], { env: { ...process.env, NARWHAL_ENGINE_API_KEY: API_KEY }, timeout: 1_800_000, maxBuffer: 64 * 1024 * 1024 });
@@ -84,26 +83,7 @@ async function benchSize(n: number, model: string, timeScale: number) {
 
   const profiles = new Map<string, GateProfile>(rows.map((r) => [r.iid, r]));
   const ours = async (schedule: ScheduleMode) => {
-    const plan: PreflightPlan = {
-      engines: members.map((m) => ({ iid: m.iid, role: m.role, pin: m.pin })),
-      model: "tiny",
-      slo: { ttftS: 10, tpotS: 0.125 },
-      tokenize: true,
-      policy: { maxDecodeFitMape: 0.05, maxDecodeCvMape: 0.13 },
-      profiles,
-      contract: null,
-      pairs: "mesh",
-      repeats: 1,
-      schedule,
-      timeouts: { firstTokenS: 2.5, requestS: 60 },
-    };
-    const observer = httpObserver({
-      engines: members.map((m) => ({ iid: m.iid, url: m.engine.url })),
-      model: "tiny",
-      apiKey: API_KEY,
-      contract: null,
-      timeouts: { healthS: 5, prefillS: 30, tokenizeS: 2, firstTokenS: 2.5, decodeReadS: 60, requestS: 60 },
-    });
+    const { plan, observer } = simPreflight(doc, profiles, API_KEY, schedule);
     // The transfer phase alone, where the schedule matters: from the first transfer's start to the last one's end.
     let first = Infinity;
     let last = 0;

@@ -10,12 +10,11 @@ import { expect } from "chai";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { httpObserver } from "../../dynamic-providers/preflight/observer";
 import { runGates } from "../../dynamic-providers/preflight/provider";
-import { parseNarwhalReport, runPreflight, type GateProfile, type PreflightPlan } from "../../lib/preflight";
+import { parseNarwhalReport, runPreflight, type GateProfile } from "../../lib/preflight";
 import type { ProfileRow } from "../../lib/profiling";
 import { http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
-import { simProfileRow, writeSimFleet } from "../unit/sim-engine/sim-fleet";
+import { simPreflight, simProfileRow, writeSimFleet } from "../unit/sim-engine/sim-fleet";
 
 const API_KEY = "sk-narwhal-preflight-7d2e41";
 const CHECK = path.join(ROOT, ".tools", "venv", "bin", "narwhal-check");
@@ -74,27 +73,7 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
     const narwhalS = (Date.now() - t0) / 1000;
     const result = JSON.parse(narwhal.stdout.toString());
     const theirs = parseNarwhalReport(narwhal.stderr.toString());
-    const plan: PreflightPlan = {
-      engines: doc.engines.map((e: { iid: string; role: "prefill" | "decode" }) => ({ iid: e.iid, role: e.role })),
-      model: doc.model,
-      slo: { ttftS: doc.slo.ttft_s, tpotS: doc.slo.tpot_s },
-      tokenize: true,
-      policy: { maxDecodeFitMape: 0.05, maxDecodeCvMape: 0.13 },
-      profiles,
-      contract: null,
-      pairs: "mesh",
-      repeats: 1,
-      schedule: "concurrent",
-      timeouts: { firstTokenS: 2.5, requestS: 60 },
-    };
-    const observer = httpObserver({
-      engines: doc.engines.map((e: { iid: string; url: string }) => ({ iid: e.iid, url: e.url })),
-      model: doc.model,
-      apiKey: API_KEY,
-      contract: null,
-      timeouts: { healthS: 5, prefillS: 30, tokenizeS: 2, firstTokenS: 2.5, decodeReadS: 60, requestS: 60 },
-      recentLogs: async (iid) => byId.get(iid)!.stdout + byId.get(iid)!.stderr,
-    });
+    const { plan, observer } = simPreflight(doc, profiles, API_KEY, "concurrent", async (iid) => byId.get(iid)!.stdout + byId.get(iid)!.stderr);
     const t1 = Date.now();
     const ours = await runPreflight(plan, observer).finally(() => observer.close());
     const oursS = (Date.now() - t1) / 1000;

@@ -5,7 +5,9 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { httpObserver, type ObserverOptions } from "../../../dynamic-providers/preflight/observer";
 import { processStartTime, parsePrometheusText } from "../../../lib/engine/prometheus";
+import type { GateProfile, PreflightPlan, ScheduleMode } from "../../../lib/preflight";
 import { identityGenerationDigest, storeDocument, type ProfileRow } from "../../../lib/profiling";
 import { http, type SimEngine } from "./helpers";
 
@@ -61,4 +63,34 @@ export function writeSimFleet(dir: string, f: SimFleet): { file: string; doc: Re
   const file = path.join(dir, "fleet.json");
   fs.writeFileSync(file, JSON.stringify(doc, null, 2));
   return { file, doc };
+}
+
+/**
+ * Our preflight over a written sim fleet document: the plan (every pair, once, under `schedule`) and an
+ * observer with the document's deadlines, so it judges what `narwhal-check` judges on the same file.
+ */
+export function simPreflight(doc: Record<string, any>, profiles: Map<string, GateProfile>, apiKey: string, schedule: ScheduleMode, recentLogs?: ObserverOptions["recentLogs"]) {
+  const engines = doc.engines as SimFleet["engines"];
+  const plan: PreflightPlan = {
+    engines: engines.map((e) => ({ iid: e.iid, role: e.role as "prefill" | "decode", ...(e.pin === undefined ? {} : { pin: e.pin }) })),
+    model: doc.model,
+    slo: { ttftS: doc.slo.ttft_s, tpotS: doc.slo.tpot_s },
+    tokenize: true,
+    policy: { maxDecodeFitMape: 0.05, maxDecodeCvMape: 0.13 },
+    profiles,
+    contract: null,
+    pairs: "mesh",
+    repeats: 1,
+    schedule,
+    timeouts: { firstTokenS: 2.5, requestS: 60 },
+  };
+  const observer = httpObserver({
+    engines: engines.map((e) => ({ iid: e.iid, url: e.url })),
+    model: doc.model,
+    apiKey,
+    contract: null,
+    timeouts: { healthS: 5, prefillS: 30, tokenizeS: 2, firstTokenS: 2.5, decodeReadS: 60, requestS: 60 },
+    ...(recentLogs ? { recentLogs } : {}),
+  });
+  return { plan, observer };
 }
