@@ -4,27 +4,20 @@
  * provider method runs here; test/providers/attestation.test.ts runs the sidecar and the provider for real.
  */
 import { expect } from "chai";
-import { parseFleetConfig } from "../../lib/config";
 import { documentDigest, type AttestationDocument } from "../../lib/attestation";
-import { CONTAINER_ID, IMAGE_ID, fleetConfig, mockFleet, mockSecrets, reveal, settle, type Registered } from "./support/fleet";
+import { CONTAINER_ID, IMAGE_ID, fleetConfig, mockSecrets, reveal, settle, useFleetMocks } from "./support/fleet";
 
 const API_KEY = "mock-api-key-attest-0123";
-const registered: Registered[] = [];
 
 describe("mocks: attestation mesh", () => {
-  let Fleet: Awaited<ReturnType<typeof mockFleet>>;
+  const mocks = useFleetMocks();
+  const registered = mocks.registered;
 
-  before(async () => {
-    Fleet = await mockFleet(registered);
-  });
-
-  beforeEach(() => registered.splice(0));
-
-  function build(runtime: Record<string, unknown>, e3: Record<string, unknown> = {}): InstanceType<typeof Fleet> {
+  function build(runtime: Record<string, unknown>, e3: Record<string, unknown> = {}) {
     const config = fleetConfig({ runtime, attestation: { command: "/opt/narwhal/bin/narwhal-attest", startTimeoutS: 45 } });
     const engines = config.engines as Array<Record<string, unknown>>;
     engines[2] = { ...engines[2], ...e3 };
-    return new Fleet("fleet", { spec: parseFleetConfig(config), secrets: mockSecrets(API_KEY), stack: "mock" });
+    return mocks.build(config, mockSecrets(API_KEY));
   }
 
   for (const kind of ["docker-cli", "docker"]) {

@@ -1,11 +1,9 @@
 import { expect } from "chai";
 import * as pulumi from "@pulumi/pulumi";
-import { parseFleetConfig } from "../../lib/config";
-import { fleetConfig, hostFacts, mockFleet, mockSecrets, reveal, type Registered } from "./support/fleet";
+import { fleetConfig, hostFacts, mockSecrets, reveal, useFleetMocks } from "./support/fleet";
 
 const API_KEY = "mock-api-key-0123456789";
 const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n";
-const registered: Registered[] = [];
 
 function promiseOf<T>(o: pulumi.Output<T>): Promise<T> {
   return new Promise((resolve) => o.apply(resolve));
@@ -31,17 +29,9 @@ function state(type: string, _name: string, inputs: Record<string, any>): Record
 }
 
 describe("mocks: Fleet component", () => {
-  let Fleet: Awaited<ReturnType<typeof mockFleet>>;
-
-  before(async () => {
-    Fleet = await mockFleet(registered, state);
-  });
-
-  beforeEach(() => registered.splice(0));
-
-  function build(): InstanceType<typeof Fleet> {
-    return new Fleet("fleet", { spec: parseFleetConfig(fleetConfig()), secrets: mockSecrets(API_KEY, SSH_KEY), stack: "mock" });
-  }
+  const mocks = useFleetMocks(state);
+  const registered = mocks.registered;
+  const build = () => mocks.build(fleetConfig(), mockSecrets(API_KEY, SSH_KEY));
 
   it("registers one discovery per host and one engine process per engine", async () => {
     const fleet = build();

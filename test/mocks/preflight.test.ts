@@ -6,25 +6,14 @@
  * provider method runs here; test/providers/{preflight-agreement,calibration}.test.ts run them.
  */
 import { expect } from "chai";
-import { parseFleetConfig } from "../../lib/config";
-import { PROFILED, fleetConfig, mockFleet, mockSecrets, reveal, settle, type Registered } from "./support/fleet";
+import { PROFILED, fleetConfig, mockSecrets, reveal, settle, useFleetMocks } from "./support/fleet";
 
 const API_KEY = "mock-api-key-attest-0123";
-const registered: Registered[] = [];
 
 describe("mocks: preflight", () => {
-  let Fleet: Awaited<ReturnType<typeof mockFleet>>;
-
-  before(async () => {
-    Fleet = await mockFleet(registered);
-  });
-
-  beforeEach(() => registered.splice(0));
-
-  function build(extra: Record<string, unknown> = {}): InstanceType<typeof Fleet> {
-    const spec = parseFleetConfig(fleetConfig({ ...PROFILED, ...extra }));
-    return new Fleet("fleet", { spec, secrets: mockSecrets(API_KEY), stack: "mock" });
-  }
+  const mocks = useFleetMocks();
+  const registered = mocks.registered;
+  const build = (extra: Record<string, unknown> = {}) => mocks.build(fleetConfig({ ...PROFILED, ...extra }), mockSecrets(API_KEY));
 
   it("checks the router's fleet document, every engine's generation, attestation and profile, the store, from the router host", async () => {
     const fleet = build();

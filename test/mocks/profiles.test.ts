@@ -5,24 +5,14 @@
  * test/providers/profile.test.ts measures real simulated engines.
  */
 import { expect } from "chai";
-import { parseFleetConfig } from "../../lib/config";
-import { PROFILED, fleetConfig, mockFleet, mockSecrets, reveal, settle, type Registered } from "./support/fleet";
+import { PROFILED, fleetConfig, mockSecrets, reveal, settle, useFleetMocks } from "./support/fleet";
 
 const API_KEY = "mock-api-key-attest-0123";
-const registered: Registered[] = [];
 
 describe("mocks: profile mesh", () => {
-  let Fleet: Awaited<ReturnType<typeof mockFleet>>;
-
-  before(async () => {
-    Fleet = await mockFleet(registered);
-  });
-
-  beforeEach(() => registered.splice(0));
-
-  function build(): InstanceType<typeof Fleet> {
-    return new Fleet("fleet", { spec: parseFleetConfig(fleetConfig(PROFILED)), secrets: mockSecrets(API_KEY), stack: "mock" });
-  }
+  const mocks = useFleetMocks();
+  const registered = mocks.registered;
+  const build = () => mocks.build(fleetConfig(PROFILED), mockSecrets(API_KEY));
 
   it("makes one Profile per engine, bound to its generation, attestation, plan limit and the fleet's sweep, measured through the router host", async () => {
     const fleet = build();

@@ -4,6 +4,7 @@
  * and profile downstream resolves without any provider method running.
  */
 import * as pulumi from "@pulumi/pulumi";
+import { parseFleetConfig } from "../../../lib/config";
 import { cacheLayoutDigest } from "../../../lib/engine/cache-layout";
 import type { AttestationDocument } from "../../../lib/attestation";
 import type { FleetSecrets } from "../../../components/stack-config";
@@ -151,4 +152,21 @@ export async function mockFleet(registered: Registered[], state: StateOf = fleet
     false,
   );
   return (await import("../../../components/fleet")).Fleet;
+}
+
+type FleetClass = Awaited<ReturnType<typeof mockFleet>>;
+
+/**
+ * Inside a describe: mocks set (and the Fleet class loaded) before its tests, the record cleared before
+ * each. `build` makes the component "fleet" of stack "mock" from a raw config.
+ */
+export function useFleetMocks(state: StateOf = fleetState) {
+  const registered: Registered[] = [];
+  let Fleet: FleetClass | undefined;
+  before(async () => {
+    Fleet = await mockFleet(registered, state);
+  });
+  beforeEach(() => registered.splice(0));
+  const build = (config: Record<string, unknown>, secrets: FleetSecrets): InstanceType<FleetClass> => new Fleet!("fleet", { spec: parseFleetConfig(config), secrets, stack: "mock" });
+  return { registered, build };
 }
