@@ -13,13 +13,10 @@
  * machine pace then fails by noise in either tool. Every simulator is stopped at the end, also on error.
  */
 import { spawnSync } from "node:child_process";
-import * as fs from "node:fs";
 import * as path from "node:path";
-import { httpObserver } from "../dynamic-providers/preflight/observer";
-import { processStartTime, parsePrometheusText } from "../lib/engine/prometheus";
-import { parseNarwhalReport, runPreflight, type GateProfile, type PreflightPlan, type ScheduleMode } from "../lib/preflight";
-import { identityGenerationDigest, storeDocument, type ProfileRow } from "../lib/profiling";
-import { http, KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, stopAll, tempDir, type SimEngine } from "../test/unit/sim-engine/helpers";
+import { parseNarwhalReport, runPreflight, type GateProfile, type ScheduleMode } from "../lib/preflight";
+import { KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, stopAll, tempDir, type SimEngine } from "../test/unit/sim-engine/helpers";
+import { simPreflight, simProfileRow, writeSimFleet } from "../test/unit/sim-engine/sim-fleet";
 
 const API_KEY = "sk-narwhal-bench-3f8a17";
 const CHECK = path.join(ROOT, ".tools", "venv", "bin", "narwhal-check");
@@ -37,32 +34,6 @@ interface Member {
   engine: SimEngine;
   role: "prefill" | "decode";
   pin: boolean;
-}
-
-async function profileRow(iid: string, e: SimEngine): Promise<ProfileRow> {
-  const truth = (await http(`${e.url}/sim/truth`)).json.effective_coefficients as Record<string, number>;
-  const version = (await http(`${e.url}/version`)).json.version as string;
-  const start = processStartTime(parsePrometheusText((await http(`${e.url}/metrics`)).text))!;
-  return {
-    iid,
-    ttft_a: truth.prefillA!,
-    ttft_b: truth.prefillB!,
-    ttft_c: truth.prefillC!,
-    tpot_slope: truth.decodeKv!,
-    tpot_intercept: truth.decodeBase!,
-    tpot_request_slope: truth.decodeReq!,
-    generation_digest: identityGenerationDigest(version, start),
-    decode_min_requests: 1,
-    decode_max_requests: 8,
-    decode_min_kv_tokens: 256,
-    decode_max_kv_tokens: 12000,
-    decode_fit_mape: 0.01,
-    decode_cv_mape: 0.02,
-    prefill_min_tokens: 256,
-    prefill_max_tokens: 12000,
-    decode_min_output_tokens: 3,
-    decode_max_output_tokens: 64,
-  };
 }
 
 async function startFleet(n: number, model: string, timeScale: number): Promise<Member[]> {
@@ -95,21 +66,9 @@ function pairVerdicts(lines: ReadonlyArray<{ status: string; message: string }>)
 async function benchSize(n: number, model: string, timeScale: number) {
   const members = await startFleet(n, model, timeScale);
   const dir = tempDir("bench-preflight-");
-  const rows = await Promise.all(members.map((m) => profileRow(m.iid, m.engine)));
-  const profilesPath = path.join(dir, "profiles.json");
-  fs.writeFileSync(profilesPath, JSON.stringify(storeDocument(rows, { package: "narwhal-fleet", writer: "bench" })));
-  const doc = {
-    schema: "narwhal.fleet",
-    schema_version: 2,
-    model: "tiny",
-    engines: members.map((m) => ({ iid: m.iid, url: m.engine.url, role: m.role, pin: m.pin })),
-    slo: { ttft_s: 10, tpot_s: 0.125 },
-    serving: { request_timeout_s: 60, prefill_timeout_s: 30 },
-    engine: { first_token_timeout_s: 2.5, health_timeout_s: 5, engine_api_key_env: "NARWHAL_ENGINE_API_KEY" },
-    profiles: { path: profilesPath },
-  };
-  const file = path.join(dir, "fleet.json");
-  fs.writeFileSync(file, JSON.stringify(doc, null, 2));
+  const rows = await Promise.all(members.map((m) => simProfileRow(m.iid, m.engine)));
+  const engines = members.map((m) => ({ iid: m.iid, url: m.engine.url, role: m.role, pin: m.pin }));
+  const { file, doc } = writeSimFleet(dir, { model: "tiny", engines, rows, tpotS: 0.125, writer: "bench" });
 
   const t0 = Date.now();
   const narwhal = spawnSync(CHECK, ["--fleet", file, "--format", "json"], { env: { ...process.env, NARWHAL_ENGINE_API_KEY: API_KEY }, timeout: 1_800_000, maxBuffer: 64 * 1024 * 1024 });
@@ -124,26 +83,7 @@ async function benchSize(n: number, model: string, timeScale: number) {
 
   const profiles = new Map<string, GateProfile>(rows.map((r) => [r.iid, r]));
   const ours = async (schedule: ScheduleMode) => {
-    const plan: PreflightPlan = {
-      engines: members.map((m) => ({ iid: m.iid, role: m.role, pin: m.pin })),
-      model: "tiny",
-      slo: { ttftS: 10, tpotS: 0.125 },
-      tokenize: true,
-      policy: { maxDecodeFitMape: 0.05, maxDecodeCvMape: 0.13 },
-      profiles,
-      contract: null,
-      pairs: "mesh",
-      repeats: 1,
-      schedule,
-      timeouts: { firstTokenS: 2.5, requestS: 60 },
-    };
-    const observer = httpObserver({
-      engines: members.map((m) => ({ iid: m.iid, url: m.engine.url })),
-      model: "tiny",
-      apiKey: API_KEY,
-      contract: null,
-      timeouts: { healthS: 5, prefillS: 30, tokenizeS: 2, firstTokenS: 2.5, decodeReadS: 60, requestS: 60 },
-    });
+    const { plan, observer } = simPreflight(doc, profiles, API_KEY, schedule);
     // The transfer phase alone, where the schedule matters: from the first transfer's start to the last one's end.
     let first = Infinity;
     let last = 0;

@@ -9,8 +9,9 @@ import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
 import type { Pair, SampleRecord, Sampler } from "../../lib/preflight";
-import { SseSplitter } from "../../lib/profiling";
+import { sseEvents, streamedTokens } from "../../lib/profiling";
 import { handoffOf, streamError } from "../preflight/observer";
+import { engineHeaders, sendJson, timedOut } from "../engine-request";
 
 /** Text whose token ids seed every probe prompt, so each id is one the engine's own tokenizer made. */
 export const SEED_TEXT = "calibration probe benchmark ".repeat(8);
@@ -42,26 +43,11 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
     if (!e) throw new Error(`calibration: no engine ${iid}`);
     return e.url;
   };
-  const headers = (json: boolean): Record<string, string> => ({
-    accept: "application/json, text/event-stream, */*",
-    ...(o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {}),
-    ...(json ? { "content-type": "application/json" } : {}),
-  });
-  const send = async (target: string, body: unknown, t: number) => {
-    const res = await request(target, {
-      method: body === undefined ? "GET" : "POST",
-      headers: headers(body !== undefined),
-      body: body === undefined ? undefined : JSON.stringify(body),
-      dispatcher: agent,
-      signal: AbortSignal.timeout(t * 1000),
-      headersTimeout: t * 1000,
-      bodyTimeout: t * 1000,
-    });
-    return { status: res.statusCode, text: await res.body.text() };
-  };
+  const headers = (json: boolean) => engineHeaders(o.apiKey, json);
+  const send = (target: string, body: unknown, t: number) => sendJson(agent, target, headers(body !== undefined), body, t);
   const describe = (err: unknown, t: number): string => {
     const e = err as Error & { code?: string };
-    if (e.name === "TimeoutError" || e.code === "UND_ERR_HEADERS_TIMEOUT" || e.code === "UND_ERR_BODY_TIMEOUT") return `no answer within ${t} s`;
+    if (timedOut(e)) return `no answer within ${t} s`;
     return e.code ? `${e.code}: ${e.message}` : e.message;
   };
   const tokenize = async (iid: string) => {
@@ -140,20 +126,16 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
           signal: AbortSignal.any([bound.signal, AbortSignal.timeout(o.timeouts.requestS * 1000)]),
         });
         if (res.statusCode !== 200) return failed("engine_error", `decode on ${p.consumer} answered ${res.statusCode}: ${(await res.body.text()).slice(0, 300)}`);
-        const split = new SseSplitter();
-        const utf8 = new TextDecoder();
-        for await (const bytes of res.body as AsyncIterable<Uint8Array>) {
-          for (const event of split.feed(utf8.decode(bytes, { stream: true }))) {
-            if (event.done) continue;
-            if (!("data" in event)) return failed("engine_error", `decode on ${p.consumer}: malformed stream event`);
-            const json = event.data as { choices?: Array<{ text?: string; token_ids?: number[] }>; error?: unknown };
-            if (json && json.error != null) return failed("engine_error", `decode on ${p.consumer}: ${streamError(json.error)}`, firstToken);
-            const k = (json.choices ?? []).reduce((m, c) => m + (Array.isArray(c.token_ids) ? c.token_ids.length : c.text ? 1 : 0), 0);
-            tokens += k;
-            if (k && firstToken === null) {
-              firstToken = (performance.now() - started) / 1000;
-              clearTimeout(timer);
-            }
+        for await (const event of sseEvents(res.body as AsyncIterable<Uint8Array>)) {
+          if (event.done) continue;
+          if (!("data" in event)) return failed("engine_error", `decode on ${p.consumer}: malformed stream event`);
+          const json = event.data as { choices?: Array<{ text?: string; token_ids?: number[] }>; error?: unknown };
+          if (json && json.error != null) return failed("engine_error", `decode on ${p.consumer}: ${streamError(json.error)}`, firstToken);
+          const k = streamedTokens(json);
+          tokens += k;
+          if (k && firstToken === null) {
+            firstToken = (performance.now() - started) / 1000;
+            clearTimeout(timer);
           }
         }
       } catch (err) {

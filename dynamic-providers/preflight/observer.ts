@@ -10,7 +10,8 @@ import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
 import { attestationProblems, type Observer, type Probe, type TransferRecord } from "../../lib/preflight";
-import { identityGenerationDigest, SseSplitter } from "../../lib/profiling";
+import { identityGenerationDigest, sseEvents, streamedTokens } from "../../lib/profiling";
+import { engineHeaders, sendJson, timedOut } from "../engine-request";
 
 export const PROBE_PROMPT = "benchmark ".repeat(64);
 export const PACE_PROMPT = "benchmark ".repeat(4096);
@@ -74,28 +75,13 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
     if (!e) throw new Error(`preflight: no engine ${iid}`);
     return e;
   };
-  const headers = (auth: boolean, json: boolean): Record<string, string> => ({
-    accept: "application/json, text/event-stream, */*",
-    ...(auth && o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {}),
-    ...(json ? { "content-type": "application/json" } : {}),
-  });
+  const headers = (auth: boolean, json: boolean) => engineHeaders(auth ? o.apiKey : undefined, json);
   const describe = (err: unknown, t: number): string => {
     const e = err as Error & { code?: string };
-    if (e instanceof Timeout || e.name === "TimeoutError" || e.code === "UND_ERR_HEADERS_TIMEOUT" || e.code === "UND_ERR_BODY_TIMEOUT") return `no answer within ${t} s`;
+    if (e instanceof Timeout || timedOut(e)) return `no answer within ${t} s`;
     return e.code ? `${e.code}: ${e.message}` : e.message;
   };
-  const send = async (url: string, body: unknown, t: number, auth = true): Promise<Reply> => {
-    const res = await request(url, {
-      method: body === undefined ? "GET" : "POST",
-      headers: headers(auth, body !== undefined),
-      body: body === undefined ? undefined : JSON.stringify(body),
-      dispatcher: agent,
-      signal: AbortSignal.timeout(t * 1000),
-      headersTimeout: t * 1000,
-      bodyTimeout: t * 1000,
-    });
-    return { status: res.statusCode, text: await res.body.text() };
-  };
+  const send = (url: string, body: unknown, t: number, auth = true): Promise<Reply> => sendJson(agent, url, headers(auth, body !== undefined), body, t);
   const identity = async (e: ObservedEngine): Promise<{ version: string; processStart: number }> => {
     const t = o.timeouts.healthS;
     const v = await send(`${e.url}/version`, undefined, t);
@@ -253,24 +239,20 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
           clearTimeout(firstTimer);
           return fail("transfer_failed", `decode leg on ${p.consumer} answered ${res.statusCode}: ${(await res.body.text()).slice(0, 300)}`);
         }
-        const split = new SseSplitter();
-        const utf8 = new TextDecoder();
-        for await (const bytes of res.body as AsyncIterable<Uint8Array>) {
-          for (const event of split.feed(utf8.decode(bytes, { stream: true }))) {
-            if (event.done) continue;
-            if (!("data" in event)) throw new Error(`malformed stream event: ${event.malformed}`);
-            const json = event.data as { choices?: Array<{ text?: string; token_ids?: number[] }>; error?: unknown };
-            // A mid-stream failure arrives as an error event, as vLLM's stream generators send it.
-            if (json && json.error != null) {
-              clearTimeout(firstTimer);
-              return fail("transfer_failed", `decode leg on ${p.consumer}: ${streamError(json.error)}`);
-            }
-            const n = (json.choices ?? []).reduce((k, c) => k + (Array.isArray(c.token_ids) ? c.token_ids.length : c.text ? 1 : 0), 0);
-            tokens += n;
-            if (n && firstToken === null) {
-              firstToken = (performance.now() - started) / 1000;
-              clearTimeout(firstTimer);
-            }
+        for await (const event of sseEvents(res.body as AsyncIterable<Uint8Array>)) {
+          if (event.done) continue;
+          if (!("data" in event)) throw new Error(`malformed stream event: ${event.malformed}`);
+          const json = event.data as { choices?: Array<{ text?: string; token_ids?: number[] }>; error?: unknown };
+          // A mid-stream failure arrives as an error event, as vLLM's stream generators send it.
+          if (json && json.error != null) {
+            clearTimeout(firstTimer);
+            return fail("transfer_failed", `decode leg on ${p.consumer}: ${streamError(json.error)}`);
+          }
+          const n = streamedTokens(json);
+          tokens += n;
+          if (n && firstToken === null) {
+            firstToken = (performance.now() - started) / 1000;
+            clearTimeout(firstTimer);
           }
         }
       } catch (err) {

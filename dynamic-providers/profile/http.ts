@@ -6,6 +6,7 @@
 import { performance } from "node:perf_hooks";
 import type { EngineClient, Reply, StreamChunk } from "../../lib/profiling";
 import { SseSplitter } from "../../lib/profiling";
+import { engineHeaders, sendJson, timedOut } from "../engine-request";
 
 export interface ProfileHttp extends EngineClient {
   close(): Promise<void>;
@@ -16,28 +17,15 @@ export interface ProfileHttp extends EngineClient {
 export function profileHttp(baseUrl: string, apiKey: string | undefined, label: string, connections: number): ProfileHttp {
   const { Agent, request } = require("undici") as typeof import("undici");
   const agent = new Agent({ connections, keepAliveTimeout: 4000, connect: { timeout: 10_000 } });
-  const headers = (json: boolean): Record<string, string> => ({
-    accept: "application/json, text/event-stream, */*",
-    ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
-    ...(json ? { "content-type": "application/json" } : {}),
-  });
+  const headers = (json: boolean) => engineHeaders(apiKey, json);
   const fail = (method: string, path: string, err: unknown, t: number): Error => {
-    const e = err as Error & { code?: string };
-    const why = e.name === "TimeoutError" || e.code === "UND_ERR_HEADERS_TIMEOUT" || e.code === "UND_ERR_BODY_TIMEOUT" ? `no answer within ${t} s` : e.message;
+    const why = timedOut(err) ? `no answer within ${t} s` : (err as Error).message;
     return Object.assign(new Error(`${method} ${path} on ${label}: ${why}`), { name: "ProfileHttpError" });
   };
   const send = async (method: "GET" | "POST", path: string, body: unknown, t: number): Promise<Reply> => {
     try {
-      const res = await request(`${baseUrl}${path}`, {
-        method,
-        headers: headers(body !== undefined),
-        body: body === undefined ? undefined : JSON.stringify(body),
-        dispatcher: agent,
-        signal: AbortSignal.timeout(t * 1000),
-        headersTimeout: t * 1000,
-        bodyTimeout: t * 1000,
-      });
-      return { status: res.statusCode, body: await res.body.text() };
+      const r = await sendJson(agent, `${baseUrl}${path}`, headers(body !== undefined), body, t, method);
+      return { status: r.status, body: r.text };
     } catch (err) {
       throw fail(method, path, err, t);
     }

@@ -5,7 +5,7 @@ export { limitsDocument, maxNumSeqsOf, readLimits, type LimitsDocument } from ".
 export * from "./fit";
 export * from "./store";
 export { Cohort, CohortStream, overlappingTokens, type Interval } from "./cohort";
-export { SseSplitter, type SseEvent } from "./sse";
+export { SseSplitter, sseEvents, streamedTokens, type SseEvent } from "./sse";
 export type { EngineClient, Reply, StreamChunk } from "./client";
 export { metricFacts, type EngineMetricFacts } from "./metrics";
 export { emptyRecord, Profiler, type MeasureOptions, type MeasureRecord, type Measurement } from "./measure";

@@ -31,3 +31,15 @@ export class SseSplitter {
     return events;
   }
 }
+
+/** The events of a streamed body, in order, decoded as UTF-8 across chunk boundaries. */
+export async function* sseEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<SseEvent> {
+  const split = new SseSplitter();
+  const utf8 = new TextDecoder();
+  for await (const bytes of body) yield* split.feed(utf8.decode(bytes, { stream: true }));
+}
+
+/** Tokens one completion chunk carries: its token ids where the engine returns them, else one per non-empty text. */
+export function streamedTokens(chunk: { choices?: Array<{ text?: string; token_ids?: number[] }> }): number {
+  return (chunk.choices ?? []).reduce((n, c) => n + (Array.isArray(c.token_ids) ? c.token_ids.length : c.text ? 1 : 0), 0);
+}

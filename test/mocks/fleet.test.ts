@@ -1,90 +1,37 @@
 import { expect } from "chai";
 import * as pulumi from "@pulumi/pulumi";
-import { parseFleetConfig } from "../../lib/config";
-import type { FleetSecrets } from "../../components/stack-config";
-
-/** Resource shape only: under mocks no provider method runs, so this says what is registered, not what happens. */
-interface Registered {
-  type: string;
-  name: string;
-  inputs: Record<string, unknown>;
-}
+import { fleetConfig, hostFacts, mockSecrets, reveal, useFleetMocks } from "./support/fleet";
 
 const API_KEY = "mock-api-key-0123456789";
 const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n";
-const registered: Registered[] = [];
-
-/** Mocks see secrets in their wire form; unwrap them to compare values. */
-function reveal(value: unknown): unknown {
-  const v = value as Record<string, unknown> | undefined;
-  return v && v["4dabf18193072939515e22adb298388d"] === "1b47061264138c4ac30d75fd1eb44270" ? v.value : value;
-}
 
 function promiseOf<T>(o: pulumi.Output<T>): Promise<T> {
   return new Promise((resolve) => o.apply(resolve));
 }
 
-describe("mocks: Fleet component", () => {
-  let Fleet: typeof import("../../components/fleet").Fleet;
-
-  before(async () => {
-    await pulumi.runtime.setMocks(
-      {
-        newResource(args) {
-          registered.push({ type: args.type, name: args.name, inputs: args.inputs });
-          // Give discovery the facts a real one would record, so the plans downstream resolve.
-          const state =
-            args.type === "pulumi-nodejs:dynamic/narwhal:HostDiscovery"
-              ? {
-                  ...args.inputs,
-                  hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey",
-                  fabricAddress: `198.18.0.${args.inputs.alias === "a" ? 11 : 12}`,
-                  accelerators: { vendor: "nvidia", product: "NVIDIA H100 80GB HBM3", gpus: [{ index: 0 }, { index: 1 }] },
-                  model: { dtype: "bfloat16", maxPositionEmbeddings: 32768, trustRemoteCode: false, ssmConvStateLayoutDS: false },
-                  runtime: { kind: "native", vllmVersion: "0.29.0" },
-                  checkpoint: { modelTreeSha256: "ab".repeat(32), files: [{ path: "config.json", size: 10, sha256: "cd".repeat(32) }] },
-                }
-              : args.type === "command:remote:Command"
-                ? { ...args.inputs, stdout: '{"pid":42,"startedAt":"2026-01-01T00:00:00Z"}' }
-                : args.type === "pulumi-nodejs:dynamic/narwhal:ImageCheck"
-                  ? { ...args.inputs, vllmApiVersion: "0.29.0+checked" }
-                  : args.inputs;
-          return { id: `${args.name}-id`, state };
-        },
-        call(args) {
-          throw new Error(`unexpected call to ${args.token}`);
-        },
-      },
-      "narwhal-fleet",
-      "mock",
-      false,
-    );
-    Fleet = (await import("../../components/fleet")).Fleet;
-  });
-
-  beforeEach(() => registered.splice(0));
-
-  function build(): InstanceType<typeof Fleet> {
-    const spec = parseFleetConfig({
-      hosts: [
-        { alias: "a", destination: "root@198.18.0.11", fabricInterface: "fab0" },
-        { alias: "b", destination: "ops@198.18.0.12", port: 2222, fabricInterface: "fab0" },
-      ],
-      engines: [
-        { id: "e1", host: "a", gpuIds: [0] },
-        { id: "e2", host: "b", gpuIds: [0] },
-        { id: "e3", host: "a", gpuIds: [1] },
-      ],
-      model: { servedName: "tiny", checkpointDir: "/models/tiny" },
-    });
-    const secrets: FleetSecrets = {
-      engineApiKey: pulumi.secret(API_KEY),
-      grafanaAdminPassword: pulumi.secret("grafana-mock-pass"),
-      sshPrivateKey: () => pulumi.secret(SSH_KEY),
-      sshPassword: () => undefined,
-    };
-    return new Fleet("fleet", { spec, secrets, stack: "mock" });
+/** Give discovery the facts a real one would record, so the plans downstream resolve. */
+function state(type: string, _name: string, inputs: Record<string, any>): Record<string, unknown> {
+  switch (type) {
+    case "pulumi-nodejs:dynamic/narwhal:HostDiscovery":
+      return {
+        ...inputs,
+        ...hostFacts(inputs.alias),
+        model: { dtype: "bfloat16", maxPositionEmbeddings: 32768, trustRemoteCode: false, ssmConvStateLayoutDS: false },
+        runtime: { kind: "native", vllmVersion: "0.29.0" },
+      };
+    case "command:remote:Command":
+      return { ...inputs, stdout: '{"pid":42,"startedAt":"2026-01-01T00:00:00Z"}' };
+    case "pulumi-nodejs:dynamic/narwhal:ImageCheck":
+      return { ...inputs, vllmApiVersion: "0.29.0+checked" };
+    default:
+      return inputs;
   }
+}
+
+describe("mocks: Fleet component", () => {
+  const mocks = useFleetMocks(state);
+  const registered = mocks.registered;
+  const build = () => mocks.build(fleetConfig(), mockSecrets(API_KEY, SSH_KEY));
 
   it("registers one discovery per host and one engine process per engine", async () => {
     const fleet = build();

@@ -17,13 +17,7 @@ import * as dockerCli from "../../lib/runtime/docker-cli";
 import * as native from "../../lib/runtime/native";
 import * as fields from "../../lib/runtime/container-fields";
 import { envFile } from "../../lib/shell";
-
-interface Registered {
-  type: string;
-  name: string;
-  inputs: Record<string, unknown>;
-  provider?: string;
-}
+import { fleetConfig, mockSecrets, type Registered } from "./support/fleet";
 
 const API_KEY = "mock-runtime-api-key-8c1f0e";
 const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nmockruntimekey\n-----END OPENSSH PRIVATE KEY-----\n";
@@ -501,20 +495,11 @@ describe("mocks: engine runtime backends", () => {
     });
     it("a docker fleet: one provider per host (named after its discovery), each engine's own GPUs and stack", async () => {
       const { Fleet } = await import("../../components/fleet");
-      const spec = parseFleetConfig({
-        hosts: [
-          { alias: "a", destination: "root@198.18.0.11", fabricInterface: "fab0" },
-          { alias: "b", destination: "ops@198.18.0.12", port: 2222, fabricInterface: "fab0" },
-        ],
-        engines: [
-          { id: "e1", host: "a", gpuIds: [0] },
-          { id: "e2", host: "b", gpuIds: [1] },
-          { id: "e3", host: "a", gpuIds: [1] },
-        ],
-        model: { servedName: "tiny", checkpointDir: "/models/tiny" },
-        runtime: { kind: "docker", image: IMAGE },
-      });
-      const secrets = { engineApiKey: pulumi.secret(API_KEY), sshPrivateKey: () => pulumi.secret(SSH_KEY), sshPassword: () => undefined, grafanaAdminPassword: pulumi.secret("grafana-mock-pass") };
+      // e2 on its host's second GPU, so each container's device request is its own.
+      const config = fleetConfig({ runtime: { kind: "docker", image: IMAGE } });
+      (config.engines as Array<Record<string, unknown>>)[1]!.gpuIds = [1];
+      const spec = parseFleetConfig(config);
+      const secrets = mockSecrets(API_KEY, SSH_KEY);
       // The default known_hosts folder is runs/<stack>/ssh under the working directory: keep it out of the project.
       const cwd = process.cwd();
       process.chdir(knownHostsDir);

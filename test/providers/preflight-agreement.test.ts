@@ -10,12 +10,11 @@ import { expect } from "chai";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { httpObserver } from "../../dynamic-providers/preflight/observer";
 import { runGates } from "../../dynamic-providers/preflight/provider";
-import { parseNarwhalReport, runPreflight, type GateProfile, type PreflightPlan } from "../../lib/preflight";
-import { identityGenerationDigest, storeDocument, type ProfileRow } from "../../lib/profiling";
-import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
+import { parseNarwhalReport, runPreflight, type GateProfile } from "../../lib/preflight";
+import type { ProfileRow } from "../../lib/profiling";
 import { http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
+import { simPreflight, simProfileRow, writeSimFleet } from "../unit/sim-engine/sim-fleet";
 
 const API_KEY = "sk-narwhal-preflight-7d2e41";
 const CHECK = path.join(ROOT, ".tools", "venv", "bin", "narwhal-check");
@@ -36,32 +35,6 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
   const ids = ["e0", "e1", "e2"];
   const rows = new Map<string, ProfileRow>();
 
-  async function profileRow(iid: string, e: SimEngine): Promise<ProfileRow> {
-    const truth = (await http(`${e.url}/sim/truth`)).json.effective_coefficients as Record<string, number>;
-    const version = (await http(`${e.url}/version`)).json.version as string;
-    const start = processStartTime(parsePrometheusText((await http(`${e.url}/metrics`)).text))!;
-    return {
-      iid,
-      ttft_a: truth.prefillA!,
-      ttft_b: truth.prefillB!,
-      ttft_c: truth.prefillC!,
-      tpot_slope: truth.decodeKv!,
-      tpot_intercept: truth.decodeBase!,
-      tpot_request_slope: truth.decodeReq!,
-      generation_digest: identityGenerationDigest(version, start),
-      decode_min_requests: 1,
-      decode_max_requests: 8,
-      decode_min_kv_tokens: 256,
-      decode_max_kv_tokens: 12000,
-      decode_fit_mape: 0.01,
-      decode_cv_mape: 0.02,
-      prefill_min_tokens: 256,
-      prefill_max_tokens: 12000,
-      decode_min_output_tokens: 3,
-      decode_max_output_tokens: 64,
-    };
-  }
-
   let model: string;
   const byId = new Map<string, SimEngine>();
 
@@ -71,7 +44,7 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
       const e = await startEngine({ model, args: ARGS, sim: { timeScale: 0.05, startupDelayS: 0 } });
       engines.push(e);
       byId.set(iid, e);
-      rows.set(iid, await profileRow(iid, e));
+      rows.set(iid, await simProfileRow(iid, e));
     }
   });
 
@@ -88,20 +61,8 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
       const k = f.profileScale?.[iid] ?? 1;
       return { ...r, ttft_a: r.ttft_a * k, ttft_b: r.ttft_b * k, ttft_c: r.ttft_c * k };
     });
-    const profilesPath = path.join(dir, "profiles.json");
-    fs.writeFileSync(profilesPath, JSON.stringify(storeDocument(scaled, { package: "narwhal-fleet", writer: "preflight-agreement" })));
-    const doc = {
-      schema: "narwhal.fleet",
-      schema_version: 2,
-      model: f.model ?? "tiny",
-      engines: members.map((iid, i) => ({ iid, url: byId.get(iid)!.url, role: i === 0 ? "prefill" : "decode" })),
-      slo: { ttft_s: 10, tpot_s: f.tpotS ?? 0.125 },
-      serving: { request_timeout_s: 60, prefill_timeout_s: 30 },
-      engine: { first_token_timeout_s: 2.5, health_timeout_s: 5, engine_api_key_env: "NARWHAL_ENGINE_API_KEY" },
-      profiles: { path: profilesPath },
-    };
-    const file = path.join(dir, "fleet.json");
-    fs.writeFileSync(file, JSON.stringify(doc, null, 2));
+    const engines = members.map((iid, i) => ({ iid, url: byId.get(iid)!.url, role: i === 0 ? "prefill" : "decode" }));
+    const { file, doc } = writeSimFleet(dir, { model: f.model ?? "tiny", engines, rows: scaled, tpotS: f.tpotS ?? 0.125, writer: "preflight-agreement" });
     return { file, doc, profiles: new Map(scaled.map((r) => [r.iid, r])) };
   }
 
@@ -112,27 +73,7 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
     const narwhalS = (Date.now() - t0) / 1000;
     const result = JSON.parse(narwhal.stdout.toString());
     const theirs = parseNarwhalReport(narwhal.stderr.toString());
-    const plan: PreflightPlan = {
-      engines: doc.engines.map((e: { iid: string; role: "prefill" | "decode" }) => ({ iid: e.iid, role: e.role })),
-      model: doc.model,
-      slo: { ttftS: doc.slo.ttft_s, tpotS: doc.slo.tpot_s },
-      tokenize: true,
-      policy: { maxDecodeFitMape: 0.05, maxDecodeCvMape: 0.13 },
-      profiles,
-      contract: null,
-      pairs: "mesh",
-      repeats: 1,
-      schedule: "concurrent",
-      timeouts: { firstTokenS: 2.5, requestS: 60 },
-    };
-    const observer = httpObserver({
-      engines: doc.engines.map((e: { iid: string; url: string }) => ({ iid: e.iid, url: e.url })),
-      model: doc.model,
-      apiKey: API_KEY,
-      contract: null,
-      timeouts: { healthS: 5, prefillS: 30, tokenizeS: 2, firstTokenS: 2.5, decodeReadS: 60, requestS: 60 },
-      recentLogs: async (iid) => byId.get(iid)!.stdout + byId.get(iid)!.stderr,
-    });
+    const { plan, observer } = simPreflight(doc, profiles, API_KEY, "concurrent", async (iid) => byId.get(iid)!.stdout + byId.get(iid)!.stderr);
     const t1 = Date.now();
     const ours = await runPreflight(plan, observer).finally(() => observer.close());
     const oursS = (Date.now() - t1) / 1000;
@@ -181,7 +122,7 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
   it("a producer that returns no handoff fails produce in both; the others still consume", async () => {
     const plain = await startEngine({ model, args: ARGS.slice(0, -2), sim: { timeScale: 0.05, startupDelayS: 0 } });
     byId.set("e3", plain);
-    rows.set("e3", await profileRow("e3", plain));
+    rows.set("e3", await simProfileRow("e3", plain));
     const { mine, ours } = await both({ members: ["e0", "e1", "e3"] });
     expect(mine).to.include({ produce: "fail", consume: "pass" });
     expect(ours.gates.find((g) => g.gate === "produce")!.lines.find((l) => l.status === "fail")!.message).to.match(/^e3 prefill leg: .*no kv_transfer_params/);
@@ -221,7 +162,7 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
     const restarted = await startEngine({ model, args: ARGS, port: old.port, sidePort: old.sidePort, sim: { timeScale: 0.05, startupDelayS: 0 } });
     byId.set("e0", restarted);
     // Re-profiled after the restart, as the runbook asks: only the consumers still hold the old handshake.
-    rows.set("e0", await profileRow("e0", restarted));
+    rows.set("e0", await simProfileRow("e0", restarted));
     const { mine, ours } = await both({});
     expect(mine).to.include({ produce: "pass", consume: "fail" });
     const failed = ours.transfers.filter((t) => t.status === "failed");

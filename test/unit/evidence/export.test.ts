@@ -43,6 +43,11 @@ describe("evidence: deployment record export", () => {
       projectRoot: project,
       home: "/home/operator",
     });
+    expectOwnStateDirAliases();
+  });
+
+  /** Each distinct stateDir gets its own run and state aliases, named after the first host that uses it. */
+  function expectOwnStateDirAliases(): void {
     const own = parseFleetConfig({
       hosts: [
         { alias: "sim1", destination: "ubuntu@10.77.0.11", fabricInterface: "fab0" },
@@ -63,7 +68,7 @@ describe("evidence: deployment record export", () => {
       model: "/srv/narwhal/models/qwen3-8b",
       project,
     });
-  });
+  }
 
   /** A store as a real run leaves it: records and artifacts that name the private environment. */
   async function fill(store: EvidenceStore): Promise<void> {
@@ -187,26 +192,7 @@ describe("evidence: deployment record export", () => {
       project,
       home: "/home/operator",
     });
-    const own = parseFleetConfig({
-      hosts: [
-        { alias: "sim1", destination: "ubuntu@10.77.0.11", fabricInterface: "fab0" },
-        { alias: "sim2", destination: "ops@10.77.0.12", fabricInterface: "fab0", stateDir: "/home/ops/.narwhal-fleet/" },
-        { alias: "sim3", destination: "ops@10.77.0.13", fabricInterface: "fab0", stateDir: "/home/ops/.narwhal-fleet/" },
-      ],
-      engines: [
-        { id: "e0", host: "sim1" },
-        { id: "e1", host: "sim2" },
-      ],
-      model: { servedName: "qwen3-8b", checkpointDir: "/srv/narwhal/models/qwen3-8b" },
-    });
-    expect(exportAliases({ spec: own, stack: "dev", projectRoot: project }).paths).to.deep.equal({
-      run: "/var/lib/narwhal-fleet/dev",
-      state: "/var/lib/narwhal-fleet",
-      "run-sim2": "/home/ops/.narwhal-fleet/dev",
-      "state-sim2": "/home/ops/.narwhal-fleet/",
-      model: "/srv/narwhal/models/qwen3-8b",
-      project,
-    });
+    expectOwnStateDirAliases();
   });
 
   it("splits stack config into the plain keys the schema reads and every secret value, nested ones too", () => {

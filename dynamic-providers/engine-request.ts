@@ -1,0 +1,41 @@
+/**
+ * A bounded JSON request to an engine over the caller's undici pool, as the profile, preflight and
+ * calibration clients send them: the API key as `Authorization: Bearer`, headers and body both due
+ * within the same named timeout. undici is required at call time, never captured.
+ */
+import type { Dispatcher } from "undici";
+
+export interface EngineReply {
+  status: number;
+  text: string;
+}
+
+/** Accepts JSON and event streams; `json` says a JSON body goes with the request. */
+export function engineHeaders(apiKey: string | undefined, json: boolean): Record<string, string> {
+  return {
+    accept: "application/json, text/event-stream, */*",
+    ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
+    ...(json ? { "content-type": "application/json" } : {}),
+  };
+}
+
+/** A GET without a body, else a POST of the body as JSON; the whole reply within `timeoutS`. */
+export async function sendJson(agent: Dispatcher, url: string, headers: Record<string, string>, body: unknown, timeoutS: number, method: "GET" | "POST" = body === undefined ? "GET" : "POST"): Promise<EngineReply> {
+  const { request } = require("undici") as typeof import("undici");
+  const res = await request(url, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    dispatcher: agent,
+    signal: AbortSignal.timeout(timeoutS * 1000),
+    headersTimeout: timeoutS * 1000,
+    bodyTimeout: timeoutS * 1000,
+  });
+  return { status: res.statusCode, text: await res.body.text() };
+}
+
+/** Whether a request failed for want of an answer in time (abort signal or undici's own timeouts). */
+export function timedOut(err: unknown): boolean {
+  const e = err as Error & { code?: string };
+  return e.name === "TimeoutError" || e.code === "UND_ERR_HEADERS_TIMEOUT" || e.code === "UND_ERR_BODY_TIMEOUT";
+}
