@@ -1,5 +1,7 @@
 import { expect } from "chai";
-import { sharedFleet } from "./support/stack";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { PROJECT_ROOT, sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
 import { awaitHealthy, restartByHand, restartWaveByHand } from "./support/restart";
 import { FLEET_AFTER_ENGINE, processEvidence } from "./support/names";
@@ -35,6 +37,10 @@ describe("e2e: an engine restarted with the same plan", function () {
     let failure = "";
     await stack.up({ refresh: true, onOutput: () => undefined }).catch((err: Error) => (failure = err.message));
     expect(failure).to.match(/preflight failed: consume \(e2 -> e1, e2 -> e3, e2 -> e4\); the router stays stopped/);
+    // narwhal-check, from the router's place and with the store just written, finds the same stale pairs.
+    const kept = /kept as (preflight\/[0-9a-f]{64}\.json)/.exec(failure)![1]!;
+    const record = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, "runs", "e2e", "evidence", kept), "utf8")) as { observations: { gates: Array<{ gate: string; verdict: string }> } };
+    await expectNarwhalCheckAgrees(stack, { gates: Object.fromEntries(record.observations.gates.map((g) => [g.gate, g.verdict])) });
 
     // The runbook's rule, applied late: those probes left every engine with a handshake of the others, so
     // the whole fleet restarts in one wave; up re-measures each engine and the preflight passes.

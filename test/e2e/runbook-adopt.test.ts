@@ -17,6 +17,7 @@ import type { LaunchPlan } from "../../lib/launch/plan";
 import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
 import { shellLine, shq } from "../../lib/shell";
 import { API_KEY, E2E_TIME_SCALE, EngineEntry, openStack, PROJECT_ROOT, sharedFleet } from "./support/stack";
+import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { awaitHealthy } from "./support/restart";
 
 const STACK = "e2e-runbook";
@@ -114,6 +115,7 @@ echo "$pid \${20}"`,
     const earlier = new Set(fs.existsSync(dir) ? fs.readdirSync(dir) : []);
     await withRunbookRun(true);
     await stack.up(quiet);
+    await expectNarwhalCheckAgrees(stack);
     const e1 = ((await stack.outputs()).engines!.value as Record<string, EngineOut>).e1!;
     expect(e1.runbook?.action, e1.runbook?.reason).to.equal("adopt");
     expect(e1.pid).to.equal(runbook.pid);
