@@ -24,7 +24,7 @@ const MEASURED_AGAINST = [
   "modelDir", "runtimeRef", "devicePaths", "policyDigest",
 ] as const;
 /** Inputs that only change how we log in or what the next launch must avoid. */
-const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "stack", "stateDir"] as const;
+const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "runbookRuns", "stack", "stateDir"] as const;
 const CHECKPOINT_TIMEOUT_S = 1800;
 
 function target(i: HostDiscoveryInputs, recordedHostKey?: string): SshTarget {
@@ -87,11 +87,12 @@ async function observe(
   const startedAt = new Date().toISOString();
   const ssh = await SshSession.open(target(i, opts.recordedHostKey));
   try {
-    // Our own engines and their attestation sidecars hold their planned ports once started; only
-    // someone else's listener is a conflict.
+    // Our own engines and their attestation sidecars hold their planned ports once started, and so does a
+    // runbook engine the start will adopt or replace; only someone else's listener is a conflict.
     const ours = `${shq(i.stateDir)}/${shq(i.stack)}`;
+    const runbook = (i.runbookRuns ?? []).map((run) => `sed -n 's/.*"pid": *\\([0-9][0-9]*\\).*/\\1/p' ${shq(`${run}/native-process.json`)} 2>/dev/null;`).join(" ");
     const ownPids = opts.preLaunch
-      ? (await ssh.exec(`cat ${ours}/engines/*/pid ${ours}/attestation/*/pid 2>/dev/null`, { timeoutS: 10, name: "own engine and sidecar pids" })).stdout
+      ? (await ssh.exec(`cat ${ours}/engines/*/pid ${ours}/attestation/*/pid 2>/dev/null; ${runbook} true`, { timeoutS: 10, name: "own engine and sidecar pids" })).stdout
           .split(/\s+/)
           .filter(Boolean)
           .map(Number)

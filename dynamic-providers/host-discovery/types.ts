@@ -30,6 +30,8 @@ export interface HostDiscoveryInputs {
   devicePaths: string[];
   /** Ports this host's engines will bind: busy ones stop discovery (our own engines excepted). */
   plannedPorts: PlannedPort[];
+  /** The runbook's launch directories on this host: the engines running from them hold their planned ports until adopted or replaced. */
+  runbookRuns?: string[];
   /** Digest of the launch policy that applies to this host's engines. */
   policyDigest: string;
   /** Names the per-stack run folders on the host and the evidence folder on this machine. */

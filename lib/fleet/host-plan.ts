@@ -57,6 +57,8 @@ export interface HostDiscoveryPlan {
   readonly runtimeRef: RuntimeProbeSpec;
   readonly devicePaths: string[];
   readonly plannedPorts: PlannedPort[];
+  /** Launch directories of the runbook's engines on this host that the program may adopt (`engines[].runbookRun`). */
+  readonly runbookRuns: string[];
   /** Digest of every launch setting that applies to this host's engines. */
   readonly policyDigest: string;
 }
@@ -87,7 +89,8 @@ export function hostDiscoveryPlan(spec: FleetSpec, host: HostSpec): HostDiscover
     runtime: spec.runtime,
     engines: engines.map((e) => ({ id: e.id, gpuIds: e.gpuIds ?? null, overrides: e.overrides ?? null })),
   });
-  return { modelDir: spec.model.checkpointDir, runtimeRef, devicePaths, plannedPorts, policyDigest };
+  const runbookRuns = engines.flatMap((e) => (e.runbookRun ? [e.runbookRun] : []));
+  return { modelDir: spec.model.checkpointDir, runtimeRef, devicePaths, plannedPorts, runbookRuns, policyDigest };
 }
 
 function rangeOf(text: string): readonly [number, number] {
