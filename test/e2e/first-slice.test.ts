@@ -146,6 +146,8 @@ describe("e2e: first slice through the real CLI", function () {
       // Both directed paths at two input lengths: 400 first-token samples through the real CLI.
       calibration: { enabled: true, inputLengths: [128, 1024] },
     });
+    // From nothing: a run that stopped half-way may have left this stack's router behind.
+    await stack.destroy({ onOutput: () => undefined });
     let failure = "";
     await stack.up({ onOutput: () => undefined }).catch((err: Error) => (failure = err.message));
     expect(failure).to.match(/preflight failed: slo\b[^;]*; the router stays stopped/);

@@ -61,6 +61,9 @@ describe("e2e: engines the runbook's launcher already runs", function () {
       `set -eu
 umask 077
 run=${shq(RUN)}
+# A runbook engine left by an earlier run goes first: the launcher's record names its process group.
+old=$(sed -n 's/.*"pid": *\\([0-9]*\\).*/\\1/p' "$run/native-process.json" 2>/dev/null || true)
+if [ -n "$old" ]; then kill -KILL "-$old" 2>/dev/null || true; fi
 rm -rf "$run" && mkdir -p "$run"
 cat > "$run/launch.json"
 printf '%s\\n' ${shq(JSON.stringify({ plan_sha256: sha, backend: "native", vllm_api_version: "0.29.0" }))} > "$run/checked.json"
