@@ -56,6 +56,11 @@ export const SimConfigSchema = z.strictObject({
   version: z.string().min(1).default("0.29.0"),
   /** Simulated model-load time before the HTTP port accepts connections (scaled by timeScale). */
   startupDelayS: z.number().nonnegative().default(1.0),
+  /**
+   * false: POST /tokenize answers 404 Not Found, as an engine behind a proxy that does not forward it
+   * does, so the preflight's exact input sizing (the `tokenize` gate) fails against a live engine.
+   */
+  tokenizeRoute: z.boolean().default(true),
 });
 
 /** The parsed file, defaults filled in. */

@@ -162,6 +162,7 @@ export class EngineServer {
   }
 
   private tokenize(res: ServerResponse, raw: unknown): void {
+    if (!this.engine.parts.sim.tokenizeRoute) return sendJson(res, 404, { detail: "Not Found" });
     const body = parseBody(TokenizeRequestSchema, raw);
     this.checkModel(body.model);
     const { tokenizer, geometry } = this.engine.parts;

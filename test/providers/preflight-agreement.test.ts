@@ -130,6 +130,19 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
     await plain.stop();
   });
 
+  it("an engine whose /tokenize cannot be reached fails tokenize in both", async () => {
+    const blind = await startEngine({ model, args: ARGS, sim: { timeScale: 0.05, startupDelayS: 0, tokenizeRoute: false } });
+    byId.set("e4", blind);
+    rows.set("e4", await simProfileRow("e4", blind));
+    try {
+      const { mine, ours } = await both({ members: ["e0", "e1", "e4"] });
+      expect(mine).to.include({ reach: "pass", tokenize: "fail" });
+      expect(ours.gates.find((g) => g.gate === "tokenize")!.lines.find((l) => l.status === "fail")!.message).to.match(/^e4 /);
+    } finally {
+      await blind.stop();
+    }
+  });
+
   it("the provider's run fails naming gate and engines, keeps its evidence, and never records the key", async () => {
     const { doc, profiles } = writeFleet({ model: "other" });
     const inputs = {
