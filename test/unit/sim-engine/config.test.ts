@@ -21,6 +21,7 @@ describe("sim-engine config (NARWHAL_SIM_CONFIG)", () => {
       latency: { default: {}, byPort: {} },
       version: "0.29.0",
       startupDelayS: 1.0,
+      tokenizeRoute: true,
     });
     expect(coefficientsFor(c, 8000)).to.deep.equal(DEFAULT_COEFFICIENTS);
   });
