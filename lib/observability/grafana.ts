@@ -4,6 +4,8 @@
  * role flips, TTFT/TPOT quantiles and per-engine KV usage. Every query names only metrics narwhal-serve
  * or the engines export; the tests check that against live scrapes.
  */
+import type { Dashboard, Panel } from "@grafana/schema";
+
 export const DATASOURCE_UID = "narwhal-prometheus";
 export const DASHBOARD_UID = "narwhal-router";
 
@@ -55,7 +57,11 @@ export const PANELS: readonly PanelSpec[] = [
   { title: "Scrape health", type: "stat", queries: [q("up", "{{job}} {{iid}}")] },
 ];
 
-export function fleetDashboard(): Record<string, unknown> {
+/**
+ * The fleet dashboard in Grafana's dashboard JSON model. Typed as `@grafana/schema`'s Dashboard, so the
+ * type check holds every field (and every field name, by the excess-property check) to Grafana's schema.
+ */
+export function fleetDashboard(): Dashboard {
   const datasource = { type: "prometheus", uid: DATASOURCE_UID };
   return {
     uid: DASHBOARD_UID,
@@ -69,7 +75,7 @@ export function fleetDashboard(): Record<string, unknown> {
     time: { from: "now-1h", to: "now" },
     templating: { list: [] },
     annotations: { list: [] },
-    panels: PANELS.map((p, i) => ({
+    panels: PANELS.map((p, i): Panel => ({
       id: i + 1,
       type: p.type,
       title: p.title,
