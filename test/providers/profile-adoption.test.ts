@@ -21,7 +21,7 @@ const STACK = "provider-tests";
 const API_KEY = "sk-narwhal-adopt-7d2b4e";
 const VENV = path.join(ROOT, ".tools", "venv", "bin");
 const ARGS = ["--served-model-name", "tiny", "--api-key", API_KEY, "--max-model-len", "4096", "--max-num-seqs", "8", "--no-enable-prefix-caching", "--kv-transfer-config", KV_BOTH];
-const SWEEP: Sweep = { prefillLens: [256, 512, 1024, 2048], decodeInputLens: [256, 1024], decodeConcurrency: [1, 4, 8], decodeTokens: 16, prefillRepeats: 3, decodeRepeats: 1 };
+const SWEEP: Sweep = { prefillLens: [256, 512, 1024, 2048], decodeInputLens: [256, 1024], decodeConcurrency: [1, 4, 8], decodeTokens: 64, prefillRepeats: 3, decodeRepeats: 1 };
 const sha = (file: string) => "sha256:" + createHash("sha256").update(fs.readFileSync(file)).digest("hex");
 
 /** Requests the engine has completed, from its own Prometheus counter. */
