@@ -88,7 +88,7 @@ describe("e2e: ssh_config alias with a jump host, and password login", function 
     const routerUrl = outputs.routerUrl!.value as string;
     expect(routerUrl).to.equal("http://198.18.0.12:8321");
     expect((await fetch(`${routerUrl}/health`)).status).to.equal(200);
-    await expectNarwhalCheckAgrees(stack, { stateDir: "/home/narwhal/.narwhal-fleet" });
+    await expectNarwhalCheckAgrees(stack, { stateDir: "/home/narwhal/.narwhal-fleet", simHost: "sim2" });
 
     const again = await stack.preview({ onOutput: () => undefined });
     expect(Object.keys(again.changeSummary).filter((op) => op !== "same")).to.deep.equal([]);
