@@ -21,7 +21,7 @@ import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { awaitHealthy } from "./support/restart";
 
 const STACK = "e2e-runbook";
-const RUN = "/root/runbook/runs/engine-launch-e2e";
+const RUN = "/srv/runbook/runs/engine-launch-e2e";
 const quiet = { onOutput: () => undefined };
 
 interface EngineOut {
@@ -107,7 +107,7 @@ echo "$pid \${20}"`,
   after(async () => {
     if (!stack) return;
     await stack.destroy(quiet);
-    await runInHost(host.alias, ["sh", "-c", `[ -f ${RUN}/native-process.json ] && kill -KILL "-$(sed -n 's/.*"pid": *\\([0-9]*\\).*/\\1/p' ${RUN}/native-process.json)" 2>/dev/null; rm -rf /root/runbook`], { allowFail: true });
+    await runInHost(host.alias, ["sh", "-c", `[ -f ${RUN}/native-process.json ] && kill -KILL "-$(sed -n 's/.*"pid": *\\([0-9]*\\).*/\\1/p' ${RUN}/native-process.json)" 2>/dev/null; rm -rf /srv/runbook`], { allowFail: true });
   });
 
   it("adopts the runbook's engine serving the program's plan without restarting it, and records the adoption", async () => {
