@@ -7,7 +7,7 @@
  * router of the same fleet on another host is the operator's to prevent.
  */
 import { createHash } from "node:crypto";
-import { shellLine, shq } from "../shell";
+import { shellLine, shq, stopProcessGroupLines } from "../shell";
 
 export interface RouterOptions {
   /** The router's folder on its host (0700): fleet.json, profiles, env file, pid, log, journal. */
@@ -152,18 +152,7 @@ export function routerStopScript(o: Pick<RouterOptions, "runDir" | "stopTimeoutS
 run=${shq(o.runDir)}
 rm -f "$run/router.env"
 [ -f "$run/pid" ] || exit 0
-pid=$(cat "$run/pid")
-kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-deadline=$(( $(date +%s) + ${o.stopTimeoutS} ))
-while kill -0 "$pid" 2>/dev/null; do
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    echo "router ignored SIGTERM for ${o.stopTimeoutS}s; sending SIGKILL" >&2
-    kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-    sleep 0.5
-    break
-  fi
-  sleep 0.2
-done
+${stopProcessGroupLines("router", o.stopTimeoutS)}
 rm -f "$run/pid" "$run/identity" "$run/started"
 `;
 }

@@ -1,4 +1,4 @@
-import { shellLine, shq } from "../shell";
+import { shellLine, shq, stopProcessGroupLines } from "../shell";
 import type { LaunchPlan } from "../launch/plan";
 import { recoveryHintScript } from "./recovery";
 import { gpuClaimScript } from "./gpu-claims";
@@ -141,18 +141,7 @@ export function stopScript(plan: LaunchPlan, opts: NativeRuntimeOptions): string
 run=${run}
 rm -f "$run/engine.env"
 [ -f "$run/pid" ] || exit 0
-pid=$(cat "$run/pid")
-kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-deadline=$(( $(date +%s) + ${opts.stopTimeoutS} ))
-while kill -0 "$pid" 2>/dev/null; do
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    echo "engine ${plan.engineId} ignored SIGTERM for ${opts.stopTimeoutS}s; sending SIGKILL" >&2
-    kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-    sleep 0.5
-    break
-  fi
-  sleep 0.2
-done
+${stopProcessGroupLines(`engine ${plan.engineId}`, opts.stopTimeoutS)}
 rm -f "$run/pid" "$run/plan.sha256" "$run/started" "$run/gpus" "$run/machine"
 `;
 }
