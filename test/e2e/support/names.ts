@@ -15,11 +15,12 @@ export const ROUTER_RESTART = ["fleet-router-host-router-process", "fleet-router
  */
 export const FLEET_AFTER_ENGINE = ["fleet-profiles-store", "fleet-preflight", ...ROUTER_RESTART];
 
+/** The same, without the `fleet-` prefix, as an alternation for name patterns (`^fleet-(...)$`). */
+export const FLEET_AFTER_ENGINE_PATTERN = FLEET_AFTER_ENGINE.map((n) => n.replace(/^fleet-/, "")).join("|");
+
 /**
  * Prometheus's file targets hold every engine's URL, which is unknown in a preview while the engine's host
  * is being discovered again: they are rewritten (with the same URLs) after a host's discovery is replaced.
  */
 export const SCRAPE_TARGETS = "fleet-router-host-monitoring-targets";
 
-/** The same, as an alternation for name patterns. */
-export const FLEET_AFTER_ENGINE_PATTERN = "profiles-store|preflight|router-host-router-(?:process|proof|record)";
