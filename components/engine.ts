@@ -42,6 +42,14 @@ export interface EngineArgs {
   knownHostsDir?: string;
   /** `engines[].runbookRun`: the runbook launch directory whose running engine may be adopted. */
   runbookRun?: string;
+  /**
+   * `runtime.restartKvPeers`: the other engines of its KV component, and the wave that restarts them
+   * together; the live proof comes after the wave and is bound to the peers' processes.
+   */
+  kvPeers?: {
+    peers: pulumi.Input<Record<string, { url: string; processIdentity: ProcessIdentity }>>;
+    wave: pulumi.Input<pulumi.Resource[]>;
+  };
 }
 
 /**
@@ -57,6 +65,8 @@ export class Engine extends pulumi.ComponentResource {
   /** Who owns the endpoint: `{hostAlias, pid}` or `{hostAlias, containerId}`. */
   public readonly identity: pulumi.Output<ProcessIdentity>;
   public readonly startedAt: pulumi.Output<string>;
+  /** Stops the engine and starts the same plan again, waiting for /health: what a peer wave runs. */
+  public readonly restartScript: pulumi.Output<string>;
   /** With a runbook launch directory: what was done with the runbook's engine, and why. */
   public readonly runbook: pulumi.Output<RunbookOutcome | undefined>;
   /** Gate C's image check of this engine's runtime against its plan; the process starts only after it passes. */
@@ -116,6 +126,7 @@ export class Engine extends pulumi.ComponentResource {
     this.identity = running.identity;
     this.pid = running.identity.apply((id) => id.pid);
     this.startedAt = running.startedAt;
+    this.restartScript = running.restartScript;
     this.runbook = running.runbook ?? pulumi.output(undefined);
     const identity = this.identity;
 
@@ -134,8 +145,9 @@ export class Engine extends pulumi.ComponentResource {
         probeTimeoutS: args.healthTimeoutS,
         stack: args.stack,
         ...(running.adopted ? { adopted: running.adopted } : {}),
+        ...(args.kvPeers ? { peers: args.kvPeers.peers } : {}),
       },
-      { parent: this, dependsOn: running.resources },
+      { parent: this, dependsOn: args.kvPeers ? pulumi.output(args.kvPeers.wave).apply((wave) => [...running.resources, ...wave]) : running.resources },
     );
     // The cache geometry the live engine actually resolved, bound to the generation it was read from.
     this.cache = new CacheCapture(

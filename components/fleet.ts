@@ -4,6 +4,8 @@ import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config";
 import { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
 import { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
+import { kvPeerWiring } from "./peer-wave";
+import type { PeerWave } from "../dynamic-providers/peer-wave/resource";
 import { Engine } from "./engine";
 import type { RunbookOutcome } from "./runtime";
 import type { FleetSecrets } from "./stack-config";
@@ -95,6 +97,8 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly routerHostResources: RouterHost;
   /** The fleet document with every engine address replaced by its host alias. */
   public readonly sanitisedFleetDocument: pulumi.Output<Record<string, unknown>>;
+  /** With `runtime.restartKvPeers`: one restart wave per KV component. */
+  public readonly peerWaves: PeerWave[];
   /** Each engine's spec and resources, in config order (for stack outputs that list per-engine evidence). */
   public readonly engineParts: ReadonlyArray<{ spec: EngineSpec; engine: Engine }>;
 
@@ -105,6 +109,7 @@ export class Fleet extends pulumi.ComponentResource {
     const hosts = new Map(spec.hosts.map((h) => [h.alias, this.discoverHost(name, h, args)]));
     const launches = spec.engines.map((e) => ({ spec: e, launch: launchFor(spec, e, hosts.get(e.host)!.discovery) }));
     this.replicas = this.agreeOnReplicas(name, spec, hosts, launches);
+    const kvPeers = spec.runtime.restartKvPeers ? kvPeerWiring(name, spec, args.secrets.engineApiKey, this) : undefined;
     const engines = launches.map(({ spec: e, launch }) => ({
       spec: e,
       engine: new Engine(
@@ -126,6 +131,7 @@ export class Fleet extends pulumi.ComponentResource {
           modelDir: spec.model.checkpointDir,
           stack: args.stack,
           runbookRun: e.runbookRun,
+          kvPeers: kvPeers?.argsFor(e.id),
           // One docker provider per host (docker backend), named after the host's discovery.
           hostScope: { name: `${name}-${e.host}`, parent: this },
         },
@@ -135,6 +141,7 @@ export class Fleet extends pulumi.ComponentResource {
     }));
 
     this.engineParts = engines;
+    this.peerWaves = kvPeers?.connect(engines.map(({ spec: e, engine }) => ({ id: e.id, host: e.host, engine })), (host) => hosts.get(host)!.connection) ?? [];
     this.routerHost = spec.router.host ?? spec.engines[0]!.host;
     this.hosts = summariseHosts(hosts);
     this.engines = pulumi.all(

@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { scriptContainerSpec, startScript, stopScript } from "../../lib/runtime/docker-cli";
 import { envFile } from "../../lib/shell";
+import { containerRestartScript } from "../../lib/runtime/restart";
 import { containerTarget, dockerCliOptions } from "../../lib/runtime/container-fields";
 import { lastJsonLine } from "./stdout";
 import type { ContainerProcessArgs, EngineProcess } from "./types";
@@ -36,6 +37,9 @@ export function dockerCliProcess(name: string, args: ContainerProcessArgs, paren
   return {
     identity: started.containerId.apply((containerId) => ({ hostAlias: args.hostAlias, containerId })),
     startedAt: started.startedAt,
+    restartScript: pulumi
+      .all([args.plan, started.containerId])
+      .apply(([plan, id]) => containerRestartScript(plan, args.runtime.dockerCommand, id, { stop: args.runtime.deadlinesS.stop, health: args.runtime.deadlinesS.start })),
     resources: [process],
   };
 }

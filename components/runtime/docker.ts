@@ -3,6 +3,7 @@ import * as docker from "@pulumi/docker";
 import * as command from "@pulumi/command";
 import { gpuWait, scriptContainerSpec } from "../../lib/runtime/docker-cli";
 import { shq } from "../../lib/shell";
+import { containerRestartScript } from "../../lib/runtime/restart";
 import { containerTarget, dockerCliOptions, dockerContainerSpec } from "../../lib/runtime/container-fields";
 import { dockerHostProvider } from "./docker-host";
 import type { DockerProcessArgs, EngineProcess } from "./types";
@@ -108,6 +109,9 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
   return {
     identity: container.id.apply((containerId) => ({ hostAlias: args.hostAlias, containerId })),
     startedAt: started.stdout.apply((out) => out.trim()),
+    restartScript: pulumi
+      .all([args.plan, container.id])
+      .apply(([plan, id]) => containerRestartScript(plan, args.runtime.dockerCommand, id, { stop: d.stop, health: d.start })),
     resources: [gpuFree, container, started],
   };
 }

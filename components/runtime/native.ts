@@ -3,6 +3,7 @@ import * as command from "@pulumi/command";
 import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../../lib/launch/runbook";
 import type { LaunchPlan } from "../../lib/launch/plan";
 import { startScript, stopScript, type RunbookTakeover } from "../../lib/runtime/native";
+import { nativeRestartScript } from "../../lib/runtime/restart";
 import { parseSurvey, surveyScript } from "../../lib/runtime/runbook-survey";
 import { envFile } from "../../lib/shell";
 import { lastJsonLine } from "./stdout";
@@ -66,6 +67,7 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
   return {
     identity: started.pid.apply((pid) => ({ hostAlias: args.hostAlias, pid })),
     startedAt: started.startedAt,
+    restartScript: args.plan.apply((p) => nativeRestartScript(p, args.runDir, { stop: args.stopTimeoutS, health: args.healthTimeoutS })),
     resources: [process],
     adopted: started.apply((s) => s.adopted),
     ...(decision ? { runbook: decision.apply((d): RunbookOutcome => ({ action: d.action, reason: d.reason, differences: d.action === "replace" ? d.differences : [] })) } : {}),

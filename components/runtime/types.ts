@@ -22,6 +22,8 @@ export interface EngineProcess {
   identity: pulumi.Output<ProcessIdentity>;
   /** When the process (or container) started, as the host reported it. */
   startedAt: pulumi.Output<string>;
+  /** Stops the engine and starts the same plan again (lib/runtime/restart.ts): the peer wave runs it. */
+  restartScript: pulumi.Output<string>;
   /** Everything the backend registered that later steps must wait for (`dependsOn`). */
   resources: pulumi.Resource[];
   /** When the engine has a runbook launch directory: what was done with the runbook's engine, and why. */

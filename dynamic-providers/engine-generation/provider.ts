@@ -8,7 +8,8 @@
  * - read:   re-probes cheaply (/health, /metrics, /version) and records what it saw in observedGeneration,
  *           observedState and observedDetail, never touching the capture;
  * - diff:   replaces when what the proof was taken against changed, or when a refresh saw another live
- *           generation (replace key "generation"); the API key or probe timeout alone only update;
+ *           generation (replace key "generation") or a KV peer started anew (replace key "peers", with
+ *           `runtime.restartKvPeers`); the API key, probe timeout or set of peers alone only update;
  * - update: keeps the capture (also when `adopted` alone changed: it records where the process came from); delete: nothing remote (the engine belongs to its runtime resource).
  */
 import type * as pulumi from "@pulumi/pulumi";
@@ -19,6 +20,9 @@ import { generationInputFailures } from "./check";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
+import { peerChange } from "../../lib/engine/peer-wave";
+import { UNKNOWN } from "../diff";
+import { observeStarts } from "../peer-wave/observe";
 
 /** Inputs the proof was taken against: a change means it no longer describes the live engine. */
 export const MEASURED_AGAINST = ["engineId", "url", "planSha256", "expectedVersion", "servedName", "processIdentity"] as const;
@@ -26,6 +30,21 @@ export const MEASURED_AGAINST = ["engineId", "url", "planSha256", "expectedVersi
 export const UPDATABLE = ["apiKey", "probeTimeoutS", "hostAlias", "stack", "adopted"] as const;
 /** The replace key `pulumi preview` shows when a refresh found another live process. */
 export const GENERATION_MOVED = "generation";
+/** The replace key when a KV peer started anew: this process holds a handshake of the old one. */
+export const PEERS_MOVED = "peers";
+
+const isKnown = (v: unknown): boolean => !JSON.stringify(v ?? null).includes(UNKNOWN);
+
+function peerList(peers: NonNullable<EngineGenerationInputs["peers"]>) {
+  return Object.entries(peers).map(([engineId, p]) => ({ engineId, hostAlias: p.processIdentity.hostAlias, ...p }));
+}
+
+/** Each peer's live start, recorded with the proof so a refresh can tell a peer restarted since. */
+async function peerStartsOf(i: EngineGenerationInputs): Promise<Record<string, number> | undefined> {
+  if (!i.peers) return undefined;
+  const seen = await observeStarts(peerList(i.peers), i.apiKey);
+  return Object.fromEntries(Object.entries(seen).filter((e): e is [string, number] => e[1] !== null));
+}
 
 function subjectOf(i: EngineGenerationInputs): ProofSubject {
   return { engineId: i.engineId, hostAlias: i.hostAlias, url: i.url, processIdentity: i.processIdentity };
@@ -54,6 +73,8 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
       provedAt,
       completionText: proof.completionText,
     };
+    const peerStarts = await peerStartsOf(inputs);
+    if (peerStarts) outs.peerStarts = peerStarts;
     if (inputs.stack) {
       outs.evidence = await writeEvidence(inputs.stack, [inputs.apiKey], {
         kind: "generation",
@@ -80,13 +101,17 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async diff(_id: string, olds: EngineGenerationOutputs, news: EngineGenerationInputs) {
     const result = diffInputs<EngineGenerationInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
     const moved = olds.observedGeneration !== undefined && olds.observedGeneration !== olds.generationDigest;
-    if (!moved) return result;
-    return { changes: true, replaces: [...(result.replaces ?? []), GENERATION_MOVED], deleteBeforeReplace: false };
+    const peers = peerChange(olds, news.peers, isKnown);
+    const replaces = [...(result.replaces ?? []), ...(moved ? [GENERATION_MOVED] : []), ...(peers === "replace" ? [PEERS_MOVED] : [])];
+    return { changes: result.changes || replaces.length > 0 || peers === "update", replaces, deleteBeforeReplace: false };
   },
 
   async update(_id: string, olds: EngineGenerationOutputs, news: EngineGenerationInputs) {
-    // Only the API key, the probe timeout or the alias changed: the capture and the last observation stand.
-    return { outs: { ...olds, ...news } };
+    // Only the API key, the probe timeout, the alias or the set of peers changed: the capture and the
+    // last observation stand; the peers' starts are taken again so a later refresh compares with them.
+    const { peerStarts: _, observedPeerStarts: __, ...kept } = olds;
+    const peerStarts = await peerStartsOf(news);
+    return { outs: { ...kept, ...news, ...(peerStarts ? { peerStarts } : {}) } };
   },
 
   async read(id: string, props: EngineGenerationOutputs) {
@@ -94,7 +119,8 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     const s = subjectOf(props);
     const timeoutS = props.probeTimeoutS > 0 ? Math.min(REQUEST_TIMEOUT_S, props.probeTimeoutS) : REQUEST_TIMEOUT_S;
     const seen = await withEngineHttp(s, props.apiKey, (ask) => observeGeneration(ask, s, props), timeoutS);
+    const peers = props.peers ? { observedPeerStarts: await observeStarts(peerList(props.peers), props.apiKey) } : {};
     // The capture stays as it was written; only the observation fields change.
-    return { id, props: { ...props, ...seen } };
+    return { id, props: { ...props, ...seen, ...peers } };
   },
 });

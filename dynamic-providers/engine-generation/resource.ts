@@ -42,6 +42,8 @@ export class EngineGeneration extends pulumi.dynamic.Resource {
       observedGeneration: undefined,
       observedState: undefined,
       observedDetail: undefined,
+      peerStarts: undefined,
+      observedPeerStarts: undefined,
     };
     super(
       engineGenerationProvider,

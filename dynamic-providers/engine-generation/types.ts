@@ -25,6 +25,12 @@ export interface EngineGenerationInputs {
    * restarting (components/runtime/native.ts): the launch directory and the launcher's plan hash.
    */
   adopted?: { launcher: "runbook"; run: string; planSha256: string | null };
+  /**
+   * With `runtime.restartKvPeers`: the other engines of its KV component. This process holds NIXL
+   * handshakes of theirs, so one of them starting anew (another identity here, or another live start on
+   * refresh) replaces this proof (replace key "peers"); a peer joining or leaving only updates it.
+   */
+  peers?: Record<string, { url: string; processIdentity: ProcessIdentity }>;
 }
 
 /** The capture, written by create and never overwritten. */
@@ -40,6 +46,8 @@ export interface EngineGenerationCapture {
   completionText: string;
   /** The evidence record of this proof, when a stack was given. */
   evidence?: { relativePath: string; digest: string };
+  /** With peers: each peer's `process_start_time_seconds` when this proof was taken (or last updated). */
+  peerStarts?: Record<string, number>;
 }
 
 /** Set by `read` (refresh): what the live endpoint is now. Absent until the first refresh. */
@@ -48,6 +56,8 @@ export interface EngineGenerationObservation {
   observedGeneration?: string;
   observedState?: ObservedState;
   observedDetail?: string;
+  /** With peers: each peer's live start (`null`: no answer). */
+  observedPeerStarts?: Record<string, number | null>;
 }
 
 export type EngineGenerationOutputs = EngineGenerationInputs & EngineGenerationCapture & EngineGenerationObservation;

@@ -24,35 +24,14 @@ import { recordCheck } from "./record";
 import { runImageCheck, type CheckOutcome } from "./run";
 import type { ImageCheckInputs, ImageCheckOutputs } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
+import { loginTarget } from "../ssh-login";
 
 function specOf(i: ImageCheckInputs): ImageCheckSpec {
   return { engineId: i.engineId, hostAlias: i.hostAlias, plan: i.plan, runtime: i.runtime, modelDir: i.modelDir, pins: i.pins, dsRequired: i.dsRequired, deadlines: i.deadlines };
 }
 
 function target(i: ImageCheckInputs): SshTarget {
-  const { login } = i;
-  return {
-    alias: i.hostAlias,
-    host: login.host,
-    port: login.port,
-    user: login.user,
-    privateKey: i.privateKey,
-    password: i.password,
-    hostKey: login.hostKey,
-    allowFirstContact: false,
-    connectTimeoutS: login.connectTimeoutS,
-    jump: login.jump && {
-      alias: `${i.hostAlias}-jump`,
-      host: login.jump.host,
-      port: login.jump.port,
-      user: login.jump.user,
-      privateKey: i.privateKey,
-      password: i.password,
-      hostKey: login.jump.hostKey,
-      allowFirstContact: login.jump.hostKey === undefined,
-      connectTimeoutS: login.connectTimeoutS,
-    },
-  };
+  return loginTarget(i.hostAlias, i.login, i);
 }
 
 /** Per-property failures; the spec's own rules once every value it needs is known. */

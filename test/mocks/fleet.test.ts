@@ -121,6 +121,41 @@ describe("mocks: Fleet component", () => {
     expect(provider).to.not.include(process.cwd());
   });
 
+  it("with runtime.restartKvPeers, one restart wave per KV component, registered before any engine's proof", async () => {
+    const fleet = mocks.build(fleetConfig({ runtime: { restartKvPeers: true } }), mockSecrets(API_KEY, SSH_KEY));
+    const engines = await promiseOf(fleet.engines);
+    const waves = registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:PeerWave");
+    expect(waves.map((w) => w.name)).to.deep.equal(["fleet-kv-wave-1"]);
+    const wave = waves[0]!.inputs;
+    const members = wave.members as Array<{ engineId: string; hostAlias: string; url: string; processIdentity: unknown; restartScript: string; login: { host: string } }>;
+    expect(members.map((m) => [m.engineId, m.hostAlias, m.login.host])).to.deep.equal([
+      ["e1", "a", "198.18.0.11"],
+      ["e2", "b", "198.18.0.12"],
+      ["e3", "a", "198.18.0.11"],
+    ]);
+    expect(members[1]!.processIdentity).to.deep.equal({ hostAlias: "b", pid: 42 });
+    expect(members[1]!.restartScript).to.include("/var/lib/narwhal-fleet/mock/engines/e2").and.include(engines.e2!.url.replace(/^http:\/\//, ""));
+    // Credentials and the key reach the wave only as secrets.
+    expect(reveal(wave.credentials)).to.deep.equal({ a: { privateKey: SSH_KEY }, b: { privateKey: SSH_KEY } });
+    expect(wave.credentials).to.not.deep.equal(reveal(wave.credentials));
+    expect(reveal(wave.apiKey)).to.equal(API_KEY).and.not.equal(wave.apiKey);
+    // Each proof is bound to the processes of the engines whose handshakes it holds, and waits for the wave.
+    const e2 = registered.find((r) => r.name === "fleet-e2-generation")!;
+    expect(e2.inputs.peers).to.deep.equal({
+      e1: { url: engines.e1!.url, processIdentity: { hostAlias: "a", pid: 42 } },
+      e3: { url: engines.e3!.url, processIdentity: { hostAlias: "a", pid: 42 } },
+    });
+    const at = (name: string) => registered.findIndex((r) => r.name === name);
+    for (const e of ["e1", "e2", "e3"]) expect(at(`fleet-${e}-generation`), e).to.be.greaterThan(at("fleet-kv-wave-1"));
+  });
+
+  it("without runtime.restartKvPeers, no wave and no peers on any proof", async () => {
+    const fleet = build();
+    await promiseOf(fleet.engines);
+    expect(registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:PeerWave")).to.deep.equal([]);
+    expect(registered.filter((r) => r.name.endsWith("-generation")).map((r) => r.inputs.peers)).to.deep.equal([undefined, undefined, undefined]);
+  });
+
   it("reports the plan with roles and the router on the lowest-numbered engine's host", async () => {
     const fleet = build();
     const engines = await promiseOf(fleet.engines);

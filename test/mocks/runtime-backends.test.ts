@@ -94,7 +94,7 @@ function launch(over: { id?: string; port?: number; vendor?: "nvidia" | "amd" | 
 }
 
 function runtimeSpec(kind: RuntimeSpec["kind"]): RuntimeSpec {
-  return { kind, image: kind === "native" ? undefined : IMAGE, vllmCommand: "vllm", dockerCommand: "docker", deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30 } };
+  return { kind, image: kind === "native" ? undefined : IMAGE, vllmCommand: "vllm", dockerCommand: "docker", restartKvPeers: false, deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30 } };
 }
 
 const RUN_DIR = "/var/lib/narwhal-fleet/mock/engines/e1";

@@ -42,6 +42,12 @@ export const RuntimeSchema = f.strict(
     vllmCommand: f.text("a command (e.g. \"vllm\" or \"/opt/venv/bin/vllm\")").default("vllm"),
     /** Docker client for the docker-cli runtime. */
     dockerCommand: f.text("a command (e.g. \"docker\")").default("docker"),
+    /**
+     * After an engine restarts (by hand, by a supervisor, or because its plan changed), restart every other
+     * engine of its KV component at once before anything is proved again: they hold NIXL handshakes of the
+     * old process (vLLM #38840), and restarting only direct peers would leave theirs stale in turn.
+     */
+    restartKvPeers: f.flag().default(false),
     /** Deadlines of runtime operations, seconds. */
     deadlinesS: f
       .strict(

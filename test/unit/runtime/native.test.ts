@@ -6,6 +6,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import type { LaunchPlan } from "../../../lib/launch/plan";
 import { startScript, stopScript } from "../../../lib/runtime/native";
+import { nativeRestartScript } from "../../../lib/runtime/restart";
 import { writeTestModel } from "../../../sim/engine/testing-model";
 
 /** A stand-in engine: answers /health and keeps a child, so stopping must take the whole group. */
@@ -119,6 +120,27 @@ describe("native runtime scripts (run for real under sh)", function () {
     expect(r.code).to.equal(1);
     expect(r.stderr).to.include("engine e1 did not answer /health within health timeout 2s; stopped it.");
     expect(fs.existsSync(path.join(opts().runDir, "pid"))).to.equal(false);
+  });
+
+  it("restarts in place for a peer wave: the old group gone, the same plan and key in a new one, /health waited for", () => {
+    const { pid } = JSON.parse(sh(startScript(plan, opts()), "VLLM_API_KEY='k3y'\n").stdout.trim()) as { pid: number };
+    const group = execFileSync("pgrep", ["-g", String(pid)], { encoding: "utf8" }).trim().split("\n");
+    const r = sh(nativeRestartScript(plan, opts().runDir, { stop: 5, health: 10 }));
+    expect(r.code, r.stderr).to.equal(0);
+    const restarted = JSON.parse(r.stdout.trim()) as { pid: number };
+    expect(restarted.pid).to.not.equal(pid);
+    for (const p of group) expect(fs.existsSync(`/proc/${p}`), `old pid ${p}`).to.equal(false);
+    expect(fs.readFileSync(path.join(opts().runDir, "pid"), "utf8").trim()).to.equal(String(restarted.pid));
+    expect(fs.readFileSync(path.join(opts().runDir, "engine.log"), "utf8")).to.include("key=k3y mode=it's quoted");
+    expect(fs.readFileSync(`/proc/${restarted.pid}/cmdline`, "utf8")).to.not.include("k3y");
+    // The start's own adoption still recognises the restarted process as this plan's.
+    expect(sh(startScript(plan, opts()), "VLLM_API_KEY='k3y'\n").stdout.trim()).to.equal(r.stdout.trim());
+  });
+
+  it("refuses to restart an engine that was never started, naming it and what to do", () => {
+    const r = sh(nativeRestartScript(plan, opts().runDir, { stop: 5, health: 10 }));
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.match(/^engine e1: nothing to restart in .*\/run \(no pid or env file\); run pulumi up to start it/);
   });
 
   describe("engines that share a GPU", () => {

@@ -1,0 +1,74 @@
+/**
+ * `runtime.restartKvPeers`: one PeerWave per KV component, between the engines' runtimes and their
+ * generations. The generations are built before the waves (each engine is one component), so the wave
+ * and the peers' identities reach them through deferred outputs: the graph stays runtime -> wave ->
+ * generation, without a cycle between engines that are each other's peers.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import type * as command from "@pulumi/command";
+import type { FleetSpec } from "../lib/config";
+import { kvComponents } from "../lib/fleet/kv-components";
+import { imageCheckLogin } from "../dynamic-providers/image-check/resource";
+import { PeerWave } from "../dynamic-providers/peer-wave/resource";
+import type { Engine, EngineArgs } from "./engine";
+import type { ProcessIdentity } from "./runtime";
+
+type Member = { url: string; processIdentity: ProcessIdentity };
+
+/** Slack beyond the stop and start deadlines for one member's restart over SSH. */
+const RESTART_MARGIN_S = 30;
+
+export interface KvPeerWiring {
+  /** What an engine's generation needs: its peers and the wave of its component; undefined outside any component. */
+  argsFor(engineId: string): EngineArgs["kvPeers"];
+  /** Creates the waves once every engine exists. */
+  connect(engines: ReadonlyArray<{ id: string; host: string; engine: Engine }>, connectionOf: (host: string) => pulumi.Input<command.types.input.remote.ConnectionArgs>): PeerWave[];
+}
+
+export function kvPeerWiring(name: string, spec: FleetSpec, engineApiKey: pulumi.Input<string>, parent: pulumi.Resource): KvPeerWiring {
+  const components = kvComponents(spec.engines.map((e) => ({ id: e.id, role: e.role, pin: e.pin })));
+  const [members, resolveMembers] = pulumi.deferredOutput<Record<string, Member>>();
+  const waves = components.map(() => pulumi.deferredOutput<pulumi.Resource[]>());
+  const componentOf = new Map(components.flatMap((c, i) => c.map((id) => [id, i] as const)));
+
+  return {
+    argsFor(engineId) {
+      const c = componentOf.get(engineId);
+      if (c === undefined) return undefined;
+      const others = components[c]!.filter((id) => id !== engineId);
+      return { peers: members.apply((all) => Object.fromEntries(others.map((id) => [id, all[id]!]))), wave: waves[c]![0] };
+    },
+
+    connect(engines, connectionOf) {
+      const byId = new Map(engines.map((e) => [e.id, e]));
+      resolveMembers(pulumi.all(Object.fromEntries(engines.map(({ id, engine }) => [id, pulumi.all([engine.url, engine.identity]).apply(([url, processIdentity]) => ({ url, processIdentity }))]))));
+      return components.map((ids, i) => {
+        const logins = new Map(ids.map((id) => byId.get(id)!.host).map((host) => [host, imageCheckLogin(connectionOf(host))]));
+        const wave = new PeerWave(
+          `${name}-kv-wave-${i + 1}`,
+          {
+            members: pulumi.all(ids.map((id) => {
+              const { host, engine } = byId.get(id)!;
+              return pulumi.all([engine.url, engine.identity, engine.restartScript, logins.get(host)!.login]).apply(([url, processIdentity, restartScript, login]) => ({
+                engineId: id,
+                hostAlias: host,
+                url,
+                processIdentity,
+                restartScript,
+                login,
+              }));
+            })),
+            credentials: pulumi.secret(
+              pulumi.all(Object.fromEntries([...logins].map(([host, l]) => [host, pulumi.all([l.privateKey, l.password]).apply(([privateKey, password]) => ({ ...(privateKey ? { privateKey } : {}), ...(password ? { password } : {}) }))]))),
+            ),
+            apiKey: engineApiKey,
+            restartTimeoutS: spec.runtime.deadlinesS.stop + spec.runtime.deadlinesS.start + RESTART_MARGIN_S,
+          },
+          { parent },
+        );
+        waves[i]![1](pulumi.output([wave]));
+        return wave;
+      });
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * PeerWave provider methods, loaded at call time by resource.ts (through dynamic-providers/shim.ts).
+ *
+ * - create: records each member's process and live start; restarts nothing;
+ * - read:   observes each member's live start (observedStarts), never touching the record;
+ * - diff:   an update when a member restarted since the record (the refresh saw another start, or the
+ *           program started another process), or when the members, their scripts or logins changed;
+ * - update: restarts every other member at once when one restarted (lib/engine/peer-wave.ts), each with
+ *           its own bounded script over SSH, then records them all anew;
+ * - delete: nothing remote (the engines belong to their runtime resources).
+ */
+import type * as pulumi from "@pulumi/pulumi";
+import { restartedMembers, waveFor, type MemberRecord } from "../../lib/engine/peer-wave";
+import { canonicalJson } from "../../lib/digest";
+import { withSsh } from "../../lib/ssh/client";
+import { UNKNOWN } from "../diff";
+import { loginTarget } from "../ssh-login";
+import { observeStarts } from "./observe";
+import type { PeerWaveInputs, PeerWaveOutputs, WaveMember } from "./types";
+
+async function record(news: PeerWaveInputs): Promise<Record<string, MemberRecord>> {
+  const starts = await observeStarts(news.members, news.apiKey);
+  const silent = news.members.filter((m) => starts[m.engineId] === null).map((m) => `engine ${m.engineId} on host ${m.hostAlias}`);
+  if (silent.length) throw new Error(`peer wave: ${silent.join(", ")} did not answer /metrics with process_start_time_seconds; check the engine and run pulumi up again`);
+  return Object.fromEntries(news.members.map((m) => [m.engineId, { processIdentity: m.processIdentity, processStartTime: starts[m.engineId]! }]));
+}
+
+async function restart(m: WaveMember, news: PeerWaveInputs): Promise<void> {
+  const target = loginTarget(m.hostAlias, m.login, news.credentials[m.hostAlias] ?? {});
+  const r = await withSsh(target, (ssh) => ssh.exec("sh -s", { stdin: m.restartScript, timeoutS: news.restartTimeoutS, name: `restart engine ${m.engineId}` }));
+  if (r.code !== 0) {
+    throw new Error(`peer wave: restarting engine ${m.engineId} on host ${m.hostAlias} failed (exit ${r.code}): ${r.stderr.trim().split("\n").slice(-5).join(" | ")}`);
+  }
+}
+
+/** What only updates: everything but the recorded processes, which the restart check reads. */
+function membershipKey(members: readonly WaveMember[]): string {
+  return canonicalJson(members.map(({ processIdentity: _, ...rest }) => rest));
+}
+
+export const provider: pulumi.dynamic.ResourceProvider = {
+  async check(_olds: PeerWaveInputs, news: PeerWaveInputs) {
+    const ids = Array.isArray(news.members) ? news.members.map((m) => m?.engineId) : [];
+    if (ids.length < 2) return { inputs: news, failures: [{ property: "members", reason: "a peer wave needs at least two engines" }] };
+    if (new Set(ids).size !== ids.length) return { inputs: news, failures: [{ property: "members", reason: `engine ids repeat: ${ids.join(", ")}` }] };
+    return { inputs: news };
+  },
+
+  async create(inputs: PeerWaveInputs) {
+    const outs: PeerWaveOutputs = { ...inputs, recorded: await record(inputs) };
+    return { id: `wave-${inputs.members.map((m) => m.engineId).join("-")}`.slice(0, 120), outs };
+  },
+
+  async diff(_id: string, olds: PeerWaveOutputs, news: PeerWaveInputs) {
+    const members = Array.isArray(news.members) ? news.members : [];
+    const restarts = restartedMembers(olds.recorded ?? {}, members, olds.observedStarts ?? {});
+    const changed =
+      restarts.length > 0 ||
+      JSON.stringify(news).includes(UNKNOWN) ||
+      membershipKey(olds.members) !== membershipKey(members) ||
+      canonicalJson(olds.credentials ?? null) !== canonicalJson(news.credentials ?? null) ||
+      olds.apiKey !== news.apiKey ||
+      olds.restartTimeoutS !== news.restartTimeoutS;
+    return { changes: changed, replaces: [], deleteBeforeReplace: false };
+  },
+
+  async update(_id: string, olds: PeerWaveOutputs, news: PeerWaveInputs) {
+    // Observe now rather than trust the last refresh: an up without --refresh still sees a restart.
+    const starts = await observeStarts(news.members, news.apiKey);
+    const restarted = restartedMembers(olds.recorded ?? {}, news.members, starts);
+    const wave = waveFor(news.members.map((m) => m.engineId), restarted);
+    // One wave: every member stops and starts at the same time, so none re-handshakes an old process.
+    const results = await Promise.allSettled(news.members.filter((m) => wave.includes(m.engineId)).map((m) => restart(m, news)));
+    const failed = results.flatMap((r) => (r.status === "rejected" ? [(r.reason as Error).message] : []));
+    if (failed.length) throw new Error(failed.join("\n"));
+    const outs: PeerWaveOutputs = {
+      ...news,
+      recorded: await record(news),
+      ...(wave.length ? { lastWave: { at: new Date().toISOString(), restarted, wave } } : olds.lastWave ? { lastWave: olds.lastWave } : {}),
+    };
+    return { outs };
+  },
+
+  async read(id: string, props: PeerWaveOutputs) {
+    if (!props.recorded) return { id, props };
+    return { id, props: { ...props, observedStarts: await observeStarts(props.members, props.apiKey) } };
+  },
+};

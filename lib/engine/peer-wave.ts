@@ -1,0 +1,96 @@
+/**
+ * The peer restart wave (`runtime.restartKvPeers`): after an engine of a KV component restarts, every
+ * other member restarts at once, so no engine keeps a NIXL handshake of a process that is gone
+ * (vLLM #38840). Pure: which members restarted since the wave last recorded them, and who restarts now.
+ */
+import type { ProcessIdentity } from "./generation";
+
+/** What the wave recorded of a member after it last ran: who owns the endpoint and when it started. */
+export interface MemberRecord {
+  readonly processIdentity: ProcessIdentity;
+  /** `process_start_time_seconds` from the engine's `/metrics`. */
+  readonly processStartTime: number;
+}
+
+export interface Restart {
+  readonly engineId: string;
+  /** `pid 41 -> 57 (started anew by this program)` or `process start 1700000000 -> 1700000123`. */
+  readonly reason: string;
+}
+
+export function sameProcess(a: ProcessIdentity, b: ProcessIdentity): boolean {
+  return a.hostAlias === b.hostAlias && a.pid === b.pid && a.containerId === b.containerId;
+}
+
+function owner(id: ProcessIdentity): string {
+  return id.containerId !== undefined ? `container ${id.containerId.slice(0, 12)}` : `pid ${id.pid}`;
+}
+
+/**
+ * Members that restarted since the record: the program started another process (its identity moved), or
+ * the live engine started at another time (a restart by hand or by a supervisor). A member the record
+ * does not know is new, not restarted; one whose start could not be observed (`null`) is left to its
+ * own generation's proof, which fails loudly.
+ */
+export function restartedMembers(
+  recorded: Readonly<Record<string, MemberRecord>>,
+  current: ReadonlyArray<{ engineId: string; processIdentity: ProcessIdentity }>,
+  observedStarts: Readonly<Record<string, number | null | undefined>>,
+): Restart[] {
+  const restarts: Restart[] = [];
+  for (const m of current) {
+    const was = recorded[m.engineId];
+    if (!was) continue;
+    if (!sameProcess(was.processIdentity, m.processIdentity)) {
+      restarts.push({ engineId: m.engineId, reason: `${owner(was.processIdentity)} -> ${owner(m.processIdentity)} (started anew by this program)` });
+      continue;
+    }
+    const seen = observedStarts[m.engineId];
+    if (typeof seen === "number" && seen !== was.processStartTime) {
+      restarts.push({ engineId: m.engineId, reason: `process start ${was.processStartTime} -> ${seen}` });
+    }
+  }
+  return restarts;
+}
+
+/** Who restarts in the wave: every member that did not just restart, or nobody when none did. */
+export function waveFor(memberIds: readonly string[], restarted: readonly Restart[]): string[] {
+  if (restarted.length === 0) return [];
+  const moved = new Set(restarted.map((r) => r.engineId));
+  return memberIds.filter((id) => !moved.has(id));
+}
+
+/**
+ * The peers whose live start time is no longer the one recorded when a generation was proved: the
+ * engine holds a handshake of their old process. Peers that could not be observed are not counted.
+ */
+export function movedPeers(recorded: Readonly<Record<string, number>>, observed: Readonly<Record<string, number | null>>): string[] {
+  return Object.keys(recorded)
+    .filter((id) => typeof observed[id] === "number" && observed[id] !== recorded[id])
+    .sort();
+}
+
+type Peers = Readonly<Record<string, { readonly processIdentity: ProcessIdentity }>>;
+
+/**
+ * How a generation's proof stands to its peers: `replace` when a peer it holds a handshake of started
+ * anew (its identity changed, or is not known yet because the program is starting it, or a refresh saw
+ * another start), `update` when peers only joined or left, `none` otherwise.
+ */
+export function peerChange(
+  olds: { peers?: Peers; peerStarts?: Readonly<Record<string, number>>; observedPeerStarts?: Readonly<Record<string, number | null>> },
+  newPeers: Peers | undefined,
+  isKnown: (v: unknown) => boolean,
+): "replace" | "update" | "none" {
+  if (newPeers !== undefined && !isKnown(newPeers)) return "replace";
+  const was = olds.peers ?? {};
+  const now = newPeers ?? {};
+  for (const id of Object.keys(now)) {
+    const before = was[id];
+    if (!before) continue;
+    if (!isKnown(now[id]) || !isKnown(now[id]!.processIdentity) || !sameProcess(before.processIdentity, now[id]!.processIdentity)) return "replace";
+  }
+  if (movedPeers(olds.peerStarts ?? {}, olds.observedPeerStarts ?? {}).some((id) => id in now)) return "replace";
+  const ids = (p: object) => Object.keys(p).sort().join(",");
+  return (olds.peers === undefined) !== (newPeers === undefined) || ids(was) !== ids(now) ? "update" : "none";
+}

@@ -1,0 +1,50 @@
+/**
+ * Restart scripts for the peer restart wave (lib/engine/peer-wave.ts): each stops one running engine and
+ * starts the same plan again, then waits (bounded) for `/health`. The engine's private env file, GPU
+ * claims and container stay as its start left them, so no secret passes through a restart.
+ */
+import type { LaunchPlan } from "../launch/plan";
+import { shellLine, shq, stopProcessGroupLines } from "../shell";
+
+export interface RestartDeadlinesS {
+  readonly stop: number;
+  readonly health: number;
+}
+
+function healthWait(plan: LaunchPlan, healthTimeoutS: number, alive: string): string {
+  return `deadline=$(( $(date +%s) + ${healthTimeoutS} ))
+until curl -fsS -o /dev/null --max-time 2 ${shq(`${plan.url}/health`)} 2>/dev/null; do
+  ${alive} || { echo "engine ${plan.engineId} exited after its restart, before answering /health" >&2; exit 1; }
+  [ "$(date +%s)" -lt "$deadline" ] || { echo "engine ${plan.engineId} did not answer /health within health timeout ${healthTimeoutS}s of its restart" >&2; exit 1; }
+  sleep 0.3
+done`;
+}
+
+/** A native engine: its process group stops, and the same argv starts from its run folder. */
+export function nativeRestartScript(plan: LaunchPlan, runDir: string, d: RestartDeadlinesS): string {
+  return `set -eu
+run=${shq(runDir)}
+[ -f "$run/pid" ] && [ -f "$run/engine.env" ] ||
+  { echo "engine ${plan.engineId}: nothing to restart in $run (no pid or env file); run pulumi up to start it" >&2; exit 1; }
+${stopProcessGroupLines(`engine ${plan.engineId}`, d.stop)}
+(
+  set -a; . "$run/engine.env"; set +a
+  cd "$run"
+  exec env ${shellLine(Object.entries(plan.env).map(([k, v]) => `${k}=${v}`))} setsid ${shellLine(plan.argv)} > "$run/engine.log" 2>&1 < /dev/null
+) &
+pid=$!
+echo "$pid" > "$run/pid"
+${healthWait(plan, d.health, `kill -0 "$pid" 2>/dev/null`)}
+printf '{"pid":%s,"startedAt":"%s"}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$run/started"
+cat "$run/started"
+`;
+}
+
+/** A container engine: `docker restart` keeps its id, environment and devices; only the process is new. */
+export function containerRestartScript(plan: LaunchPlan, docker: string, container: string, d: RestartDeadlinesS): string {
+  const dk = shq(docker);
+  return `set -eu
+${dk} restart --time ${d.stop} ${shq(container)} > /dev/null
+${healthWait(plan, d.health, `[ "$(${dk} inspect --format '{{.State.Running}}' ${shq(container)} 2>/dev/null)" = true ]`)}
+`;
+}
