@@ -40,7 +40,9 @@ function membershipKey(members: readonly WaveMember[]): string {
 
 export const provider: pulumi.dynamic.ResourceProvider = {
   async check(_olds: PeerWaveInputs, news: PeerWaveInputs) {
-    const ids = Array.isArray(news.members) ? news.members.map((m) => m?.engineId) : [];
+    // In a preview, members whose engine is being started anew are not known yet: nothing to check.
+    if (!Array.isArray(news.members)) return { inputs: news };
+    const ids = news.members.map((m) => m?.engineId);
     if (ids.length < 2) return { inputs: news, failures: [{ property: "members", reason: "a peer wave needs at least two engines" }] };
     if (new Set(ids).size !== ids.length) return { inputs: news, failures: [{ property: "members", reason: `engine ids repeat: ${ids.join(", ")}` }] };
     return { inputs: news };

@@ -27,6 +27,7 @@ const DYNAMIC: Record<string, EvidenceKind> = {
   ImageCheck: { kind: "image check", gate: "C" },
   EngineGeneration: { kind: "generation", gate: "C" },
   CacheCapture: { kind: "cache capture", gate: "C" },
+  PeerWave: { kind: "KV peer restart wave", gate: "C" },
   FabricEdge: { kind: "fabric edge", gate: "D" },
   FabricGate: { kind: "fabric gate", gate: "D" },
   Attestation: { kind: "attestation", gate: "E" },

@@ -122,6 +122,12 @@ function observedChange(key: string, outputs: Props): InputChange | undefined {
     generation: ["generationDigest", "observedGeneration"],
     attestation: ["attestationDigest", "observedAttestation"],
   };
+  // A peer's live start moved (the proof holds a handshake of its old process); otherwise the peers'
+  // identities are the ordinary input below.
+  if (key === "peers" && outputs.peerStarts && outputs.observedPeerStarts) {
+    const live = Object.fromEntries(Object.keys(outputs.peerStarts as Props).map((id) => [id, (outputs.observedPeerStarts as Props)[id]]));
+    if (JSON.stringify(live) !== JSON.stringify(outputs.peerStarts)) return { input: key, old: renderValue(outputs.peerStarts), new: renderValue(live), observed: "a peer started anew" };
+  }
   const pair = moved[key];
   if (pair && pair[1] in outputs) {
     return { input: key, old: renderValue(outputs[pair[0]]), new: renderValue(outputs[pair[1]]), observed: stringOf(outputs.observedState) ?? "changed" };
