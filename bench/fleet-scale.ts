@@ -16,17 +16,19 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { performance } from "node:perf_hooks";
 import { PulumiCommand, type Stack } from "@pulumi/pulumi/automation";
-import { simDown, simUp } from "../sim/hosts";
+import { runInHost, simDown, simUp } from "../sim/hosts";
 import { E2E_TIME_SCALE, openStack, PROJECT_ROOT } from "../test/e2e/support/stack";
 import { awaitHealthy, restartByHand } from "../test/e2e/support/restart";
 import { PROMETHEUS_PORT, ROUTER_PORT, SCALE_HOSTS, SCALE_LAYOUT, SCALE_TOPOLOGY_SIZE, scaleEngines } from "./scale/fleet-config";
 import { ensureFileBackend, openFloorStack, stateResourceCount } from "./scale/floor-stack";
-import { tallySteps, type StepTally } from "./scale/steps";
+import { failureReason, tallySteps, type StepTally } from "./scale/steps";
 
 const FLEET_STACK = "bench-scale";
 const FLOOR_STACK = "bench-scale-floor";
 /** The floor's own state holds its Stack resource and the default dynamic provider beside the resources it makes. */
 const FLOOR_OVERHEAD = 2;
+/** The config's default `hosts[].stateDir`, where each stack keeps its folder on a host. */
+const HOST_STATE_DIR = "/var/lib/narwhal-fleet";
 /** Engine restarted by hand: a decode engine on the last host, away from the router. */
 const RESTARTED = "e16";
 
@@ -64,9 +66,7 @@ async function upOutcome(stack: Stack, phase: string): Promise<{ s: number; ok: 
   let error: string | undefined;
   const { s } = await timed(phase, stack, UP_TIMEOUT_MS, () =>
     stack.up({ refresh: true, onOutput: () => undefined, onEvent: steps.onEvent }).catch((err: Error) => {
-      // The first diagnostic that says why; the CLI's closing "update failed" says only that it did.
-      const lines = err.message.split("\n").map((l) => l.trim());
-      error = (lines.find((l) => /error: /.test(l) && !/update failed/.test(l)) ?? lines[0] ?? "").slice(0, 400);
+      error = failureReason(err.message);
     }),
   );
   return { s, ok: error === undefined, ...(error ? { error } : {}), steps: steps.tally() };
@@ -100,6 +100,12 @@ async function main(): Promise<void> {
       log("cleanup: destroying both stacks, taking down " + SCALE_HOSTS.join(", "));
       await removeStack(fleet, FLEET_STACK, path.join(PROJECT_ROOT, `Pulumi.${FLEET_STACK}.yaml`));
       await removeStack(floor, FLOOR_STACK, path.join(__dirname, "floor", `Pulumi.${FLOOR_STACK}.yaml`));
+      // The stack's folder lives in the hosts' shared /var; destroy stops what ran there but keeps the folder.
+      try {
+        await runInHost(SCALE_HOSTS[0], ["rm", "-rf", "--", `${HOST_STATE_DIR}/${FLEET_STACK}`]);
+      } catch {
+        // the host never came up: nothing of the stack is there
+      }
       await simDown({ aliases: [...SCALE_HOSTS] }).catch((err: Error) => log(`sim down failed: ${err.message}`));
     })());
   process.once("SIGINT", () => void cleanup().finally(() => (process.exitCode = 130)));
@@ -149,7 +155,7 @@ async function main(): Promise<void> {
       restart: {
         engine: RESTARTED,
         previewS: restartPreview.s,
-        previewPlanned: restartPreview.steps.planned.length,
+        previewPlanned: restartPreview.steps.planned,
         upS: restartUp.s,
         upOk: restartUp.ok,
         ...(restartUp.error ? { upError: restartUp.error } : {}),

@@ -43,3 +43,15 @@ export function tallySteps(): { onEvent: (e: EngineEvent) => void; tally: () => 
     }),
   };
 }
+
+/**
+ * Why an operation failed, from the Automation API's error text: the first diagnostic after `error: `
+ * (the CLI's closing "update failed" says only that it did), without the progress line it shares.
+ */
+export function failureReason(message: string): string {
+  for (const line of message.split("\n")) {
+    const m = /(?:^|\s)error: (.*)$/.exec(line);
+    if (m && !/^update failed\b/.test(m[1]!.trim())) return m[1]!.trim();
+  }
+  return message.split("\n")[0]!.trim();
+}
