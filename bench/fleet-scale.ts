@@ -2,14 +2,16 @@
  * Scale: a 16-engine fleet on 4 simulated hosts, deployed and previewed with the real CLI, against the
  * floor of a stack with as many resources whose provider does nothing.
  *
- *   npm run bench:scale
+ *   npm run bench:scale [-- --restart-kv-peers]
  *
  * Brings up sim21-sim24 (4 NVIDIA GPUs each, engines at the e2e time scale), opens stack `bench-scale`
  * with the e2e stack's config (reduced profiling sweep) and one engine per GPU, then times:
  * a full `up` from nothing; a no-change `preview --refresh`; after one engine is restarted by hand, the
  * `preview --refresh` and the `up --refresh`, with the resources that up re-measured (created or
  * replaced). Then the floor program (bench/floor) with the fleet stack's resource count, and its
- * no-change `preview --refresh`. Prints one JSON object on stdout, progress on stderr. Both stacks are
+ * no-change `preview --refresh`. With `--restart-kv-peers` the fleet sets `runtime.restartKvPeers`, so the
+ * up after the restart restarts the rest of the KV component and converges; without it, that up stops at
+ * the preflight on the peers' stale handshakes, as the runbook says it must. Prints one JSON object on stdout, progress on stderr. Both stacks are
  * destroyed and removed and the four hosts taken down at the end, also on error or Ctrl-C.
  */
 import * as fs from "node:fs";
@@ -31,6 +33,7 @@ const FLOOR_OVERHEAD = 2;
 const HOST_STATE_DIR = "/var/lib/narwhal-fleet";
 /** Engine restarted by hand: a decode engine on the last host, away from the router. */
 const RESTARTED = "e16";
+const RESTART_KV_PEERS = process.argv.includes("--restart-kv-peers");
 
 // Bounded waits, named so a timeout says which phase ran out.
 const UP_TIMEOUT_MS = 60 * 60_000;
@@ -119,7 +122,11 @@ async function main(): Promise<void> {
       timeScale: E2E_TIME_SCALE,
     });
     const engines = scaleEngines(sim.hosts);
-    fleet = await openStack(FLEET_STACK, sim.hosts, engines, { router: { port: ROUTER_PORT }, observability: { prometheusPort: PROMETHEUS_PORT } });
+    fleet = await openStack(FLEET_STACK, sim.hosts, engines, {
+      router: { port: ROUTER_PORT },
+      observability: { prometheusPort: PROMETHEUS_PORT },
+      runtime: { kind: "native", restartKvPeers: RESTART_KV_PEERS },
+    });
     // From nothing: a stack left by an interrupted run may describe engines of hosts since rebuilt.
     await fleet.destroy({ onOutput: () => undefined });
 
@@ -154,6 +161,7 @@ async function main(): Promise<void> {
       previewMode: "refresh",
       restart: {
         engine: RESTARTED,
+        restartKvPeers: RESTART_KV_PEERS,
         previewS: restartPreview.s,
         previewPlanned: restartPreview.steps.planned,
         upS: restartUp.s,
