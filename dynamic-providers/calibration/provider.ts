@@ -124,7 +124,7 @@ async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: 
     await artifact("identities.json", identities),
     ...("bytes" in origin ? [] : [await store.writeArtifact("calibration", "sampler.ts", fs.readFileSync(path.join(process.cwd(), SAMPLER_SOURCE), "utf8"))]),
   ];
-  const adopted = "adopted" in origin ? { adopted: { path: origin.adoption.source.path, sha256: origin.adoption.source.sha256, ...(origin.adoption.source.pinned ? { pinned: origin.adoption.source.pinned } : {}), capturedAt: origin.adopted.capturedAt, sampledUnderBoundS: origin.adopted.observationBoundS } } : {};
+  const adopted = "adopted" in origin ? { adopted: { path: origin.adoption.source.path, sha256: origin.adoption.source.sha256, ...(origin.adoption.source.pinned ? { pinned: origin.adoption.source.pinned } : {}), capturedAt: origin.adopted.capturedAt, sampledUnderBoundS: origin.adopted.observationBoundS, inputLengths: origin.adopted.inputLengths, samplesPerGroup: origin.adopted.samplesPerGroup } } : {};
   const refused = "run" in origin && origin.adoption ? { notAdopted: { path: origin.adoption.source.path, sha256: origin.adoption.source.sha256, mismatches: origin.adoption.mismatches } } : {};
   const written = await store.write(
     evidenceRecord({

@@ -120,7 +120,8 @@ describe("providers: Calibration adopts a runbook's first-token calibration", fu
     const record = JSON.parse(text);
     expect(record.kind).to.equal("calibration");
     expect(record.verdict.status).to.equal("pass");
-    expect(record.observations.adopted).to.deep.include({ path: file, sha256: sha(file), capturedAt: r.ranAt });
+    // The file's own lengths and sample count, which may differ from the configured ones it stands in for.
+    expect(record.observations.adopted).to.deep.include({ path: file, sha256: sha(file), capturedAt: r.ranAt, inputLengths: LENGTHS, samplesPerGroup: 100 });
     expect(Date.parse(record.startedAt)).to.be.at.least(t0);
     const kept = fs.readFileSync(evidenceFile(record.artifacts[0].relativePath));
     expect("sha256:" + createHash("sha256").update(kept).digest("hex")).to.equal(sha(file));
