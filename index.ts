@@ -53,6 +53,7 @@ export const firstTokenDeadline = fleet.calibration
       samples: fleet.calibration.samples,
       failedAttempts: fleet.calibration.failedAttempts,
       evidence: fleet.calibration.evidence,
+      adoption: fleet.calibration.adoption,
     }
   : undefined;
 /** The role-to-host plan, as the runbook's `deploy_hosts.py plan` prints it. */

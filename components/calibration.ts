@@ -1,7 +1,8 @@
+import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { FleetSpec } from "../lib/config";
-import { defaultInputLengths } from "../lib/preflight";
+import { defaultInputLengths, describeMismatches, sha256Of, type CalibrationAdoptSource } from "../lib/preflight";
 import type { Attestation } from "../dynamic-providers/attestation/resource";
 import { Calibration } from "../dynamic-providers/calibration/resource";
 import type { Preflight } from "../dynamic-providers/preflight/resource";
@@ -28,9 +29,24 @@ export function defaultObservationBound(slo: FleetSpec["slo"]): number {
 }
 
 /**
+ * The file `calibration.adopt` names, with the digest of the bytes read now (and the operator's pin):
+ * the provider adopts exactly these bytes or measures.
+ */
+function adoptSource(adopt: NonNullable<FleetSpec["calibration"]["adopt"]>): CalibrationAdoptSource {
+  let bytes: Buffer;
+  try {
+    bytes = fs.readFileSync(adopt.path);
+  } catch (err) {
+    throw new Error(`config narwhal-fleet:calibration.adopt.path: cannot read the calibration ${adopt.path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); copy the runbook's calibration file there, or remove the key to calibrate afresh`);
+  }
+  return { path: adopt.path, sha256: sha256Of(bytes), ...(adopt.sha256 ? { pinned: `sha256:${adopt.sha256}` } : {}) };
+}
+
+/**
  * Gate F's first-token deadline calibration, opt-in (`calibration.enabled`), after preflight and beside
  * the router: it proposes engine.first_token_timeout_s and never holds the router back. New samples
  * follow a new model, runtime, transport, served context or engine generation; an SLO edit re-judges.
+ * With `calibration.adopt`, a runbook calibration whose sampled processes still serve is adopted instead.
  */
 export function calibration(name: string, args: CalibrationArgs, opts: pulumi.CustomResourceOptions): Calibration {
   const { spec } = args;
@@ -50,7 +66,7 @@ export function calibration(name: string, args: CalibrationArgs, opts: pulumi.Cu
     }));
   });
   const all = pulumi.all(engines);
-  return new Calibration(
+  const resource = new Calibration(
     name,
     {
       stack: args.stack,
@@ -69,7 +85,14 @@ export function calibration(name: string, args: CalibrationArgs, opts: pulumi.Cu
       via: via.login,
       viaPrivateKey: via.privateKey,
       viaPassword: via.password,
+      ...(c.adopt ? { adopt: adoptSource(c.adopt) } : {}),
     },
     pulumi.mergeOptions(opts, { dependsOn: [args.preflight] }),
   );
+  // The up's log says which calibration the deadline comes from; the output keeps it.
+  resource.adoption.apply((a) => {
+    if (a?.verdict === "adopted") pulumi.log.info(`calibration: adopted ${a.source.path} (${a.source.sha256}), sampled ${a.capturedAt}; no new samples`, resource);
+    else if (a) pulumi.log.warn(`calibration: ${a.source.path} not adopted (${describeMismatches(a.mismatches)}); measured afresh`, resource);
+  });
+  return resource;
 }

@@ -1,6 +1,6 @@
 /**
- * `npm run import -- --env <path> [--fleet <fleet.json>] [--profiles <store>] [--ssh-config <file>]
- *  [--ssh-key <file>] --stack <name>`
+ * `npm run import -- --env <path> [--fleet <fleet.json>] [--profiles <store>] [--calibration <file>]
+ *  [--ssh-config <file>] [--ssh-key <file>] --stack <name>`
  *
  * Writes `Pulumi.<name>.yaml` from a runbook deployment's `.env` (and fleet.json): plain values through
  * `pulumi config set-all`, passwords and keys through `pulumi config set --secret` with the value on
@@ -16,7 +16,7 @@ import * as path from "node:path";
 import { importRunbook, parseEnvFile, type ImportResult } from "../lib/import";
 import { samplesPath } from "../lib/profiling/store";
 
-const USAGE = "usage: npm run import -- --env <path> [--fleet <fleet.json>] [--profiles <store.json>] [--ssh-config <file>] [--ssh-key <file>] --stack <name>";
+const USAGE = "usage: npm run import -- --env <path> [--fleet <fleet.json>] [--profiles <store.json>] [--calibration <first-token.json>] [--ssh-config <file>] [--ssh-key <file>] --stack <name>";
 const STACK_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
 /** Bounded wait for one pulumi CLI call (a local backend answers in seconds). */
 const PULUMI_TIMEOUT_MS = 120_000;
@@ -24,7 +24,7 @@ const PULUMI_TIMEOUT_MS = 120_000;
 class ImportFailure extends Error {}
 
 function parseArgs(argv: string[]): Record<string, string> {
-  const known = new Set(["env", "fleet", "profiles", "ssh-config", "ssh-key", "stack"]);
+  const known = new Set(["env", "fleet", "profiles", "calibration", "ssh-config", "ssh-key", "stack"]);
   const out: Record<string, string> = {};
   for (let i = 0; i < argv.length; i++) {
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]!);
@@ -53,6 +53,14 @@ function profileResolver(fleetFile: string, explicit: string | undefined): (p: s
   return (p) => {
     const candidates = explicit ? [explicit] : path.isAbsolute(p) ? [p] : [path.resolve(path.dirname(fleetFile), "..", p), path.resolve(path.dirname(fleetFile), p)];
     return candidates.find((c) => fs.existsSync(c) && fs.existsSync(samplesPath(c)));
+  };
+}
+
+/** The runbook's `engine.first_token_calibration_path`, found as `profiles.path` is. */
+function calibrationResolver(fleetFile: string, explicit: string | undefined): (p: string) => string | undefined {
+  return (p) => {
+    const candidates = explicit ? [explicit] : path.isAbsolute(p) ? [p] : [path.resolve(path.dirname(fleetFile), "..", p), path.resolve(path.dirname(fleetFile), p)];
+    return candidates.find((c) => fs.existsSync(c));
   };
 }
 
@@ -129,11 +137,17 @@ function main(argv: string[]): number {
       if (err instanceof ImportFailure) throw err;
       throw new ImportFailure(`--fleet ${fleetFile}: not JSON (${(err as Error).message})`);
     }
-    fleet = { document, label: path.basename(fleetFile), resolveProfiles: profileResolver(fleetFile, args.profiles ? at(args.profiles) : undefined) };
+    fleet = {
+      document,
+      label: path.basename(fleetFile),
+      resolveProfiles: profileResolver(fleetFile, args.profiles ? at(args.profiles) : undefined),
+      resolveCalibration: calibrationResolver(fleetFile, args.calibration ? at(args.calibration) : undefined),
+    };
   }
   const extra: Array<{ path: Array<string | number>; value: unknown; from: string }> = [];
   if (args["ssh-config"]) extra.push({ path: ["ssh", "configFile"], value: at(args["ssh-config"]), from: "--ssh-config" });
   if (args.profiles && !fleetFile) extra.push({ path: ["profiling", "adoptStore"], value: at(args.profiles), from: "--profiles" });
+  if (args.calibration && !fleetFile) extra.push({ path: ["calibration", "enabled"], value: true, from: "--calibration" }, { path: ["calibration", "adopt", "path"], value: at(args.calibration), from: "--calibration" });
   const sshKey = args["ssh-key"] ? { text: readText(at(args["ssh-key"]), "--ssh-key"), from: "--ssh-key" } : undefined;
 
   const result = importRunbook({ env: envText, fleet, knownHosts, extra, sshPrivateKey: sshKey });

@@ -3,7 +3,9 @@
  *
  * - check:  engines, lengths, sample counts and the observation bound against the document's
  *           deadline and request timeout, before anything remote is touched;
- * - create: samples every role-permitted directed path at every input length from the router host's
+ * - create: with `adopt`, first judges that calibration (lib/preflight judgeCalibration) against each
+ *           engine's live identity and adopts it, sampling nothing, when every binding holds; else (or
+ *           without `adopt`) samples every role-permitted directed path at every input length from the router host's
  *           network position (the preflight's transport), keeps every attempt, the fleet document, the
  *           probe code and each engine's process identity as evidence, and proposes a deadline; fails
  *           naming the paths when a group falls short, an engine restarts mid-run or serves another
@@ -18,13 +20,14 @@ import * as path from "node:path";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
 import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
-import { clientTtftFit, observationBoundProblem, proposeDeadline, runCalibration, validationPairs, MIN_SAMPLES_PER_GROUP, type CalibrationResult, type CalibrationRun, type Pair } from "../../lib/preflight";
+import { clientTtftFit, describeMismatches, observationBoundProblem, proposeDeadline, runCalibration, validationPairs, MIN_SAMPLES_PER_GROUP, type AdoptedCalibration, type CalibrationResult, type CalibrationRun, type Pair } from "../../lib/preflight";
 import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
 import { documentEngines, timeoutsOf } from "../preflight/plan";
 import { withRoutes } from "../preflight/provider";
+import { lookAtAdoption } from "./adopt";
 import { httpSampler, type EngineIdentity } from "./sampler";
-import type { CalibrationInputs, CalibrationOutputs } from "./types";
+import type { CalibrationAdoption, CalibrationInputs, CalibrationOutputs } from "./types";
 
 export const MEASURED_AGAINST = ["model", "runtime", "engines", "inputLengths", "samplesPerGroup"] as const;
 /**
@@ -32,7 +35,8 @@ export const MEASURED_AGAINST = ["model", "runtime", "engines", "inputLengths", 
  * the deadline: setting the proposed deadline (the runbook's next step) must not call for new samples.
  * The bound the samples were taken under stays in the outputs and the evidence.
  */
-export const UPDATABLE = ["stack", "fleetDocument", "observationBoundS", "maxFailuresPerGroup", "routerOverheadS", "schedule", "apiKey", "via", "viaPrivateKey", "viaPassword"] as const;
+// `adopt` only matters when the calibration is created: a file named later never replaces measured samples.
+export const UPDATABLE = ["stack", "fleetDocument", "observationBoundS", "maxFailuresPerGroup", "routerOverheadS", "schedule", "apiKey", "via", "viaPrivateKey", "viaPassword", "adopt"] as const;
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 const SAMPLER_SOURCE = "dynamic-providers/calibration/sampler.ts";
@@ -84,6 +88,13 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
   if (known("maxFailuresPerGroup") && !(Number.isInteger(news.maxFailuresPerGroup) && (news.maxFailuresPerGroup as number) >= 1)) fail("maxFailuresPerGroup", `maxFailuresPerGroup must be a positive integer, got ${JSON.stringify(news.maxFailuresPerGroup)}`);
   if (known("routerOverheadS") && !(num(news.routerOverheadS) !== undefined && (news.routerOverheadS as number) >= 0)) fail("routerOverheadS", `routerOverheadS must be a non-negative number of seconds, got ${JSON.stringify(news.routerOverheadS)}`);
   if (known("schedule") && news.schedule !== "concurrent" && news.schedule !== "sequential") fail("schedule", `schedule must be "concurrent" or "sequential", got ${JSON.stringify(news.schedule)}`);
+  const adopt = news.adopt as Record<string, unknown> | undefined;
+  if (adopt !== undefined && known("adopt")) {
+    const digest = (v: unknown) => typeof v === "string" && DIGEST.test(v);
+    if (!adopt || typeof adopt.path !== "string" || !adopt.path.startsWith("/") || !digest(adopt.sha256) || (adopt.pinned !== undefined && !digest(adopt.pinned))) {
+      fail("adopt", "adopt must name the calibration to adopt as {path, sha256, pinned?}: an absolute path and sha256:<64 hex> digests of the bytes read and pinned");
+    }
+  }
   return failures;
 }
 
@@ -99,15 +110,22 @@ function identityProblems(i: CalibrationInputs, before: EngineIdentity[], after:
   return problems;
 }
 
-async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: Pair[], run: CalibrationRun | undefined, identities: { before: EngineIdentity[]; after: EngineIdentity[] }, verdict: { status: "pass" | "fail"; reasons: string[] }, result: CalibrationResult | undefined, startedAt: string) {
+/** How the record's figures came about: sampled now, or adopted from an earlier calibration file. */
+type Origin = { run: CalibrationRun | undefined; adoption?: CalibrationAdoption } | { adopted: AdoptedCalibration; adoption: CalibrationAdoption; bytes: Buffer };
+
+async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: Pair[], origin: Origin, identities: { before: EngineIdentity[]; after: EngineIdentity[] }, verdict: { status: "pass" | "fail"; reasons: string[] }, result: CalibrationResult | undefined, startedAt: string) {
   const store = new EvidenceStore(evidenceRoot(process.cwd(), i.stack), { secrets: [i.apiKey, i.viaPrivateKey, i.viaPassword].filter((s): s is string => !!s) });
   const artifact = (name: string, value: unknown) => store.writeArtifact("calibration", name, JSON.stringify(value, null, 2) + "\n");
+  const run = "run" in origin ? origin.run : undefined;
   const artifacts = [
-    await artifact("samples.json", run?.samples ?? []),
+    // An adopted calibration keeps the file itself, byte for byte: its raw attempts are the samples.
+    "bytes" in origin ? await store.writeArtifact("calibration", "first-token-calibration.json", origin.bytes.toString("utf8")) : await artifact("samples.json", run?.samples ?? []),
     await artifact("fleet.json", i.fleetDocument),
     await artifact("identities.json", identities),
-    await store.writeArtifact("calibration", "sampler.ts", fs.readFileSync(path.join(process.cwd(), SAMPLER_SOURCE), "utf8")),
+    ...("bytes" in origin ? [] : [await store.writeArtifact("calibration", "sampler.ts", fs.readFileSync(path.join(process.cwd(), SAMPLER_SOURCE), "utf8"))]),
   ];
+  const adopted = "adopted" in origin ? { adopted: { path: origin.adoption.source.path, sha256: origin.adoption.source.sha256, ...(origin.adoption.source.pinned ? { pinned: origin.adoption.source.pinned } : {}), capturedAt: origin.adopted.capturedAt, sampledUnderBoundS: origin.adopted.observationBoundS, inputLengths: origin.adopted.inputLengths, samplesPerGroup: origin.adopted.samplesPerGroup } } : {};
+  const refused = "run" in origin && origin.adoption ? { notAdopted: { path: origin.adoption.source.path, sha256: origin.adoption.source.sha256, mismatches: origin.adoption.mismatches } } : {};
   const written = await store.write(
     evidenceRecord({
       kind: "calibration",
@@ -118,7 +136,7 @@ async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: 
       startedAt,
       endedAt: new Date().toISOString(),
       sourceRevision: sourceRevision(process.cwd()),
-      observations: JSON.parse(JSON.stringify({ result: result ?? null, incomplete: run?.incomplete ?? [], failures: run?.groups.flatMap((g) => g.failures.map((f) => `${g.producer} -> ${g.consumer} at ${g.inputTokens}: ${f}`)) ?? [] })),
+      observations: JSON.parse(JSON.stringify({ result: result ?? null, ...adopted, ...refused, incomplete: run?.incomplete ?? [], failures: run?.groups.flatMap((g) => g.failures.map((f) => `${g.producer} -> ${g.consumer} at ${g.inputTokens}: ${f}`)) ?? [] })),
       verdict,
       artifacts,
     }),
@@ -140,6 +158,18 @@ export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<Calibra
     i.engines.map((e) => ({ id: e.engineId, role: e.role, pin: e.pin })),
     "mesh",
   );
+  let adoption: CalibrationAdoption | undefined;
+  if (i.adopt) {
+    const look = await lookAtAdoption(i, paths, clientTtftRequirementS);
+    if (look.judgement.ok) {
+      const a = look.judgement.adopted;
+      adoption = { verdict: "adopted", source: i.adopt, mismatches: [], capturedAt: a.capturedAt };
+      const identities = { before: look.identities, after: look.identities };
+      const evidence = i.stack ? await record(i, fleetDocumentDigest, paths, { adopted: a, adoption, bytes: look.bytes! }, identities, { status: "pass", reasons: [] }, a.result, startedAt) : undefined;
+      return outputsOf({ fleetDocumentDigest, paths, result: a.result, currentDeadlineS: t.firstTokenS, clientTtftRequirementS, sampledUnderBoundS: a.observationBoundS, samples: a.completed, failedAttempts: 0, identities: look.identities, evidence, adoption, ranAt: a.capturedAt, wallSeconds: 0 });
+    }
+    adoption = { verdict: "measured", source: i.adopt, mismatches: look.judgement.mismatches };
+  }
   const endpoints = documentEngines(doc).map((e) => ({ iid: e.iid, url: e.url }));
   const identities = { before: [] as EngineIdentity[], after: [] as EngineIdentity[] };
   let run: CalibrationRun | undefined;
@@ -165,26 +195,44 @@ export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<Calibra
       problems = [(err as Error).message];
     }
   }
-  const evidence = i.stack ? await record(i, fleetDocumentDigest, paths, run, identities, { status: problems.length ? "fail" : "pass", reasons: problems }, result, startedAt) : undefined;
-  if (problems.length || !result) throw new Error(`calibration: ${problems.join("; ")}${evidence ? ` (every sample and failure kept as ${evidence.relativePath})` : ""}`);
-  return {
+  const evidence = i.stack ? await record(i, fleetDocumentDigest, paths, { run, ...(adoption ? { adoption } : {}) }, identities, { status: problems.length ? "fail" : "pass", reasons: problems }, result, startedAt) : undefined;
+  const notAdopted = adoption ? `; ${i.adopt!.path} was not adopted: ${describeMismatches(adoption.mismatches)}` : "";
+  if (problems.length || !result) throw new Error(`calibration: ${problems.join("; ")}${evidence ? ` (every sample and failure kept as ${evidence.relativePath})` : ""}${notAdopted}`);
+  return outputsOf({
     fleetDocumentDigest,
     paths,
-    groups: result.groups.map((g) => ({ ...g })),
-    floorS: result.floor,
-    deadlineS: result.deadline,
+    result,
     currentDeadlineS: t.firstTokenS,
-    sampledUnderBoundS: i.observationBoundS,
-    prefillS: result.prefillS,
-    clientTtftS: result.clientTtft,
     clientTtftRequirementS,
-    fitsClientTtft: result.fitsClientTtft,
+    sampledUnderBoundS: i.observationBoundS,
     samples: run!.samples.filter((s) => s.status === "completed").length,
     failedAttempts: run!.samples.filter((s) => s.status === "failed").length,
     identities: identities.after,
-    ...(evidence ? { evidence } : {}),
+    evidence,
+    adoption,
     ranAt: startedAt,
     wallSeconds: (Date.now() - t0) / 1000,
+  });
+}
+
+type Facts = Pick<CalibrationOutputs, "fleetDocumentDigest" | "paths" | "currentDeadlineS" | "clientTtftRequirementS" | "sampledUnderBoundS" | "samples" | "failedAttempts" | "identities" | "ranAt" | "wallSeconds"> & {
+  result: CalibrationResult;
+  evidence: CalibrationOutputs["evidence"];
+  adoption: CalibrationAdoption | undefined;
+};
+
+function outputsOf(f: Facts): Omit<CalibrationOutputs, keyof CalibrationInputs> {
+  const { result, evidence, adoption, ...rest } = f;
+  return {
+    ...rest,
+    groups: result.groups.map((g) => ({ ...g })),
+    floorS: result.floor,
+    deadlineS: result.deadline,
+    prefillS: result.prefillS,
+    clientTtftS: result.clientTtft,
+    fitsClientTtft: result.fitsClientTtft,
+    ...(evidence ? { evidence } : {}),
+    ...(adoption ? { adoption } : {}),
   };
 }
 

@@ -29,6 +29,8 @@ export class Calibration extends pulumi.dynamic.Resource {
   declare readonly failedAttempts: pulumi.Output<number>;
   declare readonly identities: pulumi.Output<Measured["identities"]>;
   declare readonly evidence: pulumi.Output<Measured["evidence"]>;
+  /** With `calibration.adopt`: adopted from that file, or measured and which bindings did not hold. */
+  declare readonly adoption: pulumi.Output<Measured["adoption"]>;
   declare readonly ranAt: pulumi.Output<string>;
   declare readonly wallSeconds: pulumi.Output<number>;
 
@@ -49,6 +51,7 @@ export class Calibration extends pulumi.dynamic.Resource {
       failedAttempts: undefined,
       identities: undefined,
       evidence: undefined,
+      adoption: undefined,
       ranAt: undefined,
       wallSeconds: undefined,
     };

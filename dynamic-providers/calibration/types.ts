@@ -1,4 +1,4 @@
-import type { GroupResult, Pair, ScheduleMode } from "../../lib/preflight";
+import type { CalibrationAdoptSource, CalibrationMismatch, GroupResult, Pair, ScheduleMode } from "../../lib/preflight";
 import type { RouterLogin } from "../profile/types";
 import type { EngineIdentity } from "./sampler";
 
@@ -36,6 +36,21 @@ export interface CalibrationInputs {
   via?: RouterLogin;
   viaPrivateKey?: string;
   viaPassword?: string;
+  /**
+   * A calibration measured before this stack (`calibration.adopt`) with the digest the program read:
+   * create adopts it instead of sampling while every process it sampled still serves.
+   */
+  adopt?: CalibrationAdoptSource;
+}
+
+/** How create came by the deadline: adopted from an earlier calibration, or measured (and, with `adopt` set, why). */
+export interface CalibrationAdoption {
+  verdict: "adopted" | "measured";
+  source: CalibrationAdoptSource;
+  /** Every binding of the file that did not hold, each naming its field and engine; empty when adopted. */
+  mismatches: CalibrationMismatch[];
+  /** When the adopted samples were taken (the file's capture time). */
+  capturedAt?: string;
 }
 
 export interface CalibrationOutputs extends CalibrationInputs {
@@ -62,6 +77,8 @@ export interface CalibrationOutputs extends CalibrationInputs {
   /** Each engine's served context and live process identity, the same before and after the samples. */
   identities: EngineIdentity[];
   evidence?: { relativePath: string; digest: string };
+  /** Set when `adopt` was given: whether the calibration was adopted or measured, and why. */
+  adoption?: CalibrationAdoption;
   ranAt: string;
   wallSeconds: number;
 }

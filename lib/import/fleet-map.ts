@@ -1,6 +1,7 @@
 /**
  * The runbook's `config/fleet.json` (`narwhal.fleet`, nested schema) over what the `.env` gave: engine
- * ids, roles and pins, latency limits, the router's deadlines, and where the profile store is. Engines
+ * ids, roles and pins, latency limits, the router's deadlines, and where the profile store and the
+ * first-token calibration are. Engines
  * are matched to `.env` nodes by their `${NARWHAL_NODE_<n>_URL}` reference, else by equal URL, else in
  * order. What discovery and the image check derive afresh (hardware, engine contract) is reported, not
  * carried over.
@@ -33,6 +34,8 @@ export interface FleetOptions {
   readonly label: string;
   /** Where `profiles.path` points on this machine, when it could be found. */
   readonly resolveProfiles?: (path: string) => string | undefined;
+  /** Where `engine.first_token_calibration_path` points on this machine, when the file could be found. */
+  readonly resolveCalibration?: (path: string) => string | undefined;
 }
 
 function nodeFor(ref: unknown, env: EnvMapping, index: number): number | undefined {
@@ -124,10 +127,12 @@ export function mapFleet(doc: unknown, env: EnvMapping, d: Draft, opts: FleetOpt
     if (!isObject(s)) continue;
     for (const field of Object.keys(s)) {
       if (DEADLINES.some(([sec, f]) => sec === section && f === field)) continue;
+      if (section === "engine" && field === "first_token_calibration_path") {
+        mapCalibration(s[field], d, at(`engine.${field}`), opts);
+        continue;
+      }
       const reason =
-        field === "first_token_calibration_path"
-          ? "first-token calibrations are not adopted yet: this program's router starts uncalibrated"
-          : field === "engine_api_key_env"
+        field === "engine_api_key_env"
             ? "the engine API key is the engineApiKey secret (from NARWHAL_ENGINE_API_KEY)"
             : "the router runs with narwhal's default for this setting";
       d.skip(at(`${section}.${field}`), reason);
@@ -150,4 +155,16 @@ export function mapFleet(doc: unknown, env: EnvMapping, d: Draft, opts: FleetOpt
   for (const field of Object.keys(profiles)) {
     if (field !== "path") d.skip(at(`profiles.${field}`), "the router applies narwhal's default fit limits");
   }
+}
+
+/** The runbook's first-token calibration: adopted while every process it sampled still serves, else measured afresh. */
+function mapCalibration(value: unknown, d: Draft, from: string, opts: FleetOptions): void {
+  if (typeof value !== "string" || !value) return;
+  const local = opts.resolveCalibration?.(value);
+  if (!local) {
+    d.skip(from, `no calibration found at ${value} next to ${opts.label}; copy it here (or pass --calibration) to adopt it, else enable calibration to measure the deadline afresh`);
+    return;
+  }
+  d.set(["calibration", "enabled"], true, from);
+  d.set(["calibration", "adopt", "path"], local, from);
 }

@@ -17,7 +17,7 @@ export interface ImportSources {
   /** The `.env` text. */
   readonly env: string;
   /** fleet.json, parsed, with its label for messages. */
-  readonly fleet?: { readonly document: unknown; readonly label: string; readonly resolveProfiles?: (path: string) => string | undefined };
+  readonly fleet?: { readonly document: unknown; readonly label: string; readonly resolveProfiles?: (path: string) => string | undefined; readonly resolveCalibration?: (path: string) => string | undefined };
   /** The text of the known_hosts file `NARWHAL_SSH_KNOWN_HOSTS` names, when it could be read. */
   readonly knownHosts?: string;
   /** A private key for every key-authenticated host (the stack's `sshPrivateKey` secret). */
@@ -55,7 +55,7 @@ export function importRunbook(src: ImportSources): ImportResult {
   for (const p of file.problems) d.problem(`.env line ${p.line}`, p.message);
   const env = mapEnv(file.entries, d, { knownHostKeys: src.knownHosts !== undefined ? knownHostLookup(src.knownHosts) : undefined, stackKey: src.sshPrivateKey !== undefined });
   if (src.sshPrivateKey !== undefined) d.secret("sshPrivateKey", src.sshPrivateKey.text, src.sshPrivateKey.from);
-  if (src.fleet) mapFleet(src.fleet.document, env, d, { label: src.fleet.label, resolveProfiles: src.fleet.resolveProfiles });
+  if (src.fleet) mapFleet(src.fleet.document, env, d, { label: src.fleet.label, resolveProfiles: src.fleet.resolveProfiles, resolveCalibration: src.fleet.resolveCalibration });
   for (const e of src.extra ?? []) d.set(e.path, e.value, e.from);
   if (d.problems.length === 0) {
     try {

@@ -6,6 +6,7 @@ export * from "./judge";
 export * from "./transfer";
 export * from "./calibration";
 export * from "./calibration-run";
+export * from "./calibration-adopt";
 export * from "./narwhal-report";
 export * from "./run";
 export * from "./attestation";

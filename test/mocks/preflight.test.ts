@@ -6,6 +6,10 @@
  * provider method runs here; test/providers/{preflight-agreement,calibration}.test.ts run them.
  */
 import { expect } from "chai";
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { PROFILED, fleetConfig, mockSecrets, reveal, settle, useFleetMocks } from "./support/fleet";
 
 const API_KEY = "mock-api-key-attest-0123";
@@ -72,5 +76,22 @@ describe("mocks: preflight", () => {
     expect((i.fleetDocument as Record<string, any>).engine.first_token_timeout_s).to.equal(3);
     expect(reveal(i.via)).to.deep.include({ alias: "b", host: "198.18.0.12", port: 2222, user: "ops" });
     expect(JSON.stringify({ ...i, apiKey: undefined })).to.not.include(API_KEY);
+    expect(i.adopt).to.equal(undefined);
+  });
+
+  it("hands the provider the calibration file to adopt with the digest of the bytes read and the pin; a missing file is a config error", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "calibration-adopt-"));
+    try {
+      const file = path.join(dir, "first-token.json");
+      fs.writeFileSync(file, '{"schema": "narwhal.first-token-calibration"}\n');
+      const hex = createHash("sha256").update(fs.readFileSync(file)).digest("hex");
+      const fleet = build({ calibration: { enabled: true, adopt: { path: file, sha256: "ab".repeat(32) } }, launch: { maxModelLen: 8192 } });
+      await settle(fleet.calibration!.deadlineS);
+      const i = registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:Calibration")[0]!.inputs as Record<string, any>;
+      expect(i.adopt).to.deep.equal({ path: file, sha256: `sha256:${hex}`, pinned: "sha256:" + "ab".repeat(32) });
+      expect(() => build({ calibration: { enabled: true, adopt: { path: path.join(dir, "absent.json") } } })).to.throw(/calibration\.adopt\.path: cannot read the calibration .*absent\.json \(ENOENT\)/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

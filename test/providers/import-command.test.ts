@@ -37,6 +37,8 @@ describe("import command (real pulumi CLI, temporary backend)", function () {
     fs.writeFileSync(path.join(checkout, "config", "fleet.json"), JSON.stringify(runbookFleet(), null, 2));
     fs.writeFileSync(path.join(checkout, "runs", "profiles.json"), "{}\n");
     fs.writeFileSync(path.join(checkout, "runs", "profiles.samples.json"), "{}\n");
+    fs.mkdirSync(path.join(checkout, "runs", "calibration"));
+    fs.writeFileSync(path.join(checkout, "runs", "calibration", "first-token.json"), "{}\n");
     env = { ...process.env, PULUMI_BACKEND_URL: `file://${path.join(dir, "state")}`, PULUMI_CONFIG_PASSPHRASE: "import-test-passphrase", INIT_CWD: checkout };
     delete env.PULUMI_CONFIG_PASSPHRASE_FILE;
   });
@@ -80,6 +82,7 @@ describe("import command (real pulumi CLI, temporary backend)", function () {
     ]);
     expect(spec.hosts[0]!.hostKey).to.equal(NODE1_KEY);
     expect(spec.profiling.adoptStore).to.equal(path.join(dir, "runbook", "runs", "profiles.json"));
+    expect(spec.calibration).to.deep.include({ enabled: true, adopt: { path: path.join(dir, "runbook", "runs", "calibration", "first-token.json") } });
     expect(spec.slo.ttftS).to.equal(4.5);
   });
 

@@ -64,10 +64,13 @@ export const profilingRules: Rule = (ctx, report) => {
 
 /**
  * Calibration's observation bound must sit above the deadline being calibrated and within the request
- * timeout, and every input length must leave one output token within the served context.
+ * timeout, every input length must leave one output token within the served context, and a file to
+ * adopt needs an enabled calibration.
  */
 export const calibrationRules: Rule = (ctx, report) => {
-  const { observationBoundS: bound, inputLengths } = ctx.calibration.value;
+  const { observationBoundS: bound, inputLengths, adopt, enabled } = ctx.calibration.value;
+  // A file named for adoption but never looked at would read as adopted evidence that is not there.
+  if (adopt !== undefined && enabled === false) report(["calibration", "adopt"], "set without calibration.enabled: true; the file is only adopted (or refused and measured afresh) by an enabled calibration");
   const { firstTokenTimeoutS: first, requestTimeoutS: request } = ctx.slo.value;
   if (bound !== undefined && first !== undefined && !(bound > first)) {
     report(["calibration", "observationBoundS"], `found ${bound}, not above slo.firstTokenTimeoutS ${first}; the observation bound must exceed the deadline being calibrated`);

@@ -276,6 +276,21 @@ export const CalibrationSchema = f.strict(
     routerOverheadS: f.num({ min: 0, unit: "seconds" }).default(P.calibration.routerOverheadS),
     /** Failed attempts one group may take before calibration stops so they can be diagnosed. */
     maxFailuresPerGroup: f.positiveInt().default(P.calibration.maxFailuresPerGroup),
+    /**
+     * A first-token calibration measured before this stack (the runbook's `narwhal-check
+     * --calibrate-first-token --calibration-out` file) on this machine: adopted instead of sampling
+     * while every process it sampled still serves; `sha256` pins the file's bytes.
+     */
+    adopt: f
+      .strict(
+        {
+          path: f.text('an absolute path to a calibration file (e.g. "/srv/runbook/runs/first-token.json")', (s) => fmt.absolutePathProblem(s, "/srv/runbook/runs/first-token.json")),
+          /** SHA-256 of the file, 64 lowercase hex digits. */
+          sha256: f.matching(fmt.SHA256_PATTERN, "64 lowercase hex digits (sha256sum output)").optional(),
+        },
+        "an object {path, sha256?}",
+      )
+      .optional(),
   },
-  "an object {enabled, samplesPerGroup, inputLengths?, observationBoundS?, routerOverheadS, maxFailuresPerGroup}",
+  "an object {enabled, samplesPerGroup, inputLengths?, observationBoundS?, routerOverheadS, maxFailuresPerGroup, adopt?}",
 );

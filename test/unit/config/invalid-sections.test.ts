@@ -185,7 +185,7 @@ const CASES: BadCase[] = [
     name: "calibration below the runbook's 100 samples, an unknown key",
     edit: (c) => (c.calibration = { enabled: true, samplesPerGroup: 50, sample: 3 }),
     issues: [
-      ["calibration.sample", "unknown key; allowed keys: enabled, samplesPerGroup, inputLengths, observationBoundS, routerOverheadS, maxFailuresPerGroup"],
+      ["calibration.sample", "unknown key; allowed keys: enabled, samplesPerGroup, inputLengths, observationBoundS, routerOverheadS, maxFailuresPerGroup, adopt"],
       ["calibration.samplesPerGroup", "found 50; allowed: an integer of at least 100"],
     ],
   },
@@ -199,6 +199,19 @@ const CASES: BadCase[] = [
       ["calibration.observationBoundS", "found 2.5, not above slo.firstTokenTimeoutS 2.5; the observation bound must exceed the deadline being calibrated"],
       ["calibration.inputLengths", "[4096, 8000] leave no output token within launch.maxModelLen 4096; the longest admitted input is 4095"],
     ],
+  },
+  {
+    name: "a calibration file to adopt: relative, unpinnable digest, without an enabled calibration",
+    edit: (c) => (c.calibration = { adopt: { path: "runs/first-token.json", sha256: "sha256:abc" } }),
+    issues: [
+      ["calibration.adopt.path", 'found "runs/first-token.json"; expected an absolute path without ".." (e.g. "/srv/runbook/runs/first-token.json")'],
+      ["calibration.adopt.sha256", 'found "sha256:abc"; allowed: 64 lowercase hex digits (sha256sum output)'],
+    ],
+  },
+  {
+    name: "a calibration file to adopt without an enabled calibration",
+    edit: (c) => (c.calibration = { adopt: { path: "/srv/runbook/runs/first-token.json" } }),
+    issues: [["calibration.adopt", "set without calibration.enabled: true; the file is only adopted (or refused and measured afresh) by an enabled calibration"]],
   },
   {
     name: "a calibration observation bound past the request timeout",

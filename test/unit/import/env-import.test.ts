@@ -119,8 +119,8 @@ describe("import: runbook .env", () => {
 });
 
 describe("import: runbook fleet.json", () => {
-  const withFleet = (doc: unknown, resolveProfiles?: (p: string) => string | undefined) =>
-    importRunbook({ env: RUNBOOK_ENV, knownHosts: KNOWN_HOSTS, fleet: { document: doc, label: "fleet.json", resolveProfiles } });
+  const withFleet = (doc: unknown, resolveProfiles?: (p: string) => string | undefined, resolveCalibration?: (p: string) => string | undefined) =>
+    importRunbook({ env: RUNBOOK_ENV, knownHosts: KNOWN_HOSTS, fleet: { document: doc, label: "fleet.json", resolveProfiles, resolveCalibration } });
 
   it("takes engine ids, roles, pins, limits, deadlines and the profile store from it", () => {
     const r = withFleet(runbookFleet(), (p) => (p === "runs/profiles.json" ? "/srv/runbook/runs/profiles.json" : undefined));
@@ -136,10 +136,22 @@ describe("import: runbook fleet.json", () => {
     const u = unmappedOf(r);
     expect(u["fleet.json hardware"]).to.match(/discovery/);
     expect(u["fleet.json serving.max_connections"]).to.match(/default/);
-    expect(u["fleet.json engine.first_token_calibration_path"]).to.match(/not adopted/);
+    expect(u["fleet.json engine.first_token_calibration_path"]).to.equal("no calibration found at runs/calibration/first-token.json next to fleet.json; copy it here (or pass --calibration) to adopt it, else enable calibration to measure the deadline afresh");
+    expect(c.calibration).to.equal(undefined);
     expect(u.NARWHAL_TTFT_S).to.match(/superseded by fleet.json slo.ttft_s/);
     expect(u["fleet.json _note"]).to.equal(undefined);
     parseFleetConfig(r.config);
+  });
+
+  it("adopts the first-token calibration it finds, enabling calibration so a refused file is measured afresh", () => {
+    const r = withFleet(runbookFleet(), undefined, (p) => (p === "runs/calibration/first-token.json" ? "/srv/runbook/runs/calibration/first-token.json" : undefined));
+    expect(problemsOf(r)).to.deep.equal([]);
+    expect((r.config as any).calibration).to.deep.equal({ enabled: true, adopt: { path: "/srv/runbook/runs/calibration/first-token.json" } });
+    expect(unmappedOf(r)["fleet.json engine.first_token_calibration_path"]).to.equal(undefined);
+    expect(r.used.filter((u) => u.from === "fleet.json engine.first_token_calibration_path").map((u) => u.to)).to.deep.equal(["calibration.enabled", "calibration.adopt.path"]);
+    const spec = parseFleetConfig(r.config);
+    expect(spec.calibration.adopt).to.deep.equal({ path: "/srv/runbook/runs/calibration/first-token.json" });
+    expect(spec.calibration.samplesPerGroup).to.equal(100);
   });
 
   it("matches engines by their ${NARWHAL_NODE_<n>_URL} reference, not their order", () => {

@@ -1,7 +1,7 @@
 /**
  * What replaces the Calibration and what only updates it (model, runtime, transport, served context
  * and engine generations need new samples; an SLO or deadline edit, and the observation bound whose
- * default follows the deadline, do not), the fit re-judged on
+ * default follows the deadline, do not; nor does naming a calibration file to adopt), the fit re-judged on
  * update without sampling, and input checks that name the field before any probe.
  */
 import { expect } from "chai";
@@ -63,6 +63,8 @@ describe("calibration provider: replacement and input rules", () => {
       (i: CalibrationInputs) => (i.routerOverheadS = 0.2),
       (i: CalibrationInputs) => (i.schedule = "sequential"),
       (i: CalibrationInputs) => (i.apiKey = "k-2"),
+      // A calibration file named later never replaces samples already taken.
+      (i: CalibrationInputs) => (i.adopt = { path: "/srv/runbook/runs/first-token.json", sha256: D("c") }),
     ]) {
       const d = await diff(edit);
       expect(d.changes).to.equal(true);
@@ -103,5 +105,13 @@ describe("calibration provider: replacement and input rules", () => {
     far.observationBoundS = 601;
     expect(inputFailures(far as unknown as Record<string, unknown>)).to.deep.equal([{ property: "observationBoundS", reason: "observation bound 601s must be within serving.request_timeout_s 600s" }]);
     expect(inputFailures(inputs() as unknown as Record<string, unknown>)).to.deep.equal([]);
+  });
+
+  it("names a calibration file to adopt that is not an absolute path with the digests of its bytes", () => {
+    const reason = "adopt must name the calibration to adopt as {path, sha256, pinned?}: an absolute path and sha256:<64 hex> digests of the bytes read and pinned";
+    for (const adopt of [{ path: "runs/first-token.json", sha256: D("c") }, { path: "/srv/first-token.json", sha256: "c".repeat(64) }, { path: "/srv/first-token.json", sha256: D("c"), pinned: "abc" }]) {
+      expect(inputFailures({ ...inputs(), adopt } as unknown as Record<string, unknown>)).to.deep.equal([{ property: "adopt", reason }]);
+    }
+    expect(inputFailures({ ...inputs(), adopt: { path: "/srv/first-token.json", sha256: D("c"), pinned: D("c") } } as unknown as Record<string, unknown>)).to.deep.equal([]);
   });
 });
