@@ -20,6 +20,7 @@ describe("config: defaults", () => {
         kind: "native",
         vllmCommand: "vllm",
         dockerCommand: "docker",
+        restartKvPeers: false,
         deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30 },
       },
       launch: {
