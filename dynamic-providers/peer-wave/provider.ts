@@ -67,7 +67,7 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   },
 
   async update(_id: string, olds: PeerWaveOutputs, news: PeerWaveInputs) {
-    // Observe now rather than trust the last refresh: an up without --refresh still sees a restart.
+    // Judged against what runs at the moment of the wave, not what the refresh saw some time before.
     const starts = await observeStarts(news.members, news.apiKey);
     const restarted = restartedMembers(olds.recorded ?? {}, news.members, starts);
     const wave = waveFor(news.members.map((m) => m.engineId), restarted);
