@@ -1,7 +1,20 @@
 import { expect } from "chai";
+import type { Stack } from "@pulumi/pulumi/automation";
 import { sharedFleet } from "./support/stack";
-import { plannedChanges } from "./support/preview";
+import { plannedChanges, type PlannedStep } from "./support/preview";
 import { FLEET_AFTER_ENGINE, processEvidence, ROUTER_RESTART, SCRAPE_TARGETS } from "./support/names";
+import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
+
+/**
+ * Runs `up` and holds the records it wrote to the plan (the configuration, the preflight and the router's
+ * record of its new process are each replaced and each keep a record); then nothing is left to do.
+ */
+async function expectUpMeasuresAsPlanned(stack: Stack, steps: Map<string, PlannedStep>): Promise<void> {
+  const snapshot = await snapshotEvidence(stack);
+  await stack.up({ onOutput: () => undefined });
+  expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot)).and.deep.equal(["fleet-config", "fleet-preflight", "fleet-router-host-router-record"]);
+  expect([...(await plannedChanges(stack)).keys()]).to.deep.equal([]);
+}
 
 describe("e2e: launch policy evidence", function () {
   this.timeout(1_200_000);
@@ -25,14 +38,20 @@ describe("e2e: launch policy evidence", function () {
 
   it("re-measures only the preflight for an SLO edit: the fleet document is written anew and the router restarted on it", async () => {
     const { stack } = await sharedFleet();
+    const row = ["fleet-config", "fleet-preflight", ...ROUTER_RESTART].sort();
     await stack.setConfig("narwhal-fleet:slo", { value: JSON.stringify({ ttftS: 3 }) });
     try {
       const steps = await plannedChanges(stack);
       expect(steps.get("fleet-preflight")?.op).to.equal("replace");
       // No profile, attestation or engine: the SLO judges the evidence, it was not measured against it.
-      expect([...steps.keys()].sort()).to.deep.equal(["fleet-config", "fleet-preflight", ...ROUTER_RESTART].sort());
+      expect([...steps.keys()].sort()).to.deep.equal(row);
+      await expectUpMeasuresAsPlanned(stack, steps);
     } finally {
       await stack.removeConfig("narwhal-fleet:slo");
     }
+    // The default SLO back is the same row again.
+    const back = await plannedChanges(stack);
+    expect([...back.keys()].sort()).to.deep.equal(row);
+    await expectUpMeasuresAsPlanned(stack, back);
   });
 });
