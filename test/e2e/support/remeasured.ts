@@ -69,10 +69,9 @@ async function owners(stack: Stack): Promise<Map<string, string>> {
 
 /** Takes the snapshot, from the stack's state and its store. Call it right before the `up`. */
 export async function snapshotEvidence(stack: Stack): Promise<EvidenceSnapshot> {
-  const snapshot = { stack: stack.name, records: await recordPaths(stack.name), owners: await owners(stack), takenAt: Date.now() };
-  // Timestamps are milliseconds: a record started in the same millisecond as the snapshot would be ambiguous.
-  await new Promise((r) => setTimeout(r, 2));
-  return snapshot;
+  // The time is taken after the listing: every record listed started before it, every later one at or after it.
+  const records = await recordPaths(stack.name);
+  return { stack: stack.name, records, owners: await owners(stack), takenAt: Date.now() };
 }
 
 /**
