@@ -4,6 +4,7 @@ import * as path from "node:path";
 import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
 import { FLEET_AFTER_ENGINE_PATTERN } from "./support/names";
+import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 
 const SHARD = "model-00002-of-00002.safetensors";
 
@@ -32,15 +33,25 @@ describe("e2e: discovery evidence follows the host", function () {
       }
 
       let failure = "";
+      const snapshot = await snapshotEvidence(stack);
       await stack.up({ refresh: true }).catch((err: Error) => (failure = err.message));
       const diagnostics = failure.slice(failure.indexOf("Diagnostics:"));
       expect(diagnostics, diagnostics).to.include(`checkpoint differs between hosts ${a!.alias} and ${b!.alias} at ${SHARD}:`);
+      // The replica check stops up before anything downstream of the new discovery is measured.
+      expect(await remeasuredSince(snapshot)).to.deep.equal([`fleet-${b!.alias}`]);
     } finally {
       fs.writeFileSync(`${shard}.old`, original);
       fs.renameSync(`${shard}.old`, shard);
     }
     // Back to the shared snapshot: re-discovery agrees again and no engine restarts.
+    const restore = await plannedChanges(stack, { refresh: true });
+    const restored = await snapshotEvidence(stack);
     await stack.up({ refresh: true });
+    // The preview cannot see the host's facts before it is discovered again, so it plans more than happens;
+    // up measures the host again and writes the configuration that cites its new discovery record, nothing else.
+    const remeasured = await remeasuredSince(restored);
+    expect(remeasured).to.deep.equal(["fleet-config", `fleet-${b!.alias}`]);
+    expect(plannedRemeasure(restore, restored)).to.include.members(remeasured);
     const after = await plannedChanges(stack, { refresh: true });
     expect([...after.keys()]).to.deep.equal([]);
   });

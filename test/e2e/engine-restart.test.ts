@@ -6,6 +6,7 @@ import { plannedChanges } from "./support/preview";
 import { awaitHealthy, restartByHand, restartWaveByHand } from "./support/restart";
 import { FLEET_AFTER_ENGINE, processEvidence } from "./support/names";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
+import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 
 interface EngineOut { host: string; url: string; pid: number }
 
@@ -35,8 +36,12 @@ describe("e2e: an engine restarted with the same plan", function () {
     // Its peers still hold the old process's NIXL handshake (vLLM #38840): the preflight fails the pairs
     // from e2 and the router is not restarted on the new store.
     let failure = "";
+    const snapshot = await snapshotEvidence(stack);
     await stack.up({ refresh: true, onOutput: () => undefined }).catch((err: Error) => (failure = err.message));
     expect(failure).to.match(/preflight failed: consume \(e2 -> e1, e2 -> e3, e2 -> e4\); the router stays stopped/);
+    // e2's evidence and the failed preflight (kept) were measured again, as planned; the router's record was
+    // not, since the router never started; nothing of e1, e3 or e4 was.
+    expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot).filter((n) => n !== "fleet-router-host-router-record"));
     // narwhal-check, from the router's place and with the store just written, finds the same stale pairs.
     const kept = /kept as (preflight\/[0-9a-f]{64}\.json)/.exec(failure)![1]!;
     const record = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, "runs", "e2e", "evidence", kept), "utf8")) as { observations: { gates: Array<{ gate: string; verdict: string }> } };
@@ -47,7 +52,9 @@ describe("e2e: an engine restarted with the same plan", function () {
     await restartWaveByHand("e2e", ["e1", "e2", "e3", "e4"], engines);
     const wave = await plannedChanges(stack, { refresh: true });
     for (const id of ["e1", "e2", "e3", "e4"]) expect(wave.get(`fleet-${id}-generation`), id).to.deep.include({ op: "replace", keys: ["generation"] });
+    const waveSnapshot = await snapshotEvidence(stack);
     await stack.up({ refresh: true, onOutput: () => undefined });
+    expect(await remeasuredSince(waveSnapshot)).to.deep.equal(plannedRemeasure(wave, waveSnapshot));
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
     // The preflight that let the router restart, as narwhal-check sees the same fleet from the router's place.
     await expectNarwhalCheckAgrees(stack);

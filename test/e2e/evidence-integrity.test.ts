@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { PROJECT_ROOT, sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
+import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 
 /** Design section 5: a record whose bytes no longer match the digest in state is invalid evidence. */
 describe("e2e: an evidence record altered on disk", function () {
@@ -22,8 +23,10 @@ describe("e2e: an evidence record altered on disk", function () {
       const steps = await plannedChanges(stack, { refresh: true });
       expect([...steps.values()]).to.deep.equal([{ name: "fleet-fabric-gate", type: "pulumi-nodejs:dynamic/narwhal:FabricGate", op: "replace", keys: ["evidence"] }]);
 
-      // The gate judges its edges again into a new record.
+      // The gate judges its edges again into a new record, and no other record is written.
+      const snapshot = await snapshotEvidence(stack);
       await stack.up({ refresh: true, onOutput: () => undefined });
+      expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot)).and.deep.equal(["fleet-fabric-gate"]);
       const after = (await stack.exportStack()).deployment.resources as Array<{ urn: string; outputs?: { evidence?: { relativePath: string } } }>;
       expect(after.find((r) => r.urn.endsWith("::fleet-fabric-gate"))!.outputs!.evidence!.relativePath).to.not.equal(gate.outputs!.evidence!.relativePath);
       expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);

@@ -4,7 +4,8 @@ import * as path from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { runInHost } from "../../sim/hosts";
 import { PROJECT_ROOT, sharedFleet } from "./support/stack";
-import { plannedChanges } from "./support/preview";
+import { plannedChanges, type PlannedStep } from "./support/preview";
+import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 
 interface EdgeOut {
   gbps: number;
@@ -30,6 +31,18 @@ async function edgeEvidence(stack: Stack): Promise<Record<string, string>> {
 
 function record(relativePath: string): Record<string, any> {
   return JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, "runs", "e2e", "evidence", relativePath), "utf8"));
+}
+
+/**
+ * Runs `up` and holds the evidence it wrote to the plan: a record for each replaced resource that keeps
+ * one, plus the gate's judgement of the edges it was given (an update that writes a record, measuring
+ * nothing); then a refreshing preview finds nothing left to do.
+ */
+async function expectUpMeasuresAsPlanned(stack: Stack, steps: Map<string, PlannedStep>): Promise<void> {
+  const snapshot = await snapshotEvidence(stack);
+  await stack.up({ refresh: true, onOutput: () => undefined });
+  expect(await remeasuredSince(snapshot)).to.deep.equal([...plannedRemeasure(steps, snapshot), "fleet-fabric-gate"].sort());
+  expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
 }
 
 describe("e2e: fabric edges (Gate D)", function () {
@@ -62,10 +75,11 @@ describe("e2e: fabric edges (Gate D)", function () {
     for (let k = 1; k < ORDER.length; k++) expect(dependencies(resourceName(ORDER[k]!))).to.include(urn(resourceName(ORDER[k - 1]!)));
   });
 
-  it("replaces exactly the edges touching a host whose fabric route changed, in a real preview", async () => {
+  it("replaces exactly the edges touching a host whose fabric route changed, in a real preview, and up measures only those", async () => {
     const { stack, hosts } = await sharedFleet();
     const c = hosts.find((h) => h.alias === "sim4")!;
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+    const touched = [...["sim1->sim4", "sim2->sim4", "sim4->sim1", "sim4->sim2"].map(resourceName), "fleet-fabric-gate", "fleet-preflight"].sort();
     const subnet = "198.18.0.0/24";
     const base = `${subnet} dev ${c.fabricInterface} proto kernel scope link src ${c.address}`;
     await runInHost(c.alias, `ip route replace ${base} mtu 1400`);
@@ -80,11 +94,15 @@ describe("e2e: fabric edges (Gate D)", function () {
       // Design row: the preflight's consume probes crossed those edges. The router keeps serving: its
       // document and store are the same, and it waits on the new preflight only when it starts again.
       expect(steps.get("fleet-preflight")).to.deep.include({ op: "replace", keys: ["fabricEdges"] });
-      expect([...steps.keys()].sort()).to.deep.equal([...["sim1->sim4", "sim2->sim4", "sim4->sim1", "sim4->sim2"].map(resourceName), "fleet-fabric-gate", "fleet-preflight"].sort());
+      expect([...steps.keys()].sort()).to.deep.equal(touched);
+      await expectUpMeasuresAsPlanned(stack, steps);
     } finally {
       await runInHost(c.alias, `ip route replace ${base}`);
     }
-    expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+    // The route as it was is a change again: the same edges and the preflight are measured once more.
+    const back = await plannedChanges(stack, { refresh: true });
+    expect([...back.keys()].sort()).to.deep.equal(touched);
+    await expectUpMeasuresAsPlanned(stack, back);
   });
 
   it("re-judges every edge for a budget change and re-measures none; a budget they cannot meet fails up with the diagnosis", async () => {
@@ -97,7 +115,11 @@ describe("e2e: fabric edges (Gate D)", function () {
       expect([...steps.keys()].sort()).to.deep.equal([...ORDER.map(resourceName), "fleet-fabric-gate"].sort());
       for (const step of steps.values()) expect(step.op, step.name).to.equal("update");
 
+      // Nothing is replaced, so nothing is measured; the gate's update writes its new judgement as a record.
+      const snapshot = await snapshotEvidence(stack);
       await stack.up({ onOutput: () => undefined });
+      expect(plannedRemeasure(steps, snapshot)).to.deep.equal([]);
+      expect(await remeasuredSince(snapshot)).to.deep.equal(["fleet-fabric-gate"]);
       expect(await edgeEvidence(stack)).to.deep.equal(measured);
       const after = (await stack.outputs()).fabric!.value as FabricOut;
       for (const id of ORDER) expect(after.edges[id]!.requiredGbps).to.be.closeTo(before.edges[id]!.requiredGbps * 2, 1e-12);
@@ -105,7 +127,10 @@ describe("e2e: fabric edges (Gate D)", function () {
       // 1000× the first-trial headroom asks 335.5 Gbit/s of a veth: the gate stops `up` and names every edge.
       await stack.setConfig("narwhal-fleet:fabric", { value: JSON.stringify({ headroom: 1250 }) });
       let failure = "";
+      const blocked = await snapshotEvidence(stack);
       await stack.up({ onOutput: () => undefined }).catch((err: Error) => (failure = err.message));
+      // A blocked gate still keeps its judgement; no edge was sampled again.
+      expect(await remeasuredSince(blocked)).to.deep.equal(["fleet-fabric-gate"]);
       expect(failure).to.include("Gate D: 6 of 6 fabric edge(s) do not meet their budget:");
       for (const id of ORDER) expect(failure).to.match(new RegExp(`edge ${id}: measured [0-9.]+ Gbit/s, (\\d+ retransmits, )?below its budget of 335\\.5 Gbit/s`));
       expect(failure).to.include("Diagnose route, binding, listener, firewall, HCA/GID, MTU, retransmissions or RDMA counters, CPU saturation, concurrent traffic.");

@@ -1,12 +1,39 @@
 import { expect } from "chai";
+import type { Stack } from "@pulumi/pulumi/automation";
 import { sharedFleet } from "./support/stack";
-import { plannedChanges } from "./support/preview";
+import { plannedChanges, type PlannedStep } from "./support/preview";
 import { FLEET_AFTER_ENGINE, processEvidence, ROUTER_RESTART, SCRAPE_TARGETS } from "./support/names";
+import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
+import { restartWaveByHand } from "./support/restart";
+
+/**
+ * Runs `up` and holds the records it wrote to the plan (the configuration, the preflight and the router's
+ * record of its new process are each replaced and each keep a record); then nothing is left to do.
+ */
+async function expectUpMeasuresAsPlanned(stack: Stack, steps: Map<string, PlannedStep>): Promise<void> {
+  const snapshot = await snapshotEvidence(stack);
+  await stack.up({ onOutput: () => undefined });
+  expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot)).and.deep.equal(["fleet-config", "fleet-preflight", "fleet-router-host-router-record"]);
+  expect([...(await plannedChanges(stack)).keys()]).to.deep.equal([]);
+}
+
+/**
+ * Runs `up` after a change that relaunches e2. Its peers still hold the old process's NIXL handshake
+ * (vLLM #38840), so the preflight fails e2's pairs and the router is not started again: every planned
+ * record is new except Gate G's, and no record of another engine is.
+ */
+async function expectRelaunchMeasuresAsPlanned(stack: Stack, steps: Map<string, PlannedStep>): Promise<void> {
+  const snapshot = await snapshotEvidence(stack);
+  let failure = "";
+  await stack.up({ onOutput: () => undefined }).catch((err: Error) => (failure = err.message));
+  expect(failure).to.match(/preflight failed: consume \(e2 -> e1, e2 -> e3, e2 -> e4\); the router stays stopped/);
+  expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot).filter((n) => n !== "fleet-router-host-router-record"));
+}
 
 describe("e2e: launch policy evidence", function () {
   this.timeout(1_200_000);
 
-  it("replaces only the discovery and the engine that a per-engine policy change touches", async () => {
+  it("replaces only the discovery and the engine that a per-engine policy change touches, and up measures only those", async () => {
     const { stack, engines, hosts } = await sharedFleet();
     const [, b] = hosts;
     const edited = engines.map((e) => (e.id === "e2" ? { ...e, overrides: { maxNumSeqs: 4 } } : e));
@@ -17,22 +44,37 @@ describe("e2e: launch policy evidence", function () {
       const touched = [...steps.keys()].sort();
       // A new max_num_seqs is a new profiling limit too: the engine's profile is measured again.
       expect(touched).to.deep.equal([...processEvidence("e2"), "fleet-e2-image-check", "fleet-e2-process", "fleet-config", "fleet-replicas", `fleet-${b!.alias}`, ...FLEET_AFTER_ENGINE, SCRAPE_TARGETS].sort());
+      await expectRelaunchMeasuresAsPlanned(stack, steps);
     } finally {
       await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(engines) });
     }
-    expect([...(await plannedChanges(stack)).keys()]).to.deep.equal([]);
+    // The old limit back relaunches e2 once more, and measures the same.
+    await expectRelaunchMeasuresAsPlanned(stack, await plannedChanges(stack));
+    // The runbook's rule: the peers restart in one wave; up then measures every engine again and the router starts.
+    await restartWaveByHand("e2e", ["e1", "e2", "e3", "e4"], (await stack.outputs()).engines!.value as Record<string, { host: string; url: string }>);
+    const wave = await plannedChanges(stack, { refresh: true });
+    const snapshot = await snapshotEvidence(stack);
+    await stack.up({ refresh: true, onOutput: () => undefined });
+    expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(wave, snapshot));
+    expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
   });
 
   it("re-measures only the preflight for an SLO edit: the fleet document is written anew and the router restarted on it", async () => {
     const { stack } = await sharedFleet();
+    const row = ["fleet-config", "fleet-preflight", ...ROUTER_RESTART].sort();
     await stack.setConfig("narwhal-fleet:slo", { value: JSON.stringify({ ttftS: 3 }) });
     try {
       const steps = await plannedChanges(stack);
       expect(steps.get("fleet-preflight")?.op).to.equal("replace");
       // No profile, attestation or engine: the SLO judges the evidence, it was not measured against it.
-      expect([...steps.keys()].sort()).to.deep.equal(["fleet-config", "fleet-preflight", ...ROUTER_RESTART].sort());
+      expect([...steps.keys()].sort()).to.deep.equal(row);
+      await expectUpMeasuresAsPlanned(stack, steps);
     } finally {
       await stack.removeConfig("narwhal-fleet:slo");
     }
+    // The default SLO back is the same row again.
+    const back = await plannedChanges(stack);
+    expect([...back.keys()].sort()).to.deep.equal(row);
+    await expectUpMeasuresAsPlanned(stack, back);
   });
 });

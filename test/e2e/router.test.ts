@@ -3,6 +3,8 @@ import { request } from "undici";
 import { MODEL, sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
+import { ROUTER_RESTART } from "./support/names";
+import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 
 interface StateResource {
   urn: string;
@@ -62,7 +64,13 @@ describe("e2e: the router (Gate G) and its monitoring", function () {
     const before = await outputsByName(stack);
     const process = (await stack.exportStack()).deployment.resources.find((r: StateResource) => r.urn.endsWith("::fleet-router-host-router-process")) as StateResource;
 
+    // Design row: the process, its proof and their record follow; no measurement is among them.
+    const steps = await plannedChanges(stack, { replace: [process.urn] });
+    expect([...steps.keys()].sort()).to.deep.equal([...ROUTER_RESTART].sort());
+    const snapshot = await snapshotEvidence(stack);
     await stack.up({ replace: [process.urn], onOutput: () => undefined });
+    // The one new record is Gate G's record of the new process, as planned.
+    expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot)).and.deep.equal(["fleet-router-host-router-record"]);
     const after = await outputsByName(stack);
     // A new router process, proved again ...
     expect(after.get("fleet-router-host-router-process")!.stdout).to.not.equal(before.get("fleet-router-host-router-process")!.stdout);
