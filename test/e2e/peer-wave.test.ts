@@ -8,6 +8,7 @@ import { FLEET_AFTER_ENGINE, processEvidence } from "./support/names";
 import { awaitHealthy, restartByHand } from "./support/restart";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { invalidationSummary } from "../../lib/report/preview";
+import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 
 const STACK = "e2e-wave";
 const WAVE = "fleet-kv-wave-1";
@@ -73,7 +74,10 @@ describe("e2e: runtime.restartKvPeers, one restart wave per KV component", funct
     expect(w1.changes[0]!.old).to.not.equal(w1.changes[0]!.new);
     expect(c.updated.map((e) => [e.name, e.kind])).to.deep.equal([[WAVE, "KV peer restart wave"]]);
 
+    const snapshot = await snapshotEvidence(stack);
     await stack.up({ refresh: true, ...quiet });
+    // Exactly what the preview said, from the evidence records' own times.
+    expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot));
     const after = await livePids();
     expect(after.w2, "w2 already restarted: not again").to.equal(before.w2);
     for (const id of ["w1", "w3"]) expect(after[id], id).to.not.equal(before[id]);
@@ -95,7 +99,9 @@ describe("e2e: runtime.restartKvPeers, one restart wave per KV component", funct
     expect(steps.get(WAVE)?.op).to.equal("update");
     expect([...steps.keys()].sort()).to.deep.equal(["fleet-w1-process", ...["w1", "w2", "w3"].flatMap(processEvidence), ...FLEET_AFTER_ENGINE, WAVE].sort());
 
+    const snapshot = await snapshotEvidence(stack);
     await stack.up({ refresh: true, replace, ...quiet });
+    expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot));
     const after = await livePids();
     for (const id of ["w1", "w2", "w3"]) expect(after[id], id).to.not.equal(before[id]);
     const wave = await resourceOutputs<WaveState>(WAVE);
