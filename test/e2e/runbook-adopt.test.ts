@@ -18,8 +18,7 @@ import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
 import { shellLine, shq } from "../../lib/shell";
 import { API_KEY, E2E_TIME_SCALE, EngineEntry, openStack, PROJECT_ROOT, sharedFleet } from "./support/stack";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
-import { awaitHealthy, restartByHand } from "./support/restart";
-import { spawnSync } from "node:child_process";
+import { awaitHealthy } from "./support/restart";
 
 const STACK = "e2e-runbook";
 const RUN = "/srv/runbook/runs/engine-launch-e2e";
@@ -133,75 +132,6 @@ echo "$pid \${20}"`,
     expect(Object.keys(again.summary.resourceChanges ?? {}).filter((op) => op !== "same")).to.deep.equal([]);
     await stack.destroy(quiet);
     expect(await startTicksOf(runbook.pid)).to.equal(undefined);
-  });
-
-  /** Profile evidence records written since `since` (ms), by engine. */
-  function profileRecordsSince(since: number): Record<string, Array<{ startedAt: string; observations: { adopted?: { storePath: string } } }>> {
-    const dir = path.join(PROJECT_ROOT, "runs", STACK, "evidence", "profile");
-    const out: Record<string, Array<{ startedAt: string; observations: { adopted?: { storePath: string } } }>> = {};
-    for (const f of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
-      if (!f.endsWith(".json") || fs.statSync(path.join(dir, f)).mtimeMs < since) continue;
-      const r = JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")) as { kind?: string; subject?: { alias: string }; startedAt: string; observations: { adopted?: { storePath: string } } };
-      if (r.kind === "profile" && r.subject) (out[r.subject.alias] ??= []).push(r);
-    }
-    return out;
-  }
-
-  it("adopts on the first up a profile store the pinned narwhal-profile measured on the runbook's engine; after a restart only that engine is profiled again", async () => {
-    await stack.destroy(quiet);
-    await runbookStart(plan);
-    // The runbook's Gate F on its own engine: narwhal-profile over the runbook's fleet document.
-    const storeDir = path.join(PROJECT_ROOT, "runs", STACK, "runbook-gate-f");
-    fs.rmSync(storeDir, { recursive: true, force: true });
-    fs.mkdirSync(storeDir, { recursive: true });
-    const storePath = path.join(storeDir, "profiles.json");
-    fs.writeFileSync(
-      path.join(storeDir, "fleet.json"),
-      JSON.stringify({ schema: "narwhal.fleet", schema_version: 2, model: "tiny-llama", engines: [{ iid: "e1", url: plan.url, role: "prefill" }], slo: { ttft_s: 10, tpot_s: 0.125 }, engine: { engine_api_key_env: "NARWHAL_ENGINE_API_KEY" }, profiles: { path: storePath } }),
-    );
-    const profiled = spawnSync(
-      path.join(PROJECT_ROOT, ".tools", "venv", "bin", "narwhal-profile"),
-      ["--fleet", path.join(storeDir, "fleet.json"), "--prefill-lens", "256,1024,2048,4096", "--decode-input-lens", "512,1024,2048", "--decode-concurrency", "1,4", "--prefill-repeats", "5"],
-      { env: { ...process.env, NARWHAL_ENGINE_API_KEY: API_KEY }, encoding: "utf8", timeout: 300_000 },
-    );
-    expect(profiled.status, profiled.stderr).to.equal(0);
-
-    const profiling = JSON.parse((await stack.getConfig("narwhal-fleet:profiling")).value) as Record<string, unknown>;
-    await stack.setConfig("narwhal-fleet:profiling", { value: JSON.stringify({ ...profiling, adoptStore: storePath }) });
-    try {
-      await withRunbookRun(true);
-      const firstUp = Date.now();
-      await stack.up(quiet);
-      const first = profileRecordsSince(firstUp);
-      // e1's row binds the live runbook engine: adopted, its measurement the runbook's (before this up).
-      expect(first.e1, "one profile record for e1").to.have.length(1);
-      expect(first.e1![0]!.observations.adopted?.storePath).to.equal(storePath);
-      const adoptedRow = (JSON.parse(fs.readFileSync(storePath, "utf8")) as { profiles: Array<{ iid: string; measured_at?: string }> }).profiles.find((r) => r.iid === "e1");
-      expect(adoptedRow, "the store has e1's row").to.not.equal(undefined);
-      // e2 is not in the store: measured afresh during this up.
-      expect(first.e2, "one profile record for e2").to.have.length(1);
-      expect(first.e2![0]!.observations.adopted).to.equal(undefined);
-      expect(Date.parse(first.e2![0]!.startedAt)).to.be.at.least(firstUp - 1000);
-      await expectNarwhalCheckAgrees(stack);
-
-      // e2 restarts: its profile is measured again, e1's adopted one stays; the preflight then fails on
-      // e1's stale handshake of e2's old process (vLLM #38840), as the runbook says it must.
-      const outs = (await stack.outputs()).engines!.value as Record<string, EngineOut & { host: string }>;
-      await restartByHand(STACK, "e2", host.alias);
-      await awaitHealthy(outs.e2!.url);
-      const secondUp = Date.now();
-      let failure = "";
-      await stack.up({ refresh: true, ...quiet }).catch((err: Error) => (failure = err.message));
-      expect(failure).to.match(/preflight failed: consume \(e2 -> e1\)/);
-      const second = profileRecordsSince(secondUp);
-      expect(Object.keys(second)).to.deep.equal(["e2"]);
-      expect(second.e2![0]!.observations.adopted).to.equal(undefined);
-    } finally {
-      await stack.setConfig("narwhal-fleet:profiling", { value: JSON.stringify(profiling) });
-      await withRunbookRun(false);
-      // The next case starts from nothing, as this one did.
-      await stack.destroy(quiet);
-    }
   });
 
   it("replaces a runbook engine running another plan and says which field differs", async () => {
