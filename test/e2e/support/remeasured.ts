@@ -8,7 +8,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { EvidenceStore, evidenceRoot } from "../../../lib/evidence";
-import type { PlannedStep } from "./preview";
+import { expect } from "chai";
+import { plannedChanges, type PlannedStep } from "./preview";
 import { PROJECT_ROOT } from "./stack";
 
 interface Ref {
@@ -101,4 +102,20 @@ export async function remeasuredSince(snapshot: EvidenceSnapshot): Promise<strin
 export function plannedRemeasure(steps: ReadonlyMap<string, PlannedStep>, snapshot: EvidenceSnapshot): string[] {
   const holders = new Set(snapshot.owners.values());
   return [...steps.values()].filter((s) => s.op === "replace" && holders.has(s.name)).map((s) => s.name).sort();
+}
+
+/**
+ * For a change whose host facts the preview cannot know before the host is discovered again: `up --refresh`
+ * re-measures `includes` and only what the preview planned (it may plan more, never less), nothing that
+ * matches `untouched`; the preview after it is empty.
+ */
+export async function expectUpWithinPreview(stack: Stack, steps: ReadonlyMap<string, PlannedStep>, opts: { includes: string; untouched: RegExp }): Promise<string[]> {
+  const snapshot = await snapshotEvidence(stack);
+  await stack.up({ refresh: true, onOutput: () => undefined });
+  const remeasured = await remeasuredSince(snapshot);
+  expect(remeasured).to.include(opts.includes);
+  expect(plannedRemeasure(steps, snapshot)).to.include.members(remeasured);
+  for (const name of remeasured) expect(name).to.not.match(opts.untouched);
+  expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+  return remeasured;
 }
