@@ -2,10 +2,6 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
-import { expectUpWithinPreview } from "./support/remeasured";
-
-/** Evidence of e1 and e4, which run on the unchanged host. */
-const OTHER_HOST_ENGINES = /^fleet-(attestation-|profiles-)?e[14]\b/;
 
 describe("e2e: runtime evidence follows the host", function () {
   this.timeout(1_200_000);
@@ -20,16 +16,10 @@ describe("e2e: runtime evidence follows the host", function () {
       const steps = await plannedChanges(stack, { refresh: true });
       expect(steps.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["runtime"] });
       expect(steps.has(`fleet-${a!.alias}`), "the unchanged host's discovery").to.equal(false);
-      for (const name of steps.keys()) expect(name).to.not.match(OTHER_HOST_ENGINES);
-
-      // up measures the host again and what its new runtime invalidates; the preview, which cannot know the
-      // host's facts before the new discovery, may plan more than that, never less.
-      await expectUpWithinPreview(stack, steps, { includes: `fleet-${b!.alias}`, untouched: OTHER_HOST_ENGINES });
+      for (const name of steps.keys()) expect(name).to.not.match(/^fleet-(attestation-|profiles-)?e[14]\b/); // e1 and e4 run on the unchanged host
     } finally {
       fs.writeFileSync(b!.simConfigPath, original);
     }
-    // And back: the host's runtime as it was, measured again the same way.
-    await expectUpWithinPreview(stack, await plannedChanges(stack, { refresh: true }), { includes: `fleet-${b!.alias}`, untouched: OTHER_HOST_ENGINES });
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
   });
 });
