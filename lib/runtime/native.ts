@@ -79,6 +79,22 @@ fi
 }
 
 /**
+ * Launches the plan detached in its own session from the run folder, its key read from the private env
+ * file, and records its pid in `$run/pid`. The GPU-claim lock (fd 9) is not passed on to the engine.
+ * Expects `run` to be set.
+ */
+export function launchLines(plan: LaunchPlan): string {
+  return `(
+  exec 9>&-
+  set -a; . "$run/engine.env"; set +a
+  cd "$run"
+  exec env ${shellLine(Object.entries(plan.env).map(([k, v]) => `${k}=${v}`))} setsid ${shellLine(plan.argv)} > "$run/engine.log" 2>&1 < /dev/null
+) &
+pid=$!
+echo "$pid" > "$run/pid"`;
+}
+
+/**
  * Starts the engine detached from the SSH session, then waits for `/health`. Reads the private env file
  * (with the API key) from stdin, so the key is never on a command line or in a process listing.
  * Prints one JSON line: `{"pid": N, "startedAt": "<ISO time>"}`.
@@ -101,14 +117,7 @@ ${opts.runbook ? runbookTakeoverScript(plan, opts.runbook, opts.stopTimeoutS) : 
   echo "engine ${plan.engineId}: pid $(cat "$run/pid") already runs another launch plan in $run; stop it first" >&2
   exit 1
 fi
-${gpuClaimScript(plan, opts.gpuWaitS ?? opts.stopTimeoutS + opts.healthTimeoutS)}(
-  exec 9>&-
-  set -a; . "$run/engine.env"; set +a
-  cd "$run"
-  exec env ${shellLine(Object.entries(plan.env).map(([k, v]) => `${k}=${v}`))} setsid ${shellLine(plan.argv)} > "$run/engine.log" 2>&1 < /dev/null
-) &
-pid=$!
-echo "$pid" > "$run/pid"
+${gpuClaimScript(plan, opts.gpuWaitS ?? opts.stopTimeoutS + opts.healthTimeoutS)}${launchLines(plan)}
 printf '%s\\n' ${shq(plan.planSha256)} > "$run/plan.sha256"
 release_gpu_claim
 deadline=$(( $(date +%s) + ${opts.healthTimeoutS} ))

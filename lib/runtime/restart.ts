@@ -4,7 +4,8 @@
  * claims and container stay as its start left them, so no secret passes through a restart.
  */
 import type { LaunchPlan } from "../launch/plan";
-import { shellLine, shq, stopProcessGroupLines } from "../shell";
+import { shq, stopProcessGroupLines } from "../shell";
+import { launchLines } from "./native";
 
 export interface RestartDeadlinesS {
   readonly stop: number;
@@ -27,13 +28,7 @@ run=${shq(runDir)}
 [ -f "$run/pid" ] && [ -f "$run/engine.env" ] ||
   { echo "engine ${plan.engineId}: nothing to restart in $run (no pid or env file); run pulumi up to start it" >&2; exit 1; }
 ${stopProcessGroupLines(`engine ${plan.engineId}`, d.stop)}
-(
-  set -a; . "$run/engine.env"; set +a
-  cd "$run"
-  exec env ${shellLine(Object.entries(plan.env).map(([k, v]) => `${k}=${v}`))} setsid ${shellLine(plan.argv)} > "$run/engine.log" 2>&1 < /dev/null
-) &
-pid=$!
-echo "$pid" > "$run/pid"
+${launchLines(plan)}
 ${healthWait(plan, d.health, `kill -0 "$pid" 2>/dev/null`)}
 printf '{"pid":%s,"startedAt":"%s"}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$run/started"
 cat "$run/started"

@@ -12,7 +12,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { calibrateFleet } from "../../dynamic-providers/calibration/provider";
 import type { CalibrationInputs } from "../../dynamic-providers/calibration/types";
-import { KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
+import { KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, completedRequests, type SimEngine } from "../unit/sim-engine/helpers";
 
 const STACK = "provider-tests";
 const API_KEY = "sk-narwhal-calibration-adopt-93e1c7";
@@ -26,14 +26,6 @@ const NARWHAL_TIMEOUT_MS = 180_000;
 const sha = (file: string) => "sha256:" + createHash("sha256").update(fs.readFileSync(file)).digest("hex");
 const evidenceFile = (relativePath: string) => path.join(ROOT, "runs", STACK, "evidence", relativePath);
 
-/** Requests the engine has completed, from its own Prometheus counter. */
-async function completed(engine: SimEngine): Promise<number> {
-  const text = await (await fetch(`${engine.url}/metrics`)).text();
-  return text
-    .split("\n")
-    .filter((l) => l.startsWith("vllm:request_success_total"))
-    .reduce((sum, l) => sum + Number(l.split(/\s+/).pop()), 0);
-}
 
 describe("providers: Calibration adopts a runbook's first-token calibration", function () {
   this.timeout(300_000);
@@ -92,11 +84,11 @@ describe("providers: Calibration adopts a runbook's first-token calibration", fu
 
   it("adopts the file without sending a completion, keeps it as evidence and proposes the deadline its raw attempts give", async () => {
     const doc = JSON.parse(fs.readFileSync(file, "utf8"));
-    const before = await Promise.all(engines.map(completed));
+    const before = await Promise.all(engines.map(completedRequests));
     expect(before.every((n) => n >= 200), "narwhal-check sampled the engines").to.equal(true);
     const t0 = Date.now();
     const r = await calibrateFleet(inputs());
-    expect(await Promise.all(engines.map(completed))).to.deep.equal(before);
+    expect(await Promise.all(engines.map(completedRequests))).to.deep.equal(before);
 
     expect(r.adoption).to.deep.include({ verdict: "adopted", mismatches: [] });
     expect(r.adoption!.source).to.deep.equal({ path: file, sha256: sha(file), pinned: sha(file) });
@@ -134,10 +126,10 @@ describe("providers: Calibration adopts a runbook's first-token calibration", fu
     const started = JSON.parse(fs.readFileSync(file, "utf8")).process_starts.e1 as number;
     await old.stop();
     engines[1] = await startEngine({ model, args: ARGS, port: old.port, sidePort: old.sidePort, sim: SIM });
-    const before = await Promise.all(engines.map(completed));
+    const before = await Promise.all(engines.map(completedRequests));
     const t0 = Date.now();
     const r = await calibrateFleet(inputs());
-    const after = await Promise.all(engines.map(completed));
+    const after = await Promise.all(engines.map(completedRequests));
 
     expect(r.adoption!.verdict).to.equal("measured");
     expect(r.adoption!.mismatches.map((m) => [m.engine, m.field])).to.deep.equal([

@@ -15,7 +15,7 @@ import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-gen
 import { provider as profileProvider } from "../../dynamic-providers/profile/provider";
 import { writeStore } from "../../dynamic-providers/profile-store/provider";
 import type { ProfileInputs, ProfileOutputs } from "../../dynamic-providers/profile/types";
-import { KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
+import { KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, completedRequests, type SimEngine } from "../unit/sim-engine/helpers";
 
 const STACK = "provider-tests";
 const API_KEY = "sk-narwhal-adopt-7d2b4e";
@@ -24,14 +24,6 @@ const ARGS = ["--served-model-name", "tiny", "--api-key", API_KEY, "--max-model-
 const SWEEP: Sweep = { prefillLens: [256, 512, 1024, 2048], decodeInputLens: [256, 1024], decodeConcurrency: [1, 4, 8], decodeTokens: 64, prefillRepeats: 3, decodeRepeats: 1 };
 const sha = (file: string) => "sha256:" + createHash("sha256").update(fs.readFileSync(file)).digest("hex");
 
-/** Requests the engine has completed, from its own Prometheus counter. */
-async function completed(engine: SimEngine): Promise<number> {
-  const text = await (await fetch(`${engine.url}/metrics`)).text();
-  return text
-    .split("\n")
-    .filter((l) => l.startsWith("vllm:request_success_total"))
-    .reduce((sum, l) => sum + Number(l.split(/\s+/).pop()), 0);
-}
 
 describe("providers: Profile adopts a runbook's profile store", function () {
   this.timeout(300_000);
@@ -92,10 +84,10 @@ describe("providers: Profile adopts a runbook's profile store", function () {
   });
 
   it("adopts each engine's row without sending a completion, recording where it came from", async () => {
-    const before = await Promise.all(engines.map(completed));
+    const before = await Promise.all(engines.map(completedRequests));
     expect(before.every((n) => n > 0), "narwhal-profile measured the engines").to.equal(true);
     const outs = await Promise.all(generations.map(async (g, i) => (await profileProvider.create!(inputsFor(`e${i}`, g))).outs as ProfileOutputs));
-    expect(await Promise.all(engines.map(completed))).to.deep.equal(before);
+    expect(await Promise.all(engines.map(completedRequests))).to.deep.equal(before);
 
     const store = JSON.parse(fs.readFileSync(path.join(dir, "runs", "profiles.json"), "utf8"));
     for (const [i, p] of outs.entries()) {
@@ -127,12 +119,12 @@ describe("providers: Profile adopts a runbook's profile store", function () {
     engines[1] = await startEngine({ model, args: ARGS, port, sim: { timeScale: 0.5, startupDelayS: 0 } });
     const g = await prove("e1", engines[1]!);
     expect(g.processStartTime).to.not.equal(generations[1]!.processStartTime);
-    const before = await completed(engines[1]!);
+    const before = await completedRequests(engines[1]!);
     const p = (await profileProvider.create!(inputsFor("e1", g))).outs as ProfileOutputs;
     expect(p.adoption?.verdict).to.equal("measured");
     expect(p.adoption?.reason).to.match(/^its row binds generation sha256:[0-9a-f]{64}, the live engine binds sha256:[0-9a-f]{64} \(restarted or relaunched since it was measured\)$/);
     expect(p.row.generation_digest).to.equal(p.bindingDigest);
     expect(p.wallSeconds).to.be.above(0);
-    expect((await completed(engines[1]!)) - before).to.be.above(10);
+    expect((await completedRequests(engines[1]!)) - before).to.be.above(10);
   });
 });

@@ -195,3 +195,12 @@ export function sseEvents(text: string): unknown[] {
       return payload === "[DONE]" ? payload : JSON.parse(payload);
     });
 }
+
+/** Requests the engine has completed, from its own Prometheus counter: proves whether a step sent any. */
+export async function completedRequests(engine: SimEngine): Promise<number> {
+  const text = await (await fetch(`${engine.url}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith("vllm:request_success_total"))
+    .reduce((sum, l) => sum + Number(l.split(/\s+/).pop()), 0);
+}
