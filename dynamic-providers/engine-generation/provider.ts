@@ -16,12 +16,11 @@ import type * as pulumi from "@pulumi/pulumi";
 import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject } from "../../lib/engine/generation";
 import { diffInputs } from "../diff";
 import { writeEvidence } from "../evidence";
-import { generationInputFailures } from "./check";
+import { generationInputFailures, hasUnknown } from "./check";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
 import { peerChange } from "../../lib/engine/peer-wave";
-import { UNKNOWN } from "../diff";
 import { observeStarts } from "../peer-wave/observe";
 
 /** Inputs the proof was taken against: a change means it no longer describes the live engine. */
@@ -33,7 +32,7 @@ export const GENERATION_MOVED = "generation";
 /** The replace key when a KV peer started anew: this process holds a handshake of the old one. */
 export const PEERS_MOVED = "peers";
 
-const isKnown = (v: unknown): boolean => !JSON.stringify(v ?? null).includes(UNKNOWN);
+const isKnown = (v: unknown): boolean => !hasUnknown(v);
 
 function peerList(peers: NonNullable<EngineGenerationInputs["peers"]>) {
   return Object.entries(peers).map(([engineId, p]) => ({ engineId, hostAlias: p.processIdentity.hostAlias, ...p }));

@@ -13,7 +13,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { restartedMembers, waveFor, type MemberRecord } from "../../lib/engine/peer-wave";
 import { canonicalJson } from "../../lib/digest";
 import { withSsh } from "../../lib/ssh/client";
-import { UNKNOWN } from "../diff";
+import { hasUnknown } from "../engine-generation/check";
 import { loginTarget } from "../ssh-login";
 import { observeStarts } from "./observe";
 import type { PeerWaveInputs, PeerWaveOutputs, WaveMember } from "./types";
@@ -58,7 +58,7 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     const restarts = restartedMembers(olds.recorded ?? {}, members, olds.observedStarts ?? {});
     const changed =
       restarts.length > 0 ||
-      JSON.stringify(news).includes(UNKNOWN) ||
+      hasUnknown(news) ||
       membershipKey(olds.members) !== membershipKey(members) ||
       canonicalJson(olds.credentials ?? null) !== canonicalJson(news.credentials ?? null) ||
       olds.apiKey !== news.apiKey ||
