@@ -103,6 +103,7 @@ export class Engine extends pulumi.ComponentResource {
       {
         hostAlias: args.hostAlias,
         plan: checkedPlan,
+        runtimeVersion: args.expectedVersion,
         connection: args.connection,
         engineApiKey: args.engineApiKey,
         runDir: args.runDir,

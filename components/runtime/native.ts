@@ -39,9 +39,9 @@ function runbookSurvey(name: string, args: NativeProcessArgs, run: string, paren
 
 /**
  * The engine as a native process on its host (lib/runtime/native.ts): one remote command whose create
- * starts it and whose delete stops its process group. Replaced when the launch plan changes. With a
- * runbook launch directory, its create first adopts the launcher's engine (when it serves this plan)
- * or stops it (when not, printing why).
+ * starts it and whose delete stops its process group. Replaced when the launch plan or the host's vLLM
+ * version changes. With a runbook launch directory, its create first adopts the launcher's engine (when
+ * it serves this plan) or stops it (when not, printing why).
  */
 export function nativeProcess(name: string, args: NativeProcessArgs, parent: pulumi.Resource): EngineProcess {
   const runtime = { runDir: args.runDir, healthTimeoutS: args.healthTimeoutS, stopTimeoutS: args.stopTimeoutS };
@@ -55,7 +55,7 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
       create: pulumi.all([args.plan, takeover]).apply(([p, t]) => startScript(p, { ...runtime, runbook: t })),
       delete: args.plan.apply((p) => stopScript(p, runtime)),
       stdin: pulumi.secret(pulumi.output(args.engineApiKey).apply((key) => envFile({ VLLM_API_KEY: key }))),
-      triggers: [args.plan.planSha256],
+      triggers: [args.plan.planSha256, args.runtimeVersion],
       // Neither script reads the previous output, and most sshd configs refuse extra variables.
       addPreviousOutputInEnv: false,
       logging: "stderr",

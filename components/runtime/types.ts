@@ -63,6 +63,11 @@ export interface ProcessArgs {
 
 /** The native backend: exactly today's inputs. */
 export interface NativeProcessArgs extends ProcessArgs {
+  /**
+   * The vLLM version discovery read from the host's `vllm` (a container's comes with its image, in the
+   * plan): a process keeps serving the version it loaded, so an in-place upgrade must restart it.
+   */
+  runtimeVersion: pulumi.Input<string>;
   healthTimeoutS: number;
   stopTimeoutS: number;
 }

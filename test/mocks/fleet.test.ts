@@ -92,11 +92,12 @@ describe("mocks: Fleet component", () => {
     expect(registered.find((r) => r.name === "fleet-e2-generation")!.inputs.expectedVersion).to.equal("0.29.0+checked");
   });
 
-  it("replaces an engine's process exactly when its launch plan changes", async () => {
+  it("replaces a native engine's process exactly when its launch plan or its host's vLLM version changes", async () => {
     const fleet = build();
     const engines = await promiseOf(fleet.engines);
     const process = registered.find((r) => r.name === "fleet-e3-process")!;
-    expect(process.inputs.triggers).to.deep.equal([engines.e3!.planSha256]);
+    // A process serves the vLLM it loaded: an in-place upgrade on the host is a restart.
+    expect(process.inputs.triggers).to.deep.equal([engines.e3!.planSha256, "0.29.0"]);
     expect(String(process.inputs.create)).to.include("'CUDA_VISIBLE_DEVICES=1'").and.include("'--port' '8102'");
   });
 

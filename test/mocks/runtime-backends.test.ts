@@ -170,6 +170,7 @@ describe("mocks: engine runtime backends", () => {
       connection: over.connection ?? connection(),
       engineApiKey: pulumi.secret(API_KEY),
       runDir: RUN_DIR,
+      runtimeVersion: "0.29.0",
       healthTimeoutS: 300,
       stopTimeoutS: 60,
       runtime: runtimeSpec(kind),
@@ -192,7 +193,7 @@ describe("mocks: engine runtime backends", () => {
   }
 
   describe("native", () => {
-    it("registers exactly today's remote command: lib/runtime/native.ts scripts, secret stdin, plan trigger", async () => {
+    it("registers exactly today's remote command: lib/runtime/native.ts scripts, secret stdin, plan and vLLM version triggers", async () => {
       const parent = scope();
       const args = processArgs("native");
       const proc = rt.nativeProcess("fleet-e1", args, parent);
@@ -205,7 +206,7 @@ describe("mocks: engine runtime backends", () => {
       expect(rest).to.deep.equal({
         create: native.startScript(plan, runtime),
         delete: native.stopScript(plan, runtime),
-        triggers: [plan.planSha256],
+        triggers: [plan.planSha256, "0.29.0"],
         addPreviousOutputInEnv: false,
         logging: "stderr",
       });
@@ -477,7 +478,7 @@ describe("mocks: engine runtime backends", () => {
       expect(registered.filter((r) => r.type === "command:remote:Command").map((r) => r.name)).to.deep.equal(["n1-process"]);
       const plan = renderLaunchPlan(launch());
       const runtime = { runDir: RUN_DIR, healthTimeoutS: 300, stopTimeoutS: 60 };
-      expect(byName("n1-process").inputs).to.deep.include({ create: native.startScript(plan, runtime), delete: native.stopScript(plan, runtime), triggers: [plan.planSha256] });
+      expect(byName("n1-process").inputs).to.deep.include({ create: native.startScript(plan, runtime), delete: native.stopScript(plan, runtime), triggers: [plan.planSha256, "0.29.0"] });
     });
 
     it("hands a container id (and no pid) to the generation for both container backends", async () => {
