@@ -7,14 +7,15 @@ import { awaitHealthy, restartByHand, restartWaveByHand } from "./support/restar
 import { FLEET_AFTER_ENGINE, processEvidence } from "./support/names";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
+import { expectReportKeepsAll, expectReportOfRestartedE2 } from "./support/report";
 
-interface EngineOut { host: string; url: string; pid: number }
+interface EngineOut { host: string; url: string; pid: number; generationDigest: string }
 
 describe("e2e: an engine restarted with the same plan", function () {
   this.timeout(1_200_000);
 
-  it("invalidates that engine's process evidence and what the fleet measured across it, and nothing of the other engines", async () => {
-    const { stack } = await sharedFleet();
+  it("invalidates that engine's process evidence and what the fleet measured across it, and nothing of the other engines; the preview report says so", async () => {
+    const { stack, hosts } = await sharedFleet();
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
 
     const engines = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
@@ -32,6 +33,8 @@ describe("e2e: an engine restarted with the same plan", function () {
     expect(steps.get("fleet-profiles-e2")?.op).to.equal("replace");
     expect(steps.get("fleet-preflight")?.op).to.equal("replace");
     expect([...steps.keys()].sort()).to.deep.equal([...processEvidence("e2"), ...FLEET_AFTER_ENGINE].sort());
+    // The preview report (`npm run invalidated`) names the same evidence, by gate and reason.
+    const evidenceCount = await expectReportOfRestartedE2(stack, hosts[0]!.privateKeyPath, engines.e2!.generationDigest);
 
     // Its peers still hold the old process's NIXL handshake (vLLM #38840): the preflight fails the pairs
     // from e2 and the router is not restarted on the new store.
@@ -58,5 +61,6 @@ describe("e2e: an engine restarted with the same plan", function () {
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
     // The preflight that let the router restart, as narwhal-check sees the same fleet from the router's place.
     await expectNarwhalCheckAgrees(stack);
+    await expectReportKeepsAll(stack, evidenceCount);
   });
 });
