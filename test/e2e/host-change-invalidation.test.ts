@@ -6,7 +6,7 @@ import { sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
 import { FLEET_AFTER_ENGINE_PATTERN } from "./support/names";
 import { expectUpWithinPreview } from "./support/remeasured";
-import { expectUpStopsAtStalePeers, restartFleetAndConverge } from "./support/relaunch";
+import { restartPeersThenUp } from "./support/relaunch";
 
 /** Resources of the shared fleet that belong to other hosts' engines (e1, e4 on the first host, e2 on the second). */
 const OTHER_ENGINES = /^fleet-(attestation-|profiles-)?e[124]\b/;
@@ -38,7 +38,7 @@ describe("e2e: hardware and fabric address changes on one host", function () {
     await expectUpWithinPreview(stack, await plannedChanges(stack, { refresh: true }), { includes: `fleet-${c!.alias}`, untouched: OTHER_ENGINES });
   });
 
-  it("keeps the measured fabric address beside a new one, and relaunches that host's engine when the config picks the new one", async () => {
+  it("keeps the measured fabric address beside a new one, relaunches that host's engine when the config picks the new one, and back", async () => {
     const { stack, hosts } = await sharedFleet();
     const [, , c] = hosts;
     const extra = "198.18.0.253";
@@ -62,15 +62,17 @@ describe("e2e: hardware and fabric address changes on one host", function () {
       for (const name of steps.keys()) {
         expect(name).to.match(new RegExp(`^fleet-(${c!.alias}|replicas|config|e3-.*|attestation-e3(-sidecar)?|profiles-e3|fabric-.*${c!.alias}.*|fabric-gate|${FLEET_AFTER_ENGINE_PATTERN}|router-host-monitoring-targets)$`));
       }
-      const remeasured = await expectUpStopsAtStalePeers(stack, steps, "e3", { exact: false });
-      expect(remeasured.filter((n) => n.startsWith("fleet-fabric-") && n !== "fleet-fabric-gate"), "every edge touching the host, measured from the new address").to.have.length(4);
+      // The peers meet e3 at a new host:port and handshake with it afresh (vLLM #38840 strikes a restart on
+      // the same host:port), so this up converges: e3's evidence and the edges touching its host, nothing else.
+      const remeasured = await expectUpWithinPreview(stack, steps, { includes: "fleet-e3-generation", untouched: OTHER_ENGINES });
+      expect(remeasured.filter((n) => n.startsWith("fleet-fabric-") && n !== "fleet-fabric-gate").sort(), "every edge touching the host, measured from the new address").to.deep.equal(
+        ["sim1-to-sim4", "sim2-to-sim4", "sim4-to-sim1", "sim4-to-sim2"].map((e) => `fleet-fabric-${e}`),
+      );
 
-      // The measured address back relaunches e3 once more; then the runbook's wave brings the fleet back.
-      await stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hostsConfig) });
-      const back = await plannedChanges(stack, { refresh: true });
-      expect(back.get(`fleet-${c!.alias}`)).to.deep.include({ op: "replace", keys: ["fabricAddressChoice"] });
-      await expectUpStopsAtStalePeers(stack, back, "e3", { exact: false });
-      await restartFleetAndConverge(stack);
+      // Back on the first address (named: with two on the interface, no choice keeps the one measured last),
+      // e3 restarts on a host:port its peers hold the first process's handshake for: they restart first.
+      await choose(c!.address);
+      await restartPeersThenUp(stack, "e3", { exact: false });
     } finally {
       await stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hostsConfig) });
       await runInHost(c!.alias, ["ip", "addr", "del", `${extra}/24`, "dev", c!.fabricInterface]);

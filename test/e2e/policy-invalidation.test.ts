@@ -4,7 +4,7 @@ import { sharedFleet } from "./support/stack";
 import { plannedChanges, type PlannedStep } from "./support/preview";
 import { FLEET_AFTER_ENGINE, processEvidence, ROUTER_RESTART, SCRAPE_TARGETS } from "./support/names";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
-import { expectUpStopsAtStalePeers, restartFleetAndConverge } from "./support/relaunch";
+import { expectUpStopsAtStalePeers, restartPeersThenUp } from "./support/relaunch";
 
 /**
  * Runs `up` and holds the records it wrote to the plan (the configuration, the preflight and the router's
@@ -35,10 +35,9 @@ describe("e2e: launch policy evidence", function () {
     } finally {
       await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(engines) });
     }
-    // The old limit back relaunches e2 once more, and measures the same.
-    await expectUpStopsAtStalePeers(stack, await plannedChanges(stack), "e2", { exact: true });
-    // The runbook's rule: the peers restart in one wave; up then measures every engine again and the router starts.
-    await restartFleetAndConverge(stack);
+    // The old limit back relaunches e2 once more: its peers restart first (the runbook's rule), so the up
+    // measures every engine again and the router starts.
+    await restartPeersThenUp(stack, "e2", { exact: true });
   });
 
   it("re-measures only the preflight for an SLO edit: the fleet document is written anew and the router restarted on it", async () => {

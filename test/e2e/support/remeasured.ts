@@ -114,7 +114,7 @@ export async function expectUpWithinPreview(stack: Stack, steps: ReadonlyMap<str
   await stack.up({ refresh: true, onOutput: () => undefined });
   const remeasured = await remeasuredSince(snapshot);
   expect(remeasured).to.include(opts.includes);
-  expect(plannedRemeasure(steps, snapshot)).to.include.members(remeasured);
+  expect([...steps.keys()], "resources the preview planned to change").to.include.members(remeasured);
   for (const name of remeasured) expect(name).to.not.match(opts.untouched);
   expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
   return remeasured;

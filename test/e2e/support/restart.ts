@@ -2,8 +2,11 @@ import { expect } from "chai";
 import { request } from "undici";
 import { runInHost } from "../../../sim/hosts";
 
-/** Restarts an engine by hand with its own launch record, as an operator or a supervisor would. */
-export async function restartByHand(stack: string, id: string, host: string): Promise<void> {
+/**
+ * Restarts an engine by hand with its own launch record, as an operator or a supervisor would. Returns the
+ * URL that record serves (after a failed up the stack's outputs may still name an earlier one).
+ */
+export async function restartByHand(stack: string, id: string, host: string): Promise<string> {
   const run = `/var/lib/narwhal-fleet/${stack}/engines/${id}`;
   const script = `
     set -eu
@@ -14,9 +17,11 @@ export async function restartByHand(stack: string, id: string, host: string): Pr
     argv=$(python3 -c 'import json,shlex,sys; p=json.load(open(sys.argv[1])); print(" ".join(shlex.quote(a) for a in ["env"] + [k+"="+v for k,v in p["env"].items()] + ["setsid"] + p["argv"]))' "$run/launch.json")
     (set -a; . "$run/engine.env"; set +a; cd "$run"; eval "exec $argv" > "$run/engine.log" 2>&1 < /dev/null) &
     echo $! > "$run/pid"
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' "$run/launch.json"
   `;
   const r = await runInHost(host, ["sh", "-c", script]);
   expect(r.code, r.stderr).to.equal(0);
+  return r.stdout.trim();
 }
 
 /** Waits, bounded, until an engine answers its health check again after a restart. */
@@ -33,7 +38,7 @@ export async function awaitHealthy(url: string, timeoutMs = 20_000): Promise<voi
  * The runbook's rule after any engine restart (vLLM #38840): its NIXL peers keep the old process's
  * handshake until they restart too. Restarts the given engines at once, as one wave, and waits for each.
  */
-export async function restartWaveByHand(stack: string, ids: readonly string[], engines: Record<string, { host: string; url: string }>): Promise<void> {
-  await Promise.all(ids.map((id) => restartByHand(stack, id, engines[id]!.host)));
-  await Promise.all(ids.map((id) => awaitHealthy(engines[id]!.url)));
+export async function restartWaveByHand(stack: string, ids: readonly string[], engines: Record<string, { host: string }>): Promise<void> {
+  const urls = await Promise.all(ids.map((id) => restartByHand(stack, id, engines[id]!.host)));
+  await Promise.all(urls.map((url) => awaitHealthy(url)));
 }
