@@ -1,48 +1,80 @@
 import { expect } from "chai";
 import * as fs from "node:fs";
 import { request } from "undici";
+import type { Stack } from "@pulumi/pulumi/automation";
+import type { SimHost } from "../../sim/hosts";
 import { API_KEY, sharedFleet } from "./support/stack";
 import { plannedChanges } from "./support/preview";
-import { expectUpStopsAtStalePeers, restartFleetAndConverge } from "./support/relaunch";
+import { remeasuredSince, snapshotEvidence } from "./support/remeasured";
 
-/** e1 and e4 run on the unchanged host, e3 on the third. */
-const OTHER_HOSTS_ENGINES = /^fleet-(attestation-|profiles-)?e[134]\b/;
+const ENGINES = ["e1", "e2", "e3", "e4"];
 
-async function servedVersion(url: string): Promise<string> {
-  const r = await request(`${url}/version`, { headers: { authorization: `Bearer ${API_KEY}` } });
-  return ((await r.body.json()) as { version: string }).version;
+async function servedVersions(urls: Record<string, { url: string }>): Promise<Record<string, string>> {
+  const versions = await Promise.all(
+    ENGINES.map(async (id) => ((await (await request(`${urls[id]!.url}/version`, { headers: { authorization: `Bearer ${API_KEY}` } })).body.json()) as { version: string }).version),
+  );
+  return Object.fromEntries(ENGINES.map((id, i) => [id, versions[i]!]));
+}
+
+/** An in-place upgrade of a host's vLLM: `vllm --version` follows the config, and so does the /version of an engine started after it. */
+function setVersion(host: SimHost, original: string, version: string): void {
+  fs.writeFileSync(host.simConfigPath, JSON.stringify({ ...JSON.parse(original), version }, null, 2));
 }
 
 describe("e2e: runtime evidence follows the host", function () {
   this.timeout(1_200_000);
 
-  it("restarts the engine of a host whose vLLM was upgraded in place, and re-measures only what was proved against it", async () => {
+  it("restarts the engines of a host whose vLLM was upgraded in place; a mixed fleet stops at the engine contract, a whole one converges", async () => {
     const { stack, hosts } = await sharedFleet();
-    const [a, b] = hosts;
-    const url = ((await stack.outputs()).engines!.value as Record<string, { url: string }>).e2!.url;
-    const original = fs.readFileSync(b!.simConfigPath, "utf8");
-    const before = (JSON.parse(original) as { version: string }).version;
-    expect(await servedVersion(url)).to.equal(before);
-    // An in-place upgrade of the host's vLLM: `vllm --version` follows the config, and so does the /version
-    // of an engine started after it. The running engine keeps serving the version it loaded.
-    fs.writeFileSync(b!.simConfigPath, JSON.stringify({ ...JSON.parse(original), version: "0.29.1" }, null, 2));
+    const [a, b, c] = hosts as [SimHost, SimHost, SimHost];
+    const urls = (await stack.outputs()).engines!.value as Record<string, { url: string }>;
+    const originals = new Map(hosts.map((h) => [h, fs.readFileSync(h.simConfigPath, "utf8")]));
+    const before = (JSON.parse(originals.get(b)!) as { version: string }).version;
+    expect(await servedVersions(urls)).to.deep.equal({ e1: before, e2: before, e3: before, e4: before });
     try {
+      // One host first. The running engine keeps serving the version it loaded, so the program restarts it.
+      setVersion(b, originals.get(b)!, "0.29.1");
       const steps = await plannedChanges(stack, { refresh: true });
-      expect(steps.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["runtime"] });
+      expect(steps.get(`fleet-${b.alias}`)).to.deep.include({ op: "replace", keys: ["runtime"] });
       expect(steps.get("fleet-e2-process")?.op, "the engine still serving the old version").to.equal("replace");
-      expect(steps.has(`fleet-${a!.alias}`), "the unchanged host's discovery").to.equal(false);
-      for (const name of steps.keys()) expect(name).to.not.match(OTHER_HOSTS_ENGINES);
+      expect(steps.has(`fleet-${a.alias}`) || steps.has(`fleet-${c.alias}`), "the unchanged hosts' discovery").to.equal(false);
+      for (const name of steps.keys()) expect(name, "e1 and e4 run on sim1, e3 on sim4").to.not.match(/^fleet-(attestation-|profiles-)?e[134]\b/);
 
-      await expectUpStopsAtStalePeers(stack, steps, "e2", { exact: false });
-      expect(await servedVersion(url), "e2 restarted on the upgraded runtime").to.equal("0.29.1");
+      // e2 is proved and attested on the new version, and the fleet's contract refuses to mix versions.
+      let failure = "";
+      const snapshot = await snapshotEvidence(stack);
+      await stack.up({ refresh: true, onOutput: () => undefined }).catch((err: Error) => (failure = err.message));
+      expect(failure, failure.slice(-3000)).to.contain(`- engine_version: "${before}" (e1, e3, e4) vs "0.29.1" (e2)`);
+      const mixed = await remeasuredSince(snapshot);
+      expect(mixed).to.include.members(["fleet-e2-generation", "fleet-attestation-e2"]);
+      expect([...steps.keys()], "only resources the preview planned").to.include.members(mixed);
+      expect(await servedVersions(urls)).to.deep.equal({ e1: before, e2: "0.29.1", e3: before, e4: before });
+
+      // The rest of the fleet upgraded: every other engine restarts on it in one up. No process holds a
+      // handshake of another's old process (e2 exchanged no KV since its restart), so the up converges.
+      setVersion(a, originals.get(a)!, "0.29.1");
+      setVersion(c, originals.get(c)!, "0.29.1");
+      await expectRestartOn(stack, urls, "0.29.1", ["e1", "e3", "e4"]);
     } finally {
-      fs.writeFileSync(b!.simConfigPath, original);
+      for (const [h, text] of originals) fs.writeFileSync(h.simConfigPath, text);
     }
-    // The old version back is the same row again; then the runbook's wave brings the fleet back.
-    const back = await plannedChanges(stack, { refresh: true });
-    expect(back.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["runtime"] });
-    await expectUpStopsAtStalePeers(stack, back, "e2", { exact: false });
-    expect(await servedVersion(url)).to.equal(before);
-    await restartFleetAndConverge(stack);
+    // And the whole fleet back on the version it had.
+    await expectRestartOn(stack, urls, before, ENGINES);
   });
 });
+
+/**
+ * `up --refresh` restarts `restarted` on `version` and measures them again, within what the preview said;
+ * then every engine serves `version` and nothing is left to do.
+ */
+async function expectRestartOn(stack: Stack, urls: Record<string, { url: string }>, version: string, restarted: string[]): Promise<void> {
+  const steps = await plannedChanges(stack, { refresh: true });
+  const snapshot = await snapshotEvidence(stack);
+  await stack.up({ refresh: true, onOutput: () => undefined });
+  const remeasured = await remeasuredSince(snapshot);
+  expect([...steps.keys()], "only resources the preview planned").to.include.members(remeasured);
+  for (const id of restarted) expect(remeasured).to.include.members([`fleet-${id}-generation`, `fleet-attestation-${id}`, `fleet-profiles-${id}`]);
+  for (const id of ENGINES.filter((e) => !restarted.includes(e))) expect(remeasured).to.not.include(`fleet-${id}-generation`);
+  expect(await servedVersions(urls)).to.deep.equal(Object.fromEntries(ENGINES.map((id) => [id, version])));
+  expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+}
