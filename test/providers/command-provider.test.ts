@@ -157,6 +157,9 @@ describe("providers: pulumi-resource-command (tools/command-provider) through th
     // Use the plugin installed in the plugin cache (as a user of the real plugin would), not the
     // copy that build.sh leaves in .tools/bin, which is on PATH.
     PULUMI_IGNORE_AMBIENT_PLUGINS: "true",
+    // A user's project as `pulumi new` leaves it, with no tsconfig: the CLI's default type-checking ts-node,
+    // whatever the test run exports for this project's own program (scripts/test.sh).
+    PULUMI_NODEJS_TRANSPILE_ONLY: "false",
   });
 
   async function openStack(name: string, config: Record<string, string>, secrets: Record<string, string> = {}): Promise<Stack> {
