@@ -105,6 +105,20 @@ describe("e2e: fabric edges (Gate D)", function () {
     await expectUpMeasuresAsPlanned(stack, back);
   });
 
+  it("plans no measurement when the offered handoff rate moves: only the edges' verdicts are re-judged", async () => {
+    const { stack } = await sharedFleet();
+    await stack.setConfig("narwhal-fleet:fabric", { value: JSON.stringify({ handoffRate: 2 }) });
+    try {
+      const steps = await plannedChanges(stack);
+      // The rate sizes the budget each edge is judged against; no engine, profile or preflight was measured against it.
+      expect([...steps.keys()].sort()).to.deep.equal([...ORDER.map(resourceName), "fleet-fabric-gate"].sort());
+      for (const step of steps.values()) expect(step.op, step.name).to.equal("update");
+    } finally {
+      await stack.removeConfig("narwhal-fleet:fabric");
+    }
+    expect([...(await plannedChanges(stack)).keys()]).to.deep.equal([]);
+  });
+
   it("re-judges every edge for a budget change and re-measures none; a budget they cannot meet fails up with the diagnosis", async () => {
     const { stack } = await sharedFleet();
     const before = (await stack.outputs()).fabric!.value as FabricOut;
