@@ -3,6 +3,9 @@
  * program's own terms: what is bound to one engine's process, and what the fleet measured across engines.
  */
 
+/** The shared fleet's engines (test/e2e/support/stack.ts). */
+export const SHARED_ENGINES = ["e1", "e2", "e3", "e4"];
+
 /** Evidence bound to one engine's live process: generation, cache capture, sidecar, attestation, profile. */
 export const processEvidence = (id: string): string[] => [`fleet-${id}-generation`, `fleet-${id}-cache`, `fleet-attestation-${id}-sidecar`, `fleet-attestation-${id}`, `fleet-profiles-${id}`];
 

@@ -10,8 +10,7 @@ import type { Stack } from "@pulumi/pulumi/automation";
 import { plannedChanges, type PlannedStep } from "./preview";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./remeasured";
 import { restartWaveByHand } from "./restart";
-
-const ENGINES = ["e1", "e2", "e3", "e4"];
+import { SHARED_ENGINES as ENGINES } from "./names";
 const ROUTER_RECORD = "fleet-router-host-router-record";
 
 /**
@@ -25,9 +24,9 @@ function expectWithinPlan(remeasured: string[], steps: ReadonlyMap<string, Plann
 
 /**
  * Runs `up --refresh` after a change that relaunches `engine`, expects the preflight to fail exactly that
- * engine's pairs (the router stays stopped, so its record is not written) and returns what was re-measured.
+ * engine's pairs (the router stays stopped, so its record is not written), and holds what was re-measured.
  */
-export async function expectUpStopsAtStalePeers(stack: Stack, steps: ReadonlyMap<string, PlannedStep>, engine: string, opts: { exact: boolean }): Promise<string[]> {
+export async function expectUpStopsAtStalePeers(stack: Stack, steps: ReadonlyMap<string, PlannedStep>, engine: string, opts: { exact: boolean }): Promise<void> {
   const peers = ENGINES.filter((id) => id !== engine);
   const snapshot = await snapshotEvidence(stack);
   let failure = "";
@@ -37,7 +36,6 @@ export async function expectUpStopsAtStalePeers(stack: Stack, steps: ReadonlyMap
   expectWithinPlan(remeasured, steps, plannedRemeasure(steps, snapshot).filter((n) => n !== ROUTER_RECORD), opts.exact);
   expect(remeasured, "the relaunched engine's evidence and the failed preflight (kept)").to.include.members([`fleet-${engine}-generation`, `fleet-profiles-${engine}`, "fleet-preflight"]);
   for (const name of remeasured) expect(name, "no record of another engine").to.not.match(new RegExp(`^fleet-(attestation-|profiles-)?(${peers.join("|")})\\b`));
-  return remeasured;
 }
 
 /**
