@@ -3,7 +3,7 @@ import * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec } from "../lib/config";
 import {
   attestationDocument,
-  documentDigest,
+  chooseDocument,
   engineContract,
   sidecarEndpoint,
   sidecarStartScript,
@@ -99,7 +99,7 @@ export class AttestationMesh extends pulumi.ComponentResource {
     // pulumi.all types at most eight inputs, hence the engine's facts and the host's facts apart.
     const engineFacts = pulumi.all([engine.plan, engine.cache.layout, engine.cache.cacheLayoutDigest, g.generationDigest, g.version, g.processIdentity, engine.imageCheck.identity]);
     const hostFacts = pulumi.all([host.discovery.model, host.discovery.runtime, host.discovery.factsDigest]);
-    const document: pulumi.Output<AttestationDocument> = pulumi
+    const program: pulumi.Output<AttestationDocument> = pulumi
       .all([engineFacts, hostFacts])
       .apply(([[plan, layout, cacheLayoutDigest, generationDigest, version, processIdentity, identity], [model, runtime, discoveryDigest]]) =>
         attestationDocument({
@@ -114,18 +114,23 @@ export class AttestationMesh extends pulumi.ComponentResource {
           discoveryDigest,
         }),
       );
-    const digest = document.apply(documentDigest);
-    const sidecarOptions: pulumi.Output<SidecarOptions> = pulumi.all([document, digest, engine.plan, g.processIdentity]).apply(([doc, documentDigest, plan, owner]) => ({
+    // An adopted runbook engine keeps the document its runbook sidecar served while it is still true of
+    // the live process, so evidence bound to that attestation (a runbook profile store) stays valid.
+    const chosen = pulumi.all([program, engine.runbookAttestation, g.processStartTime]).apply(([own, runbook, start]) => chooseDocument(own, runbook, start));
+    const document = chosen.document;
+    const digest = chosen.digest;
+    const sidecarOptions: pulumi.Output<SidecarOptions> = pulumi.all([chosen, engine.plan, g.processIdentity]).apply(([doc, plan, owner]) => ({
       engineId: e.id,
       command: spec.attestation.command,
       runDir: `${stackDirOn(spec, e.host, stack)}/attestation/${e.id}`,
-      document: JSON.stringify(doc),
-      documentDigest,
+      document: doc.text,
+      documentDigest: doc.digest,
       engineUrl: plan.url,
       owner,
       endpoint: sidecarEndpoint(plan.url, e.attestationPort),
       startTimeoutS: spec.attestation.startTimeoutS,
       stopTimeoutS: spec.runtime.deadlinesS.stop,
+      ...(engine.runbookRun !== undefined ? { takeoverRun: engine.runbookRun } : {}),
     }));
     const sidecar = new command.remote.Command(
       `${name}-sidecar`,
@@ -150,6 +155,7 @@ export class AttestationMesh extends pulumi.ComponentResource {
         url: sidecarOptions.apply((o) => o.endpoint.url),
         document,
         documentDigest: digest,
+        ...(engine.runbookRun !== undefined ? { runbookDocument: chosen.apply((c) => (c.source === "runbook" ? { run: c.run, reason: c.reason } : undefined)) } : {}),
         generationDigest: g.generationDigest,
         processStartTime: g.processStartTime,
         version: g.version,

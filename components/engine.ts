@@ -4,6 +4,7 @@ import type * as command from "@pulumi/command";
 import type { RuntimeSpec } from "../lib/config";
 import { cacheExpectations, renderLaunchPlan, LaunchInputs, LaunchPlan } from "../lib/launch/plan";
 import type { ContainerVendor } from "../lib/runtime/container-spec";
+import type { RunbookAttestationSource } from "../lib/attestation/runbook-document";
 import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";
 import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
 import { checkRuntimeOf, ImageCheck, imageCheckLogin } from "../dynamic-providers/image-check/resource";
@@ -69,6 +70,10 @@ export class Engine extends pulumi.ComponentResource {
   public readonly restartScript: pulumi.Output<string>;
   /** With a runbook launch directory: what was done with the runbook's engine, and why. */
   public readonly runbook: pulumi.Output<RunbookOutcome | undefined>;
+  /** `engines[].runbookRun`, when set: its sidecar on the attestation port is the program's to stop. */
+  public readonly runbookRun: string | undefined;
+  /** An adopted runbook engine's sidecar document, which attestation serves while it is still true. */
+  public readonly runbookAttestation: pulumi.Output<RunbookAttestationSource | undefined>;
   /** Gate C's image check of this engine's runtime against its plan; the process starts only after it passes. */
   public readonly imageCheck: ImageCheck;
   public readonly generation: EngineGeneration;
@@ -129,6 +134,8 @@ export class Engine extends pulumi.ComponentResource {
     this.startedAt = running.startedAt;
     this.restartScript = running.restartScript;
     this.runbook = running.runbook ?? pulumi.output(undefined);
+    this.runbookRun = args.runbookRun;
+    this.runbookAttestation = running.runbookAttestation ?? pulumi.output(undefined);
     const identity = this.identity;
 
     // Gate C's live-process proof; a refresh re-probes it, so a restarted engine shows as a new generation.

@@ -1,12 +1,13 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
-import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../../lib/launch/runbook";
+import { decideRunbookAdoption, runbookAttestationOf, surveyEnvKeys, type RunbookDecision } from "../../lib/launch/runbook";
 import type { LaunchPlan } from "../../lib/launch/plan";
 import { startScript, stopScript, type RunbookTakeover } from "../../lib/runtime/native";
 import { nativeRestartScript } from "../../lib/runtime/restart";
 import { parseSurvey, surveyScript } from "../../lib/runtime/runbook-survey";
 import { envFile } from "../../lib/shell";
 import { lastJsonLine } from "./stdout";
+import type { RunbookAttestationSource } from "../../lib/attestation/runbook-document";
 import type { EngineProcess, NativeProcessArgs, RunbookAdoption, RunbookOutcome } from "./types";
 
 /** Bound on the survey's one `docker inspect` (a runbook container launch). */
@@ -22,7 +23,7 @@ function takeoverOf(d: RunbookDecision, run: string): RunbookTakeover | undefine
  * launcher's records and the plan's non-secret environment values, never the API key), and decides
  * against the plan whether the launcher's engine is kept or replaced.
  */
-function runbookSurvey(name: string, args: NativeProcessArgs, run: string, parent: pulumi.Resource): pulumi.Output<RunbookDecision> {
+function runbookSurvey(name: string, args: NativeProcessArgs, run: string, parent: pulumi.Resource): pulumi.Output<{ decision: RunbookDecision; attestation?: RunbookAttestationSource }> {
   const survey = new command.remote.Command(
     `${name}-runbook-survey`,
     {
@@ -34,7 +35,11 @@ function runbookSurvey(name: string, args: NativeProcessArgs, run: string, paren
     },
     { parent },
   );
-  return pulumi.all([args.plan, survey.stdout]).apply(([plan, out]: [LaunchPlan, string]) => decideRunbookAdoption({ plan }, parseSurvey(out)));
+  return pulumi.all([args.plan, survey.stdout]).apply(([plan, out]: [LaunchPlan, string]) => {
+    const surveyed = parseSurvey(out);
+    const decision = decideRunbookAdoption({ plan }, surveyed);
+    return { decision, attestation: runbookAttestationOf(decision, surveyed) };
+  });
 }
 
 /**
@@ -46,7 +51,8 @@ function runbookSurvey(name: string, args: NativeProcessArgs, run: string, paren
 export function nativeProcess(name: string, args: NativeProcessArgs, parent: pulumi.Resource): EngineProcess {
   const runtime = { runDir: args.runDir, healthTimeoutS: args.healthTimeoutS, stopTimeoutS: args.stopTimeoutS };
   const run = args.runbookRun;
-  const decision = run === undefined ? undefined : runbookSurvey(name, args, run, parent);
+  const surveyed = run === undefined ? undefined : runbookSurvey(name, args, run, parent);
+  const decision = surveyed?.decision;
   const takeover = decision ? decision.apply((d) => takeoverOf(d, run!)) : pulumi.output(undefined);
   const process = new command.remote.Command(
     `${name}-process`,
@@ -71,5 +77,6 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
     resources: [process],
     adopted: started.apply((s) => s.adopted),
     ...(decision ? { runbook: decision.apply((d): RunbookOutcome => ({ action: d.action, reason: d.reason, differences: d.action === "replace" ? d.differences : [] })) } : {}),
+    ...(surveyed ? { runbookAttestation: surveyed.attestation } : {}),
   };
 }

@@ -10,6 +10,7 @@ import type * as command from "@pulumi/command";
 import type { RuntimeSpec } from "../../lib/config";
 import type { LaunchPlan } from "../../lib/launch/plan";
 import type { ProcessIdentity } from "../../lib/engine/generation";
+import type { RunbookAttestationSource } from "../../lib/attestation/runbook-document";
 
 export type { ProcessIdentity } from "../../lib/engine/generation";
 
@@ -30,6 +31,8 @@ export interface EngineProcess {
   runbook?: pulumi.Output<RunbookOutcome>;
   /** Set when the engine is the runbook launcher's process, kept running (lib/launch/runbook.ts). */
   adopted?: pulumi.Output<RunbookAdoption | undefined>;
+  /** An adopted runbook engine's sidecar document (`<run>/engine-attestation.json`), when it has one. */
+  runbookAttestation?: pulumi.Output<RunbookAttestationSource | undefined>;
 }
 
 /** An adopted runbook engine: the launch directory and the launcher's own plan hash. */

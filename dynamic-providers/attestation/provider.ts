@@ -36,7 +36,7 @@ export const MEASURED_AGAINST = [
   "sidecar",
 ] as const;
 /** The document travels with its digest, which is what it is judged by. */
-export const UPDATABLE = ["hostAlias", "probeTimeoutS", "stack", "document"] as const;
+export const UPDATABLE = ["hostAlias", "probeTimeoutS", "stack", "document", "runbookDocument"] as const;
 /** The replace key `pulumi preview` shows when a refresh found the sidecar attesting something else. */
 export const ATTESTATION_MOVED = "attestation";
 
@@ -135,6 +135,7 @@ async function readSidecar(i: AttestationInputs): Promise<Reading> {
         generation: { generationDigest: i.generationDigest, processStartTime: i.processStartTime, version: i.version },
         planSha256: i.planSha256,
         cacheLayoutDigest: i.cacheLayoutDigest,
+        launchBinding: i.runbookDocument ? "runbook" : "program",
       });
       const problems = [...checked.problems];
       const proc = await ask(PROCESS_PATH);
@@ -180,6 +181,7 @@ async function record(i: AttestationInputs, reading: Reading, startedAt: string)
           contract: reading.checked.contract,
           engine: reading.checked.engine,
           processClock: reading.clock,
+          ...(i.runbookDocument ? { runbookDocument: i.runbookDocument } : {}),
         }),
       ),
       verdict: reading.problems.length ? { status: "fail", reasons: reading.problems } : { status: "pass", reasons: [] },

@@ -27,6 +27,7 @@ export class Attestation extends pulumi.dynamic.Resource {
   declare readonly processClock: pulumi.Output<number>;
   declare readonly attestedAt: pulumi.Output<string>;
   declare readonly evidence: pulumi.Output<{ relativePath: string; digest: string } | undefined>;
+  declare readonly runbookDocument: pulumi.Output<{ run: string; reason: string } | undefined>;
   declare readonly observedAttestation: pulumi.Output<string | undefined>;
   declare readonly observedState: pulumi.Output<AttestationState | undefined>;
   declare readonly observedDetail: pulumi.Output<string | undefined>;

@@ -1,4 +1,4 @@
-import type { AttestationDocument, EngineContract } from "../../lib/attestation";
+import type { EngineContract, ServedDocument } from "../../lib/attestation";
 import type { ProcessIdentity } from "../../lib/engine/generation";
 
 /** What one engine's attestation is checked against, and where its sidecar answers (plain inside provider calls). */
@@ -8,8 +8,14 @@ export interface AttestationInputs {
   /** The sidecar's `/v1/attestation` URL (the fleet document's `attestation_url`). */
   url: string;
   /** The document the sidecar was started with, and its canonical digest. */
-  document: AttestationDocument;
+  document: ServedDocument;
   documentDigest: string;
+  /**
+   * Set when the document is an adopted runbook engine's own (`<run>/engine-attestation.json`, see
+   * lib/attestation/runbook-document.ts): its `launch` is the launcher's record, so the generation is
+   * bound through the engine identity the sidecar attests, not through the launch fields.
+   */
+  runbookDocument?: { run: string; reason: string };
   /** The proved generation (EngineGeneration): the sidecar must attest exactly this process. */
   generationDigest: string;
   processStartTime: number;

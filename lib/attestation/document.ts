@@ -44,6 +44,18 @@ export interface AttestationLaunch {
   tensor_parallel_size: number;
 }
 
+/**
+ * What a sidecar serves as its document: the program's own ({@link AttestationDocument}), or an
+ * adopted runbook engine's, whose `launch` is the runbook launcher's record (runbook-document.ts).
+ */
+export interface ServedDocument {
+  schema: typeof ATTESTATION_SCHEMA;
+  schema_version: typeof ATTESTATION_SCHEMA_VERSION;
+  contract: EngineContract;
+  sources: Partial<Record<ContractField, string>>;
+  launch?: object;
+}
+
 export interface AttestationDocument {
   schema: typeof ATTESTATION_SCHEMA;
   schema_version: typeof ATTESTATION_SCHEMA_VERSION;

@@ -4,3 +4,4 @@ export * from "./contract";
 export * from "./document";
 export * from "./verify";
 export * from "./sidecar";
+export * from "./runbook-document";

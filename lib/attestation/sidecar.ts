@@ -48,6 +48,12 @@ export interface SidecarOptions {
   /** Bounded wait for the sidecar's `/health` after start. */
   readonly startTimeoutS: number;
   readonly stopTimeoutS: number;
+  /**
+   * The engine's runbook launch directory (`engines[].runbookRun`): a sidecar the runbook started for
+   * it, found listening on this endpoint with the directory in its command line, is stopped and
+   * replaced by the program's. Anything else on the endpoint still stops the start.
+   */
+  readonly takeoverRun?: string;
 }
 
 function ownerArgs(owner: ProcessIdentity): string[] {
@@ -85,6 +91,36 @@ function liveOwnerScript(o: SidecarOptions): string {
 }
 
 /**
+ * Stops the runbook's own sidecar for this engine: the process listening on the endpoint's port whose
+ * command line names the launch directory (narwhal's `attestation_contract serve --run <run>`, or
+ * `narwhal-attest --document <run>/engine-attestation.json`). Any answer counts, a 503 too: the
+ * runbook's sidecar of an engine the program replaced answers 503 and still holds the port.
+ */
+function runbookTakeoverScript(o: SidecarOptions): string {
+  if (o.takeoverRun === undefined) return "";
+  const who = `attestation sidecar of engine ${o.engineId}`;
+  return `runbook=${shq(o.takeoverRun)}
+names_runbook() {
+  tr '\\000' '\\n' < "/proc/$1/cmdline" 2>/dev/null | while IFS= read -r arg; do
+    case $arg in "$runbook"|"$runbook"/*|--run="$runbook"|--document="$runbook"/*) echo yes; break ;; esac
+  done
+}
+# Not a zombie: the runbook's sidecar may have been left to an init that does not reap.
+alive() { s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; set -- \${s##*) }; [ "$1" != Z ] && [ "$1" != X ]; }
+holder=$(ss -Hltnp ${shq(`( sport = :${o.endpoint.port} )`)} 2>/dev/null | sed -n 's/.*pid=\\([0-9][0-9]*\\).*/\\1/p' | head -n 1)
+if [ -n "$holder" ] && [ "$(names_runbook "$holder")" = yes ]; then
+  echo ${shq(`${who}: stopping the runbook's sidecar`)}" (pid $holder, started for $runbook) on port ${o.endpoint.port}" >&2
+  kill -TERM "$holder" 2>/dev/null || true
+  deadline=$(( $(date +%s) + ${o.stopTimeoutS} ))
+  while alive "$holder"; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then kill -KILL "$holder" 2>/dev/null || true; sleep 0.5; break; fi
+    sleep 0.2
+  done
+fi
+`;
+}
+
+/**
  * Writes the document (0600) and starts the sidecar detached from the SSH session, then waits for its
  * `/health`. Prints one JSON line: `{"pid": N, "startedAt": "<ISO time>"}`.
  */
@@ -103,7 +139,7 @@ if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
   echo ${shq(who)}": pid $(cat "$run/pid") already serves another document in $run; stop it first" >&2
   exit 1
 fi
-if curl -sS -o /dev/null --max-time 2 ${shq(o.endpoint.healthUrl)} 2>/dev/null; then
+${runbookTakeoverScript(o)}if curl -sS -o /dev/null --max-time 2 ${shq(o.endpoint.healthUrl)} 2>/dev/null; then
   echo ${shq(`${who}: something already answers on ${o.endpoint.healthUrl}; find its owner (ss -ltnp) and stop it, or choose another attestationPort`)} >&2
   exit 1
 fi

@@ -8,11 +8,18 @@
 import { canonicalJson } from "../digest";
 import { canonicalDigest, JsonNumberText, parseJsonKeepingNumbers, plainJson } from "./canonical";
 import { CONTRACT_FIELDS, contractProblems, type EngineContract } from "./contract";
-import { ATTESTATION_SCHEMA, ATTESTATION_SCHEMA_VERSION, launchDigest, type AttestationDocument } from "./document";
+import { ATTESTATION_SCHEMA, ATTESTATION_SCHEMA_VERSION, launchDigest, type ServedDocument } from "./document";
 
 export interface AttestationExpectations {
-  readonly document: AttestationDocument;
+  readonly document: ServedDocument;
   readonly documentDigest: string;
+  /**
+   * `program` (the default): the document's `launch` names the checked plan, the captured cache layout
+   * and the proved generation, and each must be this engine's. `runbook`: an adopted runbook engine's
+   * document, whose `launch` is the launcher's record; it binds the generation through the engine
+   * identity alone, and its contract was found equal to the program's before it was served.
+   */
+  readonly launchBinding?: "program" | "runbook";
   /** The proved generation (EngineGeneration outputs). */
   readonly generation: { readonly generationDigest: string; readonly processStartTime: number; readonly version: string };
   readonly planSha256: string;
@@ -90,10 +97,12 @@ export function checkAttestation(text: string, expected: AttestationExpectations
     ["cache_layout_sha256", launch.cache_layout_sha256, expected.cacheLayoutDigest],
     ["generation_sha256", launch.generation_sha256, expected.generation.generationDigest],
   ];
-  for (const [name, seen, want] of bindings) {
-    if (seen !== want) problems.push(`launch.${name} is ${show(seen)}, expected ${want}`);
+  if (expected.launchBinding !== "runbook") {
+    for (const [name, seen, want] of bindings) {
+      if (seen !== want) problems.push(`launch.${name} is ${show(seen)}, expected ${want}`);
+    }
   }
-  if (canonicalJson(payload.launch ?? null) !== canonicalJson(document.launch)) problems.push("launch differs from the document's");
+  if (canonicalJson(payload.launch ?? null) !== canonicalJson(document.launch ?? null)) problems.push("launch differs from the document's");
   const served = { schema: rawPayload.schema, schema_version: rawPayload.schema_version, contract: rawPayload.contract, sources: rawPayload.sources, launch: rawPayload.launch };
   let servedDigest: string | null;
   try {

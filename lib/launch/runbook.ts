@@ -30,7 +30,17 @@ export interface RunbookSurvey {
   /** base64 of native-process.json (native launches). */
   readonly processJson?: string;
   /** The recorded pid as /proc shows it now; absent when no such process runs. */
-  readonly live?: { readonly pid: number; readonly pgid: number; readonly startTicks: number; readonly bootId: string };
+  readonly live?: {
+    readonly pid: number;
+    readonly pgid: number;
+    readonly startTicks: number;
+    readonly bootId: string;
+    /** /proc/stat `btime` and the clock tick rate: the process started at btime + startTicks / clockTicks. */
+    readonly btime?: number;
+    readonly clockTicks?: number;
+  };
+  /** base64 of engine-attestation.json: the document the runbook's sidecar served. */
+  readonly attestationJson?: string;
   /** container.id (container launches). */
   readonly containerId?: string;
   /** base64 of docker-owner.json: the launcher's ownership label. */
@@ -238,4 +248,16 @@ export function decideRunbookAdoption(program: ProgramLaunch, s: RunbookSurvey):
     return { action: "replace", identity: live.identity, differences, reason: `${where} (${who}) runs another plan than engine ${program.plan.engineId}'s: ${describeDifferences(differences)}; replacing it` };
   }
   return { action: "adopt", identity: live.identity, runbookPlanSha256: planSha, reason: `${where} (${who}) serves engine ${program.plan.engineId}'s plan (runbook plan sha256 ${planSha}); adopted without a restart` };
+}
+
+/**
+ * The runbook sidecar's document of an adopted engine, with the start of the process the runbook
+ * launched (lib/attestation/runbook-document.ts decides whether it is still served); undefined when the
+ * engine was not adopted or the launch directory holds no document.
+ */
+export function runbookAttestationOf(d: RunbookDecision, s: RunbookSurvey): { run: string; text: string; processStartS: number } | undefined {
+  const text = decode(s.attestationJson);
+  const live = s.live;
+  if (d.action !== "adopt" || text === undefined || !live || live.btime === undefined || !live.clockTicks) return undefined;
+  return { run: s.run, text, processStartS: live.btime + live.startTicks / live.clockTicks };
 }

@@ -33,7 +33,7 @@ if [ -n "\${pid:-}" ] && [ -r "/proc/$pid/stat" ]; then
   if [ -n "$stat" ]; then
     # Fields after the command name: state is 1st, process group 3rd, start time (ticks) 20th.
     set -- \${stat##*) }
-    case $1 in Z|X) ;; *) live=$(printf '{"pid":%s,"pgid":%s,"startTicks":%s,"bootId":"%s"}' "$pid" "$3" "\${20}" "$(cat /proc/sys/kernel/random/boot_id)") ;; esac
+    case $1 in Z|X) ;; *) live=$(printf '{"pid":%s,"pgid":%s,"startTicks":%s,"bootId":"%s","btime":%s,"clockTicks":%s}' "$pid" "$3" "\${20}" "$(cat /proc/sys/kernel/random/boot_id)" "$(sed -n 's/^btime //p' /proc/stat)" "$(getconf CLK_TCK 2>/dev/null || echo 100)") ;; esac
   fi
 fi
 cid=; container=null
@@ -56,8 +56,8 @@ $(grep -E '^(${keys})=' "$env_file" 2>/dev/null || true)
 EOF
 fi
 env="$env}"
-printf '{"run":%s,"launchJson":%s,"checkedJson":%s,"processJson":%s,"ownerJson":%s,"live":%s,"containerId":%s,"container":%s,"env":%s}\\n' \\
-  "$(jstr "$run")" "$(b64 launch.json)" "$(b64 checked.json)" "$(b64 native-process.json)" "$(b64 docker-owner.json)" "$live" \\
+printf '{"run":%s,"launchJson":%s,"checkedJson":%s,"processJson":%s,"ownerJson":%s,"attestationJson":%s,"live":%s,"containerId":%s,"container":%s,"env":%s}\\n' \\
+  "$(jstr "$run")" "$(b64 launch.json)" "$(b64 checked.json)" "$(b64 native-process.json)" "$(b64 docker-owner.json)" "$(b64 engine-attestation.json)" "$live" \\
   "$( [ -n "$cid" ] && jstr "$cid" || echo null)" "$container" "$env"
 `;
 }

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { createHash } from "node:crypto";
 import { renderLaunchPlan } from "../../../lib/launch/plan";
-import { decideRunbookAdoption, planDifferences, surveyEnvKeys, type RunbookSurvey } from "../../../lib/launch/runbook";
+import { decideRunbookAdoption, planDifferences, runbookAttestationOf, surveyEnvKeys, type RunbookSurvey } from "../../../lib/launch/runbook";
 import { launchInputs } from "./inputs";
 import { runbookEnv, runbookPlan } from "./runbook-record";
 
@@ -85,6 +85,19 @@ describe("runbook launch adoption (plan equality)", () => {
     expect(reused).to.include({ action: "start" });
     expect(reused.reason).to.include("another process now");
     expect(decideRunbookAdoption({ plan }, { run: "/r", env: {} })).to.include({ action: "start" });
+  });
+
+  it("hands an adopted engine's sidecar document on with the /proc start of the runbook's process, and nothing otherwise", () => {
+    const launch = runbookPlan(plan, { backend: "native" });
+    const live = { pid: 4242, pgid: 4242, startTicks: 777, bootId: BOOT, btime: 1_790_000_000, clockTicks: 100 };
+    const surveyed = nativeSurvey(launch, env(), { live, attestationJson: b64('{"schema":"narwhal.attestation"}\n') });
+    const adopted = decideRunbookAdoption({ plan }, surveyed);
+    expect(runbookAttestationOf(adopted, surveyed)).to.deep.equal({ run: surveyed.run, text: '{"schema":"narwhal.attestation"}\n', processStartS: 1_790_000_007.77 });
+    expect(runbookAttestationOf(adopted, { ...surveyed, attestationJson: undefined }), "no document in the launch directory").to.equal(undefined);
+    const other = nativeSurvey(runbookPlan(plan, { backend: "native", flags: { "--max-num-seqs": "99" } }), env(), { live, attestationJson: surveyed.attestationJson });
+    const replaced = decideRunbookAdoption({ plan }, other);
+    expect(replaced.action).to.equal("replace");
+    expect(runbookAttestationOf(replaced, other), "a replaced engine's document names a process that is going away").to.equal(undefined);
   });
 
   it("refuses to adopt a launch whose checked.json binds another launch.json", () => {
