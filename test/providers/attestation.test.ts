@@ -5,13 +5,14 @@
  * dynamic provider host calls them. Every process started here is stopped.
  */
 import { expect } from "chai";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import {
   attestationDocument,
+  chooseDocument,
   documentDigest,
   engineContract,
   sidecarEndpoint,
@@ -29,6 +30,7 @@ import { provider as generationProvider } from "../../dynamic-providers/engine-g
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
 import { writeNarwhalAttestShim } from "../../sim/hosts/narwhal-attest";
+import { runbookAttestationDocument } from "../unit/attestation/runbook-document-fixture";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
 
 const run = promisify(execFile);
@@ -315,6 +317,46 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
     const busy = await sh(sidecarStartScript({ ...o, runDir: path.join(path.dirname(opts.runDir), "busy"), endpoint: opts.endpoint }));
     expect(busy.code).to.equal(1);
     expect(busy.stderr).to.contain(`something already answers on ${opts.endpoint.healthUrl}`);
+  });
+
+  it("takes the port over from the runbook's own sidecar and serves its document, so the attestation digest stays the runbook's", async () => {
+    // The runbook's sidecar: narwhal-attest serving the launch directory's document, as `attestation_contract serve --run` execs it.
+    const runbook = tempDir("runbook-run-");
+    const text = JSON.stringify(runbookAttestationDocument(doc.contract, runbook, doc.launch.args), null, 2) + "\n";
+    fs.writeFileSync(path.join(runbook, "engine-attestation.json"), text, { mode: 0o600 });
+    const port = await freePort();
+    const child = spawn(NARWHAL_ATTEST, ["--document", path.join(runbook, "engine-attestation.json"), "--engine-base", e1.engine.url, "--host", "127.0.0.1", "--port", String(port), "--backend", "vllm"], { cwd: runbook, detached: true, stdio: "ignore" });
+    child.unref();
+    const endpoint = sidecarEndpoint(e1.engine.url, port);
+    for (let i = 0; i < 100 && (await http(endpoint.healthUrl).catch(() => ({ status: 0 }))).status !== 200; i++) await new Promise((r) => setTimeout(r, 200));
+    const runbookAnswer = (await http(endpoint.url)).json;
+
+    const chosen = chooseDocument(doc, { run: runbook, text, processStartS: e1.generation.processStartTime }, e1.generation.processStartTime);
+    expect(chosen.source, chosen.reason).to.equal("runbook");
+    const o: SidecarOptions = { ...sidecarOptions(e1, doc, port, path.join(path.dirname(opts.runDir), "taken-over")), document: chosen.text, documentDigest: chosen.digest, endpoint };
+    sidecarDirs.push(o.runDir);
+    // Only a listener naming this very launch directory is the program's to stop.
+    for (const other of [undefined, path.join(runbook, "elsewhere")]) {
+      const refused = await sh(sidecarStartScript({ ...o, ...(other ? { takeoverRun: other } : {}) }));
+      expect(refused.code).to.equal(1);
+      expect(refused.stderr).to.contain(`something already answers on ${endpoint.healthUrl}`);
+      expect(alive(child.pid!)).to.equal(true);
+    }
+    const taken = await sh(sidecarStartScript({ ...o, takeoverRun: runbook }));
+    expect(taken.code, taken.stderr).to.equal(0);
+    expect(taken.stderr).to.contain(`attestation sidecar of engine e1: stopping the runbook's sidecar (pid ${child.pid}, started for ${runbook}) on port ${port}`);
+    expect(alive(child.pid!)).to.equal(false);
+    const started = JSON.parse(taken.stdout.trim().split("\n").pop()!) as { pid: number; startedAt: string };
+
+    const { outs } = await attestation.create({ ...inputs(e1, doc, o, started), document: chosen.document, documentDigest: chosen.digest, runbookDocument: { run: runbook, reason: chosen.reason! } });
+    const a = outs as AttestationOutputs;
+    expect(a.attestationDigest, "the same digest the runbook's sidecar answered").to.equal(runbookAnswer.attestation_digest);
+    expect(a.launchDigest).to.equal(runbookAnswer.launch_digest);
+    const record = JSON.parse(fs.readFileSync(path.join(evidenceRoot(ROOT, STACK), a.evidence!.relativePath), "utf8"));
+    expect(record.observations.runbookDocument).to.deep.equal({ run: runbook, reason: chosen.reason });
+    // Without the runbook mode, the launcher's launch record does not bind the program's plan: refused, naming it.
+    const strict = await rejection(attestation.create({ ...inputs(e1, doc, o, started), document: chosen.document, documentDigest: chosen.digest }));
+    expect(strict.message).to.contain(`launch.plan_sha256 is null, expected ${e1.planSha256}`);
   });
 
   it("check names bad inputs; the serialised shim holds no secret and no absolute path", async () => {

@@ -12,7 +12,7 @@ import * as path from "node:path";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
 import { renderLaunchPlan, type LaunchPlan } from "../../lib/launch/plan";
-import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../../lib/launch/runbook";
+import { decideRunbookAdoption, runbookAttestationOf, surveyEnvKeys, type RunbookDecision } from "../../lib/launch/runbook";
 import { startScript, stopScript, type NativeRuntimeOptions } from "../../lib/runtime/native";
 import { parseSurvey, surveyScript } from "../../lib/runtime/runbook-survey";
 import { envFile } from "../../lib/shell";
@@ -133,9 +133,14 @@ describe("runbook-launched engines: adopted when their plan equals the program's
     const before = processIdentity(runbookPid);
     const startBefore = await processStart(plan.url);
 
+    fs.writeFileSync(path.join(runbookRun, "engine-attestation.json"), '{"schema":"narwhal.attestation"}\n', { mode: 0o600 });
     const d = await survey(plan);
     expect(d.action, d.reason).to.equal("adopt");
     expect(d.surveyLine, "the survey never carries the API key").to.not.include(API_KEY);
+    // The runbook sidecar's document travels on with the process start /proc gives: the engine's own clock.
+    const document = runbookAttestationOf(d, parseSurvey(d.surveyLine))!;
+    expect(document.text).to.equal('{"schema":"narwhal.attestation"}\n');
+    expect(Math.abs(document.processStartS - startBefore)).to.be.below(1);
 
     const r = await sh(startScript(plan, runtime(takeover(d))), envFile({ VLLM_API_KEY: API_KEY }));
     expect(r.code, r.stderr).to.equal(0);
