@@ -7,22 +7,42 @@
  * the shared fleet's hosts.
  */
 import { expect } from "chai";
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
+import { request } from "undici";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { runInHost, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import type { LaunchPlan } from "../../lib/launch/plan";
 import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
 import { shellLine, shq } from "../../lib/shell";
-import { API_KEY, E2E_TIME_SCALE, EngineEntry, openStack, PROJECT_ROOT, sharedFleet } from "./support/stack";
+import { launchArgs, sidecarEndpoint, type EngineContract } from "../../lib/attestation";
+import { runbookAttestationDocument } from "../unit/attestation/runbook-document-fixture";
+import { API_KEY, E2E_TIME_SCALE, EngineEntry, openStack, PROFILING, PROJECT_ROOT, sharedFleet } from "./support/stack";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
-import { awaitHealthy } from "./support/restart";
+import { awaitHealthy, restartByHand } from "./support/restart";
 
 const STACK = "e2e-runbook";
 const RUN = "/srv/runbook/runs/engine-launch-e2e";
+/** Each engine's runbook launch directory in the store-adoption case. */
+const runOf = (id: string) => `/srv/runbook/runs/engine-launch-${id}`;
 const quiet = { onOutput: () => undefined };
+
+interface ProfileOut {
+  bindingDigest: string;
+  evidence?: { relativePath: string };
+  adoption?: { verdict: string; reason: string };
+}
+
+interface EvidenceRecord {
+  startedAt: string;
+  observations: { adopted?: { storeWrittenAt: string } };
+}
+
+const evidenceRecord = (relativePath: string) => JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, "runs", STACK, "evidence", relativePath), "utf8")) as EvidenceRecord;
 
 interface EngineOut {
   url: string;
@@ -37,6 +57,9 @@ describe("e2e: engines the runbook's launcher already runs", function () {
   let engines: EngineEntry[];
   /** The plan the program derives for e1 on this host, from the first up (the same in both cases). */
   let plan: LaunchPlan;
+  /** The engine contract the program attests on this host, and its fleet document: what the runbook's sidecars and finalize-fleet give too. */
+  let contract: EngineContract;
+  let fleetDocument: unknown;
 
   async function inHost(script: string, input?: string): Promise<string> {
     const r = await runInHost(host.alias, ["sh", "-c", script], { input });
@@ -44,13 +67,13 @@ describe("e2e: engines the runbook's launcher already runs", function () {
     return r.stdout.trim();
   }
 
-  /** The plan the program runs for e1, read from its own run folder after an up. */
-  async function programPlan(): Promise<LaunchPlan> {
-    return JSON.parse(await inHost(`cat /var/lib/narwhal-fleet/${STACK}/engines/e1/launch.json`)) as LaunchPlan;
+  /** The plan the program runs for an engine, read from its own run folder after an up. */
+  async function programPlan(id = "e1"): Promise<LaunchPlan> {
+    return JSON.parse(await inHost(`cat /var/lib/narwhal-fleet/${STACK}/engines/${id}/launch.json`)) as LaunchPlan;
   }
 
   /** `launch_engine prepare` + `check` + `start --run` of a native launch, with the launcher's records. */
-  async function runbookStart(plan: LaunchPlan, flags: Record<string, string> = {}): Promise<{ pid: number; startTicks: string }> {
+  async function runbookStart(plan: LaunchPlan, flags: Record<string, string> = {}, runDir = RUN): Promise<{ pid: number; startTicks: string }> {
     const launchText = JSON.stringify(runbookPlan(plan, { backend: "native", flags }), null, 2) + "\n";
     const sha = createHash("sha256").update(launchText).digest("hex");
     const env = runbookEnv(plan, API_KEY);
@@ -60,7 +83,7 @@ describe("e2e: engines the runbook's launcher already runs", function () {
     const out = await inHost(
       `set -eu
 umask 077
-run=${shq(RUN)}
+run=${shq(runDir)}
 # A runbook engine left by an earlier run goes first: the launcher's record names its process group.
 old=$(sed -n 's/.*"pid": *\\([0-9]*\\).*/\\1/p' "$run/native-process.json" 2>/dev/null || true)
 if [ -n "$old" ]; then kill -KILL "-$old" 2>/dev/null || true; fi
@@ -102,12 +125,14 @@ echo "$pid \${20}"`,
     // The program's first up tells the test which plan it derives for e1 on this host.
     await stack.up(quiet);
     plan = await programPlan();
+    contract = (JSON.parse(await inHost(`cat /var/lib/narwhal-fleet/${STACK}/attestation/e1/engine-attestation.json`)) as { contract: EngineContract }).contract;
+    fleetDocument = ((await stack.outputs()).attestation!.value as { fleetDocument: unknown }).fleetDocument;
   });
 
   after(async () => {
     if (!stack) return;
     await stack.destroy(quiet);
-    await runInHost(host.alias, ["sh", "-c", `[ -f ${RUN}/native-process.json ] && kill -KILL "-$(sed -n 's/.*"pid": *\\([0-9]*\\).*/\\1/p' ${RUN}/native-process.json)" 2>/dev/null; rm -rf /srv/runbook`], { allowFail: true });
+    await runInHost(host.alias, ["sh", "-c", `for f in /srv/runbook/runs/*/native-process.json /srv/runbook/runs/*/sidecar.pid; do [ -f "$f" ] && kill -KILL "-$(sed -n 's/^[^0-9]*\\([0-9][0-9]*\\).*/\\1/p' "$f" | head -n 1)" 2>/dev/null; done; rm -rf /srv/runbook`], { allowFail: true });
   });
 
   it("adopts the runbook's engine serving the program's plan without restarting it, and records the adoption", async () => {
@@ -147,5 +172,98 @@ echo "$pid \${20}"`,
     expect(e1.runbook?.reason).to.include(`argv --max-num-seqs is ${other} there, ${seqs} here`);
     expect(e1.pid).to.not.equal(runbook.pid);
     expect(await startTicksOf(runbook.pid), "the runbook's engine was stopped").to.equal(undefined);
+  });
+
+  it("adopts the profile store narwhal-profile measured on the runbook's attested engines; after one restart only that engine is profiled again", async () => {
+    await stack.destroy(quiet);
+    const ids = engines.map((e) => e.id);
+    const plans = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await programPlan(id)] as const)));
+
+    // The runbook through Gate F: its engines, each with its own sidecar serving the launch directory's document, ...
+    const runbook: Record<string, { pid: number; sidecarPid: number; digest: string }> = {};
+    for (const e of engines) {
+      const plan = plans[e.id]!;
+      const { pid } = await runbookStart(plan, {}, runOf(e.id));
+      const endpoint = sidecarEndpoint(plan.url, e.attestationPort);
+      const document = JSON.stringify(runbookAttestationDocument(contract, runOf(e.id), launchArgs(plan.argv.slice(3))), null, 2) + "\n";
+      const sidecarPid = Number(
+        await inHost(
+          `set -eu
+run=${shq(runOf(e.id))}
+umask 077
+cat > "$run/engine-attestation.json"
+(cd "$run" && exec setsid narwhal-attest --document "$run/engine-attestation.json" --engine-base ${shq(plan.url)} --host ${shq(endpoint.bindHost)} --port ${endpoint.port} --backend vllm > "$run/sidecar.log" 2>&1 < /dev/null) &
+echo $! > "$run/sidecar.pid"
+echo $!`,
+          document,
+        ),
+      );
+      await awaitHealthy(endpoint.url.replace(/\/v1\/attestation$/, ""), 60_000);
+      runbook[e.id] = { pid, sidecarPid, digest: (await (await request(endpoint.url)).body.json() as { attestation_digest: string }).attestation_digest };
+    }
+    // ... then narwhal-profile over the fleet document, binding every row to its engine's attestation. The
+    // document's engine_contract is the one these sidecars attest: narwhal's finalize-fleet would write the
+    // same, but refuses it on simulated hosts, which have no NIXL package to give a transfer version.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "narwhal-runbook-store-"));
+    try {
+      const fleet = { ...(fleetDocument as Record<string, unknown>), profiles: { path: path.join(dir, "profiles.json") } };
+      expect((fleet as { engine_contract?: unknown }).engine_contract).to.deep.equal(contract);
+      fs.writeFileSync(path.join(dir, "fleet.json"), JSON.stringify(fleet, null, 2), { mode: 0o600 });
+      const env = { ...process.env, NARWHAL_ENGINE_API_KEY: API_KEY };
+      const sweep = PROFILING;
+      const profiled = spawnSync(
+        path.join(PROJECT_ROOT, ".tools", "venv", "bin", "narwhal-profile"),
+        ["--fleet", path.join(dir, "fleet.json"), "--prefill-lens", sweep.prefillLens.join(","), "--decode-input-lens", sweep.decodeInputLens.join(","), "--decode-concurrency", sweep.decodeConcurrency.join(","), "--prefill-repeats", String(sweep.prefillRepeats)],
+        { cwd: dir, env, encoding: "utf8", timeout: 600_000 },
+      );
+      expect(profiled.status, profiled.stderr).to.equal(0);
+      const store = JSON.parse(fs.readFileSync(path.join(dir, "profiles.json"), "utf8")) as { profiles: Array<{ iid: string; generation_digest: string }> };
+      const storeWritten = fs.statSync(path.join(dir, "profiles.json")).mtimeMs;
+
+      // The operator's first up: engines, sidecars and the store are taken over, nothing is profiled.
+      await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(engines.map((e) => ({ ...e, runbookRun: runOf(e.id) }))) });
+      await stack.setConfig("narwhal-fleet:profiling", { value: JSON.stringify({ ...PROFILING, adoptStore: path.join(dir, "profiles.json") }) });
+      const upStarted = Date.now();
+      await stack.up(quiet);
+      const first = (await stack.outputs()) as Record<string, { value: unknown }>;
+      const engineOut = first.engines!.value as Record<string, EngineOut>;
+      const attested = (first.attestation!.value as { engines: Record<string, { attestationDigest: string }> }).engines;
+      const profiles = (first.profiles!.value as { engines: Record<string, ProfileOut> }).engines;
+      for (const id of ids) {
+        expect(engineOut[id]!.runbook?.action, engineOut[id]!.runbook?.reason).to.equal("adopt");
+        expect(engineOut[id]!.pid).to.equal(runbook[id]!.pid);
+        expect(await startTicksOf(runbook[id]!.sidecarPid), "the runbook's sidecar was stopped").to.equal(undefined);
+        expect(attested[id]!.attestationDigest, "the program's sidecar answers the runbook's attestation").to.equal(runbook[id]!.digest);
+        expect(profiles[id]!.adoption?.verdict, profiles[id]!.adoption?.reason).to.equal("adopted");
+        expect(profiles[id]!.bindingDigest).to.equal(store.profiles.find((r) => r.iid === id)!.generation_digest);
+        const record = evidenceRecord(profiles[id]!.evidence!.relativePath);
+        expect(Date.parse(record.startedAt)).to.be.at.least(upStarted);
+        expect(Date.parse(record.observations.adopted!.storeWrittenAt), "measured before this stack existed").to.be.at.most(storeWritten + 1000).and.below(upStarted);
+      }
+      await expectNarwhalCheckAgrees(stack);
+
+      // One engine restarts: its sidecar now serves the program's own document, and only its profile is measured.
+      const restartedAt = Date.now();
+      await awaitHealthy(await restartByHand(STACK, "e2", host.alias), 60_000);
+      let failure = "";
+      await stack.up({ ...quiet, refresh: true }).catch((err: Error) => (failure = err.message));
+      // Its peer e1 still holds the old process's NIXL handshake (vLLM #38840): the preflight stops the up, as the runbook says.
+      expect(failure, failure.slice(-2000)).to.contain("preflight failed: consume (e2 -> e1)");
+      const after = (await stack.outputs()) as Record<string, { value: unknown }>;
+      const reprofiled = (after.profiles!.value as { engines: Record<string, ProfileOut> }).engines;
+      expect(reprofiled.e1, "e1's adopted profile is kept as it was").to.deep.equal(profiles.e1);
+      expect(reprofiled.e2!.adoption?.verdict).to.equal("measured");
+      expect(reprofiled.e2!.adoption?.reason).to.include("restarted or relaunched since it was measured");
+      const measured = evidenceRecord(reprofiled.e2!.evidence!.relativePath);
+      expect(measured.observations.adopted).to.equal(undefined);
+      expect(Date.parse(measured.startedAt)).to.be.above(restartedAt);
+      const reattested = (after.attestation!.value as { engines: Record<string, { attestationDigest: string }> }).engines;
+      expect(reattested.e1!.attestationDigest).to.equal(runbook.e1!.digest);
+      expect(reattested.e2!.attestationDigest).to.not.equal(runbook.e2!.digest);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+      await withRunbookRun(false);
+      await stack.setConfig("narwhal-fleet:profiling", { value: JSON.stringify(PROFILING) });
+    }
   });
 });

@@ -15,6 +15,13 @@ export const E2E_TIME_SCALE = 0.5;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
+/**
+ * Two cores measure every engine: one at a time, with more repeats, keeps a scheduler's hiccup out of the fits.
+ * A sweep within 4096 tokens (the contract's minimum counts of lengths and levels, plus the engine's
+ * max_num_seqs) profiles an engine in seconds instead of minutes; the fits still need every point.
+ */
+export const PROFILING = { oneAtATime: true, prefillRepeats: 5, prefillLens: [256, 1024, 2048, 4096], decodeInputLens: [512, 1024, 2048], decodeConcurrency: [1, 4] };
+
 export interface EngineEntry {
   id: string;
   host: string;
@@ -41,10 +48,7 @@ export async function openStack(name: string, hosts: SimHost[], engines: EngineE
     // As the dev stack: Gate B installs from the hosts' wheelhouse, Prometheus runs from Debian's package.
     "narwhal-fleet:router": { port: 8321, narwhal: { wheelhouse: "/srv/narwhal-wheels" } },
     "narwhal-fleet:observability": { runtime: "native", prometheusPort: 9391 },
-    // Two cores measure every engine: one at a time, with more repeats, keeps a scheduler's hiccup out of the fits.
-    // A sweep within 4096 tokens (the contract's minimum counts of lengths and levels, plus the engine's
-    // max_num_seqs) profiles an engine in seconds instead of minutes; the fits still need every point.
-    "narwhal-fleet:profiling": { oneAtATime: true, prefillRepeats: 5, prefillLens: [256, 1024, 2048, 4096], decodeInputLens: [512, 1024, 2048], decodeConcurrency: [1, 4] },
+    "narwhal-fleet:profiling": PROFILING,
   };
   // A test's section adds to the defaults above (a router on another host keeps the wheelhouse).
   for (const [k, v] of Object.entries(extra)) {
