@@ -13,6 +13,7 @@ import { chooseFabricAddress } from "../../lib/discovery/fabric-address";
 import { CheckpointManifest, hashCheckpointRemote } from "../../lib/checkpoint";
 import { sha256Json } from "../../lib/digest";
 import { shq } from "../../lib/shell";
+import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";
 import { diffInputs } from "../diff";
 import { writeEvidence } from "../evidence";
 import type { FacetDigests, HostDiscoveryFacts, HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
@@ -88,11 +89,12 @@ async function observe(
   const ssh = await SshSession.open(target(i, opts.recordedHostKey));
   try {
     // Our own engines and their attestation sidecars hold their planned ports once started, and so does a
-    // runbook engine the start will adopt or replace; only someone else's listener is a conflict.
+    // runbook engine the start will adopt or replace, and its sidecar, which the program's sidecar start
+    // stops; only someone else's listener is a conflict.
     const ours = `${shq(i.stateDir)}/${shq(i.stack)}`;
     const runbook = (i.runbookRuns ?? []).map((run) => `sed -n 's/.*"pid": *\\([0-9][0-9]*\\).*/\\1/p' ${shq(`${run}/native-process.json`)} 2>/dev/null;`).join(" ");
     const ownPids = opts.preLaunch
-      ? (await ssh.exec(`cat ${ours}/engines/*/pid ${ours}/attestation/*/pid 2>/dev/null; ${runbook} true`, { timeoutS: 10, name: "own engine and sidecar pids" })).stdout
+      ? (await ssh.exec(`cat ${ours}/engines/*/pid ${ours}/attestation/*/pid 2>/dev/null; ${runbook} ${runbookListenerPidsScript(i.runbookRuns ?? [])} true`, { timeoutS: 10, name: "own engine and sidecar pids" })).stdout
           .split(/\s+/)
           .filter(Boolean)
           .map(Number)

@@ -7,6 +7,7 @@
  * API key, so no credential reaches it.
  */
 import { shellLine, shq } from "../shell";
+import { NAMES_RUN_FUNCTION } from "../runtime/runbook-survey";
 import type { ProcessIdentity } from "../engine/generation";
 import { AttestationError } from "./errors";
 
@@ -100,15 +101,10 @@ function runbookTakeoverScript(o: SidecarOptions): string {
   if (o.takeoverRun === undefined) return "";
   const who = `attestation sidecar of engine ${o.engineId}`;
   return `runbook=${shq(o.takeoverRun)}
-names_runbook() {
-  tr '\\000' '\\n' < "/proc/$1/cmdline" 2>/dev/null | while IFS= read -r arg; do
-    case $arg in "$runbook"|"$runbook"/*|--run="$runbook"|--document="$runbook"/*) echo yes; break ;; esac
-  done
-}
-# Not a zombie: the runbook's sidecar may have been left to an init that does not reap.
+${NAMES_RUN_FUNCTION}# Not a zombie: the runbook's sidecar may have been left to an init that does not reap.
 alive() { s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; set -- \${s##*) }; [ "$1" != Z ] && [ "$1" != X ]; }
 holder=$(ss -Hltnp ${shq(`( sport = :${o.endpoint.port} )`)} 2>/dev/null | sed -n 's/.*pid=\\([0-9][0-9]*\\).*/\\1/p' | head -n 1)
-if [ -n "$holder" ] && [ "$(names_runbook "$holder")" = yes ]; then
+if [ -n "$holder" ] && [ "$(names_run "$holder" "$runbook")" = yes ]; then
   echo ${shq(`${who}: stopping the runbook's sidecar`)}" (pid $holder, started for $runbook) on port ${o.endpoint.port}" >&2
   kill -TERM "$holder" 2>/dev/null || true
   deadline=$(( $(date +%s) + ${o.stopTimeoutS} ))

@@ -17,6 +17,28 @@ export interface RunbookSurveyOptions {
   readonly inspectTimeoutS: number;
 }
 
+/**
+ * Shell function `names_run <pid> <dir>`: whether a process's command line names a runbook launch
+ * directory (an argument that is the directory or a path inside it, or `--run=`/`--document=` one). The
+ * runbook records no pid for its attestation sidecar, so this is how that sidecar is recognised:
+ * narwhal's `attestation_contract serve --run <dir>` or `narwhal-attest --document <dir>/engine-attestation.json`.
+ */
+export const NAMES_RUN_FUNCTION = `names_run() {
+  tr '\\000' '\\n' < "/proc/$1/cmdline" 2>/dev/null | while IFS= read -r arg; do
+    case $arg in "$2"|"$2"/*|--run="$2"|--document="$2"/*) echo yes; break ;; esac
+  done
+}
+`;
+
+/** Prints, one per line, the pids of listening processes whose command line names one of `runs`. */
+export function runbookListenerPidsScript(runs: ReadonlyArray<string>): string {
+  if (runs.length === 0) return "";
+  return `${NAMES_RUN_FUNCTION}for rb_listener in $(ss -Hltnp 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+  for rb_run in ${runs.map(shq).join(" ")}; do [ "$(names_run "$rb_listener" "$rb_run")" = yes ] && echo "$rb_listener" && break; done
+done
+`;
+}
+
 export function surveyScript(o: RunbookSurveyOptions): string {
   if (!o.run.startsWith("/")) throw new Error(`runbook survey: launch directory ${JSON.stringify(o.run)} must be an absolute path`);
   for (const k of o.envKeys) if (!/^[A-Z_][A-Z0-9_]*$/.test(k)) throw new Error(`runbook survey: ${JSON.stringify(k)} is not an environment name`);

@@ -31,6 +31,7 @@ import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-gen
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
 import { writeNarwhalAttestShim } from "../../sim/hosts/narwhal-attest";
 import { runbookAttestationDocument } from "../unit/attestation/runbook-document-fixture";
+import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
 
 const run = promisify(execFile);
@@ -335,6 +336,9 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
     expect(chosen.source, chosen.reason).to.equal("runbook");
     const o: SidecarOptions = { ...sidecarOptions(e1, doc, port, path.join(path.dirname(opts.runDir), "taken-over")), document: chosen.text, documentDigest: chosen.digest, endpoint };
     sidecarDirs.push(o.runDir);
+    // Discovery counts it as the runbook's, not a stranger's, only for this very launch directory.
+    expect((await sh(runbookListenerPidsScript([runbook]))).stdout.split("\n")).to.include(String(child.pid));
+    expect((await sh(runbookListenerPidsScript([path.join(runbook, "elsewhere")]))).stdout.trim()).to.equal("");
     // Only a listener naming this very launch directory is the program's to stop.
     for (const other of [undefined, path.join(runbook, "elsewhere")]) {
       const refused = await sh(sidecarStartScript({ ...o, ...(other ? { takeoverRun: other } : {}) }));
