@@ -103,6 +103,14 @@ echo "$pid \${20}"`,
     return { pid: Number(pid), startTicks: startTicks! };
   }
 
+  /** A resource's outputs as the stack's state holds them (the replacement, when one is pending). */
+  async function stateOutputs(name: string): Promise<Record<string, unknown>> {
+    const resources = (await stack.exportStack()).deployment.resources as Array<{ urn: string; outputs?: Record<string, unknown>; delete?: boolean }>;
+    const found = resources.filter((r) => r.urn.endsWith(`::${name}`) && !r.delete);
+    expect(found.map((r) => r.urn), name).to.have.length(1);
+    return found[0]!.outputs ?? {};
+  }
+
   async function startTicksOf(pid: number): Promise<string | undefined> {
     const r = await runInHost(host.alias, ["sh", "-c", `stat=$(cat /proc/${pid}/stat) || exit 0; set -- \${stat##*) }; case $1 in Z|X) ;; *) echo "\${20}" ;; esac`], { allowFail: true });
     return r.stdout.trim() || undefined;
@@ -249,17 +257,21 @@ echo $!`,
       await stack.up({ ...quiet, refresh: true }).catch((err: Error) => (failure = err.message));
       // Its peer e1 still holds the old process's NIXL handshake (vLLM #38840): the preflight stops the up, as the runbook says.
       expect(failure, failure.slice(-2000)).to.contain("preflight failed: consume (e2 -> e1)");
-      const after = (await stack.outputs()) as Record<string, { value: unknown }>;
-      const reprofiled = (after.profiles!.value as { engines: Record<string, ProfileOut> }).engines;
-      expect(reprofiled.e1, "e1's adopted profile is kept as it was").to.deep.equal(profiles.e1);
-      expect(reprofiled.e2!.adoption?.verdict).to.equal("measured");
-      expect(reprofiled.e2!.adoption?.reason).to.include("restarted or relaunched since it was measured");
-      const measured = evidenceRecord(reprofiled.e2!.evidence!.relativePath);
+      // A failed up leaves the stack outputs as they were: what it did is in the resources' state.
+      const e1Profile = await stateOutputs("fleet-profiles-e1");
+      expect(e1Profile.evidence, "e1's adopted profile is kept as it was").to.deep.equal(profiles.e1!.evidence);
+      expect(e1Profile.adoption).to.deep.equal(profiles.e1!.adoption);
+      const e2Profile = await stateOutputs("fleet-profiles-e2");
+      const adoption = e2Profile.adoption as ProfileOut["adoption"];
+      expect(adoption?.verdict).to.equal("measured");
+      expect(adoption?.reason).to.include("restarted or relaunched since it was measured");
+      const measured = evidenceRecord((e2Profile.evidence as { relativePath: string }).relativePath);
       expect(measured.observations.adopted).to.equal(undefined);
       expect(Date.parse(measured.startedAt)).to.be.above(restartedAt);
-      const reattested = (after.attestation!.value as { engines: Record<string, { attestationDigest: string }> }).engines;
-      expect(reattested.e1!.attestationDigest).to.equal(runbook.e1!.digest);
-      expect(reattested.e2!.attestationDigest).to.not.equal(runbook.e2!.digest);
+      expect((await stateOutputs("fleet-attestation-e1")).attestationDigest).to.equal(runbook.e1!.digest);
+      const e2Attestation = await stateOutputs("fleet-attestation-e2");
+      expect(e2Attestation.attestationDigest).to.not.equal(runbook.e2!.digest);
+      expect(e2Attestation.runbookDocument, "after its restart e2's sidecar serves the program's own document").to.equal(undefined);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
       await withRunbookRun(false);
