@@ -75,7 +75,9 @@ export interface KnownHost {
 /** Writes .sim/ssh/known_hosts and .sim/ssh/config so `ssh -F .sim/ssh/config sim1` logs in. */
 export function writeClientFiles(hosts: readonly KnownHost[]): void {
   const sorted = [...hosts].sort((a, b) => a.address.localeCompare(b.address, undefined, { numeric: true }));
-  fs.writeFileSync(knownHostsFile(), sorted.map((h) => `${h.address} ${h.hostKey}\n`).join(""));
+  // `sim down` also gets here, and must work after the .sim folder was removed by hand.
+  fs.mkdirSync(path.dirname(knownHostsFile()), { recursive: true });
+  fs.writeFileSync(knownHostsFile(),  sorted.map((h) => `${h.address} ${h.hostKey}\n`).join(""));
   const blocks = sorted.map((h) =>
     [
       `Host ${h.alias}`,
