@@ -3,8 +3,10 @@
  * the private engine.env and native-process.json; the process a session leader on the host) is adopted
  * by the first `up` of a stack naming that directory when it serves the program's plan: same pid, same
  * start, generation evidence recording the adoption. An engine started with another plan is replaced,
- * and the stack output names the differing field. Uses the AMD host sim3 with its own ports, outside
- * the shared fleet's hosts.
+ * and the stack output names the differing field. And the runbook through Gate F (engines, their own
+ * narwhal-attest sidecars, a store the pinned narwhal-profile bound to those attestations) comes under
+ * the program with nothing profiled again until an engine restarts. Uses the AMD host sim3 with its own
+ * ports, outside the shared fleet's hosts.
  */
 import { expect } from "chai";
 import { spawnSync } from "node:child_process";
@@ -206,7 +208,7 @@ echo $!`,
           document,
         ),
       );
-      await awaitHealthy(endpoint.url.replace(/\/v1\/attestation$/, ""), 60_000);
+      await awaitHealthy(endpoint.healthUrl.replace(/\/health$/, ""), 60_000);
       runbook[e.id] = { pid, sidecarPid, digest: (await (await request(endpoint.url)).body.json() as { attestation_digest: string }).attestation_digest };
     }
     // ... then narwhal-profile over the fleet document, binding every row to its engine's attestation. The
@@ -218,10 +220,10 @@ echo $!`,
       expect((fleet as { engine_contract?: unknown }).engine_contract).to.deep.equal(contract);
       fs.writeFileSync(path.join(dir, "fleet.json"), JSON.stringify(fleet, null, 2), { mode: 0o600 });
       const env = { ...process.env, NARWHAL_ENGINE_API_KEY: API_KEY };
-      const sweep = PROFILING;
+      // The stack's own sweep, so the adopted rows cover what a fresh profile would.
       const profiled = spawnSync(
         path.join(PROJECT_ROOT, ".tools", "venv", "bin", "narwhal-profile"),
-        ["--fleet", path.join(dir, "fleet.json"), "--prefill-lens", sweep.prefillLens.join(","), "--decode-input-lens", sweep.decodeInputLens.join(","), "--decode-concurrency", sweep.decodeConcurrency.join(","), "--prefill-repeats", String(sweep.prefillRepeats)],
+        ["--fleet", path.join(dir, "fleet.json"), "--prefill-lens", PROFILING.prefillLens.join(","), "--decode-input-lens", PROFILING.decodeInputLens.join(","), "--decode-concurrency", PROFILING.decodeConcurrency.join(","), "--prefill-repeats", String(PROFILING.prefillRepeats)],
         { cwd: dir, env, encoding: "utf8", timeout: 600_000 },
       );
       expect(profiled.status, profiled.stderr).to.equal(0);
