@@ -78,6 +78,11 @@ export function sidecarArgv(o: SidecarOptions): string[] {
 /** Stands for the engine's pid in the argv until the start script resolves the live one. */
 const LIVE_PID = "@ENGINE_PID@";
 
+/** The shell pipeline printing the pid of the process listening on `port` on this host (empty when none). */
+function listenerPid(port: string | number): string {
+  return `ss -Hltnp ${shq(`( sport = :${port} )`)} 2>/dev/null | sed -n 's/.*pid=\\([0-9][0-9]*\\).*/\\1/p' | head -n 1`;
+}
+
 /**
  * A native engine restarted outside Pulumi (by an operator or a supervisor) keeps its plan but not
  * the pid its launcher recorded: the sidecar must watch the process that serves the engine's port now,
@@ -86,7 +91,7 @@ const LIVE_PID = "@ENGINE_PID@";
 function liveOwnerScript(o: SidecarOptions): string {
   if (o.owner.pid === undefined) return "";
   const port = new URL(o.engineUrl).port;
-  return `engine_pid=$(ss -Hltnp ${shq(`( sport = :${port} )`)} 2>/dev/null | sed -n 's/.*pid=\\([0-9][0-9]*\\).*/\\1/p' | head -n 1)
+  return `engine_pid=$(${listenerPid(port)})
 [ -n "$engine_pid" ] || engine_pid=${o.owner.pid}
 `;
 }
@@ -103,7 +108,7 @@ function runbookTakeoverScript(o: SidecarOptions): string {
   return `runbook=${shq(o.takeoverRun)}
 ${NAMES_RUN_FUNCTION}# Not a zombie: the runbook's sidecar may have been left to an init that does not reap.
 alive() { s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; set -- \${s##*) }; [ "$1" != Z ] && [ "$1" != X ]; }
-holder=$(ss -Hltnp ${shq(`( sport = :${o.endpoint.port} )`)} 2>/dev/null | sed -n 's/.*pid=\\([0-9][0-9]*\\).*/\\1/p' | head -n 1)
+holder=$(${listenerPid(o.endpoint.port)})
 if [ -n "$holder" ] && [ "$(names_run "$holder" "$runbook")" = yes ]; then
   echo ${shq(`${who}: stopping the runbook's sidecar`)}" (pid $holder, started for $runbook) on port ${o.endpoint.port}" >&2
   kill -TERM "$holder" 2>/dev/null || true

@@ -18,6 +18,7 @@
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../digest";
 import type { LaunchPlan } from "./plan";
+import type { RunbookAttestationSource } from "../attestation/runbook-document";
 
 /** What the survey script (lib/runtime/runbook-survey.ts) saw in the launch directory and on the host. */
 export interface RunbookSurvey {
@@ -255,7 +256,7 @@ export function decideRunbookAdoption(program: ProgramLaunch, s: RunbookSurvey):
  * launched (lib/attestation/runbook-document.ts decides whether it is still served); undefined when the
  * engine was not adopted or the launch directory holds no document.
  */
-export function runbookAttestationOf(d: RunbookDecision, s: RunbookSurvey): { run: string; text: string; processStartS: number } | undefined {
+export function runbookAttestationOf(d: RunbookDecision, s: RunbookSurvey): RunbookAttestationSource | undefined {
   const text = decode(s.attestationJson);
   const live = s.live;
   if (d.action !== "adopt" || text === undefined || !live || live.btime === undefined || !live.clockTicks) return undefined;
