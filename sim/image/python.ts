@@ -7,6 +7,9 @@
  *   python3 -c <runtime check> <request>      the image check (lib/image-check/python.ts): one
  *                                             `NARWHAL_CHECK {...}` line per check, exit 1 if any failed
  *   python3 -c <urllib /health probe> <url>   the docker backend's container healthcheck
+ *   python3 -m vllm.entrypoints.openai.api_server --model <dir> [flags]
+ *                                             the runbook launcher's engine container command: the
+ *                                             simulator, as `vllm serve` with the model as --model
  *
  * Any other call exits 2 and names itself, so a new use of the image's Python fails loudly instead of
  * passing unseen.
@@ -138,9 +141,18 @@ export async function main(args: string[], env: NodeJS.ProcessEnv): Promise<numb
   return 2;
 }
 
+const API_SERVER_MODULE = "vllm.entrypoints.openai.api_server";
+
 /** The image's `python3` entry point. */
 export function run(): void {
-  main(process.argv.slice(2), process.env).then(
+  const args = process.argv.slice(2);
+  if (args[0] === "-m" && args[1] === API_SERVER_MODULE) {
+    // The simulator's entry point serves on load, reading process.argv as `vllm` does.
+    process.argv = [process.argv[0]!, "vllm", "serve", ...args.slice(2)];
+    require("../engine/main");
+    return;
+  }
+  main(args, process.env).then(
     (status) => (process.exitCode = status),
     (err: Error) => {
       console.error(describe(err));
