@@ -12,9 +12,9 @@ export * from "./types";
 
 /** Runs the engine with the backend `runtime.kind` names; every backend returns the same shape. */
 export function engineProcess(kind: RuntimeSpec["kind"], name: string, args: EngineProcessArgs, parent: pulumi.Resource): EngineProcess {
-  if (args.runbookRun !== undefined && kind !== "native") {
-    // The survey reads the launcher's container records, but only the native start can take an engine over yet.
-    throw new Error(`engine ${name}: engines[].runbookRun (${args.runbookRun}) is supported with runtime.kind native only, not ${kind}`);
+  if (args.runbookRun !== undefined && kind === "docker") {
+    // The docker provider owns its container through Pulumi state; it cannot take over one it did not create.
+    throw new Error(`engine ${name}: engines[].runbookRun (${args.runbookRun}) is supported with runtime.kind native or docker-cli, not docker`);
   }
   switch (kind) {
     case "native":

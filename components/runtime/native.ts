@@ -1,45 +1,16 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
-import { decideRunbookAdoption, runbookAttestationOf, surveyEnvKeys, type RunbookDecision } from "../../lib/launch/runbook";
-import type { LaunchPlan } from "../../lib/launch/plan";
+import type { RunbookDecision } from "../../lib/launch/runbook";
 import { startScript, stopScript, type RunbookTakeover } from "../../lib/runtime/native";
 import { nativeRestartScript } from "../../lib/runtime/restart";
-import { parseSurvey, surveyScript } from "../../lib/runtime/runbook-survey";
 import { envFile } from "../../lib/shell";
 import { lastJsonLine } from "./stdout";
-import type { RunbookAttestationSource } from "../../lib/attestation/runbook-document";
-import type { EngineProcess, NativeProcessArgs, RunbookAdoption, RunbookOutcome } from "./types";
-
-/** Bound on the survey's one `docker inspect` (a runbook container launch). */
-const SURVEY_INSPECT_TIMEOUT_S = 30;
+import { runbookOutcome, runbookSurvey } from "./runbook";
+import type { EngineProcess, NativeProcessArgs, RunbookAdoption } from "./types";
 
 function takeoverOf(d: RunbookDecision, run: string): RunbookTakeover | undefined {
   if (d.action === "start" || !("pid" in d.identity)) return undefined;
   return { action: d.action, ...d.identity, run, runbookPlanSha256: d.action === "adopt" ? d.runbookPlanSha256 : undefined, reason: d.reason };
-}
-
-/**
- * Reads the runbook launch directory once, when the engine is first created (its stdout holds the
- * launcher's records and the plan's non-secret environment values, never the API key), and decides
- * against the plan whether the launcher's engine is kept or replaced.
- */
-function runbookSurvey(name: string, args: NativeProcessArgs, run: string, parent: pulumi.Resource): pulumi.Output<{ decision: RunbookDecision; attestation?: RunbookAttestationSource }> {
-  const survey = new command.remote.Command(
-    `${name}-runbook-survey`,
-    {
-      connection: args.connection,
-      create: args.plan.apply((p) => surveyScript({ run, envKeys: surveyEnvKeys(p), inspectTimeoutS: SURVEY_INSPECT_TIMEOUT_S })),
-      triggers: [run],
-      addPreviousOutputInEnv: false,
-      logging: "stderr",
-    },
-    { parent },
-  );
-  return pulumi.all([args.plan, survey.stdout]).apply(([plan, out]: [LaunchPlan, string]) => {
-    const surveyed = parseSurvey(out);
-    const decision = decideRunbookAdoption({ plan }, surveyed);
-    return { decision, attestation: runbookAttestationOf(decision, surveyed) };
-  });
 }
 
 /**
@@ -76,7 +47,7 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
     restartScript: args.plan.apply((p) => nativeRestartScript(p, args.runDir, { stop: args.stopTimeoutS, health: args.healthTimeoutS })),
     resources: [process],
     adopted: started.apply((s) => s.adopted),
-    ...(decision ? { runbook: decision.apply((d): RunbookOutcome => ({ action: d.action, reason: d.reason, differences: d.action === "replace" ? d.differences : [] })) } : {}),
+    ...(decision ? { runbook: decision.apply(runbookOutcome) } : {}),
     ...(surveyed ? { runbookAttestation: surveyed.attestation } : {}),
   };
 }

@@ -258,7 +258,18 @@ export function decideRunbookAdoption(program: ProgramLaunch, s: RunbookSurvey):
  */
 export function runbookAttestationOf(d: RunbookDecision, s: RunbookSurvey): RunbookAttestationSource | undefined {
   const text = decode(s.attestationJson);
+  if (d.action !== "adopt" || text === undefined) return undefined;
+  const processStartS = "containerId" in d.identity ? containerStartS(s) : nativeStartS(s);
+  return processStartS === undefined ? undefined : { run: s.run, text, processStartS };
+}
+
+function nativeStartS(s: RunbookSurvey): number | undefined {
   const live = s.live;
-  if (d.action !== "adopt" || text === undefined || !live || live.btime === undefined || !live.clockTicks) return undefined;
-  return { run: s.run, text, processStartS: live.btime + live.startTicks / live.clockTicks };
+  return live && live.btime !== undefined && live.clockTicks ? live.btime + live.startTicks / live.clockTicks : undefined;
+}
+
+/** The container's start: its entrypoint is the engine process (`--entrypoint python3`), started with it. */
+function containerStartS(s: RunbookSurvey): number | undefined {
+  const ms = s.container ? Date.parse(s.container.startedAt) : NaN;
+  return Number.isFinite(ms) ? ms / 1000 : undefined;
 }

@@ -54,8 +54,25 @@ export type ContainerTarget = Omit<ContainerRuntimeOptions, "launchToken" | "env
 /** Replaced in the rendered script by the shell variable holding this attempt's token. */
 const TOKEN_MARKER = "@NARWHAL_LAUNCH_TOKEN@";
 
+/**
+ * A container the runbook's launcher runs for this engine (lib/launch/runbook.ts decided): kept as the
+ * engine (adopt) or stopped before the program's starts (replace).
+ */
+export interface RunbookContainerTakeover {
+  readonly action: "adopt" | "replace";
+  /** The launcher's `container.id` (64 hex). */
+  readonly containerId: string;
+  /** The launch directory, and (adopt) the launcher's plan hash: recorded with the adoption. */
+  readonly run: string;
+  readonly runbookPlanSha256?: string;
+  /** Why: printed where the operator reads the up's log. */
+  readonly reason: string;
+}
+
 export const RUN_FILES = {
   envFile: "container.env",
+  /** An adopted runbook container: it carries the launcher's labels, not ours, so stop finds it here. */
+  runbookContainer: "runbook-container.id",
   launchToken: "launch-token",
   containerId: "container.id",
   started: "started",
@@ -131,6 +148,7 @@ remove_container() {
 }
 # reconcile: of this engine's containers, adopt one running this plan and spec; stop and remove the rest.
 adopted=; adopted_token=; adopted_started=; removed=
+rb_adopted=; rb_started=; rb_record=
 reconcile() {
   rc_ids=$(dk_inspect "ps (containers of engine $engine)" ps -aq --no-trunc --filter "$l_stack" --filter "$l_engine") ||
     die "could not list this engine's containers"
@@ -160,7 +178,7 @@ reconcile() {
  * `{"containerId": "<64 hex>", "startedAt": "<the container's State.StartedAt>", "launchToken": "<hex>"}`;
  * an adopted container prints the same line as the start that created it.
  */
-export function startScript(plan: LaunchPlan, target: ContainerTarget, opts: DockerCliOptions): string {
+export function startScript(plan: LaunchPlan, target: ContainerTarget, opts: DockerCliOptions, runbook?: RunbookContainerTakeover): string {
   const spec = scriptContainerSpec(plan, target, opts);
   const d = opts.deadlinesS;
   const image = target.image;
@@ -227,12 +245,17 @@ printf '%s\\n' "$image_id" > "$run/${RUN_FILES.imageId}"
 
 reconcile
 t0=$(date +%s)
-if [ -n "$adopted" ]; then
+${runbook ? runbookTakeoverScript(plan, runbook, opts) : ""}if [ -n "$adopted" ]; then
   # An earlier start of this very plan and spec is running: adopt it, never start a second one.
   say "adopting running container $adopted (launch token $adopted_token)"
   cid=$adopted; token=$adopted_token; started=$adopted_started
   attempt=$token
   printf '%s\\n' "$token" > "$run/${RUN_FILES.launchToken}"
+elif [ -n "$rb_adopted" ]; then
+  # The runbook's container serves this plan: it is the engine now. No launch token: a failure to
+  # answer /health below leaves it as it was found.
+  cid=$rb_adopted; token=; started=$rb_started
+  printf '%s\\n' "$cid" > "$run/${RUN_FILES.runbookContainer}"
 else
 ${gpuWait(plan, target, opts)}  token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')
   [ \${#token} -eq 32 ] || die "could not make a launch token"
@@ -264,9 +287,40 @@ until curl -fsS -o /dev/null --max-time 2 "$health" 2>/dev/null; do
   fi
   sleep 0.5
 done
-printf '{"containerId":"%s","startedAt":"%s","launchToken":"%s"}\\n' "$cid" "$started" "$token" > "$run/${RUN_FILES.started}"
+printf '{"containerId":"%s","startedAt":"%s","launchToken":"%s"%s}\\n' "$cid" "$started" "$token" "$rb_record" > "$run/${RUN_FILES.started}"
 attempt=
 cat "$run/${RUN_FILES.started}"
+`;
+}
+
+/**
+ * Sets `rb_adopted` (with `rb_started` and `rb_record`, the JSON tail of the start line) when the
+ * runbook's container is kept; stops it when it is replaced. Runs after reconcile: a running container
+ * of the program's own for this plan wins, and the runbook's is then stopped like a replaced one.
+ */
+function runbookTakeoverScript(plan: LaunchPlan, t: RunbookContainerTakeover, opts: DockerCliOptions): string {
+  if (!/^[0-9a-f]{64}$/.test(t.containerId)) throw new Error(`engine ${plan.engineId}: runbook container ID ${JSON.stringify(t.containerId)} is not 64 hex digits`);
+  const d = opts.deadlinesS;
+  const record = JSON.stringify({ adopted: { launcher: "runbook", run: t.run, planSha256: t.runbookPlanSha256 ?? null } }).slice(1, -1);
+  return `rb_cid=${t.containerId}
+rb_state=$(dk_inspect "inspect $rb_cid (the runbook's container)" inspect --format '{{.State.Running}}|{{.State.StartedAt}}' "$rb_cid" 2>/dev/null) || rb_state=gone
+case $rb_state in
+  true\\|*)
+    if [ -z "$adopted" ] && [ ${shq(t.action)} = adopt ]; then
+      printf '%s\\n' ${shq(t.reason)} >&2
+      rb_adopted=$rb_cid; rb_started=\${rb_state#true|}; rb_record=,${shq(record)}
+    else
+      if [ -n "$adopted" ]; then
+        say "the program's own container $adopted serves this plan; stopping the runbook's container $rb_cid"
+      else
+        printf '%s\\n' ${shq(t.reason)} >&2
+      fi
+      # Stopped, not removed: its log stays with the runbook's records.
+      dk 'runtime.deadlinesS.stop ${d.stop}s grace + runtime.deadlinesS.inspect ${d.inspect}s' ${d.stop + d.inspect} "stop $rb_cid (the runbook's container)" stop -t ${d.stop} "$rb_cid" >/dev/null ||
+        die "could not stop the runbook's container $rb_cid; nothing was started"
+    fi ;;
+  *) say "the runbook's container $rb_cid is no longer running; starting the program's engine" ;;
+esac
 `;
 }
 
@@ -296,12 +350,13 @@ export function stopScript(plan: LaunchPlan, target: ContainerTarget, opts: Dock
 ${prelude(plan, target, opts, spec)}rm -f "$run/${RUN_FILES.envFile}" "$run/env.in"
 ids=$(dk_inspect "ps (containers of engine $engine)" ps -aq --no-trunc --filter "$l_stack" --filter "$l_engine") ||
   die "could not list this engine's containers; nothing was stopped"
+[ -f "$run/${RUN_FILES.runbookContainer}" ] && ids="$ids $(tr -dc '0-9a-f' < "$run/${RUN_FILES.runbookContainer}")"
 failed=
 for id in $ids; do
   remove_container "$id" || failed="$failed $id"
 done
 [ -z "$failed" ] || die "could not remove container(s)$failed; run the stop again"
-rm -f "$run/${RUN_FILES.launchToken}" "$run/${RUN_FILES.containerId}" "$run/${RUN_FILES.started}"
+rm -f "$run/${RUN_FILES.launchToken}" "$run/${RUN_FILES.containerId}" "$run/${RUN_FILES.started}" "$run/${RUN_FILES.runbookContainer}"
 `;
 }
 

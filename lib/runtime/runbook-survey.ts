@@ -30,11 +30,23 @@ export const NAMES_RUN_FUNCTION = `names_run() {
 }
 `;
 
-/** Prints, one per line, the pids of listening processes whose command line names one of `runs`. */
+/**
+ * Prints, one per line, the pids of listening processes that belong to one of `runs`: their command line
+ * names it (the runbook's sidecar, a native engine), or they run in the container its `container.id`
+ * records (the launcher starts containers with `--network host`, so the engine listens on the host and
+ * its cgroup path carries the container ID, with either cgroup driver).
+ */
 export function runbookListenerPidsScript(runs: ReadonlyArray<string>): string {
   if (runs.length === 0) return "";
-  return `${NAMES_RUN_FUNCTION}for rb_listener in $(ss -Hltnp 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
-  for rb_run in ${runs.map(shq).join(" ")}; do [ "$(names_run "$rb_listener" "$rb_run")" = yes ] && echo "$rb_listener" && break; done
+  return `${NAMES_RUN_FUNCTION}in_run_container() {
+  [ -f "$2/container.id" ] || return 1
+  rb_cid=$(tr -dc '0-9a-f' < "$2/container.id")
+  [ \${#rb_cid} -eq 64 ] && grep -qF "$rb_cid" "/proc/$1/cgroup" 2>/dev/null
+}
+for rb_listener in $(ss -Hltnp 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+  for rb_run in ${runs.map(shq).join(" ")}; do
+    if [ "$(names_run "$rb_listener" "$rb_run")" = yes ] || in_run_container "$rb_listener" "$rb_run"; then echo "$rb_listener"; break; fi
+  done
 done
 `;
 }

@@ -19,6 +19,8 @@ const API_KEY = "mock-runbook-api-key-3e9d";
 const RUN = "/srv/runbook/runs/engine-launch-20260101T000000Z-4242";
 const BOOT = "6f1c2d3e-0000-4000-8000-000000000001";
 const RUNTIME: RuntimeSpec = { kind: "native", image: undefined, vllmCommand: "vllm", dockerCommand: "docker", deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30 } } as RuntimeSpec;
+const CONTAINER = "c0".repeat(32);
+const IMAGE = `sha256:${"ab".repeat(32)}`;
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 
 const registered: Array<{ type: string; name: string; inputs: Record<string, unknown> }> = [];
@@ -40,6 +42,24 @@ function surveyLine(launch: Record<string, unknown>): string {
     live: { pid: 4242, pgid: 4242, startTicks: 777, bootId: BOOT },
     containerId: null,
     container: null,
+    env,
+  });
+}
+
+/** The survey line a live container launch of `launch` produces, its container carrying the ownership label. */
+function containerSurveyLine(launch: Record<string, unknown>): string {
+  const text = JSON.stringify(launch, null, 2) + "\n";
+  const sha = createHash("sha256").update(text).digest("hex");
+  const plan = renderLaunchPlan(launchInputs());
+  const all = runbookEnv(plan, API_KEY);
+  const env = Object.fromEntries(surveyEnvKeys(plan).filter((k) => k in all).map((k) => [k, all[k]]));
+  return JSON.stringify({
+    run: RUN,
+    launchJson: b64(text),
+    checkedJson: b64(JSON.stringify({ plan_sha256: sha, image_id: IMAGE })),
+    ownerJson: b64(JSON.stringify({ label: "0".repeat(32) })),
+    containerId: CONTAINER,
+    container: { running: true, image: IMAGE, ownerLabel: "0".repeat(32), startedAt: "2026-01-01T00:00:00.123456789Z" },
     env,
   });
 }
@@ -66,6 +86,11 @@ describe("mocks: an engine with a runbook launch directory", () => {
           if (args.name.endsWith("-runbook-survey")) return { id: `${args.name}-id`, state: { ...args.inputs, stdout: surveyStdout } };
           // What the start script prints: the adoption record only when it took the runbook's process over.
           const create = String(args.inputs.create);
+          if (create.includes("rb_cid=")) {
+            const kept = create.includes("[ 'adopt' = adopt ]");
+            const adoptedRecord = kept ? `,"adopted":{"launcher":"runbook","run":"${RUN}","planSha256":"x"}` : "";
+            return { id: `${args.name}-id`, state: { ...args.inputs, stdout: `{"containerId":"${kept ? CONTAINER : "f".repeat(64)}","startedAt":"2026-01-01T00:00:00Z","launchToken":""${adoptedRecord}}` } };
+          }
           const adopted = create.includes("elif [ 'adopt' = adopt ]") ? `,"adopted":{"launcher":"runbook","run":"${RUN}","planSha256":"x"}` : "";
           const pid = adopted ? 4242 : 42;
           return { id: `${args.name}-id`, state: { ...args.inputs, stdout: `{"pid":${pid},"startedAt":"2026-01-01T00:00:00Z"${adopted}}` } };
@@ -134,10 +159,23 @@ describe("mocks: an engine with a runbook launch directory", () => {
     expect(byName("r2-generation").inputs.adopted).to.equal(undefined);
   });
 
-  it("a container runtime with a runbook launch directory (refused by the config rules) is refused by the runtime too, before registering anything", async () => {
+  it("with the docker-cli runtime, surveys the launcher's container and hands the adoption to the container start", async () => {
+    const plan = renderLaunchPlan(launchInputs());
+    surveyStdout = containerSurveyLine(runbookPlan(plan, { backend: "container", image: IMAGE }));
+    const e = engine("r4", { ...RUNTIME, kind: "docker-cli", image: IMAGE } as RuntimeSpec);
+    const outcome = await promiseOf(e.runbook);
+    expect(outcome, outcome?.reason).to.include({ action: "adopt" });
+    await promiseOf(e.generation.urn);
+    expect(byName("r4-runbook-survey").inputs.create).to.equal(surveyScript({ run: RUN, envKeys: surveyEnvKeys(plan), dockerCommand: "docker", inspectTimeoutS: 30 }));
+    expect(String(byName("r4-process").inputs.create)).to.include(`rb_cid=${CONTAINER}`);
+    expect(byName("r4-generation").inputs.adopted).to.deep.equal({ launcher: "runbook", run: RUN, planSha256: "x" });
+    expect(byName("r4-generation").inputs.processIdentity).to.deep.equal({ hostAlias: "a", containerId: CONTAINER });
+  });
+
+  it("the docker provider runtime with a runbook launch directory (refused by the config rules) is refused by the runtime too, before registering anything", async () => {
     const { engineProcess } = await import("../../components/runtime");
     // Nothing but the runtime kind and the directory is read before the refusal.
-    expect(() => engineProcess("docker-cli", "r3", { runbookRun: RUN } as never, undefined as never)).to.throw(/engines\[\]\.runbookRun .* native only, not docker-cli/);
+    expect(() => engineProcess("docker", "r3", { runbookRun: RUN } as never, undefined as never)).to.throw(/engines\[\]\.runbookRun .* native or docker-cli, not docker/);
     expect(registered).to.deep.equal([]);
   });
 });

@@ -3,7 +3,10 @@
  * `bash -c` here, as the engine host would run them over SSH, on the engine-simulator image that
  * sim/image/build.ts builds without a registry. Engines listen on 127.0.0.1 only (host network), the
  * model is a tiny test model mounted read-only, and every container carries this run's own stack label,
- * which the hooks use to remove whatever a failing test leaves behind.
+ * which the hooks use to remove whatever a failing test leaves behind. The last cases start a container
+ * the way the runbook's launcher does (`docker create --label io.narwhal.launch=<owner> --entrypoint
+ * python3 <image> -m vllm.entrypoints.openai.api_server …`, its launch directory beside it) and run the
+ * survey, the decision of lib/launch/runbook.ts and the start script's takeover for real.
  */
 import { expect } from "chai";
 import { spawn, spawnSync } from "node:child_process";
@@ -11,9 +14,13 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, st
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { randomBytes } from "node:crypto";
 import { LaunchInputs, LaunchPlan, renderLaunchPlan } from "../../lib/launch/plan";
 import { LABELS } from "../../lib/runtime/container-spec";
-import { ContainerTarget, DockerCliOptions, reconcileScript, startScript, stopScript } from "../../lib/runtime/docker-cli";
+import { ContainerTarget, DockerCliOptions, reconcileScript, RunbookContainerTakeover, startScript, stopScript } from "../../lib/runtime/docker-cli";
+import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../../lib/launch/runbook";
+import { parseSurvey, runbookListenerPidsScript, surveyScript } from "../../lib/runtime/runbook-survey";
+import { runbookEnv, runbookPlan, writeRunbookRun } from "../unit/launch/runbook-record";
 import { envFile } from "../../lib/shell";
 import { buildSimImage } from "../../sim/image/build";
 import { writeTestModel } from "../../sim/engine/testing-model";
@@ -327,5 +334,117 @@ describe("docker-cli runtime on the local Docker Engine", function () {
     expect(existsSync(join(e.runDir, "launch-token"))).to.equal(false);
     expect(await httpStatus(`${e.plan.url}/health`)).to.equal("refused");
     expect(stop(e).status).to.equal(0);
+  });
+
+  describe("a container the runbook's launcher runs for the engine", () => {
+    /** `launch_engine prepare/check/start` of a container launch serving `e`'s plan (with `flags` changed). */
+    function runbookContainer(e: Engine, flags: Record<string, string> = {}): { run: string; cid: string } {
+      const run = join(dir, "runbook", e.plan.engineId);
+      const launch = runbookPlan(e.plan, { backend: "container", image, flags });
+      // The launcher binds containers to every address; here the engine stays on loopback (--host is not compared).
+      const args = (launch.args as string[]).map((a, i, all) => (all[i - 1] === "--host" ? "127.0.0.1" : a));
+      writeRunbookRun(run, { ...launch, args }, runbookEnv(e.plan, API_KEY));
+      const owner = randomBytes(16).toString("hex");
+      writeFileSync(join(run, "docker-owner.json"), JSON.stringify({ label: owner }), { mode: 0o600 });
+      const cid = docker(
+        "create", "--label", `io.narwhal.launch=${owner}`, "--label", `io.narwhal.operation=${randomBytes(16).toString("hex")}`,
+        // Not the engine label: the program's reconcile must not see it; the stack label lets the hooks clean up.
+        "--label", `${LABELS.stack}=${STACK}`,
+        "--name", `narwhal-${e.plan.engineId}-${randomBytes(6).toString("hex")}`, "--network", "host", "--ipc", "host",
+        "--env-file", join(run, "container.env"), "--mount", `type=bind,src=${modelDir},dst=/model,readonly`,
+        "--entrypoint", "python3", image, ...args,
+      );
+      writeFileSync(join(run, "container.id"), `${cid}\n`, { mode: 0o600 });
+      docker("start", cid);
+      return { run, cid };
+    }
+
+    /** Retries: a pooled connection to the runbook's stopped engine fails the first request after it. */
+    async function waitHealthy(url: string): Promise<void> {
+      for (let i = 0; i < 200 && (await httpStatus(`${url}/health`)) !== 200; i++) await new Promise((r) => setTimeout(r, 150));
+      expect(await httpStatus(`${url}/health`)).to.equal(200);
+    }
+
+    function survey(e: Engine, run: string): RunbookDecision {
+      const r = sh(surveyScript({ run, envKeys: surveyEnvKeys(e.plan), inspectTimeoutS: 30 }));
+      expect(r.status, r.stderr).to.equal(0);
+      return decideRunbookAdoption({ plan: e.plan, image }, parseSurvey(r.stdout));
+    }
+
+    function takeover(d: RunbookDecision, run: string): RunbookContainerTakeover {
+      if (d.action === "start" || !("containerId" in d.identity)) throw new Error(`expected a container to take over: ${d.reason}`);
+      return { action: d.action, containerId: d.identity.containerId, run, runbookPlanSha256: d.action === "adopt" ? d.runbookPlanSha256 : undefined, reason: d.reason };
+    }
+
+    const startTakingOver = (e: Engine, t: RunbookContainerTakeover) => sh(startScript(e.plan, e.target, e.opts, t), envFile({ VLLM_API_KEY: API_KEY }));
+    const running = (cid: string) => docker("inspect", "--format", "{{.State.Running}}", cid) === "true";
+
+    it("adopts the container serving the program's plan and image: same container, no second one, stop removes it", async () => {
+      const e = await engine("r1");
+      const { run, cid } = runbookContainer(e);
+      await waitHealthy(e.plan.url);
+      const startedAt = docker("inspect", "--format", "{{.State.StartedAt}}", cid);
+
+      const decision = survey(e, run);
+      expect(decision.action, decision.reason).to.equal("adopt");
+      // Discovery does not count the engine's listener on its planned port as someone else's.
+      const listener = sh(`ss -Hltnp 'sport = :${e.inputs.engine.port}' | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u`).stdout.trim();
+      expect(listener).to.match(/^\d+$/);
+      expect(sh(runbookListenerPidsScript([run])).stdout.split("\n")).to.include(listener);
+      expect(sh(runbookListenerPidsScript([join(dir, "runbook", "elsewhere")])).stdout.trim()).to.equal("");
+
+      const r = startTakingOver(e, takeover(decision, run));
+      expect(r.status, r.stderr).to.equal(0);
+      expect(r.stderr).to.include(decision.reason);
+      expect(lastJson(r.stdout)).to.deep.equal({ containerId: cid, startedAt, launchToken: "", adopted: { launcher: "runbook", run, planSha256: (decision as { runbookPlanSha256: string }).runbookPlanSha256 } });
+      expect(containers("r1")).to.deep.equal([]);
+      expect(running(cid)).to.equal(true);
+      expect(await httpStatus(`${e.plan.url}/v1/models`, { Authorization: `Bearer ${API_KEY}` })).to.equal(200);
+      // Run again (an interrupted create), it keeps the same container.
+      const again = startTakingOver(e, takeover(decision, run));
+      expect(again.status, again.stderr).to.equal(0);
+      expect(lastJson(again.stdout).containerId).to.equal(cid);
+
+      const s = stop(e);
+      expect(s.status, s.stderr).to.equal(0);
+      expect(docker("ps", "-aq", "--no-trunc", "--filter", `id=${cid}`)).to.equal("");
+      expect(await httpStatus(`${e.plan.url}/health`)).to.equal("refused");
+    });
+
+    it("stops a container running another plan, naming the differing flag, and starts the program's own", async () => {
+      const e = await engine("r2");
+      const { run, cid } = runbookContainer(e, { "--max-num-seqs": "16" });
+      await waitHealthy(e.plan.url);
+
+      const decision = survey(e, run);
+      expect(decision.action).to.equal("replace");
+      expect(decision.reason).to.include("argv --max-num-seqs is 16 there, 8 here");
+      const r = startTakingOver(e, takeover(decision, run));
+      expect(r.status, r.stderr).to.equal(0);
+      expect(r.stderr).to.include(decision.reason);
+      // Stopped, not removed: its log stays with the runbook's records.
+      expect(running(cid)).to.equal(false);
+      const [own] = containers("r2");
+      expect(lastJson(r.stdout)).to.include({ containerId: own });
+      expect(lastJson(r.stdout)).not.to.have.property("adopted");
+      await waitHealthy(e.plan.url);
+    });
+
+    it("starts the program's engine when the recorded container no longer runs, even after deciding to adopt it", async () => {
+      const e = await engine("r3");
+      const { run, cid } = runbookContainer(e);
+      await waitHealthy(e.plan.url);
+      const decided = survey(e, run);
+      expect(decided.action).to.equal("adopt");
+      docker("stop", "-t", "5", cid);
+      expect(survey(e, run)).to.deep.equal({ action: "start", reason: `runbook launch ${run}: its container ${cid.slice(0, 12)} is not running; starting the program's engine` });
+
+      // Stopped between the survey and the start: the start script looks again and starts its own.
+      const r = startTakingOver(e, takeover(decided, run));
+      expect(r.status, r.stderr).to.equal(0);
+      expect(r.stderr).to.include(`the runbook's container ${cid} is no longer running; starting the program's engine`);
+      expect(lastJson(r.stdout).containerId).to.equal(containers("r3")[0]);
+      await waitHealthy(e.plan.url);
+    });
   });
 });

@@ -15,10 +15,10 @@ export const runtimeRules: Rule = (ctx, report) => {
         `set runtime.kind to "docker-cli" or "docker", or remove runtime.image`,
     );
   }
-  // Only the native start takes a runbook engine over (components/runtime/native.ts).
+  // The native and docker-cli starts take a runbook engine over; the docker provider cannot adopt a container.
   ctx.engines.forEach((engine, i) => {
-    if (engine.value.runbookRun !== undefined && kind !== "native") {
-      report(["engines", i, "runbookRun"], `set, but runtime.kind is "${kind}"; adopting an engine the runbook's launcher started is supported with runtime.kind "native" only`);
+    if (engine.value.runbookRun !== undefined && kind === "docker") {
+      report(["engines", i, "runbookRun"], `set, but runtime.kind is "docker"; adopting an engine the runbook's launcher started needs runtime.kind "native" or "docker-cli" (the docker provider only manages containers it created)`);
     }
   });
 };

@@ -64,15 +64,15 @@ const CASES: BadCase[] = [
     ],
   },
   {
-    name: "a runbook launch directory with a container runtime",
+    name: "a runbook launch directory with the docker provider runtime",
     edit: (c) => {
-      c.runtime = { kind: "docker-cli", image: DIGEST };
+      c.runtime = { kind: "docker", image: DIGEST };
       c.engines[0].runbookRun = "/srv/runbook/runs/engine-launch-1";
     },
     issues: [
       [
         "engines[0].runbookRun",
-        'set, but runtime.kind is "docker-cli"; adopting an engine the runbook\'s launcher started is supported with runtime.kind "native" only',
+        'set, but runtime.kind is "docker"; adopting an engine the runbook\'s launcher started needs runtime.kind "native" or "docker-cli" (the docker provider only manages containers it created)',
       ],
     ],
   },

@@ -124,6 +124,9 @@ describe("runbook launch adoption (plan equality)", () => {
     const foreign = decideRunbookAdoption({ plan, image: String(launch.image) }, { ...base, container: { ...base.container!, ownerLabel: "x" } });
     expect(foreign.action).to.equal("replace");
     expect(foreign.reason).to.include("ownership label io.narwhal.launch=" + "b".repeat(32));
+    // An adopted container's sidecar document is bound to the container's start: its entrypoint is the engine.
+    const doc = { ...base, container: { ...base.container!, startedAt: "2026-01-01T00:00:07.250000000Z" }, attestationJson: b64("{}\n") };
+    expect(runbookAttestationOf(decideRunbookAdoption({ plan, image: String(launch.image) }, doc), doc)).to.deep.equal({ run: "/r", text: "{}\n", processStartS: Date.UTC(2026, 0, 1, 0, 0, 7, 250) / 1000 });
   });
 
   it("never asks the survey for a secret's environment key", () => {
