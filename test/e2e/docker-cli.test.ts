@@ -4,10 +4,13 @@
  * that the program drives over SSH starts the engine-simulator image (built locally, no registry) with
  * `--network host` on the host's fabric address, the checkpoint mounted from the host's /models and
  * `--gpus` handled by the host's simulated NVIDIA container runtime hook. Every container carries the
- * stack label, which the hooks use to remove whatever a failing test leaves behind.
+ * stack label, which the hooks use to remove whatever a failing test leaves behind. The last case
+ * starts a container the way the runbook's launcher does, and the first up of a stack naming its
+ * launch directory keeps it as the engine.
  */
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { request } from "undici";
@@ -16,6 +19,9 @@ import { loadDockerImage, runInHost, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { buildSimImage } from "../../sim/image/build";
 import { LABELS } from "../../lib/runtime/container-spec";
+import type { LaunchPlan } from "../../lib/launch/plan";
+import { shellLine, shq } from "../../lib/shell";
+import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { API_KEY, E2E_TIME_SCALE, EngineEntry, MODEL, openStack, plainOutputs, PROJECT_ROOT } from "./support/stack";
 
@@ -27,7 +33,9 @@ const ENGINES: EngineEntry[] = [
 ];
 const quiet = { onOutput: () => undefined };
 
-interface EngineOut { host: string; url: string; planSha256: string; startedAt: string }
+interface EngineOut { host: string; url: string; planSha256: string; startedAt: string; runbook?: { action: string; reason: string } }
+/** The launch directory of the runbook's container for d1 (the last case). */
+const RUNBOOK_RUN = "/srv/runbook/runs/engine-launch-d1";
 interface Inspect {
   Id: string;
   Path: string;
@@ -162,12 +170,69 @@ describe("e2e: docker-cli runtime on a host with its own Docker Engine", functio
     }
   });
 
+  /**
+   * `launch_engine prepare/check/start` of a container launch serving `plan`: its launch directory,
+   * and a container labelled with the directory's ownership token running `python3 -m
+   * vllm.entrypoints.openai.api_server` (the stack label only lets the hooks clean up after a failure).
+   */
+  async function runbookContainer(plan: LaunchPlan): Promise<string> {
+    const launch = runbookPlan(plan, { backend: "container", image });
+    const text = JSON.stringify(launch, null, 2) + "\n";
+    const checked = { plan_sha256: createHash("sha256").update(text).digest("hex"), image_id: image, vllm_api_version: "0.29.0" };
+    const env = Object.entries(runbookEnv(plan, API_KEY)).map(([k, v]) => `${k}=${v}\n`).join("");
+    const owner = randomBytes(16).toString("hex");
+    const created = await runInHost(HOST, ["sh", "-c", `set -eu
+umask 077
+run=${shq(RUNBOOK_RUN)}
+rm -rf "$run" && mkdir -p "$run"
+cat > "$run/launch.json"
+printf '%s\\n' ${shq(JSON.stringify(checked))} > "$run/checked.json"
+printf '%s' ${shq(env)} > "$run/container.env"
+printf '%s\\n' ${shq(JSON.stringify({ label: owner }))} > "$run/docker-owner.json"
+cid=$(docker create --label io.narwhal.launch=${owner} --label io.narwhal.operation=${randomBytes(16).toString("hex")} --label ${shq(`${LABELS.stack}=${STACK}`)} \\
+  --name narwhal-engine-1-${randomBytes(6).toString("hex")} --network host --ipc host --gpus device=0 --env-file "$run/container.env" \\
+  --mount ${shq(`type=bind,src=${host.modelDir},dst=/model,readonly`)} --entrypoint python3 ${image} ${shellLine(launch.args as string[])})
+printf '%s\\n' "$cid" > "$run/container.id"
+docker start "$cid" > /dev/null
+echo "$cid"`], { input: text });
+    expect(created.code, created.stderr).to.equal(0);
+    const cid = created.stdout.trim();
+    for (let i = 0; i < 200 && (await request(`${plan.url}/health`).then((r) => r.statusCode, () => 0)) !== 200; i++) await new Promise((r) => setTimeout(r, 300));
+    return cid;
+  }
+
   it("destroy removes every container of the stack", async () => {
     await stack.destroy(quiet);
     expect(await stackContainers()).to.deep.equal([]);
     for (const e of ENGINES) {
       const health = await request(`http://${host.address}:${e.port}/health`).then((r) => r.statusCode, () => "refused");
       expect(health, `${e.id} after destroy`).to.equal("refused");
+    }
+  });
+
+  it("the first up of a stack naming a runbook launch directory keeps the launcher's container for d1, and destroy removes it", async function () {
+    this.timeout(360_000);
+    // The destroyed stack's own record of d1's plan is still in its run folder.
+    const plan = (JSON.parse((await runInHost(HOST, ["cat", `${runDir("d1")}/launch.json`])).stdout) as { plan: LaunchPlan }).plan;
+    const cid = await runbookContainer(plan);
+    await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(ENGINES.map((e) => (e.id === "d1" ? { ...e, runbookRun: RUNBOOK_RUN } : e))) });
+    try {
+      await stack.up(quiet);
+      const out = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
+      expect(out.d1!.runbook, "d1's runbook outcome").to.include({ action: "adopt" });
+      expect(out.d1!.runbook!.reason).to.include(`runbook launch ${RUNBOOK_RUN} (container ${cid.slice(0, 12)}) serves engine d1's plan`);
+      // No container of the program's own for d1: the launcher's is the engine, still the one it started.
+      expect(await stackContainers("d1")).to.deep.equal([]);
+      const c = await inspect(cid);
+      expect(c.State.Running).to.equal(true);
+      expect(out.d1!.startedAt).to.equal(c.State.StartedAt);
+      expect(out.d2!.runbook).to.equal(undefined);
+      expect((await request(`${out.d1!.url}/health`)).statusCode).to.equal(200);
+
+      await stack.destroy(quiet);
+      expect(await docker("ps", "-aq", "--no-trunc", "--filter", `id=${cid}`)).to.equal("");
+    } finally {
+      await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(ENGINES) });
     }
   });
 });
