@@ -25,7 +25,8 @@ import { containerSpec, ContainerRuntimeOptions, ContainerSpec, isImageId, LABEL
  *
  * Files in the run dir (0700): `container.env` (0600, `--env-file`: the API key, never on a command line),
  * `launch.json` (plan and container spec, no secrets), `launch-token`, `image.id`, `container.id`,
- * `started` (the JSON line below), `engine.log` (container log tail, written when a start fails).
+ * `started` (the JSON line below), `engine.log` (container log tail, written when a start fails), and
+ * `runbook-container.id` when the engine is a container the runbook's launcher started (adopted).
  */
 
 export interface DockerDeadlinesS {
@@ -176,7 +177,9 @@ reconcile() {
  * all within the deadlines. Reads the private env file from stdin in the same form as the native runtime
  * (`KEY='value'` lines, lib/shell envFile) and writes it as a 0600 docker env file. Prints one JSON line:
  * `{"containerId": "<64 hex>", "startedAt": "<the container's State.StartedAt>", "launchToken": "<hex>"}`;
- * an adopted container prints the same line as the start that created it.
+ * an adopted container prints the same line as the start that created it. With a runbook takeover, an
+ * adopted runbook container prints its own ID and start, an empty token and `"adopted": {launcher, run,
+ * planSha256}`.
  */
 export function startScript(plan: LaunchPlan, target: ContainerTarget, opts: DockerCliOptions, runbook?: RunbookContainerTakeover): string {
   const spec = scriptContainerSpec(plan, target, opts);

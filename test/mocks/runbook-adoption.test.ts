@@ -26,42 +26,30 @@ const b64 = (s: string) => Buffer.from(s).toString("base64");
 const registered: Array<{ type: string; name: string; inputs: Record<string, unknown> }> = [];
 let surveyStdout = "";
 
-/** The survey line a live native runbook launch of `launch` produces. */
+/**
+ * The survey line a live runbook launch of `launch` produces: a native process, or (`backend:
+ * "container"`) a running container carrying the launch directory's ownership label.
+ */
 function surveyLine(launch: Record<string, unknown>): string {
   const text = JSON.stringify(launch, null, 2) + "\n";
   const sha = createHash("sha256").update(text).digest("hex");
   const plan = renderLaunchPlan(launchInputs());
   const all = runbookEnv(plan, API_KEY);
   const env = Object.fromEntries(surveyEnvKeys(plan).filter((k) => k in all).map((k) => [k, all[k]]));
-  return JSON.stringify({
-    run: RUN,
-    launchJson: b64(text),
-    checkedJson: b64(JSON.stringify({ plan_sha256: sha, backend: "native" })),
-    processJson: b64(JSON.stringify({ pid: 4242, boot_id: BOOT, start_ticks: 777 })),
-    ownerJson: null,
-    live: { pid: 4242, pgid: 4242, startTicks: 777, bootId: BOOT },
-    containerId: null,
-    container: null,
-    env,
-  });
-}
-
-/** The survey line a live container launch of `launch` produces, its container carrying the ownership label. */
-function containerSurveyLine(launch: Record<string, unknown>): string {
-  const text = JSON.stringify(launch, null, 2) + "\n";
-  const sha = createHash("sha256").update(text).digest("hex");
-  const plan = renderLaunchPlan(launchInputs());
-  const all = runbookEnv(plan, API_KEY);
-  const env = Object.fromEntries(surveyEnvKeys(plan).filter((k) => k in all).map((k) => [k, all[k]]));
-  return JSON.stringify({
-    run: RUN,
-    launchJson: b64(text),
-    checkedJson: b64(JSON.stringify({ plan_sha256: sha, image_id: IMAGE })),
-    ownerJson: b64(JSON.stringify({ label: "0".repeat(32) })),
-    containerId: CONTAINER,
-    container: { running: true, image: IMAGE, ownerLabel: "0".repeat(32), startedAt: "2026-01-01T00:00:00.123456789Z" },
-    env,
-  });
+  const launched =
+    launch.backend === "native"
+      ? {
+          checkedJson: b64(JSON.stringify({ plan_sha256: sha, backend: "native" })),
+          processJson: b64(JSON.stringify({ pid: 4242, boot_id: BOOT, start_ticks: 777 })),
+          live: { pid: 4242, pgid: 4242, startTicks: 777, bootId: BOOT },
+        }
+      : {
+          checkedJson: b64(JSON.stringify({ plan_sha256: sha, image_id: IMAGE })),
+          ownerJson: b64(JSON.stringify({ label: "0".repeat(32) })),
+          containerId: CONTAINER,
+          container: { running: true, image: IMAGE, ownerLabel: "0".repeat(32), startedAt: "2026-01-01T00:00:00.123456789Z" },
+        };
+  return JSON.stringify({ run: RUN, launchJson: b64(text), ...launched, env });
 }
 
 function promiseOf<T>(o: pulumi.Output<T>): Promise<T> {
@@ -161,7 +149,7 @@ describe("mocks: an engine with a runbook launch directory", () => {
 
   it("with the docker-cli runtime, surveys the launcher's container and hands the adoption to the container start", async () => {
     const plan = renderLaunchPlan(launchInputs());
-    surveyStdout = containerSurveyLine(runbookPlan(plan, { backend: "container", image: IMAGE }));
+    surveyStdout = surveyLine(runbookPlan(plan, { backend: "container", image: IMAGE }));
     const e = engine("r4", { ...RUNTIME, kind: "docker-cli", image: IMAGE } as RuntimeSpec);
     const outcome = await promiseOf(e.runbook);
     expect(outcome, outcome?.reason).to.include({ action: "adopt" });
