@@ -224,31 +224,49 @@ function liveIdentity(s: RunbookSurvey, plan: Record<string, unknown>): { identi
 }
 
 /**
+ * What the launch directory says before any plan is compared: nothing of it runs (`absent`), a live
+ * engine whose record cannot be trusted (`untrusted`), or a live engine running the plan the
+ * launcher's check covered (`running`). Each reason starts with the directory.
+ */
+export type RunbookStanding =
+  | { readonly kind: "absent"; readonly reason: string }
+  | { readonly kind: "untrusted"; readonly identity: RunbookIdentity; readonly reason: string }
+  | { readonly kind: "running"; readonly identity: RunbookIdentity; readonly plan: Record<string, unknown>; readonly planSha256: string; readonly checkedImageId?: string; readonly where: string };
+
+export function runbookStanding(s: RunbookSurvey): RunbookStanding {
+  const where = `runbook launch ${s.run}`;
+  const launchText = decode(s.launchJson);
+  if (launchText === undefined) return { kind: "absent", reason: `${where} holds no launch.json` };
+  const plan = parseObject(launchText, `${s.run}/launch.json`);
+  const live = liveIdentity(s, plan);
+  if ("none" in live) return { kind: "absent", reason: `${where}: ${live.none}` };
+  if ("untrusted" in live) return { kind: "untrusted", identity: live.untrusted, reason: `${where}: ${live.why}` };
+  const at = `${where} (${describeIdentity(live.identity)})`;
+  const planSha256 = sha256Hex(launchText);
+  const checkedText = decode(s.checkedJson);
+  const checked = checkedText === undefined ? undefined : parseObject(checkedText, `${s.run}/checked.json`);
+  if (!checked || checked.plan_sha256 !== planSha256) {
+    const why = checked ? `checked.json binds plan ${String(checked.plan_sha256)}, but launch.json hashes to ${planSha256}` : "it has no checked.json (the launcher's check never passed)";
+    return { kind: "untrusted", identity: live.identity, reason: `${at}: ${why}` };
+  }
+  const checkedImageId = typeof checked.image_id === "string" ? checked.image_id : undefined;
+  return { kind: "running", identity: live.identity, plan, planSha256, checkedImageId, where: at };
+}
+
+/**
  * Decides, from what the survey saw, whether the runbook's engine stays (adopt), goes (replace, with
  * the reason naming every differing field), or was never there (start).
  */
 export function decideRunbookAdoption(program: ProgramLaunch, s: RunbookSurvey): RunbookDecision {
-  const where = `runbook launch ${s.run}`;
-  const launchText = decode(s.launchJson);
-  if (launchText === undefined) return { action: "start", reason: `${where} holds no launch.json; starting the program's engine` };
-  const plan = parseObject(launchText, `${s.run}/launch.json`);
-  const live = liveIdentity(s, plan);
-  if ("none" in live) return { action: "start", reason: `${where}: ${live.none}; starting the program's engine` };
-  if ("untrusted" in live) return { action: "replace", identity: live.untrusted, differences: [], reason: `${where}: ${live.why}; replacing it` };
-  const who = describeIdentity(live.identity);
-  const planSha = sha256Hex(launchText);
-  const checkedText = decode(s.checkedJson);
-  const checked = checkedText === undefined ? undefined : parseObject(checkedText, `${s.run}/checked.json`);
-  if (!checked || checked.plan_sha256 !== planSha) {
-    const why = checked ? `checked.json binds plan ${String(checked.plan_sha256)}, but launch.json hashes to ${planSha}` : "it has no checked.json (the launcher's check never passed)";
-    return { action: "replace", identity: live.identity, differences: [], reason: `${where} (${who}): ${why}; replacing it` };
-  }
-  const checkedImage = typeof checked.image_id === "string" ? checked.image_id : undefined;
-  const differences = planDifferences(program, plan, s.env, checkedImage);
+  const standing = runbookStanding(s);
+  if (standing.kind === "absent") return { action: "start", reason: `${standing.reason}; starting the program's engine` };
+  if (standing.kind === "untrusted") return { action: "replace", identity: standing.identity, differences: [], reason: `${standing.reason}; replacing it` };
+  const { identity, planSha256, where } = standing;
+  const differences = planDifferences(program, standing.plan, s.env, standing.checkedImageId);
   if (differences.length > 0) {
-    return { action: "replace", identity: live.identity, differences, reason: `${where} (${who}) runs another plan than engine ${program.plan.engineId}'s: ${describeDifferences(differences)}; replacing it` };
+    return { action: "replace", identity, differences, reason: `${where} runs another plan than engine ${program.plan.engineId}'s: ${describeDifferences(differences)}; replacing it` };
   }
-  return { action: "adopt", identity: live.identity, runbookPlanSha256: planSha, reason: `${where} (${who}) serves engine ${program.plan.engineId}'s plan (runbook plan sha256 ${planSha}); adopted without a restart` };
+  return { action: "adopt", identity, runbookPlanSha256: planSha256, reason: `${where} serves engine ${program.plan.engineId}'s plan (runbook plan sha256 ${planSha256}); adopted without a restart` };
 }
 
 /**

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { LaunchPlan } from "../../../lib/launch/plan";
-import { servingFlags } from "../../../lib/launch/runbook";
+import { servingFlags, type RunbookSurvey } from "../../../lib/launch/runbook";
 
 /** Python's json.dumps spacing, which the launcher's records use. */
 function pyJson(v: unknown): string {
@@ -81,4 +81,22 @@ export function processIdentity(pid: number): { pid: number; boot_id: string; st
   const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 1).trim().split(/\s+/);
   return { pid, boot_id: bootId, start_ticks: Number(fields[19]) };
+}
+
+export const BOOT = "6f1c2d3e-0000-4000-8000-000000000001";
+
+/** What the survey would report for a live native launch of `launch`. */
+export function nativeSurvey(launch: Record<string, unknown>, env: Record<string, string>, over: Partial<RunbookSurvey> = {}): RunbookSurvey {
+  const text = JSON.stringify(launch, null, 2) + "\n";
+  const sha = createHash("sha256").update(text).digest("hex");
+  const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
+  return {
+    run: "/home/op/runbook/runs/engine-launch-20260101T000000Z-42",
+    launchJson: b64(text),
+    checkedJson: b64(JSON.stringify({ plan_sha256: sha, backend: "native", vllm_api_version: "0.29.0" })),
+    processJson: b64(JSON.stringify({ pid: 4242, boot_id: BOOT, start_ticks: 777 }, null, 2)),
+    live: { pid: 4242, pgid: 4242, startTicks: 777, bootId: BOOT },
+    env,
+    ...over,
+  };
 }

@@ -3,25 +3,9 @@ import { createHash } from "node:crypto";
 import { renderLaunchPlan } from "../../../lib/launch/plan";
 import { decideRunbookAdoption, planDifferences, runbookAttestationOf, surveyEnvKeys, type RunbookSurvey } from "../../../lib/launch/runbook";
 import { launchInputs } from "./inputs";
-import { runbookEnv, runbookPlan } from "./runbook-record";
+import { BOOT, nativeSurvey, runbookEnv, runbookPlan } from "./runbook-record";
 
 const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
-const BOOT = "6f1c2d3e-0000-4000-8000-000000000001";
-
-/** What the survey would report for a live native launch of `launch`. */
-function nativeSurvey(launch: Record<string, unknown>, env: Record<string, string>, over: Partial<RunbookSurvey> = {}): RunbookSurvey {
-  const text = JSON.stringify(launch, null, 2) + "\n";
-  const sha = createHash("sha256").update(text).digest("hex");
-  return {
-    run: "/home/op/runbook/runs/engine-launch-20260101T000000Z-42",
-    launchJson: b64(text),
-    checkedJson: b64(JSON.stringify({ plan_sha256: sha, backend: "native", vllm_api_version: "0.29.0" })),
-    processJson: b64(JSON.stringify({ pid: 4242, boot_id: BOOT, start_ticks: 777 }, null, 2)),
-    live: { pid: 4242, pgid: 4242, startTicks: 777, bootId: BOOT },
-    env,
-    ...over,
-  };
-}
 
 describe("runbook launch adoption (plan equality)", () => {
   const plan = renderLaunchPlan(launchInputs());
