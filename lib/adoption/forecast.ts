@@ -1,0 +1,153 @@
+/**
+ * What a preview can say before the first `up` about the runbook evidence that `up` will keep. The
+ * decisions themselves need the program's launch plan (from discovery) and its own attestation, so
+ * they are made in the `up`; the preview can still read, over SSH with a pinned host key, each runbook
+ * launch directory and the runbook sidecar's answer, and judge the store rows and the calibration
+ * against them by the rules the `up` applies. Each line says which evidence would be adopted (and
+ * what must still hold then) and which will be measured afresh, and why.
+ */
+import { adoptionFor, type AdoptSource } from "../profiling/adopt";
+import { attestationBindingDigest, identityGenerationDigest } from "../profiling/store";
+import { runbookStanding, type RunbookSurvey } from "../launch/runbook";
+
+/** The runbook sidecar's `/v1/attestation` answer, reduced to what evidence binds. */
+export interface SidecarAnswer {
+  readonly attestationDigest: string;
+  readonly launchDigest: string | null;
+  /** The engine the sidecar attests: `engine.version` and `engine.process_start_time_seconds`. */
+  readonly version: string | null;
+  readonly processStartS: number | null;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** Where the runbook's sidecar answers: launch.json's endpoint host and `attestation_port`. */
+export function runbookAttestationUrl(s: RunbookSurvey): string | undefined {
+  if (s.launchJson === undefined) return undefined;
+  let plan: unknown;
+  try {
+    plan = JSON.parse(Buffer.from(s.launchJson, "base64").toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  if (!isObject(plan) || typeof plan.endpoint !== "string" || !Number.isInteger(plan.attestation_port)) return undefined;
+  const m = /^(https?:\/\/[^/:]+|https?:\/\/\[[^\]]+\])(:\d+)?/.exec(plan.endpoint);
+  return m ? `${m[1]}:${String(plan.attestation_port)}/v1/attestation` : undefined;
+}
+
+/** The digests and engine identity of a `/v1/attestation` body, or what is wrong with it. */
+export function parseSidecarAnswer(text: string): SidecarAnswer | { problem: string } {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    return { problem: `its answer is not JSON: ${(err as Error).message}` };
+  }
+  if (!isObject(v) || typeof v.attestation_digest !== "string") return { problem: "its answer carries no attestation_digest" };
+  const engine = isObject(v.engine) ? v.engine : {};
+  return {
+    attestationDigest: v.attestation_digest,
+    launchDigest: typeof v.launch_digest === "string" ? v.launch_digest : null,
+    version: typeof engine.version === "string" ? engine.version : null,
+    processStartS: typeof engine.process_start_time_seconds === "number" ? engine.process_start_time_seconds : null,
+  };
+}
+
+/** What the preview saw of one engine that names a runbook launch directory. */
+export type RunbookSighting =
+  /** Not looked at: why (no pinned host key, the host did not answer, …). */
+  | { readonly engineId: string; readonly run: string; readonly unseen: string }
+  | { readonly engineId: string; readonly run: string; readonly survey: RunbookSurvey; readonly sidecar: SidecarAnswer | { readonly problem: string } };
+
+export type Verdict = "adopt" | "measure" | "undecided";
+
+export interface ForecastLine {
+  /** `engine e1`, `profile e1` or `first-token calibration`. */
+  readonly subject: string;
+  readonly verdict: Verdict;
+  readonly reason: string;
+}
+
+/** The condition every adoption forecast carries: the `up` still compares the plan and the contract. */
+const IF_KEPT = "if the up keeps the runbook's engine (its plan equals the program's) and serves its attestation document (its contract equals the program's)";
+
+const isSeen = (s: RunbookSighting): s is Extract<RunbookSighting, { survey: RunbookSurvey }> => "survey" in s;
+
+/** The live binding an adopted engine will have, or why there is none to compare. */
+function liveBinding(s: RunbookSighting | undefined, engineId: string): { digest: string; answer: SidecarAnswer } | { verdict: Verdict; reason: string } {
+  if (!s) return { verdict: "measure", reason: `the program starts engine ${engineId} itself (no engines[].runbookRun): a new generation, which nothing measured before binds` };
+  if (!isSeen(s)) return { verdict: "undecided", reason: `decided in the up: ${s.unseen}` };
+  const standing = runbookStanding(s.survey);
+  if (standing.kind !== "running") return { verdict: "measure", reason: `${standing.reason}, so engine ${engineId} will be a new generation` };
+  if ("problem" in s.sidecar) return { verdict: "undecided", reason: `decided in the up: the runbook's sidecar for ${engineId} did not answer (${s.sidecar.problem})` };
+  return { digest: attestationBindingDigest(s.sidecar.attestationDigest, s.sidecar.launchDigest), answer: s.sidecar };
+}
+
+/** engines[].runbookRun: whether the launcher's engine runs and what the `up` still compares. */
+export function forecastRunbookEngine(s: RunbookSighting): ForecastLine {
+  const subject = `engine ${s.engineId}`;
+  if (!isSeen(s)) return { subject, verdict: "undecided", reason: `decided in the up: ${s.unseen}` };
+  const standing = runbookStanding(s.survey);
+  if (standing.kind === "absent") return { subject, verdict: "measure", reason: `${standing.reason}; the up starts the program's engine` };
+  if (standing.kind === "untrusted") return { subject, verdict: "measure", reason: `${standing.reason}; the up replaces it` };
+  return {
+    subject,
+    verdict: "adopt",
+    reason: `${standing.where} runs the plan its check covered (sha256 ${standing.planSha256}); the up keeps it if that plan equals the program's, compared field by field once discovery has derived the program's plan, and replaces it otherwise`,
+  };
+}
+
+/** profiling.adoptStore: each engine's row judged against the binding the engine will have. */
+export function forecastProfile(engineId: string, s: RunbookSighting | undefined, source: AdoptSource, storeBytes: Uint8Array, samplesBytes: Uint8Array): ForecastLine {
+  const subject = `profile ${engineId}`;
+  const live = liveBinding(s, engineId);
+  if ("verdict" in live) return { subject, ...live };
+  const judged = adoptionFor(engineId, live.digest, source, storeBytes, samplesBytes);
+  return judged.ok
+    ? { subject, verdict: "adopt", reason: `its row in ${source.storePath} binds ${live.digest}, as the runbook's sidecar attests now; adopted ${IF_KEPT}` }
+    : { subject, verdict: "measure", reason: judged.reason };
+}
+
+/**
+ * calibration.adopt: every engine of the stack must still be the process the file sampled, bound the
+ * same way. The file's other checks (model, URLs, paths, samples, served context) need the launch
+ * plans and are made in the `up`.
+ */
+export function forecastCalibration(path: string, bytes: Uint8Array, engineIds: ReadonlyArray<string>, sightings: ReadonlyMap<string, RunbookSighting>): ForecastLine {
+  const subject = "first-token calibration";
+  let doc: unknown;
+  try {
+    doc = JSON.parse(Buffer.from(bytes).toString("utf8"));
+  } catch (err) {
+    return { subject, verdict: "measure", reason: `${path} is not JSON: ${(err as Error).message}` };
+  }
+  const starts = isObject(doc) && isObject(doc.process_starts) ? doc.process_starts : {};
+  const generations = isObject(doc) && isObject(doc.generations) ? doc.generations : {};
+  // narwhal binds a sampled engine by its attestation under an engine contract, else by its identity.
+  const contract = isObject(doc) && doc.contract_fingerprint !== null && doc.contract_fingerprint !== undefined;
+  const measure: string[] = [];
+  const undecided: string[] = [];
+  for (const id of engineIds) {
+    const live = liveBinding(sightings.get(id), id);
+    if ("verdict" in live) {
+      (live.verdict === "undecided" ? undecided : measure).push(live.reason);
+      continue;
+    }
+    const { version, processStartS } = live.answer;
+    const expected = contract ? live.digest : version !== null && processStartS !== null ? identityGenerationDigest(version, processStartS) : undefined;
+    if (starts[id] !== processStartS) measure.push(`${id} was sampled in the process started at ${JSON.stringify(starts[id] ?? null)}, the live process started at ${processStartS ?? "unknown"} (restarted since)`);
+    else if (generations[id] !== expected) measure.push(`${id} was sampled as generation ${JSON.stringify(generations[id] ?? null)}, the live engine binds ${expected ?? "nothing readable"}`);
+  }
+  if (measure.length > 0) return { subject, verdict: "measure", reason: measure.join("; ") };
+  if (undecided.length > 0) return { subject, verdict: "undecided", reason: undecided.join("; ") };
+  return {
+    subject,
+    verdict: "adopt",
+    reason: `every engine ${path} sampled still runs the process it sampled, bound as it was; adopted ${IF_KEPT} for every engine, and if the file passes the checks that need the launch plans (model, URLs, paths, samples, served context)`,
+  };
+}
+
+/** One line per subject, as the preview prints them: `adoption forecast: profile e1: adopt: …`. */
+export function formatForecast(lines: ReadonlyArray<ForecastLine>): string[] {
+  return lines.map((l) => `adoption forecast: ${l.subject}: ${l.verdict}: ${l.reason}`);
+}

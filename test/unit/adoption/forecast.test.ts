@@ -1,0 +1,81 @@
+/**
+ * The first-up adoption forecast: from what a preview reads (the runbook launch directory, the runbook
+ * sidecar's answer) and the local store and calibration files, which evidence the up would adopt and
+ * which it will measure, each with its reason.
+ */
+import { expect } from "chai";
+import { createHash } from "node:crypto";
+import { forecastCalibration, forecastProfile, forecastRunbookEngine, formatForecast, parseSidecarAnswer, runbookAttestationUrl, type RunbookSighting, type SidecarAnswer } from "../../../lib/adoption/forecast";
+import { renderLaunchPlan } from "../../../lib/launch/plan";
+import type { AdoptSource } from "../../../lib/profiling";
+import { launchInputs } from "../launch/inputs";
+import { nativeSurvey, runbookPlan } from "../launch/runbook-record";
+import { narwhalRow } from "../profiling/store-fixture";
+
+const ATTESTED = `sha256:${"a".repeat(64)}`;
+const LAUNCHED = `sha256:${"b".repeat(64)}`;
+const START = 1795956299.8863;
+
+const plan = renderLaunchPlan(launchInputs());
+const survey = nativeSurvey(runbookPlan(plan, { backend: "native" }), {});
+const answer = (over: Partial<SidecarAnswer> = {}): SidecarAnswer => ({ attestationDigest: ATTESTED, launchDigest: LAUNCHED, version: "0.29.0", processStartS: START, ...over });
+const seen = (engineId: string, over: Partial<SidecarAnswer> = {}): RunbookSighting => ({ engineId, run: survey.run, survey, sidecar: answer(over) });
+
+/** A store whose e1 row binds the runbook's launch digest, with its sidecar entry. */
+function store() {
+  const evidence = { attestation_digest: ATTESTED, launch_digest: LAUNCHED };
+  const storeBytes = Buffer.from(JSON.stringify({ schema: "narwhal.profiles", schema_version: 1, meta: {}, profiles: [narwhalRow("e1", LAUNCHED), narwhalRow("e2", LAUNCHED)] }));
+  const sweep = { prefill_lens: [256, 2048], decode_input_lens: [256], decode_concurrency: [1, 8], decode_tokens: 16, prefill_repeats: 3, decode_repeats: 1 };
+  const entry = (iid: string) => ({ max_model_len: 4096, sweep, generation_evidence: evidence, prefill_fit_points: [[256, 0.0183]], prefill_fit_mape: 0.04, profile: narwhalRow(iid, LAUNCHED) });
+  const samplesBytes = Buffer.from(JSON.stringify({ method_version: 2, engines: { e1: entry("e1"), e2: entry("e2") } }));
+  const digest = (b: Buffer) => "sha256:" + createHash("sha256").update(b).digest("hex");
+  const source: AdoptSource = { storePath: "/srv/runbook/runs/profiles.json", storeSha256: digest(storeBytes), samplesPath: "/srv/runbook/runs/profiles.samples.json", samplesSha256: digest(samplesBytes) };
+  return { source, storeBytes, samplesBytes };
+}
+
+describe("adoption forecast (preview of a first up)", () => {
+  it("reads the runbook sidecar's URL from launch.json and the digests from its answer", () => {
+    expect(runbookAttestationUrl(survey)).to.equal(`${plan.url.replace(/:\d+$/, "")}:8200/v1/attestation`);
+    expect(runbookAttestationUrl({ ...survey, launchJson: undefined })).to.equal(undefined);
+    expect(parseSidecarAnswer(JSON.stringify({ attestation_digest: ATTESTED, engine: { version: "0.29.0", process_start_time_seconds: START } }))).to.deep.equal(answer({ launchDigest: null }));
+    expect(parseSidecarAnswer("{}")).to.deep.equal({ problem: "its answer carries no attestation_digest" });
+  });
+
+  it("says a live runbook engine is kept only if its plan equals the program's, and that a gone one is replaced by a start", () => {
+    const kept = forecastRunbookEngine(seen("e1"));
+    expect(kept.verdict).to.equal("adopt");
+    expect(kept.reason).to.include("the up keeps it if that plan equals the program's");
+    const gone = forecastRunbookEngine({ ...seen("e1"), survey: { ...survey, live: undefined } });
+    expect(gone).to.deep.equal({ subject: "engine e1", verdict: "measure", reason: `runbook launch ${survey.run}: its recorded process 4242 no longer runs; the up starts the program's engine` });
+    expect(forecastRunbookEngine({ engineId: "e1", run: survey.run, unseen: "hosts[a].hostKey is not pinned" })).to.include({ verdict: "undecided", reason: "decided in the up: hosts[a].hostKey is not pinned" });
+  });
+
+  it("adopts a row that binds what the runbook's sidecar attests, and measures a restarted engine and one the program starts", () => {
+    const f = store();
+    const adopted = forecastProfile("e1", seen("e1"), f.source, f.storeBytes, f.samplesBytes);
+    expect(adopted.verdict, adopted.reason).to.equal("adopt");
+    expect(adopted.reason).to.include(`binds ${LAUNCHED}, as the runbook's sidecar attests now`);
+    const restarted = forecastProfile("e2", seen("e2", { launchDigest: `sha256:${"c".repeat(64)}` }), f.source, f.storeBytes, f.samplesBytes);
+    expect(restarted).to.deep.equal({ subject: "profile e2", verdict: "measure", reason: `its row binds generation ${LAUNCHED}, the live engine binds sha256:${"c".repeat(64)} (restarted or relaunched since it was measured)` });
+    const started = forecastProfile("e2", undefined, f.source, f.storeBytes, f.samplesBytes);
+    expect(started.verdict).to.equal("measure");
+    expect(started.reason).to.include("the program starts engine e2 itself (no engines[].runbookRun)");
+    expect(forecastProfile("e1", { ...seen("e1"), sidecar: { problem: "curl exited 7" } }, f.source, f.storeBytes, f.samplesBytes).verdict).to.equal("undecided");
+  });
+
+  it("adopts a calibration only while every sampled process still runs, naming each one that does not", () => {
+    const file = (starts: Record<string, number>) => Buffer.from(JSON.stringify({ contract_fingerprint: "x", process_starts: starts, generations: { e1: LAUNCHED, e2: LAUNCHED } }));
+    const sightings = new Map([["e1", seen("e1")], ["e2", seen("e2")]]);
+    expect(forecastCalibration("/c.json", file({ e1: START, e2: START }), ["e1", "e2"], sightings).verdict).to.equal("adopt");
+    const restarted = forecastCalibration("/c.json", file({ e1: START, e2: START - 60 }), ["e1", "e2"], sightings);
+    expect(restarted).to.deep.equal({ subject: "first-token calibration", verdict: "measure", reason: `e2 was sampled in the process started at ${START - 60}, the live process started at ${START} (restarted since)` });
+    // Without an engine contract the file binds identities: {version, process start}.
+    const identity = forecastCalibration("/c.json", Buffer.from(JSON.stringify({ contract_fingerprint: null, process_starts: { e1: START }, generations: { e1: LAUNCHED } })), ["e1"], sightings);
+    expect(identity.verdict).to.equal("measure");
+    expect(identity.reason).to.match(/e1 was sampled as generation "sha256:b+", the live engine binds sha256:[0-9a-f]{64}/);
+  });
+
+  it("prints one line per subject", () => {
+    expect(formatForecast([{ subject: "profile e1", verdict: "measure", reason: "why" }])).to.deep.equal(["adoption forecast: profile e1: measure: why"]);
+  });
+});
