@@ -1,5 +1,6 @@
 import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
+import { logAdoptionForecast } from "./adoption-forecast";
 import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config";
 import { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
@@ -107,6 +108,14 @@ export class Fleet extends pulumi.ComponentResource {
     const { spec } = args;
 
     const hosts = new Map(spec.hosts.map((h) => [h.alias, this.discoverHost(name, h, args)]));
+    logAdoptionForecast(
+      spec,
+      spec.hosts.map((h) => {
+        const { login, connection } = hosts.get(h.alias)!;
+        return { spec: h, alias: h.alias, login, pinnedHostKey: h.hostKey, privateKey: connection.privateKey, password: connection.password };
+      }),
+      this,
+    );
     const launches = spec.engines.map((e) => ({ spec: e, launch: launchFor(spec, e, hosts.get(e.host)!.discovery) }));
     this.replicas = this.agreeOnReplicas(name, spec, hosts, launches);
     const kvPeers = spec.runtime.restartKvPeers ? kvPeerWiring(name, spec, args.secrets.engineApiKey, this) : undefined;

@@ -8,7 +8,7 @@
  */
 import { adoptionFor, type AdoptSource } from "../profiling/adopt";
 import { attestationBindingDigest, identityGenerationDigest } from "../profiling/store";
-import { runbookStanding, type RunbookSurvey } from "../launch/runbook";
+import { runbookStanding, type RunbookDecision, type RunbookSurvey } from "../launch/runbook";
 
 /** The runbook sidecar's `/v1/attestation` answer, reduced to what evidence binds. */
 export interface SidecarAnswer {
@@ -57,7 +57,14 @@ export function parseSidecarAnswer(text: string): SidecarAnswer | { problem: str
 export type RunbookSighting =
   /** Not looked at: why (no pinned host key, the host did not answer, …). */
   | { readonly engineId: string; readonly run: string; readonly unseen: string }
-  | { readonly engineId: string; readonly run: string; readonly survey: RunbookSurvey; readonly sidecar: SidecarAnswer | { readonly problem: string } };
+  | {
+      readonly engineId: string;
+      readonly run: string;
+      readonly survey: RunbookSurvey;
+      /** The up's own decision, against the plan derived from the host as discovery sees it now; or why there is none. */
+      readonly decision: RunbookDecision | { readonly problem: string };
+      readonly sidecar: SidecarAnswer | { readonly problem: string };
+    };
 
 export type Verdict = "adopt" | "measure" | "undecided";
 
@@ -68,33 +75,41 @@ export interface ForecastLine {
   readonly reason: string;
 }
 
-/** The condition every adoption forecast carries: the `up` still compares the plan and the contract. */
-const IF_KEPT = "if the up keeps the runbook's engine (its plan equals the program's) and serves its attestation document (its contract equals the program's)";
+/** The condition every adoption of evidence carries, which only the `up` can check. */
+const SERVES_RUNBOOK_DOCUMENT = "serves the runbook's attestation document (its contract equals the program's)";
 
 const isSeen = (s: RunbookSighting): s is Extract<RunbookSighting, { survey: RunbookSurvey }> => "survey" in s;
 
-/** The live binding an adopted engine will have, or why there is none to compare. */
-function liveBinding(s: RunbookSighting | undefined, engineId: string): { digest: string; answer: SidecarAnswer } | { verdict: Verdict; reason: string } {
-  if (!s) return { verdict: "measure", reason: `the program starts engine ${engineId} itself (no engines[].runbookRun): a new generation, which nothing measured before binds` };
-  if (!isSeen(s)) return { verdict: "undecided", reason: `decided in the up: ${s.unseen}` };
+/**
+ * Whether the up keeps the runbook's engine: its own decision when the preview could derive the plan,
+ * else what the launch directory alone says (a live checked plan is kept only if it equals the program's).
+ */
+function engineFate(s: Extract<RunbookSighting, { survey: RunbookSurvey }>): { verdict: Verdict; reason: string } {
+  if (!("problem" in s.decision)) return { verdict: s.decision.action === "adopt" ? "adopt" : "measure", reason: s.decision.reason };
   const standing = runbookStanding(s.survey);
-  if (standing.kind !== "running") return { verdict: "measure", reason: `${standing.reason}, so engine ${engineId} will be a new generation` };
-  if ("problem" in s.sidecar) return { verdict: "undecided", reason: `decided in the up: the runbook's sidecar for ${engineId} did not answer (${s.sidecar.problem})` };
-  return { digest: attestationBindingDigest(s.sidecar.attestationDigest, s.sidecar.launchDigest), answer: s.sidecar };
+  if (standing.kind === "absent") return { verdict: "measure", reason: `${standing.reason}; the up starts the program's engine` };
+  if (standing.kind === "untrusted") return { verdict: "measure", reason: `${standing.reason}; the up replaces it` };
+  return {
+    verdict: "undecided",
+    reason: `${standing.where} runs the plan its check covered (sha256 ${standing.planSha256}); the up keeps it if that plan equals the program's, which the preview could not derive (${s.decision.problem})`,
+  };
 }
 
-/** engines[].runbookRun: whether the launcher's engine runs and what the `up` still compares. */
+/** The live binding an adopted engine will have, or why there is none to compare. */
+function liveBinding(s: RunbookSighting | undefined, engineId: string): { digest: string; answer: SidecarAnswer; kept: boolean } | { verdict: Verdict; reason: string } {
+  if (!s) return { verdict: "measure", reason: `the program starts engine ${engineId} itself (no engines[].runbookRun): a new generation, which nothing measured before binds` };
+  if (!isSeen(s)) return { verdict: "undecided", reason: `decided in the up: ${s.unseen}` };
+  const fate = engineFate(s);
+  if (fate.verdict === "measure") return { verdict: "measure", reason: `${fate.reason}, so engine ${engineId} will be a new generation` };
+  if ("problem" in s.sidecar) return { verdict: "undecided", reason: `decided in the up: the runbook's sidecar for ${engineId} did not answer (${s.sidecar.problem})` };
+  return { digest: attestationBindingDigest(s.sidecar.attestationDigest, s.sidecar.launchDigest), answer: s.sidecar, kept: fate.verdict === "adopt" };
+}
+
+/** engines[].runbookRun: whether the up keeps the launcher's engine, and why. */
 export function forecastRunbookEngine(s: RunbookSighting): ForecastLine {
   const subject = `engine ${s.engineId}`;
   if (!isSeen(s)) return { subject, verdict: "undecided", reason: `decided in the up: ${s.unseen}` };
-  const standing = runbookStanding(s.survey);
-  if (standing.kind === "absent") return { subject, verdict: "measure", reason: `${standing.reason}; the up starts the program's engine` };
-  if (standing.kind === "untrusted") return { subject, verdict: "measure", reason: `${standing.reason}; the up replaces it` };
-  return {
-    subject,
-    verdict: "adopt",
-    reason: `${standing.where} runs the plan its check covered (sha256 ${standing.planSha256}); the up keeps it if that plan equals the program's, compared field by field once discovery has derived the program's plan, and replaces it otherwise`,
-  };
+  return { subject, ...engineFate(s) };
 }
 
 /** profiling.adoptStore: each engine's row judged against the binding the engine will have. */
@@ -103,9 +118,11 @@ export function forecastProfile(engineId: string, s: RunbookSighting | undefined
   const live = liveBinding(s, engineId);
   if ("verdict" in live) return { subject, ...live };
   const judged = adoptionFor(engineId, live.digest, source, storeBytes, samplesBytes);
-  return judged.ok
-    ? { subject, verdict: "adopt", reason: `its row in ${source.storePath} binds ${live.digest}, as the runbook's sidecar attests now; adopted ${IF_KEPT}` }
-    : { subject, verdict: "measure", reason: judged.reason };
+  if (!judged.ok) return { subject, verdict: "measure", reason: judged.reason };
+  const binds = `its row in ${source.storePath} binds ${live.digest}, as the runbook's sidecar attests now`;
+  return live.kept
+    ? { subject, verdict: "adopt", reason: `${binds}; adopted if the up ${SERVES_RUNBOOK_DOCUMENT}` }
+    : { subject, verdict: "undecided", reason: `${binds}; adopted if the up keeps engine ${engineId} and ${SERVES_RUNBOOK_DOCUMENT}` };
 }
 
 /**
@@ -127,6 +144,7 @@ export function forecastCalibration(path: string, bytes: Uint8Array, engineIds: 
   const contract = isObject(doc) && doc.contract_fingerprint !== null && doc.contract_fingerprint !== undefined;
   const measure: string[] = [];
   const undecided: string[] = [];
+  const keptIf: string[] = [];
   for (const id of engineIds) {
     const live = liveBinding(sightings.get(id), id);
     if ("verdict" in live) {
@@ -137,14 +155,17 @@ export function forecastCalibration(path: string, bytes: Uint8Array, engineIds: 
     const expected = contract ? live.digest : version !== null && processStartS !== null ? identityGenerationDigest(version, processStartS) : undefined;
     if (starts[id] !== processStartS) measure.push(`${id} was sampled in the process started at ${JSON.stringify(starts[id] ?? null)}, the live process started at ${processStartS ?? "unknown"} (restarted since)`);
     else if (generations[id] !== expected) measure.push(`${id} was sampled as generation ${JSON.stringify(generations[id] ?? null)}, the live engine binds ${expected ?? "nothing readable"}`);
+    else if (!live.kept) keptIf.push(id);
   }
   if (measure.length > 0) return { subject, verdict: "measure", reason: measure.join("; ") };
   if (undecided.length > 0) return { subject, verdict: "undecided", reason: undecided.join("; ") };
-  return {
-    subject,
-    verdict: "adopt",
-    reason: `every engine ${path} sampled still runs the process it sampled, bound as it was; adopted ${IF_KEPT} for every engine, and if the file passes the checks that need the launch plans (model, URLs, paths, samples, served context)`,
-  };
+  const still = `every engine ${path} sampled still runs the process it sampled, bound as it was`;
+  const conditions = [
+    ...(keptIf.length > 0 ? [`the up keeps ${keptIf.join(", ")}`] : []),
+    ...(contract ? ["the up serves the runbook's attestation documents (their contracts equal the program's)"] : []),
+    "the file passes the checks the up makes against the fleet document (model, URLs, paths, samples, served context)",
+  ];
+  return { subject, verdict: keptIf.length > 0 ? "undecided" : "adopt", reason: `${still}; adopted if ${conditions.join(" and ")}` };
 }
 
 /** One line per subject, as the preview prints them: `adoption forecast: profile e1: adopt: …`. */

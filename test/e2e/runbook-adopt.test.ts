@@ -76,7 +76,8 @@ describe("e2e: engines the runbook's launcher already runs", function () {
 
   /** `launch_engine prepare` + `check` + `start --run` of a native launch, with the launcher's records. */
   async function runbookStart(plan: LaunchPlan, flags: Record<string, string> = {}, runDir = RUN): Promise<{ pid: number; startTicks: string }> {
-    const launchText = JSON.stringify(runbookPlan(plan, { backend: "native", flags }), null, 2) + "\n";
+    const attestationPort = engines.find((e) => e.id === plan.engineId)!.attestationPort;
+    const launchText = JSON.stringify(runbookPlan(plan, { backend: "native", flags, attestationPort }), null, 2) + "\n";
     const sha = createHash("sha256").update(launchText).digest("hex");
     const env = runbookEnv(plan, API_KEY);
     // The process runs the changed flags too, so the engine really serves the launch.json it records.
@@ -116,6 +117,12 @@ echo "$pid \${20}"`,
   async function startTicksOf(pid: number): Promise<string | undefined> {
     const r = await runInHost(host.alias, ["sh", "-c", `stat=$(cat /proc/${pid}/stat) || exit 0; set -- \${stat##*) }; case $1 in Z|X) ;; *) echo "\${20}" ;; esac`], { allowFail: true });
     return r.stdout.trim() || undefined;
+  }
+
+  /** The host's key in the stack config, as `npm run import` writes it from NARWHAL_SSH_KNOWN_HOSTS. */
+  async function pinHostKey(on: boolean): Promise<void> {
+    const hosts = JSON.parse((await stack.getConfig("narwhal-fleet:hosts")).value) as Array<Record<string, unknown>>;
+    await stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hosts.map(({ hostKey: _, ...h }) => (on ? { ...h, hostKey: host.hostKey } : h))) });
   }
 
   async function withRunbookRun(on: boolean): Promise<void> {
@@ -233,6 +240,15 @@ echo $!`,
       // The operator's first up: engines, sidecars and the store are taken over, nothing is profiled.
       await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(engines.map((e) => ({ ...e, runbookRun: runOf(e.id) }))) });
       await stack.setConfig("narwhal-fleet:profiling", { value: JSON.stringify({ ...PROFILING, adoptStore: path.join(dir, "profiles.json") }) });
+      // Its preview, with the host key pinned as the import pins it, says beforehand what that up keeps.
+      await pinHostKey(true);
+      const forecast = (await stack.preview(quiet)).stdout;
+      const lines = forecast.split("\n").filter((l) => l.includes("adoption forecast:")).join("\n");
+      for (const id of ids) {
+        expect(forecast, lines).to.include(`adoption forecast: engine ${id}: adopt: runbook launch ${runOf(id)} (pid ${runbook[id]!.pid}) serves engine ${id}'s plan`);
+        const row = store.profiles.find((r) => r.iid === id)!.generation_digest;
+        expect(forecast, lines).to.include(`adoption forecast: profile ${id}: adopt: its row in ${path.join(dir, "profiles.json")} binds ${row}, as the runbook's sidecar attests now`);
+      }
       const upStarted = Date.now();
       await stack.up(quiet);
       const first = (await stack.outputs()) as Record<string, { value: unknown }>;
@@ -276,6 +292,7 @@ echo $!`,
       expect(e2Attestation.runbookDocument, "after its restart e2's sidecar serves the program's own document").to.equal(undefined);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
+      await pinHostKey(false);
       await withRunbookRun(false);
       await stack.setConfig("narwhal-fleet:profiling", { value: JSON.stringify(PROFILING) });
     }

@@ -9,7 +9,8 @@ import { forecastCalibration, forecastProfile, forecastRunbookEngine, formatFore
 import { renderLaunchPlan } from "../../../lib/launch/plan";
 import type { AdoptSource } from "../../../lib/profiling";
 import { launchInputs } from "../launch/inputs";
-import { nativeSurvey, runbookPlan } from "../launch/runbook-record";
+import { nativeSurvey, runbookEnv, runbookPlan } from "../launch/runbook-record";
+import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../../../lib/launch/runbook";
 import { narwhalRow } from "../profiling/store-fixture";
 
 const ATTESTED = `sha256:${"a".repeat(64)}`;
@@ -17,9 +18,14 @@ const LAUNCHED = `sha256:${"b".repeat(64)}`;
 const START = 1795956299.8863;
 
 const plan = renderLaunchPlan(launchInputs());
-const survey = nativeSurvey(runbookPlan(plan, { backend: "native" }), {});
+const env = (() => {
+  const all = runbookEnv(plan, "sk-secret");
+  return Object.fromEntries(surveyEnvKeys(plan).filter((k) => k in all).map((k) => [k, all[k]!]));
+})();
+const survey = nativeSurvey(runbookPlan(plan, { backend: "native" }), env);
+const kept = decideRunbookAdoption({ plan }, survey);
 const answer = (over: Partial<SidecarAnswer> = {}): SidecarAnswer => ({ attestationDigest: ATTESTED, launchDigest: LAUNCHED, version: "0.29.0", processStartS: START, ...over });
-const seen = (engineId: string, over: Partial<SidecarAnswer> = {}): RunbookSighting => ({ engineId, run: survey.run, survey, sidecar: answer(over) });
+const seen = (engineId: string, over: Partial<SidecarAnswer> = {}, decision: RunbookDecision | { problem: string } = kept): RunbookSighting => ({ engineId, run: survey.run, survey, decision, sidecar: answer(over) });
 
 /** A store whose e1 row binds the runbook's launch digest, with its sidecar entry. */
 function store() {
@@ -41,11 +47,15 @@ describe("adoption forecast (preview of a first up)", () => {
     expect(parseSidecarAnswer("{}")).to.deep.equal({ problem: "its answer carries no attestation_digest" });
   });
 
-  it("says a live runbook engine is kept only if its plan equals the program's, and that a gone one is replaced by a start", () => {
-    const kept = forecastRunbookEngine(seen("e1"));
-    expect(kept.verdict).to.equal("adopt");
-    expect(kept.reason).to.include("the up keeps it if that plan equals the program's");
-    const gone = forecastRunbookEngine({ ...seen("e1"), survey: { ...survey, live: undefined } });
+  it("says what the up decides for a runbook engine, and what the launch directory alone says when the plan could not be derived", () => {
+    expect(forecastRunbookEngine(seen("e1"))).to.deep.equal({ subject: "engine e1", verdict: "adopt", reason: kept.reason });
+    const other = decideRunbookAdoption({ plan }, nativeSurvey(runbookPlan(plan, { backend: "native", flags: { "--max-num-seqs": "16" } }), env));
+    expect(forecastRunbookEngine(seen("e1", {}, other))).to.deep.equal({ subject: "engine e1", verdict: "measure", reason: other.reason });
+    expect(other.reason).to.include("argv --max-num-seqs is 16 there, 8 here");
+    const unplanned = forecastRunbookEngine(seen("e1", {}, { problem: "the discovery probe: no GPU" }));
+    expect(unplanned.verdict).to.equal("undecided");
+    expect(unplanned.reason).to.include("the up keeps it if that plan equals the program's, which the preview could not derive (the discovery probe: no GPU)");
+    const gone = forecastRunbookEngine({ ...seen("e1", {}, { problem: "x" }), survey: { ...survey, live: undefined } });
     expect(gone).to.deep.equal({ subject: "engine e1", verdict: "measure", reason: `runbook launch ${survey.run}: its recorded process 4242 no longer runs; the up starts the program's engine` });
     expect(forecastRunbookEngine({ engineId: "e1", run: survey.run, unseen: "hosts[a].hostKey is not pinned" })).to.include({ verdict: "undecided", reason: "decided in the up: hosts[a].hostKey is not pinned" });
   });
@@ -61,6 +71,13 @@ describe("adoption forecast (preview of a first up)", () => {
     expect(started.verdict).to.equal("measure");
     expect(started.reason).to.include("the program starts engine e2 itself (no engines[].runbookRun)");
     expect(forecastProfile("e1", { ...seen("e1"), sidecar: { problem: "curl exited 7" } }, f.source, f.storeBytes, f.samplesBytes).verdict).to.equal("undecided");
+    // The up replaces the engine: whatever its row binds, the new process is measured.
+    const replaced = decideRunbookAdoption({ plan }, nativeSurvey(runbookPlan(plan, { backend: "native", flags: { "--max-num-seqs": "16" } }), env));
+    const remeasured = forecastProfile("e1", seen("e1", {}, replaced), f.source, f.storeBytes, f.samplesBytes);
+    expect(remeasured).to.deep.equal({ subject: "profile e1", verdict: "measure", reason: `${replaced.reason}, so engine e1 will be a new generation` });
+    const unplanned = forecastProfile("e1", seen("e1", {}, { problem: "x" }), f.source, f.storeBytes, f.samplesBytes);
+    expect(unplanned.verdict).to.equal("undecided");
+    expect(unplanned.reason).to.include("adopted if the up keeps engine e1 and serves the runbook's attestation document");
   });
 
   it("adopts a calibration only while every sampled process still runs, naming each one that does not", () => {

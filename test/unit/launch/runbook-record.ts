@@ -20,6 +20,8 @@ export interface RunbookPlanOptions {
   readonly image?: string;
   /** Flag values to change, e.g. {"--max-num-seqs": "16"}. */
   readonly flags?: Record<string, string>;
+  /** Where the launch's attestation sidecar listens (NARWHAL_ATTEST_PORT); 8200 unless given. */
+  readonly attestationPort?: number;
 }
 
 /** The launcher's launch.json object for the same serving plan as `plan`. */
@@ -42,7 +44,7 @@ export function runbookPlan(plan: LaunchPlan, o: RunbookPlanOptions = {}): Recor
     common: native ? [] : ["--network", "host", "--ipc", "host"],
     args,
     endpoint: plan.url,
-    attestation_port: 8200,
+    attestation_port: o.attestationPort ?? 8200,
     side_channel_port: Number(plan.env.VLLM_NIXL_SIDE_CHANNEL_PORT),
     ucx_tls: plan.env.UCX_TLS,
     revision: "0123456789abcdef0123456789abcdef01234567",

@@ -1,0 +1,150 @@
+import * as fs from "node:fs";
+import * as pulumi from "@pulumi/pulumi";
+import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config";
+import { hostDiscoveryPlan, type HostLogin } from "../lib/fleet/host-plan";
+import { blockingProblems, parseProbe, probeCommand, type ProbeOptions } from "../lib/discovery/probe";
+import { chooseFabricAddress } from "../lib/discovery/fabric-address";
+import { renderLaunchPlan } from "../lib/launch/plan";
+import { resolveEngineLaunch } from "../lib/launch/policy";
+import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../lib/launch/runbook";
+import { forecastCalibration, forecastProfile, forecastRunbookEngine, formatForecast, parseSidecarAnswer, runbookAttestationUrl, type ForecastLine, type RunbookSighting } from "../lib/adoption/forecast";
+import { samplesPath, sha256Hex } from "../lib/profiling";
+import { parseSurvey, surveyScript } from "../lib/runtime/runbook-survey";
+import { shq } from "../lib/shell";
+import { withSsh, type SshSession, type SshTarget } from "../lib/ssh/client";
+import type { HostLaunchFacts } from "../lib/launch/policy";
+
+/** Bound on each read of the forecast (the survey, the sidecar's answer). */
+const READ_TIMEOUT_S = 10;
+
+/** One host as the preview may reach it: only through keys pinned in the config. */
+export interface ForecastHost {
+  readonly spec: HostSpec;
+  readonly alias: string;
+  readonly login: HostLogin;
+  readonly pinnedHostKey?: string;
+  readonly privateKey?: pulumi.Input<string>;
+  readonly password?: pulumi.Input<string>;
+}
+
+function unpinned(h: ForecastHost): string | undefined {
+  if (!h.pinnedHostKey) return `hosts[${h.alias}].hostKey is not pinned, and a preview makes no first contact (npm run import pins it from NARWHAL_SSH_KNOWN_HOSTS)`;
+  if (h.login.jump && !h.login.jump.pinnedHostKey) return `the bastion ${h.login.jump.alias} of ${h.alias} has no pinned hostKey`;
+  return undefined;
+}
+
+function targetOf(spec: FleetSpec, h: ForecastHost, privateKey: string | undefined, password: string | undefined): SshTarget {
+  const base = { privateKey: privateKey || undefined, password: password || undefined, allowFirstContact: false, connectTimeoutS: spec.ssh.connectTimeoutS };
+  const jump = h.login.jump;
+  return {
+    alias: h.alias,
+    host: h.login.host,
+    port: h.login.port,
+    user: h.login.user,
+    hostKey: h.pinnedHostKey,
+    ...base,
+    ...(jump ? { jump: { alias: jump.alias, host: jump.host, port: jump.port, user: jump.user, hostKey: jump.pinnedHostKey, ...base } } : {}),
+  };
+}
+
+/**
+ * What the engines' launch plans take from the host, as the up's discovery will see it: its probe of
+ * the hardware, fabric and model (not the runtime, the ports or the checkpoint hash, which no plan
+ * depends on). Throws with the probe's problems.
+ */
+async function probeLaunchFacts(spec: FleetSpec, host: HostSpec, ssh: SshSession): Promise<HostLaunchFacts> {
+  const opts: ProbeOptions = { alias: host.alias, fabricInterface: host.fabricInterface, fabricAddressChoice: host.fabricAddress, modelDir: hostDiscoveryPlan(spec, host).modelDir };
+  const probe = probeCommand(opts);
+  const facts = parseProbe(await ssh.run(probe.command, { stdin: probe.stdin, timeoutS: probe.timeoutS, name: "discovery probe (preview forecast)" }), opts);
+  const problems = blockingProblems(facts);
+  if (problems.length > 0) throw new Error(problems.join("; "));
+  const fabricAddress = chooseFabricAddress(host.alias, host.fabricInterface, [...facts.fabric.addresses], host.fabricAddress);
+  const { vendor, product, gpus, notice } = facts.accelerators;
+  return { alias: host.alias, fabricInterface: host.fabricInterface, fabricAddress, vendor, product, gpus, notice, model: facts.model?.requirements };
+}
+
+/** One probe per host, however many of its engines the forecast looks at. */
+type HostFactsCache = Map<string, Promise<HostLaunchFacts>>;
+
+/** Reads one runbook launch directory, decides as the up would, and reads its sidecar's answer; never throws. */
+async function sight(spec: FleetSpec, e: EngineSpec, h: ForecastHost, cache: HostFactsCache, privateKey?: string, password?: string): Promise<RunbookSighting> {
+  const engineId = e.id;
+  const run = e.runbookRun!;
+  const why = unpinned(h);
+  if (why) return { engineId, run, unseen: why };
+  try {
+    return await withSsh(targetOf(spec, h, privateKey, password), async (ssh) => {
+      if (!cache.has(h.alias)) cache.set(h.alias, probeLaunchFacts(spec, h.spec, ssh));
+      const plan = await cache
+        .get(h.alias)!
+        .then((facts) => renderLaunchPlan(resolveEngineLaunch(spec, e, facts)))
+        .catch((err: Error) => ({ problem: `the discovery probe: ${err.message}` }));
+      const planned = "problem" in plan ? undefined : plan;
+      const script = surveyScript({ run, envKeys: planned ? surveyEnvKeys(planned) : [], dockerCommand: spec.runtime.dockerCommand, inspectTimeoutS: READ_TIMEOUT_S });
+      const survey = parseSurvey(await ssh.run(script, { timeoutS: READ_TIMEOUT_S, name: "runbook survey (preview forecast)" }));
+      const image = spec.runtime.kind === "native" ? undefined : spec.runtime.image;
+      const decision: RunbookDecision | { problem: string } = planned ? decideRunbookAdoption({ plan: planned, image }, survey) : (plan as { problem: string });
+      const url = runbookAttestationUrl(survey);
+      if (!url) return { engineId, run, survey, decision, sidecar: { problem: "launch.json names no endpoint and attestation_port" } };
+      const answer = await ssh.exec(`curl -fsS --max-time 5 ${shq(url)}`, { timeoutS: READ_TIMEOUT_S, name: "runbook sidecar (preview forecast)" });
+      return { engineId, run, survey, decision, sidecar: answer.code === 0 ? parseSidecarAnswer(answer.stdout) : { problem: `${url}: curl exited ${answer.code}` } };
+    });
+  } catch (err) {
+    return { engineId, run, unseen: `the preview could not read ${run} on ${h.alias}: ${(err as Error).message}` };
+  }
+}
+
+function readLocal(path: string): Uint8Array | undefined {
+  try {
+    return fs.readFileSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+async function forecast(spec: FleetSpec, hosts: ReadonlyMap<string, ForecastHost>, credentials: ReadonlyMap<string, [string | undefined, string | undefined]>): Promise<ForecastLine[]> {
+  const runbook = spec.engines.filter((e) => e.runbookRun !== undefined);
+  const cache: HostFactsCache = new Map();
+  const seen = await Promise.all(runbook.map((e) => sight(spec, e, hosts.get(e.host)!, cache, ...credentials.get(e.host)!)));
+  const sightings = new Map(seen.map((s) => [s.engineId, s]));
+  const lines = seen.map(forecastRunbookEngine);
+  const store = spec.profiling.adoptStore;
+  const storeBytes = store ? readLocal(store) : undefined;
+  const samplesBytes = store ? readLocal(samplesPath(store)) : undefined;
+  if (store && storeBytes && samplesBytes) {
+    const source = { storePath: store, storeSha256: `sha256:${sha256Hex(storeBytes)}`, samplesPath: samplesPath(store), samplesSha256: `sha256:${sha256Hex(samplesBytes)}` };
+    for (const e of spec.engines) lines.push(forecastProfile(e.id, sightings.get(e.id), source, storeBytes, samplesBytes));
+  }
+  const calibration = spec.calibration.enabled ? spec.calibration.adopt : undefined;
+  const calibrationBytes = calibration ? readLocal(calibration.path) : undefined;
+  if (calibration && calibrationBytes) lines.push(forecastCalibration(calibration.path, calibrationBytes, spec.engines.map((e) => e.id), sightings));
+  return lines;
+}
+
+/**
+ * At preview only, while the config names runbook evidence to adopt (profiling.adoptStore,
+ * calibration.adopt; both only matter when their resource is created, so they are removed after the
+ * first `up`): prints which engines, profiles and calibration that `up` would keep, and which it will
+ * measure, and why (lib/adoption/forecast.ts). The reads are read-only and go only to the hosts of
+ * engines with a runbookRun whose keys the config pins; the preview never fails on them.
+ */
+export function logAdoptionForecast(spec: FleetSpec, hosts: ReadonlyArray<ForecastHost>, parent: pulumi.Resource): void {
+  const wanted = spec.profiling.adoptStore !== undefined || (spec.calibration.enabled && spec.calibration.adopt !== undefined);
+  if (!pulumi.runtime.isDryRun() || !wanted) return;
+  // The reads are not Pulumi resources: keep the program alive until their lines are logged (each read
+  // is bounded), and should the credentials never resolve, not past the connect timeout.
+  const done = pulumi.runtime.rpcKeepAlive();
+  const unresolved = setTimeout(done, (spec.ssh.connectTimeoutS + 5) * 1000);
+  const byAlias = new Map(hosts.map((h) => [h.alias, h]));
+  pulumi.all(hosts.map((h) => pulumi.all([h.privateKey, h.password]))).apply(async (creds) => {
+    clearTimeout(unresolved);
+    try {
+      const credentials = new Map(hosts.map((h, i) => [h.alias, creds[i] as [string | undefined, string | undefined]]));
+      for (const line of formatForecast(await forecast(spec, byAlias, credentials))) await pulumi.log.info(line, parent);
+    } catch (err) {
+      await pulumi.log.warn(`adoption forecast: not made: ${(err as Error).message}`, parent);
+    } finally {
+      done();
+    }
+  });
+}
