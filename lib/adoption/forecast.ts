@@ -1,10 +1,10 @@
 /**
  * What a preview can say before the first `up` about the runbook evidence that `up` will keep. The
- * decisions themselves need the program's launch plan (from discovery) and its own attestation, so
- * they are made in the `up`; the preview can still read, over SSH with a pinned host key, each runbook
- * launch directory and the runbook sidecar's answer, and judge the store rows and the calibration
- * against them by the rules the `up` applies. Each line says which evidence would be adopted (and
- * what must still hold then) and which will be measured afresh, and why.
+ * preview derives each runbook engine's launch plan as the `up` will (components/adoption-forecast.ts)
+ * and so makes the `up`'s own keep-or-replace decision; it reads the runbook sidecar's attestation and
+ * judges the store rows and the calibration against it by the rules the `up` applies. What only the
+ * `up` can check (the program's attestation contract, the calibration against the fleet document) is
+ * named in the line. Each line says which evidence would be adopted and which will be measured, and why.
  */
 import { adoptionFor, type AdoptSource } from "../profiling/adopt";
 import { attestationBindingDigest, identityGenerationDigest } from "../profiling/store";
@@ -127,8 +127,8 @@ export function forecastProfile(engineId: string, s: RunbookSighting | undefined
 
 /**
  * calibration.adopt: every engine of the stack must still be the process the file sampled, bound the
- * same way. The file's other checks (model, URLs, paths, samples, served context) need the launch
- * plans and are made in the `up`.
+ * same way. The file's other checks (model, URLs, paths, samples, served context) need the fleet
+ * document and are made in the `up`.
  */
 export function forecastCalibration(path: string, bytes: Uint8Array, engineIds: ReadonlyArray<string>, sightings: ReadonlyMap<string, RunbookSighting>): ForecastLine {
   const subject = "first-token calibration";
