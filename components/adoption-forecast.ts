@@ -5,14 +5,13 @@ import { hostDiscoveryPlan, type HostLogin } from "../lib/fleet/host-plan";
 import { blockingProblems, parseProbe, probeCommand, type ProbeOptions } from "../lib/discovery/probe";
 import { chooseFabricAddress } from "../lib/discovery/fabric-address";
 import { renderLaunchPlan } from "../lib/launch/plan";
-import { resolveEngineLaunch } from "../lib/launch/policy";
+import { hostLaunchFacts, resolveEngineLaunch, type HostLaunchFacts } from "../lib/launch/policy";
 import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../lib/launch/runbook";
 import { forecastCalibration, forecastProfile, forecastRunbookEngine, formatForecast, parseSidecarAnswer, runbookAttestationUrl, type ForecastLine, type RunbookSighting } from "../lib/adoption/forecast";
 import { samplesPath, sha256Hex } from "../lib/profiling";
 import { parseSurvey, surveyScript } from "../lib/runtime/runbook-survey";
 import { shq } from "../lib/shell";
 import { withSsh, type SshSession, type SshTarget } from "../lib/ssh/client";
-import type { HostLaunchFacts } from "../lib/launch/policy";
 
 /** Bound on each read of the forecast (the survey, the sidecar's answer). */
 const READ_TIMEOUT_S = 10;
@@ -20,16 +19,14 @@ const READ_TIMEOUT_S = 10;
 /** One host as the preview may reach it: only through keys pinned in the config. */
 export interface ForecastHost {
   readonly spec: HostSpec;
-  readonly alias: string;
   readonly login: HostLogin;
-  readonly pinnedHostKey?: string;
   readonly privateKey?: pulumi.Input<string>;
   readonly password?: pulumi.Input<string>;
 }
 
 function unpinned(h: ForecastHost): string | undefined {
-  if (!h.pinnedHostKey) return `hosts[${h.alias}].hostKey is not pinned, and a preview makes no first contact (npm run import pins it from NARWHAL_SSH_KNOWN_HOSTS)`;
-  if (h.login.jump && !h.login.jump.pinnedHostKey) return `the bastion ${h.login.jump.alias} of ${h.alias} has no pinned hostKey`;
+  if (!h.spec.hostKey) return `hosts[${h.spec.alias}].hostKey is not pinned, and a preview makes no first contact (npm run import pins it from NARWHAL_SSH_KNOWN_HOSTS)`;
+  if (h.login.jump && !h.login.jump.pinnedHostKey) return `the bastion ${h.login.jump.alias} of ${h.spec.alias} has no pinned hostKey`;
   return undefined;
 }
 
@@ -37,11 +34,11 @@ function targetOf(spec: FleetSpec, h: ForecastHost, privateKey: string | undefin
   const base = { privateKey: privateKey || undefined, password: password || undefined, allowFirstContact: false, connectTimeoutS: spec.ssh.connectTimeoutS };
   const jump = h.login.jump;
   return {
-    alias: h.alias,
+    alias: h.spec.alias,
     host: h.login.host,
     port: h.login.port,
     user: h.login.user,
-    hostKey: h.pinnedHostKey,
+    hostKey: h.spec.hostKey,
     ...base,
     ...(jump ? { jump: { alias: jump.alias, host: jump.host, port: jump.port, user: jump.user, hostKey: jump.pinnedHostKey, ...base } } : {}),
   };
@@ -59,8 +56,7 @@ async function probeLaunchFacts(spec: FleetSpec, host: HostSpec, ssh: SshSession
   const problems = blockingProblems(facts);
   if (problems.length > 0) throw new Error(problems.join("; "));
   const fabricAddress = chooseFabricAddress(host.alias, host.fabricInterface, [...facts.fabric.addresses], host.fabricAddress);
-  const { vendor, product, gpus, notice } = facts.accelerators;
-  return { alias: host.alias, fabricInterface: host.fabricInterface, fabricAddress, vendor, product, gpus, notice, model: facts.model?.requirements };
+  return hostLaunchFacts(host, fabricAddress, facts.accelerators, facts.model?.requirements);
 }
 
 /** One probe per host, however many of its engines the forecast looks at. */
@@ -74,9 +70,9 @@ async function sight(spec: FleetSpec, e: EngineSpec, h: ForecastHost, cache: Hos
   if (why) return { engineId, run, unseen: why };
   try {
     return await withSsh(targetOf(spec, h, privateKey, password), async (ssh) => {
-      if (!cache.has(h.alias)) cache.set(h.alias, probeLaunchFacts(spec, h.spec, ssh));
+      if (!cache.has(h.spec.alias)) cache.set(h.spec.alias, probeLaunchFacts(spec, h.spec, ssh));
       const plan = await cache
-        .get(h.alias)!
+        .get(h.spec.alias)!
         .then((facts) => renderLaunchPlan(resolveEngineLaunch(spec, e, facts)))
         .catch((err: Error) => ({ problem: `the discovery probe: ${err.message}` }));
       const planned = "problem" in plan ? undefined : plan;
@@ -90,7 +86,7 @@ async function sight(spec: FleetSpec, e: EngineSpec, h: ForecastHost, cache: Hos
       return { engineId, run, survey, decision, sidecar: answer.code === 0 ? parseSidecarAnswer(answer.stdout) : { problem: `${url}: curl exited ${answer.code}` } };
     });
   } catch (err) {
-    return { engineId, run, unseen: `the preview could not read ${run} on ${h.alias}: ${(err as Error).message}` };
+    return { engineId, run, unseen: `the preview could not read ${run} on ${h.spec.alias}: ${(err as Error).message}` };
   }
 }
 
@@ -135,11 +131,11 @@ export function logAdoptionForecast(spec: FleetSpec, hosts: ReadonlyArray<Foreca
   // is bounded), and should the credentials never resolve, not past the connect timeout.
   const done = pulumi.runtime.rpcKeepAlive();
   const unresolved = setTimeout(done, (spec.ssh.connectTimeoutS + 5) * 1000);
-  const byAlias = new Map(hosts.map((h) => [h.alias, h]));
+  const byAlias = new Map(hosts.map((h) => [h.spec.alias, h]));
   pulumi.all(hosts.map((h) => pulumi.all([h.privateKey, h.password]))).apply(async (creds) => {
     clearTimeout(unresolved);
     try {
-      const credentials = new Map(hosts.map((h, i) => [h.alias, creds[i] as [string | undefined, string | undefined]]));
+      const credentials = new Map(hosts.map((h, i) => [h.spec.alias, creds[i] as [string | undefined, string | undefined]]));
       for (const line of formatForecast(await forecast(spec, byAlias, credentials))) await pulumi.log.info(line, parent);
     } catch (err) {
       await pulumi.log.warn(`adoption forecast: not made: ${(err as Error).message}`, parent);

@@ -11,7 +11,7 @@ import { Engine } from "./engine";
 import type { RunbookOutcome } from "./runtime";
 import type { FleetSecrets } from "./stack-config";
 import type { LaunchInputs } from "../lib/launch/plan";
-import { resolveEngineLaunch } from "../lib/launch/policy";
+import { hostLaunchFacts, resolveEngineLaunch } from "../lib/launch/policy";
 import { HostLogin, hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
 import { manifestIdentity } from "../lib/checkpoint/compare";
 import { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
@@ -112,7 +112,7 @@ export class Fleet extends pulumi.ComponentResource {
       spec,
       spec.hosts.map((h) => {
         const { login, connection } = hosts.get(h.alias)!;
-        return { spec: h, alias: h.alias, login, pinnedHostKey: h.hostKey, privateKey: connection.privateKey, password: connection.password };
+        return { spec: h, login, privateKey: connection.privateKey, password: connection.password };
       }),
       this,
     );
@@ -357,16 +357,7 @@ export class Fleet extends pulumi.ComponentResource {
 function launchFor(spec: FleetSpec, e: EngineSpec, discovery: HostDiscovery): pulumi.Output<LaunchInputs> {
   const host = spec.hosts.find((h) => h.alias === e.host)!;
   return pulumi.all([discovery.fabricAddress, discovery.accelerators, discovery.model]).apply(([fabricAddress, accelerators, model]) =>
-    resolveEngineLaunch(spec, e, {
-      alias: host.alias,
-      fabricInterface: host.fabricInterface,
-      fabricAddress,
-      vendor: accelerators.vendor,
-      product: accelerators.product,
-      gpus: accelerators.gpus,
-      notice: accelerators.notice,
-      model,
-    }),
+    resolveEngineLaunch(spec, e, hostLaunchFacts(host, fabricAddress, accelerators, model)),
   );
 }
 

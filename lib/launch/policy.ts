@@ -31,6 +31,17 @@ export class LaunchPolicyError extends Error {
   }
 }
 
+/** The facts a plan takes from its host: the config's alias and interface, and what discovery saw. */
+export function hostLaunchFacts(
+  host: { readonly alias: string; readonly fabricInterface: string },
+  fabricAddress: string,
+  accelerators: Pick<HostLaunchFacts, "vendor" | "product" | "gpus" | "notice">,
+  model: HostLaunchFacts["model"],
+): HostLaunchFacts {
+  const { vendor, product, gpus, notice } = accelerators;
+  return { alias: host.alias, fabricInterface: host.fabricInterface, fabricAddress, vendor, product, gpus, notice, model };
+}
+
 /**
  * The launch inputs of one engine: the runbook's policy, overridden by the engine's own settings,
  * applied to what discovery found on its host. Depends on that host's facts only, so a change on
