@@ -7,7 +7,7 @@ import { chooseFabricAddress } from "../lib/discovery/fabric-address";
 import { renderLaunchPlan } from "../lib/launch/plan";
 import { hostLaunchFacts, resolveEngineLaunch, type HostLaunchFacts } from "../lib/launch/policy";
 import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../lib/launch/runbook";
-import { forecastCalibration, forecastProfile, forecastRunbookEngine, formatForecast, parseSidecarAnswer, runbookAttestationUrl, type ForecastLine, type RunbookSighting } from "../lib/adoption/forecast";
+import { forecastCalibration, forecastProfile, forecastRunbookEngine, forecastScope, formatForecast, mayForecast, parseSidecarAnswer, runbookAttestationUrl, type ForecastLine, type ForecastScope, type RunbookSighting } from "../lib/adoption/forecast";
 import { samplesPath, sha256Hex } from "../lib/profiling";
 import { parseSurvey, surveyScript } from "../lib/runtime/runbook-survey";
 import { shq } from "../lib/shell";
@@ -98,10 +98,9 @@ function readLocal(path: string): Uint8Array | undefined {
   }
 }
 
-async function forecast(spec: FleetSpec, hosts: ReadonlyMap<string, ForecastHost>, credentials: ReadonlyMap<string, [string | undefined, string | undefined]>): Promise<ForecastLine[]> {
-  const runbook = spec.engines.filter((e) => e.runbookRun !== undefined);
+async function forecast(spec: FleetSpec, scope: ForecastScope, hosts: ReadonlyMap<string, ForecastHost>, credentials: ReadonlyMap<string, [string | undefined, string | undefined]>): Promise<ForecastLine[]> {
   const cache: HostFactsCache = new Map();
-  const seen = await Promise.all(runbook.map((e) => sight(spec, e, hosts.get(e.host)!, cache, ...credentials.get(e.host)!)));
+  const seen = await Promise.all(scope.runbookEngines.map((e) => sight(spec, e, hosts.get(e.host)!, cache, ...credentials.get(e.host)!)));
   const sightings = new Map(seen.map((s) => [s.engineId, s]));
   const lines = seen.map(forecastRunbookEngine);
   const store = spec.profiling.adoptStore;
@@ -109,24 +108,35 @@ async function forecast(spec: FleetSpec, hosts: ReadonlyMap<string, ForecastHost
   const samplesBytes = store ? readLocal(samplesPath(store)) : undefined;
   if (store && storeBytes && samplesBytes) {
     const source = { storePath: store, storeSha256: `sha256:${sha256Hex(storeBytes)}`, samplesPath: samplesPath(store), samplesSha256: `sha256:${sha256Hex(samplesBytes)}` };
-    for (const e of spec.engines) lines.push(forecastProfile(e.id, sightings.get(e.id), source, storeBytes, samplesBytes));
+    for (const id of scope.profileEngines) lines.push(forecastProfile(id, sightings.get(id), source, storeBytes, samplesBytes));
   }
-  const calibration = spec.calibration.enabled ? spec.calibration.adopt : undefined;
+  const calibration = scope.calibration && spec.calibration.enabled ? spec.calibration.adopt : undefined;
   const calibrationBytes = calibration ? readLocal(calibration.path) : undefined;
   if (calibration && calibrationBytes) lines.push(forecastCalibration(calibration.path, calibrationBytes, spec.engines.map((e) => e.id), sightings));
   return lines;
 }
 
 /**
- * At preview only, while the config names runbook evidence to adopt (profiling.adoptStore,
- * calibration.adopt; both only matter when their resource is created, so they are removed after the
- * first `up`): prints which engines, profiles and calibration that `up` would keep, and which it will
- * measure, and why (lib/adoption/forecast.ts). The reads are read-only and go only to the hosts of
- * engines with a runbookRun whose keys the config pins; the preview never fails on them.
+ * The engines the stack's last deployment recorded in its `engines` output (none before its first up).
+ * Read through the engine's builtin `readStackOutputs`, as a StackReference reads, without registering
+ * a resource for it.
+ */
+async function recordedEngineIds(): Promise<ReadonlySet<string>> {
+  const name = `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
+  const read = (await pulumi.runtime.invoke("pulumi:pulumi:readStackOutputs", { name })) as { outputs?: Record<string, unknown> };
+  const engines = read.outputs?.engines;
+  return new Set(typeof engines === "object" && engines !== null ? Object.keys(engines) : []);
+}
+
+/**
+ * At preview only: prints which runbook engines, profiles and calibration the next `up` would keep, and
+ * which it will replace or measure, and why (lib/adoption/forecast.ts). It speaks only of engines the
+ * stack does not record yet (forecastScope); once an up has brought them under the program, later
+ * previews read nothing. The reads are read-only and go only to the hosts of engines with a runbookRun
+ * whose keys the config pins; the preview never fails on them.
  */
 export function logAdoptionForecast(spec: FleetSpec, hosts: ReadonlyArray<ForecastHost>, parent: pulumi.Resource): void {
-  const wanted = spec.profiling.adoptStore !== undefined || (spec.calibration.enabled && spec.calibration.adopt !== undefined);
-  if (!pulumi.runtime.isDryRun() || !wanted) return;
+  if (!pulumi.runtime.isDryRun() || !mayForecast(spec)) return;
   // The reads are not Pulumi resources: keep the program alive until their lines are logged (each read
   // is bounded), and should the credentials never resolve, not past the connect timeout.
   const done = pulumi.runtime.rpcKeepAlive();
@@ -135,8 +145,10 @@ export function logAdoptionForecast(spec: FleetSpec, hosts: ReadonlyArray<Foreca
   pulumi.all(hosts.map((h) => pulumi.all([h.privateKey, h.password]))).apply(async (creds) => {
     clearTimeout(unresolved);
     try {
+      const scope = forecastScope(spec, await recordedEngineIds());
+      if (!scope) return;
       const credentials = new Map(hosts.map((h, i) => [h.spec.alias, creds[i] as [string | undefined, string | undefined]]));
-      for (const line of formatForecast(await forecast(spec, byAlias, credentials))) await pulumi.log.info(line, parent);
+      for (const line of formatForecast(await forecast(spec, scope, byAlias, credentials))) await pulumi.log.info(line, parent);
     } catch (err) {
       await pulumi.log.warn(`adoption forecast: not made: ${(err as Error).message}`, parent);
     } finally {

@@ -1,5 +1,5 @@
 /**
- * What a preview can say before the first `up` about the runbook evidence that `up` will keep. The
+ * What a preview can say before an `up` about the runbook evidence that `up` will keep. The
  * preview derives each runbook engine's launch plan as the `up` will (components/adoption-forecast.ts)
  * and so makes the `up`'s own keep-or-replace decision; it reads the runbook sidecar's attestation and
  * judges the store rows and the calibration against it by the rules the `up` applies. What only the
@@ -9,6 +9,38 @@
 import { adoptionFor, type AdoptSource } from "../profiling/adopt";
 import { attestationBindingDigest, identityGenerationDigest } from "../profiling/store";
 import { runbookStanding, type RunbookDecision, type RunbookSurvey } from "../launch/runbook";
+import type { EngineSpec, FleetSpec } from "../config";
+
+/** What a preview forecasts: the runbook engines it reads, the profiles it judges, and the calibration. */
+export interface ForecastScope {
+  readonly runbookEngines: ReadonlyArray<EngineSpec>;
+  readonly profileEngines: ReadonlyArray<string>;
+  readonly calibration: boolean;
+}
+
+type ScopeSpec = Pick<FleetSpec, "engines" | "profiling" | "calibration">;
+
+/** Whether the config names anything a forecast could speak of; without it the preview reads nothing. */
+export function mayForecast(spec: ScopeSpec): boolean {
+  return spec.engines.some((e) => e.runbookRun !== undefined) || spec.profiling.adoptStore !== undefined || (spec.calibration.enabled && spec.calibration.adopt !== undefined);
+}
+
+/**
+ * A forecast speaks only of what the next `up` creates. An engine the stack records (its last `engines`
+ * output) runs under the program already, and any change to it shows in the preview's own diff. So:
+ * every runbook engine not yet recorded (kept or replaced, and why), each new engine's profile while
+ * profiling.adoptStore is set, and the calibration while calibration.adopt is set and the stack records
+ * no engine (its first `up`). Undefined when there is nothing to say, so the preview reads nothing.
+ */
+export function forecastScope(spec: ScopeSpec, recorded: ReadonlySet<string>): ForecastScope | undefined {
+  const fresh = spec.engines.filter((e) => !recorded.has(e.id));
+  const scope: ForecastScope = {
+    runbookEngines: fresh.filter((e) => e.runbookRun !== undefined),
+    profileEngines: spec.profiling.adoptStore !== undefined ? fresh.map((e) => e.id) : [],
+    calibration: spec.calibration.enabled && spec.calibration.adopt !== undefined && recorded.size === 0,
+  };
+  return scope.runbookEngines.length > 0 || scope.profileEngines.length > 0 || scope.calibration ? scope : undefined;
+}
 
 /** The runbook sidecar's `/v1/attestation` answer, reduced to what evidence binds. */
 export interface SidecarAnswer {
@@ -66,7 +98,8 @@ export type RunbookSighting =
       readonly sidecar: SidecarAnswer | { readonly problem: string };
     };
 
-export type Verdict = "adopt" | "measure" | "undecided";
+/** For an engine: kept (adopt), replaced, or started afresh. For evidence: adopted or measured. */
+export type Verdict = "adopt" | "replace" | "start" | "measure" | "undecided";
 
 export interface ForecastLine {
   /** `engine e1`, `profile e1` or `first-token calibration`. */
@@ -85,10 +118,10 @@ const isSeen = (s: RunbookSighting): s is Extract<RunbookSighting, { survey: Run
  * else what the launch directory alone says (a live checked plan is kept only if it equals the program's).
  */
 function engineFate(s: Extract<RunbookSighting, { survey: RunbookSurvey }>): { verdict: Verdict; reason: string } {
-  if (!("problem" in s.decision)) return { verdict: s.decision.action === "adopt" ? "adopt" : "measure", reason: s.decision.reason };
+  if (!("problem" in s.decision)) return { verdict: s.decision.action, reason: s.decision.reason };
   const standing = runbookStanding(s.survey);
-  if (standing.kind === "absent") return { verdict: "measure", reason: `${standing.reason}; the up starts the program's engine` };
-  if (standing.kind === "untrusted") return { verdict: "measure", reason: `${standing.reason}; the up replaces it` };
+  if (standing.kind === "absent") return { verdict: "start", reason: `${standing.reason}; the up starts the program's engine` };
+  if (standing.kind === "untrusted") return { verdict: "replace", reason: `${standing.reason}; the up replaces it` };
   return {
     verdict: "undecided",
     reason: `${standing.where} runs the plan its check covered (sha256 ${standing.planSha256}); the up keeps it if that plan equals the program's, which the preview could not derive (${s.decision.problem})`,
@@ -100,7 +133,7 @@ function liveBinding(s: RunbookSighting | undefined, engineId: string): { digest
   if (!s) return { verdict: "measure", reason: `the program starts engine ${engineId} itself (no engines[].runbookRun): a new generation, which nothing measured before binds` };
   if (!isSeen(s)) return { verdict: "undecided", reason: `decided in the up: ${s.unseen}` };
   const fate = engineFate(s);
-  if (fate.verdict === "measure") return { verdict: "measure", reason: `${fate.reason}, so engine ${engineId} will be a new generation` };
+  if (fate.verdict === "replace" || fate.verdict === "start") return { verdict: "measure", reason: `${fate.reason}, so engine ${engineId} will be a new generation` };
   if ("problem" in s.sidecar) return { verdict: "undecided", reason: `decided in the up: the runbook's sidecar for ${engineId} did not answer (${s.sidecar.problem})` };
   return { digest: attestationBindingDigest(s.sidecar.attestationDigest, s.sidecar.launchDigest), answer: s.sidecar, kept: fate.verdict === "adopt" };
 }

@@ -176,19 +176,35 @@ echo "$pid \${20}"`,
     expect(await startTicksOf(runbook.pid)).to.equal(undefined);
   });
 
-  it("replaces a runbook engine running another plan and says which field differs", async () => {
+  it("replaces a runbook engine running another plan and says which field differs, in the preview and in the up", async () => {
+    await stack.destroy(quiet);
     const seqs = plan.argv[plan.argv.indexOf("--max-num-seqs") + 1]!;
     const other = String(Number(seqs) * 2);
     const runbook = await runbookStart(plan, { "--max-num-seqs": other });
+    // Each logged line shows twice in a preview's output (under its resource and in the diagnostics).
+    const forecastLines = (stdout: string) => [...new Set(stdout.split("\n").filter((l) => l.includes("adoption forecast:")).map((l) => l.slice(l.indexOf("adoption forecast:"))))];
 
     await withRunbookRun(true);
-    await stack.up(quiet);
-    const e1 = ((await stack.outputs()).engines!.value as Record<string, EngineOut>).e1!;
-    expect(e1.runbook?.action).to.equal("replace");
-    expect(e1.runbook?.differences).to.deep.equal([{ field: "argv --max-num-seqs", runbook: other, program: seqs }]);
-    expect(e1.runbook?.reason).to.include(`argv --max-num-seqs is ${other} there, ${seqs} here`);
-    expect(e1.pid).to.not.equal(runbook.pid);
-    expect(await startTicksOf(runbook.pid), "the runbook's engine was stopped").to.equal(undefined);
+    await pinHostKey(true);
+    try {
+      // A runbookRun alone (no store, no calibration) is enough for the preview to say what the up replaces.
+      const before = forecastLines((await stack.preview(quiet)).stdout);
+      expect(before.join("\n")).to.include(`adoption forecast: engine e1: replace: runbook launch ${RUN} (pid ${runbook.pid}) runs another plan than engine e1's: argv --max-num-seqs is ${other} there, ${seqs} here; replacing it`);
+      expect(before, "only the runbook engine is forecast").to.have.length(1);
+
+      await stack.up(quiet);
+      const e1 = ((await stack.outputs()).engines!.value as Record<string, EngineOut>).e1!;
+      expect(e1.runbook?.action).to.equal("replace");
+      expect(e1.runbook?.differences).to.deep.equal([{ field: "argv --max-num-seqs", runbook: other, program: seqs }]);
+      expect(e1.runbook?.reason).to.include(`argv --max-num-seqs is ${other} there, ${seqs} here`);
+      expect(e1.pid).to.not.equal(runbook.pid);
+      expect(await startTicksOf(runbook.pid), "the runbook's engine was stopped").to.equal(undefined);
+
+      // The stack now records e1: later previews leave its host alone, though runbookRun stays in the config.
+      expect(forecastLines((await stack.preview(quiet)).stdout)).to.deep.equal([]);
+    } finally {
+      await pinHostKey(false);
+    }
   });
 
   it("adopts the profile store narwhal-profile measured on the runbook's attested engines; after one restart only that engine is profiled again", async () => {

@@ -1,13 +1,14 @@
 /**
- * The first-up adoption forecast: from what a preview reads (the runbook launch directory, the runbook
+ * The adoption forecast: which engines a preview speaks of (those the stack does not record yet), and from what it reads (the runbook launch directory, the runbook
  * sidecar's answer) and the local store and calibration files, which evidence the up would adopt and
  * which it will measure, each with its reason.
  */
 import { expect } from "chai";
 import { createHash } from "node:crypto";
-import { forecastCalibration, forecastProfile, forecastRunbookEngine, formatForecast, parseSidecarAnswer, runbookAttestationUrl, type RunbookSighting, type SidecarAnswer } from "../../../lib/adoption/forecast";
+import { forecastCalibration, forecastProfile, forecastRunbookEngine, forecastScope, formatForecast, mayForecast, parseSidecarAnswer, runbookAttestationUrl, type RunbookSighting, type SidecarAnswer } from "../../../lib/adoption/forecast";
 import { renderLaunchPlan } from "../../../lib/launch/plan";
 import type { AdoptSource } from "../../../lib/profiling";
+import type { EngineSpec } from "../../../lib/config";
 import { launchInputs } from "../launch/inputs";
 import { nativeSurvey, runbookEnv, runbookPlan } from "../launch/runbook-record";
 import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../../../lib/launch/runbook";
@@ -39,7 +40,29 @@ function store() {
   return { source, storeBytes, samplesBytes };
 }
 
-describe("adoption forecast (preview of a first up)", () => {
+describe("adoption forecast (preview of an up that brings engines under the program)", () => {
+  const engine = (id: string, runbookRun?: string) => ({ id, ...(runbookRun ? { runbookRun } : {}) }) as EngineSpec;
+  const scopeSpec = (over: { store?: boolean; calibration?: boolean } = {}) => ({
+    engines: [engine("e1", "/srv/runbook/runs/e1"), engine("e2")],
+    profiling: { ...(over.store ? { adoptStore: "/srv/runbook/profiles.json" } : {}) },
+    calibration: { enabled: true, ...(over.calibration ? { adopt: { path: "/srv/runbook/calibration.json" } } : {}) },
+  }) as unknown as Parameters<typeof forecastScope>[0];
+
+  it("speaks only of engines the stack does not record yet, so a stack once brought up is not read again", () => {
+    const none = new Set<string>();
+    expect(mayForecast(scopeSpec()), "a runbookRun alone is enough").to.equal(true);
+    expect(forecastScope(scopeSpec(), none)).to.deep.equal({ runbookEngines: [engine("e1", "/srv/runbook/runs/e1")], profileEngines: [], calibration: false });
+    expect(forecastScope(scopeSpec({ store: true, calibration: true }), none)).to.deep.include({ profileEngines: ["e1", "e2"], calibration: true });
+    // After an up recorded both engines, nothing is left to forecast, whatever the config still names.
+    expect(forecastScope(scopeSpec({ store: true, calibration: true }), new Set(["e1", "e2"]))).to.equal(undefined);
+    // An engine added later: its own lines only, and no calibration, which the first up already made.
+    expect(forecastScope(scopeSpec({ store: true, calibration: true }), new Set(["e1"]))).to.deep.equal({ runbookEngines: [], profileEngines: ["e2"], calibration: false });
+    const plain = { ...scopeSpec(), engines: [engine("e1"), engine("e2")] };
+    expect(mayForecast(plain), "no runbook evidence named: the preview reads nothing").to.equal(false);
+    expect(forecastScope(plain, none)).to.equal(undefined);
+  });
+
+
   it("reads the runbook sidecar's URL from launch.json and the digests from its answer", () => {
     expect(runbookAttestationUrl(survey)).to.equal(`${plan.url.replace(/:\d+$/, "")}:8200/v1/attestation`);
     expect(runbookAttestationUrl({ ...survey, launchJson: undefined })).to.equal(undefined);
@@ -50,13 +73,13 @@ describe("adoption forecast (preview of a first up)", () => {
   it("says what the up decides for a runbook engine, and what the launch directory alone says when the plan could not be derived", () => {
     expect(forecastRunbookEngine(seen("e1"))).to.deep.equal({ subject: "engine e1", verdict: "adopt", reason: kept.reason });
     const other = decideRunbookAdoption({ plan }, nativeSurvey(runbookPlan(plan, { backend: "native", flags: { "--max-num-seqs": "16" } }), env));
-    expect(forecastRunbookEngine(seen("e1", {}, other))).to.deep.equal({ subject: "engine e1", verdict: "measure", reason: other.reason });
+    expect(forecastRunbookEngine(seen("e1", {}, other))).to.deep.equal({ subject: "engine e1", verdict: "replace", reason: other.reason });
     expect(other.reason).to.include("argv --max-num-seqs is 16 there, 8 here");
     const unplanned = forecastRunbookEngine(seen("e1", {}, { problem: "the discovery probe: no GPU" }));
     expect(unplanned.verdict).to.equal("undecided");
     expect(unplanned.reason).to.include("the up keeps it if that plan equals the program's, which the preview could not derive (the discovery probe: no GPU)");
     const gone = forecastRunbookEngine({ ...seen("e1", {}, { problem: "x" }), survey: { ...survey, live: undefined } });
-    expect(gone).to.deep.equal({ subject: "engine e1", verdict: "measure", reason: `runbook launch ${survey.run}: its recorded process 4242 no longer runs; the up starts the program's engine` });
+    expect(gone).to.deep.equal({ subject: "engine e1", verdict: "start", reason: `runbook launch ${survey.run}: its recorded process 4242 no longer runs; the up starts the program's engine` });
     expect(forecastRunbookEngine({ engineId: "e1", run: survey.run, unseen: "hosts[a].hostKey is not pinned" })).to.include({ verdict: "undecided", reason: "decided in the up: hosts[a].hostKey is not pinned" });
   });
 
