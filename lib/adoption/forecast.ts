@@ -20,11 +20,6 @@ export interface ForecastScope {
 
 type ScopeSpec = Pick<FleetSpec, "engines" | "profiling" | "calibration">;
 
-/** Whether the config names anything a forecast could speak of; without it the preview reads nothing. */
-export function mayForecast(spec: ScopeSpec): boolean {
-  return spec.engines.some((e) => e.runbookRun !== undefined) || spec.profiling.adoptStore !== undefined || (spec.calibration.enabled && spec.calibration.adopt !== undefined);
-}
-
 /**
  * A forecast speaks only of what the next `up` creates. An engine the stack records (its last `engines`
  * output) runs under the program already, and any change to it shows in the preview's own diff. So:
@@ -40,6 +35,14 @@ export function forecastScope(spec: ScopeSpec, recorded: ReadonlySet<string>): F
     calibration: spec.calibration.enabled && spec.calibration.adopt !== undefined && recorded.size === 0,
   };
   return scope.runbookEngines.length > 0 || scope.profileEngines.length > 0 || scope.calibration ? scope : undefined;
+}
+
+/**
+ * Whether the config names anything a forecast could speak of (what a stack that records nothing yet
+ * would forecast); without it the preview reads nothing, not even the stack's outputs.
+ */
+export function mayForecast(spec: ScopeSpec): boolean {
+  return forecastScope(spec, new Set()) !== undefined;
 }
 
 /** The runbook sidecar's `/v1/attestation` answer, reduced to what evidence binds. */
