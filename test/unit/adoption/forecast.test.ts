@@ -1,7 +1,8 @@
 /**
- * The adoption forecast: which engines a preview speaks of (those the stack does not record yet), and from what it reads (the runbook launch directory, the runbook
- * sidecar's answer) and the local store and calibration files, which evidence the up would adopt and
- * which it will measure, each with its reason.
+ * The adoption forecast: which engines a preview speaks of (those the stack does not record yet), and
+ * from what it reads (the runbook launch directory, the runbook sidecar's answer) and the local store
+ * and calibration files, which evidence the up would adopt and which it will measure, each with its
+ * reason.
  */
 import { expect } from "chai";
 import { createHash } from "node:crypto";
@@ -61,7 +62,6 @@ describe("adoption forecast (preview of an up that brings engines under the prog
     expect(mayForecast(plain), "no runbook evidence named: the preview reads nothing").to.equal(false);
     expect(forecastScope(plain, none)).to.equal(undefined);
   });
-
 
   it("reads the runbook sidecar's URL from launch.json and the digests from its answer", () => {
     expect(runbookAttestationUrl(survey)).to.equal(`${plan.url.replace(/:\d+$/, "")}:8200/v1/attestation`);
