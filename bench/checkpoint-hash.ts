@@ -1,7 +1,7 @@
 /**
  * Checkpoint hashing throughput, measured through the exact script discovery runs on engine hosts.
  *
- *   . scripts/env.sh && ts-node --transpile-only bench/checkpoint-hash.ts [--gib 2] [--files 8] [--runs 5] [--dir /tmp]
+ *   . scripts/env.sh && node -r ./tools/ts-require.js bench/checkpoint-hash.ts [--gib 2] [--files 8] [--runs 5] [--dir /tmp]
  *
  * Writes a deterministic multi-GiB checkpoint into a temporary directory, reads it once so every later
  * run hashes from the page cache, then times (median and best of --runs, round-robin): our script on every core and on one,

@@ -2,7 +2,7 @@
  * Our preflight (concurrent round-robin schedule and strictly sequential) against the pinned
  * `narwhal-check` on the same fleet document and the same engine simulators on 127.0.0.1.
  *
- *   . scripts/env.sh && nice -n 15 ts-node --transpile-only bench/preflight-vs-narwhal-check.ts [--sizes 8,16] [--time-scale 1]
+ *   . scripts/env.sh && nice -n 15 node -r ./tools/ts-require.js bench/preflight-vs-narwhal-check.ts [--sizes 8,16] [--time-scale 1]
  *
  * Per fleet size: N simulators on distinct ports with pinned roles (the first quarter pinned prefill,
  * the second quarter pinned decode, the rest free), a profile store from each engine's ground truth and
@@ -21,7 +21,7 @@ import { simPreflight, simProfileRow, writeSimFleet } from "../test/unit/sim-eng
 const API_KEY = "sk-narwhal-bench-3f8a17";
 const CHECK = path.join(ROOT, ".tools", "venv", "bin", "narwhal-check");
 const ARGS = ["--served-model-name", "tiny", "--api-key", API_KEY, "--max-model-len", "16384", "--max-num-seqs", "8", "--kv-transfer-config", KV_BOTH];
-/** Simulators started at once: each is a ts-node process, and the machine may be small. */
+/** Simulators started at once: each is a Node process, and the machine may be small. */
 const START_BATCH = 4;
 
 function option(name: string, fallback: string): string {

@@ -106,7 +106,7 @@ async function main(): Promise<void> {
   };
   const tools = {
     narwhal: (f: string) => run(path.join(ROOT, ".tools", "venv", "bin", "narwhal-profile"), ["--fleet", f, ...sweepArgs]),
-    ours: (f: string) => run(process.execPath, ["-r", path.join(ROOT, "node_modules", "ts-node", "register", "transpile-only"), path.join(ROOT, "scripts", "profile.ts"), "--fleet", f, ...sweepArgs]),
+    ours: (f: string) => run(process.execPath, ["-r", path.join(ROOT, "tools", "ts-require.js"), path.join(ROOT, "scripts", "profile.ts"), "--fleet", f, ...sweepArgs]),
   };
   const results: Record<string, Array<Record<string, unknown>>> = { narwhal: [], ours: [] };
   for (let round = 0; round < rounds; round++) {

@@ -8,12 +8,19 @@ import type * as pulumi from "@pulumi/pulumi";
  * project the CLI runs in (the provider host's working directory is the program directory).
  */
 export function providerShim(implementation: string): pulumi.dynamic.ResourceProvider {
-  const load = (): pulumi.dynamic.ResourceProvider => {
-    // Once per process: every further registration wraps the compiler again, and each wrap re-transpiles
-    // the code with its inline source map, so a module first loaded late in a run grew past the heap.
-    if (!(process as unknown as Record<symbol, unknown>)[Symbol.for("ts-node.register.instance")]) require("ts-node").register({ transpileOnly: true });
-    return require(require("node:path").join(process.cwd(), implementation)).provider;
-  };
+  // One object per implementation: the SDK serialises a provider object once and reuses the text for every
+  // resource given the same object, so each resource type costs one serialisation per program run.
+  let shim = shims.get(implementation);
+  if (!shim) shims.set(implementation, (shim = shimFor(implementation)));
+  return shim;
+}
+
+const shims = new Map<string, pulumi.dynamic.ResourceProvider>();
+
+function shimFor(implementation: string): pulumi.dynamic.ResourceProvider {
+  // tools/ts-require.js compiles each module once into a cache and loads it as JavaScript; Node keeps the
+  // module after its first load, so each call after the first costs a map lookup.
+  const load = (): pulumi.dynamic.ResourceProvider => require(require("node:path").join(process.cwd(), "tools", "ts-require.js")).load(implementation).provider;
   // The engine's protobuf encoder rejects `undefined` anywhere in a result ("Unexpected struct type"),
   // so every result goes through JSON once: absent fields are dropped, not sent.
   const plain = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;

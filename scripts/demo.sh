@@ -9,14 +9,14 @@ bash scripts/setup.sh
 printf '\n==> Simulated fleet\n'
 # Half speed: the profiles' decode fits and the preflight's limits need decode steps of milliseconds,
 # not the default scale's tenths of one (the e2e fleet runs at the same scale).
-ts-node --transpile-only sim/cli.ts up --time-scale 0.5
+node -r ./tools/ts-require.js sim/cli.ts up --time-scale 0.5
 printf '\n==> pulumi up (stack dev)\n'
 pulumi stack select dev
 pulumi up --yes --skip-preview
 printf '\n==> Stack outputs\n'
 pulumi stack output --json
 printf '\n==> One request through the router\n'
-ts-node --transpile-only scripts/router-request.ts "$(pulumi stack output routerUrl)"
+node -r ./tools/ts-require.js scripts/router-request.ts "$(pulumi stack output routerUrl)"
 printf '\n==> Sanitised deployment record\n'
 out="$NARWHAL_ROOT/runs/dev/export-$(date -u +%Y%m%dT%H%M%SZ)"
-ts-node --transpile-only scripts/export-record.ts --stack dev --out "$out"
+node -r ./tools/ts-require.js scripts/export-record.ts --stack dev --out "$out"

@@ -73,19 +73,30 @@ else
 fi
 
 step "Pulumi Node.js language host (sdk/v3 $LANGUAGE_HOST_SDK_VERSION)"
-if [ -x "$TOOLS/bin/pulumi-language-nodejs" ] && [ -f "$TOOLS/go/langhost/.built-$LANGUAGE_HOST_SDK_VERSION" ]; then
+if [ -x "$TOOLS/bin/pulumi-language-nodejs-$LANGUAGE_HOST_SDK_VERSION" ] && [ -f "$TOOLS/go/langhost/.built-$LANGUAGE_HOST_SDK_VERSION" ]; then
   done_ "already built"
 else
   mkdir -p "$TOOLS/go/langhost"
   (cd "$TOOLS/go/langhost" &&
     { [ -f go.mod ] || go mod init narwhal-fleet/tools/langhost >/dev/null 2>&1; } &&
     GOFLAGS=-mod=mod go get "github.com/pulumi/pulumi/sdk/v3@$LANGUAGE_HOST_SDK_VERSION" &&
-    GOFLAGS=-mod=mod go build -o "$TOOLS/bin/pulumi-language-nodejs" \
+    GOFLAGS=-mod=mod go build -o "$TOOLS/bin/pulumi-language-nodejs-$LANGUAGE_HOST_SDK_VERSION" \
       -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$LANGUAGE_HOST_SDK_VERSION" \
       github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs &&
     touch ".built-$LANGUAGE_HOST_SDK_VERSION")
   done_ "built"
 fi
+# The CLI hands Pulumi.yaml's runtime options to the language host in its run request; this older host
+# reads them only as flags, so it would load ts-node for every project. The plugin the CLI starts (in
+# the project's folder) passes the project's `typescript` option as the flag, defaulting to true as
+# Pulumi does: this project's program.js loads compiled JavaScript and needs no ts-node.
+cat >"$TOOLS/bin/pulumi-language-nodejs.new" <<EOF
+#!/bin/sh
+typescript=true
+grep -Eq '^[[:space:]]+typescript:[[:space:]]*false[[:space:]]*(#.*)?\$' Pulumi.yaml 2>/dev/null && typescript=false
+exec "\$(dirname "\$0")/pulumi-language-nodejs-$LANGUAGE_HOST_SDK_VERSION" -typescript=\$typescript "\$@"
+EOF
+chmod 755 "$TOOLS/bin/pulumi-language-nodejs.new" && mv "$TOOLS/bin/pulumi-language-nodejs.new" "$TOOLS/bin/pulumi-language-nodejs"
 
 step "Dynamic provider host from @pulumi/pulumi"
 # The engine looks for this bundled plugin next to the CLI; without it dynamic resources fail.

@@ -11,9 +11,8 @@ layer="${1:-all}"
 
 bash scripts/setup.sh
 
-# Every `pulumi preview` and `up` the tests run would type-check the program again (about 5 s each on
-# two cores); tsc checks the whole tree once below instead, before any layer that drives the CLI.
-export PULUMI_NODEJS_TRANSPILE_ONLY=true
+# The CLI runs the program as JavaScript from a compile cache (tools/ts-require.js) without checking
+# its types; tsc checks the whole tree once below instead, before any layer that drives the CLI.
 
 case "$layer" in
   unit|mocks|providers) specs=("test/$layer/**/*.test.ts") ;;

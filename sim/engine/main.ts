@@ -1,7 +1,7 @@
 /**
  * Entry point of the engine simulator, a stand-in for `vllm serve` on hosts without GPUs.
  *
- *   node -r <root>/node_modules/ts-node/register/transpile-only <root>/sim/engine/main.ts serve <model-dir> [vllm flags]
+ *   node -r <root>/tools/ts-require.js <root>/sim/engine/main.ts serve <model-dir> [vllm flags]
  *   node ... main.ts --version
  *
  * Startup follows vLLM's order: parse flags, load the model config and tokenizer, resolve the platform

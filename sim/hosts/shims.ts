@@ -103,9 +103,8 @@ if [ "$#" -eq 1 ] && { [ "$1" = "--version" ] || [ "$1" = "-v" ]; }; then
   exit 0
 fi
 ${host.layout.model ? "" : "# This host exposes no GPU: hide every device, as a machine without one would.\nCUDA_VISIBLE_DEVICES=\nexport CUDA_VISIBLE_DEVICES\n"}NARWHAL_SIM_CONFIG=${shq(simConfigPath)}
-TS_NODE_PROJECT=${shq(path.join(PROJECT_ROOT, "tsconfig.json"))}
-export NARWHAL_SIM_CONFIG TS_NODE_PROJECT
-exec ${shq(process.execPath)} -r ${shq(path.join(PROJECT_ROOT, "node_modules/ts-node/register/transpile-only"))} ${shq(
+export NARWHAL_SIM_CONFIG
+exec ${shq(process.execPath)} -r ${shq(path.join(PROJECT_ROOT, "tools/ts-require.js"))} ${shq(
     path.join(PROJECT_ROOT, "sim/engine/main.ts"),
   )} "$@"
 `;

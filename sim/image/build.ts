@@ -2,7 +2,7 @@
  * Builds the engine-simulator image locally, with no registry: a root filesystem made from this
  * machine's own files, fed to `docker import`.
  *
- *   node -r ts-node/register/transpile-only sim/image/build.ts      # prints the image ID (sha256:...)
+ *   node -r ./tools/ts-require.js sim/image/build.ts      # prints the image ID (sha256:...)
  *
  * The image holds only what the simulator needs, nothing from the host beyond it:
  *   /usr/bin/node                       this machine's Node binary (it bundles ICU and OpenSSL)

@@ -22,7 +22,7 @@ describe("import command (real pulumi CLI, temporary backend)", function () {
   let env: NodeJS.ProcessEnv;
 
   const runImport = (...args: string[]) =>
-    spawnSync(path.join(ROOT, "node_modules", ".bin", "ts-node"), ["--transpile-only", "--project", path.join(ROOT, "tsconfig.json"), path.join(ROOT, "scripts", "import.ts"), ...args], { cwd: dir, env, encoding: "utf8", timeout: 150_000 });
+    spawnSync(process.execPath, ["-r", path.join(ROOT, "tools", "ts-require.js"), path.join(ROOT, "scripts", "import.ts"), ...args], { cwd: dir, env, encoding: "utf8", timeout: 150_000 });
   const pulumi = (...args: string[]) => spawnSync("pulumi", [...args, "--non-interactive"], { cwd: dir, env, encoding: "utf8", timeout: 60_000 });
 
   before(() => {

@@ -16,7 +16,7 @@ const API_KEY = "sk-narwhal-modes-7d3f1b";
 const KEY_ENV = "NARWHAL_MODES_TEST_KEY";
 const PYTHON = path.join(ROOT, ".tools", "venv", "bin", "python");
 const NARWHAL_PROFILE = path.join(ROOT, ".tools", "venv", "bin", "narwhal-profile");
-const TS_NODE = path.join(ROOT, "node_modules", "ts-node", "register", "transpile-only");
+const TS_REQUIRE = path.join(ROOT, "tools", "ts-require.js");
 const ARGS = ["--served-model-name", "tiny", "--api-key", API_KEY, "--max-model-len", "4096", "--max-num-seqs", "8", "--no-enable-prefix-caching"];
 /**
  * A small sweep: four prefill lengths long enough that a busy machine's jitter stays well
@@ -35,7 +35,7 @@ interface Run {
 
 function profile(args: string[]): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["-r", TS_NODE, path.join(ROOT, "scripts", "profile.ts"), ...args], { cwd: ROOT, env: { ...process.env, [KEY_ENV]: API_KEY }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["-r", TS_REQUIRE, path.join(ROOT, "scripts", "profile.ts"), ...args], { cwd: ROOT, env: { ...process.env, [KEY_ENV]: API_KEY }, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

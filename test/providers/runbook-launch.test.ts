@@ -106,7 +106,7 @@ describe("runbook-launched engines: adopted when their plan equals the program's
     dir = tempDir("runbook-launch-");
     vllm = path.join(dir, "vllm");
     // The simulator stands in for vLLM under the command name the plan runs.
-    fs.writeFileSync(vllm, `#!/bin/sh\nexport TS_NODE_PROJECT=${ROOT}/tsconfig.json\nexec ${process.execPath} -r ${ROOT}/node_modules/ts-node/register/transpile-only ${ROOT}/sim/engine/main.ts "$@"\n`, { mode: 0o755 });
+    fs.writeFileSync(vllm, `#!/bin/sh\nexec ${process.execPath} -r ${ROOT}/tools/ts-require.js ${ROOT}/sim/engine/main.ts "$@"\n`, { mode: 0o755 });
     const base = launchInputs({ vllmCommand: vllm, maxModelLen: 1024, blockSize: 16 });
     plan = renderLaunchPlan({
       ...base,

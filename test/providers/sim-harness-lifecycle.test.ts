@@ -17,7 +17,7 @@ const ROOT = constants.PROJECT_ROOT;
 
 /** `npm run sim -- <args>` without npm's banner. */
 async function simCli(...args: string[]): Promise<string> {
-  const { stdout } = await exec("bash", ["scripts/with-tools.sh", "ts-node", "--transpile-only", "sim/cli.ts", ...args], {
+  const { stdout } = await exec("bash", ["scripts/with-tools.sh", "node", "-r", "./tools/ts-require.js", "sim/cli.ts", ...args], {
     cwd: ROOT,
     timeout: 60_000,
   });

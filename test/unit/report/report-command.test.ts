@@ -7,12 +7,12 @@ import { CONTENT_SECURITY_POLICY, esc } from "../../../lib/report/html";
 import { FIXTURE_STORE } from "../../fixtures/report/page";
 
 const ROOT = path.resolve(__dirname, "..", "..", "..");
-/** ts-node compiles the script on start; on a busy two-core machine that takes a while. */
+/** A generous bound for one report on a busy two-core machine. */
 const COMMAND_TIMEOUT_MS = 60_000;
 
 function report(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile("ts-node", ["--transpile-only", "-P", "tsconfig.json", "scripts/report.ts", ...args], { cwd: ROOT, timeout: COMMAND_TIMEOUT_MS }, (error, stdout, stderr) => {
+    execFile(process.execPath, ["-r", "./tools/ts-require.js", "scripts/report.ts", ...args], { cwd: ROOT, timeout: COMMAND_TIMEOUT_MS }, (error, stdout, stderr) => {
       resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });

@@ -105,8 +105,8 @@ describe("native runtime scripts (run for real under sh)", function () {
     const root = path.resolve(__dirname, "..", "..", "..");
     const engine = {
       ...plan,
-      argv: [process.execPath, "-r", path.join(root, "node_modules/ts-node/register/transpile-only"), path.join(root, "sim/engine/main.ts"), "serve", model, "--port", plan.url.split(":").pop()!],
-      env: { TS_NODE_PROJECT: path.join(root, "tsconfig.json") },
+      argv: [process.execPath, "-r", path.join(root, "tools/ts-require.js"), path.join(root, "sim/engine/main.ts"), "serve", model, "--port", plan.url.split(":").pop()!],
+      env: {},
     };
     const r = sh(startScript(engine, opts()), "VLLM_API_KEY='k'\n");
     expect(r.code).to.equal(1);

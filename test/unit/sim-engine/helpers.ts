@@ -12,18 +12,17 @@ import { writeTestModel, type TestModelOptions } from "../../../sim/engine/testi
 
 export const ROOT = resolve(__dirname, "../../..");
 export const MAIN = join(ROOT, "sim/engine/main.ts");
-const TS_NODE = join(ROOT, "node_modules/ts-node/register/transpile-only");
+const TS_REQUIRE = join(ROOT, "tools/ts-require.js");
 /**
  * The environment a simulator child starts from: the runner's, minus anything that would change the
- * engine's behaviour (NARWHAL_SIM_*, VLLM_*, *_VISIBLE_DEVICES), plus the tsconfig ts-node must use
- * whatever the working directory (as the host shim does).
+ * engine's behaviour (NARWHAL_SIM_*, VLLM_*, *_VISIBLE_DEVICES).
  */
 function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && !/^(NARWHAL_SIM_|VLLM_)|_VISIBLE_DEVICES$/.test(k)) env[k] = v;
   }
-  return { ...env, TS_NODE_PROJECT: join(ROOT, "tsconfig.json"), ...extra };
+  return { ...env, ...extra };
 }
 
 const temps: string[] = [];
@@ -122,7 +121,7 @@ export async function spawnEngine(o: StartOptions): Promise<SimEngine> {
     writeFileSync(file, JSON.stringify(o.sim));
     env.NARWHAL_SIM_CONFIG = file;
   }
-  const proc = spawn(process.execPath, ["-r", TS_NODE, MAIN, "serve", o.model, "--host", "127.0.0.1", "--port", String(port), ...(o.args ?? [])], {
+  const proc = spawn(process.execPath, ["-r", TS_REQUIRE, MAIN, "serve", o.model, "--host", "127.0.0.1", "--port", String(port), ...(o.args ?? [])], {
     env,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -139,7 +138,7 @@ export async function startEngine(o: StartOptions): Promise<SimEngine> {
 
 /** Runs the simulator with arbitrary arguments to completion (startup refusals, --version). */
 export async function runToExit(argv: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, ["-r", TS_NODE, MAIN, ...argv], { env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, ["-r", TS_REQUIRE, MAIN, ...argv], { env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
   const engine = new SimEngine(proc, 0, 0);
   running.add(engine);
   const timer = setTimeout(() => proc.kill("SIGKILL"), 15000);
