@@ -2,4 +2,5 @@
 // The Pulumi program's entry (Pulumi.yaml `main`): index.ts and everything it imports, loaded as
 // JavaScript compiled once (tools/ts-require.js) instead of through ts-node on every CLI run.
 require("./tools/ts-require.js");
+require("./tools/cheap-promise-stacks.js");
 module.exports = require("./index.ts");
