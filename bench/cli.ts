@@ -12,6 +12,8 @@
  * are given against both. Each figure is the median of the rounds, wall seconds and CPU seconds (the CLI
  * and every process under it). `programLoad` is the time to load the program's modules (node, warm
  * cache) through tools/ts-require.js and, for comparison, through ts-node as every run did before.
+ * `loginsPerHost` counts the SSH logins each host's sshd accepted during the fleet's `preview --refresh`
+ * runs, divided by the runs: one means every read on a host shared one login.
  * Prints one JSON object on stdout, progress on stderr; both stacks and the hosts are removed at the end,
  * also on error or Ctrl-C.
  */
@@ -21,6 +23,7 @@ import { execFileSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import { PulumiCommand, type Stack } from "@pulumi/pulumi/automation";
 import { runInHost, simDown, simUp } from "../sim/hosts";
+import { hostPaths } from "../sim/hosts/paths";
 import { E2E_TIME_SCALE, openStack, PROJECT_ROOT } from "../test/e2e/support/stack";
 import { ensureFileBackend, FLOOR_DIR, openFloorStack, stateResourceCount } from "./scale/floor-stack";
 import { median, runCli, type CliRun } from "./scale/cli-run";
@@ -42,6 +45,9 @@ const PROMETHEUS_PORT = 9691;
 const FLOOR_OVERHEAD = 2;
 const HOST_STATE_DIR = "/var/lib/narwhal-fleet";
 const PROGRAM_LOAD_RUNS = 5;
+
+/** SSH logins a simulated host's sshd has accepted so far. */
+const acceptedLogins = (alias: string): number => (fs.readFileSync(hostPaths(alias).sshdLog, "utf8").match(/^Accepted /gm) ?? []).length;
 
 const log = (msg: string) => process.stderr.write(`[bench:cli ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
@@ -107,11 +113,15 @@ async function measureSize(cli: PulumiCommand, engines: number, hostCount: numbe
       up: { fleet: [], floor: [], floorTranspileOnly: [] },
       previewRefresh: { fleet: [], floor: [], floorTranspileOnly: [] },
     };
+    const refreshLogins = Object.fromEntries(aliases.map((a) => [a, 0]));
     for (let round = 1; round <= ROUNDS; round++) {
       for (const op of Object.keys(OP_ARGS) as Op[]) {
         for (const runner of RUNNERS) {
           const w = where[runner];
+          const countLogins = runner === "fleet" && op === "previewRefresh";
+          const before = countLogins ? aliases.map(acceptedLogins) : [];
           const r = await runCli([...OP_ARGS[op], "--stack", w.stack], w.cwd, w.env);
+          if (countLogins) aliases.forEach((a, i) => (refreshLogins[a] += acceptedLogins(a) - before[i]!));
           runs[op][runner].push(r);
           log(`${name} round ${round}: ${op} ${runner}: ${r.wallS} s wall, ${r.cpuS} s CPU`);
         }
@@ -131,7 +141,8 @@ async function measureSize(cli: PulumiCommand, engines: number, hostCount: numbe
         ];
       }),
     );
-    return { engines, hosts: hostCount, resources, rounds: ROUNDS, ...figures };
+    const loginsPerHost = Object.fromEntries(aliases.map((a) => [a, refreshLogins[a]! / ROUNDS]));
+    return { engines, hosts: hostCount, resources, rounds: ROUNDS, ...figures, previewRefreshLoginsPerHost: loginsPerHost };
   } finally {
     for (const [stack, stackName, dir] of [[fleet, name, PROJECT_ROOT], [floor, floorName, FLOOR_DIR]] as const) {
       if (!stack) continue;

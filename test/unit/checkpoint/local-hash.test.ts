@@ -47,7 +47,6 @@ async function rejection(p: Promise<unknown>): Promise<CheckpointError> {
 }
 
 describe("checkpoint hash script (run locally)", function () {
-  this.timeout(30_000);
   const made: string[] = [];
   const tree = (files: Record<string, string | Buffer>) => {
     const dir = makeTree(files);

@@ -25,7 +25,6 @@ function sh(script: string, env: Record<string, string>): Promise<{ code: number
 }
 
 describe("container restart script (run for real under sh)", function () {
-  this.timeout(20_000);
   let dir: string;
   let server: http.Server;
   let plan: LaunchPlan;

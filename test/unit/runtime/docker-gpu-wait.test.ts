@@ -11,7 +11,6 @@ import { LABELS } from "../../../lib/runtime/container-spec";
  * listed in a file (engine, gpus label, id), as the real one prints them with the script's --format.
  */
 describe("docker GPU wait (run for real under sh with a stand-in docker)", function () {
-  this.timeout(20_000);
   let dir: string;
   let running: string;
 

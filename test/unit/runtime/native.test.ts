@@ -42,7 +42,6 @@ function sh(script: string, stdin = ""): { code: number; stdout: string; stderr:
 }
 
 describe("native runtime scripts (run for real under sh)", function () {
-  this.timeout(30_000);
   let dir: string;
   let plan: LaunchPlan;
   const opts = () => ({ runDir: path.join(dir, "run"), healthTimeoutS: 10, stopTimeoutS: 5 });

@@ -14,6 +14,12 @@ export const ROOT = resolve(__dirname, "../../..");
 export const MAIN = join(ROOT, "sim/engine/main.ts");
 const TS_REQUIRE = join(ROOT, "tools/ts-require.js");
 /**
+ * Bounds for a simulator child on a machine that may be busy: it is waited for by its ready line, so a
+ * quiet machine never waits them out, and a loaded one (two cores running a CLI beside the tests) has room.
+ */
+export const ENGINE_READY_TIMEOUT_MS = 60_000;
+const RUN_TO_EXIT_TIMEOUT_MS = 60_000;
+/**
  * The environment a simulator child starts from: the runner's, minus anything that would change the
  * engine's behaviour (NARWHAL_SIM_*, VLLM_*, *_VISIBLE_DEVICES).
  */
@@ -81,9 +87,9 @@ export class SimEngine {
   }
 
   /** Resolves when the engine prints its ready line; rejects if it exits first. */
-  ready(timeoutMs = 15000): Promise<void> {
+  ready(timeoutMs = ENGINE_READY_TIMEOUT_MS): Promise<void> {
     return new Promise((resolveReady, reject) => {
-      const timer = setTimeout(() => reject(new Error(`engine not ready after ${timeoutMs} ms:\n${this.stdout}\n${this.stderr}`)), timeoutMs);
+      const timer = setTimeout(() => reject(new Error(`engine not ready after ENGINE_READY_TIMEOUT_MS=${timeoutMs} ms:\n${this.stdout}\n${this.stderr}`)), timeoutMs);
       const check = () => {
         if (this.stdout.includes("Application startup complete.")) {
           clearTimeout(timer);
@@ -141,7 +147,7 @@ export async function runToExit(argv: string[], env: Record<string, string> = {}
   const proc = spawn(process.execPath, ["-r", TS_REQUIRE, MAIN, ...argv], { env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
   const engine = new SimEngine(proc, 0, 0);
   running.add(engine);
-  const timer = setTimeout(() => proc.kill("SIGKILL"), 15000);
+  const timer = setTimeout(() => proc.kill("SIGKILL"), RUN_TO_EXIT_TIMEOUT_MS);
   const code = await engine.exited;
   clearTimeout(timer);
   running.delete(engine);

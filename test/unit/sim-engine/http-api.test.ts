@@ -2,7 +2,6 @@ import { expect } from "chai";
 import { http, KV_BOTH, makeModel, removeTemps, type SimEngine, sseEvents, startEngine, stopAll } from "./helpers";
 
 describe("sim-engine HTTP API (vLLM 0.29 shapes, one engine process)", function () {
-  this.timeout(30000);
   let engine: SimEngine;
   const auth = { authorization: "Bearer sekret" };
   const post = (path: string, body: unknown, headers: Record<string, string> = auth) => http(engine.url + path, { body, headers });

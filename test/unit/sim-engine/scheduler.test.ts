@@ -74,7 +74,6 @@ describe("sim-engine scheduler", () => {
   });
 
   it("paces decode steps by the formula (batch of one, time scale 1)", async function () {
-    this.timeout(5000);
     const c = { ...ZERO, decodeBase: 0.004, decodeKv: 1e-5, decodeReq: 0.001 };
     const s = scheduler({ coefficients: c });
     const seq = new Seq("d", 100, 51);
