@@ -14,6 +14,7 @@ export interface DocumentEngine {
   attestationUrl?: string;
   role: "prefill" | "decode";
   pin: boolean;
+  deviceGroup?: string;
 }
 
 /** The document's engines; a malformed one is named before anything is probed. */
@@ -25,7 +26,15 @@ export function documentEngines(doc: Record<string, unknown>): DocumentEngine[] 
     if (typeof e.url !== "string" || !/^https?:\/\/[^/\s]+$/.test(e.url)) throw new Error(`fleetDocument.engines[${i}].url (${e.iid}): expected an http://host:port base URL`);
     const role = e.role ?? "decode";
     if (role !== "prefill" && role !== "decode") throw new Error(`fleetDocument.engines[${i}].role (${e.iid}): expected prefill or decode`);
-    return { iid: e.iid, url: e.url, ...(typeof e.attestation_url === "string" ? { attestationUrl: e.attestation_url } : {}), role, pin: e.pin === true };
+    const group = obj(e.shared_device).group;
+    return {
+      iid: e.iid,
+      url: e.url,
+      ...(typeof e.attestation_url === "string" ? { attestationUrl: e.attestation_url } : {}),
+      role,
+      pin: e.pin === true,
+      ...(typeof group === "string" && group ? { deviceGroup: group } : {}),
+    };
   });
 }
 
@@ -50,7 +59,7 @@ export function planOf(doc: Record<string, unknown>, profiles: readonly GateProf
   const t = timeoutsOf(doc);
   if (typeof doc.model !== "string" || !doc.model) throw new Error("fleetDocument.model: expected the served model name");
   return {
-    engines: engines.map((e) => ({ iid: e.iid, role: e.role, pin: e.pin })),
+    engines: engines.map((e) => ({ iid: e.iid, role: e.role, pin: e.pin, ...(e.deviceGroup ? { deviceGroup: e.deviceGroup } : {}) })),
     model: doc.model,
     slo: { ttftS: num(slo.ttft_s, NaN), tpotS: num(slo.tpot_s, NaN) },
     tokenize: obj(doc.engine).tokenize !== false,

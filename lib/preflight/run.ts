@@ -14,6 +14,8 @@ export interface PreflightEngine {
   readonly iid: string;
   readonly role: "prefill" | "decode";
   readonly pin?: boolean;
+  /** Engines that share one device (the fleet document's `shared_device.group`) are paced in turn. */
+  readonly deviceGroup?: string;
 }
 
 export interface PreflightPlan {
@@ -54,6 +56,26 @@ async function each<T>(ids: readonly string[], f: (iid: string) => Promise<T>): 
   return new Map(await Promise.all(ids.map(async (iid) => [iid, await f(iid)] as const)));
 }
 
+/**
+ * The pace probes: engines on distinct devices at once, and one at a time within a device, since two
+ * prefills on one GPU would measure each other (narwhal-check probes every engine in turn). Observations
+ * are keyed in the fleet's order whatever order they finish in.
+ */
+async function paceInTurnPerDevice(engines: readonly PreflightEngine[], obs: Observer): Promise<Map<string, PaceObservation>> {
+  const byDevice = new Map<string, string[]>();
+  for (const e of engines) {
+    const device = e.deviceGroup ?? `engine:${e.iid}`;
+    byDevice.set(device, [...(byDevice.get(device) ?? []), e.iid]);
+  }
+  const observed = new Map<string, PaceObservation>();
+  await Promise.all(
+    [...byDevice.values()].map(async (iids) => {
+      for (const iid of iids) observed.set(iid, await obs.pace(iid));
+    }),
+  );
+  return new Map(engines.map((e) => [e.iid, observed.get(e.iid)!]));
+}
+
 export async function runPreflight(plan: PreflightPlan, obs: Observer): Promise<PreflightOutcome> {
   const rep = new Report();
   const engines = plan.engines;
@@ -68,9 +90,7 @@ export async function runPreflight(plan: PreflightPlan, obs: Observer): Promise<
   for (const iid of stale) incompatible.add(iid);
   for (const iid of judgeModel(engines, live, plan.model, await each(liveIds, (iid) => obs.models(iid)), rep)) incompatible.add(iid);
 
-  // One engine at a time: concurrent prefills on a shared machine would measure each other.
-  const pace = new Map<string, PaceObservation>();
-  for (const iid of liveIds) pace.set(iid, await obs.pace(iid));
+  const pace = await paceInTurnPerDevice(engines.filter((e) => live.has(e.iid)), obs);
   const slow = judgePace(engines, live, pace, stale.size ? null : plan.profiles, rep);
   judgeTokenize(engines, live, plan.tokenize, plan.tokenize ? await each(liveIds, (iid) => obs.tokenize(iid)) : new Map(), rep);
 

@@ -90,6 +90,26 @@ describe("preflight: gate verdicts", () => {
     expect(out.gates.find((g) => g.gate === "consume")!.verdict).to.equal("skip");
   });
 
+  it("pace: engines on distinct devices are probed at once, engines sharing a device one after the other", async () => {
+    const running = new Set<string>();
+    const overlaps: string[][] = [];
+    const pace = async (iid: string) => {
+      running.add(iid);
+      overlaps.push([...running].sort());
+      await new Promise((r) => setImmediate(r));
+      running.delete(iid);
+      return { seconds: 0.6, promptTokens: 4096 };
+    };
+    const shared = plan(4, { profiles: new Map() });
+    const grouped = { ...shared, engines: shared.engines.map((e) => (e.iid === "e2" || e.iid === "e3" ? { ...e, deviceGroup: "gpu0" } : e)) };
+    const out = await runPreflight(grouped, observer({ pace }));
+    expect(out.gates.find((g) => g.gate === "pace")!.verdict).to.equal("pass");
+    // e0, e1 and the first of the gpu0 pair start together; e3 waits for e2 and never runs beside it.
+    expect(overlaps[2]).to.deep.equal(["e0", "e1", "e2"]);
+    for (const seen of overlaps) expect(seen.includes("e2") && seen.includes("e3"), `e2 and e3 at once: ${seen}`).to.equal(false);
+    expect(overlaps.flat()).to.include("e3");
+  });
+
   it("pace: two engines without profiles cannot be judged (skip); with profiles they compare with their own fit", async () => {
     expect((await verdicts(plan(2, { profiles: new Map() }), observer())).pace).to.equal("skip");
     // 2e-8·4096² + 6e-5·4096 + 0.005 = 0.586 s predicted; 0.6 s is within 1.5x, 1.0 s is not.
