@@ -24,9 +24,11 @@ const CASES: BadCase[] = [
     name: "duplicate alias",
     edit: (c) => (c.hosts[1].alias = "a"),
     issues: [
-      ["hosts[1].alias", '"a" is already the alias of hosts[0]; give every host its own alias'],
-      // True as well: no host is called "b" any more.
-      ["engines[1].host", '"b" is not the alias of any host; known aliases: a'],
+      // One fix: engines[1] is not told to move to "a", the duplicated host.
+      [
+        "hosts[1].alias",
+        '"a" is already the alias of hosts[0]; give every host its own alias (engines[1].host names "b", which no host has: if this host is "b", that fixes both)',
+      ],
     ],
   },
   {
