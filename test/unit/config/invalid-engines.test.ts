@@ -63,6 +63,26 @@ const CASES: BadCase[] = [
     ],
   },
   {
+    name: "a port equal to the engine's own defaulted attestation port, named at the port the user wrote",
+    edit: (c) => (c.engines[1].port = 8201),
+    issues: [
+      [
+        "engines[1].port",
+        "engine e1's port 8201 clashes with engine e1's attestationPort 8201 (its default) on host b; an engine's port, attestationPort and nixlPort must all differ",
+      ],
+    ],
+  },
+  {
+    name: "a Prometheus port written onto an engine's defaulted port",
+    edit: (c) => (c.observability = { enabled: true, prometheusPort: 8100 }),
+    issues: [
+      [
+        "observability.prometheusPort",
+        "the Prometheus port 8100 clashes with engine e0's port 8100 (its default) on host a; choose a port that no other service on host a uses",
+      ],
+    ],
+  },
+  {
     name: "own-port clash",
     edit: (c) => (c.engines[0].nixlPort = 8100),
     issues: [

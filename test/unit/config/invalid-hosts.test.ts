@@ -32,6 +32,21 @@ const CASES: BadCase[] = [
     ],
   },
   {
+    name: "duplicate alias with the router and a jump on the lost alias",
+    edit: (c) => {
+      c.hosts.push({ alias: "a", destination: "10.0.0.3", fabricInterface: "eth1" });
+      c.hosts[1].alias = "c";
+      c.hosts[1].jump = "b";
+      c.router = { host: "b" };
+    },
+    issues: [
+      [
+        "hosts[2].alias",
+        '"a" is already the alias of hosts[0]; give every host its own alias (engines[1].host names "b", router.host names "b", hosts[1].jump names "b", which no host has: if this host is "b", that fixes both)',
+      ],
+    ],
+  },
+  {
     name: "bad alias characters",
     edit: (c) => {
       c.hosts[0].alias = "GPU_a";
