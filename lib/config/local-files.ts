@@ -35,7 +35,7 @@ export function keyFileIssue(written: string, resolved: string, code: string | u
     message:
       `${where(written, resolved)}: ${readFailure(code)}${tilde}; point it at the SSH private key the hosts accept ` +
       "(`pulumi config set sshPrivateKeyFile /full/path/to/key`), or store the key itself as a secret " +
-      "(`cat /full/path/to/key | pulumi config set --secret sshPrivateKey`) and remove sshPrivateKeyFile",
+      "(`pulumi config set --secret sshPrivateKey < /full/path/to/key`) and remove sshPrivateKeyFile",
   };
 }
 

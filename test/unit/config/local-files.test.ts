@@ -9,7 +9,7 @@ import { expectCleanMessage } from "./fixtures";
 
 const KEY_FIX =
   "point it at the SSH private key the hosts accept (`pulumi config set sshPrivateKeyFile /full/path/to/key`), or store the key itself as a secret " +
-  "(`cat /full/path/to/key | pulumi config set --secret sshPrivateKey`) and remove sshPrivateKeyFile";
+  "(`pulumi config set --secret sshPrivateKey < /full/path/to/key`) and remove sshPrivateKeyFile";
 
 const CASES: Array<{ name: string; issue: () => { path: string; message: string }; expected: [string, string] }> = [
   {
