@@ -50,6 +50,14 @@ export function sshConfigIssue(written: string | undefined, resolved: string, co
   return { path: "ssh.configFile", message: `${written === undefined ? `the default ${resolved}` : where(written, resolved)}: ${readFailure(code)}; ${fix}` };
 }
 
+/** The IdentityFile an ssh_config Host block names for a fleet host exists but cannot be read. */
+export function identityFileMessage(alias: string, file: string, code: string | undefined): string {
+  return (
+    `host ${alias}: the IdentityFile its ssh_config entry names, ${file}: ${readFailure(code)}; make it readable by this user, ` +
+    `or give the host's key as a secret (\`pulumi config set --secret --path 'sshPrivateKeys.${alias}' < ${file}\`)`
+  );
+}
+
 export const MISSING_API_KEY: ConfigIssue = {
   path: "engineApiKey",
   message: "missing; engines require an API key: set one with `pulumi config set --secret engineApiKey <key>`",

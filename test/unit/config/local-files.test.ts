@@ -4,7 +4,7 @@
  */
 import { expect } from "chai";
 import { FleetConfigError } from "../../../lib/config";
-import { keyFileIssue, MISSING_API_KEY, sshConfigIssue } from "../../../lib/config/local-files";
+import { identityFileMessage, keyFileIssue, MISSING_API_KEY, sshConfigIssue } from "../../../lib/config/local-files";
 import { expectCleanMessage } from "./fixtures";
 
 const KEY_FIX =
@@ -65,4 +65,11 @@ describe("config: files and keys read beside the schema", () => {
       expectCleanMessage(new FleetConfigError([issue()]).message, [{ path, message }]);
     });
   }
+
+  it("names the host, the IdentityFile and both fixes when an ssh_config key cannot be read", () => {
+    expect(identityFileMessage("gpu1", "/home/ops/.ssh/gpu1", "EACCES")).to.equal(
+      "host gpu1: the IdentityFile its ssh_config entry names, /home/ops/.ssh/gpu1: permission denied; make it readable by this user, " +
+        "or give the host's key as a secret (`pulumi config set --secret --path 'sshPrivateKeys.gpu1' < /home/ops/.ssh/gpu1`)",
+    );
+  });
 });
