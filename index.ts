@@ -41,21 +41,28 @@ export const preflight = {
 /**
  * Gate F's first-token calibration, when enabled: the proposed engine.first_token_timeout_s, the one in
  * the document now, each group's figures, the client TTFT check and the evidence record.
+ *
+ * Exported only when calibration runs: an `export const` that is `undefined` still becomes a key of this
+ * module, and Pulumi warns "Undefined value (firstTokenDeadline) will not show as a stack output" on
+ * every up. Adding the key to `exports` only when there is a value leaves the output simply absent.
  */
-export const firstTokenDeadline = fleet.calibration
-  ? {
-      proposedS: fleet.calibration.deadlineS,
-      currentS: fleet.calibration.currentDeadlineS,
-      floorS: fleet.calibration.floorS,
-      observationBoundS: fleet.calibration.sampledUnderBoundS,
-      groups: fleet.calibration.groups,
-      clientTtft: { deadlinePlusPrefillPlusOverheadS: fleet.calibration.clientTtftS, requirementS: fleet.calibration.clientTtftRequirementS, fits: fleet.calibration.fitsClientTtft },
-      samples: fleet.calibration.samples,
-      failedAttempts: fleet.calibration.failedAttempts,
-      evidence: fleet.calibration.evidence,
-      adoption: fleet.calibration.adoption,
-    }
-  : undefined;
+const calibrated = fleet.calibration;
+if (calibrated) {
+  Object.assign(exports, {
+    firstTokenDeadline: {
+      proposedS: calibrated.deadlineS,
+      currentS: calibrated.currentDeadlineS,
+      floorS: calibrated.floorS,
+      observationBoundS: calibrated.sampledUnderBoundS,
+      groups: calibrated.groups,
+      clientTtft: { deadlinePlusPrefillPlusOverheadS: calibrated.clientTtftS, requirementS: calibrated.clientTtftRequirementS, fits: calibrated.fitsClientTtft },
+      samples: calibrated.samples,
+      failedAttempts: calibrated.failedAttempts,
+      evidence: calibrated.evidence,
+      adoption: calibrated.adoption,
+    },
+  });
+}
 /** The role-to-host plan, as the runbook's `deploy_hosts.py plan` prints it. */
 export const deployment = {
   router: fleet.routerHost,

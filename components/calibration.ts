@@ -37,7 +37,8 @@ function adoptSource(adopt: NonNullable<FleetSpec["calibration"]["adopt"]>): Cal
   try {
     bytes = fs.readFileSync(adopt.path);
   } catch (err) {
-    throw new Error(`config narwhal-fleet:calibration.adopt.path: cannot read the calibration ${adopt.path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); copy the runbook's calibration file there, or remove the key to calibrate afresh`);
+    // A RunError: the SDK prints its message alone, without frames (see stack-config.ts).
+    throw new pulumi.RunError(`config narwhal-fleet:calibration.adopt.path: cannot read the calibration ${adopt.path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); copy the runbook's calibration file there, or remove the key to calibrate afresh`);
   }
   return { path: adopt.path, sha256: sha256Of(bytes), ...(adopt.sha256 ? { pinned: `sha256:${adopt.sha256}` } : {}) };
 }

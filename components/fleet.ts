@@ -13,6 +13,7 @@ import type { FleetSecrets } from "./stack-config";
 import type { LaunchInputs } from "../lib/launch/plan";
 import { hostLaunchFacts, resolveEngineLaunch } from "../lib/launch/policy";
 import { HostLogin, hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
+import { identityFileMessage } from "../lib/config/local-files";
 import { manifestIdentity } from "../lib/checkpoint/compare";
 import { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
 import { fleetDocument } from "../lib/fleet/fleet-document";
@@ -288,7 +289,7 @@ export class Fleet extends pulumi.ComponentResource {
   private discoverHost(name: string, host: HostSpec, args: FleetArgs): HostParts {
     const { spec, secrets } = args;
     const login = resolveLogin(spec, host, args.sshConfig);
-    const privateKey = host.auth === "key" ? (secrets.sshPrivateKey(host.alias) ?? identityFileKey(login)) : undefined;
+    const privateKey = host.auth === "key" ? (secrets.sshPrivateKey(host.alias) ?? identityFileKey(login, host.alias)) : undefined;
     const password = host.auth === "password" ? secrets.sshPassword(host.alias) : undefined;
     const plan = hostDiscoveryPlan(spec, host);
     const discovery = new HostDiscovery(
@@ -367,9 +368,17 @@ function versionOf(runtime: RuntimeIdentity | null): string {
   return runtime.vllmVersion;
 }
 
-/** The IdentityFile an ssh_config alias names, read once and kept a Pulumi secret. */
-function identityFileKey(login: HostLogin): pulumi.Output<string> | undefined {
-  return login.identityFile && fs.existsSync(login.identityFile) ? pulumi.secret(fs.readFileSync(login.identityFile, "utf8")) : undefined;
+/**
+ * The IdentityFile an ssh_config alias names, read once and kept a Pulumi secret. One that exists but
+ * cannot be read ends the run with a RunError (its message alone, see stack-config.ts).
+ */
+function identityFileKey(login: HostLogin, alias: string): pulumi.Output<string> | undefined {
+  if (!login.identityFile || !fs.existsSync(login.identityFile)) return undefined;
+  try {
+    return pulumi.secret(fs.readFileSync(login.identityFile, "utf8"));
+  } catch (err) {
+    throw new pulumi.RunError(identityFileMessage(alias, login.identityFile, (err as NodeJS.ErrnoException).code));
+  }
 }
 
 function summariseHosts(hosts: Map<string, HostParts>): pulumi.Output<Record<string, HostSummary>> {

@@ -43,7 +43,8 @@ function adoptSource(storePath: string): AdoptSource {
     try {
       return `sha256:${sha256Hex(fs.readFileSync(file))}`;
     } catch (err) {
-      throw new Error(`config narwhal-fleet:profiling.adoptStore: cannot read the ${what} ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); copy the runbook's store and its .samples.json there, or remove the key to profile every engine afresh`);
+      // A RunError: the SDK prints its message alone, without frames (see stack-config.ts).
+      throw new pulumi.RunError(`config narwhal-fleet:profiling.adoptStore: cannot read the ${what} ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); copy the runbook's store and its .samples.json there, or remove the key to profile every engine afresh`);
     }
   };
   const samples = samplesPath(storePath);

@@ -2,10 +2,12 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { FleetSpec, parseFleetConfig } from "../lib/config";
+import { FleetConfigError, FleetSpec, parseFleetConfig, type ConfigIssue } from "../lib/config";
+import { keyFileIssue, MISSING_API_KEY, sshConfigIssue } from "../lib/config/local-files";
+import { cleartextSecretIssues, parseSecretKeyList, SECRET_CONFIG_KEYS } from "../lib/config/secrets";
 
-/** Secret config keys: read as Pulumi secrets, never part of the plain fleet spec. */
-const SECRET_KEYS = ["engineApiKey", "sshPrivateKey", "sshPrivateKeyFile", "sshPrivateKeys", "sshPasswords", "grafanaAdminPassword"] as const;
+/** Keys read apart from the zod schema: the secrets, and the key file path (a file whose content is one). */
+const NOT_IN_SCHEMA: readonly string[] = [...SECRET_CONFIG_KEYS, "sshPrivateKeyFile"];
 
 export interface FleetSecrets {
   readonly engineApiKey: pulumi.Output<string>;
@@ -16,42 +18,69 @@ export interface FleetSecrets {
   readonly grafanaAdminPassword?: pulumi.Output<string>;
 }
 
+export interface StackConfig {
+  spec: FleetSpec;
+  secrets: FleetSecrets;
+  sshConfig?: { text: string; home: string };
+}
+
 /**
  * Reads the stack's `narwhal-fleet:*` config once: every plain key goes through the zod schema (an
  * unknown key is reported there, so a typo never passes silently), secrets stay Pulumi secrets.
+ *
+ * Everything it refuses ends the program as a `pulumi.RunError`: the SDK prints a RunError's message
+ * alone, where any other error comes with its stack frames and a coloured dump of its fields.
  */
-export function readStackConfig(): { spec: FleetSpec; secrets: FleetSecrets; sshConfig?: { text: string; home: string } } {
+export function readStackConfig(): StackConfig {
+  try {
+    return read();
+  } catch (err) {
+    if ((err as { code?: string }).code === "NARWHAL_CONFIG_INVALID") throw new pulumi.RunError((err as Error).message);
+    throw err;
+  }
+}
+
+function read(): StackConfig {
   const project = pulumi.getProject();
   const config = new pulumi.Config();
+  const all = pulumi.runtime.allConfig();
+  const issues: ConfigIssue[] = cleartextSecretIssues(project, all, secretKeys(project));
+
   const raw: Record<string, unknown> = {};
-  for (const [fullKey, value] of Object.entries(pulumi.runtime.allConfig())) {
+  for (const [fullKey, value] of Object.entries(all)) {
     const [ns, key] = fullKey.split(":");
-    if (ns !== project || !key || (SECRET_KEYS as readonly string[]).includes(key)) continue;
+    if (ns !== project || !key || NOT_IN_SCHEMA.includes(key)) continue;
     raw[key] = parseValue(value);
   }
-  const spec = parseFleetConfig(raw);
+  let spec: FleetSpec | undefined;
+  try {
+    spec = parseFleetConfig(raw);
+  } catch (err) {
+    if ((err as { code?: string }).code !== "NARWHAL_CONFIG_INVALID") throw err;
+    issues.push(...(err as FleetConfigError).issues);
+  }
 
-  const keyFile = config.get("sshPrivateKeyFile");
-  const stackKey =
-    config.getSecret("sshPrivateKey") ??
-    (keyFile ? pulumi.secret(fs.readFileSync(path.resolve(keyFile), "utf8")) : undefined);
+  const givenKey = config.getSecret("sshPrivateKey");
+  const keyFile = givenKey ? undefined : config.get("sshPrivateKeyFile");
+  const keyText = keyFile === undefined ? undefined : readLocal(keyFile, (resolved, code) => issues.push(keyFileIssue(keyFile, resolved, code)));
+  const stackKey = givenKey ?? (keyText === undefined ? undefined : pulumi.secret(keyText));
+  const apiKey = config.getSecret("engineApiKey");
+  if (!apiKey) issues.push(MISSING_API_KEY);
+
+  const home = os.homedir();
+  const written = spec?.ssh.configFile;
+  const sshConfigPath = written ? path.resolve(written) : path.join(home, ".ssh", "config");
+  // A default ~/.ssh/config that is absent is fine: hosts are then reached by their address.
+  const sshConfigText =
+    spec && (written || fs.existsSync(sshConfigPath)) ? readLocal(written ?? sshConfigPath, (resolved, code) => issues.push(sshConfigIssue(written, resolved, code))) : undefined;
+
+  // Every problem at once, in one message; without a spec or an API key there is always an issue.
+  if (!spec || !apiKey || issues.length > 0) throw new FleetConfigError(issues);
   const hostKeys = config.getSecretObject<Record<string, string>>("sshPrivateKeys");
   const passwords = config.getSecretObject<Record<string, string>>("sshPasswords");
-  const apiKey = config.getSecret("engineApiKey");
-  if (!apiKey) {
-    throw new Error(
-      "config narwhal-fleet:engineApiKey is missing: engines require an API key. " +
-        "Set one with `pulumi config set --secret engineApiKey <key>`.",
-    );
-  }
-  const home = os.homedir();
-  const sshConfigPath = spec.ssh.configFile ? path.resolve(spec.ssh.configFile) : path.join(home, ".ssh", "config");
-  if (spec.ssh.configFile && !fs.existsSync(sshConfigPath)) {
-    throw new Error(`config narwhal-fleet:ssh.configFile: ${sshConfigPath} does not exist; name an OpenSSH client config file or remove the key`);
-  }
   return {
     spec,
-    sshConfig: fs.existsSync(sshConfigPath) ? { text: fs.readFileSync(sshConfigPath, "utf8"), home } : undefined,
+    sshConfig: sshConfigText !== undefined ? { text: sshConfigText, home } : undefined,
     secrets: {
       engineApiKey: apiKey,
       sshPrivateKey: (alias) =>
@@ -60,6 +89,27 @@ export function readStackConfig(): { spec: FleetSpec; secrets: FleetSecrets; ssh
       grafanaAdminPassword: config.getSecret("grafanaAdminPassword"),
     },
   };
+}
+
+/**
+ * The secret keys of this stack, from the SDK: `runtime.isConfigSecret` reads its own store (right under
+ * the Automation API too) but is not in its typings; older SDKs only have the environment variable.
+ */
+function secretKeys(project: string): string[] {
+  const isSecret = (pulumi.runtime as unknown as { isConfigSecret?: (key: string) => boolean }).isConfigSecret;
+  if (isSecret) return SECRET_CONFIG_KEYS.map((k) => `${project}:${k}`).filter((k) => isSecret(k));
+  return parseSecretKeyList(process.env.PULUMI_CONFIG_SECRET_KEYS);
+}
+
+/** Reads a file config names; a failure is reported through `failed` (with the resolved path) instead of thrown. */
+function readLocal(written: string, failed: (resolved: string, code: string | undefined) => void): string | undefined {
+  const resolved = path.resolve(written);
+  try {
+    return fs.readFileSync(resolved, "utf8");
+  } catch (err) {
+    failed(resolved, (err as NodeJS.ErrnoException).code);
+    return undefined;
+  }
 }
 
 /** Structured config arrives as JSON text; plain strings stay strings. */

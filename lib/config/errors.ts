@@ -37,8 +37,18 @@ export class FleetConfigError extends Error {
 
   constructor(issues: ReadonlyArray<ConfigIssue>) {
     const count = `${issues.length} problem${issues.length === 1 ? "" : "s"}`;
-    super(`invalid fleet config (${count}):\n${issues.map((i) => `  - ${i.path}: ${i.message}`).join("\n")}`);
+    const clean = issues.map((i) => Object.freeze({ path: printable(i.path), message: printable(i.message) }));
+    super(`invalid fleet config (${count}):\n${clean.map((i) => `  - ${i.path}: ${i.message}`).join("\n")}`);
     this.name = "FleetConfigError";
-    this.issues = Object.freeze(issues.map((i) => Object.freeze({ path: i.path, message: i.message })));
+    this.issues = Object.freeze(clean);
   }
+}
+
+/**
+ * The message is printed as is (the program ends with it): a control character that came in with a
+ * config value or a path must not reach the terminal, where an escape sequence would be interpreted.
+ */
+function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u0009\u000b-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }

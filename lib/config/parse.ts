@@ -124,6 +124,16 @@ function parseList<S extends AnyObject>(
 const rawString = (element: unknown, key: string): string | undefined =>
   isObject(element) && typeof element[key] === "string" ? (element[key] as string) : undefined;
 
+/** Whether the raw config has a value at `path` (a default fills in what it does not). */
+function writtenAt(raw: unknown, path: readonly PathSegment[]): boolean {
+  let node: unknown = raw;
+  for (const segment of path) {
+    if (typeof node !== "object" || node === null) return false;
+    node = (node as Record<PathSegment, unknown>)[segment];
+  }
+  return node !== undefined;
+}
+
 /** Problems are grouped by config key (unknown keys first), then by list element; stable otherwise. */
 function order(problem: Problem): [number, number] {
   const [top, second] = problem.path;
@@ -166,6 +176,7 @@ export function parseFleetConfig(raw: unknown): FleetSpec {
     rawAliases: rawHosts.map((h) => rawString(h, "alias")),
     hostsListed: Array.isArray(raw.hosts),
     rawEngineIds: rawEngines.map((e) => rawString(e, "id")),
+    written: (path) => writtenAt(raw, path),
     model: section("model"),
     runtime: section("runtime"),
     launch: section("launch"),

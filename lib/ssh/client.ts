@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 import { Client, ClientChannel, ConnectConfig } from "ssh2";
 import { HostKey, hostKeyFromBlob, hostKeyMismatchMessage, parseHostKeyLine } from "./host-key";
+import { LoginProgress } from "./login-progress";
+import { connectionLostMessage, loginClosedMessage, loginFailedMessage, loginTimeoutMessage } from "./messages";
 
 /** Where and how to log in; credentials are plain here because this runs inside a provider method. */
 export interface SshTarget {
@@ -84,7 +86,7 @@ export interface ExecResult {
 
 export class SshError extends Error {
   constructor(
-    readonly code: "NARWHAL_SSH_HOST_KEY" | "NARWHAL_SSH_CONNECT" | "NARWHAL_SSH_TIMEOUT" | "NARWHAL_SSH_EXEC",
+    readonly code: "NARWHAL_SSH_HOST_KEY" | "NARWHAL_SSH_CONNECT" | "NARWHAL_SSH_TIMEOUT" | "NARWHAL_SSH_EXEC" | "NARWHAL_SSH_LOST",
     message: string,
   ) {
     super(message);
@@ -180,11 +182,32 @@ export class SshSession {
 
   /** A TCP stream to host:port opened from this host, for the next hop of a jump. */
   private forward(host: string, port: number): Promise<NonNullable<ConnectConfig["sock"]>> {
-    return new Promise((resolve, reject) =>
-      this.client.forwardOut("127.0.0.1", 0, host, port, (err, stream) =>
-        err ? reject(new SshError("NARWHAL_SSH_CONNECT", `host ${this.target.alias}: cannot open a jump to ${host}:${port}: ${err.message}`)) : resolve(stream),
-      ),
-    );
+    const { alias, connectTimeoutS } = this.target;
+    return new Promise((resolve, reject) => {
+      // sshd on this host dials host:port itself and answers only once that connect ends, which for an
+      // address that drops packets is the kernel's TCP timeout (minutes): bound it like a login.
+      let late = false;
+      const deadline = setTimeout(() => {
+        late = true;
+        reject(
+          new SshError(
+            "NARWHAL_SSH_TIMEOUT",
+            `host ${alias}: cannot open a jump to ${host}:${port} within ssh.connectTimeoutS=${connectTimeoutS}s; check that ${host}:${port} is reachable from ${alias}`,
+          ),
+        );
+      }, connectTimeoutS * 1000);
+      try {
+        this.client.forwardOut("127.0.0.1", 0, host, port, (err, stream) => {
+          clearTimeout(deadline);
+          if (late) stream?.end(); // the caller gave up on it already
+          else if (err) reject(new SshError("NARWHAL_SSH_CONNECT", `host ${alias}: cannot open a jump to ${host}:${port}: ${err.message}; check that ${host}:${port} is reachable from ${alias}`));
+          else resolve(stream);
+        });
+      } catch (err) {
+        clearTimeout(deadline);
+        reject(new SshError("NARWHAL_SSH_LOST", `host ${alias}: the SSH connection was lost before a jump to ${host}:${port} could open: ${(err as Error).message}; run again`));
+      }
+    });
   }
 
   private static async handshake(target: SshTarget, sock?: ConnectConfig["sock"]): Promise<{ client: Client; hostKey: HostKey }> {
@@ -218,15 +241,38 @@ export class SshSession {
       },
     };
 
+    // ssh2 emits neither `ready` nor `error` when the server closes cleanly (before or after its banner),
+    // and its readyTimeout stops at that close: without `close`/`end` and a timer of our own, a login
+    // (and every later login to the host, which waits on the same pooled promise) would hang for good.
     await new Promise<void>((resolve, reject) => {
-      client.once("ready", () => resolve());
-      client.once("error", (err: Error & { level?: string }) => {
-        if (refusal) reject(new SshError("NARWHAL_SSH_HOST_KEY", refusal));
-        else if (/Timed out/.test(err.message))
-          reject(new SshError("NARWHAL_SSH_TIMEOUT", `host ${target.alias}: no SSH handshake within ssh.connectTimeoutS=${target.connectTimeoutS}s (${target.host}:${target.port})`));
-        else reject(new SshError("NARWHAL_SSH_CONNECT", `host ${target.alias}: SSH login to ${target.user}@${target.host}:${target.port} failed: ${err.message}`));
+      const progress = new LoginProgress(client, sock !== undefined);
+      let settled = false;
+      const fail = (code: SshError["code"], what: string) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        client.destroy();
+        reject(new SshError(code, what));
+      };
+      const deadline = setTimeout(() => fail("NARWHAL_SSH_TIMEOUT", loginTimeoutMessage(target, progress.stage)), target.connectTimeoutS * 1000);
+      client.once("ready", () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        resolve();
       });
+      // Kept for the connection's whole life: an `error` with no listener would crash the provider.
+      client.on("error", (err: Error) => {
+        if (refusal) fail("NARWHAL_SSH_HOST_KEY", refusal);
+        else if (/Timed out/.test(err.message)) fail("NARWHAL_SSH_TIMEOUT", loginTimeoutMessage(target, progress.stage));
+        // ssh2's word for a close before its key exchange: the same close as below, said the same way.
+        else if (/Connection lost before handshake/.test(err.message)) fail("NARWHAL_SSH_CONNECT", loginClosedMessage(target, progress.stage));
+        else fail("NARWHAL_SSH_CONNECT", loginFailedMessage(target, err.message));
+      });
+      client.once("end", () => fail("NARWHAL_SSH_CONNECT", loginClosedMessage(target, progress.stage)));
+      client.once("close", () => fail("NARWHAL_SSH_CONNECT", loginClosedMessage(target, progress.stage)));
       client.connect(config);
+      progress.watchSocket();
     });
     return { client, hostKey: presented! };
   }
@@ -244,8 +290,9 @@ export class SshSession {
 
   private execNow(command: string, opts: { stdin?: string; timeoutS: number; name: string }): Promise<ExecResult> {
     return new Promise((resolve, reject) => {
-      this.client.exec(command, (err: Error | undefined, channel: ClientChannel) => {
-        if (err) return reject(new SshError("NARWHAL_SSH_EXEC", `host ${this.target.alias}: ${opts.name}: ${err.message}`));
+      const lost = () => new SshError("NARWHAL_SSH_LOST", connectionLostMessage(this.target, opts.name));
+      const started = (err: Error | undefined, channel: ClientChannel) => {
+        if (err) return reject(this.conn.closed ? lost() : new SshError("NARWHAL_SSH_EXEC", `host ${this.target.alias}: ${opts.name}: ${err.message}`));
         let stdout = "";
         let stderr = "";
         const timer = setTimeout(() => {
@@ -254,12 +301,21 @@ export class SshSession {
         }, opts.timeoutS * 1000);
         channel.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
         channel.stderr.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
-        channel.on("close", (code: number | null) => {
+        // ssh2 closes the channel with the exit status, with `null` and a signal name when the command
+        // was killed, and with nothing at all when neither arrived: the connection went away under it.
+        channel.on("close", (code: number | null | undefined) => {
           clearTimeout(timer);
-          resolve({ code: code ?? -1, stdout, stderr });
+          if (code === undefined) reject(lost());
+          else resolve({ code: code ?? -1, stdout, stderr });
         });
         channel.end(opts.stdin ?? "");
-      });
+      };
+      try {
+        this.client.exec(command, started);
+      } catch {
+        // ssh2 throws "Not connected" when the kept connection dropped between sessions.
+        reject(lost());
+      }
     });
   }
 

@@ -26,6 +26,11 @@ export interface RuleInput {
   /** `hosts` is a list; when it is missing, references to hosts are not checked (nothing to check against). */
   readonly hostsListed: boolean;
   readonly rawEngineIds: ReadonlyArray<string | undefined>;
+  /**
+   * The user wrote a value at `path` (as opposed to a default filling it in): a clash between a written
+   * and a defaulted value is reported at the written one, the field the user can see and change.
+   */
+  readonly written: (path: readonly PathSegment[]) => boolean;
   readonly model: Section<z.output<typeof s.ModelSchema>>;
   readonly runtime: Section<z.output<typeof s.RuntimeSchema>>;
   readonly launch: Section<z.output<typeof s.LaunchSchema>>;
@@ -57,9 +62,29 @@ export function knownAliases(ctx: RuleInput): string[] {
   return [...new Set(ctx.rawAliases.filter((a): a is string => a !== undefined))];
 }
 
-/** A host reference to report: `hosts` is a list and no host has this alias. */
+/** Two hosts share an alias (reported at the second). */
+export function hasDuplicateAliases(ctx: RuleInput): boolean {
+  return knownAliases(ctx).length < ctx.rawAliases.filter((a) => a !== undefined).length;
+}
+
+/**
+ * A host reference to report: `hosts` is a list and no host has this alias. While two hosts share an
+ * alias, the alias a reference meant is most likely the one the duplicate overwrote: such references
+ * are named in the duplicate's own message (see `danglingReferences`), not as separate fixes.
+ */
 export function isUnknownAlias(ctx: RuleInput, alias: string): boolean {
-  return ctx.hostsListed && !knownAliases(ctx).includes(alias);
+  return ctx.hostsListed && !hasDuplicateAliases(ctx) && !knownAliases(ctx).includes(alias);
+}
+
+/** References to host aliases that no host has: engine hosts, the router host and jump hosts, by path. */
+export function danglingReferences(ctx: RuleInput, isAlias: (s: string) => boolean): Array<{ path: string; alias: string }> {
+  const known = knownAliases(ctx);
+  const out: Array<{ path: string; alias: string }> = [];
+  const check = (path: string, alias: string | undefined) => alias !== undefined && isAlias(alias) && !known.includes(alias) && out.push({ path, alias });
+  ctx.engines.forEach((e, i) => check(`engines[${i}].host`, e.value.host));
+  check("router.host", ctx.router.value.host);
+  ctx.hosts.forEach((h, i) => check(`hosts[${i}].jump`, h.value.jump));
+  return out;
 }
 
 /** The message for a reference to a host alias that no host has. */

@@ -1,12 +1,13 @@
 /** Rules over `hosts`: unique aliases, login user, fabric interface, pinned keys, jump routes. */
 import { ALIAS_PATTERN, parseDestination } from "../formats";
-import { absent, isUnknownAlias, reportDuplicates, unknownAliasMessage, type Rule } from "./context";
+import { absent, danglingReferences, isUnknownAlias, reportDuplicates, unknownAliasMessage, type Rule } from "./context";
 
 export const hostRules: Rule = (ctx, report) => {
+  const dangling = danglingReferences(ctx, (s) => ALIAS_PATTERN.test(s));
   reportDuplicates(
     ctx.rawAliases,
     (i) => ["hosts", i, "alias"],
-    (alias, first) => `"${alias}" is already the alias of hosts[${first}]; give every host its own alias`,
+    (alias, first) => `"${alias}" is already the alias of hosts[${first}]; give every host its own alias${danglingHint(dangling)}`,
     report,
   );
 
@@ -84,3 +85,14 @@ const reportJumpCycles: Rule = (ctx, report) => {
     );
   }
 };
+
+/**
+ * With a duplicate alias, a reference to an alias no host has is usually the duplicated host's intended
+ * alias: say so in the one fix instead of asking for the references to move.
+ */
+function danglingHint(dangling: ReadonlyArray<{ path: string; alias: string }>): string {
+  if (dangling.length === 0) return "";
+  const named = dangling.map((d) => `${d.path} names "${d.alias}"`);
+  const aliases = [...new Set(dangling.map((d) => `"${d.alias}"`))];
+  return ` (${named.join(", ")}, which no host has: if this host is ${aliases.join(" or ")}, that fixes both)`;
+}

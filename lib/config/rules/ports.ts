@@ -17,6 +17,8 @@ interface Claim {
   readonly engine?: number;
   /** A transfer range inherited from `launch.ucxTcpPortRange` rather than set for the engine. */
   readonly inherited?: boolean;
+  /** A single port the config leaves to its default (engine ports count up from a base per index). */
+  readonly defaulted?: boolean;
 }
 
 /** Claims per host alias, in the order they are checked: a clash is reported at the later claim. */
@@ -39,14 +41,15 @@ function claimsByHost(ctx: RuleInput): Map<string, Claim[]> {
     }
     for (const key of ["port", "attestationPort", "nixlPort"] as const) {
       const port = e[key];
-      if (port !== undefined) add(e.host, { path: ["engines", i, key], label: `engine ${name}'s ${key}`, lo: port, hi: port, engine: i });
+      const path = ["engines", i, key];
+      if (port !== undefined) add(e.host, { path, label: `engine ${name}'s ${key}`, lo: port, hi: port, engine: i, defaulted: !ctx.written(path) });
     }
   });
 
   const routerHost = ctx.router.value.host ?? (ctx.router.failed.has("host") ? undefined : ctx.engines[0]?.value.host);
   if (routerHost !== undefined) {
     const single = (path: PathSegment[], label: string, port: number | undefined) =>
-      port !== undefined && add(routerHost, { path, label, lo: port, hi: port });
+      port !== undefined && add(routerHost, { path, label, lo: port, hi: port, defaulted: !ctx.written(path) });
     single(["router", "port"], "the router port", ctx.router.value.port);
     if (ctx.observability.value.enabled) {
       single(["observability", "prometheusPort"], "the Prometheus port", ctx.observability.value.prometheusPort);
@@ -58,13 +61,13 @@ function claimsByHost(ctx: RuleInput): Map<string, Claim[]> {
   const iperf = ctx.fabric.value.iperfPort;
   if (iperf !== undefined) {
     for (const host of new Set(ctx.engines.map((e) => e.value.host))) {
-      if (host !== undefined) add(host, { path: ["fabric", "iperfPort"], label: "the iperf3 port", lo: iperf, hi: iperf });
+      if (host !== undefined) add(host, { path: ["fabric", "iperfPort"], label: "the iperf3 port", lo: iperf, hi: iperf, defaulted: !ctx.written(["fabric", "iperfPort"]) });
     }
   }
   return byHost;
 }
 
-const show = (c: Claim) => (c.lo === c.hi ? `${c.label} ${c.lo}` : `${c.label} ${c.lo}-${c.hi}`);
+const show = (c: Claim) => (c.lo === c.hi ? `${c.label} ${c.lo}${c.defaulted ? " (its default)" : ""}` : `${c.label} ${c.lo}-${c.hi}`);
 
 /** `, e.g. "lo-hi"`: a free range as wide as `claim`, above every other range on the host. */
 function freeRangeExample(claim: Claim, all: Claim[]): string {
@@ -100,8 +103,11 @@ export const portRules: Rule = (ctx, report) => {
           !(c.inherited && later.inherited && c.lo === later.lo && c.hi === later.hi),
       );
       if (!earlier) return;
-      const verb = later.lo === later.hi ? "clashes with" : "overlap";
-      report(later.path, `${show(later)} ${verb} ${show(earlier)} on host ${host}; ${fix(host, later, earlier, claims)}`);
+      // Reported at the value the user wrote when the other one is only a default: that is the field
+      // they know about, and naming a field they never set sends them looking for it.
+      const [at, other] = later.defaulted && !earlier.defaulted ? [earlier, later] : [later, earlier];
+      const verb = at.lo === at.hi ? "clashes with" : "overlap";
+      report(at.path, `${show(at)} ${verb} ${show(other)} on host ${host}; ${fix(host, at, other, claims)}`);
     });
   }
 };

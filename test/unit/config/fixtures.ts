@@ -41,14 +41,27 @@ export function ed25519Line(fill = 7): string {
 
 export const DIGEST = "sha256:" + "ab".repeat(32);
 
+/**
+ * The output shape of a rejected config: the text the program ends with (a RunError's message, printed
+ * alone) has no stack frame, no colour or other escape code, and one line per issue naming its path.
+ */
+export function expectCleanMessage(message: string, issues: ReadonlyArray<{ path: string; message: string }>): void {
+  expect(message, "a stack frame").not.to.match(/^\s+at /m);
+  expect(message, "an escape code").not.to.match(/\u001b/);
+  expect(message.split("\n")[0]).to.match(/^invalid fleet config \(\d+ problems?\):$/);
+  expect(message.split("\n").slice(1)).to.deep.equal(issues.map((i) => `  - ${i.path}: ${i.message}`));
+}
+
 /** The issues parseFleetConfig reports for `raw`, or fails the test if it parses. */
 export function issuesOf(raw: unknown): Array<{ path: string; message: string }> {
   try {
     parseFleetConfig(raw);
   } catch (e) {
-    const err = e as { code?: string; issues?: Array<{ path: string; message: string }> };
+    const err = e as { code?: string; message: string; issues?: Array<{ path: string; message: string }> };
     expect(err.code).to.equal("NARWHAL_CONFIG_INVALID");
-    return (err.issues ?? []).map((i) => ({ path: i.path, message: i.message }));
+    const issues = (err.issues ?? []).map((i) => ({ path: i.path, message: i.message }));
+    expectCleanMessage(err.message, issues);
+    return issues;
   }
   expect.fail("expected the config to be rejected");
 }
@@ -71,7 +84,7 @@ export interface BadCase {
 
 /**
  * One test per case. The whole issue list is compared, which also proves that one mistake does not
- * cascade into unrelated complaints.
+ * cascade into unrelated complaints; `issuesOf` checks the printed message's shape as well.
  */
 export function rejectsEach(cases: readonly BadCase[]): void {
   for (const { name, edit, issues } of cases) {

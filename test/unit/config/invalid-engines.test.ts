@@ -58,7 +58,27 @@ const CASES: BadCase[] = [
     issues: [
       [
         "engines[2].attestationPort",
-        "engine e2's attestationPort 8101 clashes with engine e1's port 8101 on host b; choose a port that no other service on host b uses",
+        "engine e2's attestationPort 8101 clashes with engine e1's port 8101 (its default) on host b; choose a port that no other service on host b uses",
+      ],
+    ],
+  },
+  {
+    name: "a port equal to the engine's own defaulted attestation port, named at the port the user wrote",
+    edit: (c) => (c.engines[1].port = 8201),
+    issues: [
+      [
+        "engines[1].port",
+        "engine e1's port 8201 clashes with engine e1's attestationPort 8201 (its default) on host b; an engine's port, attestationPort and nixlPort must all differ",
+      ],
+    ],
+  },
+  {
+    name: "a Prometheus port written onto an engine's defaulted port",
+    edit: (c) => (c.observability = { enabled: true, prometheusPort: 8100 }),
+    issues: [
+      [
+        "observability.prometheusPort",
+        "the Prometheus port 8100 clashes with engine e0's port 8100 (its default) on host a; choose a port that no other service on host a uses",
       ],
     ],
   },
@@ -68,7 +88,7 @@ const CASES: BadCase[] = [
     issues: [
       [
         "engines[0].nixlPort",
-        "engine e0's nixlPort 8100 clashes with engine e0's port 8100 on host a; an engine's port, attestationPort and nixlPort must all differ",
+        "engine e0's nixlPort 8100 clashes with engine e0's port 8100 (its default) on host a; an engine's port, attestationPort and nixlPort must all differ",
       ],
     ],
   },
@@ -96,8 +116,9 @@ const CASES: BadCase[] = [
     edit: (c) => (c.engines[0].port = 8000),
     issues: [
       [
-        "router.port",
-        "the router port 8000 clashes with engine e0's port 8000 on host a; choose a port that no other service on host a uses",
+        // Reported at the port the user wrote, not at the router's default they never set.
+        "engines[0].port",
+        "engine e0's port 8000 clashes with the router port 8000 (its default) on host a; choose a port that no other service on host a uses",
       ],
     ],
   },

@@ -24,9 +24,26 @@ const CASES: BadCase[] = [
     name: "duplicate alias",
     edit: (c) => (c.hosts[1].alias = "a"),
     issues: [
-      ["hosts[1].alias", '"a" is already the alias of hosts[0]; give every host its own alias'],
-      // True as well: no host is called "b" any more.
-      ["engines[1].host", '"b" is not the alias of any host; known aliases: a'],
+      // One fix: engines[1] is not told to move to "a", the duplicated host.
+      [
+        "hosts[1].alias",
+        '"a" is already the alias of hosts[0]; give every host its own alias (engines[1].host names "b", which no host has: if this host is "b", that fixes both)',
+      ],
+    ],
+  },
+  {
+    name: "duplicate alias with the router and a jump on the lost alias",
+    edit: (c) => {
+      c.hosts.push({ alias: "a", destination: "10.0.0.3", fabricInterface: "eth1" });
+      c.hosts[1].alias = "c";
+      c.hosts[1].jump = "b";
+      c.router = { host: "b" };
+    },
+    issues: [
+      [
+        "hosts[2].alias",
+        '"a" is already the alias of hosts[0]; give every host its own alias (engines[1].host names "b", router.host names "b", hosts[1].jump names "b", which no host has: if this host is "b", that fixes both)',
+      ],
     ],
   },
   {
