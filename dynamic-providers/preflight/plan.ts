@@ -3,6 +3,7 @@
  * will use, with narwhal-inference 0.7.0's defaults where the document leaves a key out.
  */
 import type { GateProfile, PairMode, PreflightPlan, ScheduleMode } from "../../lib/preflight";
+import { fitLimitsOf } from "../../lib/profiling/fit-limits";
 import type { ObserverOptions } from "./observer";
 
 const num = (v: unknown, fallback: number): number => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
@@ -54,7 +55,7 @@ export function planOf(doc: Record<string, unknown>, profiles: readonly GateProf
     model: doc.model,
     slo: { ttftS: num(slo.ttft_s, NaN), tpotS: num(slo.tpot_s, NaN) },
     tokenize: obj(doc.engine).tokenize !== false,
-    policy: { maxDecodeFitMape: num(profilesBlock.max_decode_fit_mape, 0.05), maxDecodeCvMape: num(profilesBlock.max_decode_cv_mape, 0.13) },
+    policy: fitLimitsOf(profilesBlock),
     profiles: new Map(profiles.map((p) => [p.iid, p])),
     contract: contract ? { fingerprint: String(contract.image_digest ?? "declared").slice(0, 24), engineVersion: String(contract.engine_version ?? "") } : null,
     pairs: opts.pairs,

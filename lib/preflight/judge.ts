@@ -2,6 +2,7 @@
  * Gate verdicts from observed facts, as narwhal-check 0.7.0 judges them (its messages, so the two
  * reports read alike). Pure: the driver observes, these decide.
  */
+import { fitProblems, type FitLimits } from "../profiling/fit-limits";
 import type { Report } from "./types";
 
 /** The profile columns the gates read (narwhal.profiling.model.Profile). */
@@ -114,20 +115,11 @@ export function judgeContract(
   return unsafe;
 }
 
-export interface ProfilePolicy {
-  readonly maxDecodeFitMape: number;
-  readonly maxDecodeCvMape: number;
-}
+/** The gate's limits are the Profile resource's: one definition, so the two cannot disagree. */
+export type ProfilePolicy = FitLimits;
 
 export function decodeEvidenceProblems(p: GateProfile, policy: ProfilePolicy): string[] {
-  const problems: string[] = [];
-  if (p.decode_min_requests === p.decode_max_requests) problems.push(`${p.iid} decode request domain is a single point (${p.decode_min_requests}); the sweep must span both axes independently`);
-  if (p.decode_min_kv_tokens === p.decode_max_kv_tokens) problems.push(`${p.iid} decode KV token domain is a single point (${p.decode_min_kv_tokens}); the sweep must span both axes independently`);
-  if (p.decode_fit_mape == null) problems.push(`${p.iid} carries no decode_fit_mape evidence`);
-  else if (p.decode_fit_mape > policy.maxDecodeFitMape) problems.push(`${p.iid} decode_fit_mape ${p.decode_fit_mape.toFixed(4)} exceeds the profile-validation limit ${policy.maxDecodeFitMape}`);
-  if (p.decode_cv_mape == null) problems.push(`${p.iid} carries no decode_cv_mape evidence`);
-  else if (p.decode_cv_mape > policy.maxDecodeCvMape) problems.push(`${p.iid} decode_cv_mape ${p.decode_cv_mape.toFixed(4)} exceeds the profile-validation limit ${policy.maxDecodeCvMape}`);
-  return problems;
+  return fitProblems(p, policy).map((x) => x.message);
 }
 
 /** profile: a row per engine within the decode policy, no row for an engine the fleet lacks. */
