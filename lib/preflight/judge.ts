@@ -3,6 +3,7 @@
  * reports read alike). Pure: the driver observes, these decide.
  */
 import { fitProblems, type FitLimits } from "../profiling/fit-limits";
+import { UNCALIBRATED_WARNING } from "./restart-risk";
 import type { Report } from "./types";
 
 /** The profile columns the gates read (narwhal.profiling.model.Profile). */
@@ -53,6 +54,15 @@ export interface Engine {
   readonly iid: string;
 }
 
+/**
+ * calibration: without `engine.first_token_calibration_path` narwhal-check warns. A named file is
+ * verified where it lies (the router host) by narwhal-check, not by this program: that is a skip here.
+ */
+export function judgeCalibrationEvidence(calibrationPath: string, rep: Report): void {
+  if (!calibrationPath) rep.warn("calibration", UNCALIBRATED_WARNING);
+  else rep.skip("calibration", `first-token calibration ${calibrationPath} is not verified by this preflight; run narwhal-check on the router host`);
+}
+
 /** reach: `/health` answered 200 within the health budget. Returns the live engines. */
 export function judgeReach(engines: readonly Engine[], healthy: ReadonlyMap<string, boolean>, rep: Report): Set<string> {
   const live = new Set<string>();
@@ -72,12 +82,16 @@ export type ContractObservation = { readonly version: string; readonly problems:
 export function judgeContract(
   engines: readonly Engine[],
   live: ReadonlySet<string>,
-  declared: { fingerprint: string; engineVersion: string } | null,
+  declared: { fingerprint: string; engineVersion: string; undeclared?: readonly string[] } | null,
   observed: ReadonlyMap<string, ContractObservation>,
   rep: Report,
 ): Set<string> {
   if (declared === null) rep.skip("contract", "no engine_contract declared; checking live vLLM versions only");
-  else rep.ok("contract", `declared engine contract ${declared.fingerprint}`);
+  else {
+    rep.ok("contract", `declared engine contract ${declared.fingerprint}`);
+    // Fields the contract leaves unset are not checked, so narwhal-check reports them as a skip (the run is degraded).
+    if (declared.undeclared?.length) rep.skip("contract", `contract ${declared.fingerprint} undeclared: ${declared.undeclared.join(", ")}`);
+  }
   const versions = new Map<string, string>();
   const unsafe = new Set<string>();
   for (const e of engines) {
