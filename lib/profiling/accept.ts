@@ -6,7 +6,7 @@
  * the gate rejects would only make the next preflight fail the same way on every `up`.
  */
 import { ProfileError } from "./errors";
-import { fitProblems, type FitEvidence, type FitLimits, type FitProblem } from "./fit-limits";
+import { fitProblems, pyG, type FitEvidence, type FitLimits, type FitProblem } from "./fit-limits";
 
 /** Tries per engine when the config does not say (`profiling.fitAttempts`). */
 export const DEFAULT_FIT_ATTEMPTS = 3;
@@ -36,21 +36,25 @@ export interface AcceptOptions<T> {
   kept?(t: FitTry<T>): Promise<void>;
 }
 
-/** The first line of the error when every try failed: engine, figure, value, limit, what to do. */
+/** One try's broken rules, briefly: `decode_fit_mape 0.0566 > 0.05`, or the rule's message when it has no figure. */
+function brief(t: FitTry<unknown>): string {
+  return `try ${t.attempt}: ${t.problems.map((p) => (p.value !== null && p.limit !== null ? `${p.figure} ${p.value.toFixed(4)} > ${pyG(p.limit)}` : p.message)).join(", ")}`;
+}
+
+/**
+ * The error when every try failed, on one line: the engine, the last try's figure, its value and the
+ * limit, every try's broken rules (so a figure that moved between tries is visible), and what to do.
+ */
 export function overLimitMessage(engineId: string, tries: ReadonlyArray<FitTry<unknown>>): string {
   const last = tries[tries.length - 1]!;
   const worst = last.problems.find((p) => p.value !== null && p.limit !== null) ?? last.problems[0]!;
-  const figure = worst.figure;
-  const seen = tries.map((t) => t.problems.find((p) => p.figure === figure)?.value).map((v) => (v == null ? "ok" : v.toFixed(4)));
-  const head =
-    worst.value !== null && worst.limit !== null
-      ? `engine ${engineId}: ${figure} ${worst.value.toFixed(4)} exceeds the limit ${worst.limit} after ${tries.length} ${tries.length === 1 ? "try" : "tries"} (${figure} per try: ${seen.join(", ")})`
-      : `engine ${engineId}: ${worst.message} after ${tries.length} ${tries.length === 1 ? "try" : "tries"}`;
-  const fix =
-    "; the preflight's profile gate would reject this profile. Re-run `pulumi up` when the engine's host and the router host are not loaded by other work, " +
-    "or raise profiling.fitAttempts; a fit that never settles means the engine's timings are not what its profile can describe";
-  const rest = last.problems.filter((p) => p !== worst).map((p) => p.message);
-  return head + fix + (rest.length ? `\nalso: ${rest.join("; ")}` : "");
+  const count = `${tries.length} ${tries.length === 1 ? "try" : "tries"}`;
+  const head = worst.value !== null && worst.limit !== null ? `engine ${engineId}: ${worst.figure} ${worst.value.toFixed(4)} exceeds the limit ${pyG(worst.limit)} after ${count}` : `engine ${engineId}: ${worst.message} after ${count}`;
+  return (
+    `${head} (${tries.map(brief).join("; ")}); the preflight's profile gate would reject this profile. ` +
+    "Re-run `pulumi up` when the engine's host and the router host are not loaded by other work, or raise profiling.fitAttempts; " +
+    "a fit that never settles means the engine's timings are not what its profile can describe"
+  );
 }
 
 /**

@@ -16,6 +16,17 @@ export const NARWHAL_FIT_LIMITS: FitLimits = { maxDecodeFitMape: 0.05, maxDecode
 
 const finite = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 
+/** Python's `format(x, "g")`, which narwhal's messages print limits with (1e-06, not 0.000001). */
+export function pyG(x: number): string {
+  if (!Number.isFinite(x)) return String(x).toLowerCase().replace("infinity", "inf");
+  if (x === 0) return Object.is(x, -0) ? "-0" : "0";
+  const [mantissa, e] = x.toExponential(5).split("e") as [string, string];
+  const exp = Number(e);
+  const trim = (t: string) => (t.includes(".") ? t.replace(/0+$/, "").replace(/\.$/, "") : t);
+  if (exp < -4 || exp >= 6) return `${trim(mantissa)}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
+  return trim(x.toFixed(Math.max(0, 5 - exp)));
+}
+
 /** The limits a fleet document's `profiles` block sets, Narwhal's defaults where it leaves a key out. */
 export function fitLimitsOf(profilesBlock: unknown): FitLimits {
   const b = profilesBlock && typeof profilesBlock === "object" && !Array.isArray(profilesBlock) ? (profilesBlock as Record<string, unknown>) : {};
@@ -62,7 +73,7 @@ export function fitProblems(row: FitEvidence, limits: FitLimits): FitProblem[] {
   ] as const;
   for (const [figure, value, limit] of figures) {
     if (value == null) problems.push({ figure, value: null, limit, message: `${row.iid} carries no ${figure} evidence` });
-    else if (value > limit) problems.push({ figure, value, limit, message: `${row.iid} ${figure} ${value.toFixed(4)} exceeds the profile-validation limit ${limit}` });
+    else if (value > limit) problems.push({ figure, value, limit, message: `${row.iid} ${figure} ${value.toFixed(4)} exceeds the profile-validation limit ${pyG(limit)}` });
   }
   return problems;
 }

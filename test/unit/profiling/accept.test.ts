@@ -67,7 +67,8 @@ describe("profiling: a fit over a limit is measured again, then fails naming the
     expect(m.seen).to.deep.equal([1, 2, 3]);
     expect(err!.code).to.equal("NARWHAL_PROFILE_LIMIT");
     expect(err!.message.split("\n")[0]).to.equal(
-      "engine e1: decode_fit_mape 0.0571 exceeds the limit 0.05 after 3 tries (decode_fit_mape per try: 0.0566, 0.0583, 0.0571); the preflight's profile gate would reject this profile. " +
+      "engine e1: decode_fit_mape 0.0571 exceeds the limit 0.05 after 3 tries (try 1: decode_fit_mape 0.0566 > 0.05; try 2: decode_fit_mape 0.0583 > 0.05; try 3: decode_fit_mape 0.0571 > 0.05); " +
+        "the preflight's profile gate would reject this profile. " +
         "Re-run `pulumi up` when the engine's host and the router host are not loaded by other work, or raise profiling.fitAttempts; a fit that never settles means the engine's timings are not what its profile can describe",
     );
   });
@@ -107,5 +108,13 @@ describe("profile provider: the limits as inputs", () => {
     expect(stuck.replaces).to.deep.equal(["fitLimits"]);
     const fine = await provider.diff!("p", { row, fitLimits: { maxDecodeFitMape: 0.1, maxDecodeCvMape: 0.13 }, fitAttempts: 3 } as never, news);
     expect([fine.changes, fine.replaces]).to.deep.equal([true, []]);
+  });
+});
+
+describe("profiling: limits print as narwhal prints them (Python's %g)", () => {
+  const { pyG } = require("../../../lib/profiling") as typeof import("../../../lib/profiling");
+  it("matches format(x, 'g') on limits people set", () => {
+    const cases: Array<[number, string]> = [[0.05, "0.05"], [0.13, "0.13"], [1e-6, "1e-06"], [0.0001, "0.0001"], [0.00001, "1e-05"], [1, "1"], [0.123456789, "0.123457"], [1234567, "1.23457e+06"], [100000, "100000"], [0.1, "0.1"]];
+    expect(cases.map(([x]) => pyG(x))).to.deep.equal(cases.map(([, g]) => g));
   });
 });
