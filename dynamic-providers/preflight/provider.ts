@@ -179,7 +179,8 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   },
 
   async diff(_id: string, olds: PreflightOutputs, news: PreflightInputs) {
-    const d = diffInputs<PreflightInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+    // Absent `strict` (state from before the setting) is false, not a change.
+    const d = diffInputs<PreflightInputs>({ ...olds, strict: olds.strict ?? false }, { ...news, strict: news.strict ?? false }, MEASURED_AGAINST, UPDATABLE);
     return strictReplaces(olds, news) ? { ...d, changes: true, replaces: [...(d.replaces ?? []), "strict"] } : d;
   },
 

@@ -381,7 +381,9 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   },
 
   async diff(_id: string, olds: ProfileOutputs, news: ProfileInputs) {
-    const d = diffInputs<ProfileInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+    // State written before the limits were inputs was held to the defaults: absent is the default, not a change.
+    const held = { ...olds, fitLimits: olds.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: olds.fitAttempts ?? DEFAULT_FIT_ATTEMPTS };
+    const d = diffInputs<ProfileInputs>(held, { ...news, fitLimits: news.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: news.fitAttempts ?? DEFAULT_FIT_ATTEMPTS }, MEASURED_AGAINST, UPDATABLE);
     return limitsReplace(olds, news) ? { ...d, changes: true, replaces: [...(d.replaces ?? []), "fitLimits"] } : d;
   },
 

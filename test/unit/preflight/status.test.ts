@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { colocatedRestartRisk, declaredContract, runPreflight, runSummary, stopsDeployment, UNCALIBRATED_WARNING, type GateResult, type Observer, type PreflightPlan } from "../../../lib/preflight";
-import { strictReplaces } from "../../../dynamic-providers/preflight/provider";
+import { provider, strictReplaces } from "../../../dynamic-providers/preflight/provider";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const PYTHON = path.join(ROOT, ".tools", "venv", "bin", "python");
@@ -65,6 +65,14 @@ describe("preflight: the whole run's status, as narwhal-check decides it", () =>
     expect(strictReplaces({ status: "degraded", strict: false }, { strict: true } as never)).to.equal(true);
     expect(strictReplaces({ status: "pass", strict: false }, { strict: true } as never)).to.equal(false);
     expect(strictReplaces({ status: "degraded", strict: true }, { strict: false } as never)).to.equal(false);
+    expect(strictReplaces({ status: "degraded" }, { strict: false } as never)).to.equal(false);
+  });
+
+  it("strict turned on over a degraded run replaces it; absent strict in older state is no change", async () => {
+    const inputs = { fleetDocument: { model: "tiny" }, engines: [], profiles: [], profileStoreDigest: "sha256:" + "c3".repeat(32), pairs: "mesh", repeats: 1, schedule: "concurrent" };
+    expect((await provider.diff!("p", { ...inputs, status: "degraded" } as never, { ...inputs, strict: false } as never)).changes).to.equal(false);
+    expect((await provider.diff!("p", { ...inputs, status: "degraded" } as never, { ...inputs, strict: true } as never)).replaces).to.deep.equal(["strict"]);
+    expect((await provider.diff!("p", { ...inputs, status: "pass" } as never, { ...inputs, strict: true } as never)).replaces).to.deep.equal([]);
   });
 });
 

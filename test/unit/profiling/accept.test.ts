@@ -108,6 +108,9 @@ describe("profile provider: the limits as inputs", () => {
     expect(stuck.replaces).to.deep.equal(["fitLimits"]);
     const fine = await provider.diff!("p", { row, fitLimits: { maxDecodeFitMape: 0.1, maxDecodeCvMape: 0.13 }, fitAttempts: 3 } as never, news);
     expect([fine.changes, fine.replaces]).to.deep.equal([true, []]);
+    // A row within the limits recorded before they were inputs is not even an update.
+    const before = await provider.diff!("p", { row } as never, news);
+    expect(before.changes).to.equal(false);
   });
 });
 
