@@ -3,7 +3,8 @@
  * exit 1), else any skipped line degrades (`degraded`, exit 3), else it passes (`success`, exit 0);
  * warnings change nothing. The contract gate's lines carry the fingerprint narwhal computes over the
  * loaded contract (checked against narwhal-inference's own EngineContract), and report the fields the
- * contract leaves undeclared as a skip; narwhal's two warnings are reproduced.
+ * contract leaves undeclared as a skip; narwhal's two warnings are reproduced (the colocated-restart one
+ * checked against narwhal-inference's own rule on the same fleets).
  */
 import { expect } from "chai";
 import { spawnSync } from "node:child_process";
@@ -118,6 +119,38 @@ describe("preflight: narwhal-check's colocated-restart warning", () => {
     const released = new Map(["e0", "e1", "e3", "e4"].map((id) => [id, true]));
     expect(colocatedRestartRisk(engines, released)).to.equal("");
     expect(colocatedRestartRisk([e("a", "h1"), e("b", "h2")], new Map())).to.equal("");
+  });
+
+  it("says what narwhal-inference's own colocated_restart_risk says, on the same fleets and sidecar answers", function () {
+    if (!fs.existsSync(PYTHON)) this.skip();
+    const script = [
+      "import asyncio, json, sys, httpx",
+      "from narwhal.config import FleetConfig",
+      "from narwhal.diagnostics.check.engines import colocated_restart_risk",
+      "cfg = FleetConfig.load(sys.argv[1])",
+      "released = set(json.loads(sys.argv[2]))",
+      "answer = lambda req: httpx.Response(200, json={'launch': {'peer_release': req.url.path.split('/')[1] in released}})",
+      "print(json.dumps(asyncio.run(colocated_restart_risk(cfg, httpx.MockTransport(answer)))))",
+    ].join("\n");
+    const fleets: Array<{ engines: Array<ReturnType<typeof e>>; released: string[] }> = [
+      { engines: [e("e0", "10.0.0.1", "prefill"), e("e1", "10.0.0.1"), e("e2", "10.0.0.2")], released: [] },
+      { engines: [e("e0", "10.0.0.1", "prefill"), e("e1", "10.0.0.1"), e("e2", "10.0.0.2")], released: ["e1"] },
+      { engines: [e("e0", "10.0.0.1", "prefill", true), e("e1", "10.0.0.1", "decode", true)], released: ["e0", "e1"] },
+      { engines: [e("e0", "10.0.0.1", "prefill"), e("e1", "10.0.0.1"), e("e2", "10.0.0.1"), e("e3", "10.0.0.2", "decode", true)], released: ["e0", "e2"] },
+    ];
+    for (const f of fleets) {
+      const doc = {
+        schema: "narwhal.fleet",
+        schema_version: 2,
+        model: "tiny",
+        engines: f.engines.map((x, i) => ({ iid: x.iid, url: `http://${x.host}:${8101 + i}`, attestation_url: `http://${x.host}:${8201 + i}/${x.iid}/v1/attestation`, role: x.role, pin: x.pin })),
+        slo: { ttft_s: 10, tpot_s: 0.125 },
+        engine_contract: { engine_version: "0.29.0" },
+      };
+      const py = spawnSync(PYTHON, ["-c", script, writeTemp(doc), JSON.stringify(f.released)], { encoding: "utf8" });
+      expect(py.status, py.stderr).to.equal(0);
+      expect(colocatedRestartRisk(f.engines, new Map(f.released.map((id) => [id, true]))), JSON.stringify(f)).to.equal(JSON.parse(py.stdout));
+    }
   });
 
   it("runs after reach, under reach, only for engines sharing a host", async () => {
