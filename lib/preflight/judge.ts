@@ -2,7 +2,7 @@
  * Gate verdicts from observed facts, as narwhal-check 0.7.0 judges them (its messages, so the two
  * reports read alike). Pure: the driver observes, these decide.
  */
-import { fitProblems, type FitLimits } from "../profiling/fit-limits";
+import { fitProblems, pyG, type FitLimits } from "../profiling/fit-limits";
 import { UNCALIBRATED_WARNING } from "./restart-risk";
 import type { Report } from "./types";
 
@@ -146,7 +146,7 @@ export function judgeProfiles(engines: readonly Engine[], store: ReadonlyMap<str
     }
     const problems = decodeEvidenceProblems(p, policy);
     for (const problem of problems) rep.fail("profile", problem);
-    if (!problems.length) rep.ok("profile", `${e.iid} decode_fit_mape=${p.decode_fit_mape!.toFixed(4)} decode_cv_mape=${p.decode_cv_mape!.toFixed(4)} within the ${policy.maxDecodeFitMape}/${policy.maxDecodeCvMape} limits`);
+    if (!problems.length) rep.ok("profile", `${e.iid} decode_fit_mape=${p.decode_fit_mape!.toFixed(4)} decode_cv_mape=${p.decode_cv_mape!.toFixed(4)} within the ${pyG(policy.maxDecodeFitMape)}/${pyG(policy.maxDecodeCvMape)} limits`);
   }
   const ids = new Set(engines.map((e) => e.iid));
   for (const iid of [...store.keys()].filter((k) => !ids.has(k)).sort()) {
