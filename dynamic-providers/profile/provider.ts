@@ -23,6 +23,7 @@ import { sha256Json } from "../../lib/digest";
 import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
 import {
   adoptionFor,
+  adoptionLimitReason,
   attestationBindingDigest,
   buildRow,
   DEFAULT_FIT_ATTEMPTS,
@@ -333,8 +334,8 @@ export async function adoptProfile(i: ProfileInputs): Promise<{ result: ProfileR
   if (!decision.ok) return { reason: decision.reason };
   const a = decision.adopted;
   // An adopted row passes the same limits as a measured one, or it is measured instead.
-  const problems = fitProblems(a.row, i.fitLimits ?? NARWHAL_FIT_LIMITS);
-  if (problems.length) return { reason: `the row of ${source.storePath} fails the preflight's profile limits: ${problems.map((p) => p.message).join("; ")}` };
+  const overLimits = adoptionLimitReason(a.row, i.fitLimits ?? NARWHAL_FIT_LIMITS, source.storePath);
+  if (overLimits) return { reason: overLimits };
   const reason = `row of ${source.storePath} binds the live generation ${binding.digest}`;
   const kept = i.stack
     ? await record(i, a.entry, startedAt, { status: "pass", reasons: [] }, { adopted: { ...source, storeMeta: a.meta, storeWrittenAt: storeWritten.toISOString(), reason }, row: a.row, fitErrors: a.fitErrors, maxModelLen: a.maxModelLen })

@@ -78,6 +78,15 @@ export function fitProblems(row: FitEvidence, limits: FitLimits): FitProblem[] {
   return problems;
 }
 
+/**
+ * Why a row from an earlier store is not adopted: it breaks the limits, so the gate would reject it.
+ * One wording for the up (the Profile provider) and the preview's forecast; undefined when it passes.
+ */
+export function adoptionLimitReason(row: FitEvidence, limits: FitLimits, storePath: string): string | undefined {
+  const problems = fitProblems(row, limits);
+  return problems.length ? `the row of ${storePath} fails the preflight's profile limits: ${problems.map((p) => p.message).join("; ")}` : undefined;
+}
+
 /** What `check` says about limits given as an input: both positive and finite. */
 export function fitLimitsProblem(v: unknown): string | undefined {
   const l = v as Partial<FitLimits> | null;
