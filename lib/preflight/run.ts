@@ -1,8 +1,9 @@
 /**
- * The preflight in narwhal-check's order: reach (+ the colocated-restart warning) → calibration → contract → profile (+ generation) → model → pace →
- * tokenize → produce → consume → slo. A pace, contract, generation or model failure blocks both KV
- * gates (a stalled transfer can take down a healthy peer's engine core). I/O is the observer's; this
- * decides what runs, in what order, and what it means.
+ * The preflight in narwhal-check's order: reach (+ the colocated-restart warning) → calibration →
+ * contract → profile (+ generation) → model → pace → tokenize → produce → consume → slo. A pace,
+ * contract, generation or model failure blocks both KV gates (a stalled transfer can take down a
+ * healthy peer's engine core). I/O is the observer's; this decides what runs, in what order, and what
+ * it means.
  */
 import { colocatedRestartRisk, sharedHostEngines, type HostedEngine } from "./restart-risk";
 import { judgeCalibrationEvidence, judgeContract, judgeModel, judgePace, judgeProfileGenerations, judgeProfiles, judgeReach, judgeSlo, judgeTokenize, type ContractObservation, type GateProfile, type PaceObservation, type ProfilePolicy } from "./judge";
