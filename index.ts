@@ -31,8 +31,15 @@ export const attestation = { engines: fleet.attestation.engines, contract: fleet
 /** Gate F: per engine its profile digest, binding digest and fit errors; the store on the router host (path, digests). */
 export const profiles = fleet.profiles.summary;
 
-/** Gate F's preflight: each gate's verdict and lines, the probes' rounds and the evidence record. */
+/**
+ * Gate F's preflight: the run's status as narwhal-check decides it (`pass`; `degraded`, with each
+ * skipped gate and why in `skipped`; `fail`) and its `warnings`, each gate's verdict and lines, the
+ * probes' rounds and the evidence record.
+ */
 export const preflight = {
+  status: fleet.preflight.status,
+  skipped: fleet.preflight.skipped,
+  warnings: fleet.preflight.warnings,
   gates: fleet.preflight.gates.apply((gs) => Object.fromEntries(gs.map((g) => [g.gate, { verdict: g.verdict, lines: g.lines }]))),
   rounds: fleet.preflight.rounds,
   fleetDocumentDigest: fleet.preflight.fleetDocumentDigest,

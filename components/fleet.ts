@@ -213,6 +213,7 @@ export class Fleet extends pulumi.ComponentResource {
         pairs: spec.preflight.pairs,
         repeats: spec.preflight.repeats,
         schedule: spec.preflight.schedule,
+        strict: spec.preflight.strict,
       },
       { parent: this },
     );

@@ -25,6 +25,8 @@ export interface PreflightArgs {
   pairs?: PairMode;
   repeats?: number;
   schedule?: ScheduleMode;
+  /** Fail the up on a degraded run too (`preflight.strict`). */
+  strict?: boolean;
 }
 
 /**
@@ -57,6 +59,7 @@ export function preflight(name: string, args: PreflightArgs, opts: pulumi.Custom
       pairs: args.pairs ?? "mesh",
       repeats: args.repeats ?? 1,
       schedule: args.schedule ?? "concurrent",
+      strict: args.strict ?? false,
       apiKey: args.engineApiKey,
       via: via.login,
       viaPrivateKey: via.privateKey,

@@ -2,9 +2,9 @@ import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec } from "../lib/config";
-import { maxNumSeqsOf, previousInLane, samplesPath, sha256Hex, sweepRecord, type AdoptSource, type Sweep } from "../lib/profiling";
+import { maxNumSeqsOf, NARWHAL_FIT_LIMITS, previousInLane, samplesPath, sha256Hex, sweepRecord, type AdoptSource, type Sweep } from "../lib/profiling";
 import { Profile } from "../dynamic-providers/profile/resource";
-import type { ProfileAdoption, ProfileFitErrors, RouterLogin } from "../dynamic-providers/profile/types";
+import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry, RouterLogin } from "../dynamic-providers/profile/types";
 import { ProfileStore } from "../dynamic-providers/profile-store/resource";
 import type { Attestation } from "../dynamic-providers/attestation/resource";
 import type { Engine } from "./engine";
@@ -30,6 +30,8 @@ export interface EngineProfileSummary {
   bindingDigest: string;
   fitErrors: ProfileFitErrors;
   evidence?: { relativePath: string; digest: string };
+  /** Set when a fit over the preflight's limits was measured again: every sweep, the accepted one last. */
+  fitTries?: ProfileFitTry[];
   /** With `profiling.adoptStore`: adopted from it, or measured and why. */
   adoption?: ProfileAdoption;
 }
@@ -81,7 +83,7 @@ export class ProfileMesh extends pulumi.ComponentResource {
   constructor(name: string, args: ProfilesArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:profiles:ProfileMesh", name, {}, opts);
     const { spec, stack } = args;
-    const { adoptStore, oneAtATime, ...sweep }: { adoptStore?: string; oneAtATime?: boolean } & Sweep = spec.profiling;
+    const { adoptStore, oneAtATime, fitAttempts, ...sweep }: { adoptStore?: string; oneAtATime?: boolean; fitAttempts: number } & Sweep = spec.profiling;
     const adopt = adoptStore ? adoptSource(adoptStore) : undefined;
     const via = routerLogin(args.routerHost, args.routerConnection);
     const placed = args.engines.map(({ spec: e }) => ({ id: e.id, host: e.host, gpuIds: e.gpuIds ?? [] }));
@@ -114,6 +116,10 @@ export class ProfileMesh extends pulumi.ComponentResource {
           probeTimeoutS: spec.runtime.deadlinesS.inspect,
           requestTimeoutS: spec.slo.requestTimeoutS,
           stack,
+          // The fleet document this program writes leaves the limits out, so the preflight applies
+          // Narwhal's defaults; the profile is held to exactly those.
+          fitLimits: NARWHAL_FIT_LIMITS,
+          fitAttempts,
           ...(adopt ? { adopt } : {}),
         },
         // Engines sharing a GPU group take turns; the rest run side by side.
@@ -142,11 +148,12 @@ export class ProfileMesh extends pulumi.ComponentResource {
       Object.fromEntries(
         Object.entries(this.profiles).map(([id, p]) => [
           id,
-          pulumi.all([p.profileDigest, p.bindingDigest, p.fitErrors, p.evidence, p.adoption]).apply(([profileDigest, bindingDigest, fitErrors, evidence, adoption]): EngineProfileSummary => ({
+          pulumi.all([p.profileDigest, p.bindingDigest, p.fitErrors, p.evidence, p.adoption, p.fitTries]).apply(([profileDigest, bindingDigest, fitErrors, evidence, adoption, fitTries]): EngineProfileSummary => ({
             profileDigest,
             bindingDigest,
             fitErrors,
             ...(evidence ? { evidence } : {}),
+            ...(fitTries && fitTries.length > 1 ? { fitTries } : {}),
             ...(adoption ? { adoption } : {}),
           })),
         ]),

@@ -1,6 +1,7 @@
 /**
  * The preflight's engine I/O over undici, as narwhal-check performs it: `/health` within the health
- * budget, `/version` + `/metrics` for the live identity, the sidecar's `/v1/attestation`, `/v1/models`,
+ * budget, `/version` + `/metrics` for the live identity, the sidecar's `/v1/attestation` (also read for
+ * `launch.peer_release`, the colocated-restart warning), `/v1/models`,
  * one-token prefill pace probes, `/tokenize`, a KV handoff export (`kv_transfer_params`
  * `{do_remote_decode: true}`), and per pair a fresh handoff consumed with a fixed prompt whose first
  * token must arrive within `engine.first_token_timeout_s`. The API key goes as a Bearer header and
@@ -120,6 +121,16 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
     async health(iid) {
       try {
         return (await send(`${engine(iid).url}/health`, undefined, o.timeouts.healthS)).status === 200;
+      } catch {
+        return false;
+      }
+    },
+    async peerRelease(iid) {
+      const e = engine(iid);
+      if (!e.attestationUrl) return false;
+      try {
+        const r = await send(e.attestationUrl, undefined, o.timeouts.healthS, false);
+        return r.status === 200 && (JSON.parse(r.text) as { launch?: { peer_release?: unknown } }).launch?.peer_release === true;
       } catch {
         return false;
       }

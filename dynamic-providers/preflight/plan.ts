@@ -2,7 +2,8 @@
  * The preflight plan and observer settings from a fleet document: the budgets are the ones the router
  * will use, with narwhal-inference 0.7.0's defaults where the document leaves a key out.
  */
-import type { GateProfile, PairMode, PreflightPlan, ScheduleMode } from "../../lib/preflight";
+import { declaredContract, restartRiskApplies, type GateProfile, type PairMode, type PreflightPlan, type ScheduleMode } from "../../lib/preflight";
+import { fitLimitsOf } from "../../lib/profiling/fit-limits";
 import type { ObserverOptions } from "./observer";
 
 const num = (v: unknown, fallback: number): number => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
@@ -55,7 +56,10 @@ export function planOf(doc: Record<string, unknown>, profiles: readonly GateProf
   const engines = documentEngines(doc);
   const slo = obj(doc.slo);
   const profilesBlock = obj(doc.profiles);
-  const contract = doc.engine_contract ? obj(doc.engine_contract) : null;
+  // Loaded as narwhal loads it, so the fingerprint and the undeclared fields are the ones narwhal-check prints.
+  const declared = declaredContract(doc.engine_contract);
+  const engineBlock = obj(doc.engine);
+  const recovery = obj(doc.recovery);
   const t = timeoutsOf(doc);
   if (typeof doc.model !== "string" || !doc.model) throw new Error("fleetDocument.model: expected the served model name");
   return {
@@ -63,9 +67,13 @@ export function planOf(doc: Record<string, unknown>, profiles: readonly GateProf
     model: doc.model,
     slo: { ttftS: num(slo.ttft_s, NaN), tpotS: num(slo.tpot_s, NaN) },
     tokenize: obj(doc.engine).tokenize !== false,
-    policy: { maxDecodeFitMape: num(profilesBlock.max_decode_fit_mape, 0.05), maxDecodeCvMape: num(profilesBlock.max_decode_cv_mape, 0.13) },
+    policy: fitLimitsOf(profilesBlock),
     profiles: new Map(profiles.map((p) => [p.iid, p])),
-    contract: contract ? { fingerprint: String(contract.image_digest ?? "declared").slice(0, 24), engineVersion: String(contract.engine_version ?? "") } : null,
+    contract: declared ? { fingerprint: declared.fingerprint, engineVersion: declared.engineVersion, undeclared: declared.undeclared } : null,
+    calibrationPath: typeof engineBlock.first_token_calibration_path === "string" ? engineBlock.first_token_calibration_path : "",
+    ...(restartRiskApplies(typeof recovery.engine_restart_policy === "string" ? recovery.engine_restart_policy : "individual", declared?.contract.connector ?? null)
+      ? { restartRisk: engines.map((e) => ({ iid: e.iid, host: new URL(e.url).hostname, role: e.role, pin: e.pin })) }
+      : {}),
     pairs: opts.pairs,
     repeats: opts.repeats,
     schedule: opts.schedule,

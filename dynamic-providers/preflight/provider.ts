@@ -4,17 +4,19 @@
  * - check:  the fleet document, engines, pair selection and repeats, before anything remote is touched;
  * - create: runs narwhal-check's gates (lib/preflight) against the engines from the router host's
  *           network position (SSH local forwards when `via` is set), keeps every gate's lines, every
- *           probe and the failing pairs' engine logs as evidence, and fails naming the gate and its
- *           engines when a gate fails;
+ *           probe and the failing pairs' engine logs as evidence with the run's status as narwhal-check
+ *           decides it (pass, degraded with the skipped gates and why, fail) and its warnings; fails
+ *           naming the gate and its engines when a gate fails, and on a degraded run only with `strict`;
  * - diff:   the fleet document (SLOs, deadlines, budgets, engines), every engine's generation,
  *           attestation and profile, the store, pair selection and repeats replace it; the schedule,
- *           credentials and tunnel only update (the schedule never changes a verdict);
+ *           credentials and tunnel only update (the schedule never changes a verdict); `strict` turned
+ *           on over a degraded run replaces it;
  * - read:   a preflight is a measurement of the past: nothing is re-probed.
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
 import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
-import { failedGates, runPreflight, type GateResult, type PreflightOutcome } from "../../lib/preflight";
+import { failedGates, runPreflight, runSummary, skippedSummary, stopsDeployment, type GateResult, type PreflightOutcome, type RunSummary } from "../../lib/preflight";
 import { SshSession } from "../../lib/ssh/client";
 import { forwardedUrl, localForward, type LocalForward } from "../../lib/ssh/forward";
 import { diffInputs } from "../diff";
@@ -26,7 +28,13 @@ import type { PreflightInputs, PreflightOutputs } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = ["fleetDocument", "engines", "profiles", "profileStoreDigest", "fabricEdges", "pairs", "repeats"] as const;
-export const UPDATABLE = ["stack", "schedule", "apiKey", "via", "viaPrivateKey", "viaPassword"] as const;
+// `strict` never changes what was measured; turned on over a degraded run it replaces (strictReplaces).
+export const UPDATABLE = ["stack", "schedule", "strict", "apiKey", "via", "viaPrivateKey", "viaPassword"] as const;
+
+/** A degraded run recorded while strict was off no longer stands once strict is on: run it again (and fail if it still degrades). */
+export function strictReplaces(olds: Partial<PreflightOutputs>, news: PreflightInputs): boolean {
+  return news.strict === true && olds.strict !== true && olds.status === "degraded";
+}
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
@@ -56,6 +64,7 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
   }
   if (known("pairs") && news.pairs !== "mesh" && news.pairs !== "ring") fail("pairs", `pairs must be "mesh" or "ring", got ${JSON.stringify(news.pairs)}`);
   if (known("schedule") && news.schedule !== "concurrent" && news.schedule !== "sequential") fail("schedule", `schedule must be "concurrent" or "sequential", got ${JSON.stringify(news.schedule)}`);
+  if (known("strict") && news.strict !== undefined && typeof news.strict !== "boolean") fail("strict", `strict must be true or false, got ${JSON.stringify(news.strict)}`);
   if (known("repeats") && !(Number.isInteger(news.repeats) && (news.repeats as number) >= 1 && (news.repeats as number) <= 100)) fail("repeats", `repeats must be an integer from 1 to 100, got ${JSON.stringify(news.repeats)}`);
   return failures;
 }
@@ -91,7 +100,7 @@ export function failureSummary(results: readonly GateResult[]): string {
     .join("; ");
 }
 
-async function record(i: PreflightInputs, outcome: PreflightOutcome, fleetDocumentDigest: string, startedAt: string) {
+async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: RunSummary, fleetDocumentDigest: string, startedAt: string) {
   const store = new EvidenceStore(evidenceRoot(process.cwd(), i.stack), { secrets: [i.apiKey, i.viaPrivateKey, i.viaPassword].filter((s): s is string => !!s) });
   const artifacts = [await store.writeArtifact("preflight", "transfers.json", JSON.stringify(outcome.transfers, null, 2) + "\n"), await store.writeArtifact("preflight", "fleet.json", JSON.stringify(i.fleetDocument, null, 2) + "\n")];
   const failed = failedGates(outcome.gates);
@@ -100,13 +109,16 @@ async function record(i: PreflightInputs, outcome: PreflightOutcome, fleetDocume
       kind: "preflight",
       subject: { kind: "fleet", alias: i.stack },
       stack: i.stack,
-      inputs: JSON.parse(JSON.stringify({ fleetDocumentDigest, engines: i.engines, profileStoreDigest: i.profileStoreDigest, fabricEdges: i.fabricEdges, pairs: i.pairs, repeats: i.repeats, schedule: i.schedule })),
+      inputs: JSON.parse(JSON.stringify({ fleetDocumentDigest, engines: i.engines, profileStoreDigest: i.profileStoreDigest, fabricEdges: i.fabricEdges, pairs: i.pairs, repeats: i.repeats, schedule: i.schedule, strict: i.strict ?? false })),
       commands: [],
       startedAt,
       endedAt: new Date().toISOString(),
       sourceRevision: sourceRevision(process.cwd()),
-      observations: JSON.parse(JSON.stringify({ gates: outcome.gates, rounds: outcome.rounds })),
-      verdict: { status: failed.length ? "fail" : "pass", reasons: failed.flatMap((g) => g.lines.filter((l) => l.status === "fail").map((l) => `${g.gate}: ${l.message}`)) },
+      observations: JSON.parse(JSON.stringify({ gates: outcome.gates, rounds: outcome.rounds, status: summary.status, narwhal: summary.narwhal, skipped: summary.skipped, warnings: summary.warnings })),
+      // A degraded run keeps its skips as the verdict's reasons; it fails only when the stack asked for strict.
+      verdict: stopsDeployment(summary.status, i.strict ?? false)
+        ? { status: "fail", reasons: failed.length ? failed.flatMap((g) => g.lines.filter((l) => l.status === "fail").map((l) => `${g.gate}: ${l.message}`)) : summary.skipped.map((s) => `${s.gate} skipped: ${s.message}`) }
+        : { status: "pass", reasons: summary.skipped.map((s) => `${s.gate} skipped: ${s.message}`) },
       artifacts,
     }),
   );
@@ -130,14 +142,22 @@ export async function runGates(i: PreflightInputs, recentLogs?: (iid: string) =>
       await observer.close();
     }
   });
-  const evidence = i.stack ? await record(i, outcome, fleetDocumentDigest, startedAt) : undefined;
-  const failed = failedGates(outcome.gates);
-  if (failed.length) {
-    throw new Error(`preflight failed: ${failureSummary(outcome.gates)}; the router stays stopped${evidence ? ` (gate lines, probes and engine logs kept as ${evidence.relativePath})` : ""}`);
+  const summary = runSummary(outcome.gates);
+  const evidence = i.stack ? await record(i, outcome, summary, fleetDocumentDigest, startedAt) : undefined;
+  const kept = evidence ? ` (gate lines, probes and engine logs kept as ${evidence.relativePath})` : "";
+  if (summary.status === "fail") {
+    throw new Error(`preflight failed: ${failureSummary(outcome.gates)}; the router stays stopped${kept}`);
+  }
+  if (stopsDeployment(summary.status, i.strict ?? false)) {
+    throw new Error(`preflight degraded and preflight.strict is on: skipped ${skippedSummary(summary.skipped)}; the router stays stopped (declare what was skipped, or set preflight.strict false to accept a degraded run)${kept}`);
   }
   return {
     fleetDocumentDigest,
     gates: outcome.gates,
+    status: summary.status,
+    narwhal: summary.narwhal,
+    skipped: summary.skipped,
+    warnings: summary.warnings,
     transfers: outcome.transfers.map(({ logs: _logs, ...t }) => t),
     rounds: outcome.rounds,
     ...(evidence ? { evidence } : {}),
@@ -159,7 +179,9 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   },
 
   async diff(_id: string, olds: PreflightOutputs, news: PreflightInputs) {
-    return diffInputs<PreflightInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+    // Absent `strict` (state from before the setting) is false, not a change.
+    const d = diffInputs<PreflightInputs>({ ...olds, strict: olds.strict ?? false }, { ...news, strict: news.strict ?? false }, MEASURED_AGAINST, UPDATABLE);
+    return strictReplaces(olds, news) ? { ...d, changes: true, replaces: [...(d.replaces ?? []), "strict"] } : d;
   },
 
   async update(_id: string, olds: PreflightOutputs, news: PreflightInputs) {

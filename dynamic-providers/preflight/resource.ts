@@ -8,12 +8,17 @@ export const preflightProvider = providerShim("dynamic-providers/preflight/provi
 
 /**
  * Gate F's preflight (narwhal-check's gates) against the fleet document the router will load, each
- * engine's current generation, attestation and profile: it fails the deployment when a gate fails, so
- * the router, which starts after it, never starts on a fleet that did not pass.
+ * engine's current generation, attestation and profile: it fails the deployment when a gate fails (or,
+ * with `strict`, when the run is degraded), so the router, which starts after it, never starts on a
+ * fleet that did not pass. The run's status, skips and warnings are narwhal-check's.
  */
 export class Preflight extends pulumi.dynamic.Resource {
   declare readonly fleetDocumentDigest: pulumi.Output<string>;
   declare readonly gates: pulumi.Output<PreflightOutputs["gates"]>;
+  declare readonly status: pulumi.Output<PreflightOutputs["status"]>;
+  declare readonly narwhal: pulumi.Output<PreflightOutputs["narwhal"]>;
+  declare readonly skipped: pulumi.Output<PreflightOutputs["skipped"]>;
+  declare readonly warnings: pulumi.Output<PreflightOutputs["warnings"]>;
   declare readonly transfers: pulumi.Output<PreflightOutputs["transfers"]>;
   declare readonly rounds: pulumi.Output<number>;
   declare readonly evidence: pulumi.Output<PreflightOutputs["evidence"]>;
@@ -24,6 +29,10 @@ export class Preflight extends pulumi.dynamic.Resource {
     const outputs: Record<keyof Omit<PreflightOutputs, keyof PreflightInputs>, undefined> = {
       fleetDocumentDigest: undefined,
       gates: undefined,
+      status: undefined,
+      narwhal: undefined,
+      skipped: undefined,
+      warnings: undefined,
       transfers: undefined,
       rounds: undefined,
       evidence: undefined,

@@ -1,4 +1,4 @@
-import type { GateResult, PairMode, ScheduleMode, TransferRecord } from "../../lib/preflight";
+import type { GateNote, GateResult, PairMode, RunStatus, RunSummary, ScheduleMode, TransferRecord } from "../../lib/preflight";
 import type { ProfileRow } from "../../lib/profiling";
 import type { RouterLogin } from "../profile/types";
 
@@ -27,6 +27,8 @@ export interface PreflightInputs {
   pairs: PairMode;
   repeats: number;
   schedule: ScheduleMode;
+  /** Fail on a degraded run too (`preflight.strict`); a failed run always fails. Absent = false. */
+  strict?: boolean;
   apiKey: string;
   /** Probes run from the router host's network position when set. */
   via?: RouterLogin;
@@ -38,6 +40,14 @@ export interface PreflightOutputs extends PreflightInputs {
   /** `sha256:` of the fleet document as the router loads it. */
   fleetDocumentDigest: string;
   gates: GateResult[];
+  /** The whole run as narwhal-check decides it: pass, degraded (some line skipped) or fail. */
+  status: RunStatus;
+  /** narwhal-check's own words for the same run: its `--format json` status and exit code. */
+  narwhal: RunSummary["narwhal"];
+  /** Every skipped line with its gate: why the run is degraded. */
+  skipped: GateNote[];
+  /** Every warning with its gate (changes no outcome). */
+  warnings: GateNote[];
   /** Every probe of every pair, logs left in the evidence. */
   transfers: Array<Omit<TransferRecord, "logs">>;
   rounds: number;

@@ -7,11 +7,14 @@
  *           came from; otherwise measures the engine (lib/profiling Profiler) from the router host's network position when
  *           `via` is set (an SSH local forward through the router host), binds the row to the verified
  *           attestation (or the live process identity without one), and keeps every raw observation as
- *           the sidecar entry `engine-samples.json` in an evidence record. A stop condition still records
- *           what was seen (verdict fail), then rejects naming the record;
+ *           the sidecar entry `engine-samples.json` in an evidence record. A row is accepted only within
+ *           the preflight's fit limits (lib/profiling fit-limits.ts): a fit over them is measured again,
+ *           up to `fitAttempts` sweeps, each its own record, then create fails naming engine, figure,
+ *           value and limit. A stop condition still records what was seen (verdict fail), then rejects
+ *           naming the record;
  * - diff:   replaces when what the profile was measured against changed (engine, URL, model, generation,
- *           attestation, plan, sweep, limit); credentials, tunnel, timeouts and labels only update. An SLO
- *           is not an input at all;
+ *           attestation, plan, sweep, limit), or when its row breaks the preflight's fit limits;
+ *           credentials, tunnel, timeouts, labels and tries only update. An SLO is not an input at all;
  * - read:   the profile is a measurement of the past: nothing is re-probed;
  * - delete: nothing remote (the store resource owns the files on the router host).
  */
@@ -20,10 +23,16 @@ import { sha256Json } from "../../lib/digest";
 import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
 import {
   adoptionFor,
+  adoptionLimitReason,
   attestationBindingDigest,
   buildRow,
+  DEFAULT_FIT_ATTEMPTS,
   emptyRecord,
+  fitLimitsProblem,
+  fitProblems,
   identityGenerationDigest,
+  measureWithinLimits,
+  NARWHAL_FIT_LIMITS,
   Profiler,
   ProfileError,
   sweepProblems,
@@ -36,7 +45,7 @@ import { forwardedUrl, localForward } from "../../lib/ssh/forward";
 import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
 import { profileHttp } from "./http";
-import type { ProfileAdoption, ProfileInputs, ProfileOutputs, ProfileResult, RouterLogin } from "./types";
+import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry, ProfileInputs, ProfileOutputs, ProfileResult, RouterLogin } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = [
@@ -53,7 +62,19 @@ export const MEASURED_AGAINST = [
   "maxNumSeqs",
 ] as const;
 // `adopt` only matters when the profile is created: a store named later never replaces a measured row.
-export const UPDATABLE = ["hostAlias", "apiKey", "via", "viaPrivateKey", "viaPassword", "probeTimeoutS", "requestTimeoutS", "stack", "adopt"] as const;
+// The limits replace a profile only when its row breaks the new ones (limitsReplace); how many tries a
+// create may take never changes what was measured.
+export const UPDATABLE = ["hostAlias", "apiKey", "via", "viaPrivateKey", "viaPassword", "probeTimeoutS", "requestTimeoutS", "stack", "adopt", "fitLimits", "fitAttempts"] as const;
+
+/**
+ * A recorded row the preflight's profile gate would now reject is replaced (re-measured), whether the
+ * limits moved or the row was accepted before the Profile applied them: otherwise every `up` would
+ * fail at the preflight on the same row until someone ran `--replace` by hand.
+ */
+export function limitsReplace(olds: Partial<ProfileOutputs>, news: ProfileInputs): boolean {
+  if (!olds.row || hasUnknown(news.fitLimits)) return false;
+  return fitProblems(olds.row, news.fitLimits ?? NARWHAL_FIT_LIMITS).length > 0;
+}
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
@@ -84,6 +105,12 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
     const t = news[k];
     if (known(k) && !(typeof t === "number" && Number.isFinite(t) && t > 0)) fail(k, `${k} must be a positive number of seconds, got ${JSON.stringify(t)}`);
   }
+  if (news.fitLimits !== undefined && known("fitLimits")) {
+    const problem = fitLimitsProblem(news.fitLimits);
+    if (problem) fail("fitLimits", problem);
+  }
+  const tries = news.fitAttempts;
+  if (tries !== undefined && known("fitAttempts") && !(Number.isInteger(tries) && (tries as number) >= 1 && (tries as number) <= 10)) fail("fitAttempts", `fitAttempts must be an integer from 1 to 10 (profiling.fitAttempts), got ${JSON.stringify(tries)}`);
   const adopt = news.adopt as Record<string, unknown> | undefined;
   if (adopt !== undefined && known("adopt")) {
     const path = (k: string) => typeof adopt?.[k] === "string" && (adopt[k] as string).startsWith("/");
@@ -166,13 +193,22 @@ async function record(i: ProfileInputs, entry: Record<string, unknown>, startedA
   return { artifact: { relativePath: artifact.relativePath, sha256: artifact.sha256 }, evidence: { relativePath: written.relativePath, digest: written.digest } };
 }
 
-/** Measures one engine; exported for tests, which call it as the provider host would. */
-export async function measureProfile(i: ProfileInputs, log?: (line: string) => void): Promise<ProfileResult> {
+/** One sweep, not yet judged against the limits: the row and everything create keeps of it. */
+interface Swept {
+  row: ProfileRow;
+  entry: EngineSamples & { warm_up?: unknown };
+  fitErrors: ProfileFitErrors;
+  maxModelLen: number;
+  effectiveSweep: ProfileResult["effectiveSweep"];
+  startedAt: string;
+  wallSeconds: number;
+}
+
+/** One full sweep of the engine. A stop condition records what was seen (verdict fail) and rejects naming the record. */
+async function sweepOnce(i: ProfileInputs, binding: ReturnType<typeof bindingOf>, label: string, log?: (line: string) => void): Promise<Swept> {
   const startedAt = new Date().toISOString();
   const t0 = Date.now();
-  const binding = bindingOf(i);
   const raw: MeasureRecord = emptyRecord();
-  const label = `engine ${i.engineId} at ${i.url}${i.via ? ` (through router host ${i.via.alias})` : ""}`;
   try {
     const m = await withEngineRoute(i, async (base) => {
       const http = profileHttp(base, i.apiKey, label, Math.max(...i.sweep.decodeConcurrency, i.maxNumSeqs ?? 1) + 2);
@@ -210,20 +246,7 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
       profile: row,
     };
     const fitErrors = { prefillMape: m.prefill.mape, prefillWorstPoint: m.prefill.worst, decodeFitMape: m.decodeFitMape, decodeCvMape: m.decodeCvMape! };
-    const wallSeconds = (Date.now() - t0) / 1000;
-    const kept = i.stack ? await record(i, { ...entry, warm_up: raw.warm_up }, startedAt, { status: "pass", reasons: [] }, { row, fitErrors, maxModelLen: m.maxModelLen, wallSeconds }) : undefined;
-    return {
-      row,
-      profileDigest: sha256Json(row),
-      bindingDigest: binding.digest,
-      fitErrors,
-      maxModelLen: m.maxModelLen,
-      effectiveSweep: m.sweep,
-      samples: kept?.artifact ?? { relativePath: "", sha256: sha256Json(entry) },
-      ...(kept ? { evidence: kept.evidence } : {}),
-      measuredAt: startedAt,
-      wallSeconds,
-    };
+    return { row, entry: { ...entry, warm_up: raw.warm_up }, fitErrors, maxModelLen: m.maxModelLen, effectiveSweep: m.sweep, startedAt, wallSeconds: (Date.now() - t0) / 1000 };
   } catch (err) {
     const message = (err as Error).message;
     let where = "";
@@ -234,6 +257,59 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
     const code = err instanceof ProfileError ? err.code : "NARWHAL_PROFILE_PROBE";
     throw new ProfileError(code, `profile of ${label}: ${message}${where}`);
   }
+}
+
+/**
+ * Measures one engine until a sweep's fit is within the preflight's limits (lib/profiling
+ * measureWithinLimits), keeping every sweep as its own evidence record; exported for tests, which call
+ * it as the provider host would.
+ */
+export async function measureProfile(i: ProfileInputs, log?: (line: string) => void): Promise<ProfileResult> {
+  const t0 = Date.now();
+  const binding = bindingOf(i);
+  const label = `engine ${i.engineId} at ${i.url}${i.via ? ` (through router host ${i.via.alias})` : ""}`;
+  const tries: ProfileFitTry[] = [];
+  const kept = new Map<number, Awaited<ReturnType<typeof record>>>();
+  let accepted: Swept;
+  try {
+    ({ accepted } = await measureWithinLimits<Swept>({
+      engineId: i.engineId,
+      limits: i.fitLimits ?? NARWHAL_FIT_LIMITS,
+      attempts: i.fitAttempts ?? DEFAULT_FIT_ATTEMPTS,
+      measure: () => sweepOnce(i, binding, label, log),
+      rowOf: (s) => s.row,
+      kept: async ({ attempt, result: s, problems }) => {
+        const reasons = problems.map((p) => p.message);
+        if (reasons.length) log?.(`engine ${i.engineId}: try ${attempt} over the preflight's limits (${reasons.join("; ")}); measuring again`);
+        const written = i.stack
+          ? await record(i, { ...s.entry }, s.startedAt, { status: reasons.length ? "fail" : "pass", reasons }, { attempt, row: s.row, fitErrors: s.fitErrors, fitLimits: i.fitLimits ?? NARWHAL_FIT_LIMITS, maxModelLen: s.maxModelLen, wallSeconds: s.wallSeconds })
+          : undefined;
+        if (written) kept.set(attempt, written);
+        tries.push({ attempt, fitErrors: s.fitErrors, problems: reasons, ...(written ? { evidence: written.evidence } : {}) });
+      },
+    }));
+  } catch (err) {
+    if (err instanceof ProfileError && err.code === "NARWHAL_PROFILE_LIMIT" && tries.length) {
+      const records = tries.map((t) => t.evidence?.relativePath).filter((p): p is string => !!p);
+      throw new ProfileError(err.code, `${err.message}${records.length ? `\nevery try is kept as evidence: ${records.join(", ")}` : ""}`);
+    }
+    throw err;
+  }
+  const last = kept.get(tries.length);
+  return {
+    row: accepted.row,
+    profileDigest: sha256Json(accepted.row),
+    bindingDigest: binding.digest,
+    fitErrors: accepted.fitErrors,
+    maxModelLen: accepted.maxModelLen,
+    effectiveSweep: accepted.effectiveSweep,
+    samples: last?.artifact ?? { relativePath: "", sha256: sha256Json(accepted.entry) },
+    ...(last ? { evidence: last.evidence } : {}),
+    measuredAt: accepted.startedAt,
+    // Every try's time: what this engine's profile cost the up.
+    wallSeconds: (Date.now() - t0) / 1000,
+    fitTries: tries,
+  };
 }
 
 /**
@@ -257,6 +333,9 @@ export async function adoptProfile(i: ProfileInputs): Promise<{ result: ProfileR
   const decision = adoptionFor(i.engineId, binding.digest, source, storeBytes, samplesBytes);
   if (!decision.ok) return { reason: decision.reason };
   const a = decision.adopted;
+  // An adopted row passes the same limits as a measured one, or it is measured instead.
+  const overLimits = adoptionLimitReason(a.row, i.fitLimits ?? NARWHAL_FIT_LIMITS, source.storePath);
+  if (overLimits) return { reason: overLimits };
   const reason = `row of ${source.storePath} binds the live generation ${binding.digest}`;
   const kept = i.stack
     ? await record(i, a.entry, startedAt, { status: "pass", reasons: [] }, { adopted: { ...source, storeMeta: a.meta, storeWrittenAt: storeWritten.toISOString(), reason }, row: a.row, fitErrors: a.fitErrors, maxModelLen: a.maxModelLen })
@@ -274,6 +353,7 @@ export async function adoptProfile(i: ProfileInputs): Promise<{ result: ProfileR
       // The measurement happened when the store was written, not now.
       measuredAt: storeWritten.toISOString(),
       wallSeconds: 0,
+      fitTries: [],
       adoption: { verdict: "adopted", reason, source },
     },
   };
@@ -302,7 +382,10 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   },
 
   async diff(_id: string, olds: ProfileOutputs, news: ProfileInputs) {
-    return diffInputs<ProfileInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+    // State written before the limits were inputs was held to the defaults: absent is the default, not a change.
+    const held = { ...olds, fitLimits: olds.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: olds.fitAttempts ?? DEFAULT_FIT_ATTEMPTS };
+    const d = diffInputs<ProfileInputs>(held, { ...news, fitLimits: news.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: news.fitAttempts ?? DEFAULT_FIT_ATTEMPTS }, MEASURED_AGAINST, UPDATABLE);
+    return limitsReplace(olds, news) ? { ...d, changes: true, replaces: [...(d.replaces ?? []), "fitLimits"] } : d;
   },
 
   async update(_id: string, olds: ProfileOutputs, news: ProfileInputs) {

@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { ProfileRow, Sweep } from "../../lib/profiling";
 import { providerShim } from "../shim";
-import type { ProfileAdoption, ProfileFitErrors, ProfileInputs, ProfileOutputs } from "./types";
+import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry, ProfileInputs, ProfileOutputs } from "./types";
 
 export type ProfileArgs = { [K in keyof ProfileInputs]: pulumi.Input<ProfileInputs[K]> };
 
@@ -26,6 +26,8 @@ export class Profile extends pulumi.dynamic.Resource {
   declare readonly measuredAt: pulumi.Output<string>;
   declare readonly wallSeconds: pulumi.Output<number>;
   declare readonly adoption: pulumi.Output<ProfileAdoption | undefined>;
+  /** Each sweep create took (a fit over the preflight's limits is measured again), with its evidence. */
+  declare readonly fitTries: pulumi.Output<ProfileFitTry[]>;
 
   constructor(name: string, args: ProfileArgs, opts?: pulumi.CustomResourceOptions) {
     const outputs: Record<keyof Omit<ProfileOutputs, keyof ProfileInputs>, undefined> = {
@@ -40,6 +42,7 @@ export class Profile extends pulumi.dynamic.Resource {
       measuredAt: undefined,
       wallSeconds: undefined,
       adoption: undefined,
+      fitTries: undefined,
     };
     super(profileProvider, name, { ...outputs, ...args }, pulumi.mergeOptions(opts, { additionalSecretOutputs: ["apiKey", "viaPrivateKey", "viaPassword"] }), "narwhal", "Profile");
   }

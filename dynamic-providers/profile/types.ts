@@ -1,4 +1,4 @@
-import type { AdoptSource, ProfileRow, Sweep } from "../../lib/profiling";
+import type { AdoptSource, FitLimits, ProfileRow, Sweep } from "../../lib/profiling";
 
 /** How the provider logs in to the router host to measure from there (the key and password travel apart, as secrets). */
 export interface RouterLogin {
@@ -42,6 +42,13 @@ export interface ProfileInputs {
   requestTimeoutS: number;
   stack?: string;
   /**
+   * The preflight's profile-validation limits (Narwhal's defaults unless the fleet document sets them):
+   * a row over them is never accepted. Absent in state written before the limits were an input.
+   */
+  fitLimits?: FitLimits;
+  /** Sweeps before a fit over the limits fails the create (each kept as evidence); default 3. */
+  fitAttempts?: number;
+  /**
    * A store measured before this stack (`profiling.adoptStore`) with the digests the program read:
    * create adopts this engine's row instead of measuring when it binds the live generation.
    */
@@ -62,6 +69,14 @@ export interface ProfileFitErrors {
   decodeCvMape: number;
 }
 
+/** One sweep of a create: its fit errors, what the limits found wrong (nothing for the accepted one) and its record. */
+export interface ProfileFitTry {
+  attempt: number;
+  fitErrors: ProfileFitErrors;
+  problems: string[];
+  evidence?: { relativePath: string; digest: string };
+}
+
 /** What create measured: never rewritten. */
 export interface ProfileResult {
   /** The store row, bound to `bindingDigest`. */
@@ -78,6 +93,8 @@ export interface ProfileResult {
   evidence?: { relativePath: string; digest: string };
   measuredAt: string;
   wallSeconds: number;
+  /** Every sweep create took, in order, the accepted one last; empty when the row was adopted. */
+  fitTries: ProfileFitTry[];
   /** Set when `adopt` was given: whether the row was adopted or measured, and why. */
   adoption?: ProfileAdoption;
 }

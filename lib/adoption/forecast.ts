@@ -7,6 +7,7 @@
  * named in the line. Each line says which evidence would be adopted and which will be measured, and why.
  */
 import { adoptionFor, type AdoptSource } from "../profiling/adopt";
+import { adoptionLimitReason, NARWHAL_FIT_LIMITS } from "../profiling/fit-limits";
 import { attestationBindingDigest, identityGenerationDigest } from "../profiling/store";
 import { runbookStanding, type RunbookDecision, type RunbookSurvey } from "../launch/runbook";
 import type { EngineSpec, FleetSpec } from "../config";
@@ -155,6 +156,9 @@ export function forecastProfile(engineId: string, s: RunbookSighting | undefined
   if ("verdict" in live) return { subject, ...live };
   const judged = adoptionFor(engineId, live.digest, source, storeBytes, samplesBytes);
   if (!judged.ok) return { subject, verdict: "measure", reason: judged.reason };
+  // The stack holds every profile to Narwhal's limits (components/profiles.ts), adopted rows included.
+  const overLimits = adoptionLimitReason(judged.adopted.row, NARWHAL_FIT_LIMITS, source.storePath);
+  if (overLimits) return { subject, verdict: "measure", reason: overLimits };
   const binds = `its row in ${source.storePath} binds ${live.digest}, as the runbook's sidecar attests now`;
   return live.kept
     ? { subject, verdict: "adopt", reason: `${binds}; adopted if the up ${SERVES_RUNBOOK_DOCUMENT}` }

@@ -10,3 +10,6 @@ export * from "./calibration-adopt";
 export * from "./narwhal-report";
 export * from "./run";
 export * from "./attestation";
+export * from "./status";
+export * from "./declared-contract";
+export * from "./restart-risk";

@@ -2,6 +2,8 @@
  * Gate verdicts from observed facts, as narwhal-check 0.7.0 judges them (its messages, so the two
  * reports read alike). Pure: the driver observes, these decide.
  */
+import { fitProblems, pyG, type FitLimits } from "../profiling/fit-limits";
+import { UNCALIBRATED_WARNING } from "./restart-risk";
 import type { Report } from "./types";
 
 /** The profile columns the gates read (narwhal.profiling.model.Profile). */
@@ -52,6 +54,15 @@ export interface Engine {
   readonly iid: string;
 }
 
+/**
+ * calibration: without `engine.first_token_calibration_path` narwhal-check warns. A named file is
+ * verified where it lies (the router host) by narwhal-check, not by this program: that is a skip here.
+ */
+export function judgeCalibrationEvidence(calibrationPath: string, rep: Report): void {
+  if (!calibrationPath) rep.warn("calibration", UNCALIBRATED_WARNING);
+  else rep.skip("calibration", `first-token calibration ${calibrationPath} is not verified by this preflight; run narwhal-check on the router host`);
+}
+
 /** reach: `/health` answered 200 within the health budget. Returns the live engines. */
 export function judgeReach(engines: readonly Engine[], healthy: ReadonlyMap<string, boolean>, rep: Report): Set<string> {
   const live = new Set<string>();
@@ -71,12 +82,16 @@ export type ContractObservation = { readonly version: string; readonly problems:
 export function judgeContract(
   engines: readonly Engine[],
   live: ReadonlySet<string>,
-  declared: { fingerprint: string; engineVersion: string } | null,
+  declared: { fingerprint: string; engineVersion: string; undeclared?: readonly string[] } | null,
   observed: ReadonlyMap<string, ContractObservation>,
   rep: Report,
 ): Set<string> {
   if (declared === null) rep.skip("contract", "no engine_contract declared; checking live vLLM versions only");
-  else rep.ok("contract", `declared engine contract ${declared.fingerprint}`);
+  else {
+    rep.ok("contract", `declared engine contract ${declared.fingerprint}`);
+    // Fields the contract leaves unset are not checked, so narwhal-check reports them as a skip (the run is degraded).
+    if (declared.undeclared?.length) rep.skip("contract", `contract ${declared.fingerprint} undeclared: ${declared.undeclared.join(", ")}`);
+  }
   const versions = new Map<string, string>();
   const unsafe = new Set<string>();
   for (const e of engines) {
@@ -114,20 +129,11 @@ export function judgeContract(
   return unsafe;
 }
 
-export interface ProfilePolicy {
-  readonly maxDecodeFitMape: number;
-  readonly maxDecodeCvMape: number;
-}
+/** The gate's limits are the Profile resource's: one definition, so the two cannot disagree. */
+export type ProfilePolicy = FitLimits;
 
 export function decodeEvidenceProblems(p: GateProfile, policy: ProfilePolicy): string[] {
-  const problems: string[] = [];
-  if (p.decode_min_requests === p.decode_max_requests) problems.push(`${p.iid} decode request domain is a single point (${p.decode_min_requests}); the sweep must span both axes independently`);
-  if (p.decode_min_kv_tokens === p.decode_max_kv_tokens) problems.push(`${p.iid} decode KV token domain is a single point (${p.decode_min_kv_tokens}); the sweep must span both axes independently`);
-  if (p.decode_fit_mape == null) problems.push(`${p.iid} carries no decode_fit_mape evidence`);
-  else if (p.decode_fit_mape > policy.maxDecodeFitMape) problems.push(`${p.iid} decode_fit_mape ${p.decode_fit_mape.toFixed(4)} exceeds the profile-validation limit ${policy.maxDecodeFitMape}`);
-  if (p.decode_cv_mape == null) problems.push(`${p.iid} carries no decode_cv_mape evidence`);
-  else if (p.decode_cv_mape > policy.maxDecodeCvMape) problems.push(`${p.iid} decode_cv_mape ${p.decode_cv_mape.toFixed(4)} exceeds the profile-validation limit ${policy.maxDecodeCvMape}`);
-  return problems;
+  return fitProblems(p, policy).map((x) => x.message);
 }
 
 /** profile: a row per engine within the decode policy, no row for an engine the fleet lacks. */
@@ -140,7 +146,7 @@ export function judgeProfiles(engines: readonly Engine[], store: ReadonlyMap<str
     }
     const problems = decodeEvidenceProblems(p, policy);
     for (const problem of problems) rep.fail("profile", problem);
-    if (!problems.length) rep.ok("profile", `${e.iid} decode_fit_mape=${p.decode_fit_mape!.toFixed(4)} decode_cv_mape=${p.decode_cv_mape!.toFixed(4)} within the ${policy.maxDecodeFitMape}/${policy.maxDecodeCvMape} limits`);
+    if (!problems.length) rep.ok("profile", `${e.iid} decode_fit_mape=${p.decode_fit_mape!.toFixed(4)} decode_cv_mape=${p.decode_cv_mape!.toFixed(4)} within the ${pyG(policy.maxDecodeFitMape)}/${pyG(policy.maxDecodeCvMape)} limits`);
   }
   const ids = new Set(engines.map((e) => e.iid));
   for (const iid of [...store.keys()].filter((k) => !ids.has(k)).sort()) {

@@ -2,7 +2,8 @@
  * Reads narwhal-check's gate report into per-gate verdicts. With `--format json` the result document
  * carries only the failed and skipped messages; the gate each line belongs to is the section header
  * printed before it (to stderr), so the text report is what names gates. The profile-generation check
- * prints under `profile`; a KV skip ("produce and consume: ...") belongs to both KV gates.
+ * prints under `profile`; a KV skip ("produce and consume: ...") belongs to both KV gates; a `WARN`
+ * belongs to the section it is printed in (the colocated-restart risk prints under `reach`).
  */
 import { GATES, verdictOf, type GateLine, type GateName, type Verdict } from "./types";
 
@@ -25,8 +26,7 @@ export function parseNarwhalReport(text: string): NarwhalGates {
     }
     const m = LINE.exec(raw);
     if (!m || !section) continue;
-    if (m[1] === "WARN") continue;
-    const line: GateLine = { status: m[1] === "ok" ? "ok" : m[1] === "FAIL" ? "fail" : "skip", message: m[2]! };
+    const line: GateLine = { status: m[1] === "ok" ? "ok" : m[1] === "FAIL" ? "fail" : m[1] === "WARN" ? "warn" : "skip", message: m[2]! };
     const targets = line.message.startsWith("produce and consume:") ? ["produce", "consume"] : [section];
     for (const t of targets) (lines[t] ??= []).push(line);
   }

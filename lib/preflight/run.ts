@@ -1,10 +1,12 @@
 /**
- * The preflight in narwhal-check's order: reach → contract → profile (+ generation) → model → pace →
- * tokenize → produce → consume → slo. A pace, contract, generation or model failure blocks both KV
- * gates (a stalled transfer can take down a healthy peer's engine core). I/O is the observer's; this
- * decides what runs, in what order, and what it means.
+ * The preflight in narwhal-check's order: reach (+ the colocated-restart warning) → calibration →
+ * contract → profile (+ generation) → model → pace → tokenize → produce → consume → slo. A pace,
+ * contract, generation or model failure blocks both KV gates (a stalled transfer can take down a
+ * healthy peer's engine core). I/O is the observer's; this decides what runs, in what order, and what
+ * it means.
  */
-import { judgeContract, judgeModel, judgePace, judgeProfileGenerations, judgeProfiles, judgeReach, judgeSlo, judgeTokenize, type ContractObservation, type GateProfile, type PaceObservation, type ProfilePolicy } from "./judge";
+import { colocatedRestartRisk, sharedHostEngines, type HostedEngine } from "./restart-risk";
+import { judgeCalibrationEvidence, judgeContract, judgeModel, judgePace, judgeProfileGenerations, judgeProfiles, judgeReach, judgeSlo, judgeTokenize, type ContractObservation, type GateProfile, type PaceObservation, type ProfilePolicy } from "./judge";
 import { canConsume, canProduce, validationPairs, withRepeats, type PairMode, type Probe } from "./pairs";
 import { roundRobin, runProbes, type ScheduleMode } from "./schedule";
 import { judgeConsume, judgeProduce, type ProduceObservation, type TransferRecord } from "./transfer";
@@ -26,7 +28,15 @@ export interface PreflightPlan {
   readonly policy: ProfilePolicy;
   /** The saved profile store, by engine id. */
   readonly profiles: ReadonlyMap<string, GateProfile>;
-  readonly contract: { readonly fingerprint: string; readonly engineVersion: string } | null;
+  /** The loaded engine_contract (declared-contract.ts): its fingerprint, version and undeclared fields. */
+  readonly contract: { readonly fingerprint: string; readonly engineVersion: string; readonly undeclared?: readonly string[] } | null;
+  /** `engine.first_token_calibration_path`; "" when the document names none (narwhal-check warns). */
+  readonly calibrationPath?: string;
+  /**
+   * The engines by host when narwhal-check's colocated-restart rule applies (restartRiskApplies); the
+   * observer then asks the sidecars of engines that share a host whether they attest peer release.
+   */
+  readonly restartRisk?: readonly HostedEngine[];
   readonly pairs: PairMode;
   readonly repeats: number;
   readonly schedule: ScheduleMode;
@@ -37,6 +47,8 @@ export interface PreflightPlan {
 
 export interface Observer {
   health(iid: string): Promise<boolean>;
+  /** The sidecar's `launch.peer_release` is true (false when unreadable, as narwhal-check reads it). */
+  peerRelease?(iid: string): Promise<boolean>;
   contract(iid: string): Promise<ContractObservation>;
   generation(iid: string): Promise<{ digest: string } | { error: string }>;
   models(iid: string): Promise<readonly string[] | { error: string }>;
@@ -82,6 +94,16 @@ export async function runPreflight(plan: PreflightPlan, obs: Observer): Promise<
   const ids = engines.map((e) => e.iid);
   const live = judgeReach(engines, await each(ids, (iid) => obs.health(iid)), rep);
   const liveIds = ids.filter((iid) => live.has(iid));
+  if (plan.restartRisk) {
+    const shared = sharedHostEngines(plan.restartRisk);
+    const released = await each(
+      shared.map((e) => e.iid),
+      (iid) => obs.peerRelease?.(iid).catch(() => false) ?? Promise.resolve(false),
+    );
+    const risk = colocatedRestartRisk(plan.restartRisk, released);
+    if (risk) rep.warn("reach", risk);
+  }
+  judgeCalibrationEvidence(plan.calibrationPath ?? "", rep);
 
   const incompatible = judgeContract(engines, live, plan.contract, await each(liveIds, (iid) => obs.contract(iid)), rep);
   judgeProfiles(engines, plan.profiles, plan.policy, rep);

@@ -1,12 +1,16 @@
 /** Preflight gates in narwhal-check 0.7.0's cost order, and what each one concluded. */
-export const GATES = ["reach", "contract", "profile", "model", "pace", "tokenize", "produce", "consume", "slo"] as const;
+export const GATES = ["reach", "calibration", "contract", "profile", "model", "pace", "tokenize", "produce", "consume", "slo"] as const;
 export type GateName = (typeof GATES)[number];
 
-/** A gate fails on any failed line, passes on any passing line, and is skipped when it only skipped. */
+/**
+ * A gate fails on any failed line, passes on any passing line, and is skipped when it only skipped. A
+ * warning (narwhal-check's `WARN`: a configuration risk) changes no outcome, so a gate that only warned
+ * passed.
+ */
 export type Verdict = "pass" | "fail" | "skip";
 
 export interface GateLine {
-  readonly status: "ok" | "fail" | "skip";
+  readonly status: "ok" | "fail" | "skip" | "warn";
   readonly message: string;
 }
 
@@ -19,7 +23,8 @@ export interface GateResult {
 export function verdictOf(lines: readonly GateLine[]): Verdict {
   if (lines.some((l) => l.status === "fail")) return "fail";
   if (lines.some((l) => l.status === "ok")) return "pass";
-  return "skip";
+  if (lines.some((l) => l.status === "skip")) return "skip";
+  return lines.length ? "pass" : "skip";
 }
 
 /** Collects lines per gate in the order they are reported. */
@@ -39,6 +44,9 @@ export class Report {
   }
   skip(gate: GateName, message: string): void {
     this.add(gate, "skip", message);
+  }
+  warn(gate: GateName, message: string): void {
+    this.add(gate, "warn", message);
   }
   results(): GateResult[] {
     return GATES.map((gate) => {

@@ -3,6 +3,8 @@ export { ProfileError, type ProfileErrorCode } from "./errors";
 export { DEFAULT_SWEEP, PREFILL_OUTPUT_TOKENS, boundedSweep, sweepProblems, sweepRecord, validateSweep, type Sweep } from "./sweep";
 export { limitsDocument, maxNumSeqsOf, readLimits, type LimitsDocument } from "./limits";
 export * from "./fit";
+export * from "./fit-limits";
+export { DEFAULT_FIT_ATTEMPTS, measureWithinLimits, overLimitMessage, type Accepted, type AcceptOptions, type FitTry } from "./accept";
 export * from "./store";
 export { Cohort, CohortStream, overlappingTokens, type Interval } from "./cohort";
 export { SseSplitter, sseEvents, streamedTokens, type SseEvent } from "./sse";

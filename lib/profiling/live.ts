@@ -9,6 +9,7 @@ import * as path from "node:path";
 import type { EngineClient } from "./client";
 import { ProfileError } from "./errors";
 import { pct } from "./fit";
+import { fitProblems } from "./fit-limits";
 import { fleetLanes, neighboursOf, selectEngines, type FleetEngine, type ProfileFleet } from "./fleet-file";
 import { emptyRecord, Profiler, type MeasureRecord } from "./measure";
 import { metricFacts } from "./metrics";
@@ -40,14 +41,9 @@ export interface LiveOptions {
   log(line: string): void;
 }
 
-/** narwhal's `decode_evidence_problems`. */
+/** narwhal's `decode_evidence_problems` as messages (the shared rules in fit-limits.ts). */
 export function decodeEvidenceProblems(row: ProfileRow, maxFitMape: number, maxCvMape: number): string[] {
-  const p: string[] = [];
-  if (row.decode_min_requests === row.decode_max_requests) p.push(`${row.iid} decode request domain is a single point (${row.decode_min_requests}); the sweep must span both axes independently`);
-  if (row.decode_min_kv_tokens === row.decode_max_kv_tokens) p.push(`${row.iid} decode KV token domain is a single point (${row.decode_min_kv_tokens}); the sweep must span both axes independently`);
-  if (row.decode_fit_mape > maxFitMape) p.push(`${row.iid} decode_fit_mape ${row.decode_fit_mape.toFixed(4)} exceeds the profile-validation limit ${maxFitMape}`);
-  if (row.decode_cv_mape > maxCvMape) p.push(`${row.iid} decode_cv_mape ${row.decode_cv_mape.toFixed(4)} exceeds the profile-validation limit ${maxCvMape}`);
-  return p;
+  return fitProblems(row, { maxDecodeFitMape: maxFitMape, maxDecodeCvMape: maxCvMape }).map((p) => p.message);
 }
 
 /** The live identity narwhal binds without an engine contract: `/version` and `process_start_time_seconds`. */

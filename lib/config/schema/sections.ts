@@ -215,6 +215,11 @@ export const ProfilingSchema = f.strict(
      */
     oneAtATime: f.flag().default(false),
     /**
+     * Sweeps per engine before its profile is refused: a fit over Narwhal's profile-validation limits
+     * (the preflight's `profile` gate) is measured again, each try kept as evidence, up to this many.
+     */
+    fitAttempts: f.num({ int: true, min: 1, max: 10 }).default(3),
+    /**
      * A profile store measured before this stack (the runbook's `runs/profiles.json`, its
      * `.samples.json` next to it) on this machine: an engine whose row binds its live generation is
      * adopted from it instead of profiled again.
@@ -252,8 +257,14 @@ export const PreflightSchema = f.strict(
      * `sequential`: one probe after another, as narwhal-check runs them. Verdicts are the same.
      */
     schedule: f.choice(["concurrent", "sequential"] as const).default("concurrent"),
+    /**
+     * Fail the `up` on a `degraded` run too (narwhal-check's exit 3: some gate skipped, e.g. contract
+     * fields the engine contract leaves undeclared). Off: a degraded run is recorded with its skipped
+     * gates and warnings and the router starts; a failed run always fails the `up`.
+     */
+    strict: f.flag().default(false),
   },
-  "an object {pairs, repeats, schedule}",
+  "an object {pairs, repeats, schedule, strict}",
 );
 
 export const CalibrationSchema = f.strict(

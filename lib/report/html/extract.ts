@@ -105,7 +105,9 @@ function preflightView(c: Chosen): PreflightView | undefined {
     }
   }
   const subjects = [...engineIds, ...[...pairs].sort(), ...(fleet ? ["fleet"] : [])];
-  return { provenance: provenance(c), gates, subjects, cells, rounds: num(o?.rounds) };
+  const notes = (k: string) => (Array.isArray(o?.[k]) ? (o![k] as unknown[]).map((n) => `${str(obj(n)?.gate) ?? "?"}: ${str(obj(n)?.message) ?? ""}`) : []);
+  const run = typeof o?.status === "string" ? { status: o.status, skipped: notes("skipped"), warnings: notes("warnings") } : null;
+  return { provenance: provenance(c), gates, subjects, cells, rounds: num(o?.rounds), run };
 }
 
 function identities(selection: Selection): IdentityRow[] {

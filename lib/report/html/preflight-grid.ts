@@ -20,5 +20,8 @@ export function preflightGrid(v: PreflightView): string {
     })
     .join("");
   const rounds = v.rounds !== null ? `<p>${esc(`${v.rounds} probe round${v.rounds === 1 ? "" : "s"}`)}; hover a cell for the gate's lines.</p>` : "";
-  return `${provenanceLine(v.provenance)}${rounds}<table class="preflight">${head}${rows}</table>`;
+  // The whole run's status first: a degraded run passes every gate yet skipped something.
+  const list = (title: string, xs: readonly string[]) => (xs.length ? `<p>${esc(title)}</p><ul>${xs.map((x) => `<li>${esc(x)}</li>`).join("")}</ul>` : "");
+  const run = v.run ? `<p class="preflight-status" data-status="${esc(v.run.status)}">${esc(`run status: ${v.run.status}`)}</p>${list("skipped", v.run.skipped)}${list("warnings", v.run.warnings)}` : "";
+  return `${provenanceLine(v.provenance)}${run}${rounds}<table class="preflight">${head}${rows}</table>`;
 }

@@ -70,6 +70,8 @@ export interface PreflightView {
   /** `cells[subject][gate]`, absent where the gate said nothing about the subject. */
   readonly cells: Readonly<Record<string, Partial<Record<GateName, PreflightCell>>>>;
   readonly rounds: number | null;
+  /** The run as narwhal-check decides it, with its skips and warnings; null in records from before it was kept. */
+  readonly run: { readonly status: string; readonly skipped: readonly string[]; readonly warnings: readonly string[] } | null;
 }
 
 export interface IdentityRow {

@@ -30,11 +30,11 @@ const answer = (over: Partial<SidecarAnswer> = {}): SidecarAnswer => ({ attestat
 const seen = (engineId: string, over: Partial<SidecarAnswer> = {}, decision: RunbookDecision | { problem: string } = kept): RunbookSighting => ({ engineId, run: survey.run, survey, decision, sidecar: answer(over) });
 
 /** A store whose e1 row binds the runbook's launch digest, with its sidecar entry. */
-function store() {
+function store(row: (iid: string) => Record<string, unknown> = (iid) => narwhalRow(iid, LAUNCHED)) {
   const evidence = { attestation_digest: ATTESTED, launch_digest: LAUNCHED };
-  const storeBytes = Buffer.from(JSON.stringify({ schema: "narwhal.profiles", schema_version: 1, meta: {}, profiles: [narwhalRow("e1", LAUNCHED), narwhalRow("e2", LAUNCHED)] }));
+  const storeBytes = Buffer.from(JSON.stringify({ schema: "narwhal.profiles", schema_version: 1, meta: {}, profiles: [row("e1"), row("e2")] }));
   const sweep = { prefill_lens: [256, 2048], decode_input_lens: [256], decode_concurrency: [1, 8], decode_tokens: 16, prefill_repeats: 3, decode_repeats: 1 };
-  const entry = (iid: string) => ({ max_model_len: 4096, sweep, generation_evidence: evidence, prefill_fit_points: [[256, 0.0183]], prefill_fit_mape: 0.04, profile: narwhalRow(iid, LAUNCHED) });
+  const entry = (iid: string) => ({ max_model_len: 4096, sweep, generation_evidence: evidence, prefill_fit_points: [[256, 0.0183]], prefill_fit_mape: 0.04, profile: row(iid) });
   const samplesBytes = Buffer.from(JSON.stringify({ method_version: 2, engines: { e1: entry("e1"), e2: entry("e2") } }));
   const digest = (b: Buffer) => "sha256:" + createHash("sha256").update(b).digest("hex");
   const source: AdoptSource = { storePath: "/srv/runbook/runs/profiles.json", storeSha256: digest(storeBytes), samplesPath: "/srv/runbook/runs/profiles.samples.json", samplesSha256: digest(samplesBytes) };
@@ -81,6 +81,15 @@ describe("adoption forecast (preview of an up that brings engines under the prog
     const gone = forecastRunbookEngine({ ...seen("e1", {}, { problem: "x" }), survey: { ...survey, live: undefined } });
     expect(gone).to.deep.equal({ subject: "engine e1", verdict: "start", reason: `runbook launch ${survey.run}: its recorded process 4242 no longer runs; the up starts the program's engine` });
     expect(forecastRunbookEngine({ engineId: "e1", run: survey.run, unseen: "hosts[a].hostKey is not pinned" })).to.include({ verdict: "undecided", reason: "decided in the up: hosts[a].hostKey is not pinned" });
+  });
+
+  it("measures instead of adopting a row the preflight's profile gate would reject, as the up decides", () => {
+    const f = store((iid) => ({ ...narwhalRow(iid, LAUNCHED), decode_fit_mape: 0.0566 }));
+    expect(forecastProfile("e1", seen("e1"), f.source, f.storeBytes, f.samplesBytes)).to.deep.equal({
+      subject: "profile e1",
+      verdict: "measure",
+      reason: "the row of /srv/runbook/runs/profiles.json fails the preflight's profile limits: e1 decode_fit_mape 0.0566 exceeds the profile-validation limit 0.05",
+    });
   });
 
   it("adopts a row that binds what the runbook's sidecar attests, and measures a restarted engine and one the program starts", () => {

@@ -58,9 +58,10 @@ describe("config: defaults", () => {
         prefillRepeats: 3,
         decodeRepeats: 1,
         oneAtATime: false,
+        fitAttempts: 3,
       },
       attestation: { command: "narwhal-attest", startTimeoutS: 60 },
-      preflight: { pairs: "mesh", repeats: 1, schedule: "concurrent" },
+      preflight: { pairs: "mesh", repeats: 1, schedule: "concurrent", strict: false },
       calibration: { enabled: false, samplesPerGroup: 100, routerOverheadS: 0.05, maxFailuresPerGroup: 20 },
     });
   });
@@ -71,8 +72,8 @@ describe("config: defaults", () => {
     expect(spec.slo).to.deep.equal(RUNBOOK_DEFAULTS.slo);
     const { iperfPort: _port, durationS: _duration, ...budget } = spec.fabric;
     expect(budget).to.deep.equal(RUNBOOK_DEFAULTS.fabric);
-    // oneAtATime is the program's, not the runbook's.
-    const { oneAtATime: _one, ...sweep } = spec.profiling;
+    // oneAtATime and fitAttempts are the program's, not the runbook's.
+    const { oneAtATime: _one, fitAttempts: _tries, ...sweep } = spec.profiling;
     expect(sweep).to.deep.equal(RUNBOOK_DEFAULTS.profiling);
     expect(spec.calibration.samplesPerGroup).to.equal(RUNBOOK_DEFAULTS.calibration.samplesPerGroup);
   });

@@ -175,11 +175,17 @@ const CASES: BadCase[] = [
   },
   {
     name: "a preflight schedule that is neither concurrent nor sequential",
-    edit: (c) => (c.preflight = { schedule: "parallel", repeats: 0 }),
+    edit: (c) => (c.preflight = { schedule: "parallel", repeats: 0, strict: "yes" }),
     issues: [
       ["preflight.repeats", "found 0; allowed: an integer from 1 to 100"],
       ["preflight.schedule", 'found "parallel"; allowed: "concurrent" or "sequential"'],
+      ["preflight.strict", 'found "yes", which is a string; expected true or false'],
     ],
+  },
+  {
+    name: "profiling fit attempts outside 1 to 10",
+    edit: (c) => (c.profiling = { fitAttempts: 0 }),
+    issues: [["profiling.fitAttempts", "found 0; allowed: an integer from 1 to 10"]],
   },
   {
     name: "calibration below the runbook's 100 samples, an unknown key",

@@ -208,6 +208,24 @@ describe("evidence report: stores that are not as written", () => {
     }
   });
 
+  it("shows a degraded run's status, its skipped gates and warnings above the grid", async () => {
+    const root = tmpCopy();
+    try {
+      const store = new EvidenceStore(root);
+      const base = newest("preflight").record;
+      const skipped = [{ gate: "contract", message: "contract 0123456789abcdef undeclared: connector_version, transfer_version" }];
+      const warnings = [{ gate: "calibration", message: "first-token deadline has no calibration evidence" }];
+      await store.write({ ...base, startedAt: "2026-11-29T14:59:00.000Z", endedAt: "2026-11-29T14:59:01.000Z", observations: { ...base.observations, status: "degraded", skipped, warnings } });
+      const data = await collectReport(store, { stack: FIXTURE_STACK });
+      expect(data.preflight!.run).to.deep.equal({ status: "degraded", skipped: [`contract: ${skipped[0]!.message}`], warnings: [`calibration: ${warnings[0]!.message}`] });
+      const page = renderReport(data);
+      expect(page).to.include(`<p class="preflight-status" data-status="degraded">run status: degraded</p>`);
+      expect(page).to.include(`<li>contract: ${skipped[0]!.message}</li>`);
+    } finally {
+      fs.rmSync(path.dirname(root), { recursive: true, force: true });
+    }
+  });
+
   it("still draws the fitted curves when a profile's sidecar cannot be read, and says why the points are missing", async () => {
     const root = tmpCopy();
     try {
