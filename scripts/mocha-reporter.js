@@ -1,8 +1,6 @@
 // Mocha's spec output, then the time each test file took (the slowest first, so the suite's budget can
-// be spent knowingly), then the one closing line CI reads: "N passed, N failed, N skipped" (or, for a
-// run that is one part of several, its totals in the file NARWHAL_TEST_TOTALS names).
+// be spent knowingly), then the one closing line CI reads: "N passed, N failed, N skipped".
 "use strict";
-const fs = require("node:fs");
 const path = require("node:path");
 const Mocha = require("mocha");
 const { EVENT_RUN_END, EVENT_SUITE_BEGIN, EVENT_SUITE_END } = Mocha.Runner.constants;
@@ -28,12 +26,7 @@ class SpecWithTotals extends Mocha.reporters.Spec {
         for (const [file, s] of rows.sort((a, b) => b[1] - a[1])) process.stdout.write(`${s.toFixed(0).padStart(6)} s  ${file}\n`);
       }
       const s = runner.stats;
-      // A run that is one part of several (scripts/test.sh) leaves its totals for the combined line.
-      const part = process.env.NARWHAL_TEST_TOTALS;
-      if (part) {
-        fs.writeFileSync(part, JSON.stringify({ passes: s.passes, failures: s.failures, pending: s.pending }));
-        process.stdout.write(`\nthis part: ${s.passes} passing, ${s.failures} failing, ${s.pending} pending\n`);
-      } else process.stdout.write(`\n${s.passes} passed, ${s.failures} failed, ${s.pending} skipped\n`);
+      process.stdout.write(`\n${s.passes} passed, ${s.failures} failed, ${s.pending} skipped\n`);
     });
   }
 }

@@ -23,7 +23,7 @@ import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
 import { shellLine, shq } from "../../lib/shell";
 import { launchArgs, sidecarEndpoint, type EngineContract } from "../../lib/attestation";
 import { runbookAttestationDocument } from "../unit/attestation/runbook-document-fixture";
-import { API_KEY, E2E_TIME_SCALE, EngineEntry, openStack, PROFILING, PROJECT_ROOT } from "./support/stack";
+import { API_KEY, E2E_TIME_SCALE, EngineEntry, openStack, PROFILING, PROJECT_ROOT, sharedFleet } from "./support/stack";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { awaitHealthy, restartByHand } from "./support/restart";
 
@@ -130,7 +130,8 @@ echo "$pid \${20}"`,
   }
 
   before(async () => {
-    // The shared fleet's topology (sim1-sim4, as sharedFleet brings up): this file runs beside it on sim3.
+    // The shared fleet first, so both agree on which hosts are up.
+    await sharedFleet();
     host = (await simUp({ hosts: 4, timeScale: E2E_TIME_SCALE })).hosts.find((h) => h.alias === "sim3")!;
     engines = [
       { id: "e1", host: host.alias, gpuIds: [0], port: 8601, attestationPort: 8611, nixlPort: 5991 },
