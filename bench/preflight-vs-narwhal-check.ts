@@ -2,13 +2,14 @@
  * Our preflight (concurrent round-robin schedule and strictly sequential) against the pinned
  * `narwhal-check` on the same fleet document and the same engine simulators on 127.0.0.1.
  *
- *   . scripts/env.sh && nice -n 15 node -r ./tools/ts-require.js bench/preflight-vs-narwhal-check.ts [--sizes 8,16] [--time-scale 1]
+ *   . scripts/env.sh && nice -n 15 node -r ./tools/ts-require.js bench/preflight-vs-narwhal-check.ts [--sizes 8,16] [--time-scale 1] [--rounds 3]
  *
  * Per fleet size: N simulators on distinct ports with pinned roles (the first quarter pinned prefill,
  * the second quarter pinned decode, the rest free), a profile store from each engine's ground truth and
- * live generation, then narwhal-check, ours concurrent and ours sequential, in that order. Prints one
- * JSON object: wall times (whole run and transfer phase), rounds, per-gate verdicts, failed lines and
- * per-pair consume verdicts side by side, and whether they agree. The default time scale 1 keeps the
+ * live generation, then per round narwhal-check, ours concurrent and ours sequential, the order reversed
+ * every other round. Prints one JSON object: median wall times over the rounds (and each round's), the
+ * transfer phase, the schedule's rounds, the last round's per-gate verdicts, failed lines and per-pair
+ * consume verdicts side by side, and whether the verdicts agreed in every round. The default time scale 1 keeps the
  * pace probe (about 0.6 s) well above scheduling jitter; at 0.05 it is about 30 ms, and on a busy
  * machine pace then fails by noise in either tool. Every simulator is stopped at the end, also on error.
  */
@@ -63,23 +64,25 @@ function pairVerdicts(lines: ReadonlyArray<{ status: string; message: string }>)
   return out;
 }
 
-async function benchSize(n: number, model: string, timeScale: number) {
+async function benchSize(n: number, model: string, timeScale: number, rounds: number) {
   const members = await startFleet(n, model, timeScale);
   const dir = tempDir("bench-preflight-");
   const rows = await Promise.all(members.map((m) => simProfileRow(m.iid, m.engine)));
   const engines = members.map((m) => ({ iid: m.iid, url: m.engine.url, role: m.role, pin: m.pin }));
   const { file, doc } = writeSimFleet(dir, { model: "tiny", engines, rows, tpotS: 0.125, writer: "bench" });
 
-  const t0 = Date.now();
-  const narwhal = spawnSync(CHECK, ["--fleet", file, "--format", "json"], { env: { ...process.env, NARWHAL_ENGINE_API_KEY: API_KEY }, timeout: 1_800_000, maxBuffer: 64 * 1024 * 1024 });
-  const narwhalS = (Date.now() - t0) / 1000;
-  const theirs = parseNarwhalReport(narwhal.stderr.toString());
-  let status: unknown = null;
-  try {
-    status = JSON.parse(narwhal.stdout.toString()).status;
-  } catch {
-    status = `unreadable output (exit ${narwhal.status})`;
-  }
+  const runNarwhal = async () => {
+    const t0 = Date.now();
+    const narwhal = spawnSync(CHECK, ["--fleet", file, "--format", "json"], { env: { ...process.env, NARWHAL_ENGINE_API_KEY: API_KEY }, timeout: 1_800_000, maxBuffer: 64 * 1024 * 1024 });
+    const wallS = (Date.now() - t0) / 1000;
+    let status: unknown = null;
+    try {
+      status = JSON.parse(narwhal.stdout.toString()).status;
+    } catch {
+      status = `unreadable output (exit ${narwhal.status})`;
+    }
+    return { wallS, exit: narwhal.status, status, report: parseNarwhalReport(narwhal.stderr.toString()) };
+  };
 
   const profiles = new Map<string, GateProfile>(rows.map((r) => [r.iid, r]));
   const ours = async (schedule: ScheduleMode) => {
@@ -100,8 +103,29 @@ async function benchSize(n: number, model: string, timeScale: number) {
     const outcome = await runPreflight(plan, timed).finally(() => observer.close());
     return { wallS: (Date.now() - t) / 1000, transfersS: last ? (last - first) / 1000 : null, outcome };
   };
-  const concurrent = await ours("concurrent");
-  const sequential = await ours("sequential");
+  // Rounds in alternating order, so a slow spell of the machine is not always charged to the same tool;
+  // wall times are the rounds' medians, verdicts must agree in every round.
+  type Round = { narwhal: Awaited<ReturnType<typeof runNarwhal>>; concurrent: Awaited<ReturnType<typeof ours>>; sequential: Awaited<ReturnType<typeof ours>> };
+  const done: Round[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const runs = { narwhal: runNarwhal, concurrent: () => ours("concurrent"), sequential: () => ours("sequential") } as const;
+    const order = (r % 2 === 0 ? ["narwhal", "concurrent", "sequential"] : ["sequential", "concurrent", "narwhal"]) as Array<keyof typeof runs>;
+    const round: Partial<Round> = {};
+    for (const k of order) (round as Record<string, unknown>)[k] = await runs[k]();
+    done.push(round as Round);
+  }
+  const roundAgrees = (x: Round) => {
+    const v = (o: Round["concurrent"]) => JSON.stringify(Object.fromEntries(o.outcome.gates.map((g) => [g.gate, g.verdict])));
+    return v(x.concurrent) === v(x.sequential) && Object.entries(JSON.parse(v(x.concurrent)) as Record<string, string>).every(([g, verdict]) => (x.narwhal.report.verdicts as Record<string, string>)[g] === verdict);
+  };
+  const { narwhal: last, concurrent, sequential } = done[done.length - 1]!;
+  const theirs = last.report;
+  const narwhal = { status: last.exit };
+  const status = last.status;
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const narwhalS = median(done.map((d) => d.narwhal.wallS));
+  const concurrentS = median(done.map((d) => d.concurrent.wallS));
+  const sequentialS = median(done.map((d) => d.sequential.wallS));
 
   const gates = Object.fromEntries(
     concurrent.outcome.gates.map((g) => [g.gate, { concurrent: g.verdict, sequential: sequential.outcome.gates.find((s) => s.gate === g.gate)!.verdict, narwhalCheck: theirs.verdicts[g.gate] }]),
@@ -117,9 +141,13 @@ async function benchSize(n: number, model: string, timeScale: number) {
     pinnedPrefill: members.filter((m) => m.pin && m.role === "prefill").map((m) => m.iid),
     pinnedDecode: members.filter((m) => m.pin && m.role === "decode").map((m) => m.iid),
     pairs: keys.length,
-    wallS: { oursConcurrent: concurrent.wallS, oursSequential: sequential.wallS, narwhalCheck: narwhalS },
+    rounds: done.length,
+    wallS: { oursConcurrent: concurrentS, oursSequential: sequentialS, narwhalCheck: narwhalS },
+    wallSPerRound: done.map((d) => ({ oursConcurrent: d.concurrent.wallS, oursSequential: d.sequential.wallS, narwhalCheck: d.narwhal.wallS })),
+    speedupOverNarwhalCheck: Number((narwhalS / concurrentS).toFixed(2)),
+    verdictsAgreeEveryRound: done.every(roundAgrees),
     transferPhaseS: { oursConcurrent: concurrent.transfersS, oursSequential: sequential.transfersS },
-    rounds: { concurrent: concurrent.outcome.rounds, sequential: sequential.outcome.rounds },
+    scheduleRounds: { concurrent: concurrent.outcome.rounds, sequential: sequential.outcome.rounds },
     narwhalCheck: { exit: narwhal.status, status },
     gates,
     failedLines: {
@@ -138,10 +166,12 @@ async function benchSize(n: number, model: string, timeScale: number) {
 async function main() {
   const sizes = option("sizes", "8,16").split(",").map(Number);
   const timeScale = Number(option("time-scale", "1"));
+  const rounds = Number(option("rounds", "3"));
   if (sizes.some((n) => !Number.isInteger(n) || n < 2) || !(timeScale > 0)) throw new Error("--sizes wants integers of at least 2 (e.g. 8,16) and --time-scale a positive number");
   const model = makeModel({ config: { max_position_embeddings: 32768 } });
   const results = [];
-  for (const n of sizes) results.push(await benchSize(n, model, timeScale));
+  if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error("--rounds wants a whole number of at least 1");
+  for (const n of sizes) results.push(await benchSize(n, model, timeScale, rounds));
   console.log(JSON.stringify({ timeScale, results }, null, 1));
 }
 
