@@ -45,8 +45,12 @@ else
 fi
 
 step "npm packages (package-lock.json)"
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# Judged by the lock file's content, not its age: a checkout or another worktree sharing these packages
+# touches package-lock.json without changing it, and `npm ci` would empty the shared folder first.
+lock_sha=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ ! -d node_modules ] || [ "$(cat node_modules/.narwhal-lock.sha256 2>/dev/null)" != "$lock_sha" ]; then
   npm ci --no-audit --no-fund
+  echo "$lock_sha" >node_modules/.narwhal-lock.sha256
 else
   done_ "node_modules is current"
 fi
