@@ -103,6 +103,14 @@ step "Dynamic provider host from @pulumi/pulumi"
 install -m755 node_modules/@pulumi/pulumi/pulumi-resource-pulumi-nodejs "$TOOLS/bin/"
 done_ "installed next to the CLI"
 
+step "Policy pack packages (policy/package-lock.json)"
+# The pack (policy/) has its own packages, @pulumi/policy among them: the CLI runs it from its own folder.
+if [ ! -d policy/node_modules ] || [ policy/package-lock.json -nt policy/node_modules/.package-lock.json ]; then
+  (cd policy && npm ci --no-audit --no-fund)
+else
+  done_ "policy/node_modules is current"
+fi
+
 step "Command provider $COMMAND_PROVIDER_VERSION (tools/command-provider)"
 # Built outside .tools/bin so the copy on PATH never shadows the one in the plugin cache.
 bash tools/command-provider/build.sh "$TOOLS/build/pulumi-resource-command"
