@@ -251,6 +251,8 @@ export function routerAfterPreflight(resources: readonly StackResource[], opts: 
   const preflights = resources.filter((r) => r.type === TYPES.preflight);
   const out: Violation[] = [];
   for (const router of routers) {
+    // A router with no start command is one a targeted update skips creating: no router runs.
+    if (router.props["create"] === undefined) continue;
     if (preflights.length !== 1) {
       out.push({
         urn: router.urn,
@@ -261,9 +263,9 @@ export function routerAfterPreflight(resources: readonly StackResource[], opts: 
       });
       continue;
     }
-    const pf = preflights[0]!;
     const create = router.props["create"];
-    if (holdsUnknown(create)) continue;
+    if (holdsUnknown(create)) continue; // this update starts it
+    const pf = preflights[0]!;
     const text = typeof create === "string" ? routerDocumentText(create) : undefined;
     const triggers = Array.isArray(router.props["triggers"]) ? (router.props["triggers"] as unknown[]) : [];
     if (text === undefined || (str(triggers[0]) !== undefined && textDigest(text) !== triggers[0])) {

@@ -129,6 +129,11 @@ describe("lib/policy: the evidence gates of the policy pack", () => {
       ]);
     });
 
+    it("ignores a router a targeted update skips creating (no start command), as no router runs", () => {
+      const skipped = edited("fleet-preflight", () => null).map((r) => (r.name === "fleet-router-host-router-process" ? { ...r, props: {} } : r));
+      expect(messages("router-after-preflight", skipped)).to.deep.equal([]);
+    });
+
     it("rejects a preflight of another fleet document", () => {
       const other = "sha256:" + "1".repeat(64);
       const [message] = messages("router-after-preflight", edited("fleet-preflight", (p) => ({ ...p, fleetDocumentDigest: other })));
