@@ -1,7 +1,7 @@
 /**
  * The narwhal-fleet policy pack: one mandatory stack policy per evidence gate of lib/policy, which holds
  * every judgement; this file only adapts the CLI's resources and reports. Run it with
- * `pulumi preview --policy-pack policy/pack` (or `up`); docs/policy.md says what each policy checks.
+ * `pulumi preview --policy-pack policy` (or `up`); docs/policy.md says what each policy checks.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -11,7 +11,7 @@ import { judge, POLICY_DESCRIPTIONS, POLICY_NAMES, PolicyOptions, StackResource,
 // js-yaml ships no types of its own; the pack needs only `load`.
 const yaml = require("js-yaml") as { load(text: string): unknown };
 
-/** The CLI starts policy/pack in the project's folder, which passes it on (the runner itself runs in policy/). */
+/** The folder the CLI ran in (the language host passes it on; the runner itself runs in policy/). */
 const PROJECT_DIR = process.env["NARWHAL_PROJECT_DIR"] ?? path.resolve(__dirname, "..");
 
 /**

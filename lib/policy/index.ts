@@ -351,7 +351,7 @@ function isSecure(v: unknown): boolean {
 /** Gate: the stack file stores every secret key encrypted. */
 export function secretConfig(opts: PolicyOptions): Violation[] {
   const file = opts.stackConfig;
-  if (!file) return [{ message: "secret config: the policy pack could not locate the stack's config file, so it cannot tell whether secrets are encrypted. Fix: run the pack from the project folder (`pulumi preview --policy-pack policy/pack`)." }];
+  if (!file) return [{ message: "secret config: the policy pack could not locate the stack's config file, so it cannot tell whether secrets are encrypted. Fix: run the pack from the project folder (`pulumi preview --policy-pack policy`)." }];
   if ("error" in file) return [{ message: `secret config: ${file.path} could not be read (${file.error}). Fix: make the stack file readable and run again.` }];
   const out: Violation[] = [];
   for (const [fullKey, value] of Object.entries(file.config)) {
