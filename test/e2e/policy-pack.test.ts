@@ -1,7 +1,8 @@
 /**
  * The policy pack (policy/) and `npm run verify` with the real CLI, on one converged stack of its own
  * (sim11, two engines; ports no other e2e file uses): the pack passes a preview and an up of the converged
- * stack; `verify` holds until an engine is restarted by hand; then the stack is made to break one gate
+ * stack; `verify` holds until an engine is restarted by hand, and again once `up --refresh` with the pack
+ * has re-measured it (the pack's preview judging that evidence pending); then the stack breaks one gate
  * at a time in ways only the pack stands against, and each violation message is asserted. The state taken
  * after the up is put back before the stack is destroyed, so nothing is left running on sim11.
  */
@@ -9,10 +10,10 @@ import { execFile } from "node:child_process";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
-import type { Deployment, Stack } from "@pulumi/pulumi/automation";
+import type { Deployment, Stack, UpOptions } from "@pulumi/pulumi/automation";
 import { simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts/host";
-import { awaitHealthy, restartByHand } from "./support/restart";
+import { awaitHealthy, restartByHand, restartWaveByHand } from "./support/restart";
 import { API_KEY, E2E_TIME_SCALE, EngineEntry, openStack, PROJECT_ROOT } from "./support/stack";
 
 const STACK = "e2e-policy";
@@ -51,11 +52,11 @@ async function verify(): Promise<{ code: number; stdout: string; stderr: string 
  * `up` until the stack converges. Two cores shared with other runs can push one engine's decode fit just
  * past the preflight's profile limit (a failed `profile` gate): the retry measures the profiles again.
  */
-async function upConverged(stack: Stack, tries = 3): Promise<void> {
+async function upConverged(stack: Stack, opts: UpOptions = {}, tries = 3): Promise<void> {
   let replace: string[] = [];
   for (let i = 1; ; i++) {
     try {
-      await stack.up({ ...quiet, ...(replace.length ? { replace } : {}) });
+      await stack.up({ ...quiet, ...opts, ...(replace.length ? { replace } : {}) });
       return;
     } catch (e) {
       if (i >= tries || !/preflight failed: profile/.test((e as Error).message)) throw e;
@@ -98,7 +99,7 @@ describe("e2e: policy pack and verify", function () {
     expect(Object.keys(up.summary.resourceChanges ?? {}).filter((op) => op !== "same")).to.deep.equal([]);
   });
 
-  it("verify exits 0 while the evidence holds, and 1 naming the engine's evidence after it restarts by hand", async () => {
+  it("verify exits 0 while the evidence holds, 1 naming the engine's evidence after it restarts by hand, and 0 after an up with the pack", async () => {
     const holds = await verify();
     expect(holds.code, holds.stderr).to.equal(0);
     expect(holds.stdout).to.match(/^Stack e2e-policy: nothing invalidated; all \d+ pieces of evidence kept\.$/m);
@@ -108,6 +109,14 @@ describe("e2e: policy pack and verify", function () {
     expect(stale.code, stale.stderr).to.equal(1);
     expect(stale.stdout).to.include("Re-measured (replaced):");
     for (const name of ["fleet-p2-generation", "fleet-p2-cache", "fleet-attestation-p2", "fleet-profiles-p2"]) expect(stale.stdout).to.include(name);
+
+    // The runbook's rule: p2's KV peer restarts too (one wave). An up with the pack re-measures both, its
+    // preview judging the evidence it is about to measure as pending, and the result passes the pack.
+    await restartWaveByHand(STACK, ["p1", "p2"], Object.fromEntries(ENGINES.map((e) => [e.id, e])));
+    await upConverged(stack, { refresh: true, policyPacks: [PACK] });
+    const again = await verify();
+    expect(again.code, again.stdout + again.stderr).to.equal(0);
+    converged = await stack.exportStack();
   });
 
   it("rejects a secret config key stored as a plain value", async () => {
