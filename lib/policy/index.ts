@@ -70,8 +70,8 @@ export const UNKNOWN_VALUES: ReadonlySet<string> = new Set([
   "3eeb2bf0-c639-47a8-9e75-3b44932eb421",
   "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2",
   "030794c1-ac77-496b-92df-f27374a8bd58",
-  "e48ece36-62e2-4504-bafd-ae02f7b2e1ba",
-  "9cd4a11d-5d17-4f3d-a41f-b8b1f65c13e9",
+  "e48ece36-62e2-4504-bad9-02848725956a",
+  "dd056dcd-154b-4c76-9bd3-c8f88648b5ff",
 ]);
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;

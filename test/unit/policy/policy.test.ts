@@ -6,7 +6,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { expect } from "chai";
-import { judge, POLICY_NAMES, PolicyName, PolicyOptions, routerDocumentText, StackResource, stackNameOf } from "../../../lib/policy";
+import { judge, POLICY_NAMES, UNKNOWN_VALUES, PolicyName, PolicyOptions, routerDocumentText, StackResource, stackNameOf } from "../../../lib/policy";
 
 const FIXTURE = path.join(__dirname, "..", "..", "fixtures", "policy", "converged.json");
 const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
@@ -38,6 +38,13 @@ const messages = (policy: PolicyName, resources: StackResource[], opts: PolicyOp
 const propsOf = (resources: StackResource[], name: string): Record<string, unknown> => resources.find((r) => r.name === name)!.props as Record<string, unknown>;
 
 describe("lib/policy: the evidence gates of the policy pack", () => {
+  it("knows every unknown-value sentinel @pulumi/policy hands the pack", () => {
+    const proxy = require(path.join(__dirname, "..", "..", "..", "policy", "node_modules", "@pulumi", "policy", "proxy.js")) as Record<string, unknown>;
+    const sentinels = Object.entries(proxy).filter(([k]) => /^unknown[A-Z]\w*Value$/.test(k)).map(([, v]) => v);
+    expect(sentinels).to.have.length(7);
+    expect([...UNKNOWN_VALUES].sort()).to.deep.equal([...sentinels].sort());
+  });
+
   it("finds no violation on a converged stack", () => {
     const resources = converged();
     for (const policy of POLICY_NAMES) expect(messages(policy, resources), policy).to.deep.equal([]);
