@@ -180,6 +180,17 @@ export function engineEvidence(resources: readonly StackResource[]): Violation[]
         }
       }
     }
+    // A profile is measured against one attestation of that generation (design: "attested generation").
+    const attestations = resources.filter((r) => r.type === TYPES.attestation && engineIdOf(r) === id);
+    const attested = attestations.length === 1 ? digestOf(attestations[0]!, "attestationDigest", "attestedAt") : "pending";
+    for (const p of resources.filter((r) => r.type === TYPES.profile && engineIdOf(r) === id)) {
+      const bound = p.props["attestationDigest"];
+      if (attested === "pending" || attested === "missing" || typeof bound !== "string" || isUnknown(bound) || bound === attested) continue;
+      out.push({
+        urn: p.urn,
+        message: `engine ${id}: profile ${p.name} was measured under attestation ${bound}, but the engine's attestation is ${attested} (${attestations[0]!.name}). Fix: run \`pulumi up\` to profile the engine again under its current attestation.`,
+      });
+    }
   }
   return out;
 }

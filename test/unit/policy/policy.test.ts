@@ -73,6 +73,14 @@ describe("lib/policy: the evidence gates of the policy pack", () => {
       ]);
     });
 
+    it("names a profile measured under another attestation of the engine", () => {
+      const attested = propsOf(converged(), "fleet-attestation-p1")["attestationDigest"];
+      const other = "sha256:" + "2".repeat(64);
+      expect(messages("engine-evidence", edited("fleet-profiles-p1", (p) => ({ ...p, attestationDigest: other })))).to.deep.equal([
+        `engine p1: profile fleet-profiles-p1 was measured under attestation ${other}, but the engine's attestation is ${attested} (fleet-attestation-p1). Fix: run \`pulumi up\` to profile the engine again under its current attestation.`,
+      ]);
+    });
+
     it("names a measured profile that records no generation, and leaves evidence this update measures to the update", () => {
       expect(messages("engine-evidence", edited("fleet-profiles-p1", (p) => ({ ...p, generationDigest: undefined })))).to.deep.equal([
         "engine p1: profile fleet-profiles-p1 records no generationDigest: it is bound to no generation. Fix: run `pulumi up` to measure it again.",
