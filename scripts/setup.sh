@@ -12,6 +12,7 @@ PULUMI_VERSION=v3.274.1
 # host only spawns node on @pulumi/pulumi's own runner, so an older host drives the current SDK and CLI.
 LANGUAGE_HOST_SDK_VERSION=v3.68.0
 COMMAND_PROVIDER_VERSION=1.2.1
+POLICY_HOST_VERSION=0.1.0
 NARWHAL_VERSION=0.7.0
 # chromium: the evidence report is checked by rendering it headless (test/providers/report-render.test.ts).
 DEBIAN_PACKAGES=(openssh-server openssh-client iperf3 iproute2 iptables docker.io prometheus procps psmisc chromium)
@@ -106,6 +107,27 @@ step "Dynamic provider host from @pulumi/pulumi"
 # The engine looks for this bundled plugin next to the CLI; without it dynamic resources fail.
 install -m755 node_modules/@pulumi/pulumi/pulumi-resource-pulumi-nodejs "$TOOLS/bin/"
 done_ "installed next to the CLI"
+
+step "Policy pack packages (policy/package-lock.json)"
+# The pack (policy/) has its own packages, @pulumi/policy among them: the CLI runs it from its own folder.
+if [ ! -d policy/node_modules ] || [ policy/package-lock.json -nt policy/node_modules/.package-lock.json ]; then
+  (cd policy && npm ci --no-audit --no-fund)
+else
+  done_ "policy/node_modules is current"
+fi
+
+step "Policy pack language host (tools/policy-language-host)"
+# `--policy-pack policy` runs the pack through the language host PulumiPolicy.yaml names (nodejs-policy);
+# the sdk v3.68.0 Node.js host cannot run plugins (docs/toolchain.md). A language plugin outside the CLI's
+# own set is looked up only in the plugin cache.
+host_src=tools/policy-language-host/pulumi-language-nodejs-policy
+host_dir="$PULUMI_HOME/plugins/language-nodejs-policy-v$POLICY_HOST_VERSION"
+if [ -f "$host_dir/pulumi-language-nodejs-policy" ] && cmp -s "$host_src" "$host_dir/pulumi-language-nodejs-policy"; then
+  done_ "already installed"
+else
+  pulumi plugin install language nodejs-policy "$POLICY_HOST_VERSION" --file "$host_src" --reinstall >/dev/null
+  done_ "installed in the plugin cache"
+fi
 
 step "Command provider $COMMAND_PROVIDER_VERSION (tools/command-provider)"
 # Built outside .tools/bin so the copy on PATH never shadows the one in the plugin cache.

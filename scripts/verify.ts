@@ -1,0 +1,44 @@
+/**
+ * `npm run verify -- --stack <name> [--json]`: a read-only check that the stack's evidence still holds.
+ * Runs `pulumi preview --refresh` (the refresh re-reads every engine, sidecar and host, and nothing is
+ * written to state) and exits 0 when nothing would be re-measured, re-judged, created or removed; else
+ * prints the invalidation report (lib/report, as `npm run invalidated`) and exits 1. For cron or CI.
+ *
+ * Exit codes: 0 evidence holds, 1 evidence invalidated (report on stdout), 2 bad arguments, 3 the check
+ * itself failed (a host unreachable, a changed host key: the CLI's errors on stderr), which also means
+ * the evidence cannot be shown to hold.
+ */
+import { parseArgs } from "node:util";
+import { formatSummary } from "../lib/report";
+import { invalidationSummary } from "../lib/report/preview";
+
+const USAGE = "usage: npm run verify -- --stack <name> [--json]";
+
+function parse(argv: string[]): { stack: string; json: boolean } {
+  const { values } = parseArgs({ args: argv, options: { stack: { type: "string" }, json: { type: "boolean", default: false } }, strict: true, allowPositionals: false });
+  if (!values.stack) throw new Error(`--stack is required\n${USAGE}`);
+  return { stack: values.stack, json: values.json ?? false };
+}
+
+async function main(): Promise<number> {
+  let args;
+  try {
+    args = parse(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message.split("\n")[0]}\n${USAGE}\n`);
+    return 2;
+  }
+  let summary;
+  try {
+    summary = await invalidationSummary(args.stack, { refresh: true });
+  } catch (e) {
+    const message = (e as Error).message;
+    const errors = [...new Set(message.split("\n").filter((l) => l.startsWith("error:")))];
+    process.stderr.write(`verify: the refresh of stack ${args.stack} failed, so its evidence cannot be shown to hold:\n${errors.length ? errors.join("\n") : message}\n`);
+    return 3;
+  }
+  process.stdout.write(args.json ? JSON.stringify(summary, null, 2) + "\n" : formatSummary(summary));
+  return summary.nothingInvalidated ? 0 : 1;
+}
+
+void main().then((code) => (process.exitCode = code));
