@@ -110,8 +110,10 @@ done_ "installed next to the CLI"
 
 step "Policy pack packages (policy/package-lock.json)"
 # The pack (policy/) has its own packages, @pulumi/policy among them: the CLI runs it from its own folder.
-if [ ! -d policy/node_modules ] || [ policy/package-lock.json -nt policy/node_modules/.package-lock.json ]; then
+policy_lock_sha=$(sha256sum policy/package-lock.json | cut -d' ' -f1)
+if [ ! -d policy/node_modules ] || [ "$(cat policy/node_modules/.narwhal-lock.sha256 2>/dev/null)" != "$policy_lock_sha" ]; then
   (cd policy && npm ci --no-audit --no-fund)
+  echo "$policy_lock_sha" >policy/node_modules/.narwhal-lock.sha256
 else
   done_ "policy/node_modules is current"
 fi
