@@ -28,6 +28,24 @@ async function tokenTimes(engine: SimEngine, prompt: string, maxTokens: number):
   return times;
 }
 
+/** Observations of one latency before judging it: a busy machine needs more of them to show one clean. */
+const MAX_LATENCY_SAMPLES = 15;
+
+/**
+ * The fastest of up to MAX_LATENCY_SAMPLES observations, at least five. Noise (warm-up, GC, other
+ * processes on the CPU) only ever adds time, so the fastest is the best estimate of what the model plays;
+ * sampling stops early once five were taken and the fastest is within `tolerance` of `expected`, and at
+ * once when one is faster than the model allows, which more samples could not mend.
+ */
+async function fastest(expected: number, tolerance: number, observe: () => Promise<number>): Promise<number> {
+  let best = Infinity;
+  for (let i = 0; i < MAX_LATENCY_SAMPLES; i++) {
+    best = Math.min(best, await observe());
+    if (best < expected - tolerance || (i >= 4 && best <= expected + tolerance)) break;
+  }
+  return best;
+}
+
 describe("sim-engine latency model (ground truth within tolerance)", function () {
   this.timeout(60000);
   let engine: SimEngine;
@@ -61,28 +79,27 @@ describe("sim-engine latency model (ground truth within tolerance)", function ()
   it("takes prefillA·n² + prefillB·n + prefillC (× timeScale) for a 1-token completion", async () => {
     for (const words of [100, 1000, 3000]) {
       const { prompt, n } = await promptOf(words);
-      const samples: number[] = [];
-      for (let i = 0; i < 5; i++) {
+      const expected = prefillSeconds(COEFFICIENTS, n) * TIME_SCALE;
+      // HTTP and parsing add a millisecond or two on top of the model.
+      const measured = await fastest(expected, 0.005 + expected * 0.1, async () => {
         const t0 = performance.now();
         const r = await http(engine.url + "/v1/completions", { body: { prompt, max_tokens: 1 } });
-        samples.push((performance.now() - t0) / 1000);
         expect(r.json.usage.prompt_tokens).to.equal(n);
-      }
-      // Noise (warm-up, GC, other processes on the CPU) only ever adds time, so the fastest of 5 is
-      // the best estimate; HTTP and parsing add a millisecond or two on top of the model.
-      const measured = Math.min(...samples);
-      const expected = prefillSeconds(COEFFICIENTS, n) * TIME_SCALE;
+        return (performance.now() - t0) / 1000;
+      });
       expect(measured, `n=${n}`).to.be.closeTo(expected, 0.005 + expected * 0.1);
     }
   });
 
   it("paces a lone stream at decodeBase + decodeKv·kv + decodeReq·1 per token", async () => {
     const { prompt, n } = await promptOf(500);
-    const times = await tokenTimes(engine, prompt, 101);
-    expect(times).to.have.length(101);
-    const measured = (times[100] - times[0]) / 1000;
     let expected = 0;
     for (let g = 1; g <= 100; g++) expected += decodeStepSeconds(COEFFICIENTS, n + g, 1) * TIME_SCALE;
+    const measured = await fastest(expected, expected * 0.08, async () => {
+      const times = await tokenTimes(engine, prompt, 101);
+      expect(times).to.have.length(101);
+      return (times[100] - times[0]) / 1000;
+    });
     expect(measured).to.be.closeTo(expected, expected * 0.08);
   });
 
