@@ -9,6 +9,8 @@ import { lastJsonLine } from "../runtime/stdout";
 
 export interface RouterArgs {
   connection: command.types.input.remote.ConnectionArgs;
+  /** The router host's alias: a port refusal names it. */
+  hostAlias?: string;
   /** Gate B on this host: the router runs from its bin folder and is replaced with it. */
   install: NarwhalInstall;
   /** The `narwhal.fleet` document the router loads. */
@@ -61,6 +63,7 @@ export class Router extends pulumi.ComponentResource {
       profileStore,
       startTimeoutS: args.startTimeoutS,
       stopTimeoutS: args.stopTimeoutS,
+      hostAlias: args.hostAlias,
     }));
     this.documentDigest = text.apply(textDigest);
     this.profileStoreDigest =
