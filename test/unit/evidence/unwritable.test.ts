@@ -5,6 +5,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { EvidenceStore } from "../../../lib/evidence";
 import { writeEvidence } from "../../../dynamic-providers/evidence";
+import { appendLogLine } from "../../../lib/evidence/append-log";
 import { rejectionOf, sampleRecord } from "./helpers";
 
 /**
@@ -55,5 +56,13 @@ describe("evidence store: a store that refuses writes", () => {
     } finally {
       process.chdir(cwd);
     }
+  });
+
+  it("the append-only logs beside the records refuse the same way", async () => {
+    fs.writeFileSync(path.join(tmp, "runs"), "not a folder");
+    const root = path.join(tmp, "runs", "st", "evidence");
+    const err = await rejectionOf(appendLogLine(root, "image-check", "e1.jsonl", "{}"));
+    expect(err.code).to.equal("NARWHAL_EVIDENCE_UNWRITABLE");
+    expect(err.message).to.equal(oneLine(root, "a file stands where a folder of the store should be (ENOTDIR)"));
   });
 });
