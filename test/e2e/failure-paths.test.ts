@@ -4,12 +4,17 @@
  * file of the stack on the host (issue 22, items 5 and 6).
  */
 import { expect } from "chai";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { readHostKeyPair, restartSshdWithHostKey, restartSshdWithNewHostKey, runInHost, simUp } from "../../sim/hosts";
 import type { HostKeyPair, SimHost } from "../../sim/hosts";
 import { E2E_TIME_SCALE, EngineEntry, openStack, PROJECT_ROOT } from "./support/stack";
 import { plannedChanges } from "./support/preview";
 import { expectUpWithinPreview } from "./support/remeasured";
+import { evidenceRoot } from "../../lib/evidence";
 
 const STACK = "e2e-failures";
 const quiet = { onOutput: () => undefined };
@@ -72,6 +77,27 @@ describe("e2e: failure paths an operator follows (re-keyed host, destroy)", func
     expect(remeasured).to.include(`fleet-${host.alias}`);
   });
 
+  it("refuses in one line when the evidence store cannot be written, records nothing, and the next up converges", async () => {
+    const root = evidenceRoot(PROJECT_ROOT, STACK);
+    // Tests run as root, whom a chmod does not stop: the store goes read-only as a bind mount.
+    execFileSync("sh", ["-c", `mount --bind '${root}' '${root}' && mount -o remount,bind,ro '${root}'`]);
+    let message = "";
+    try {
+      // An SLO edit replaces the preflight (design section 4), whose new record cannot be written.
+      await stack.setConfig("narwhal-fleet:slo", { value: JSON.stringify({ ttftS: 3 }) });
+      await stack.up(quiet).catch((err: Error) => (message = err.message));
+    } finally {
+      execFileSync("umount", [root]);
+    }
+    fs.writeFileSync(path.join(os.tmpdir(), `${STACK}-unwritable.log`), message);
+    expect(message).to.include(`evidence store ${root} refuses writes: the file system is read-only (EROFS); nothing was recorded as measured.`);
+    expect(message).to.not.match(/UNAVAILABLE|\.tmp-|\n\s+at /);
+    // Nothing was recorded as done: the preview still plans that measurement, and one up takes it.
+    expect((await plannedChanges(stack)).get("fleet-preflight")?.op).to.equal("replace");
+    await stack.up(quiet);
+    expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+  });
+
   it("destroy leaves no file of the stack on the host; local evidence stays", async () => {
     const during = await hostFiles(host.alias);
     expect(during, "the stack's folder while it is deployed").to.include(STACK);
@@ -79,7 +105,11 @@ describe("e2e: failure paths an operator follows (re-keyed host, destroy)", func
     const after = await hostFiles(host.alias);
     expect(after).to.not.include(STACK);
     expect(after).to.deep.equal(beforeUp);
-    const { EvidenceStore, evidenceRoot } = await import("../../lib/evidence");
+    // Nor a listener: engines, sidecars, NIXL, router and Prometheus all stopped.
+    const ports = [8921, 9921, 8931, 8932, 8941, 8942, 6031, 6032];
+    const listening = await runInHost(host.alias, ["sh", "-c", `ss -Hltn | awk '{print $4}' | grep -E ':(${ports.join("|")})$' || true`]);
+    expect(listening.stdout.trim()).to.equal("");
+    const { EvidenceStore } = await import("../../lib/evidence");
     expect((await new EvidenceStore(evidenceRoot(PROJECT_ROOT, STACK)).list()).length).to.be.greaterThan(0);
   });
 
