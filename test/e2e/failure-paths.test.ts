@@ -1,7 +1,8 @@
 /**
- * e2e: the operator's ways out of two failures, on one small stack of its own (sim13, two engines, the
- * router beside them): a re-keyed host converges by the steps its refusal prints, and `destroy` leaves no
- * file of the stack on the host (issue 22, items 5 and 6).
+ * e2e: the operator's ways out of failures, on one small stack of its own (sim13, two engines, the router
+ * beside them): a re-keyed host converges by the steps its refusal prints; a read-only evidence store is
+ * refused in one line and the next up converges; `destroy` leaves no file or listener of the stack on the
+ * host unless `retainOnDestroy` (issue 22, items 4b, 5 and 6).
  */
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
@@ -26,7 +27,7 @@ async function hostFiles(alias: string): Promise<string[]> {
   return r.stdout.split("\n").filter(Boolean).sort();
 }
 
-describe("e2e: failure paths an operator follows (re-keyed host, destroy)", function () {
+describe("e2e: failure paths an operator follows (re-keyed host, unwritable evidence, destroy)", function () {
   this.timeout(1_800_000);
   let host: SimHost;
   let stack: Stack;
