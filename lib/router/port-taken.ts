@@ -13,6 +13,11 @@ export interface TakenPort {
   readonly configKey: string;
   /** The host's alias in the fleet config; absent: "this host". */
   readonly hostAlias?: string;
+  /**
+   * A pid file of ours (the running router's): a listener in that process group is the one the
+   * replacement takes over, not a conflict.
+   */
+  readonly ownPidFile?: string;
 }
 
 /** The refusal, given the owner the shell found (`pid 1234 (python3 -m http.server 8921)`). */
@@ -41,6 +46,13 @@ export function refuseTakenPortLines(t: TakenPort): string {
 if command -v ss >/dev/null 2>&1; then listeners=$(ss -Hltnp "sport = :${t.port}" 2>/dev/null || true); fi
 if [ -n "$listeners" ]; then
   pid=$(printf '%s\\n' "$listeners" | sed -n 's/.*users:(("[^"]*",pid=\\([0-9][0-9]*\\).*/\\1/p' | head -n 1)
+  own=""
+  ${t.ownPidFile ? `own=$(cat ${shq(t.ownPidFile)} 2>/dev/null || true)` : ""}
+  if [ -n "$own" ] && [ -n "$pid" ] && { [ "$pid" = "$own" ] || [ "$(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$own" ]; }; then
+    listeners=""
+  fi
+fi
+if [ -n "$listeners" ]; then
   if [ -n "$pid" ]; then
     cmd=$(tr '\\000' ' ' < "/proc/$pid/cmdline" 2>/dev/null | cut -c1-200 | sed 's/ *$//')
     owner="pid $pid (\${cmd:-command line not readable})"

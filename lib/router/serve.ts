@@ -143,6 +143,17 @@ cat "$run/started"
 `;
 }
 
+/**
+ * Run before the router is replaced (which stops the serving router first, to free its port): refuses when
+ * the port it will bind is held by anything but the serving router, so a refusal leaves that router serving.
+ */
+export function routerPortCheckScript(o: Pick<RouterOptions, "runDir" | "port" | "hostAlias">): string {
+  return `set -eu
+${refuseTakenPortLines({ what: "router", port: o.port, configKey: "router.port", hostAlias: o.hostAlias, ownPidFile: `${o.runDir}/pid` })}
+echo free
+`;
+}
+
 /** Stops the router's process group (SIGKILL after the stop timeout) and removes the key file; keeps document, log and journal. */
 export function routerStopScript(o: Pick<RouterOptions, "runDir" | "stopTimeoutS">): string {
   return `set -u

@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { readHostKeyPair, restartSshdWithHostKey, restartSshdWithNewHostKey, runInHost, simUp } from "../../sim/hosts";
+import { readHostKeyPair, restartSshdWithHostKey, restartSshdWithNewHostKey, runInHost, simUp, spawnInHost } from "../../sim/hosts";
 import type { HostKeyPair, SimHost } from "../../sim/hosts";
 import { E2E_TIME_SCALE, EngineEntry, openStack, PROJECT_ROOT } from "./support/stack";
 import { plannedChanges } from "./support/preview";
@@ -25,6 +25,15 @@ async function hostFiles(alias: string): Promise<string[]> {
   // /var/lib/narwhal-fleet is shared by every simulated host (and other stacks); the homes and /tmp are the host's own.
   const r = await runInHost(alias, ["sh", "-c", `ls -A /var/lib/narwhal-fleet | grep -x ${STACK}; find /root /home /tmp /var/tmp -xdev 2>/dev/null; find / -xdev \\( -path /proc -o -path /work -o -path /sys \\) -prune -o -name '*${STACK}*' -print 2>/dev/null; true`]);
   return r.stdout.split("\n").filter(Boolean).sort();
+}
+
+/** Bounded wait (20 s, far beyond python's start on a loaded machine) for a listener on the host. */
+async function waitForListener(alias: string, port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if ((await runInHost(alias, ["sh", "-c", `ss -Hltn 'sport = :${port}'`])).stdout.trim()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`nothing listened on ${alias}:${port} within 20 s`);
 }
 
 describe("e2e: failure paths an operator follows (re-keyed host, unwritable evidence, destroy)", function () {
@@ -95,6 +104,27 @@ describe("e2e: failure paths an operator follows (re-keyed host, unwritable evid
     expect(message).to.not.match(/UNAVAILABLE|\.tmp-|\n\s+at /);
     // Nothing was recorded as done: the preview still plans that measurement, and one up takes it.
     expect((await plannedChanges(stack)).get("fleet-preflight")?.op).to.equal("replace");
+    await stack.up(quiet);
+    expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+  });
+
+  it("refuses a router port another process holds with one first line (host, port, owner, fix); the serving router keeps serving", async () => {
+    const squatter = spawnInHost(host.alias, ["python3", "-m", "http.server", "8922", "--bind", "0.0.0.0"]);
+    try {
+      await waitForListener(host.alias, 8922);
+      await stack.setConfig("narwhal-fleet:router.port", { value: "8922" }, true);
+      let message = "";
+      await stack.up(quiet).catch((err: Error) => (message = err.message));
+      // The engine prints a resource's error as "error: <its first line>"; the start script is not quoted.
+      expect(message).to.match(/\n\s+error: router: port 8922 on host sim13 is taken by pid \d+ \(\S*python3\S* -m http\.server 8922 --bind 0\.0\.0\.0\); stop that process or set router\.port to a free port, then run pulumi up again\n/);
+      expect(message).to.not.include('mkdir -p "$run" && chmod 700 "$run"');
+      // The refusal came before the serving router was stopped for its replacement: it still answers.
+      const health = await runInHost(host.alias, ["sh", "-c", "curl -fsS --max-time 5 http://127.0.0.1:8921/health"]);
+      expect(health.stdout).to.include('"status":"ok"');
+    } finally {
+      squatter.kill();
+      await stack.removeConfig("narwhal-fleet:router.port", true);
+    }
     await stack.up(quiet);
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
   });

@@ -1,5 +1,8 @@
 import { expect } from "chai";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { ownerFromSs, refuseTakenPortLines, takenPortMessage } from "../../../lib/router/port-taken";
 
 describe("a router or monitoring port already taken", () => {
@@ -52,6 +55,15 @@ describe("a router or monitoring port already taken", () => {
             "stop that process or set observability\\.prometheusPort to a free port, then run pulumi up again\n$",
         ),
       );
+    });
+
+    it("lets through the listener of our own serving router (its pid file), which the replacement takes over", () => {
+      const pidFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "narwhal-own-")), "pid");
+      fs.writeFileSync(pidFile, `${listener.pid}\n`);
+      const script = `set -eu\n${refuseTakenPortLines({ what: "router", port, configKey: "router.port", ownPidFile: pidFile })}\necho started`;
+      expect(execFileSync("sh", ["-c", script], { encoding: "utf8" })).to.equal("started\n");
+      fs.writeFileSync(pidFile, "1\n"); // another process's pid: the listener is not ours
+      expect(() => execFileSync("sh", ["-c", script], { stdio: "ignore" })).to.throw();
     });
 
     it("passes a free port through", () => {
