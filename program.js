@@ -3,4 +3,5 @@
 // JavaScript compiled once (tools/ts-require.js) instead of through ts-node on every CLI run.
 require("./tools/ts-require.js");
 require("./tools/cheap-promise-stacks.js");
+require("./tools/engine-gone.js");
 module.exports = require("./index.ts");

@@ -311,6 +311,7 @@ export class Fleet extends pulumi.ComponentResource {
         fabricAddressChoice: host.fabricAddress,
         stack: args.stack,
         stateDir: host.stateDir,
+        retainOnDestroy: host.retainOnDestroy,
         ...plan,
       },
       { parent: this },

@@ -24,6 +24,8 @@ export interface MonitoringArgs {
   spec: ObservabilitySpec;
   connection: command.types.input.remote.ConnectionArgs;
   stack: string;
+  /** The router host's alias: a port refusal names it. */
+  hostAlias?: string;
   /** Folder on the router host for Prometheus and Grafana files. */
   dir: string;
   /** The engines to scrape, as the fleet document names them; known before any engine is measured. */
@@ -89,6 +91,7 @@ export class Monitoring extends pulumi.ComponentResource {
       configDigest: digest,
       startTimeoutS: args.startTimeoutS,
       stopTimeoutS: args.stopTimeoutS,
+      hostAlias: args.hostAlias,
     };
     const config = new command.remote.Command(
       `${name}-prometheus-config`,
@@ -121,7 +124,7 @@ export class Monitoring extends pulumi.ComponentResource {
         `${name}-grafana`,
         {
           connection: args.connection,
-          create: grafanaStartScript({ dir: grafanaDir, image: spec.grafanaImage, containerName: `narwhal-${args.stack}-grafana`, port: spec.grafanaPort, configDigest: grafanaDigest, startTimeoutS: args.startTimeoutS }),
+          create: grafanaStartScript({ dir: grafanaDir, image: spec.grafanaImage, containerName: `narwhal-${args.stack}-grafana`, port: spec.grafanaPort, configDigest: grafanaDigest, startTimeoutS: args.startTimeoutS, hostAlias: args.hostAlias }),
           delete: grafanaStopScript({ dir: grafanaDir, containerName: `narwhal-${args.stack}-grafana` }),
           stdin: pulumi.secret(pulumi.output(args.grafanaAdminPassword).apply((p) => envFile({ GF_SECURITY_ADMIN_PASSWORD: p }))),
           triggers: [grafanaDigest],

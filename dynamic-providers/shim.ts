@@ -20,16 +20,25 @@ const shims = new Map<string, pulumi.dynamic.ResourceProvider>();
 function shimFor(implementation: string): pulumi.dynamic.ResourceProvider {
   // tools/ts-require.js compiles each module once into a cache and loads it as JavaScript; Node keeps the
   // module after its first load, so each call after the first costs a map lookup.
-  const load = (): pulumi.dynamic.ResourceProvider => require(require("node:path").join(process.cwd(), "tools", "ts-require.js")).load(implementation).provider;
+  const tsRequire = () => require(require("node:path").join(process.cwd(), "tools", "ts-require.js"));
+  const load = (): pulumi.dynamic.ResourceProvider => tsRequire().load(implementation).provider;
+  // Every login prefers the host keys the stack's config pins now over those in a resource's old inputs
+  // (lib/ssh/configured-hosts.ts): before each call, the hosts list is read again from the stack file.
+  const pins = (props: unknown): void => {
+    const stack = (props as { stack?: unknown } | undefined)?.stack;
+    if (typeof stack !== "string") return;
+    const hosts = tsRequire().load("dynamic-providers/stack-config-file.ts").currentHostsConfig(process.cwd(), stack);
+    if (hosts !== undefined) tsRequire().load("lib/ssh/configured-hosts.ts").setConfiguredHosts(hosts);
+  };
   // The engine's protobuf encoder rejects `undefined` anywhere in a result ("Unexpected struct type"),
   // so every result goes through JSON once: absent fields are dropped, not sent.
   const plain = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
   return {
     check: async (olds, news) => plain(load().check ? await load().check!(olds, news) : { inputs: news }),
-    diff: (id, olds, news) => load().diff!(id, olds, news),
-    create: async (inputs) => plain(await load().create(inputs)),
-    read: async (id, props) => plain(load().read ? await load().read!(id, props) : { id, props }),
-    update: async (id, olds, news) => plain(await load().update!(id, olds, news)),
-    delete: (id, props) => (load().delete ? load().delete!(id, props) : Promise.resolve()),
+    diff: (id, olds, news) => (pins(news), load().diff!(id, olds, news)),
+    create: async (inputs) => (pins(inputs), plain(await load().create(inputs))),
+    read: async (id, props) => (pins(props), plain(load().read ? await load().read!(id, props) : { id, props })),
+    update: async (id, olds, news) => (pins(news), plain(await load().update!(id, olds, news))),
+    delete: (id, props) => (pins(props), load().delete ? load().delete!(id, props) : Promise.resolve()),
   };
 }

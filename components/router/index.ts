@@ -49,6 +49,7 @@ export class RouterHost extends pulumi.ComponentResource {
       `${name}-router`,
       {
         connection: args.connection,
+        hostAlias: args.hostAlias,
         install: this.install,
         fleetDocument: args.fleetDocument,
         profileStore: args.profileStore,
@@ -93,6 +94,7 @@ export class RouterHost extends pulumi.ComponentResource {
           spec: spec.observability,
           connection: args.connection,
           stack: args.stack,
+          hostAlias: args.hostAlias,
           dir: `${base}/observability`,
           engines: args.engineEndpoints,
           routerLocalUrl: routerUrl(localAddress(spec.router.bindAddress).replace(/^\[|\]$/g, ""), spec.router.port),

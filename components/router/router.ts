@@ -2,13 +2,15 @@ import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { envFile } from "../../lib/shell";
 import { ENGINE_API_KEY_ENV } from "../../lib/fleet/fleet-document";
-import { localAddress, profileStorePath, routerStartScript, routerStopScript, routerUrl, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
+import { localAddress, profileStorePath, routerPortCheckScript, routerStartScript, routerStopScript, routerUrl, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
 import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
 import type { NarwhalInstall } from "./install";
 import { lastJsonLine } from "../runtime/stdout";
 
 export interface RouterArgs {
   connection: command.types.input.remote.ConnectionArgs;
+  /** The router host's alias: a port refusal names it. */
+  hostAlias?: string;
   /** Gate B on this host: the router runs from its bin folder and is replaced with it. */
   install: NarwhalInstall;
   /** The `narwhal.fleet` document the router loads. */
@@ -61,10 +63,19 @@ export class Router extends pulumi.ComponentResource {
       profileStore,
       startTimeoutS: args.startTimeoutS,
       stopTimeoutS: args.stopTimeoutS,
+      hostAlias: args.hostAlias,
     }));
     this.documentDigest = text.apply(textDigest);
     this.profileStoreDigest =
       args.profileStoreDigest !== undefined ? pulumi.output(args.profileStoreDigest) : store.apply((s) => (s === undefined ? undefined : textDigest(s)));
+    const triggers = [this.documentDigest, this.profileStoreDigest.apply((d) => d ?? "none"), args.install.marker.digest, args.install.marker.binDir, `${args.bindAddress}:${args.port}`];
+    // Runs whenever the router is about to be replaced: a port held by someone else stops the run here,
+    // before the serving router is stopped for its replacement.
+    const portCheck = new command.remote.Command(
+      `${name}-port-check`,
+      { connection: args.connection, create: routerPortCheckScript({ runDir: args.runDir, port: args.port, hostAlias: args.hostAlias }), triggers, addPreviousOutputInEnv: false, logging: "stderr" },
+      { parent: this, dependsOn: [args.after, args.install.command] },
+    );
     this.process = new command.remote.Command(
       `${name}-process`,
       {
@@ -72,12 +83,12 @@ export class Router extends pulumi.ComponentResource {
         create: options.apply(routerStartScript),
         delete: options.apply(routerStopScript),
         stdin: pulumi.secret(pulumi.output(args.engineApiKey).apply((key) => envFile({ [ENGINE_API_KEY_ENV]: key }))),
-        triggers: [this.documentDigest, this.profileStoreDigest.apply((d) => d ?? "none"), args.install.marker.digest, args.install.marker.binDir, `${args.bindAddress}:${args.port}`],
+        triggers,
         addPreviousOutputInEnv: false,
         logging: "stderr",
       },
-      // The replacement binds the same port, so the old router must be gone first.
-      { parent: this, deleteBeforeReplace: true, dependsOn: [args.after, args.install.command] },
+      // The replacement binds the same port, so the old router must be gone first: after the port check.
+      { parent: this, deleteBeforeReplace: true, dependsOn: [args.after, args.install.command, portCheck] },
     );
     this.started = this.process.stdout.apply((out) => lastJsonLine<RouterStarted>(out));
     const proof = new command.remote.Command(

@@ -4,9 +4,11 @@
  *   checkpoint hash on every core of the host; one evidence record.
  * read: the same login, probe and a fingerprint-only re-hash, recorded as `observed` beside the
  *   untouched `measured` facets, so `pulumi preview --refresh` names what changed on the host.
- * delete: nothing remote; the evidence record stays.
+ * delete: removes the stack's folder on the host (../../lib/fleet/host-cleanup.ts) unless
+ *   `hosts[].retainOnDestroy`; the evidence record under runs/ stays.
  */
 import type * as pulumi from "@pulumi/pulumi";
+import { randomBytes } from "node:crypto";
 import { SshSession, SshTarget } from "../../lib/ssh/client";
 import { blockingProblems, parseProbe, probeCommand, ProbeOptions } from "../../lib/discovery/probe";
 import { chooseFabricAddress } from "../../lib/discovery/fabric-address";
@@ -18,6 +20,7 @@ import { diffInputs } from "../diff";
 import { writeEvidence } from "../evidence";
 import type { FacetDigests, HostDiscoveryFacts, HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
+import { claimScript, cleanupScript, stackFolder } from "../../lib/fleet/host-cleanup";
 
 /** Inputs whose change means the old observation no longer describes what the engines will use. */
 const MEASURED_AGAINST = [
@@ -25,7 +28,7 @@ const MEASURED_AGAINST = [
   "modelDir", "runtimeRef", "devicePaths", "policyDigest",
 ] as const;
 /** Inputs that only change how we log in or what the next launch must avoid. */
-const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "runbookRuns", "stack", "stateDir"] as const;
+const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "runbookRuns", "stack", "stateDir", "retainOnDestroy"] as const;
 const CHECKPOINT_TIMEOUT_S = 1800;
 
 function target(i: HostDiscoveryInputs, recordedHostKey?: string): SshTarget {
@@ -83,7 +86,7 @@ interface Observation {
  */
 async function observe(
   i: HostDiscoveryInputs,
-  opts: { recordedHostKey?: string; previous?: CheckpointManifest; preLaunch: boolean; recordedFabricAddress?: string },
+  opts: { recordedHostKey?: string; previous?: CheckpointManifest; preLaunch: boolean; recordedFabricAddress?: string; claim?: string },
 ): Promise<Observation> {
   const startedAt = new Date().toISOString();
   const ssh = await SshSession.open(target(i, opts.recordedHostKey));
@@ -116,6 +119,8 @@ async function observe(
     const problems = blockingProblems(recorded === undefined ? facts : { ...facts, errors: facts.errors.filter((e) => e.section !== "fabric") });
     if (problems.length > 0) throw new Error(problems.join("\n"));
     const hashed = await hashCheckpointRemote(ssh, i.modelDir, opts.previous, { timeoutS: CHECKPOINT_TIMEOUT_S });
+    // Last, once the observation stands: from here on this discovery's delete owns the stack's folder.
+    if (opts.claim) await ssh.run(claimScript(stackFolder(i.stateDir, i.stack), opts.claim), { timeoutS: 10, name: "claim the stack's folder" });
     return {
       facts: {
         hostname: facts.hostname,
@@ -144,7 +149,8 @@ async function observe(
 
 export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async create(inputs: HostDiscoveryInputs) {
-    const seen = await observe(inputs, { preLaunch: true });
+    const claim = randomBytes(12).toString("hex");
+    const seen = await observe(inputs, { preLaunch: true, claim });
     const facets = facetsOf(seen.facts);
     const factsDigest = sha256Json(facets);
     const { privateKey: _k, password: _p, ...measuredAgainst } = inputs;
@@ -159,7 +165,7 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
       verdict: { status: "pass", reasons: [] },
       artifacts: [],
     });
-    const outs: HostDiscoveryOutputs = { ...inputs, ...seen.facts, measured: facets, observed: facets, factsDigest, evidence, observedAt: seen.endedAt };
+    const outs: HostDiscoveryOutputs = { ...inputs, ...seen.facts, measured: facets, observed: facets, factsDigest, evidence, observedAt: seen.endedAt, claim };
     return { id: `${inputs.alias}-${factsDigest.slice(7, 19)}`, outs };
   },
 
@@ -186,5 +192,18 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     // The recorded measurement is never rewritten; only fingerprints of unchanged files are refreshed.
     const checkpoint = observed.checkpoint === props.measured.checkpoint ? seen.facts.checkpoint : props.checkpoint;
     return { id, props: { ...props, checkpoint, observed } };
+  },
+
+  async delete(_id: string, props: HostDiscoveryOutputs) {
+    // Everything that wrote on this host logged in with this discovery's key, so it was deleted first.
+    // A discovery created before claims existed owns nothing it can prove; it leaves the folder.
+    if (!props.claim) return;
+    const ssh = await SshSession.open(target(props, props.hostKey));
+    try {
+      const folder = stackFolder(props.stateDir, props.stack);
+      await ssh.run(cleanupScript(folder, props.claim, props.retainOnDestroy === true), { timeoutS: 60, name: `remove ${folder}` });
+    } finally {
+      ssh.close();
+    }
   },
 });

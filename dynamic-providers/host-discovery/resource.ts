@@ -43,6 +43,7 @@ export class HostDiscovery extends pulumi.dynamic.Resource {
       factsDigest: undefined,
       evidence: undefined,
       observedAt: undefined,
+      claim: undefined,
     };
     super(
       providerShim("dynamic-providers/host-discovery/provider.ts"),

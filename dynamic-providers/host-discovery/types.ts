@@ -38,6 +38,8 @@ export interface HostDiscoveryInputs {
   stack: string;
   /** The host's `stateDir`, under which this stack's engines and sidecars keep their pid files. */
   stateDir: string;
+  /** `hosts[].retainOnDestroy`: leave `<stateDir>/<stack>` on the host when the stack is destroyed. */
+  retainOnDestroy?: boolean;
 }
 
 /** The observed facts, one digest per facet, so a refresh names what changed on the host. */
@@ -73,4 +75,6 @@ export type HostDiscoveryOutputs = HostDiscoveryInputs &
     factsDigest: string;
     evidence: { relativePath: string; digest: string };
     observedAt: string;
+    /** The token this discovery wrote into the stack's folder on the host; its delete removes the folder while it still holds. */
+    claim?: string;
   };

@@ -12,6 +12,7 @@ import { EvidenceError } from "./errors";
 import { checkKind } from "./paths";
 import { ensureFolders, FILE_MODE } from "./safe-fs";
 import { SecretRegistry } from "./secrets";
+import { unwritableStoreError } from "./unwritable";
 
 export const LOGS_FOLDER = "logs";
 const LOG_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\.jsonl$/;
@@ -45,7 +46,17 @@ export async function appendLogLine(
   const hit = new SecretRegistry(options.secrets).findInBytes(bytes);
   if (hit) throw new EvidenceError("NARWHAL_EVIDENCE_SECRET", `${kind} log ${name} refused a line: a registered secret (${hit.encoding}) starts at byte ${hit.offset}; nothing was written`);
 
-  const folder = await ensureFolders(path.resolve(root), [kind, LOGS_FOLDER], options.owner ?? process.getuid?.());
+  try {
+    return await appendNow(path.resolve(root), kind, name, bytes, options.owner);
+  } catch (error) {
+    // A read-only or full store refuses in one line, as the record store does.
+    throw unwritableStoreError(path.resolve(root), error) ?? error;
+  }
+}
+
+/** The append itself: folders, an O_APPEND handle that does not follow a link, one fsync-ed write. */
+async function appendNow(root: string, kind: string, name: string, bytes: Buffer, owner: number | undefined): Promise<AppendedLine> {
+  const folder = await ensureFolders(root, [kind, LOGS_FOLDER], owner ?? process.getuid?.());
   const file = path.join(folder, name);
   let handle: fsp.FileHandle;
   try {

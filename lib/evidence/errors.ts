@@ -9,6 +9,8 @@
  * - `NARWHAL_EVIDENCE_CONFLICT`: a different file already holds a record's or artifact's digest name.
  * - `NARWHAL_EVIDENCE_PATH`: a path is not one the store writes, or a folder on it is not a folder.
  * - `NARWHAL_EVIDENCE_EXPORT`: a sanitised export could not alias its inputs without losing data.
+ * - `NARWHAL_EVIDENCE_UNWRITABLE`: the file system refused a write (read-only, no permission, full, a
+ *   file where a folder should be); nothing was recorded.
  */
 export type EvidenceErrorCode =
   | "NARWHAL_EVIDENCE_INVALID"
@@ -17,7 +19,8 @@ export type EvidenceErrorCode =
   | "NARWHAL_EVIDENCE_SYMLINK"
   | "NARWHAL_EVIDENCE_CONFLICT"
   | "NARWHAL_EVIDENCE_PATH"
-  | "NARWHAL_EVIDENCE_EXPORT";
+  | "NARWHAL_EVIDENCE_EXPORT"
+  | "NARWHAL_EVIDENCE_UNWRITABLE";
 
 /**
  * Thrown by the evidence store and export. Callers and tests match on `code`, not `instanceof`: each

@@ -12,6 +12,7 @@ import { artifactPath, checkKind, parseStoredPath, recordFileHex, recordPath, ty
 import { DIGEST_PATTERN, EvidenceArtifactSchema, parseEvidenceRecord, type EvidenceArtifact, type EvidenceRecord, KIND_PATTERN } from "./record";
 import { createExclusive, ensureFolders, entryAt, firstBadFolder, readNoFollow, refuseFolder, type Entry } from "./safe-fs";
 import { SecretRegistry, type SecretInValue } from "./secrets";
+import { unwritableStoreError } from "./unwritable";
 
 /** Options of {@link EvidenceStore}. */
 export interface EvidenceStoreOptions {
@@ -141,9 +142,15 @@ export class EvidenceStore {
 
   /** Creates a stored file, or accepts the identical file already under its digest name. */
   private async create(stored: StoredPath, bytes: Uint8Array): Promise<void> {
-    const folder = await ensureFolders(this.root, stored.folders, this.owner);
     const fileName = path.basename(stored.relativePath);
-    if ((await createExclusive(folder, fileName, bytes)) === "created") return;
+    let folder: string;
+    try {
+      folder = await ensureFolders(this.root, stored.folders, this.owner);
+      if ((await createExclusive(folder, fileName, bytes)) === "created") return;
+    } catch (error) {
+      // A read-only or full store fails the write (so the measurement is not recorded as done) in one line.
+      throw unwritableStoreError(this.root, error) ?? error;
+    }
     const file = path.join(folder, fileName);
     const existing = await readNoFollow(file);
     if (!existing.ok) {

@@ -5,6 +5,7 @@
  * containers' users are not root; Grafana's admin password reaches it only through a 0600 env file.
  */
 import { shellLine, shq } from "../shell";
+import { refuseTakenPortLines } from "../router/port-taken";
 
 export interface ObservabilityFiles {
   /** File name (inside the folder) -> content. */
@@ -42,13 +43,12 @@ export interface PrometheusRunOptions {
   readonly configDigest: string;
   readonly startTimeoutS: number;
   readonly stopTimeoutS: number;
+  /** The router host's alias, named by a refusal. */
+  readonly hostAlias?: string;
 }
 
-function portTakenCheck(port: number, what: string): string {
-  return `if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Hltn "sport = :${port}" 2>/dev/null | head -n 1)" ]; then
-  echo ${shq(`${what}: port ${port} on this host is already served; find the listener's owner (ss -ltnp 'sport = :${port}') and stop it, or choose another port`)} >&2
-  exit 1
-fi`;
+function portTakenCheck(port: number, what: string, configKey: string, hostAlias: string | undefined): string {
+  return refuseTakenPortLines({ what, port, configKey, hostAlias });
 }
 
 function readyWait(url: string, what: string, timeoutS: number, alive: string, logs: string, cleanup: string): string {
@@ -99,7 +99,7 @@ if ! command -v ${shq(o.command)} >/dev/null 2>&1; then
   exit 1
 fi
 ${check}
-${portTakenCheck(o.port, "prometheus")}
+${portTakenCheck(o.port, "prometheus", "observability.prometheusPort", o.hostAlias)}
 mkdir -p "$dir/data"
 (
   cd "$dir"
@@ -121,7 +121,7 @@ if [ "$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "narwhal.co
   exit 0
 fi
 docker rm -f ${name} >/dev/null 2>&1 || true
-${portTakenCheck(o.port, "prometheus")}
+${portTakenCheck(o.port, "prometheus", "observability.prometheusPort", o.hostAlias)}
 mkdir -p "$dir/data" && chmod 777 "$dir/data"
 docker run -d --name ${name} --network host --restart unless-stopped --label ${shq(`narwhal.config-digest=${o.configDigest}`)} -v "$dir:$dir" ${shq(o.image)} ${shellLine(prometheusArgs(o, `${o.dir}/data`))} > /dev/null
 ${readyWait(ready, what, o.startTimeoutS, `[ "$(docker inspect -f '{{.State.Running}}' ${name} 2>/dev/null)" = true ]`, `docker logs --tail 20 ${name} >&2 2>&1 || true`, `docker rm -f ${name} >/dev/null 2>&1 || true`)}
@@ -152,6 +152,8 @@ export interface GrafanaRunOptions {
   readonly port: number;
   readonly configDigest: string;
   readonly startTimeoutS: number;
+  /** The router host's alias, named by a refusal. */
+  readonly hostAlias?: string;
 }
 
 /** Grafana as a container with the provisioning folder mounted; the admin password arrives on stdin. */
@@ -168,7 +170,7 @@ if [ "$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "narwhal.co
   exit 0
 fi
 docker rm -f ${name} >/dev/null 2>&1 || true
-${portTakenCheck(o.port, "grafana")}
+${portTakenCheck(o.port, "grafana", "observability.grafanaPort", o.hostAlias)}
 docker run -d --name ${name} --network host --restart unless-stopped --label ${shq(`narwhal.config-digest=${o.configDigest}`)} --env-file "$dir/grafana.env" -e GF_SERVER_HTTP_PORT=${o.port} -e GF_AUTH_ANONYMOUS_ENABLED=true -e GF_AUTH_ANONYMOUS_ORG_ROLE=Viewer -v "$dir/provisioning:/etc/grafana/provisioning:ro" -v "$dir/dashboards:$dir/dashboards:ro" ${shq(o.image)} > /dev/null
 ${readyWait(health, "grafana", o.startTimeoutS, `[ "$(docker inspect -f '{{.State.Running}}' ${name} 2>/dev/null)" = true ]`, `docker logs --tail 20 ${name} >&2 2>&1 || true`, `docker rm -f ${name} >/dev/null 2>&1 || true`)}
 printf '{"container":"%s"}\\n' "$(docker inspect -f '{{.Id}}' ${name})"

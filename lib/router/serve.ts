@@ -8,6 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { shellLine, shq, stopProcessGroupLines } from "../shell";
+import { refuseTakenPortLines } from "./port-taken";
 
 export interface RouterOptions {
   /** The router's folder on its host (0700): fleet.json, profiles, env file, pid, log, journal. */
@@ -23,6 +24,8 @@ export interface RouterOptions {
   /** Bounded wait for `/health` to report ready, seconds. */
   readonly startTimeoutS: number;
   readonly stopTimeoutS: number;
+  /** The router host's alias, named by a refusal. */
+  readonly hostAlias?: string;
 }
 
 /** What the start script prints (one JSON line). */
@@ -99,15 +102,9 @@ if [ ! -x ${shq(`${o.binDir}/narwhal-serve`)} ]; then
   echo ${shq(`router: ${o.binDir}/narwhal-serve is missing; the narwhal install (Gate B) must finish first`)} >&2
   exit 1
 fi
-taken=""
-if command -v ss >/dev/null 2>&1; then
-  taken=$(ss -Hltn "sport = :${o.port}" 2>/dev/null | head -n 3)
-elif curl -sS -o /dev/null --max-time 2 ${shq(health)} 2>/dev/null; then
-  taken="something answers HTTP on ${health}"
-fi
-if [ -n "$taken" ]; then
-  echo ${shq(`router: port ${o.port} on this host is already served (${where} wanted); exactly one router serves a fleet. Find the listener's owner (ss -ltnp 'sport = :${o.port}') and stop it, or choose another router.port. Listener:`)} >&2
-  echo "$taken" >&2
+${refuseTakenPortLines({ what: "router", port: o.port, configKey: "router.port", hostAlias: o.hostAlias })}
+if ! command -v ss >/dev/null 2>&1 && curl -sS -o /dev/null --max-time 2 ${shq(health)} 2>/dev/null; then
+  echo ${shq(`router: port ${o.port} on ${o.hostAlias ? `host ${o.hostAlias}` : "this host"} already answers HTTP (${where} wanted; no ss here to name its owner); stop that process or set router.port to a free port, then run pulumi up again`)} >&2
   exit 1
 fi
 cat > "$run/router.env.tmp"
@@ -143,6 +140,17 @@ while :; do
 done
 printf '{"pid":%s,"startedAt":"%s","health":%s}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$body" > "$run/started"
 cat "$run/started"
+`;
+}
+
+/**
+ * Run before the router is replaced (which stops the serving router first, to free its port): refuses when
+ * the port it will bind is held by anything but the serving router, so a refusal leaves that router serving.
+ */
+export function routerPortCheckScript(o: Pick<RouterOptions, "runDir" | "port" | "hostAlias">): string {
+  return `set -eu
+${refuseTakenPortLines({ what: "router", port: o.port, configKey: "router.port", hostAlias: o.hostAlias, ownPidFile: `${o.runDir}/pid` })}
+echo free
 `;
 }
 

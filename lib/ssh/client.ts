@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { Client, ClientChannel, ConnectConfig } from "ssh2";
 import { HostKey, hostKeyFromBlob, hostKeyMismatchMessage, parseHostKeyLine } from "./host-key";
 import { LoginProgress } from "./login-progress";
+import { configuredHost } from "./configured-hosts";
 import { connectionLostMessage, loginClosedMessage, loginFailedMessage, loginTimeoutMessage } from "./messages";
 
 /** Where and how to log in; credentials are plain here because this runs inside a provider method. */
@@ -60,7 +61,7 @@ function holdProcess(conn: PooledConnection, hold: boolean): void {
 function poolKey(t: SshTarget): string {
   const jump = t.jump ? poolKey(t.jump) : "";
   return createHash("sha256")
-    .update(JSON.stringify([t.host, t.port, t.user, t.privateKey ?? "", t.password ?? "", t.agentSocket ?? "", t.hostKey ?? "", t.allowFirstContact, jump]))
+    .update(JSON.stringify([t.host, t.port, t.user, t.privateKey ?? "", t.password ?? "", t.agentSocket ?? "", configuredHost(t.alias)?.hostKey ?? t.hostKey ?? "", t.allowFirstContact, jump]))
     .digest("hex");
 }
 
@@ -214,7 +215,10 @@ export class SshSession {
     const client = new Client();
     let presented: HostKey | undefined;
     let refusal: string | undefined;
-    const pinned = target.hostKey ? parseHostKeyLine(target.hostKey) : undefined;
+    // The key pinned in the config now outranks the one a resource's old inputs carry (a refresh after a re-pin).
+    const configured = configuredHost(target.alias);
+    const pinLine = configured?.hostKey ?? target.hostKey;
+    const pinned = pinLine ? parseHostKeyLine(pinLine) : undefined;
 
     const config: ConnectConfig = {
       host: target.host,
@@ -228,7 +232,7 @@ export class SshSession {
       hostVerifier: (blob: Buffer) => {
         presented = hostKeyFromBlob(blob);
         if (pinned && pinned.line !== presented.line) {
-          refusal = hostKeyMismatchMessage(target.alias, pinned.fingerprint, presented.fingerprint);
+          refusal = hostKeyMismatchMessage(target.alias, pinned.fingerprint, presented.fingerprint, { presentedLine: presented.line, index: configured?.index });
           return false;
         }
         if (!pinned && !target.allowFirstContact) {

@@ -30,10 +30,17 @@ export function fingerprintOfBlob(blob: Buffer): string {
   return "SHA256:" + createHash("sha256").update(blob).digest("base64").replace(/=+$/, "");
 }
 
-/** The message every host-key refusal uses, so operators see the same words from every resource. */
-export function hostKeyMismatchMessage(alias: string, pinned: string, presented: string): string {
+/**
+ * The message every host-key refusal uses, so operators see the same words from every resource. With the
+ * presented key line it ends with the exact command that pins it; with the host's index in `hosts`, the path.
+ */
+export function hostKeyMismatchMessage(alias: string, pinned: string, presented: string, fix?: { presentedLine: string; index?: number }): string {
+  const changed = `host ${alias}: the SSH host key changed (pinned ${pinned}, presented ${presented}); nothing was run on it. `;
+  if (!fix) return changed + `If the host was legitimately reinstalled, update hosts[].hostKey (or clear the recorded key) and run again.`;
+  const at = fix.index === undefined ? `hosts[<index of ${alias}>].hostKey` : `hosts[${fix.index}].hostKey`;
   return (
-    `host ${alias}: the SSH host key changed (pinned ${pinned}, presented ${presented}); nothing was run on it. ` +
-    `If the host was legitimately reinstalled, update hosts[].hostKey (or clear the recorded key) and run again.`
+    changed +
+    `If the host was legitimately re-keyed, pin its new key: pulumi config set --path '${at}' '${fix.presentedLine}', ` +
+    `then pulumi preview --refresh and pulumi up --refresh.`
   );
 }

@@ -227,8 +227,10 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
         const other = { ...router, runDir: path.join(tempDir("router-run-"), "router"), port };
         const r = await sh(routerStartScript(other), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
         expect(r.code).to.equal(1);
-        expect(r.stderr).to.contain(`router: port ${port} on this host is already served`);
-        expect(r.stderr).to.contain("exactly one router serves a fleet");
+        // One line: the port, the owner (this test's own process) and the fix.
+        expect(r.stderr.trim().split("\n")).to.have.length(1);
+        expect(r.stderr).to.match(new RegExp(`^router: port ${port} on this host is taken by pid ${process.pid} \\(\\S*node\\b`));
+        expect(r.stderr).to.contain("; stop that process or set router.port to a free port, then run pulumi up again");
         expect(fs.existsSync(path.join(other.runDir, "pid"))).to.equal(false);
         expect(fs.existsSync(path.join(other.runDir, "router.env"))).to.equal(false);
       } finally {

@@ -45,7 +45,8 @@ describe("providers: SSH client against the simulated hosts", function () {
     expect(err.code).to.equal("NARWHAL_SSH_HOST_KEY");
     expect(err.message).to.equal(
       `host ${a.alias}: the SSH host key changed (pinned ${b.fingerprint}, presented ${a.fingerprint}); nothing was run on it. ` +
-        "If the host was legitimately reinstalled, update hosts[].hostKey (or clear the recorded key) and run again.",
+        `If the host was legitimately re-keyed, pin its new key: pulumi config set --path 'hosts[<index of ${a.alias}>].hostKey' '${a.hostKey}', ` +
+        "then pulumi preview --refresh and pulumi up --refresh.",
     );
   });
 

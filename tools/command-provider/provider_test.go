@@ -220,6 +220,13 @@ func TestRunLocal(t *testing.T) {
 		t.Fatalf("secret command leaked: %v", err)
 	}
 
+	// A refusal's own last stderr line comes first; a multi-line script is named, not quoted whole.
+	_, err = runLocal(context.Background(), runSpec{Command: "set -eu\necho progress >&2\necho 'router: port 8921 on host sim13 is taken by pid 7 (python3 -m http.server)' >&2\nexit 1"}, nopLogger{})
+	if err == nil || !strings.HasPrefix(err.Error(), "router: port 8921 on host sim13 is taken by pid 7 (python3 -m http.server)\n") ||
+		!strings.Contains(err.Error(), `running "set -eu ..." (a script of 4 lines)`) || strings.Contains(err.Error(), "exit 1\"") {
+		t.Fatalf("refusal headline: %v", err)
+	}
+
 	// The quoted output is bounded to its tail.
 	_, err = runLocal(context.Background(), runSpec{Command: "head -c 100000 /dev/zero | tr '\\0' x; echo; echo TAIL; exit 1"},
 		nopLogger{})

@@ -137,17 +137,37 @@ func (c *capture) finish() (runResult, string) {
 
 // runError formats a failed run like the real provider does
 // ("<cause>: running \"<command>\":\n<stdout and stderr>"), with the quoted
-// output bounded to its tail and a secret command shown as [secret].
-func runError(cause error, spec runSpec, combined string) error {
+// output bounded to its tail and a secret command shown as [secret]. Two
+// departures keep a refusal readable: the last line the command wrote to
+// stderr (its own words for why it stopped) comes first, and a script of many
+// lines is named by its first line and length instead of quoted whole, since
+// the engine repeats the error in several places.
+func runError(cause error, spec runSpec, stderr, combined string) error {
 	shown := strconv.Quote(spec.Command)
 	if spec.CommandSecret {
 		shown = "[secret]"
+	} else if lines := strings.Split(strings.TrimSpace(spec.Command), "\n"); len(lines) > 1 {
+		shown = fmt.Sprintf("%s (a script of %d lines)", strconv.Quote(lines[0]+" ..."), len(lines))
 	}
 	if len(combined) > maxErrorOutput {
 		elided := len(combined) - maxErrorOutput
 		combined = fmt.Sprintf("[... %d earlier bytes of output elided ...]\n", elided) + combined[elided:]
 	}
+	if headline := lastLine(stderr); headline != "" {
+		return fmt.Errorf("%s\n%w: running %s:\n%s", headline, cause, shown, combined)
+	}
 	return fmt.Errorf("%w: running %s:\n%s", cause, shown, combined)
+}
+
+// lastLine is the last non-blank line of a command's stderr, bounded so one
+// runaway line cannot crowd out the rest of the error.
+func lastLine(stderr string) string {
+	lines := strings.Split(strings.TrimRight(stderr, "\n \t"), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if len(last) > 1000 {
+		last = last[:1000] + " ..."
+	}
+	return last
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -212,7 +232,7 @@ func runLocal(ctx context.Context, spec runSpec, lg logger) (runResult, error) {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = fmt.Errorf("%w (%v)", ctxErr, err)
 		}
-		return runResult{}, runError(err, spec, combined)
+		return runResult{}, runError(err, spec, res.Stderr, combined)
 	}
 	return res, nil
 }
@@ -279,7 +299,7 @@ func runRemote(ctx context.Context, conn *connection, spec runSpec, lg logger) (
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = fmt.Errorf("%w (%v)", ctxErr, err)
 		}
-		return runResult{}, runError(err, spec, combined)
+		return runResult{}, runError(err, spec, res.Stderr, combined)
 	}
 	return res, nil
 }

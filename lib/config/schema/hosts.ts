@@ -49,6 +49,12 @@ export const HostSchema = f.strict(
      * A login that is not root needs a directory it can write, e.g. under its home.
      */
     stateDir: f.text('an absolute path (e.g. "/var/lib/narwhal-fleet")', (s) => fmt.absolutePathProblem(s, "/home/narwhal/.narwhal-fleet")).default("/var/lib/narwhal-fleet"),
+    /**
+     * Keep this stack's folder under `stateDir` (engine logs, launch files, attestation documents, the
+     * router's fleet document and profile store, monitoring data) when the stack is destroyed. By default
+     * `pulumi destroy` removes it; the evidence under runs/ on this machine is kept either way.
+     */
+    retainOnDestroy: f.flag().default(false),
     /** Accelerator vendor discovery must find on this host. */
     accelerator: f.choice(["nvidia", "amd", "none"]).optional(),
   },

@@ -8,8 +8,8 @@ describe("config: defaults", () => {
     // The whole spec is compared, so a default that moves or a key that appears fails here.
     expect(accepted(minimal())).to.deep.equal({
       hosts: [
-        { alias: "a", destination: "root@10.0.0.1", port: 22, user: "root", auth: "key", fabricInterface: "eth1", stateDir: "/var/lib/narwhal-fleet" },
-        { alias: "b", destination: "10.0.0.2", port: 22, user: "root", auth: "key", fabricInterface: "eth1", stateDir: "/var/lib/narwhal-fleet" },
+        { alias: "a", destination: "root@10.0.0.1", port: 22, user: "root", auth: "key", fabricInterface: "eth1", stateDir: "/var/lib/narwhal-fleet", retainOnDestroy: false },
+        { alias: "b", destination: "10.0.0.2", port: 22, user: "root", auth: "key", fabricInterface: "eth1", stateDir: "/var/lib/narwhal-fleet", retainOnDestroy: false },
       ],
       engines: [
         { id: "e0", host: "a", role: "prefill", pin: false, port: 8100, attestationPort: 8200, nixlPort: 5600, index: 0 },

@@ -183,12 +183,17 @@ const CASES: BadCase[] = [
     issues: [["hosts[0].stateDir", 'found "narwhal-fleet"; expected an absolute path without ".." (e.g. "/home/narwhal/.narwhal-fleet")']],
   },
   {
+    name: "retainOnDestroy given as a string",
+    edit: (c) => (c.hosts[1].retainOnDestroy = "yes"),
+    issues: [["hosts[1].retainOnDestroy", 'found "yes", which is a string; expected true or false']],
+  },
+  {
     name: "an unknown key in a host, with the closest known key",
     edit: (c) => (c.hosts[0].prot = 22),
     issues: [
       [
         "hosts[0].prot",
-        'unknown key; did you mean "port"? allowed keys: alias, destination, port, user, auth, hostKey, jump, fabricInterface, fabricAddress, urlHost, stateDir, accelerator',
+        'unknown key; did you mean "port"? allowed keys: alias, destination, port, user, auth, hostKey, jump, fabricInterface, fabricAddress, urlHost, stateDir, retainOnDestroy, accelerator',
       ],
     ],
   },

@@ -29,4 +29,13 @@ describe("ssh: host keys", () => {
       /^host sim1: the SSH host key changed \(pinned SHA256:old, presented SHA256:new\); nothing was run on it\./,
     );
   });
+
+  it("gives the exact config command that pins the presented key, at the host's index when known", () => {
+    expect(hostKeyMismatchMessage("sim13", "SHA256:old", "SHA256:new", { presentedLine: "ssh-ed25519 AAAAnew", index: 1 })).to.equal(
+      "host sim13: the SSH host key changed (pinned SHA256:old, presented SHA256:new); nothing was run on it. " +
+        "If the host was legitimately re-keyed, pin its new key: pulumi config set --path 'hosts[1].hostKey' 'ssh-ed25519 AAAAnew', " +
+        "then pulumi preview --refresh and pulumi up --refresh.",
+    );
+    expect(hostKeyMismatchMessage("sim13", "SHA256:old", "SHA256:new", { presentedLine: "ssh-ed25519 AAAAnew" })).to.include("--path 'hosts[<index of sim13>].hostKey'");
+  });
 });

@@ -1,0 +1,74 @@
+import { expect } from "chai";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { ownerFromSs, refuseTakenPortLines, takenPortMessage } from "../../../lib/router/port-taken";
+
+describe("a router or monitoring port already taken", () => {
+  it("reads the owner from ss -Hltnp output", () => {
+    const line = `LISTEN 0      5            0.0.0.0:8921      0.0.0.0:*    users:(("python3",pid=4242,fd=3))`;
+    expect(ownerFromSs(line)).to.deep.equal({ pid: 4242, name: "python3" });
+    expect(ownerFromSs("LISTEN 0 5 0.0.0.0:8921 0.0.0.0:*")).to.equal(undefined);
+  });
+
+  it("says host, port, owner and fix in one line", () => {
+    expect(takenPortMessage({ what: "router", port: 8921, configKey: "router.port", hostAlias: "sim13" }, "pid 4242 (python3 -m http.server 8921)")).to.equal(
+      "router: port 8921 on host sim13 is taken by pid 4242 (python3 -m http.server 8921); stop that process or set router.port to a free port, then run pulumi up again",
+    );
+  });
+
+  describe("the script's refusal, against a real listener on this machine", () => {
+    let listener: ChildProcess;
+    const port = 18921;
+    before(async function () {
+      try {
+        execFileSync("sh", ["-c", "command -v ss"]);
+      } catch {
+        this.skip();
+      }
+      listener = spawn("python3", ["-m", "http.server", String(port), "--bind", "127.0.0.1"], { stdio: "ignore" });
+      // Bounded wait for the listener: 10 s is far beyond python's start on a loaded machine.
+      for (let i = 0; i < 100; i++) {
+        if (execFileSync("sh", ["-c", `ss -Hltn 'sport = :${port}'`], { encoding: "utf8" }).trim()) return;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`python3 -m http.server did not listen on ${port} within 10 s`);
+    });
+    after(() => listener?.kill());
+
+    it("prints exactly one line naming the owner's pid and command, and fails", () => {
+      const script = `set -eu\n${refuseTakenPortLines({ what: "prometheus", port, configKey: "observability.prometheusPort", hostAlias: "sim13" })}\necho started`;
+      let stderr = "";
+      let code = 0;
+      try {
+        execFileSync("sh", ["-c", script], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+      } catch (err) {
+        ({ stderr, status: code } = err as { stderr: string; status: number });
+      }
+      expect(code).to.equal(1);
+      // python3 may be a pyenv shim that execs the real interpreter: its path is whatever /proc says.
+      expect(stderr.split("\n")).to.have.length(2);
+      expect(stderr).to.match(
+        new RegExp(
+          `^prometheus: port ${port} on host sim13 is taken by pid ${listener.pid} \\(\\S*python3\\S* -m http\\.server ${port} --bind 127\\.0\\.0\\.1\\); ` +
+            "stop that process or set observability\\.prometheusPort to a free port, then run pulumi up again\n$",
+        ),
+      );
+    });
+
+    it("lets through the listener of our own serving router (its pid file), which the replacement takes over", () => {
+      const pidFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "narwhal-own-")), "pid");
+      fs.writeFileSync(pidFile, `${listener.pid}\n`);
+      const script = `set -eu\n${refuseTakenPortLines({ what: "router", port, configKey: "router.port", ownPidFile: pidFile })}\necho started`;
+      expect(execFileSync("sh", ["-c", script], { encoding: "utf8" })).to.equal("started\n");
+      fs.writeFileSync(pidFile, "1\n"); // another process's pid: the listener is not ours
+      expect(() => execFileSync("sh", ["-c", script], { stdio: "ignore" })).to.throw();
+    });
+
+    it("passes a free port through", () => {
+      const out = execFileSync("sh", ["-c", `set -eu\n${refuseTakenPortLines({ what: "router", port: port + 1, configKey: "router.port" })}\necho started`], { encoding: "utf8" });
+      expect(out).to.equal("started\n");
+    });
+  });
+});
