@@ -318,29 +318,36 @@ export function routerAfterPreflight(resources: readonly StackResource[], opts: 
   return out;
 }
 
+/**
+ * What a profile or calibration adopted (its recorded adoption's source) or was told to adopt (its `adopt`
+ * input); undefined when it adopts nothing, or when a preview does not know yet.
+ */
+function adoptedSource(r: StackResource): { adopted: boolean; source: unknown } | undefined {
+  const adoption = r.props["adoption"];
+  const adopt = r.props["adopt"];
+  if (holdsUnknown(adoption) || holdsUnknown(adopt)) return undefined;
+  const adopted = isObject(adoption) && adoption["verdict"] === "adopted";
+  if (!adopted && !isObject(adopt)) return undefined;
+  return { adopted, source: adopted && isObject(adoption["source"]) ? adoption["source"] : adopt };
+}
+
 /** Gate: whatever was adopted instead of measured names the digest the program read it with. */
 export function adoptedDigests(resources: readonly StackResource[]): Violation[] {
   const out: Violation[] = [];
   for (const r of resources.filter((x) => x.type === TYPES.profile)) {
     const id = engineIdOf(r) ?? r.name;
-    const adoption = r.props["adoption"];
-    const adopt = r.props["adopt"];
-    if (holdsUnknown(adoption) || holdsUnknown(adopt)) continue;
-    const adopted = isObject(adoption) && adoption["verdict"] === "adopted";
-    if (!adopted && !isObject(adopt)) continue;
-    const source = adopted && isObject(adoption["source"]) ? adoption["source"] : adopt;
+    const found = adoptedSource(r);
+    if (!found) continue;
+    const { adopted, source } = found;
     const sha = isObject(source) ? source["storeSha256"] : undefined;
     if (!(typeof sha === "string" && DIGEST.test(sha))) {
       out.push({ urn: r.urn, message: `engine ${id}: profile ${r.name} ${adopted ? "adopted" : "names"} a profile store${isObject(source) && typeof source["storePath"] === "string" ? ` (${source["storePath"]})` : ""} without its SHA-256. Fix: set narwhal-fleet:profiling.adopt.sha256 to the store's \`sha256:<hex>\` and run \`pulumi up\`.` });
     }
   }
   for (const r of resources.filter((x) => x.type === TYPES.calibration)) {
-    const adoption = r.props["adoption"];
-    const adopt = r.props["adopt"];
-    if (holdsUnknown(adoption) || holdsUnknown(adopt)) continue;
-    const adopted = isObject(adoption) && adoption["verdict"] === "adopted";
-    if (!adopted && !isObject(adopt)) continue;
-    const source = adopted && isObject(adoption["source"]) ? adoption["source"] : adopt;
+    const found = adoptedSource(r);
+    if (!found) continue;
+    const { adopted, source } = found;
     const sha = isObject(source) ? source["sha256"] : undefined;
     if (!(typeof sha === "string" && DIGEST.test(sha))) {
       out.push({ urn: r.urn, message: `calibration ${r.name} ${adopted ? "adopted" : "names"} a calibration file${isObject(source) && typeof source["path"] === "string" ? ` (${source["path"]})` : ""} without its SHA-256. Fix: set narwhal-fleet:calibration.adopt.sha256 to the file's \`sha256:<hex>\` and run \`pulumi up\`.` });

@@ -2,13 +2,12 @@
  * Gate verdicts from observed facts, as narwhal-check 0.7.0 judges them (its messages, so the two
  * reports read alike). Pure: the driver observes, these decide.
  */
-import { fitProblems, pyG, type FitLimits } from "../profiling/fit-limits";
+import { fitProblems, pyG, type FitEvidence, type FitLimits } from "../profiling/fit-limits";
 import { UNCALIBRATED_WARNING } from "./restart-risk";
 import type { Report } from "./types";
 
-/** The profile columns the gates read (narwhal.profiling.model.Profile). */
-export interface GateProfile {
-  readonly iid: string;
+/** The profile columns the gates read (narwhal.profiling.model.Profile): the fits, and the decode evidence the profile gate's limits judge. */
+export interface GateProfile extends FitEvidence {
   readonly ttft_a: number;
   readonly ttft_b: number;
   readonly ttft_c: number;
@@ -16,12 +15,6 @@ export interface GateProfile {
   readonly tpot_intercept: number;
   readonly tpot_request_slope?: number;
   readonly generation_digest?: string | null;
-  readonly decode_min_requests?: number | null;
-  readonly decode_max_requests?: number | null;
-  readonly decode_min_kv_tokens?: number | null;
-  readonly decode_max_kv_tokens?: number | null;
-  readonly decode_fit_mape?: number | null;
-  readonly decode_cv_mape?: number | null;
   readonly prefill_min_tokens?: number | null;
   readonly ttft_block_tokens?: number | null;
   readonly ttft_split?: number | null;
