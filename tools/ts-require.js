@@ -4,13 +4,13 @@
  * ./tools/ts-require.js`, the Pulumi entry `program.js`, the dynamic-provider shim) teaches `require` to
  * load `.ts` files from a cache: each file is transpiled on its first load (types stripped, no type
  * check: `npm test` runs tsc) and kept under `.build/ts-cache/` by the SHA-1 of its text, its path, the
- * compiler options and the TypeScript version. Every later CLI run, provider host and simulated engine
- * loads plain JavaScript without loading the compiler, and an edited file is compiled again on its next
- * load, so nothing stale is ever run and there is no build step to forget.
+ * compiler options, the TypeScript version and this loader. Every later CLI run, provider host and
+ * simulated engine loads plain JavaScript without loading the compiler, and an edited file is compiled
+ * again on its next load, so nothing stale is ever run and there is no build step to forget.
  *
- * Each compiled file carries an inline source map; `NODE_OPTIONS=--enable-source-maps` makes stack traces
- * name TypeScript lines. It is off by default because it slows every stack capture, and the Pulumi SDK
- * captures one per resource.
+ * Each compiled file carries an inline source map; `--enable-source-maps` (the tests set it) makes stack
+ * traces name TypeScript lines. The CLI's runs leave it off: it slows every stack capture, and the Pulumi
+ * SDK captures one per resource.
  */
 const fs = require("node:fs");
 const path = require("node:path");
@@ -28,7 +28,8 @@ let ts;
 function cacheSalt() {
   if (salt === undefined) {
     const version = JSON.parse(fs.readFileSync(require.resolve("typescript/package.json", { paths: [ROOT] }), "utf8")).version;
-    salt = `${version}\0${fs.readFileSync(TSCONFIG, "utf8")}\0`;
+    // This file too: a change to how files are compiled here must not reuse what was compiled before it.
+    salt = `${version}\0${fs.readFileSync(TSCONFIG, "utf8")}\0${fs.readFileSync(__filename, "utf8")}\0`;
   }
   return salt;
 }
@@ -45,6 +46,10 @@ function compile(source, filename) {
       inlineSources: false,
       declaration: false,
       noEmit: false,
+      // The JavaScript stands in for the .ts file itself: its source map names the file beside it, not a
+      // path computed from the tsconfig's outDir.
+      outDir: undefined,
+      rootDir: undefined,
     };
   }
   return ts.transpileModule(source, { compilerOptions, fileName: filename }).outputText;

@@ -23,7 +23,7 @@ import type { LaunchPlan } from "../../lib/launch/plan";
 import { shellLine, shq } from "../../lib/shell";
 import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
-import { API_KEY, E2E_TIME_SCALE, EngineEntry, MODEL, openStack, plainOutputs, PROJECT_ROOT } from "./support/stack";
+import { API_KEY, E2E_TIME_SCALE, EngineEntry, hostEntries, MODEL, openStack, plainOutputs, PROJECT_ROOT } from "./support/stack";
 
 const STACK = "e2e-docker";
 const HOST = "simdock";
@@ -82,6 +82,8 @@ describe("e2e: docker-cli runtime on a host with its own Docker Engine", functio
     image = buildSimImage({ log: () => undefined, timeScale: E2E_TIME_SCALE }).id;
     expect(await loadDockerImage(HOST, image)).to.equal(image);
     stack = await openStack(STACK, [host], ENGINES, {
+      // The last case builds the runbook's container from the plan a destroyed stack left in its folder.
+      hosts: hostEntries([host], { retainOnDestroy: true }),
       runtime: { kind: "docker-cli", image, deadlinesS: { pull: 60, start: 60, stop: 10, inspect: 30 } },
     });
     // From nothing: an earlier run's state may name containers the harness has since removed.

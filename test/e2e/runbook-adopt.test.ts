@@ -23,7 +23,7 @@ import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
 import { shellLine, shq } from "../../lib/shell";
 import { launchArgs, sidecarEndpoint, type EngineContract } from "../../lib/attestation";
 import { runbookAttestationDocument } from "../unit/attestation/runbook-document-fixture";
-import { API_KEY, E2E_TIME_SCALE, EngineEntry, openStack, PROFILING, PROJECT_ROOT, sharedFleet } from "./support/stack";
+import { API_KEY, E2E_TIME_SCALE, EngineEntry, hostEntries, openStack, PROFILING, PROJECT_ROOT, sharedFleet } from "./support/stack";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { awaitHealthy, restartByHand } from "./support/restart";
 
@@ -137,7 +137,11 @@ echo "$pid \${20}"`,
       { id: "e1", host: host.alias, gpuIds: [0], port: 8601, attestationPort: 8611, nixlPort: 5991 },
       { id: "e2", host: host.alias, gpuIds: [1], port: 8602, attestationPort: 8612, nixlPort: 5992 },
     ];
-    stack = await openStack(STACK, [host], engines, { model: { servedName: "tiny-llama", checkpointDir: host.modelDir } });
+    stack = await openStack(STACK, [host], engines, {
+      // The cases start the runbook's engines from the plans a destroyed stack left in its folder.
+      hosts: hostEntries([host], { retainOnDestroy: true }),
+      model: { servedName: "tiny-llama", checkpointDir: host.modelDir },
+    });
     await stack.destroy(quiet);
     // The program's first up tells the test which plan it derives for e1 on this host.
     await stack.up(quiet);

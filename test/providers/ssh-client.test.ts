@@ -5,6 +5,9 @@ import { SshError, SshSession, SshTarget, withSsh } from "../../lib/ssh/client";
 import { simUp, spawnInHost } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 
+/** How long a listener's "conn" line may trail the client's failure it caused. */
+const LISTENER_LINE_TIMEOUT_MS = 10_000;
+
 function target(h: SimHost, extra: Partial<SshTarget> = {}): SshTarget {
   return {
     alias: h.alias,
@@ -105,7 +108,10 @@ describe("providers: SSH client against the simulated hosts", function () {
       );
       expect(seconds).to.be.below(5);
       await failure(SshSession.open(inner));
-      expect(printed.match(/conn/g)?.length, "connections the listener saw").to.equal(2);
+      // The listener's line and the client's failure travel on two sockets: wait for the line, boundedly.
+      const seen = () => printed.match(/conn/g)?.length ?? 0;
+      for (const until = Date.now() + LISTENER_LINE_TIMEOUT_MS; seen() < 2 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+      expect(seen(), "connections the listener saw").to.equal(2);
     } finally {
       child.kill("SIGKILL");
     }

@@ -34,12 +34,17 @@ export interface EngineEntry {
   runbookRun?: string;
 }
 
+/** The `hosts` config entries for simulated hosts, each with `extra` fields. */
+export function hostEntries(hosts: SimHost[], extra: Record<string, unknown> = {}): Array<Record<string, unknown>> {
+  return hosts.map((h) => ({ alias: h.alias, destination: `${h.user}@${h.address}`, fabricInterface: h.fabricInterface, ...extra }));
+}
+
 /** A stack of this project, driven by the real CLI through the Automation API. */
 export async function openStack(name: string, hosts: SimHost[], engines: EngineEntry[], extra: Record<string, unknown> = {}): Promise<Stack> {
   const cli = await PulumiCommand.get({ root: path.join(PROJECT_ROOT, ".tools"), skipVersionCheck: false });
   const config: Record<string, unknown> = {
     "narwhal-fleet:sshPrivateKeyFile": path.relative(PROJECT_ROOT, hosts[0]!.privateKeyPath),
-    "narwhal-fleet:hosts": hosts.map((h) => ({ alias: h.alias, destination: `${h.user}@${h.address}`, fabricInterface: h.fabricInterface })),
+    "narwhal-fleet:hosts": hostEntries(hosts),
     "narwhal-fleet:engines": engines,
     "narwhal-fleet:model": { servedName: MODEL, checkpointDir: hosts[0]!.modelDir },
     "narwhal-fleet:runtime": { kind: "native" },
