@@ -68,7 +68,7 @@ export function evidenceKind(type: string, urn: string, name: string, custom: bo
     return { kind: "engine process", gate: "C" };
   }
   if (parents.includes("narwhal:router:NarwhalInstall")) return { kind: "narwhal install", gate: "B" };
-  if (parents.includes("narwhal:router:Router")) return { kind: name.endsWith("-proof") ? "router proof" : "router process", gate: "G" };
+  if (parents.includes("narwhal:router:Router")) return { kind: name.endsWith("-proof") ? "router proof" : name.endsWith("-port-check") ? "router port check" : "router process", gate: "G" };
   if (parents.includes("narwhal:observability:Monitoring")) return { kind: "monitoring", gate: "G" };
   return { kind: type, gate: "other" };
 }

@@ -48,6 +48,7 @@ export async function expectReportOfRestartedE2(stack: Stack, privateKeyPath: st
   const followers = {
     "fleet-profiles-e2": { gate: "F", kind: "profile", subject: "e2 on sim2" },
     "fleet-preflight": { gate: "F", kind: "preflight", subject: "fleet" },
+    "fleet-router-host-router-port-check": { gate: "G", kind: "router port check", subject: "fleet" },
     "fleet-router-host-router-process": { gate: "G", kind: "router process", subject: "fleet" },
     "fleet-router-host-router-proof": { gate: "G", kind: "router proof", subject: "fleet" },
     "fleet-router-host-router-record": { gate: "G", kind: "router record", subject: "fleet" },
