@@ -9,11 +9,14 @@ export const SHARED_ENGINES = ["e1", "e2", "e3", "e4"];
 /** Evidence bound to one engine's live process: generation, cache capture, sidecar, attestation, profile. */
 export const processEvidence = (id: string): string[] => [`fleet-${id}-generation`, `fleet-${id}-cache`, `fleet-attestation-${id}-sidecar`, `fleet-attestation-${id}`, `fleet-profiles-${id}`];
 
+/** The router's process replaced: its process, its proof and the record of both (Gate G). */
+export const ROUTER_PROCESS_RESTART = ["fleet-router-host-router-process", "fleet-router-host-router-proof", "fleet-router-host-router-record"];
+
 /**
- * A router started again: the check that its port is free (made before the serving router stops), its
- * process, its proof and the record of both (Gate G).
+ * A router started again on new inputs: first the check that its port is free (made before the serving
+ * router stops), then its process, proof and record.
  */
-export const ROUTER_RESTART = ["fleet-router-host-router-port-check", "fleet-router-host-router-process", "fleet-router-host-router-proof", "fleet-router-host-router-record"];
+export const ROUTER_RESTART = ["fleet-router-host-router-port-check", ...ROUTER_PROCESS_RESTART];
 
 /**
  * What follows any engine's new profile or attestation: the store the router loads, the preflight over
