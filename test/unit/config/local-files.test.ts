@@ -47,8 +47,8 @@ const CASES: Array<{ name: string; issue: () => { path: string; message: string 
   },
   {
     name: "an unreadable default ~/.ssh/config",
-    issue: () => sshConfigIssue(undefined, "/root/.ssh/config", "EACCES"),
-    expected: ["ssh.configFile", "the default /root/.ssh/config: permission denied; make it readable by this user, or point ssh.configFile at another OpenSSH client config"],
+    issue: () => sshConfigIssue(undefined, "/home/ops/.ssh/config", "EACCES"),
+    expected: ["ssh.configFile", "the default /home/ops/.ssh/config: permission denied; make it readable by this user, or point ssh.configFile at another OpenSSH client config"],
   },
   {
     name: "a missing engineApiKey",

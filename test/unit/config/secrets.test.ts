@@ -94,7 +94,7 @@ describe("config: secrets refused in clear text", () => {
   });
 
   it("ignores other projects' keys and keys that are not credentials", () => {
-    const config = { "other:engineApiKey": "k", [`${P}:sshPrivateKeyFile`]: "/root/.ssh/id_ed25519", [`${P}:slo`]: "{}" };
+    const config = { "other:engineApiKey": "k", [`${P}:sshPrivateKeyFile`]: "keys/fleet_ed25519", [`${P}:slo`]: "{}" };
     expect(cleartextSecretIssues(P, config, [])).to.deep.equal([]);
   });
 
