@@ -23,7 +23,9 @@ const quiet = { onOutput: () => undefined };
 /** Every path on the host that is the stack's or lies in the login's home and scratch folders, one a line. */
 async function hostFiles(alias: string): Promise<string[]> {
   // /var/lib/narwhal-fleet is shared by every simulated host (and other stacks); the homes and /tmp are the host's own.
-  const r = await runInHost(alias, ["sh", "-c", `ls -A /var/lib/narwhal-fleet | grep -x ${STACK}; find /root /home /tmp /var/tmp -xdev 2>/dev/null; find / -xdev \\( -path /proc -o -path /work -o -path /sys \\) -prune -o -name '*${STACK}*' -print 2>/dev/null; true`]);
+  // The checkout is visible from the host too, wherever it lives: its local evidence is not the host's.
+  const prune = ["/proc", "/sys", PROJECT_ROOT].map((p) => `-path '${p}'`).join(" -o ");
+  const r = await runInHost(alias, ["sh", "-c", `ls -A /var/lib/narwhal-fleet | grep -x ${STACK}; find /root /home /tmp /var/tmp -xdev 2>/dev/null; find / -xdev \\( ${prune} \\) -prune -o -name '*${STACK}*' -print 2>/dev/null; true`]);
   return r.stdout.split("\n").filter(Boolean).sort();
 }
 
