@@ -4,4 +4,5 @@
 require("./tools/ts-require.js");
 require("./tools/cheap-promise-stacks.js");
 require("./tools/engine-gone.js");
+require("./tools/domain-errors.js");
 module.exports = require("./index.ts");
