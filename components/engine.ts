@@ -8,6 +8,7 @@ import type { RunbookAttestationSource } from "../lib/attestation/runbook-docume
 import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";
 import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
 import { checkRuntimeOf, ImageCheck, imageCheckLogin } from "../dynamic-providers/image-check/resource";
+import { EngineLiveness } from "../dynamic-providers/engine-liveness/resource";
 import { engineProcess, HostScope, ProcessIdentity, type RunbookOutcome } from "./runtime";
 
 export interface EngineArgs {
@@ -76,6 +77,8 @@ export class Engine extends pulumi.ComponentResource {
   public readonly runbookAttestation: pulumi.Output<RunbookAttestationSource | undefined>;
   /** Gate C's image check of this engine's runtime against its plan; the process starts only after it passes. */
   public readonly imageCheck: ImageCheck;
+  /** Whether the started engine still serves; a refresh that finds it down restarts it in the next up. */
+  public readonly liveness: EngineLiveness;
   public readonly generation: EngineGeneration;
   public readonly cache: CacheCapture;
 
@@ -102,6 +105,12 @@ export class Engine extends pulumi.ComponentResource {
     // The check's URN is known even in preview, so this orders the start after the check without making the plan unknown.
     const checkedPlan = pulumi.all([this.plan, this.imageCheck.urn]).apply(([plan]) => plan);
 
+    this.liveness = new EngineLiveness(
+      `${name}-liveness`,
+      { engineId: this.plan.engineId, hostAlias: args.hostAlias, url: this.plan.url, healthDeadlineS: args.runtime.deadlinesS.health },
+      { parent: this },
+    );
+
     const running = engineProcess(
       args.runtime.kind,
       name,
@@ -113,6 +122,7 @@ export class Engine extends pulumi.ComponentResource {
         engineApiKey: args.engineApiKey,
         runDir: args.runDir,
         runbookRun: args.runbookRun,
+        restartEpoch: this.liveness.epoch,
         healthTimeoutS: args.healthTimeoutS,
         stopTimeoutS: args.stopTimeoutS,
         runtime: args.runtime,

@@ -39,6 +39,8 @@ export const SHEBANG_PYTHON_SH = `shebang_python() {
 export function stopProcessGroupLines(what: string, stopTimeoutS: number): string {
   return `pid=$(cat "$run/pid")
 kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+# A stopped (SIGSTOP) process acts on SIGTERM only once continued.
+kill -CONT "-$pid" 2>/dev/null || kill -CONT "$pid" 2>/dev/null || true
 deadline=$(( $(date +%s) + ${stopTimeoutS} ))
 while kill -0 "$pid" 2>/dev/null; do
   if [ "$(date +%s)" -ge "$deadline" ]; then

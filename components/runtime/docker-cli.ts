@@ -36,7 +36,7 @@ export function dockerCliProcess(name: string, args: ContainerProcessArgs, paren
       delete: launch.apply(({ plan, target }) => stopScript(plan, target, opts)),
       stdin: pulumi.secret(pulumi.output(args.engineApiKey).apply((key) => envFile({ VLLM_API_KEY: key }))),
       // The spec hash covers what the plan hash does not: image, devices, mounts, container environment.
-      triggers: [args.plan.planSha256, launch.apply(({ plan, target }) => scriptContainerSpec(plan, target, opts).specSha256)],
+      triggers: [args.plan.planSha256, launch.apply(({ plan, target }) => scriptContainerSpec(plan, target, opts).specSha256), args.restartEpoch],
       // Neither script reads the previous output, and most sshd configs refuse extra variables.
       addPreviousOutputInEnv: false,
       logging: "stderr",

@@ -39,6 +39,8 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
     dockerContainerSpec(scriptContainerSpec(plan, containerTarget(plan, args.runtime, placement), opts), plan.url, d),
   );
   const fields = spec.fields;
+  // A new liveness epoch is a new label: `replaceOnChanges: ["labels"]` starts a fresh container.
+  const labels = pulumi.all([fields.labels, args.restartEpoch]).apply(([ls, epoch]) => [...ls, { label: "narwhal.liveness-epoch", value: epoch }]);
   const dockerCmd = shq(args.runtime.dockerCommand);
 
   // Engines sharing a GPU start one after the other: a container waits, bounded, until no other engine's
@@ -51,7 +53,7 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
       create: pulumi
         .all([args.plan, args.placement])
         .apply(([plan, placement]) => `set -eu\ndocker=${dockerCmd}\n${gpuWait(plan, containerTarget(plan, args.runtime, placement), opts)}`),
-      triggers: [fields.labels],
+      triggers: [labels],
       addPreviousOutputInEnv: false,
       logging: "stderr",
     },
@@ -65,7 +67,7 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
       image: fields.image,
       command: fields.command,
       envs: pulumi.secret(pulumi.all([fields.envs, args.engineApiKey]).apply(([envs, key]) => [...envs, `VLLM_API_KEY=${key}`])),
-      labels: fields.labels,
+      labels,
       networkMode: fields.networkMode,
       ipcMode: fields.ipcMode,
       mounts: fields.mounts,

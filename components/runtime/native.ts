@@ -32,7 +32,7 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
       create: pulumi.all([args.plan, takeover]).apply(([p, t]) => startScript(p, { ...runtime, runbook: t })),
       delete: args.plan.apply((p) => stopScript(p, runtime)),
       stdin: pulumi.secret(pulumi.output(args.engineApiKey).apply((key) => envFile({ VLLM_API_KEY: key }))),
-      triggers: [args.plan.planSha256, args.runtimeVersion],
+      triggers: [args.plan.planSha256, args.runtimeVersion, args.restartEpoch],
       // Neither script reads the previous output, and most sshd configs refuse extra variables.
       addPreviousOutputInEnv: false,
       logging: "stderr",

@@ -8,6 +8,8 @@ import { endpoint, httpFailure, type Ask, type ProofSubject } from "../../lib/en
 
 /** The runbook's `urlopen(..., timeout=60)`: the longest any single probe may take. */
 export const REQUEST_TIMEOUT_S = 60;
+/** A refresh's probes: far past a loaded engine's answer, short of holding every preview on a hung engine. */
+export const REFRESH_TIMEOUT_S = 15;
 
 export interface EngineHttp {
   readonly ask: Ask;

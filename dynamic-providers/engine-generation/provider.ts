@@ -17,7 +17,7 @@ import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject }
 import { diffInputs } from "../diff";
 import { writeEvidence } from "../evidence";
 import { generationInputFailures, hasUnknown } from "./check";
-import { REQUEST_TIMEOUT_S, withEngineHttp } from "./http";
+import { REFRESH_TIMEOUT_S, REQUEST_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
 import { peerChange } from "../../lib/engine/peer-wave";
@@ -116,7 +116,7 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async read(id: string, props: EngineGenerationOutputs) {
     if (!props.generationDigest) return { id, props };
     const s = subjectOf(props);
-    const timeoutS = props.probeTimeoutS > 0 ? Math.min(REQUEST_TIMEOUT_S, props.probeTimeoutS) : REQUEST_TIMEOUT_S;
+    const timeoutS = props.probeTimeoutS > 0 ? Math.min(REFRESH_TIMEOUT_S, props.probeTimeoutS) : REFRESH_TIMEOUT_S;
     const seen = await withEngineHttp(s, props.apiKey, (ask) => observeGeneration(ask, s, props), timeoutS);
     const peers = props.peers ? { observedPeerStarts: await observeStarts(peerList(props.peers), props.apiKey) } : {};
     // The capture stays as it was written; only the observation fields change.

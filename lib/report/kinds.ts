@@ -25,6 +25,7 @@ const DYNAMIC: Record<string, EvidenceKind> = {
   ReplicaAgreement: { kind: "replica check", gate: "A" },
   DeploymentConfig: { kind: "generated config", gate: "A" },
   ImageCheck: { kind: "image check", gate: "C" },
+  EngineLiveness: { kind: "engine liveness", gate: "C" },
   EngineGeneration: { kind: "generation", gate: "C" },
   CacheCapture: { kind: "cache capture", gate: "C" },
   PeerWave: { kind: "KV peer restart wave", gate: "C" },

@@ -128,6 +128,10 @@ function observedChange(key: string, outputs: Props): InputChange | undefined {
     const live = Object.fromEntries(Object.keys(outputs.peerStarts as Props).map((id) => [id, (outputs.observedPeerStarts as Props)[id]]));
     if (JSON.stringify(live) !== JSON.stringify(outputs.peerStarts)) return { input: key, old: renderValue(outputs.peerStarts), new: renderValue(live), observed: "a peer started anew" };
   }
+  // An engine a refresh found dead, hung or gone: the probe's own words are the reason.
+  if (key === "serving" && outputs.observedState === "down") {
+    return { input: key, old: "serving", new: "down", observed: stringOf(outputs.observedDetail) ?? "not serving" };
+  }
   const pair = moved[key];
   if (pair && pair[1] in outputs) {
     return { input: key, old: renderValue(outputs[pair[0]]), new: renderValue(outputs[pair[1]]), observed: stringOf(outputs.observedState) ?? "changed" };

@@ -23,6 +23,8 @@ function state(type: string, _name: string, inputs: Record<string, any>): Record
       return { ...inputs, stdout: '{"pid":42,"startedAt":"2026-01-01T00:00:00Z"}' };
     case "pulumi-nodejs:dynamic/narwhal:ImageCheck":
       return { ...inputs, vllmApiVersion: "0.29.0+checked" };
+    case "pulumi-nodejs:dynamic/narwhal:EngineLiveness":
+      return { ...inputs, epoch: `epoch-${inputs.engineId}` };
     default:
       return inputs;
   }
@@ -92,12 +94,13 @@ describe("mocks: Fleet component", () => {
     expect(registered.find((r) => r.name === "fleet-e2-generation")!.inputs.expectedVersion).to.equal("0.29.0+checked");
   });
 
-  it("replaces a native engine's process exactly when its launch plan or its host's vLLM version changes", async () => {
+  it("replaces a native engine's process exactly when its launch plan, its host's vLLM version or its liveness epoch changes", async () => {
     const fleet = build();
     const engines = await promiseOf(fleet.engines);
     const process = registered.find((r) => r.name === "fleet-e3-process")!;
     // A process serves the vLLM it loaded: an in-place upgrade on the host is a restart.
-    expect(process.inputs.triggers).to.deep.equal([engines.e3!.planSha256, "0.29.0"]);
+    // A refresh that found the engine down mints a new liveness epoch: the restart.
+    expect(process.inputs.triggers).to.deep.equal([engines.e3!.planSha256, "0.29.0", "epoch-e3"]);
     expect(String(process.inputs.create)).to.include("'CUDA_VISIBLE_DEVICES=1'").and.include("'--port' '8102'");
   });
 
@@ -112,9 +115,10 @@ describe("mocks: Fleet component", () => {
       if (JSON.stringify(r.inputs).includes(API_KEY)) holders.push(r.name);
       if (r.type === "command:remote:Command" && /^fleet-e\d-process$/.test(r.name)) expect(reveal(r.inputs.stdin)).to.equal(`VLLM_API_KEY='${API_KEY}'\n`);
     }
-    // Only what must talk to the engine holds the key: its process (env file) and its HTTP probes.
+    // Only what must talk to the engine holds the key: its process (env file), its HTTP probes, and the
+    // wave that restarts its KV component (runtime.restartKvPeers, the default).
     expect(holders.sort()).to.deep.equal(
-      ["e1", "e2", "e3"].flatMap((e) => [`fleet-${e}-cache`, `fleet-${e}-generation`, `fleet-${e}-process`]).sort(),
+      [...["e1", "e2", "e3"].flatMap((e) => [`fleet-${e}-cache`, `fleet-${e}-generation`, `fleet-${e}-process`]), "fleet-kv-wave-1"].sort(),
     );
     const provider = String(registered.find((r) => r.name === "fleet-a")!.inputs.__provider);
     expect(provider).to.include("dynamic-providers/host-discovery/provider.ts");
@@ -150,8 +154,8 @@ describe("mocks: Fleet component", () => {
     for (const e of ["e1", "e2", "e3"]) expect(at(`fleet-${e}-generation`), e).to.be.greaterThan(at("fleet-kv-wave-1"));
   });
 
-  it("without runtime.restartKvPeers, no wave and no peers on any proof", async () => {
-    const fleet = build();
+  it("with runtime.restartKvPeers off, no wave and no peers on any proof", async () => {
+    const fleet = mocks.build(fleetConfig({ runtime: { restartKvPeers: false } }), mockSecrets(API_KEY, SSH_KEY));
     await promiseOf(fleet.engines);
     expect(registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:PeerWave")).to.deep.equal([]);
     expect(registered.filter((r) => r.name.endsWith("-generation")).map((r) => r.inputs.peers)).to.deep.equal([undefined, undefined, undefined]);

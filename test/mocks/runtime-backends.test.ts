@@ -94,11 +94,12 @@ function launch(over: { id?: string; port?: number; vendor?: "nvidia" | "amd" | 
 }
 
 function runtimeSpec(kind: RuntimeSpec["kind"]): RuntimeSpec {
-  return { kind, image: kind === "native" ? undefined : IMAGE, vllmCommand: "vllm", dockerCommand: "docker", restartKvPeers: false, deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30 } };
+  return { kind, image: kind === "native" ? undefined : IMAGE, vllmCommand: "vllm", dockerCommand: "docker", restartKvPeers: false, deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30, health: 15 } };
 }
 
 const RUN_DIR = "/var/lib/narwhal-fleet/mock/engines/e1";
-const DEADLINES = { pull: 600, start: 300, stop: 60, inspect: 30 };
+const EPOCH = "0123456789abcdef";
+const DEADLINES = { pull: 600, start: 300, stop: 60, inspect: 30, health: 15 };
 const CLI_OPTS = { runDir: RUN_DIR, dockerCommand: "docker", deadlinesS: DEADLINES };
 
 describe("mocks: engine runtime backends", () => {
@@ -123,6 +124,7 @@ describe("mocks: engine runtime backends", () => {
                   : { ...args.inputs, stdout: '{"pid":42,"startedAt":"2026-01-01T00:00:00Z"}' };
           const id = args.type === "docker:index/container:Container" ? CONTAINER_ID : `${args.name}-id`;
           if (args.type === "pulumi-nodejs:dynamic/narwhal:HostDiscovery") return { id, state: { ...args.inputs, ...DISCOVERED(String(args.inputs.alias)) } };
+          if (args.type === "pulumi-nodejs:dynamic/narwhal:EngineLiveness") return { id, state: { ...args.inputs, epoch: EPOCH } };
           return { id, state };
         },
         call(args) {
@@ -171,6 +173,7 @@ describe("mocks: engine runtime backends", () => {
       engineApiKey: pulumi.secret(API_KEY),
       runDir: RUN_DIR,
       runtimeVersion: "0.29.0",
+      restartEpoch: EPOCH,
       healthTimeoutS: 300,
       stopTimeoutS: 60,
       runtime: runtimeSpec(kind),
@@ -193,7 +196,7 @@ describe("mocks: engine runtime backends", () => {
   }
 
   describe("native", () => {
-    it("registers exactly today's remote command: lib/runtime/native.ts scripts, secret stdin, plan and vLLM version triggers", async () => {
+    it("registers exactly today's remote command: lib/runtime/native.ts scripts, secret stdin, plan, vLLM version and liveness epoch triggers", async () => {
       const parent = scope();
       const args = processArgs("native");
       const proc = rt.nativeProcess("fleet-e1", args, parent);
@@ -206,7 +209,7 @@ describe("mocks: engine runtime backends", () => {
       expect(rest).to.deep.equal({
         create: native.startScript(plan, runtime),
         delete: native.stopScript(plan, runtime),
-        triggers: [plan.planSha256, "0.29.0"],
+        triggers: [plan.planSha256, "0.29.0", EPOCH],
         addPreviousOutputInEnv: false,
         logging: "stderr",
       });
@@ -221,7 +224,7 @@ describe("mocks: engine runtime backends", () => {
   });
 
   describe("docker-cli", () => {
-    it("runs lib/runtime/docker-cli.ts's scripts with the key on stdin, replaced on plan or spec change", async () => {
+    it("runs lib/runtime/docker-cli.ts's scripts with the key on stdin, replaced on plan, spec or liveness epoch change", async () => {
       const parent = scope();
       const proc = rt.dockerCliProcess("fleet-e1", processArgs("docker-cli"), parent);
       expect(await settle(proc)).to.deep.equal({ identity: { hostAlias: "b", containerId: CONTAINER_ID }, startedAt: STARTED });
@@ -234,7 +237,7 @@ describe("mocks: engine runtime backends", () => {
       expect(rest).to.deep.equal({
         create: dockerCli.startScript(plan, target, CLI_OPTS),
         delete: dockerCli.stopScript(plan, target, CLI_OPTS),
-        triggers: [plan.planSha256, spec.specSha256],
+        triggers: [plan.planSha256, spec.specSha256, EPOCH],
         addPreviousOutputInEnv: false,
         logging: "stderr",
       });
@@ -359,6 +362,7 @@ describe("mocks: engine runtime backends", () => {
           { label: LABELS.gpus, value: "2,3" },
           { label: LABELS.specSha256, value: own.specSha256 },
           { label: LABELS.launchToken, value: "pulumi-docker" },
+          { label: "narwhal.liveness-epoch", value: EPOCH },
         ],
         networkMode: "host",
         ipcMode: "host",
@@ -478,7 +482,7 @@ describe("mocks: engine runtime backends", () => {
       expect(registered.filter((r) => r.type === "command:remote:Command").map((r) => r.name)).to.deep.equal(["n1-process"]);
       const plan = renderLaunchPlan(launch());
       const runtime = { runDir: RUN_DIR, healthTimeoutS: 300, stopTimeoutS: 60 };
-      expect(byName("n1-process").inputs).to.deep.include({ create: native.startScript(plan, runtime), delete: native.stopScript(plan, runtime), triggers: [plan.planSha256, "0.29.0"] });
+      expect(byName("n1-process").inputs).to.deep.include({ create: native.startScript(plan, runtime), delete: native.stopScript(plan, runtime), triggers: [plan.planSha256, "0.29.0", EPOCH] });
     });
 
     it("hands a container id (and no pid) to the generation for both container backends", async () => {

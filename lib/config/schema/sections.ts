@@ -45,9 +45,10 @@ export const RuntimeSchema = f.strict(
     /**
      * After an engine restarts (by hand, by a supervisor, or because its plan changed), restart every other
      * engine of its KV component at once before anything is proved again: they hold NIXL handshakes of the
-     * old process (vLLM #38840), and restarting only direct peers would leave theirs stale in turn.
+     * old process (vLLM #38840), and restarting only direct peers would leave theirs stale in turn. Off, a
+     * restart leaves the preflight failing `consume` on the restarted engine's pairs until a hand restart.
      */
-    restartKvPeers: f.flag().default(false),
+    restartKvPeers: f.flag().default(true),
     /** Deadlines of runtime operations, seconds. */
     deadlinesS: f
       .strict(
@@ -60,8 +61,10 @@ export const RuntimeSchema = f.strict(
           stop: deadline(P.runtime.deadlinesS.stop),
           /** Image or container inspection. */
           inspect: deadline(P.runtime.deadlinesS.inspect),
+          /** A refresh's `/health` probe of a started engine: no answer within this, and the next up restarts it as hung. */
+          health: deadline(P.runtime.deadlinesS.health),
         },
-        "an object {pull, start, stop, inspect}",
+        "an object {pull, start, stop, inspect, health}",
       )
       .prefault({}),
   },

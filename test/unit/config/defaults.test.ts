@@ -20,8 +20,8 @@ describe("config: defaults", () => {
         kind: "native",
         vllmCommand: "vllm",
         dockerCommand: "docker",
-        restartKvPeers: false,
-        deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30 },
+        restartKvPeers: true,
+        deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30, health: 15 },
       },
       launch: {
         transport: "tcp",
