@@ -1,113 +1,134 @@
+/**
+ * The faults an operator meets, on one stack of four engines on two hosts with the defaults (the KV peer
+ * wave on): each is injected by hand, then ONE `pulumi up --refresh` must converge, a refreshing preview
+ * after it plans nothing, and the evidence records' own times show that exactly what the preview planned
+ * was measured again: the faulty engine, its KV component (every other engine, restarted by the wave)
+ * and what was measured across them.
+ */
 import { expect } from "chai";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { runInHost, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts/host";
 import { E2E_TIME_SCALE, openStack, type EngineEntry } from "./support/stack";
-import { plannedChanges } from "./support/preview";
+import { plannedChanges, type PlannedStep } from "./support/preview";
 import { FLEET_AFTER_ENGINE, processEvidence } from "./support/names";
 import { awaitHealthy, restartByHand } from "./support/restart";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { invalidationSummary } from "../../lib/report/preview";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 
-const STACK = "e2e-wave";
+const STACK = "e2e-faults";
 const WAVE = "fleet-kv-wave-1";
+const ENGINES = ["f1", "f2", "f3", "f4"];
 const quiet = { onOutput: () => undefined };
+const runDir = (id: string) => `/var/lib/narwhal-fleet/${STACK}/engines/${id}`;
 
 interface WaveState {
-  recorded: Record<string, { processStartTime: number }>;
   lastWave?: { restarted: Array<{ engineId: string; reason: string }>; wave: string[] };
 }
 
-describe("e2e: runtime.restartKvPeers, one restart wave per KV component", function () {
-  this.timeout(1_500_000);
+describe("e2e: one up --refresh after each fault an operator meets (engines killed, restarted, hung; a host's processes gone)", function () {
+  this.timeout(1_800_000);
   let stack: Stack;
-  let host: SimHost;
+  let big: SimHost;
+  let small: SimHost;
   let engines: EngineEntry[];
 
-  const livePid = async (id: string) => Number((await runInHost(host.alias, ["cat", `/var/lib/narwhal-fleet/${STACK}/engines/${id}/pid`])).stdout.trim());
-  const livePids = async () => Object.fromEntries(await Promise.all(engines.map(async (e) => [e.id, await livePid(e.id)] as const)));
-  async function resourceOutputs<T>(name: string): Promise<T> {
+  const hostOf = (id: string) => (id === "f4" ? small : big);
+  const livePid = async (id: string) => Number((await runInHost(hostOf(id).alias, ["cat", `${runDir(id)}/pid`])).stdout.trim());
+  const livePids = async () => Object.fromEntries(await Promise.all(ENGINES.map(async (id) => [id, await livePid(id)] as const)));
+  async function waveState(): Promise<WaveState> {
     const state = (await stack.exportStack()).deployment as { resources: Array<{ urn: string; outputs?: unknown }> };
-    return state.resources.find((r) => r.urn.endsWith(`::${name}`))!.outputs as T;
+    return state.resources.find((r) => r.urn.endsWith(`::${WAVE}`))!.outputs as WaveState;
   }
-  async function urnOf(name: string): Promise<string> {
-    const state = (await stack.exportStack()).deployment as { resources: Array<{ urn: string }> };
-    return state.resources.find((r) => r.urn.endsWith(`::${name}`))!.urn;
+
+  /**
+   * The one `up --refresh` after a fault: it succeeds, measures again exactly what the preview planned
+   * (from the records' own times), restarts every engine the preview names, and leaves nothing to do.
+   */
+  async function expectOneUpConverges(steps: ReadonlyMap<string, PlannedStep>, restarted: string[]): Promise<void> {
+    const before = await livePids();
+    const snapshot = await snapshotEvidence(stack);
+    await stack.up({ refresh: true, ...quiet });
+    expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot));
+    const after = await livePids();
+    for (const id of ENGINES) expect(after[id] !== before[id], `${id} restarted by the up`).to.equal(restarted.includes(id));
+    expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+  }
+
+  /** A fault the program itself must restart (killed, hung, gone): the engine's liveness names why. */
+  function expectRestartPlanned(steps: ReadonlyMap<string, PlannedStep>, id: string): void {
+    expect(steps.get(`fleet-${id}-liveness`)).to.deep.include({ op: "replace", keys: ["serving"] });
+    expect(steps.get(`fleet-${id}-process`)).to.deep.include({ op: "replace", keys: ["triggers"] });
+    expect(steps.get(WAVE)?.op).to.equal("update");
+    const others = ENGINES.filter((e) => e !== id);
+    expect([...steps.keys()].sort()).to.deep.equal([`fleet-${id}-liveness`, `fleet-${id}-process`, ...ENGINES.flatMap(processEvidence), ...FLEET_AFTER_ENGINE, WAVE].sort());
+    for (const e of others) expect(steps.has(`fleet-${e}-process`), `${e}'s own process resource`).to.equal(false);
   }
 
   before(async () => {
-    // A host of its own with four GPUs: three engines, one prefill and two decode, one KV component.
-    host = (await simUp({ hosts: 5, aliases: ["sim5"], layouts: { sim5: "h100:4" }, timeScale: E2E_TIME_SCALE })).hosts.find((h) => h.alias === "sim5")!;
+    // One host with four GPUs for three engines and one with two for the fourth: one KV component.
+    const all = (await simUp({ hosts: 8, aliases: ["sim5", "sim8"], layouts: { sim5: "h100:4" }, timeScale: E2E_TIME_SCALE })).hosts;
+    [big, small] = ["sim5", "sim8"].map((a) => all.find((h) => h.alias === a)!) as [SimHost, SimHost];
     engines = [
-      { id: "w1", host: host.alias, gpuIds: [0], port: 8701, attestationPort: 8711, nixlPort: 5801 },
-      { id: "w2", host: host.alias, gpuIds: [1], port: 8702, attestationPort: 8712, nixlPort: 5802 },
-      { id: "w3", host: host.alias, gpuIds: [2], port: 8703, attestationPort: 8713, nixlPort: 5803 },
+      { id: "f1", host: big.alias, gpuIds: [0], port: 8801, attestationPort: 8811, nixlPort: 5901 },
+      { id: "f2", host: big.alias, gpuIds: [1], port: 8802, attestationPort: 8812, nixlPort: 5902 },
+      { id: "f3", host: big.alias, gpuIds: [2], port: 8803, attestationPort: 8813, nixlPort: 5903 },
+      { id: "f4", host: small.alias, gpuIds: [0], port: 8804, attestationPort: 8814, nixlPort: 5904 },
     ];
-    stack = await openStack(STACK, [host], engines, { model: { servedName: "tiny-llama", checkpointDir: host.modelDir }, runtime: { kind: "native", restartKvPeers: true } });
+    stack = await openStack(STACK, [big, small], engines, { router: { port: 8851 }, observability: { prometheusPort: 9851 } });
+    // The defaults: no restartKvPeers key at all.
+    await stack.removeConfig("narwhal-fleet:runtime.restartKvPeers", true);
     await stack.destroy(quiet);
     await stack.up(quiet);
   });
 
   after(async () => {
-    if (stack) await stack.destroy(quiet);
+    await stack?.destroy(quiet);
   });
 
-  it("after an engine restarts by hand, preview names its peers' proofs; up restarts the peers at once and the preflight passes", async () => {
+  it("(a) an engine killed: preview names it not serving; the up restarts it with its KV component and the preflight passes", async () => {
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
-    await restartByHand(STACK, "w2", host.alias);
-    await awaitHealthy(`http://${host.address}:8702`);
-    const before = await livePids();
-
+    await runInHost(big.alias, ["sh", "-c", `kill -KILL "$(cat ${runDir("f2")}/pid)"`]);
     const steps = await plannedChanges(stack, { refresh: true });
-    expect(steps.get("fleet-w2-generation")).to.deep.include({ op: "replace", keys: ["generation"] });
-    // The other two hold a handshake of w2's old process: their proofs go, and the wave restarts them.
-    for (const id of ["w1", "w3"]) expect(steps.get(`fleet-${id}-generation`), id).to.deep.include({ op: "replace", keys: ["peers"] });
-    expect(steps.get(WAVE)?.op).to.equal("update");
-    expect([...steps.keys()].sort()).to.deep.equal([...["w1", "w2", "w3"].flatMap(processEvidence), ...FLEET_AFTER_ENGINE, WAVE].sort());
-    // The preview report says why, in the operator's terms: w2's start moved under w1's proof.
-    const report = await invalidationSummary(stack, { refresh: true });
-    const c = report.gates.find((g) => g.gate === "C")!;
-    const w1 = c.replaced.find((e) => e.name === "fleet-w1-generation")!;
-    expect(w1.changes).to.have.length(1);
-    expect(w1.changes[0]).to.deep.include({ input: "peers", observed: "a peer started anew" });
-    expect(w1.changes[0]!.old).to.not.equal(w1.changes[0]!.new);
-    expect(c.updated.map((e) => [e.name, e.kind])).to.deep.equal([[WAVE, "KV peer restart wave"]]);
+    expectRestartPlanned(steps, "f2");
+    // The preview report gives the probe's words as the reason.
+    const c = (await invalidationSummary(stack, { refresh: true })).gates.find((g) => g.gate === "C")!;
+    const liveness = c.replaced.find((e) => e.name === "fleet-f2-liveness")!;
+    expect(liveness.kind).to.equal("engine liveness");
+    expect(liveness.changes[0]).to.deep.include({ input: "serving", old: "serving", new: "down" });
+    expect(liveness.changes[0]!.observed).to.match(/\/health: connection refused \(ECONNREFUSED\) \(the engine process is gone\)$/);
 
-    const snapshot = await snapshotEvidence(stack);
-    await stack.up({ refresh: true, ...quiet });
-    // Exactly what the preview said, from the evidence records' own times.
-    expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot));
-    const after = await livePids();
-    expect(after.w2, "w2 already restarted: not again").to.equal(before.w2);
-    for (const id of ["w1", "w3"]) expect(after[id], id).to.not.equal(before[id]);
-    const wave = await resourceOutputs<WaveState>(WAVE);
-    expect(wave.lastWave?.restarted.map((r) => r.engineId)).to.deep.equal(["w2"]);
-    expect(wave.lastWave?.wave).to.deep.equal(["w1", "w3"]);
-    expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+    await expectOneUpConverges(steps, ENGINES);
+    expect((await waveState()).lastWave?.restarted.map((r) => r.engineId)).to.deep.equal(["f2"]);
     await expectNarwhalCheckAgrees(stack);
   });
 
-  it("an engine the program starts anew takes its KV component along in the same up", async () => {
-    const before = await livePids();
-    const replace = [await urnOf("fleet-w1-process")];
-    const steps = await plannedChanges(stack, { refresh: true, replace });
-    // The process goes before its replacement starts, so the engine itself replaces what depends on it
-    // (its reasons, not the providers', are the keys); the peers' proofs are among them through `peers`.
-    expect(steps.get("fleet-w1-process")).to.deep.include({ op: "replace", keys: ["id"] });
-    for (const id of ["w1", "w2", "w3"]) expect(steps.get(`fleet-${id}-generation`)?.op, id).to.equal("replace");
-    expect(steps.get(WAVE)?.op).to.equal("update");
-    expect([...steps.keys()].sort()).to.deep.equal(["fleet-w1-process", ...["w1", "w2", "w3"].flatMap(processEvidence), ...FLEET_AFTER_ENGINE, WAVE].sort());
+  it("(b) an engine restarted by hand: it serves, so only its peers restart; its new process is proved", async () => {
+    await restartByHand(STACK, "f2", big.alias);
+    await awaitHealthy(`http://${big.address}:8802`);
+    const steps = await plannedChanges(stack, { refresh: true });
+    expect(steps.has("fleet-f2-liveness"), "a serving engine's liveness").to.equal(false);
+    expect(steps.get("fleet-f2-generation")).to.deep.include({ op: "replace", keys: ["generation"] });
+    for (const id of ["f1", "f3", "f4"]) expect(steps.get(`fleet-${id}-generation`), id).to.deep.include({ op: "replace", keys: ["peers"] });
+    expect([...steps.keys()].sort()).to.deep.equal([...ENGINES.flatMap(processEvidence), ...FLEET_AFTER_ENGINE, WAVE].sort());
+    await expectOneUpConverges(steps, ["f1", "f3", "f4"]);
+    expect((await waveState()).lastWave?.wave).to.deep.equal(["f1", "f3", "f4"]);
+  });
 
-    const snapshot = await snapshotEvidence(stack);
-    await stack.up({ refresh: true, replace, ...quiet });
-    expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot));
-    const after = await livePids();
-    for (const id of ["w1", "w2", "w3"]) expect(after[id], id).to.not.equal(before[id]);
-    const wave = await resourceOutputs<WaveState>(WAVE);
-    expect(wave.lastWave?.restarted.map((r) => r.engineId)).to.deep.equal(["w1"]);
-    expect(wave.lastWave?.wave).to.deep.equal(["w2", "w3"]);
-    expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+  it("(c) an engine hung (stopped, its port open): the refresh's bounded probe calls it hung and the up restarts it", async () => {
+    await runInHost(big.alias, ["sh", "-c", `kill -STOP "$(cat ${runDir("f3")}/pid)"`]);
+    const steps = await plannedChanges(stack, { refresh: true });
+    expectRestartPlanned(steps, "f3");
+    await expectOneUpConverges(steps, ENGINES);
+  });
+
+  it("(d) every process of the stack on one host gone, as after a reboot: the up starts them again", async () => {
+    // The engine and its attestation sidecar: what the stack runs on that host.
+    await runInHost(small.alias, ["sh", "-c", `for f in ${runDir("f4")}/pid /var/lib/narwhal-fleet/${STACK}/attestation/f4/pid; do kill -KILL "$(cat "$f")"; done`]);
+    const steps = await plannedChanges(stack, { refresh: true });
+    expectRestartPlanned(steps, "f4");
+    await expectOneUpConverges(steps, ENGINES);
     await expectNarwhalCheckAgrees(stack);
   });
 });

@@ -47,7 +47,9 @@ export async function openStack(name: string, hosts: SimHost[], engines: EngineE
     "narwhal-fleet:hosts": hostEntries(hosts),
     "narwhal-fleet:engines": engines,
     "narwhal-fleet:model": { servedName: MODEL, checkpointDir: hosts[0]!.modelDir },
-    "narwhal-fleet:runtime": { kind: "native" },
+    // The invalidation rows state what one engine's restart re-measures, without its KV component's wave;
+    // the files about faults and waves take the default (restartKvPeers on).
+    "narwhal-fleet:runtime": { kind: "native", restartKvPeers: false },
     // Two cores run the CLI, the engines and every simulated sshd at once: allow slow handshakes.
     "narwhal-fleet:ssh": { connectTimeoutS: 30 },
     // As the dev stack: Gate B installs from the hosts' wheelhouse, Prometheus runs from Debian's package.
