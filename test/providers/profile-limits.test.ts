@@ -3,7 +3,8 @@
  * 127.0.0.1 over real HTTP: with a limit no real fit meets, create measures again up to `fitAttempts`,
  * keeps every sweep as its own evidence record (verdict fail, the figure in its reasons), then rejects
  * with a first line naming the engine, the figure, its value and the limit; a fit within the limits is
- * accepted and listed as the only try. A small sweep at a fast time scale keeps it cheap.
+ * accepted and listed as the only try. A small sweep keeps it cheap; the e2e time scale and 64 decode
+ * tokens keep its cohorts overlapping and its fits well within the limits on a loaded machine.
  */
 import { expect } from "chai";
 import * as fs from "node:fs";
@@ -18,14 +19,14 @@ import { makeModel, removeTemps, ROOT, startEngine, stopAll } from "../unit/sim-
 const STACK = "provider-tests";
 const API_KEY = "sk-narwhal-profile-limits-3b7f20";
 const ARGS = ["--served-model-name", "tiny", "--api-key", API_KEY, "--max-model-len", "4096", "--max-num-seqs", "8", "--no-enable-prefix-caching"];
-const SWEEP: Sweep = { prefillLens: [256, 1024, 2048], decodeInputLens: [256, 1024], decodeConcurrency: [1, 4], decodeTokens: 8, prefillRepeats: 3, decodeRepeats: 1 };
+const SWEEP: Sweep = { prefillLens: [256, 1024, 2048], decodeInputLens: [256, 1024], decodeConcurrency: [1, 4], decodeTokens: 64, prefillRepeats: 3, decodeRepeats: 1 };
 
 describe("providers: Profile accepts only a fit the preflight accepts", function () {
   this.timeout(180_000);
   let inputs: ProfileInputs;
 
   before(async () => {
-    const engine = await startEngine({ model: makeModel({}), args: ARGS, sim: { timeScale: 0.05, startupDelayS: 0 } });
+    const engine = await startEngine({ model: makeModel({}), args: ARGS, sim: { timeScale: 0.5, startupDelayS: 0 } });
     const planSha256 = "sha256:" + "c4".repeat(32);
     const g = (await generationProvider.create({ engineId: "e0", hostAlias: "local", url: engine.url, apiKey: API_KEY, processIdentity: { hostAlias: "local", pid: engine.proc.pid! }, planSha256, expectedVersion: "0.29.0", servedName: "tiny", probeTimeoutS: 20 }))
       .outs as EngineGenerationOutputs;
