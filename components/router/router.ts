@@ -2,7 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { envFile } from "../../lib/shell";
 import { ENGINE_API_KEY_ENV } from "../../lib/fleet/fleet-document";
-import { localAddress, profileStorePath, routerPortCheckScript, routerStartScript, routerStopScript, routerUrl, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
+import { localAddress, profileStorePath, routerPortCheckScript, routerStartScript, routerStopScript, routerSwapScript, routerUrl, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
 import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
 import type { NarwhalInstall } from "./install";
 import { lastJsonLine } from "../runtime/stdout";
@@ -36,9 +36,10 @@ export interface RouterArgs {
 /**
  * Gate G: `narwhal-serve` on the router host, started after the last gate and proved: `/health` ready
  * with every engine, the served model listed, one completion through a prefill and a decode engine.
- * The router is replaced when its document, profile store or install changes; anything else (a
- * repeated `pulumi up`) re-runs the start, which adopts the running router: nothing is re-measured, and
- * a restarted router re-matches the saved profiles against the live engines itself.
+ * The router swaps in place (an update: stop, then start) when its document, profile store or install
+ * changes, once everything before it succeeded; until then the serving router keeps serving. A start
+ * interrupted after launching is adopted by the next one; a restarted router re-matches the saved
+ * profiles against the live engines itself.
  */
 export class Router extends pulumi.ComponentResource {
   public readonly url: pulumi.Output<string>;
@@ -54,40 +55,45 @@ export class Router extends pulumi.ComponentResource {
     super("narwhal:router:Router", name, {}, opts);
     const text = pulumi.output(args.fleetDocument).apply((d) => JSON.stringify(d, null, 2));
     const store = args.profileStore === undefined ? pulumi.output<string | undefined>(undefined) : pulumi.output(args.profileStore);
-    const options: pulumi.Output<RouterOptions> = pulumi.all([text, store, args.install.marker]).apply(([fleetDocument, profileStore, marker]) => ({
+    this.profileStoreDigest =
+      args.profileStoreDigest !== undefined ? pulumi.output(args.profileStoreDigest) : store.apply((s) => (s === undefined ? undefined : textDigest(s)));
+    this.documentDigest = text.apply(textDigest);
+    const options: pulumi.Output<RouterOptions> = pulumi.all([text, store, args.install.marker, this.profileStoreDigest]).apply(([fleetDocument, profileStore, marker, profileStoreDigest]) => ({
       runDir: args.runDir,
       binDir: marker.binDir,
       bindAddress: args.bindAddress,
       port: args.port,
       fleetDocument,
       profileStore,
+      profileStoreDigest,
       startTimeoutS: args.startTimeoutS,
       stopTimeoutS: args.stopTimeoutS,
       hostAlias: args.hostAlias,
     }));
-    this.documentDigest = text.apply(textDigest);
-    this.profileStoreDigest =
-      args.profileStoreDigest !== undefined ? pulumi.output(args.profileStoreDigest) : store.apply((s) => (s === undefined ? undefined : textDigest(s)));
     const triggers = [this.documentDigest, this.profileStoreDigest.apply((d) => d ?? "none"), args.install.marker.digest, args.install.marker.binDir, `${args.bindAddress}:${args.port}`];
-    // Runs whenever the router is about to be replaced: a port held by someone else stops the run here,
-    // before the serving router is stopped for its replacement.
+    // Runs whenever the router is about to start on new inputs: a port held by someone else stops the run
+    // here, before the serving router is stopped for the swap.
     const portCheck = new command.remote.Command(
       `${name}-port-check`,
       { connection: args.connection, create: routerPortCheckScript({ runDir: args.runDir, port: args.port, hostAlias: args.hostAlias }), triggers, addPreviousOutputInEnv: false, logging: "stderr" },
       { parent: this, dependsOn: [args.after, args.install.command] },
     );
+    // A new document or store is an update that swaps the router in place (stop, then start), run once the
+    // preflight that judged them passed. A replacement would be deleted at the start of every up that
+    // restarts an engine (the engine's process is deleted before its replacement, and with it whatever
+    // would be replaced after it), so nothing would serve while the engines recover, or after a failed up.
     this.process = new command.remote.Command(
       `${name}-process`,
       {
         connection: args.connection,
         create: options.apply(routerStartScript),
+        update: options.apply(routerSwapScript),
         delete: options.apply(routerStopScript),
         stdin: pulumi.secret(pulumi.output(args.engineApiKey).apply((key) => envFile({ [ENGINE_API_KEY_ENV]: key }))),
-        triggers,
         addPreviousOutputInEnv: false,
         logging: "stderr",
       },
-      // The replacement binds the same port, so the old router must be gone first: after the port check.
+      // A replacement (`up --replace`) binds the same port, so the old router must be gone first: after the port check.
       { parent: this, deleteBeforeReplace: true, dependsOn: [args.after, args.install.command, portCheck] },
     );
     this.started = this.process.stdout.apply((out) => lastJsonLine<RouterStarted>(out));

@@ -146,10 +146,10 @@ export async function runGates(i: PreflightInputs, recentLogs?: (iid: string) =>
   const evidence = i.stack ? await record(i, outcome, summary, fleetDocumentDigest, startedAt) : undefined;
   const kept = evidence ? ` (gate lines, probes and engine logs kept as ${evidence.relativePath})` : "";
   if (summary.status === "fail") {
-    throw new Error(`preflight failed: ${failureSummary(outcome.gates)}; the router stays stopped${kept}`);
+    throw new Error(`preflight failed: ${failureSummary(outcome.gates)}; the router is not started on it${kept}`);
   }
   if (stopsDeployment(summary.status, i.strict ?? false)) {
-    throw new Error(`preflight degraded and preflight.strict is on: skipped ${skippedSummary(summary.skipped)}; the router stays stopped (declare what was skipped, or set preflight.strict false to accept a degraded run)${kept}`);
+    throw new Error(`preflight degraded and preflight.strict is on: skipped ${skippedSummary(summary.skipped)}; the router is not started on it (declare what was skipped, or set preflight.strict false to accept a degraded run)${kept}`);
   }
   return {
     fleetDocumentDigest,

@@ -21,6 +21,8 @@ export interface RouterOptions {
   readonly fleetDocument: string;
   /** The profile store's JSON text, written where the document's `profiles.path` points; absent: not written. */
   readonly profileStore?: string;
+  /** Or the digest of a store Gate F already wrote there: part of what the router serves, so a new one swaps it. */
+  readonly profileStoreDigest?: string;
   /** Bounded wait for `/health` to report ready, seconds. */
   readonly startTimeoutS: number;
   readonly stopTimeoutS: number;
@@ -72,7 +74,7 @@ export function routerArgv(o: Pick<RouterOptions, "binDir" | "bindAddress" | "po
 
 export function routerStartScript(o: RouterOptions): string {
   const documentDigest = textDigest(o.fleetDocument);
-  const storeDigest = o.profileStore === undefined ? "none" : textDigest(o.profileStore);
+  const storeDigest = o.profileStore === undefined ? (o.profileStoreDigest ?? "none") : textDigest(o.profileStore);
   const identity = `${documentDigest} ${storeDigest}`;
   const health = `http://${localAddress(o.bindAddress)}:${o.port}/health`;
   const where = `${o.bindAddress}:${o.port}`;
@@ -152,6 +154,14 @@ export function routerPortCheckScript(o: Pick<RouterOptions, "runDir" | "port" |
 ${refuseTakenPortLines({ what: "router", port: o.port, configKey: "router.port", hostAlias: o.hostAlias, ownPidFile: `${o.runDir}/pid` })}
 echo free
 `;
+}
+
+/**
+ * The router on a new document or store (a `pulumi up` update, run only after the preflight that judged
+ * them passed): the serving router stops only now, then the new one starts on the same port.
+ */
+export function routerSwapScript(o: RouterOptions): string {
+  return `(\n${routerStopScript(o)})\n${routerStartScript(o)}`;
 }
 
 /** Stops the router's process group (SIGKILL after the stop timeout) and removes the key file; keeps document, log and journal. */

@@ -1,4 +1,7 @@
 import { expect } from "chai";
+import type { Stack } from "@pulumi/pulumi/automation";
+import { request } from "undici";
+import { runInHost } from "../../sim/hosts";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { PROJECT_ROOT, sharedFleet } from "./support/stack";
@@ -10,6 +13,15 @@ import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/r
 import { expectReportKeepsAll, expectReportOfRestartedE2 } from "./support/report";
 
 interface EngineOut { host: string; url: string; pid: number; generationDigest: string }
+
+/** The live router on its host (sim1): the pid its run folder records, and what its /health answers. */
+async function routerServing(stack: Stack): Promise<{ pid: string; status: number }> {
+  const url = (await stack.outputs()).routerUrl!.value as string;
+  const r = await request(`${url}/health`, { headersTimeout: 10_000, bodyTimeout: 10_000 });
+  await r.body.text();
+  const pid = (await runInHost("sim1", ["cat", "/var/lib/narwhal-fleet/e2e/router/pid"])).stdout.trim();
+  return { pid, status: r.statusCode };
+}
 
 describe("e2e: an engine restarted with the same plan", function () {
   this.timeout(1_200_000);
@@ -39,9 +51,12 @@ describe("e2e: an engine restarted with the same plan", function () {
     // Its peers still hold the old process's NIXL handshake (vLLM #38840): the preflight fails the pairs
     // from e2 and the router is not restarted on the new store.
     let failure = "";
+    const routerBefore = await routerServing(stack);
     const snapshot = await snapshotEvidence(stack);
     await stack.up({ refresh: true, onOutput: () => undefined }).catch((err: Error) => (failure = err.message));
-    expect(failure).to.match(/preflight failed: consume \(e2 -> e1, e2 -> e3, e2 -> e4\); the router stays stopped/);
+    expect(failure).to.match(/preflight failed: consume \(e2 -> e1, e2 -> e3, e2 -> e4\); the router is not started on it/);
+    // The up that failed left the router it found serving: the same process answers.
+    expect(await routerServing(stack)).to.deep.equal(routerBefore);
     // e2's evidence and the failed preflight (kept) were measured again, as planned; the router's record was
     // not, since the router never started; nothing of e1, e3 or e4 was.
     expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot).filter((n) => n !== "fleet-router-host-router-record"));

@@ -16,6 +16,8 @@ import { awaitHealthy, restartByHand } from "./support/restart";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { invalidationSummary } from "../../lib/report/preview";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
+import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
+import { PROJECT_ROOT } from "./support/stack";
 
 const STACK = "e2e-faults";
 const WAVE = "fleet-kv-wave-1";
@@ -40,6 +42,31 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
   async function waveState(): Promise<WaveState> {
     const state = (await stack.exportStack()).deployment as { resources: Array<{ urn: string; outputs?: unknown }> };
     return state.resources.find((r) => r.urn.endsWith(`::${WAVE}`))!.outputs as WaveState;
+  }
+
+  /** The router's pid on its host (sim5) every half second until `stop` resolves: who served when. */
+  function sampleRouter(): { stop: () => Promise<Array<{ at: number; pid: string }>> } {
+    const samples: Array<{ at: number; pid: string }> = [];
+    let sampling = true;
+    const loop = (async () => {
+      while (sampling) {
+        const pid = (await runInHost(big.alias, ["sh", "-c", `cat /var/lib/narwhal-fleet/${STACK}/router/pid 2>/dev/null || true`])).stdout.trim();
+        samples.push({ at: Date.now(), pid });
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    })();
+    return { stop: async () => ((sampling = false), await loop, samples) };
+  }
+
+  /** When the newest generation record of `id` was started: its engine proved again. */
+  async function provedAt(id: string): Promise<number> {
+    const store = new EvidenceStore(evidenceRoot(PROJECT_ROOT, STACK));
+    let latest = 0;
+    for (const r of await store.list("generation")) {
+      const rec = (await store.read(r.relativePath, r.digest)) as unknown as { subject: { alias: string }; startedAt: string };
+      if (rec.subject.alias === id) latest = Math.max(latest, Date.parse(rec.startedAt));
+    }
+    return latest;
   }
 
   /**
@@ -99,8 +126,19 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     expect(liveness.changes[0]).to.deep.include({ input: "serving", old: "serving", new: "down" });
     expect(liveness.changes[0]!.observed).to.match(/\/health: connection refused \(ECONNREFUSED\) \(the engine process is gone\)$/);
 
+    // The router is swapped in place, not replaced: it is not stopped when the engines' restart begins.
+    expect(steps.get("fleet-router-host-router-process")?.op).to.equal("update");
+    const router = sampleRouter();
     await expectOneUpConverges(steps, ENGINES);
+    const samples = await router.stop();
     expect((await waveState()).lastWave?.restarted.map((r) => r.engineId)).to.deep.equal(["f2"]);
+    // The router that served before the fault still served once every engine had been restarted and proved
+    // again; then it was swapped onto the new profile store.
+    const old = samples[0]!.pid;
+    const lastProved = Math.max(...(await Promise.all(ENGINES.map(provedAt))));
+    expect(old).to.match(/^\d+$/);
+    expect(samples.some((x) => x.pid === old && x.at >= lastProved), "the old router served past the engines' proofs").to.equal(true);
+    expect(samples[samples.length - 1]!.pid).to.match(/^\d+$/).and.not.equal(old);
     await expectNarwhalCheckAgrees(stack);
   });
 

@@ -150,7 +150,7 @@ describe("e2e: first slice through the real CLI", function () {
     await stack.destroy({ onOutput: () => undefined });
     let failure = "";
     await stack.up({ onOutput: () => undefined }).catch((err: Error) => (failure = err.message));
-    expect(failure).to.match(/preflight failed: slo\b[^;]*; the router stays stopped/);
+    expect(failure).to.match(/preflight failed: slo\b[^;]*; the router is not started on it/);
     const routers = ((await stack.exportStack()).deployment.resources as Array<{ urn: string }>).filter((r) => r.urn.endsWith("::fleet-router-host-router-process"));
     expect(routers, "router resources after a failed preflight").to.deep.equal([]);
     expect((await runInHost(a!.alias, ["ss", "-Hltn", "sport = :8421"])).stdout.trim(), "router listener").to.equal("");

@@ -179,7 +179,7 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
     };
     let message = "";
     await runGates(inputs).catch((err: Error) => (message = err.message));
-    expect(message).to.match(/^preflight failed: model \(e0, e1, e2\); pace \(e0, e1, e2\); tokenize \(e0, e1, e2\); the router stays stopped \(gate lines, probes and engine logs kept as (\S+)\)$/);
+    expect(message).to.match(/^preflight failed: model \(e0, e1, e2\); pace \(e0, e1, e2\); tokenize \(e0, e1, e2\); the router is not started on it \(gate lines, probes and engine logs kept as (\S+)\)$/);
     const record = path.join(ROOT, "runs", "provider-tests", "evidence", /kept as (\S+)\)$/.exec(message)![1]!);
     const text = fs.readFileSync(record, "utf8");
     expect(text).to.not.include(API_KEY);
@@ -194,7 +194,7 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
     // ...unless the stack asks for strict.
     let strict = "";
     await runGates({ ...inputs, fleetDocument: writeFleet({}).doc, strict: true }).catch((err: Error) => (strict = err.message));
-    expect(strict).to.match(/^preflight degraded and preflight\.strict is on: skipped contract \(no engine_contract declared; checking live vLLM versions only\); the router stays stopped /);
+    expect(strict).to.match(/^preflight degraded and preflight\.strict is on: skipped contract \(no engine_contract declared; checking live vLLM versions only\); the router is not started on it /);
   });
 
   it("consumers reject a restarted producer's handoff as stale (a cached NIXL handshake) in both, and keep the pair's logs", async () => {

@@ -160,6 +160,6 @@ describe("providers: preflight agrees with narwhal-check on a fleet with an engi
 
     let strict = "";
     await runGates({ ...inputs, strict: true }).catch((err: Error) => (strict = err.message));
-    expect(strict).to.match(/^preflight degraded and preflight\.strict is on: skipped contract \(contract [0-9a-f]{16} undeclared: connector_version, transfer_version\); the router stays stopped /);
+    expect(strict).to.match(/^preflight degraded and preflight\.strict is on: skipped contract \(contract [0-9a-f]{16} undeclared: connector_version, transfer_version\); the router is not started on it /);
   });
 });

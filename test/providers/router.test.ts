@@ -15,7 +15,7 @@ import { promisify } from "node:util";
 import { parseFleetConfig } from "../../lib/config";
 import { ENGINE_API_KEY_ENV, fleetDocument } from "../../lib/fleet/fleet-document";
 import { installScript, uninstallScript, type InstallMarker, type InstallOptions } from "../../lib/router/install";
-import { routerStartScript, routerStopScript, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
+import { routerStartScript, routerStopScript, routerSwapScript, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
 import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
 import { journalBeside } from "../../components/router/router";
 import {
@@ -255,6 +255,22 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       expect(prompts(after.p0)).to.equal(prompts(before.p0));
       expect(prompts(after.d0)).to.equal(prompts(before.d0));
       started = again;
+    });
+
+    it("swaps onto a new profile store in one update: the start alone refuses the serving router, the swap stops it and starts anew", async () => {
+      // As the fleet runs it: Gate F wrote the store, the router knows its digest.
+      const next = { ...router, profileStore: undefined, profileStoreDigest: "sha256:" + "5e".repeat(32) };
+      // The start script never stops a router serving something else: only the swap, run once the preflight passed, does.
+      const refused = await sh(routerStartScript(next), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
+      expect(refused.code).to.equal(1);
+      expect(refused.stderr).to.contain(`router: pid ${started.pid} already serves another fleet document`);
+      const r = await sh(routerSwapScript(next), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
+      expect(r.code, r.stderr).to.equal(0);
+      const swapped = lastJson<RouterStarted>(r.stdout);
+      expect(swapped.pid).to.not.equal(started.pid);
+      expect(swapped.health).to.deep.include({ status: "ok", instances: 2 });
+      expect(fs.existsSync(`/proc/${started.pid}`), "the old router").to.equal(false);
+      started = swapped;
     });
   });
 

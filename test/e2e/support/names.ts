@@ -13,8 +13,8 @@ export const processEvidence = (id: string): string[] => [`fleet-${id}-generatio
 export const ROUTER_PROCESS_RESTART = ["fleet-router-host-router-process", "fleet-router-host-router-proof", "fleet-router-host-router-record"];
 
 /**
- * A router started again on new inputs: first the check that its port is free (made before the serving
- * router stops), then its process, proof and record.
+ * A router on new inputs: first the check that its port is free (made before the serving router stops),
+ * then its process (swapped in place: an update), its proof and record.
  */
 export const ROUTER_RESTART = ["fleet-router-host-router-port-check", ...ROUTER_PROCESS_RESTART];
 

@@ -50,10 +50,10 @@ describe("bench/scale steps", () => {
     const message = [
       "code: 255",
       " stdout: Updating (bench-scale):",
-      " ++ pulumi-nodejs:dynamic/narwhal:Preflight fleet-preflight creating replacement (28s) [diff: ~engines]; error: preflight failed: consume (e16 -> e1); the router stays stopped",
+      " ++ pulumi-nodejs:dynamic/narwhal:Preflight fleet-preflight creating replacement (28s) [diff: ~engines]; error: preflight failed: consume (e16 -> e1); the router is not started on it",
       "    error: update failed",
     ].join("\n");
-    expect(failureReason(message)).to.equal("preflight failed: consume (e16 -> e1); the router stays stopped");
+    expect(failureReason(message)).to.equal("preflight failed: consume (e16 -> e1); the router is not started on it");
     expect(failureReason("error: update failed\nsomething else")).to.equal("error: update failed");
   });
 });
