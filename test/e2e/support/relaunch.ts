@@ -1,6 +1,6 @@
 /**
- * Rows whose change relaunches one engine of the shared fleet, which keeps the default
- * `runtime.restartKvPeers: false`. The `up` after the change measures that engine again and stops at the
+ * Rows whose change relaunches one engine of the shared fleet, which turns the peer wave off
+ * (`runtime.restartKvPeers: false`). The `up` after the change measures that engine again and stops at the
  * preflight, because its peers still hold the old process's NIXL handshake (vLLM #38840). Back to where it
  * was, the runbook's rule is followed before the `up`: the peers restart first, so the `up` that relaunches
  * the engine measures every engine again and converges.
@@ -24,14 +24,14 @@ function expectWithinPlan(remeasured: string[], steps: ReadonlyMap<string, Plann
 
 /**
  * Runs `up --refresh` after a change that relaunches `engine`, expects the preflight to fail exactly that
- * engine's pairs (the router stays stopped, so its record is not written), and holds what was re-measured.
+ * engine's pairs (the router is not swapped onto it, so its record is not written), and holds what was re-measured.
  */
 export async function expectUpStopsAtStalePeers(stack: Stack, steps: ReadonlyMap<string, PlannedStep>, engine: string, opts: { exact: boolean }): Promise<void> {
   const peers = ENGINES.filter((id) => id !== engine);
   const snapshot = await snapshotEvidence(stack);
   let failure = "";
   await stack.up({ refresh: true, onOutput: () => undefined }).catch((err: Error) => (failure = err.message));
-  expect(failure, failure.slice(-3000)).to.contain(`preflight failed: consume (${peers.map((p) => `${engine} -> ${p}`).join(", ")}); the router stays stopped`);
+  expect(failure, failure.slice(-3000)).to.contain(`preflight failed: consume (${peers.map((p) => `${engine} -> ${p}`).join(", ")}); the router is not started on it`);
   const remeasured = await remeasuredSince(snapshot);
   expectWithinPlan(remeasured, steps, plannedRemeasure(steps, snapshot).filter((n) => n !== ROUTER_RECORD), opts.exact);
   expect(remeasured, "the relaunched engine's evidence and the failed preflight (kept)").to.include.members([`fleet-${engine}-generation`, `fleet-profiles-${engine}`, "fleet-preflight"]);
