@@ -11,18 +11,50 @@ layer="${1:-all}"
 
 bash scripts/setup.sh
 
+# e2e files whose stacks live on simulated hosts of their own, never on the shared fleet (sim1-sim4): they
+# run in a second mocha beside the other e2e files. An e2e test spends most of its time waiting on engines
+# and sshd, not on the CPU, so two lanes finish well before one would.
+OWN_HOSTS_E2E=(
+  test/e2e/faults.test.ts          # sim5, sim8
+  test/e2e/failure-paths.test.ts   # sim13, sim14
+  test/e2e/policy-pack.test.ts     # sim11
+  test/e2e/docker-cli.test.ts      # simdock
+)
+
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+status=0
+
+run_e2e() {
+  local ignore=() f
+  for f in "${OWN_HOSTS_E2E[@]}"; do ignore+=(--ignore "$f"); done
+  # The second lane writes to a log, printed once the first lane is done, so neither output interleaves.
+  mocha --reporter scripts/mocha-reporter.js "${OWN_HOSTS_E2E[@]}" >"$logs/e2e-own-hosts.log" 2>&1 &
+  local side=$!
+  mocha --reporter scripts/mocha-reporter.js 'test/e2e/**/*.test.ts' "${ignore[@]}" 2>&1 | tee "$logs/e2e.log" || status=1
+  wait "$side" || status=1
+  printf '\n==> e2e files on hosts of their own (run beside the ones above)\n\n'
+  cat "$logs/e2e-own-hosts.log"
+}
+
 # The CLI runs the program as JavaScript from a compile cache (tools/ts-require.js) without checking
 # its types; tsc checks the whole tree once below instead, before any layer that drives the CLI.
 
 case "$layer" in
-  unit|mocks|providers) specs=("test/$layer/**/*.test.ts") ;;
+  unit|mocks|providers)
+    exec mocha --reporter scripts/mocha-reporter.js "test/$layer/**/*.test.ts" ;;
   e2e)
     tsc --noEmit -p .
-    specs=("test/e2e/**/*.test.ts") ;;
+    run_e2e ;;
   all)
     tsc --noEmit -p .
     (cd tools/command-provider && GOFLAGS=-mod=mod go test ./...)
-    specs=("test/unit/**/*.test.ts" "test/mocks/**/*.test.ts" "test/providers/**/*.test.ts" "test/e2e/**/*.test.ts") ;;
+    mocha --reporter scripts/mocha-reporter.js "test/unit/**/*.test.ts" "test/mocks/**/*.test.ts" "test/providers/**/*.test.ts" 2>&1 | tee "$logs/layers.log" || status=1
+    run_e2e ;;
   *) echo "usage: scripts/test.sh [unit|mocks|providers|e2e|all]" >&2; exit 2 ;;
 esac
-exec mocha --reporter scripts/mocha-reporter.js "${specs[@]}"
+
+# Every mocha run ends with "N passed, N failed, N skipped": the sum is the suite's closing line.
+cat "$logs"/*.log | awk '/^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$/ { p += $1; f += $3; s += $5; n++ }
+  END { if (n > 0) printf "\nall runs: %d passed, %d failed, %d skipped\n", p, f, s }'
+exit "$status"
