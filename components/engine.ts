@@ -8,7 +8,7 @@ import type { RunbookAttestationSource } from "../lib/attestation/runbook-docume
 import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";
 import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
 import { checkRuntimeOf, ImageCheck, imageCheckLogin } from "../dynamic-providers/image-check/resource";
-import { EngineLiveness } from "../dynamic-providers/engine-liveness/resource";
+import { Liveness } from "../dynamic-providers/liveness/resource";
 import { engineProcess, HostScope, ProcessIdentity, type RunbookOutcome } from "./runtime";
 
 export interface EngineArgs {
@@ -78,7 +78,7 @@ export class Engine extends pulumi.ComponentResource {
   /** Gate C's image check of this engine's runtime against its plan; the process starts only after it passes. */
   public readonly imageCheck: ImageCheck;
   /** Whether the started engine still serves; a refresh that finds it down restarts it in the next up. */
-  public readonly liveness: EngineLiveness;
+  public readonly liveness: Liveness;
   public readonly generation: EngineGeneration;
   public readonly cache: CacheCapture;
 
@@ -105,9 +105,9 @@ export class Engine extends pulumi.ComponentResource {
     // The check's URN is known even in preview, so this orders the start after the check without making the plan unknown.
     const checkedPlan = pulumi.all([this.plan, this.imageCheck.urn]).apply(([plan]) => plan);
 
-    this.liveness = new EngineLiveness(
+    this.liveness = new Liveness(
       `${name}-liveness`,
-      { engineId: this.plan.engineId, hostAlias: args.hostAlias, url: this.plan.url, healthDeadlineS: args.runtime.deadlinesS.health },
+      { service: "engine", name: this.plan.engineId, hostAlias: args.hostAlias, url: this.plan.url, healthDeadlineS: args.runtime.deadlinesS.health },
       { parent: this },
     );
 

@@ -63,7 +63,7 @@ export interface ProcessArgs {
   /** The runbook launch directory (`engines[].runbookRun`) whose running engine may be adopted. */
   runbookRun?: string;
   /**
-   * The engine's liveness epoch (dynamic-providers/engine-liveness): a new one, minted when a refresh found
+   * The engine's liveness epoch (dynamic-providers/liveness): a new one, minted when a refresh found
    * the engine dead, hung or gone, restarts it. Every backend folds it into what replaces its process.
    */
   restartEpoch: pulumi.Input<string>;

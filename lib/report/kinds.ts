@@ -25,7 +25,6 @@ const DYNAMIC: Record<string, EvidenceKind> = {
   ReplicaAgreement: { kind: "replica check", gate: "A" },
   DeploymentConfig: { kind: "generated config", gate: "A" },
   ImageCheck: { kind: "image check", gate: "C" },
-  EngineLiveness: { kind: "engine liveness", gate: "C" },
   EngineGeneration: { kind: "generation", gate: "C" },
   CacheCapture: { kind: "cache capture", gate: "C" },
   PeerWave: { kind: "KV peer restart wave", gate: "C" },
@@ -59,8 +58,9 @@ export function evidenceKind(type: string, urn: string, name: string, custom: bo
   if (!custom || type.startsWith("pulumi:providers:") || type === "pulumi:pulumi:Stack") return undefined;
   const dynamic = /^pulumi-nodejs:dynamic\/narwhal:(\w+)$/.exec(type);
   if (dynamic?.[1] === "CommandRecord") return Object.entries(COMMAND_RECORDS).find(([suffix]) => name.endsWith(suffix))?.[1] ?? { kind: "command record", gate: "other" };
-  if (dynamic) return DYNAMIC[dynamic[1]!] ?? { kind: dynamic[1]!, gate: "other" };
   const parents = parentTypes(urn);
+  if (dynamic?.[1] === "Liveness" || dynamic?.[1] === "EngineLiveness") return livenessKind(parents);
+  if (dynamic) return DYNAMIC[dynamic[1]!] ?? { kind: dynamic[1]!, gate: "other" };
   if (parents.includes("narwhal:attestation:AttestationMesh") && name.endsWith("-sidecar")) return { kind: "attestation sidecar", gate: "E" };
   if (parents.includes("narwhal:engine:Engine")) {
     if (type === "docker:index/container:Container") return { kind: "engine container", gate: "C" };
@@ -72,4 +72,11 @@ export function evidenceKind(type: string, urn: string, name: string, custom: bo
   if (parents.includes("narwhal:router:Router")) return { kind: name.endsWith("-proof") ? "router proof" : name.endsWith("-port-check") ? "router port check" : "router process", gate: "G" };
   if (parents.includes("narwhal:observability:Monitoring")) return { kind: "monitoring", gate: "G" };
   return { kind: type, gate: "other" };
+}
+
+/** One liveness resource type watches engines (Gate C), the router and monitoring (Gate G): the component says which. */
+function livenessKind(parents: string[]): EvidenceKind {
+  if (parents.includes("narwhal:router:Router")) return { kind: "router liveness", gate: "G" };
+  if (parents.includes("narwhal:observability:Monitoring")) return { kind: "monitoring liveness", gate: "G" };
+  return { kind: "engine liveness", gate: "C" };
 }

@@ -23,8 +23,8 @@ function state(type: string, _name: string, inputs: Record<string, any>): Record
       return { ...inputs, stdout: '{"pid":42,"startedAt":"2026-01-01T00:00:00Z"}' };
     case "pulumi-nodejs:dynamic/narwhal:ImageCheck":
       return { ...inputs, vllmApiVersion: "0.29.0+checked" };
-    case "pulumi-nodejs:dynamic/narwhal:EngineLiveness":
-      return { ...inputs, epoch: `epoch-${inputs.engineId}` };
+    case "pulumi-nodejs:dynamic/narwhal:Liveness":
+      return { ...inputs, epoch: `epoch-${inputs.name}` };
     default:
       return inputs;
   }

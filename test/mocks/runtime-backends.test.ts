@@ -124,7 +124,7 @@ describe("mocks: engine runtime backends", () => {
                   : { ...args.inputs, stdout: '{"pid":42,"startedAt":"2026-01-01T00:00:00Z"}' };
           const id = args.type === "docker:index/container:Container" ? CONTAINER_ID : `${args.name}-id`;
           if (args.type === "pulumi-nodejs:dynamic/narwhal:HostDiscovery") return { id, state: { ...args.inputs, ...DISCOVERED(String(args.inputs.alias)) } };
-          if (args.type === "pulumi-nodejs:dynamic/narwhal:EngineLiveness") return { id, state: { ...args.inputs, epoch: EPOCH } };
+          if (args.type === "pulumi-nodejs:dynamic/narwhal:Liveness") return { id, state: { ...args.inputs, epoch: EPOCH } };
           return { id, state };
         },
         call(args) {

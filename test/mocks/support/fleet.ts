@@ -93,8 +93,8 @@ export function fleetState(type: string, name: string, inputs: Record<string, an
         vllmApiVersion: "0.29.0",
         identity: inputs.runtime.kind === "docker" ? { kind: "docker", image: inputs.runtime.image, imageId: IMAGE_ID, resolvedDigest: null } : { kind: "native", command: "vllm" },
       };
-    case "pulumi-nodejs:dynamic/narwhal:EngineLiveness":
-      return { ...inputs, epoch: `epoch-${inputs.engineId}` };
+    case "pulumi-nodejs:dynamic/narwhal:Liveness":
+      return { ...inputs, epoch: `epoch-${inputs.name}` };
     case "pulumi-nodejs:dynamic/narwhal:EngineGeneration":
       return { ...inputs, generationDigest: "sha256:" + Buffer.from(String(inputs.engineId).padEnd(32, ".")).toString("hex"), processStartTime: 1754000000.25, version: "0.29.0" };
     case "pulumi-nodejs:dynamic/narwhal:CacheCapture": {

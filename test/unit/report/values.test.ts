@@ -33,4 +33,15 @@ describe("preview report: values and kinds", () => {
     expect(evidenceKind("pulumi:providers:command", "urn:pulumi:s::p::pulumi:providers:command::default", "default", true)).to.equal(undefined);
     expect(evidenceKind("narwhal:engine:Engine", engineUrn("narwhal:engine:Engine", "fleet-e1"), "fleet-e1", false)).to.equal(undefined);
   });
+
+  it("names one liveness type by what it watches: an engine (Gate C), the router or monitoring (Gate G)", () => {
+    const type = "pulumi-nodejs:dynamic/narwhal:Liveness";
+    const urn = (chain: string, name: string) => `urn:pulumi:s::narwhal-fleet::narwhal:fleet:Fleet$${chain}$${type}::${name}`;
+    expect(evidenceKind(type, urn("narwhal:engine:Engine", "fleet-e1-liveness"), "fleet-e1-liveness", true)).to.deep.equal({ kind: "engine liveness", gate: "C" });
+    expect(evidenceKind(type, urn("narwhal:router:Router", "fleet-router-liveness"), "fleet-router-liveness", true)).to.deep.equal({ kind: "router liveness", gate: "G" });
+    expect(evidenceKind(type, urn("narwhal:observability:Monitoring", "fleet-monitoring-prometheus-liveness"), "fleet-monitoring-prometheus-liveness", true)).to.deep.equal({
+      kind: "monitoring liveness",
+      gate: "G",
+    });
+  });
 });

@@ -1,6 +1,6 @@
 import { expect } from "chai";
-import { observeLiveness, restartReason } from "../../../lib/engine/liveness";
-import type { Ask } from "../../../lib/engine/generation";
+import { observeLiveness, restartReason } from "../../lib/liveness";
+import type { Ask } from "../../lib/engine/generation";
 
 const URL = "http://198.18.0.11:8101";
 const answering = (status: number): Ask => async () => ({ status, body: "" });
@@ -8,7 +8,7 @@ const failing = (reason: string): Ask => async () => {
   throw Object.assign(new Error(`e1 on host sim1: GET ${URL}/health failed: ${reason}`), { reason });
 };
 
-describe("engine liveness: what a refresh's /health probe means", () => {
+describe("liveness: what a refresh's health probe means", () => {
   it("serving on 200, and nothing to restart", async () => {
     const seen = await observeLiveness(answering(200), URL, 15);
     expect(seen.observedState).to.equal("serving");
@@ -31,5 +31,20 @@ describe("engine liveness: what a refresh's /health probe means", () => {
     const seen = await observeLiveness(failing("host not reachable (EHOSTUNREACH)"), URL, 15);
     expect(seen).to.deep.equal({ observedState: "unreachable", observedDetail: `${URL}/health: host not reachable (EHOSTUNREACH); check the network to the host` });
     expect(restartReason(seen)).to.equal(undefined);
+  });
+
+  it("asks the router and Prometheus at their own health endpoints, in their own words", async () => {
+    const paths: string[] = [];
+    const gone: Ask = async (path) => {
+      paths.push(path);
+      throw Object.assign(new Error("refused"), { reason: "connection refused (ECONNREFUSED)" });
+    };
+    expect(restartReason(await observeLiveness(gone, URL, 15, "router"))).to.equal(`${URL}/health: connection refused (ECONNREFUSED) (the router process is gone)`);
+    const hung: Ask = async (path) => {
+      paths.push(path);
+      throw Object.assign(new Error("slow"), { reason: "no answer within 15 s" });
+    };
+    expect(restartReason(await observeLiveness(hung, "http://p:9090", 15, "prometheus"))).to.equal("http://p:9090/-/healthy: no answer within 15 s (the prometheus hangs)");
+    expect(paths).to.deep.equal(["/health", "/-/healthy"]);
   });
 });

@@ -1,12 +1,12 @@
 /**
- * EngineLiveness against real engine simulator processes on 127.0.0.1, its methods called as the dynamic
+ * Liveness against real engine simulator processes on 127.0.0.1, its methods called as the dynamic
  * provider host calls them: a serving engine keeps its epoch; a dead, hung or vanished one is replaced
  * (replace key "serving", the probe's words as the reason), and the replacement's new epoch is what
  * restarts the engine's process.
  */
 import { expect } from "chai";
-import { provider } from "../../dynamic-providers/engine-liveness/provider";
-import type { EngineLivenessInputs, EngineLivenessOutputs } from "../../dynamic-providers/engine-liveness/types";
+import { provider } from "../../dynamic-providers/liveness/provider";
+import type { LivenessInputs, LivenessOutputs } from "../../dynamic-providers/liveness/types";
 import { UNKNOWN } from "../../dynamic-providers/diff";
 import { http, makeModel, removeTemps, startEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";
 
@@ -14,17 +14,17 @@ const ARGS = ["--served-model-name", "tiny", "--max-model-len", "4096"];
 /** Short enough to keep the hung case quick, far above a loopback /health on a loaded machine. */
 const HEALTH_DEADLINE_S = 3;
 
-const inputsFor = (engine: SimEngine): EngineLivenessInputs => ({ engineId: "e1", hostAlias: "local", url: engine.url, healthDeadlineS: HEALTH_DEADLINE_S });
+const inputsFor = (engine: SimEngine): LivenessInputs => ({ service: "engine", name: "e1", hostAlias: "local", url: engine.url, healthDeadlineS: HEALTH_DEADLINE_S });
 
-async function created(engine: SimEngine): Promise<EngineLivenessOutputs> {
-  return (await provider.create!(inputsFor(engine))).outs as EngineLivenessOutputs;
+async function created(engine: SimEngine): Promise<LivenessOutputs> {
+  return (await provider.create!(inputsFor(engine))).outs as LivenessOutputs;
 }
 
-async function refreshed(outs: EngineLivenessOutputs): Promise<EngineLivenessOutputs> {
-  return (await provider.read!("id", outs)).props as EngineLivenessOutputs;
+async function refreshed(outs: LivenessOutputs): Promise<LivenessOutputs> {
+  return (await provider.read!("id", outs)).props as LivenessOutputs;
 }
 
-describe("providers: EngineLiveness against the engine simulator", function () {
+describe("providers: Liveness against the engine simulator", function () {
   this.timeout(120_000);
   let model: string;
 
@@ -79,14 +79,21 @@ describe("providers: EngineLiveness against the engine simulator", function () {
     expect(seen).to.include({ observedState: "down", observedDetail: `${engine.url}/health answered HTTP 503 (the engine reports itself dead)` });
     // The replacement's create mints the epoch that restarts the process; its next refresh finds it serving.
     await http(`${engine.url}/sim/dead`, { method: "POST", body: { dead: false }, headers: { "x-narwhal-sim": "1" } });
-    const again = await refreshed((await provider.create!(inputsFor(engine))).outs as EngineLivenessOutputs);
+    const again = await refreshed((await provider.create!(inputsFor(engine))).outs as LivenessOutputs);
     expect(again.observedState).to.equal("serving");
     expect(again.epoch).to.not.equal(outs.epoch);
   });
 });
 
-describe("providers: EngineLiveness's diff", () => {
-  const outs: EngineLivenessOutputs = { engineId: "e1", hostAlias: "sim1", url: "http://198.18.0.11:8101", healthDeadlineS: 15, epoch: "ab", observedState: "serving", observedDetail: "ok" };
+describe("providers: Liveness's diff", () => {
+  const outs: LivenessOutputs = { service: "engine", name: "e1", hostAlias: "sim1", url: "http://198.18.0.11:8101", healthDeadlineS: 15, epoch: "ab", observedState: "serving", observedDetail: "ok" };
+
+  it("keeps the epoch of a record made when only engines had one (EngineLiveness): an update, no restart", async () => {
+    const { service: _s, name: _n, ...rest } = outs;
+    const older = { ...rest, engineId: "e1" } as unknown as LivenessOutputs;
+    expect(await provider.diff!("id", older, { service: "engine", name: "e1", hostAlias: "sim1", url: outs.url, healthDeadlineS: 15 })).to.deep.include({ changes: true, replaces: [] });
+    expect((await provider.update!("id", older, { service: "engine", name: "e1", hostAlias: "sim1", url: outs.url, healthDeadlineS: 15 })).outs).to.include({ epoch: "ab", service: "engine" });
+  });
 
   it("updates in place when the endpoint moves, and forecasts nothing for a value a preview does not know yet", async () => {
     expect(await provider.diff!("id", outs, { ...outs, url: "http://198.18.0.11:8102" })).to.deep.include({ changes: true, replaces: [] });
