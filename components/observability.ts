@@ -3,6 +3,7 @@ import * as command from "@pulumi/command";
 import type { ObservabilitySpec } from "../lib/config";
 import { textDigest } from "../lib/router/serve";
 import { envFile } from "../lib/shell";
+import { Liveness } from "../dynamic-providers/liveness/resource";
 import {
   dashboardProvisioning,
   datasourceProvisioning,
@@ -13,10 +14,14 @@ import {
   prometheusConfig,
   prometheusStartScript,
   prometheusStopScript,
+  freshnessStartScript,
+  freshnessStopScript,
   routerTargets,
   rulesFile,
   writeFilesScript,
   type DocumentEngine,
+  type FreshnessExpectation,
+  type FreshnessRunOptions,
   type PrometheusRunOptions,
 } from "../lib/observability";
 
@@ -37,11 +42,17 @@ export interface MonitoringArgs {
   after: pulumi.Input<pulumi.Resource>;
   startTimeoutS: number;
   stopTimeoutS: number;
+  /** An address of the router host the program reaches: a refresh probes Prometheus and Grafana there. */
+  address: pulumi.Input<string>;
+  /** A refresh's health probe waits this long before it calls a service hung. */
+  healthDeadlineS: number;
+  /** What the live fleet must still match, for the evidence freshness exporter; rewritten after each converged up. */
+  freshness: pulumi.Input<FreshnessExpectation>;
 }
 
 /**
- * Prometheus scraping the router and every engine from file-based targets, with Narwhal's alert
- * rules, and Grafana provisioned with the Prometheus datasource and the fleet dashboard. Containers
+ * Prometheus scraping the router, every engine and the evidence freshness exporter, with Narwhal's alert
+ * rules and the stale-evidence rule, and Grafana provisioned with the Prometheus datasource and the fleet dashboard. Containers
  * (the runbook's images, host network) or, with `observability.runtime: native`, the host's own
  * Prometheus binary; Grafana then has its provisioning files written for the operator's install.
  */
@@ -56,6 +67,13 @@ export class Monitoring extends pulumi.ComponentResource {
     const promDir = `${args.dir}/prometheus`;
     const grafanaDir = `${args.dir}/grafana`;
     const localProm = `http://127.0.0.1:${spec.prometheusPort}`;
+    // A refresh that finds Prometheus or Grafana down mints a new epoch, a trigger of its start: the same up starts it again.
+    const livenessEpoch = (service: "prometheus" | "grafana" | "freshness", port: number) =>
+      new Liveness(
+        `${name}-${service}-liveness`,
+        { service, name: service, hostAlias: args.hostAlias ?? "router", url: pulumi.output(args.address).apply((a) => `http://${a.includes(":") ? `[${a}]` : a}:${port}`), healthDeadlineS: args.healthDeadlineS },
+        { parent: this },
+      ).epoch;
     const targets = new command.remote.Command(
       `${name}-targets`,
       {
@@ -74,7 +92,7 @@ export class Monitoring extends pulumi.ComponentResource {
       { parent: this, dependsOn: [args.after] },
     );
     const files = {
-      "prometheus.yml": JSON.stringify(prometheusConfig({ scrapeIntervalS: spec.scrapeIntervalS, configDir: promDir }), null, 2),
+      "prometheus.yml": JSON.stringify(prometheusConfig({ scrapeIntervalS: spec.scrapeIntervalS, configDir: promDir, freshnessTarget: `127.0.0.1:${spec.freshnessPort}` }), null, 2),
       "rules.yml": JSON.stringify(rulesFile(), null, 2),
     };
     const digest = textDigest(JSON.stringify(files));
@@ -100,10 +118,31 @@ export class Monitoring extends pulumi.ComponentResource {
     );
     new command.remote.Command(
       `${name}-prometheus`,
-      { connection: args.connection, create: prometheusStartScript(run), delete: prometheusStopScript(run), triggers: [digest], addPreviousOutputInEnv: false, logging: "stderr" },
+      { connection: args.connection, create: prometheusStartScript(run), delete: prometheusStopScript(run), triggers: [digest, livenessEpoch("prometheus", spec.prometheusPort)], addPreviousOutputInEnv: false, logging: "stderr" },
       { parent: this, deleteBeforeReplace: true, dependsOn: [config, targets] },
     );
     this.prometheusUrl = localProm;
+
+    // The freshness exporter reads expected.json at every scrape: written once the router serves what the
+    // evidence was measured against, so a new expectation never needs a restart.
+    const freshnessRun: FreshnessRunOptions = { dir: `${args.dir}/freshness`, port: spec.freshnessPort, startTimeoutS: args.startTimeoutS, stopTimeoutS: args.stopTimeoutS, hostAlias: args.hostAlias };
+    const expected = new command.remote.Command(
+      `${name}-freshness-expected`,
+      { connection: args.connection, create: pulumi.output(args.freshness).apply((f) => writeFilesScript(freshnessRun.dir, { "expected.json": JSON.stringify(f, null, 2) })), addPreviousOutputInEnv: false, logging: "stderr" },
+      { parent: this, dependsOn: [args.after] },
+    );
+    new command.remote.Command(
+      `${name}-freshness`,
+      {
+        connection: args.connection,
+        create: freshnessStartScript(freshnessRun),
+        delete: freshnessStopScript(freshnessRun),
+        triggers: [livenessEpoch("freshness", spec.freshnessPort)],
+        addPreviousOutputInEnv: false,
+        logging: "stderr",
+      },
+      { parent: this, deleteBeforeReplace: true, dependsOn: [expected] },
+    );
 
     const grafanaFiles = {
       "provisioning/datasources/narwhal.yml": JSON.stringify(datasourceProvisioning(localProm), null, 2),
@@ -127,7 +166,7 @@ export class Monitoring extends pulumi.ComponentResource {
           create: grafanaStartScript({ dir: grafanaDir, image: spec.grafanaImage, containerName: `narwhal-${args.stack}-grafana`, port: spec.grafanaPort, configDigest: grafanaDigest, startTimeoutS: args.startTimeoutS, hostAlias: args.hostAlias }),
           delete: grafanaStopScript({ dir: grafanaDir, containerName: `narwhal-${args.stack}-grafana` }),
           stdin: pulumi.secret(pulumi.output(args.grafanaAdminPassword).apply((p) => envFile({ GF_SECURITY_ADMIN_PASSWORD: p }))),
-          triggers: [grafanaDigest],
+          triggers: [grafanaDigest, livenessEpoch("grafana", spec.grafanaPort)],
           addPreviousOutputInEnv: false,
           logging: "stderr",
         },

@@ -8,6 +8,7 @@ import { localAddress, routerUrl } from "../../lib/router/serve";
 import { stackDirOn } from "../../lib/fleet/state-dir";
 import { CommandRecord } from "../../dynamic-providers/command-record/resource";
 import type { DocumentEngine } from "../../lib/observability/targets";
+import type { FreshnessExpectation } from "../../lib/observability/freshness-exporter";
 
 export { NarwhalInstall } from "./install";
 export { Router } from "./router";
@@ -23,6 +24,8 @@ export interface RouterHostArgs {
   fleetDocument: pulumi.Input<Record<string, unknown>>;
   /** Every engine's id, URL and role, for the scrape targets. */
   engineEndpoints: pulumi.Input<DocumentEngine[]>;
+  /** Every engine's proved start and attestation, for the evidence freshness exporter. */
+  engineEvidence: pulumi.Input<FreshnessExpectation["engines"]>;
   profileStore?: pulumi.Input<string>;
   /** The digest of the store Gate F wrote where the document's `profiles.path` points. */
   profileStoreDigest?: pulumi.Input<string>;
@@ -64,6 +67,7 @@ export class RouterHost extends pulumi.ComponentResource {
         engineIds: spec.engines.map((e) => e.id),
         startTimeoutS: spec.router.startTimeoutS,
         stopTimeoutS: spec.runtime.deadlinesS.stop,
+        healthDeadlineS: spec.runtime.deadlinesS.health,
       },
       { parent: this },
     );
@@ -102,6 +106,14 @@ export class RouterHost extends pulumi.ComponentResource {
           after: this.router.process,
           startTimeoutS: spec.router.startTimeoutS,
           stopTimeoutS: spec.runtime.deadlinesS.stop,
+          address: args.address,
+          healthDeadlineS: spec.runtime.deadlinesS.health,
+          freshness: pulumi.all([this.router.identity, this.router.profileStorePath, args.engineEvidence]).apply(([routerIdentity, profileStorePath, engines]) => ({
+            routerDir: `${base}/router`,
+            routerIdentity,
+            profileStorePath,
+            engines,
+          })),
         },
         { parent: this },
       );

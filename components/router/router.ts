@@ -2,10 +2,11 @@ import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { envFile } from "../../lib/shell";
 import { ENGINE_API_KEY_ENV } from "../../lib/fleet/fleet-document";
-import { localAddress, profileStorePath, routerPortCheckScript, routerStartScript, routerStopScript, routerSwapScript, routerUrl, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
+import { localAddress, profileStorePath, routerIdentity, routerPortCheckScript, routerStartScript, routerStopScript, routerSwapScript, routerUrl, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
 import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
 import type { NarwhalInstall } from "./install";
 import { lastJsonLine } from "../runtime/stdout";
+import { Liveness } from "../../dynamic-providers/liveness/resource";
 
 export interface RouterArgs {
   connection: command.types.input.remote.ConnectionArgs;
@@ -31,6 +32,13 @@ export interface RouterArgs {
   engineIds: readonly string[];
   startTimeoutS: number;
   stopTimeoutS: number;
+  /** A refresh's `/health` probe of the router waits this long before it calls the router hung. */
+  healthDeadlineS: number;
+}
+
+/** A router bound to loopback answers only on its host: the program cannot probe it, so it has no liveness. */
+export function probeableBind(bindAddress: string): boolean {
+  return !/^(127\.|::1$|localhost$)/.test(bindAddress);
 }
 
 /**
@@ -47,9 +55,15 @@ export class Router extends pulumi.ComponentResource {
   public readonly proof: pulumi.Output<RouterProof>;
   public readonly documentDigest: pulumi.Output<string>;
   public readonly profileStoreDigest: pulumi.Output<string | undefined>;
+  /** What the router serves, as its folder records it (`identity`): the freshness exporter compares it. */
+  public readonly identity: pulumi.Output<string>;
+  /** The profile store's path on the router host, where the document's `profiles.path` points. */
+  public readonly profileStorePath: pulumi.Output<string>;
   public readonly process: command.remote.Command;
   /** The proof's command: one completion through the router, its health and models. */
   public readonly proofCommand: command.remote.Command;
+  /** Whether the router still serves, as a refresh sees it: a new epoch starts it again (none for a loopback bind). */
+  public readonly liveness?: Liveness;
 
   constructor(name: string, args: RouterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:router:Router", name, {}, opts);
@@ -58,7 +72,16 @@ export class Router extends pulumi.ComponentResource {
     this.profileStoreDigest =
       args.profileStoreDigest !== undefined ? pulumi.output(args.profileStoreDigest) : store.apply((s) => (s === undefined ? undefined : textDigest(s)));
     this.documentDigest = text.apply(textDigest);
-    const options: pulumi.Output<RouterOptions> = pulumi.all([text, store, args.install.marker, this.profileStoreDigest]).apply(([fleetDocument, profileStore, marker, profileStoreDigest]) => ({
+    this.url = pulumi.output(args.address).apply((a) => routerUrl(a, args.port));
+    if (probeableBind(args.bindAddress)) {
+      this.liveness = new Liveness(
+        `${name}-liveness`,
+        { service: "router", name: "router", hostAlias: args.hostAlias ?? "router", url: this.url, healthDeadlineS: args.healthDeadlineS },
+        { parent: this },
+      );
+    }
+    const epoch = this.liveness?.epoch ?? pulumi.output<string | undefined>(undefined);
+    const options: pulumi.Output<RouterOptions> = pulumi.all([text, store, args.install.marker, this.profileStoreDigest, epoch]).apply(([fleetDocument, profileStore, marker, profileStoreDigest, restartEpoch]) => ({
       runDir: args.runDir,
       binDir: marker.binDir,
       bindAddress: args.bindAddress,
@@ -69,8 +92,11 @@ export class Router extends pulumi.ComponentResource {
       startTimeoutS: args.startTimeoutS,
       stopTimeoutS: args.stopTimeoutS,
       hostAlias: args.hostAlias,
+      ...(restartEpoch === undefined ? {} : { restartEpoch }),
     }));
-    const triggers = [this.documentDigest, this.profileStoreDigest.apply((d) => d ?? "none"), args.install.marker.digest, args.install.marker.binDir, `${args.bindAddress}:${args.port}`];
+    this.identity = options.apply(routerIdentity);
+    this.profileStorePath = text.apply((doc) => `${args.runDir}/${profileStorePath(JSON.parse(doc) as Record<string, unknown>)}`);
+    const triggers = [this.documentDigest, this.profileStoreDigest.apply((d) => d ?? "none"), args.install.marker.digest, args.install.marker.binDir, `${args.bindAddress}:${args.port}`, epoch.apply((e) => e ?? "none")];
     // Runs whenever the router is about to start on new inputs: a port held by someone else stops the run
     // here, before the serving router is stopped for the swap.
     const portCheck = new command.remote.Command(
@@ -125,7 +151,6 @@ export class Router extends pulumi.ComponentResource {
       if (problems.length > 0) throw new pulumi.ResourceError(`router proof failed: ${problems.join("; ")}`, this);
       return p;
     });
-    this.url = pulumi.output(args.address).apply((a) => routerUrl(a, args.port));
     this.registerOutputs({ url: this.url, started: this.started, proof: this.proof });
   }
 }

@@ -73,6 +73,7 @@ export const PROGRAM_DEFAULTS = {
   observability: {
     prometheusPort: 9090,
     grafanaPort: 3000,
+    freshnessPort: 9839,
     scrapeIntervalS: 5,
     // The images the runbook's observability stack pins (Narwhal's `make observe`).
     prometheusImage: "prom/prometheus:v3.9.1",

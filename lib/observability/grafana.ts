@@ -55,6 +55,8 @@ export const PANELS: readonly PanelSpec[] = [
   { title: "TPOT quantiles", type: "timeseries", unit: "s", queries: [...quantiles("narwhal_tpot_seconds"), q('narwhal_slo_seconds{metric="tpot"}', "SLO")] },
   { title: "KV cache usage per engine", type: "timeseries", unit: "percentunit", queries: [q("vllm:kv_cache_usage_perc", "{{iid}}")] },
   { title: "Scrape health", type: "stat", queries: [q("up", "{{job}} {{iid}}")] },
+  // 1 while the live fleet matches its evidence (freshness-exporter.ts); a 0 names the engine and gate.
+  { title: "Evidence still matching the live fleet", type: "stat", queries: [q("narwhal_evidence_fresh", "{{iid}} {{gate}}")] },
 ];
 
 /**

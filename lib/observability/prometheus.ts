@@ -1,12 +1,15 @@
 import { ENGINE_JOB, ROUTER_JOB } from "./rules";
+import { FRESHNESS_JOB } from "./freshness-exporter";
 
 export interface PrometheusConfigOptions {
   readonly scrapeIntervalS: number;
   /** Folder holding `router.json`, `engines.json` and `rules.yml`, as Prometheus sees it. */
   readonly configDir: string;
+  /** `host:port` of the evidence freshness exporter, as Prometheus reaches it. */
+  readonly freshnessTarget?: string;
 }
 
-/** prometheus.yml: the router and every engine from file-based targets, Narwhal's alert rules. */
+/** prometheus.yml: the router and every engine from file-based targets, the freshness exporter, Narwhal's alert rules and ours. */
 export function prometheusConfig(o: PrometheusConfigOptions): Record<string, unknown> {
   const interval = `${o.scrapeIntervalS}s`;
   return {
@@ -15,6 +18,7 @@ export function prometheusConfig(o: PrometheusConfigOptions): Record<string, unk
     scrape_configs: [
       { job_name: ROUTER_JOB, file_sd_configs: [{ files: [`${o.configDir}/router.json`] }] },
       { job_name: ENGINE_JOB, file_sd_configs: [{ files: [`${o.configDir}/engines.json`] }] },
+      ...(o.freshnessTarget === undefined ? [] : [{ job_name: FRESHNESS_JOB, static_configs: [{ targets: [o.freshnessTarget] }] }]),
     ],
   };
 }

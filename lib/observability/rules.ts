@@ -56,6 +56,15 @@ export const ALERT_RULES: readonly AlertRule[] = [
     labels: { severity: "critical" },
     annotations: { summary: "The {{ $labels.role }} pool has no engine" },
   },
+  // Not Narwhal's: the evidence freshness exporter (freshness-exporter.ts). It fires at the first rule
+  // evaluation after the scrape that saw the live fleet leave its evidence: within two scrape intervals.
+  {
+    alert: "NarwhalEvidenceStale",
+    expr: "narwhal_evidence_fresh == 0",
+    for: "0s",
+    labels: { severity: "warning" },
+    annotations: { summary: "The {{ $labels.gate }} evidence of {{ $labels.iid }} no longer matches the live fleet: run pulumi preview --refresh to see why, then pulumi up --refresh" },
+  },
 ];
 
 /** The rules file Prometheus loads (JSON is YAML, so no YAML writer is needed). */

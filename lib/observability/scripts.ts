@@ -6,6 +6,7 @@
  */
 import { shellLine, shq } from "../shell";
 import { refuseTakenPortLines } from "../router/port-taken";
+import { FRESHNESS_EXPORTER_PY, freshnessArgv, type FreshnessRunOptions } from "./freshness-exporter";
 
 export interface ObservabilityFiles {
   /** File name (inside the folder) -> content. */
@@ -131,17 +132,22 @@ printf '{"container":"%s"}\\n' "$(docker inspect -f '{{.Id}}' ${name})"
 
 export function prometheusStopScript(o: Pick<PrometheusRunOptions, "runtime" | "dir" | "containerName" | "stopTimeoutS">): string {
   if (o.runtime === "container") return `docker rm -f ${shq(o.containerName)} >/dev/null 2>&1 || true\n`;
+  return stopByPidFileScript(o.dir, o.stopTimeoutS, ["pid", "config.digest", "started"]);
+}
+
+/** Stops the process group whose leader `<dir>/pid` names (SIGKILL after the timeout), then removes `files`. */
+function stopByPidFileScript(dir: string, stopTimeoutS: number, files: string[]): string {
   return `set -u
-dir=${shq(o.dir)}
+dir=${shq(dir)}
 [ -f "$dir/pid" ] || exit 0
 pid=$(cat "$dir/pid")
 kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-deadline=$(( $(date +%s) + ${o.stopTimeoutS} ))
+deadline=$(( $(date +%s) + ${stopTimeoutS} ))
 while kill -0 "$pid" 2>/dev/null; do
   if [ "$(date +%s)" -ge "$deadline" ]; then kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true; break; fi
   sleep 0.2
 done
-rm -f "$dir/pid" "$dir/config.digest" "$dir/started"
+rm -f ${files.map((f) => `"$dir/${f}"`).join(" ")}
 `;
 }
 
@@ -181,4 +187,48 @@ export function grafanaStopScript(o: Pick<GrafanaRunOptions, "dir" | "containerN
   return `docker rm -f ${shq(o.containerName)} >/dev/null 2>&1 || true
 rm -f ${shq(`${o.dir}/grafana.env`)}
 `;
+}
+
+/**
+ * Writes the freshness exporter (lib/observability/freshness-exporter.ts) and starts it on the host's
+ * python3, waiting for its `/health`. It reads `expected.json` at every scrape, so new evidence needs no
+ * restart; a start whose exporter already runs the same code adopts it.
+ */
+export function freshnessStartScript(o: FreshnessRunOptions): string {
+  const what = "evidence freshness exporter";
+  const health = `http://127.0.0.1:${o.port}/health`;
+  return `set -eu
+dir=${shq(o.dir)}
+mkdir -p "$dir"
+if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
+  if cmp -s "$dir/exporter.py" - <<'NARWHAL_EXPORTER_EOF'
+${FRESHNESS_EXPORTER_PY}
+NARWHAL_EXPORTER_EOF
+  then cat "$dir/started"; exit 0; fi
+  echo "${what}: pid $(cat "$dir/pid") runs another exporter from $dir; stop it first" >&2
+  exit 1
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+  echo ${shq(`${what}: python3 is not on ${o.hostAlias ? `host ${o.hostAlias}` : "the router host"}; install it or set observability.freshnessPort to 0 to run without the exporter`)} >&2
+  exit 1
+fi
+${portTakenCheck(o.port, "evidence freshness exporter", "observability.freshnessPort", o.hostAlias)}
+cat > "$dir/exporter.py.tmp" <<'NARWHAL_EXPORTER_EOF'
+${FRESHNESS_EXPORTER_PY}
+NARWHAL_EXPORTER_EOF
+mv -f "$dir/exporter.py.tmp" "$dir/exporter.py"
+(
+  cd "$dir"
+  exec setsid ${shellLine(freshnessArgv(o))} > "$dir/exporter.log" 2>&1 < /dev/null
+) &
+pid=$!
+echo "$pid" > "$dir/pid"
+${readyWait(health, what, o.startTimeoutS, 'kill -0 "$pid" 2>/dev/null', 'tail -n 20 "$dir/exporter.log" >&2', 'kill -TERM "-$pid" 2>/dev/null || true; rm -f "$dir/pid"')}
+printf '{"pid":%s,"startedAt":"%s"}\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$dir/started"
+cat "$dir/started"
+`;
+}
+
+export function freshnessStopScript(o: Pick<FreshnessRunOptions, "dir" | "stopTimeoutS">): string {
+  return stopByPidFileScript(o.dir, o.stopTimeoutS, ["pid", "started"]);
 }

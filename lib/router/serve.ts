@@ -28,6 +28,8 @@ export interface RouterOptions {
   readonly stopTimeoutS: number;
   /** The router host's alias, named by a refusal. */
   readonly hostAlias?: string;
+  /** The router's liveness epoch (dynamic-providers/liveness): a new one, minted when a refresh found the router down, starts it again. */
+  readonly restartEpoch?: string;
 }
 
 /** What the start script prints (one JSON line). */
@@ -72,10 +74,14 @@ export function routerArgv(o: Pick<RouterOptions, "binDir" | "bindAddress" | "po
   return [`${o.binDir}/narwhal-serve`, "--fleet", "fleet.json", "--host", o.bindAddress, "--port", String(o.port)];
 }
 
-export function routerStartScript(o: RouterOptions): string {
-  const documentDigest = textDigest(o.fleetDocument);
+/** What a router serves, as its folder's `identity` file records it: `<document digest> <store digest>`. */
+export function routerIdentity(o: Pick<RouterOptions, "fleetDocument" | "profileStore" | "profileStoreDigest">): string {
   const storeDigest = o.profileStore === undefined ? (o.profileStoreDigest ?? "none") : textDigest(o.profileStore);
-  const identity = `${documentDigest} ${storeDigest}`;
+  return `${textDigest(o.fleetDocument)} ${storeDigest}`;
+}
+
+export function routerStartScript(o: RouterOptions): string {
+  const identity = routerIdentity(o);
   const health = `http://${localAddress(o.bindAddress)}:${o.port}/health`;
   const where = `${o.bindAddress}:${o.port}`;
   const storePath = profileStorePath(JSON.parse(o.fleetDocument) as Record<string, unknown>);
@@ -86,7 +92,8 @@ export function routerStartScript(o: RouterOptions): string {
 printf '%s' ${shq(o.profileStore)} > "$run/"${shq(storePath)}".tmp"
 mv -f "$run/"${shq(storePath)}".tmp" "$run/"${shq(storePath)}
 `;
-  return `set -eu
+  const epoch = o.restartEpoch === undefined ? "" : `# liveness epoch ${o.restartEpoch}\n`;
+  return `${epoch}set -eu
 run=${shq(o.runDir)}
 mkdir -p "$run" && chmod 700 "$run"
 umask 077

@@ -3,24 +3,28 @@
  * install script into a fresh venv (from a wheelhouse, as a host without a route to the package index
  * does), the real narwhal-serve started by the router scripts over two engine simulators with a fleet
  * document this program generates, one completion through it, and Debian's Prometheus scraping the
- * router and both engines from the generated targets. Every process started here is stopped.
+ * router, both engines and the evidence freshness exporter from the generated config, its stale-evidence
+ * alert firing and clearing. Every process started here is stopped.
  */
 import { expect } from "chai";
 import { execFile, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import { createServer, type Server } from "node:net";
+import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { parseFleetConfig } from "../../lib/config";
 import { ENGINE_API_KEY_ENV, fleetDocument } from "../../lib/fleet/fleet-document";
 import { installScript, uninstallScript, type InstallMarker, type InstallOptions } from "../../lib/router/install";
-import { routerStartScript, routerStopScript, routerSwapScript, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
+import { routerIdentity, routerStartScript, routerStopScript, routerSwapScript, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
 import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
 import { journalBeside } from "../../components/router/router";
 import {
   engineTargets,
   exposedMetrics,
+  freshnessStartScript,
+  freshnessStopScript,
   metricNames,
   PANELS,
   prometheusConfig,
@@ -29,6 +33,8 @@ import {
   routerTargets,
   rulesFile,
   writeFilesScript,
+  type FreshnessExpectation,
+  type FreshnessRunOptions,
   type PrometheusRunOptions,
 } from "../../lib/observability";
 import { envFile } from "../../lib/shell";
@@ -271,13 +277,51 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       expect(swapped.health).to.deep.include({ status: "ok", instances: 2 });
       expect(fs.existsSync(`/proc/${started.pid}`), "the old router").to.equal(false);
       started = swapped;
+      router = next;
     });
   });
 
-  describe("monitoring: Prometheus from the generated targets", () => {
+  describe("monitoring: Prometheus from the generated targets, and the evidence freshness exporter", () => {
     let prom: PrometheusRunOptions;
+    let fresh: FreshnessRunOptions;
+    let expected: FreshnessExpectation;
+    let sidecar: HttpServer;
+    /** The stand-in sidecars' answer: what each vouches for, or 503 once its engine changed. */
+    const vouching = { d0: true };
+    const ATTESTED = "sha256:" + "a7".repeat(32);
+    const fresh01 = async (): Promise<Record<string, number>> => {
+      const text = (await http(`http://127.0.0.1:${fresh.port}/metrics`)).text;
+      return Object.fromEntries([...text.matchAll(/^narwhal_evidence_fresh\{(?:iid="(\w+)",)?gate="(\w+)"\} (\d)$/gm)].map((m) => [`${m[1] ?? "-"}/${m[2]}`, Number(m[3])]));
+    };
 
     before(async () => {
+      // Stand-in attestation sidecars (the real narwhal-attest is proved in the attestation tests): one
+      // server, the engine's id in the path.
+      sidecar = createHttpServer((req, res) => {
+        const iid = /^\/(\w+)\/v1\/attestation$/.exec(req.url ?? "")?.[1];
+        if (iid === undefined || (iid === "d0" && !vouching.d0)) return void res.writeHead(503).end();
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ attestation_digest: ATTESTED }));
+      });
+      await new Promise<void>((ok) => sidecar.listen(0, "127.0.0.1", ok));
+      const sidecarUrl = `http://127.0.0.1:${(sidecar.address() as { port: number }).port}`;
+      const startOf = async (url: string) => Number(/^process_start_time_seconds\s+(\S+)$/m.exec((await http(`${url}/metrics`)).text)![1]);
+      fresh = { dir: path.join(tempDir("freshness-"), "freshness"), port: await freePort(), startTimeoutS: 30, stopTimeoutS: 10 };
+      const storePath = path.join(fresh.dir, "..", "profiles.json");
+      fs.writeFileSync(storePath, JSON.stringify({ schema: "narwhal.profiles", profiles: ["p0", "d0"].map((iid) => ({ iid, generation_digest: ATTESTED })) }));
+      expected = {
+        routerDir: router.runDir,
+        routerIdentity: routerIdentity(router),
+        profileStorePath: storePath,
+        engines: await Promise.all(
+          [["p0", prefill.url], ["d0", decode.url]].map(async ([iid, url]) => ({ iid: iid!, url: url!, processStartTime: await startOf(url!), attestationUrl: `${sidecarUrl}/${iid}/v1/attestation`, attestationDigest: ATTESTED })),
+        ),
+      };
+      const e = await sh(writeFilesScript(fresh.dir, { "expected.json": JSON.stringify(expected) }));
+      expect(e.code, e.stderr).to.equal(0);
+      stops.unshift(freshnessStopScript(fresh));
+      const f = await sh(freshnessStartScript(fresh));
+      expect(f.code, f.stderr).to.equal(0);
+
       const dir = path.join(tempDir("prometheus-"), "prometheus");
       const port = await freePort();
       prom = {
@@ -295,7 +339,7 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       };
       stops.unshift(prometheusStopScript(prom));
       const files = {
-        "prometheus.yml": JSON.stringify(prometheusConfig({ scrapeIntervalS: 1, configDir: dir })),
+        "prometheus.yml": JSON.stringify(prometheusConfig({ scrapeIntervalS: 1, configDir: dir, freshnessTarget: `127.0.0.1:${fresh.port}` })),
         "rules.yml": JSON.stringify(rulesFile()),
         "engines.json": JSON.stringify(engineTargets(document)),
         "router.json": JSON.stringify(routerTargets(`http://127.0.0.1:${router.port}`)),
@@ -304,30 +348,77 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       expect(w.code, w.stderr).to.equal(0);
     });
 
-    it("promtool accepts the generated configuration and Narwhal's six alert rules", async () => {
+    after(() => sidecar?.close());
+
+    it("promtool accepts the generated configuration, Narwhal's six alert rules and the stale-evidence rule", async () => {
       const config = await sh(`promtool check config ${prom.dir}/prometheus.yml`);
       expect(config.code, config.stdout + config.stderr).to.equal(0);
-      expect(config.stdout + config.stderr).to.contain("6 rules found");
+      expect(config.stdout + config.stderr).to.contain("7 rules found");
     });
 
-    it("scrapes the router and both engines, each engine labelled with its id", async () => {
+    it("the freshness exporter finds every engine's generation, attestation and profile, and the router, matching their evidence", async () => {
+      expect(await fresh01()).to.deep.equal({
+        "p0/generation": 1,
+        "p0/attestation": 1,
+        "p0/profile": 1,
+        "d0/generation": 1,
+        "d0/attestation": 1,
+        "d0/profile": 1,
+        "-/router": 1,
+      });
+    });
+
+    it("calls a generation stale when the live engine started at another time than the proved one, and the router when it serves another store", async () => {
+      const moved = { ...expected, routerIdentity: routerIdentity({ ...router, profileStoreDigest: "sha256:" + "0".repeat(64) }), engines: expected.engines.map((e) => (e.iid === "p0" ? { ...e, processStartTime: e.processStartTime - 1 } : e)) };
+      await sh(writeFilesScript(fresh.dir, { "expected.json": JSON.stringify(moved) }));
+      try {
+        expect(await fresh01()).to.deep.include({ "p0/generation": 0, "d0/generation": 1, "-/router": 0 });
+      } finally {
+        await sh(writeFilesScript(fresh.dir, { "expected.json": JSON.stringify(expected) }));
+      }
+    });
+
+    it("scrapes the router, both engines and the freshness exporter, each engine labelled with its id", async () => {
       const r = await sh(prometheusStartScript(prom));
       expect(r.code, r.stderr).to.equal(0);
       let active: Array<{ labels: Record<string, string>; health: string }> = [];
       const deadline = Date.now() + 30_000;
       while (Date.now() < deadline) {
         active = (await http(`${prom.localUrl}/api/v1/targets`)).json.data.activeTargets;
-        if (active.length === 3 && active.every((t) => t.health === "up")) break;
+        if (active.length === 4 && active.every((t) => t.health === "up")) break;
         await new Promise((res) => setTimeout(res, 500));
       }
-      expect(active.map((t) => `${t.labels.job}/${t.labels.iid ?? "-"}/${t.health}`).sort()).to.deep.equal(["engines/d0/up", "engines/p0/up", "narwhal-router/-/up"]);
+      expect(active.map((t) => `${t.labels.job}/${t.labels.iid ?? "-"}/${t.health}`).sort()).to.deep.equal(["engines/d0/up", "engines/p0/up", "narwhal-evidence/-/up", "narwhal-router/-/up"]);
       const rules = (await http(`${prom.localUrl}/api/v1/rules`)).json.data.groups[0].rules.map((x: { name: string }) => x.name);
-      expect(rules).to.deep.equal(["NarwhalEngineDown", "NarwhalEngineEjected", "NarwhalRouterDown", "NarwhalErrorBurst", "NarwhalUnservedRising", "NarwhalPoolStarved"]);
+      expect(rules).to.deep.equal(["NarwhalEngineDown", "NarwhalEngineEjected", "NarwhalRouterDown", "NarwhalErrorBurst", "NarwhalUnservedRising", "NarwhalPoolStarved", "NarwhalEvidenceStale"]);
+    });
+
+    it("fires NarwhalEvidenceStale within two scrape intervals of a sidecar that stops vouching for its engine, and clears once it does again", async () => {
+      const firing = async () =>
+        ((await http(`${prom.localUrl}/api/v1/alerts`)).json.data.alerts as Array<{ labels: Record<string, string>; state: string }>)
+          .filter((a) => a.labels.alertname === "NarwhalEvidenceStale" && a.state === "firing")
+          .map((a) => `${a.labels.iid}/${a.labels.gate}`)
+          .sort();
+      const waitFor = async (want: string[], what: string) => {
+        // Scrapes and rule evaluations run every second here: 30 s is a generous bound on a loaded machine.
+        const deadline = Date.now() + 30_000;
+        let seen = await firing();
+        while (JSON.stringify(seen) !== JSON.stringify(want) && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 250));
+          seen = await firing();
+        }
+        expect(seen, what).to.deep.equal(want);
+      };
+      await waitFor([], "nothing stale while every sidecar vouches");
+      vouching.d0 = false;
+      await waitFor(["d0/attestation", "d0/profile"], "the alert for d0 once its sidecar answers 503");
+      vouching.d0 = true;
+      await waitFor([], "cleared once the sidecar vouches again");
     });
 
     it("the dashboard queries only metrics the live router and engines export", async () => {
       const exposed = new Set<string>(["up"]);
-      for (const url of [`http://127.0.0.1:${router.port}`, prefill.url, decode.url]) {
+      for (const url of [`http://127.0.0.1:${router.port}`, prefill.url, decode.url, `http://127.0.0.1:${fresh.port}`]) {
         for (const name of exposedMetrics((await http(`${url}/metrics`)).text)) exposed.add(name);
       }
       const used = PANELS.flatMap((p) => p.queries.flatMap((q) => metricNames(q.expr)));

@@ -54,6 +54,7 @@ function claimsByHost(ctx: RuleInput): Map<string, Claim[]> {
     if (ctx.observability.value.enabled) {
       single(["observability", "prometheusPort"], "the Prometheus port", ctx.observability.value.prometheusPort);
       single(["observability", "grafanaPort"], "the Grafana port", ctx.observability.value.grafanaPort);
+      single(["observability", "freshnessPort"], "the evidence freshness exporter's port", ctx.observability.value.freshnessPort);
     }
   }
 

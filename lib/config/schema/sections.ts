@@ -140,6 +140,8 @@ export const ObservabilitySchema = f.strict(
     prometheusPort: f.port().default(P.observability.prometheusPort),
     /** Grafana port. */
     grafanaPort: f.port().default(P.observability.grafanaPort),
+    /** The evidence freshness exporter's port (on the router host, scraped by Prometheus). */
+    freshnessPort: f.port().default(P.observability.freshnessPort),
     /** Prometheus scrape interval, seconds. */
     scrapeIntervalS: f.seconds().default(P.observability.scrapeIntervalS),
     /**

@@ -42,6 +42,7 @@ describe("config: defaults", () => {
         enabled: true,
         prometheusPort: 9090,
         grafanaPort: 3000,
+        freshnessPort: 9839,
         scrapeIntervalS: 5,
         runtime: "container",
         prometheusImage: "prom/prometheus:v3.9.1",

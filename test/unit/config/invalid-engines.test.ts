@@ -83,6 +83,16 @@ const CASES: BadCase[] = [
     ],
   },
   {
+    name: "the freshness exporter's port written onto the Prometheus port",
+    edit: (c) => (c.observability = { enabled: true, freshnessPort: 9090 }),
+    issues: [
+      [
+        "observability.freshnessPort",
+        "the evidence freshness exporter's port 9090 clashes with the Prometheus port 9090 (its default) on host a; choose a port that no other service on host a uses",
+      ],
+    ],
+  },
+  {
     name: "own-port clash",
     edit: (c) => (c.engines[0].nixlPort = 8100),
     issues: [

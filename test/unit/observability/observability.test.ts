@@ -5,6 +5,7 @@ import {
   ALERT_RULES,
   DATASOURCE_UID,
   PANELS,
+  FRESHNESS_METRIC,
   dashboardProvisioning,
   datasourceProvisioning,
   engineTargets,
@@ -64,7 +65,7 @@ describe("observability: targets", () => {
 });
 
 describe("observability: rules and Prometheus config", () => {
-  it("Narwhal's six alerts, on metrics narwhal-inference 0.7.0 exports", () => {
+  it("Narwhal's six alerts, on metrics narwhal-inference 0.7.0 exports, and the stale-evidence alert on the freshness exporter's", () => {
     expect(ALERT_RULES.map((r) => [r.alert, r.expr, r.for])).to.deep.equal([
       ["NarwhalEngineDown", 'up{job="engines"} == 0', "30s"],
       ["NarwhalEngineEjected", "narwhal_ejected_instances > 0", "1m"],
@@ -72,12 +73,13 @@ describe("observability: rules and Prometheus config", () => {
       ["NarwhalErrorBurst", "sum(rate(narwhal_failed_total[1m])) > 0.5", "5m"],
       ["NarwhalUnservedRising", "sum(rate(narwhal_unserved_total[1m])) > 0.2", "10m"],
       ["NarwhalPoolStarved", "narwhal_pool_instances < 1", "2m"],
+      ["NarwhalEvidenceStale", "narwhal_evidence_fresh == 0", "0s"],
     ]);
-    const known = new Set([...narwhalMetricNames(), "up"]);
+    const known = new Set([...narwhalMetricNames(), FRESHNESS_METRIC, "up"]);
     expect(ALERT_RULES.flatMap((r) => metricNames(r.expr)).filter((m) => !known.has(m))).to.deep.equal([]);
   });
 
-  it("scrapes the router job and the engines job from their target files", () => {
+  it("scrapes the router job and the engines job from their target files, and the freshness exporter when it runs", () => {
     expect(prometheusConfig({ scrapeIntervalS: 5, configDir: "/srv/p" })).to.deep.equal({
       global: { scrape_interval: "5s", evaluation_interval: "5s" },
       rule_files: ["/srv/p/rules.yml"],
@@ -85,6 +87,10 @@ describe("observability: rules and Prometheus config", () => {
         { job_name: "narwhal-router", file_sd_configs: [{ files: ["/srv/p/router.json"] }] },
         { job_name: "engines", file_sd_configs: [{ files: ["/srv/p/engines.json"] }] },
       ],
+    });
+    expect(prometheusConfig({ scrapeIntervalS: 5, configDir: "/srv/p", freshnessTarget: "127.0.0.1:9839" }).scrape_configs).to.deep.include({
+      job_name: "narwhal-evidence",
+      static_configs: [{ targets: ["127.0.0.1:9839"] }],
     });
   });
 });
@@ -137,8 +143,8 @@ describe("observability: Grafana provisioning", () => {
     }
   });
 
-  it("queries only metrics narwhal-serve or the engines export", () => {
-    const known = new Set([...narwhalMetricNames(), ...simMetricNames(), "up"]);
+  it("queries only metrics narwhal-serve, the engines or the freshness exporter export", () => {
+    const known = new Set([...narwhalMetricNames(), ...simMetricNames(), FRESHNESS_METRIC, "up"]);
     const family = (m: string) => m.replace(/_bucket$/, "");
     const used = PANELS.flatMap((p) => p.queries.flatMap((q) => metricNames(q.expr)));
     expect(used.filter((m) => !known.has(m) && !known.has(family(m)))).to.deep.equal([]);
