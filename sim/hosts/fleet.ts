@@ -26,6 +26,7 @@ import { hostPaths, knownHostsFile, modelsMountPointMarker, privateKeyFile, sshC
 import { engineSimConfig, readSimConfig, writeSimConfig } from "./sim-config";
 import { writeSimPythonSite } from "./python-site";
 import { writeNarwhalAttestShim } from "./narwhal-attest";
+import { writeVllmShim } from "./shims";
 import { writeWheelhouse } from "./wheelhouse";
 import { startSshd, stopSshd } from "./sshd";
 import { fromStored, readState, sameStructure, toStored, writeState } from "./state";
@@ -106,6 +107,7 @@ export async function simUp(opts: SimUpOptions = {}): Promise<SimFleet> {
           // Hosts built before the Python side of their vLLM existed get it here (idempotent).
           writeSimPythonSite(p);
           writeNarwhalAttestShim(p.binDir, spec.alias);
+          writeVllmShim(p.binDir, spec, p.simConfig);
           writeWheelhouse(p);
           actions[spec.alias] = changed ? "kept, sim config updated" : "kept";
           state.hosts[spec.alias] = { ...toStored(spec, stored.startedAt) };

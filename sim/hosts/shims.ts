@@ -34,7 +34,7 @@ export function writeShims(dir: string, host: HostSpec, simConfigPath: string): 
   const vendor = host.layout.model?.vendor;
   if (vendor === "nvidia") write("nvidia-smi", nvidiaSmiScript(host));
   if (vendor === "amd") write("rocminfo", rocminfoScript(host));
-  write("vllm", vllmScript(host, simConfigPath));
+  writeVllmShim(dir, host, simConfigPath);
   writeNarwhalAttestShim(dir, host.alias);
   if (vendor === "nvidia" && host.dockerEngine) write("nvidia-container-runtime-hook", nvidiaHookScript(host, hostPaths(host.alias).nvidiaHookLog));
 }
@@ -92,6 +92,11 @@ echo "$id NVIDIA_VISIBLE_DEVICES=$visible devices:$(printf ' /dev/%s' $nodes)" >
 `;
 }
 
+/** Writes (or rewrites, for a host that stays up) the `vllm` shim in place: the folder is bind-mounted into the host. */
+export function writeVllmShim(dir: string, host: HostSpec, simConfigPath: string): void {
+  fs.writeFileSync(path.join(dir, "vllm"), vllmScript(host, simConfigPath), { mode: 0o755 });
+}
+
 export function vllmScript(host: HostSpec, simConfigPath: string): string {
   return `#!/bin/sh
 # vllm on simulated host ${host.alias}: the engine simulator (sim/engine/main.ts) with this host's config.
@@ -104,7 +109,10 @@ if [ "$#" -eq 1 ] && { [ "$1" = "--version" ] || [ "$1" = "-v" ]; }; then
 fi
 ${host.layout.model ? "" : "# This host exposes no GPU: hide every device, as a machine without one would.\nCUDA_VISIBLE_DEVICES=\nexport CUDA_VISIBLE_DEVICES\n"}NARWHAL_SIM_CONFIG=${shq(simConfigPath)}
 export NARWHAL_SIM_CONFIG
-exec ${shq(process.execPath)} -r ${shq(path.join(PROJECT_ROOT, "tools/ts-require.js"))} ${shq(
+# A GPU keeps its pace whatever else the host's CPUs run; the simulator's pace is its timers, so it runs
+# ahead of the test harness and the CLI that share these CPUs (a login that may not raise priority just
+# runs at its own).
+exec nice -n -10 ${shq(process.execPath)} -r ${shq(path.join(PROJECT_ROOT, "tools/ts-require.js"))} ${shq(
     path.join(PROJECT_ROOT, "sim/engine/main.ts"),
   )} "$@"
 `;
