@@ -3,9 +3,11 @@
  * wave on): each is injected by hand, then ONE `pulumi up --refresh` must converge, a refreshing preview
  * after it plans nothing, and the evidence records' own times show that exactly what the preview planned
  * was measured again: the faulty engine, its KV component (every other engine, restarted by the wave)
- * and what was measured across them.
+ * and what was measured across them; the router, its monitoring and a client's requests through it too.
  */
 import { expect } from "chai";
+import { execFileSync } from "node:child_process";
+import { request } from "undici";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { runInHost, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts/host";
@@ -18,6 +20,7 @@ import { invalidationSummary } from "../../lib/report/preview";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
 import { PROJECT_ROOT } from "./support/stack";
+import { startTraffic } from "./support/router-traffic";
 
 const STACK = "e2e-faults";
 const WAVE = "fleet-kv-wave-1";
@@ -29,7 +32,7 @@ interface WaveState {
   lastWave?: { restarted: Array<{ engineId: string; reason: string }>; wave: string[] };
 }
 
-describe("e2e: one up --refresh after each fault an operator meets (engines killed, restarted, hung; a host's processes gone)", function () {
+describe("e2e: one up --refresh after each fault an operator meets (engines killed, restarted, hung; the router host rebooted)", function () {
   this.timeout(1_800_000);
   let stack: Stack;
   let big: SimHost;
@@ -56,6 +59,28 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
       }
     })();
     return { stop: async () => ((sampling = false), await loop, samples) };
+  }
+
+  /** `iid/gate` of every NarwhalEvidenceStale alert Prometheus (on sim5) has firing. */
+  async function staleEvidence(): Promise<string[]> {
+    const r = await request(`http://${big.address}:9851/api/v1/alerts`, { headersTimeout: 10_000, bodyTimeout: 10_000 });
+    const alerts = ((await r.body.json()) as { data: { alerts: Array<{ labels: Record<string, string>; state: string }> } }).data.alerts;
+    return alerts
+      .filter((a) => a.labels.alertname === "NarwhalEvidenceStale" && a.state === "firing")
+      .map((a) => `${a.labels.iid ?? "-"}/${a.labels.gate}`)
+      .sort();
+  }
+
+  /** Waits, bounded, until the firing stale-evidence alerts satisfy `ok` (scrapes and rules run every 2 s). */
+  async function awaitStaleEvidence(ok: (firing: string[]) => boolean, what: string): Promise<string[]> {
+    const deadline = Date.now() + 60_000;
+    let firing = await staleEvidence();
+    while (!ok(firing) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 500));
+      firing = await staleEvidence();
+    }
+    expect(ok(firing), `${what}: firing ${JSON.stringify(firing)}`).to.equal(true);
+    return firing;
   }
 
   /** When the newest generation record of `id` was started: its engine proved again. */
@@ -103,7 +128,7 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
       { id: "f3", host: big.alias, gpuIds: [2], port: 8803, attestationPort: 8813, nixlPort: 5903 },
       { id: "f4", host: small.alias, gpuIds: [0], port: 8804, attestationPort: 8814, nixlPort: 5904 },
     ];
-    stack = await openStack(STACK, [big, small], engines, { router: { port: 8851 }, observability: { prometheusPort: 9851 } });
+    stack = await openStack(STACK, [big, small], engines, { router: { port: 8851 }, observability: { prometheusPort: 9851, freshnessPort: 9852, scrapeIntervalS: 2 } });
     // The defaults: no restartKvPeers key at all.
     await stack.removeConfig("narwhal-fleet:runtime.restartKvPeers", true);
     await stack.destroy(quiet);
@@ -114,8 +139,11 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     await stack?.destroy(quiet);
   });
 
-  it("(a) an engine killed: preview names it not serving; the up restarts it with its KV component and the preflight passes", async () => {
+  it("(a) an engine killed: preview names it not serving; the up restarts it with its KV component, the preflight passes, and the router serves throughout", async () => {
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+    // Clients through the router from before the fault until the fleet converged again.
+    const routerUrl = (await stack.outputs()).routerUrl!.value as string;
+    const traffic = startTraffic(routerUrl, engines.map((e) => ({ id: e.id, url: `http://${hostOf(e.id).address}:${e.port}` })));
     await runInHost(big.alias, ["sh", "-c", `kill -KILL "$(cat ${runDir("f2")}/pid)"`]);
     const steps = await plannedChanges(stack, { refresh: true });
     expectRestartPlanned(steps, "f2");
@@ -131,6 +159,15 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     const router = sampleRouter();
     await expectOneUpConverges(steps, ENGINES);
     const samples = await router.stop();
+    const { sent, failed } = await traffic.stop(big.alias, `/var/lib/narwhal-fleet/${STACK}/router`);
+    // No request the router sent to engines answering /health throughout failed; the rest went to an
+    // engine that was gone or restarting, or came while the router was being swapped.
+    const atHealthy = failed.filter((r) => r.enginesHealthy);
+    expect(atHealthy, JSON.stringify(atHealthy.slice(0, 5))).to.deep.equal([]);
+    const served = sent.filter((r) => r.outcome === 200);
+    expect(served.length, "requests served while the fleet recovered").to.be.greaterThan(10);
+    expect(sent[sent.length - 1]!.outcome, "the last request, once the up converged").to.equal(200);
+    console.log(`      traffic: ${sent.length} sent, ${served.length} served, ${failed.length} failed (${failed.filter((r) => r.engines.length === 0).length} reached no engine)`);
     expect((await waveState()).lastWave?.restarted.map((r) => r.engineId)).to.deep.equal(["f2"]);
     // The router that served before the fault still served once every engine had been restarted and proved
     // again; then it was swapped onto the new profile store.
@@ -142,9 +179,13 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     await expectNarwhalCheckAgrees(stack);
   });
 
-  it("(b) an engine restarted by hand: it serves, so only its peers restart; its new process is proved", async () => {
+  it("(b) an engine restarted by hand: Prometheus alerts on its stale evidence; it serves, so only its peers restart; the alert clears", async () => {
+    await awaitStaleEvidence((f) => f.length === 0, "no stale evidence on the converged fleet");
     await restartByHand(STACK, "f2", big.alias);
     await awaitHealthy(`http://${big.address}:8802`);
+    // The freshness exporter sees the new process start without any preview: an alert names f2's generation.
+    const firing = await awaitStaleEvidence((f) => f.includes("f2/generation"), "the alert on f2's generation");
+    expect(firing.filter((a) => !a.startsWith("f2/")), "alerts on the other engines").to.deep.equal([]);
     const steps = await plannedChanges(stack, { refresh: true });
     expect(steps.has("fleet-f2-liveness"), "a serving engine's liveness").to.equal(false);
     expect(steps.get("fleet-f2-generation")).to.deep.include({ op: "replace", keys: ["generation"] });
@@ -152,6 +193,7 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     expect([...steps.keys()].sort()).to.deep.equal([...ENGINES.flatMap(processEvidence), ...FLEET_AFTER_ENGINE, WAVE].sort());
     await expectOneUpConverges(steps, ["f1", "f3", "f4"]);
     expect((await waveState()).lastWave?.wave).to.deep.equal(["f1", "f3", "f4"]);
+    await awaitStaleEvidence((f) => f.length === 0, "the alert cleared once the up converged");
   });
 
   it("(c) an engine hung (stopped, its port open): the refresh's bounded probe calls it hung and the up restarts it", async () => {
@@ -161,12 +203,28 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     await expectOneUpConverges(steps, ENGINES);
   });
 
-  it("(d) every process of the stack on one host gone, as after a reboot: the up starts them again", async () => {
-    // The engine and its attestation sidecar: what the stack runs on that host.
-    await runInHost(small.alias, ["sh", "-c", `for f in ${runDir("f4")}/pid /var/lib/narwhal-fleet/${STACK}/attestation/f4/pid; do kill -KILL "$(cat "$f")"; done`]);
+  it("(d) the router host rebooted: its engines, sidecars, router and Prometheus all gone; the up starts each again", async () => {
+    // What a reboot leaves: sshd (it starts at boot) and nothing the stack started. The host's anchor
+    // process holds its mounts, as the machine's own filesystems would.
+    execFileSync("sh", ["-c", `for p in $(ip netns pids nw-${big.alias}); do
+      case "$(cat /proc/$p/comm 2>/dev/null)|$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null)" in sshd*|*"|sleep infinity ") ;; *) kill -KILL "$p" 2>/dev/null || true ;; esac
+    done`]);
     const steps = await plannedChanges(stack, { refresh: true });
-    expectRestartPlanned(steps, "f4");
+    for (const id of ["f1", "f2", "f3"]) {
+      expect(steps.get(`fleet-${id}-liveness`), id).to.deep.include({ op: "replace", keys: ["serving"] });
+      expect(steps.get(`fleet-${id}-process`), id).to.deep.include({ op: "replace", keys: ["triggers"] });
+    }
+    expect(steps.has("fleet-f4-process"), "f4 (another host) is not restarted as dead").to.equal(false);
+    expect(steps.get("fleet-router-host-router-liveness")).to.deep.include({ op: "replace", keys: ["serving"] });
+    expect(steps.get("fleet-router-host-router-process")?.op).to.equal("update");
+    expect(steps.get("fleet-router-host-monitoring-prometheus-liveness")).to.deep.include({ op: "replace", keys: ["serving"] });
+    expect(steps.get("fleet-router-host-monitoring-prometheus")).to.deep.include({ op: "replace", keys: ["triggers"] });
+    expect(steps.get("fleet-router-host-monitoring-freshness-liveness")).to.deep.include({ op: "replace", keys: ["serving"] });
+    expect(steps.get("fleet-router-host-monitoring-freshness")).to.deep.include({ op: "replace", keys: ["triggers"] });
     await expectOneUpConverges(steps, ENGINES);
+    const outputs = await stack.outputs();
+    expect((await request(`${outputs.routerUrl!.value as string}/health`).then((r) => r.body.json())) as { status: string }).to.deep.include({ status: "ok" });
+    expect((await request(`http://${big.address}:9851/-/healthy`)).statusCode).to.equal(200);
     await expectNarwhalCheckAgrees(stack);
   });
 });

@@ -141,7 +141,7 @@ describe("e2e: first slice through the real CLI", function () {
     // engine's per-token floor fails the preflight's slo gate: the router must not start.
     const stack = await openStack("e2e-destroy", [a!, b!], engines, {
       router: { port: 8421 },
-      observability: { prometheusPort: 9491 },
+      observability: { prometheusPort: 9491, freshnessPort: 9492 },
       slo: { tpotS: 0.0001 },
       // Both directed paths at two input lengths: 400 first-token samples through the real CLI.
       calibration: { enabled: true, inputLengths: [128, 1024] },

@@ -42,20 +42,26 @@ describe("e2e: the router (Gate G) and its monitoring", function () {
     await expectNarwhalCheckAgrees(stack);
   });
 
-  it("has Prometheus scraping the router and every engine, each target up", async () => {
+  it("has Prometheus scraping the router, every engine and the freshness exporter, each target up, no evidence stale", async () => {
     const { stack, hosts, engines } = await sharedFleet();
     const routerHost = (await stack.outputs()).deployment!.value as { router: string };
     const address = hosts.find((h) => h.alias === routerHost.router)!.address;
     const deadline = Date.now() + 60_000;
     let targets: Array<{ labels: Record<string, string>; health: string }> = [];
-    // The first scrape of a fresh target can still be pending: wait, bounded, for every one to report.
+    let fresh: string[] = [];
+    // generation, attestation and profile per engine, and the router: each still matches its evidence.
+    const allFresh = Array(engines.length * 3 + 1).fill("1");
+    // The first scrape of a fresh target, or the first after the last up, can still be pending: wait, bounded.
     while (Date.now() < deadline) {
       const r = (await request(`http://${address}:9391/api/v1/targets`).then((x) => x.body.json())) as { data: { activeTargets: typeof targets } };
       targets = r.data.activeTargets;
-      if (targets.length === engines.length + 1 && targets.every((t) => t.health === "up")) break;
+      const q = (await request(`http://${address}:9391/api/v1/query?query=narwhal_evidence_fresh`).then((x) => x.body.json())) as { data: { result: Array<{ value: [number, string] }> } };
+      fresh = q.data.result.map((x) => x.value[1]);
+      if (targets.length === engines.length + 2 && targets.every((t) => t.health === "up") && JSON.stringify(fresh) === JSON.stringify(allFresh)) break;
       await new Promise((res) => setTimeout(res, 2000));
     }
-    expect(targets.map((t) => t.health)).to.deep.equal(Array(engines.length + 1).fill("up"));
+    expect(targets.map((t) => t.health)).to.deep.equal(Array(engines.length + 2).fill("up"));
+    expect(fresh).to.deep.equal(allFresh);
     expect(targets.map((t) => t.labels.iid).filter(Boolean).sort()).to.deep.equal(engines.map((e) => e.id).sort());
   });
 

@@ -12,11 +12,14 @@ export const processEvidence = (id: string): string[] => [`fleet-${id}-generatio
 /** The router's process replaced: its process, its proof and the record of both (Gate G). */
 export const ROUTER_PROCESS_RESTART = ["fleet-router-host-router-process", "fleet-router-host-router-proof", "fleet-router-host-router-record"];
 
+/** What the evidence freshness exporter expects of the live fleet: rewritten whenever the router serves new evidence. */
+export const FRESHNESS_EXPECTED = "fleet-router-host-monitoring-freshness-expected";
+
 /**
  * A router on new inputs: first the check that its port is free (made before the serving router stops),
- * then its process (swapped in place: an update), its proof and record.
+ * then its process (swapped in place: an update), its proof and record, and the freshness expectation.
  */
-export const ROUTER_RESTART = ["fleet-router-host-router-port-check", ...ROUTER_PROCESS_RESTART];
+export const ROUTER_RESTART = ["fleet-router-host-router-port-check", ...ROUTER_PROCESS_RESTART, FRESHNESS_EXPECTED];
 
 /**
  * What follows any engine's new profile or attestation: the store the router loads, the preflight over

@@ -54,7 +54,7 @@ export async function openStack(name: string, hosts: SimHost[], engines: EngineE
     "narwhal-fleet:ssh": { connectTimeoutS: 30 },
     // As the dev stack: Gate B installs from the hosts' wheelhouse, Prometheus runs from Debian's package.
     "narwhal-fleet:router": { port: 8321, narwhal: { wheelhouse: "/srv/narwhal-wheels" } },
-    "narwhal-fleet:observability": { runtime: "native", prometheusPort: 9391 },
+    "narwhal-fleet:observability": { runtime: "native", prometheusPort: 9391, freshnessPort: 9392 },
     "narwhal-fleet:profiling": PROFILING,
   };
   // A test's section adds to the defaults above (a router on another host keeps the wheelhouse).

@@ -1,0 +1,132 @@
+/**
+ * Requests through the router while a fault is recovered, with every engine's `/health` sampled beside
+ * them. Afterwards the router's own journal says which engines each request touched, so a failed request
+ * can be judged: the router sent it to engines that answered `/health` throughout (the failure the
+ * router must not cause), or to an engine that was down or restarting.
+ */
+import { request } from "undici";
+import { runInHost } from "../../../sim/hosts";
+import { MODEL } from "./stack";
+
+const SAMPLE_EVERY_MS = 250;
+/** Bounds for one request and one health probe: nothing here waits unbounded. */
+const REQUEST_TIMEOUT_MS = 30_000;
+const PROBE_TIMEOUT_MS = 1_000;
+/** A health sample this close to a request still speaks for it (sampling is not continuous). */
+const SAMPLE_SLACK_MS = 500;
+
+export interface SentRequest {
+  readonly rid: string;
+  readonly start: number;
+  readonly end: number;
+  /** HTTP status, or the client's error when no response came (router not listening, reset). */
+  readonly outcome: number | string;
+}
+
+interface HealthSample {
+  readonly engineId: string;
+  readonly at: number;
+  readonly ok: boolean;
+}
+
+export interface FailedRequest extends SentRequest {
+  /** Engines the router's journal names for the request (each attempt's prefill and decode); empty if it never reached one. */
+  readonly engines: string[];
+  /** Every named engine answered `/health` in every sample around the request. */
+  readonly enginesHealthy: boolean;
+}
+
+export interface TrafficReport {
+  readonly sent: SentRequest[];
+  readonly failed: FailedRequest[];
+}
+
+interface JournalRow {
+  client_rid?: string;
+  prefill_iid?: string | null;
+  decode_iid?: string | null;
+  attempt_failures?: Array<{ prefill_iid?: string | null; decode_iid?: string | null }>;
+}
+
+/** Starts `clients` request loops through `routerUrl` and a health sampler over `engines` until `stop`. */
+export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: string; url: string }>, clients = 2) {
+  const sent: SentRequest[] = [];
+  const health: HealthSample[] = [];
+  let running = true;
+  let n = 0;
+  const pause = () => new Promise((r) => setTimeout(r, SAMPLE_EVERY_MS));
+
+  const client = async () => {
+    while (running) {
+      const rid = `traffic-${process.pid}-${n++}`;
+      const start = Date.now();
+      const outcome = await request(`${routerUrl}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-request-id": rid },
+        body: JSON.stringify({ model: MODEL, prompt: "A narwhal is", max_tokens: 4, temperature: 0 }),
+        headersTimeout: REQUEST_TIMEOUT_MS,
+        bodyTimeout: REQUEST_TIMEOUT_MS,
+      }).then(
+        async (r) => (await r.body.dump(), r.statusCode),
+        (e: Error & { code?: string }) => e.code ?? e.message,
+      );
+      sent.push({ rid, start, end: Date.now(), outcome });
+      // A refused connection returns at once: pace the loop so it does not spin while the router is away.
+      if (outcome !== 200) await pause();
+    }
+  };
+  const sampler = async () => {
+    while (running) {
+      const at = Date.now();
+      await Promise.all(
+        engines.map(async (e) => {
+          const ok = await request(`${e.url}/health`, { headersTimeout: PROBE_TIMEOUT_MS, bodyTimeout: PROBE_TIMEOUT_MS }).then(
+            async (r) => (await r.body.dump(), r.statusCode === 200),
+            () => false,
+          );
+          health.push({ engineId: e.id, at, ok });
+        }),
+      );
+      await pause();
+    }
+  };
+  const loops = [...Array.from({ length: clients }, client), sampler()];
+
+  return {
+    /** Ends the loops, then reads the router's journal on `routerHost` (files under `routerDir`). */
+    async stop(routerHost: string, routerDir: string): Promise<TrafficReport> {
+      running = false;
+      await Promise.all(loops);
+      const journal = await readJournal(routerHost, routerDir);
+      const healthyThrough = (id: string, from: number, to: number) => {
+        const around = health.filter((s) => s.engineId === id && s.at >= from - SAMPLE_SLACK_MS && s.at <= to + SAMPLE_SLACK_MS);
+        return around.length > 0 && around.every((s) => s.ok);
+      };
+      const failed = sent
+        .filter((r) => r.outcome !== 200)
+        .map((r) => {
+          const row = journal.get(r.rid);
+          const engines = row ? touchedEngines(row) : [];
+          return { ...r, engines, enginesHealthy: engines.length > 0 && engines.every((id) => healthyThrough(id, r.start, r.end)) };
+        });
+      return { sent, failed };
+    },
+  };
+}
+
+function touchedEngines(row: JournalRow): string[] {
+  const ids = [row.prefill_iid, row.decode_iid, ...(row.attempt_failures ?? []).flatMap((f) => [f.prefill_iid, f.decode_iid])];
+  return [...new Set(ids.filter((id): id is string => typeof id === "string"))].sort();
+}
+
+/** Every journal row the router wrote (each router process appends), by the client's request id. */
+async function readJournal(host: string, dir: string): Promise<Map<string, JournalRow>> {
+  const r = await runInHost(host, ["sh", "-c", `find ${dir} -name 'journal*.jsonl' -exec cat {} +`]);
+  const rows = new Map<string, JournalRow>();
+  for (const line of r.stdout.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    const row = JSON.parse(line) as JournalRow;
+    if (typeof row.client_rid === "string") rows.set(row.client_rid, row);
+  }
+  return rows;
+}
