@@ -159,7 +159,7 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     const router = sampleRouter();
     await expectOneUpConverges(steps, ENGINES);
     const samples = await router.stop();
-    const { sent, failed } = await traffic.stop(big.alias, `/var/lib/narwhal-fleet/${STACK}/router`);
+    const { sent, failed, longestGapS } = await traffic.stop(big.alias, `/var/lib/narwhal-fleet/${STACK}/router`);
     // No request the router sent to engines answering /health throughout failed; the rest went to an
     // engine that was gone or restarting, or came while the router was being swapped.
     const atHealthy = failed.filter((r) => r.enginesHealthy);
@@ -167,7 +167,9 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     const served = sent.filter((r) => r.outcome === 200);
     expect(served.length, "requests served while the fleet recovered").to.be.greaterThan(10);
     expect(sent[sent.length - 1]!.outcome, "the last request, once the up converged").to.equal(200);
-    console.log(`      traffic: ${sent.length} sent, ${served.length} served, ${failed.length} failed (${failed.filter((r) => r.engines.length === 0).length} reached no engine)`);
+    console.log(
+      `      traffic: ${sent.length} sent, ${served.length} served, ${failed.length} failed (${failed.filter((r) => r.engines.length === 0).length} reached no engine); longest time without a served request ${longestGapS.toFixed(1)} s`,
+    );
     expect((await waveState()).lastWave?.restarted.map((r) => r.engineId)).to.deep.equal(["f2"]);
     // The router that served before the fault still served once every engine had been restarted and proved
     // again; then it was swapped onto the new profile store.

@@ -39,6 +39,8 @@ export interface FailedRequest extends SentRequest {
 export interface TrafficReport {
   readonly sent: SentRequest[];
   readonly failed: FailedRequest[];
+  /** The longest time between two served requests: how long clients saw nothing served. */
+  readonly longestGapS: number;
 }
 
 interface JournalRow {
@@ -109,7 +111,9 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
           const engines = row ? touchedEngines(row) : [];
           return { ...r, engines, enginesHealthy: engines.length > 0 && engines.every((id) => healthyThrough(id, r.start, r.end)) };
         });
-      return { sent, failed };
+      const servedAt = sent.filter((r) => r.outcome === 200).map((r) => r.end).sort((a, b) => a - b);
+      const longestGapS = servedAt.slice(1).reduce((most, t, i) => Math.max(most, t - servedAt[i]!), 0) / 1000;
+      return { sent, failed, longestGapS };
     },
   };
 }
