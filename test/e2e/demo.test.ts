@@ -33,6 +33,6 @@ describe("e2e: npm run demo", function () {
     expect(routerUrl).to.equal("http://198.18.0.11:8000");
     // Leave the simulated hosts as the shared fleet found them.
     await stack.destroy({ onOutput: () => undefined });
-    expect((await runInHost("sim1", ["ss", "-Hltn", "( sport = :8000 or sport = :8100 or sport = :8103 or sport = :9090 )"])).stdout.trim()).to.equal("");
+    expect((await runInHost("sim1", ["ss", "-Hltn", "( sport = :8000 or sport = :8100 or sport = :8103 or sport = :9090 or sport = :9839 )"])).stdout.trim()).to.equal("");
   });
 });

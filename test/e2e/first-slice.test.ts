@@ -176,8 +176,8 @@ describe("e2e: first slice through the real CLI", function () {
       const alive = await runInHost(e.host, ["sh", "-c", `kill -0 ${out[e.id]!.pid} 2>/dev/null && echo alive || echo gone`]);
       expect(alive.stdout.trim(), `${e.id} process`).to.equal("gone");
     }
-    const routerLeft = await runInHost(a!.alias, ["ss", "-Hltn", "( sport = :8421 or sport = :9491 )"]);
-    expect(routerLeft.stdout.trim(), "router and Prometheus listeners").to.equal("");
+    const routerLeft = await runInHost(a!.alias, ["ss", "-Hltn", "( sport = :8421 or sport = :9491 or sport = :9492 )"]);
+    expect(routerLeft.stdout.trim(), "router, Prometheus and freshness exporter listeners").to.equal("");
     await stack.workspace.removeStack("e2e-destroy");
   });
 });
