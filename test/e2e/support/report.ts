@@ -58,9 +58,10 @@ export async function expectReportOfRestartedE2(stack: Stack, privateKeyPath: st
   expect(sayWithoutFollowerKeys(replaced(s))).to.deep.equal({ ...expected, ...followers });
   for (const name of Object.keys(followers)) expect(said(replaced(s))[name]!.keys, name).to.not.be.empty;
   // The store is rewritten in place with e2's new row: nothing of it is measured; the router swaps onto it
-  // in place, serving until then.
-  expect(updated(s).map((e) => [e.name, e.gate, e.kind])).to.deep.equal([
+  // in place, serving until then, and the freshness exporter's expectation follows what the router serves.
+  expect(updated(s).map((e) => [e.name, e.gate, e.kind]).sort()).to.deep.equal([
     ["fleet-profiles-store", "F", "profile store"],
+    ["fleet-router-host-monitoring-freshness-expected", "G", "monitoring"],
     ["fleet-router-host-router-process", "G", "router process"],
   ]);
   const generation = replaced(s).find((e) => e.name === "fleet-e2-generation")!;
