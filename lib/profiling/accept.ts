@@ -64,8 +64,20 @@ export function overLimitMessage(engineId: string, tries: ReadonlyArray<FitTry<u
 export async function measureWithinLimits<T>(o: AcceptOptions<T>): Promise<Accepted<T>> {
   if (!Number.isInteger(o.attempts) || o.attempts < 1) throw new ProfileError("NARWHAL_PROFILE_LIMIT", `fit attempts must be a positive integer, got ${JSON.stringify(o.attempts)}`);
   const tries: Array<FitTry<T>> = [];
+  const stops: string[] = [];
   for (let attempt = 1; attempt <= o.attempts; attempt++) {
-    const result = await o.measure(attempt);
+    let result: T;
+    try {
+      result = await o.measure(attempt);
+    } catch (err) {
+      // Narwhal's prefill stop (median fit error over 20%, or a point over 50%) judges a fit like the
+      // limits do, and on a loaded machine it is as often noise in one sweep: measured again, within the
+      // same tries. Every other stop (unhealthy, restarted) is final.
+      if (!(err instanceof ProfileError && err.code === "NARWHAL_PROFILE_PREFILL_FIT")) throw err;
+      stops.push(`try ${attempt}: ${(err as Error).message}`);
+      if (attempt === o.attempts) throw new ProfileError("NARWHAL_PROFILE_PREFILL_FIT", `engine ${o.engineId}: the prefill fit stopped the sweep in ${stops.length} of ${attempt} tries (${stops.join("; ")})`);
+      continue;
+    }
     const t: FitTry<T> = { attempt, result, problems: fitProblems(o.rowOf(result), o.limits) };
     tries.push(t);
     await o.kept?.(t);

@@ -88,6 +88,39 @@ describe("profiling: a fit over a limit is measured again, then fails naming the
     }).catch((e) => e);
     expect([got, calls]).to.deep.equal([stop, 1]);
   });
+
+  it("measures again after Narwhal's prefill stop, within the same tries, and names every stopped try when none passes", async () => {
+    const prefillStop = () => new ProfileError("NARWHAL_PROFILE_PREFILL_FIT", "prefill median fit error 27.1%, worst point 58.0%; inspect the retained per-length measurements before using this profile");
+    const once = { calls: 0 };
+    const r = await measureWithinLimits({
+      engineId: "e2",
+      limits: NARWHAL_FIT_LIMITS,
+      attempts: 3,
+      measure: async () => {
+        if (++once.calls === 1) throw prefillStop();
+        return ROW;
+      },
+      rowOf: (x: FitEvidence) => x,
+    });
+    expect([once.calls, r.accepted]).to.deep.equal([2, ROW]);
+
+    let calls = 0;
+    const err = (await measureWithinLimits({
+      engineId: "e2",
+      limits: NARWHAL_FIT_LIMITS,
+      attempts: 2,
+      measure: async () => {
+        calls++;
+        throw prefillStop();
+      },
+      rowOf: (x: FitEvidence) => x,
+    }).catch((e) => e)) as ProfileError;
+    expect(calls).to.equal(2);
+    expect(err.code).to.equal("NARWHAL_PROFILE_PREFILL_FIT");
+    expect(err.message).to.equal(
+      "engine e2: the prefill fit stopped the sweep in 2 of 2 tries (try 1: prefill median fit error 27.1%, worst point 58.0%; inspect the retained per-length measurements before using this profile; try 2: prefill median fit error 27.1%, worst point 58.0%; inspect the retained per-length measurements before using this profile)",
+    );
+  });
 });
 
 describe("profile provider: the limits as inputs", () => {
