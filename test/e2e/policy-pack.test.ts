@@ -147,6 +147,29 @@ describe("e2e: policy pack and verify", function () {
     await stack.importStack(converged!);
   });
 
+  it("rejects a native runtime checked without its executable's digest, and a profile adopted without its store's", async () => {
+    // What the program always records, taken out of the state: only the pack stands against a stack
+    // whose state was edited or written by something else.
+    const edited = JSON.parse(JSON.stringify(converged)) as Deployment;
+    for (const r of edited.deployment.resources as Array<{ urn: string; outputs: Record<string, unknown> }>) {
+      if (r.urn.endsWith("::fleet-p1-image-check")) r.outputs["identity"] = { ...(r.outputs["identity"] as Record<string, unknown>), sha256: "" };
+      if (r.urn.endsWith("::fleet-profiles-p2")) r.outputs["adoption"] = { verdict: "adopted", source: { storePath: "/srv/runbook/profiles.json" } };
+    }
+    await stack.importStack(edited);
+    try {
+      const r = await previewWithPack(stack);
+      expect(r.passed).to.equal(false);
+      expect(r.output).to.include(
+        "engine p1: image check fleet-p1-image-check records no SHA-256 of the native vLLM executable it checked. Fix: make the executable readable on the host and run `pulumi up --refresh`.",
+      );
+      expect(r.output).to.include(
+        "engine p2: profile fleet-profiles-p2 adopted a profile store (/srv/runbook/profiles.json) without its SHA-256. Fix: set narwhal-fleet:profiling.adopt.sha256 to the store's `sha256:<hex>` and run `pulumi up`.",
+      );
+    } finally {
+      await stack.importStack(converged!);
+    }
+  });
+
   it("rejects a targeted update that leaves an engine without the evidence removed from state", async () => {
     const cache = urnOf(converged!, "fleet-p1-cache");
     await run(path.join(PROJECT_ROOT, ".tools", "bin", "pulumi"), ["state", "delete", "--stack", STACK, cache, "--target-dependents", "--yes"], { cwd: PROJECT_ROOT });
