@@ -74,8 +74,10 @@ export async function measureWithinLimits<T>(o: AcceptOptions<T>): Promise<Accep
       // limits do, and on a loaded machine it is as often noise in one sweep: measured again, within the
       // same tries. Every other stop (unhealthy, restarted) is final.
       if (!(err instanceof ProfileError && err.code === "NARWHAL_PROFILE_PREFILL_FIT")) throw err;
-      stops.push(`try ${attempt}: ${(err as Error).message}`);
-      if (attempt === o.attempts) throw new ProfileError("NARWHAL_PROFILE_PREFILL_FIT", `engine ${o.engineId}: the prefill fit stopped the sweep in ${stops.length} of ${attempt} tries (${stops.join("; ")})`);
+      const message = (err as Error).message;
+      // The last stop's own words end the message (where its raw observations are kept); earlier ones precede it.
+      if (attempt === o.attempts) throw new ProfileError("NARWHAL_PROFILE_PREFILL_FIT", `engine ${o.engineId}: the prefill fit stopped ${stops.length + 1} of ${attempt} tries (${[...stops, `try ${attempt}`].join("; ")}); try ${attempt}: ${message}`);
+      stops.push(`try ${attempt}: ${message}`);
       continue;
     }
     const t: FitTry<T> = { attempt, result, problems: fitProblems(o.rowOf(result), o.limits) };

@@ -118,7 +118,8 @@ describe("profiling: a fit over a limit is measured again, then fails naming the
     expect(calls).to.equal(2);
     expect(err.code).to.equal("NARWHAL_PROFILE_PREFILL_FIT");
     expect(err.message).to.equal(
-      "engine e2: the prefill fit stopped the sweep in 2 of 2 tries (try 1: prefill median fit error 27.1%, worst point 58.0%; inspect the retained per-length measurements before using this profile; try 2: prefill median fit error 27.1%, worst point 58.0%; inspect the retained per-length measurements before using this profile)",
+      "engine e2: the prefill fit stopped 2 of 2 tries (try 1: prefill median fit error 27.1%, worst point 58.0%; inspect the retained per-length measurements before using this profile; try 2); " +
+        "try 2: prefill median fit error 27.1%, worst point 58.0%; inspect the retained per-length measurements before using this profile",
     );
   });
 });
