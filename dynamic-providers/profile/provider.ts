@@ -295,7 +295,8 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
     }
     throw err;
   }
-  const last = kept.get(tries.length);
+  // The accepted try's record: keyed by its attempt, which counts the sweeps a prefill stop ended too.
+  const last = kept.get(tries[tries.length - 1]!.attempt);
   return {
     row: accepted.row,
     profileDigest: sha256Json(accepted.row),

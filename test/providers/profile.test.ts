@@ -234,6 +234,46 @@ describe("providers: Profile against simulated engines", function () {
     }
   });
 
+  it("measures again after a sweep the prefill rule stopped, and records the accepted sweep as the profile's evidence", async () => {
+    // A proxy in front of engine e0 that holds back one prompt length: the curve is no longer a parabola.
+    const target = new URL(engines[0]!.url);
+    let held = 0;
+    const proxy: Server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        const body = Buffer.concat(chunks);
+        let delay = 0;
+        // Only the first sweep's prompts of this length are held back: the second sweep is a clean curve.
+        try {
+          const j = JSON.parse(body.toString("utf8"));
+          if (req.url === "/v1/completions" && j.max_tokens === 1 && j.prompt.length > 4000 && j.prompt.length < 6000 && held++ < 3) delay = 400;
+        } catch {
+          // not JSON: forwarded as it is
+        }
+        setTimeout(() => {
+          const up = httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
+            res.writeHead(r.statusCode ?? 502, r.headers);
+            r.pipe(res);
+          });
+          up.end(body);
+        }, delay);
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
+    try {
+      const url = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
+      const r = await measureProfile(inputsFor("e0", proved[0]!, url));
+      expect(held).to.be.at.least(3);
+      expect(r.evidence?.relativePath).to.match(/^profile\/[0-9a-f]{64}\.json$/);
+      expect(r.samples.relativePath).to.not.equal("");
+      const record = JSON.parse(fs.readFileSync(path.join(ROOT, "runs", STACK, "evidence", r.evidence!.relativePath), "utf8"));
+      expect(record.verdict.status).to.equal("pass");
+    } finally {
+      proxy.close();
+    }
+  });
+
   it("sees a restarted engine as a new generation: the profile's diff replaces on it, and not on an SLO or key change", async () => {
     const before = profiles[1]!;
     await engines[1]!.stop();
