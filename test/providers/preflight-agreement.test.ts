@@ -203,6 +203,12 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
     await old.stop();
     const restarted = await startEngine({ model, args: ARGS, port: old.port, sidePort: old.sidePort, sim: { timeScale: 0.05, startupDelayS: 0 } });
     byId.set("e0", restarted);
+    // A fresh simulator process runs its first requests slower than the warm ones beside it (code not yet
+    // compiled), and at this time scale the pace probe is 30 ms: warm it as a served engine would be, so
+    // both tools judge the same engine, not its first milliseconds.
+    for (let i = 0; i < 8; i++) {
+      await http(`${restarted.url}/v1/completions`, { body: { model: "tiny", prompt: "warm up", max_tokens: 2 }, headers: { authorization: `Bearer ${API_KEY}` } });
+    }
     // Re-profiled after the restart, as the runbook asks: only the consumers still hold the old handshake.
     rows.set("e0", await simProfileRow("e0", restarted));
     const { mine, ours } = await both({});
