@@ -196,8 +196,11 @@ describe("providers: Profile against simulated engines", function () {
     expect(fs.existsSync(path.join(dir, "runs"))).to.equal(false);
   });
 
-  it("stops an engine whose prefill curve no quadratic describes, keeping the raw timings as evidence", async () => {
-    // A proxy in front of engine e0 that holds back one prompt length: the curve is no longer a parabola.
+  /**
+   * A proxy in front of engine e0 that holds back the 1-token prefills of one prompt length (400 ms), so
+   * the curve is no longer a parabola, while `hold()` says so. Resolves to its URL and a closer.
+   */
+  async function prefillHoldingProxy(hold: () => boolean): Promise<{ url: string; close: () => void }> {
     const target = new URL(engines[0]!.url);
     const proxy: Server = createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -207,7 +210,7 @@ describe("providers: Profile against simulated engines", function () {
         let delay = 0;
         try {
           const j = JSON.parse(body.toString("utf8"));
-          if (req.url === "/v1/completions" && j.max_tokens === 1 && j.prompt.length > 4000 && j.prompt.length < 6000) delay = 400;
+          if (req.url === "/v1/completions" && j.max_tokens === 1 && j.prompt.length > 4000 && j.prompt.length < 6000 && hold()) delay = 400;
         } catch {
           // not JSON: forwarded as it is
         }
@@ -221,9 +224,13 @@ describe("providers: Profile against simulated engines", function () {
       });
     });
     await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
+    return { url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, close: () => proxy.close() };
+  }
+
+  it("stops an engine whose prefill curve no quadratic describes, keeping the raw timings as evidence", async () => {
+    const proxy = await prefillHoldingProxy(() => true);
     try {
-      const url = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
-      const err = (await measureProfile(inputsFor("e0", proved[0]!, url)).catch((e: Error) => e)) as Error & { code?: string };
+      const err = (await measureProfile(inputsFor("e0", proved[0]!, proxy.url)).catch((e: Error) => e)) as Error & { code?: string };
       expect(err.code).to.equal("NARWHAL_PROFILE_PREFILL_FIT");
       expect(err.message).to.match(/prefill median fit error \d+\.\d%, worst point \d+\.\d%; inspect the retained per-length measurements before using this profile \(raw observations kept as (profile\/[0-9a-f]{64}\.json)\)$/);
       const record = JSON.parse(fs.readFileSync(path.join(ROOT, "runs", STACK, "evidence", /kept as (profile\/[0-9a-f]{64}\.json)/.exec(err.message)![1]!), "utf8"));
@@ -235,35 +242,11 @@ describe("providers: Profile against simulated engines", function () {
   });
 
   it("measures again after a sweep the prefill rule stopped, and records the accepted sweep as the profile's evidence", async () => {
-    // A proxy in front of engine e0 that holds back one prompt length: the curve is no longer a parabola.
-    const target = new URL(engines[0]!.url);
+    // Only the first sweep's prompts of that length are held back: the second sweep is a clean curve.
     let held = 0;
-    const proxy: Server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        const body = Buffer.concat(chunks);
-        let delay = 0;
-        // Only the first sweep's prompts of this length are held back: the second sweep is a clean curve.
-        try {
-          const j = JSON.parse(body.toString("utf8"));
-          if (req.url === "/v1/completions" && j.max_tokens === 1 && j.prompt.length > 4000 && j.prompt.length < 6000 && held++ < 3) delay = 400;
-        } catch {
-          // not JSON: forwarded as it is
-        }
-        setTimeout(() => {
-          const up = httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
-            res.writeHead(r.statusCode ?? 502, r.headers);
-            r.pipe(res);
-          });
-          up.end(body);
-        }, delay);
-      });
-    });
-    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
+    const proxy = await prefillHoldingProxy(() => held++ < 3);
     try {
-      const url = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
-      const r = await measureProfile(inputsFor("e0", proved[0]!, url));
+      const r = await measureProfile(inputsFor("e0", proved[0]!, proxy.url));
       expect(held).to.be.at.least(3);
       expect(r.evidence?.relativePath).to.match(/^profile\/[0-9a-f]{64}\.json$/);
       expect(r.samples.relativePath).to.not.equal("");
