@@ -200,11 +200,12 @@ export function freshnessStartScript(o: FreshnessRunOptions): string {
   return `set -eu
 dir=${shq(o.dir)}
 mkdir -p "$dir"
-if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
-  if cmp -s "$dir/exporter.py" - <<'NARWHAL_EXPORTER_EOF'
+cat > "$dir/exporter.py.tmp" <<'NARWHAL_EXPORTER_EOF'
 ${FRESHNESS_EXPORTER_PY}
 NARWHAL_EXPORTER_EOF
-  then cat "$dir/started"; exit 0; fi
+if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
+  if cmp -s "$dir/exporter.py" "$dir/exporter.py.tmp"; then rm -f "$dir/exporter.py.tmp"; cat "$dir/started"; exit 0; fi
+  rm -f "$dir/exporter.py.tmp"
   echo "${what}: pid $(cat "$dir/pid") runs another exporter from $dir; stop it first" >&2
   exit 1
 fi
@@ -213,9 +214,6 @@ if ! command -v python3 >/dev/null 2>&1; then
   exit 1
 fi
 ${portTakenCheck(o.port, "evidence freshness exporter", "observability.freshnessPort", o.hostAlias)}
-cat > "$dir/exporter.py.tmp" <<'NARWHAL_EXPORTER_EOF'
-${FRESHNESS_EXPORTER_PY}
-NARWHAL_EXPORTER_EOF
 mv -f "$dir/exporter.py.tmp" "$dir/exporter.py"
 (
   cd "$dir"
