@@ -7,6 +7,7 @@ import { runInHost } from "../../sim/hosts";
 import { PROJECT_ROOT } from "./support/stack";
 
 const run = promisify(execFile);
+const tail = (text = "", lines = 40) => text.trimEnd().split("\n").slice(-lines).join("\n");
 
 /** The README's first command, as a newcomer runs it: the dev stack on the simulated fleet, from nothing. */
 describe("e2e: npm run demo", function () {
@@ -19,7 +20,10 @@ describe("e2e: npm run demo", function () {
 
   it("goes from nothing to a serving router, sends one request through it, and exports the record", async () => {
     await (await devStack()).destroy({ onOutput: () => undefined });
-    const { stdout } = await run("npm", ["run", "--silent", "demo"], { cwd: PROJECT_ROOT, env: process.env, maxBuffer: 64 * 1024 * 1024, timeout: 1_500_000 });
+    const { stdout } = await run("npm", ["run", "--silent", "demo"], { cwd: PROJECT_ROOT, env: process.env, maxBuffer: 64 * 1024 * 1024, timeout: 1_500_000 }).catch((err: Error & { stdout?: string; stderr?: string }) => {
+      // The demo's own last words say which step stopped it; without them a failure reads as "exit 1".
+      throw new Error(`npm run demo failed: ${err.message.split("\n")[0]}\n--- its stdout, last lines:\n${tail(err.stdout)}\n--- its stderr, last lines:\n${tail(err.stderr)}`);
+    });
 
     const request = stdout.slice(stdout.indexOf("==> One request through the router"));
     const health = JSON.parse(/^health: (.*)$/m.exec(request)![1]!) as { status: string; instances: number };
