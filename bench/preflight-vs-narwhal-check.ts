@@ -87,21 +87,28 @@ async function benchSize(n: number, model: string, timeScale: number, rounds: nu
   const profiles = new Map<string, GateProfile>(rows.map((r) => [r.iid, r]));
   const ours = async (schedule: ScheduleMode) => {
     const { plan, observer } = simPreflight(doc, profiles, API_KEY, schedule);
-    // The transfer phase alone, where the schedule matters: from the first transfer's start to the last one's end.
-    let first = Infinity;
-    let last = 0;
-    const timed = {
-      ...observer,
-      transfer: async (p: Parameters<typeof observer.transfer>[0]) => {
-        first = Math.min(first, Date.now());
-        const r = await observer.transfer(p);
-        last = Math.max(last, Date.now());
-        return r;
-      },
-    };
+    // Where the time goes: per observer call (health, pace, transfer, ...) the span from its first start to its
+    // last end. The transfer span alone is where the schedule matters.
+    const spans = new Map<string, { first: number; last: number; calls: number }>();
+    const timed = Object.fromEntries(
+      Object.entries(observer).map(([name, f]) => [
+        name,
+        async (...a: unknown[]) => {
+          const started = Date.now();
+          try {
+            return await (f as (...x: unknown[]) => Promise<unknown>)(...a);
+          } finally {
+            const s = spans.get(name) ?? { first: started, last: 0, calls: 0 };
+            spans.set(name, { first: Math.min(s.first, started), last: Math.max(s.last, Date.now()), calls: s.calls + 1 });
+          }
+        },
+      ]),
+    ) as unknown as typeof observer;
     const t = Date.now();
     const outcome = await runPreflight(plan, timed).finally(() => observer.close());
-    return { wallS: (Date.now() - t) / 1000, transfersS: last ? (last - first) / 1000 : null, outcome };
+    const phasesS = Object.fromEntries([...spans].filter(([name]) => name !== "close").map(([name, v]) => [name, { fromStartS: (v.first - t) / 1000, spanS: (v.last - v.first) / 1000, calls: v.calls }]));
+    const transfers = spans.get("transfer");
+    return { wallS: (Date.now() - t) / 1000, transfersS: transfers ? (transfers.last - transfers.first) / 1000 : null, phasesS, outcome };
   };
   // Rounds in alternating order, so a slow spell of the machine is not always charged to the same tool;
   // wall times are the rounds' medians, verdicts must agree in every round.
@@ -147,6 +154,7 @@ async function benchSize(n: number, model: string, timeScale: number, rounds: nu
     speedupOverNarwhalCheck: Number((narwhalS / concurrentS).toFixed(2)),
     verdictsAgreeEveryRound: done.every(roundAgrees),
     transferPhaseS: { oursConcurrent: concurrent.transfersS, oursSequential: sequential.transfersS },
+    phasesS: { oursConcurrent: concurrent.phasesS, oursSequential: sequential.phasesS },
     scheduleRounds: { concurrent: concurrent.outcome.rounds, sequential: sequential.outcome.rounds },
     narwhalCheck: { exit: narwhal.status, status },
     gates,
