@@ -4,7 +4,8 @@
  * and the exporter started by this program's scripts, and listeners of this test's own process standing in
  * for whatever else holds a port. A refusal is one line naming the host, the port, the owner and the fix, and
  * leaves the running service answering. Grafana runs only from its container image, which this machine does
- * not hold: its check is the same script, with the container's main pid as its own process.
+ * not hold: a container of the engine-simulator image (built here without a registry) holds its port on the
+ * host network instead, as Grafana's container does, and the check knows it by the container's main pid.
  */
 import { expect } from "chai";
 import { spawnSync } from "node:child_process";
@@ -13,6 +14,7 @@ import { createServer, type Server } from "node:net";
 import * as path from "node:path";
 import {
   freshnessPortCheckScript,
+  grafanaPortCheckScript,
   freshnessStartScript,
   freshnessStopScript,
   prometheusConfig,
@@ -24,6 +26,7 @@ import {
   type FreshnessRunOptions,
   type PrometheusRunOptions,
 } from "../../lib/observability";
+import { buildSimImage } from "../../sim/image/build";
 import { freePort, http, removeTemps, tempDir } from "../unit/sim-engine/helpers";
 
 function sh(script: string): { code: number; stdout: string; stderr: string } {
@@ -158,6 +161,60 @@ describe("monitoring port checks: a replacement refused before it stops the runn
       expectOneLineRefusal(r.stderr, "evidence freshness exporter", port, "observability.freshnessPort");
       expect((await http(`http://127.0.0.1:${fresh.port}/health`)).text).to.equal("ok\n");
       expect(fs.readFileSync(path.join(fresh.dir, "pid"), "utf8").trim()).to.equal(freshPid);
+    });
+  });
+
+  describe("Grafana (a container on the host network holding its port)", () => {
+    const container = `narwhal-port-check-${process.pid}-grafana`;
+    let port: number;
+
+    /** Whether the container still runs, as docker sees it. */
+    const running = () => spawnSync("docker", ["inspect", "-f", "{{.State.Running}}", container], { encoding: "utf8" }).stdout.trim();
+
+    before(async () => {
+      const info = spawnSync("docker", ["info", "--format", "{{.ServerVersion}}"], { encoding: "utf8", timeout: 30_000 });
+      if (info.status !== 0) throw new Error(`the Docker Engine does not answer (docker info: ${info.stderr.trim()}); scripts/setup.sh starts dockerd`);
+      const image = buildSimImage({ log: () => undefined }).id;
+      port = await freePort();
+      const listen = `require("node:net").createServer().listen(${port}, "127.0.0.1")`;
+      const r = spawnSync("docker", ["run", "-d", "--name", container, "--network", "host", "--entrypoint", "/usr/bin/node", image, "-e", listen], { encoding: "utf8", timeout: 60_000 });
+      expect(r.status, r.stderr).to.equal(0);
+      // Bounded wait for the container's listener: 30 s is far beyond node's start on a loaded machine.
+      const deadline = Date.now() + 30_000;
+      while (!spawnSync("ss", ["-Hltn", `sport = :${port}`], { encoding: "utf8" }).stdout.trim()) {
+        if (Date.now() > deadline) throw new Error(`container ${container} did not listen on ${port} within 30 s`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    });
+
+    after(() => {
+      spawnSync("docker", ["rm", "-f", container], { encoding: "utf8", timeout: 60_000 });
+    });
+
+    it("passes its own running container, whose main process holds the port", () => {
+      const r = sh(grafanaPortCheckScript({ containerName: container, port, hostAlias: "router-1" }));
+      expect(r.code, r.stderr).to.equal(0);
+      expect(r.stdout).to.equal("free\n");
+    });
+
+    it("refuses in one line a new port another process holds, and the running container is not stopped", async () => {
+      const other = await freePort();
+      await squat(other, "127.0.0.1", squatters);
+      const r = sh(grafanaPortCheckScript({ containerName: container, port: other, hostAlias: "router-1" }));
+      expect(r.code).to.equal(1);
+      expectOneLineRefusal(r.stderr, "grafana", other, "observability.grafanaPort");
+      expect(running()).to.equal("true");
+    });
+
+    it("names another container's process when the port is not its own container's", () => {
+      const pid = spawnSync("docker", ["inspect", "-f", "{{.State.Pid}}", container], { encoding: "utf8" }).stdout.trim();
+      const r = sh(grafanaPortCheckScript({ containerName: `${container}-absent`, port, hostAlias: "router-1" }));
+      expect(r.code).to.equal(1);
+      expect(r.stderr.trim().split("\n")).to.have.length(1);
+      expect(r.stderr.trim()).to.equal(
+        `grafana: port ${port} on host router-1 is taken by pid ${pid} (/usr/bin/node -e require("node:net").createServer().listen(${port}, "127.0.0.1")); stop that process or set observability.grafanaPort to a free port, then run pulumi up again`,
+      );
+      expect(running()).to.equal("true");
     });
   });
 });
