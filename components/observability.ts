@@ -9,9 +9,12 @@ import {
   datasourceProvisioning,
   engineTargets,
   fleetDashboard,
+  freshnessPortCheckScript,
+  grafanaPortCheckScript,
   grafanaStartScript,
   grafanaStopScript,
   prometheusConfig,
+  prometheusPortCheckScript,
   prometheusStartScript,
   prometheusStopScript,
   freshnessStartScript,
@@ -74,6 +77,10 @@ export class Monitoring extends pulumi.ComponentResource {
         { service, name: service, hostAlias: args.hostAlias ?? "router", url: pulumi.output(args.address).apply((a) => `http://${a.includes(":") ? `[${a}]` : a}:${port}`), healthDeadlineS: args.healthDeadlineS },
         { parent: this },
       ).epoch;
+    // Runs whenever a service is about to be replaced (its triggers): a port held by anything but that service
+    // stops the run here, before the replacement stops the running service.
+    const portCheck = (service: "prometheus" | "grafana" | "freshness", script: string, triggers: pulumi.Input<unknown>[], dependsOn: pulumi.Input<pulumi.Resource>[]) =>
+      new command.remote.Command(`${name}-${service}-port-check`, { connection: args.connection, create: script, triggers, addPreviousOutputInEnv: false, logging: "stderr" }, { parent: this, dependsOn });
     const targets = new command.remote.Command(
       `${name}-targets`,
       {
@@ -116,10 +123,12 @@ export class Monitoring extends pulumi.ComponentResource {
       { connection: args.connection, create: writeFilesScript(promDir, files), addPreviousOutputInEnv: false, logging: "stderr" },
       { parent: this, dependsOn: [args.after] },
     );
+    const prometheusTriggers = [digest, livenessEpoch("prometheus", spec.prometheusPort)];
+    const prometheusPortCheck = portCheck("prometheus", prometheusPortCheckScript(run), prometheusTriggers, [config, targets]);
     new command.remote.Command(
       `${name}-prometheus`,
-      { connection: args.connection, create: prometheusStartScript(run), delete: prometheusStopScript(run), triggers: [digest, livenessEpoch("prometheus", spec.prometheusPort)], addPreviousOutputInEnv: false, logging: "stderr" },
-      { parent: this, deleteBeforeReplace: true, dependsOn: [config, targets] },
+      { connection: args.connection, create: prometheusStartScript(run), delete: prometheusStopScript(run), triggers: prometheusTriggers, addPreviousOutputInEnv: false, logging: "stderr" },
+      { parent: this, deleteBeforeReplace: true, dependsOn: [config, targets, prometheusPortCheck] },
     );
     this.prometheusUrl = localProm;
 
@@ -131,17 +140,19 @@ export class Monitoring extends pulumi.ComponentResource {
       { connection: args.connection, create: pulumi.output(args.freshness).apply((f) => writeFilesScript(freshnessRun.dir, { "expected.json": JSON.stringify(f, null, 2) })), addPreviousOutputInEnv: false, logging: "stderr" },
       { parent: this, dependsOn: [args.after] },
     );
+    const freshnessTriggers = [livenessEpoch("freshness", spec.freshnessPort)];
+    const freshnessPortCheck = portCheck("freshness", freshnessPortCheckScript(freshnessRun), freshnessTriggers, [expected]);
     new command.remote.Command(
       `${name}-freshness`,
       {
         connection: args.connection,
         create: freshnessStartScript(freshnessRun),
         delete: freshnessStopScript(freshnessRun),
-        triggers: [livenessEpoch("freshness", spec.freshnessPort)],
+        triggers: freshnessTriggers,
         addPreviousOutputInEnv: false,
         logging: "stderr",
       },
-      { parent: this, deleteBeforeReplace: true, dependsOn: [expected] },
+      { parent: this, deleteBeforeReplace: true, dependsOn: [expected, freshnessPortCheck] },
     );
 
     const grafanaFiles = {
@@ -159,18 +170,21 @@ export class Monitoring extends pulumi.ComponentResource {
         throw new pulumi.ResourceError("config narwhal-fleet:grafanaAdminPassword is missing: set it with `pulumi config set --secret grafanaAdminPassword <password>`", this);
       }
       const grafanaDigest = textDigest(JSON.stringify(grafanaFiles));
+      const grafanaRun = { dir: grafanaDir, image: spec.grafanaImage, containerName: `narwhal-${args.stack}-grafana`, port: spec.grafanaPort, configDigest: grafanaDigest, startTimeoutS: args.startTimeoutS, hostAlias: args.hostAlias };
+      const grafanaTriggers = [grafanaDigest, livenessEpoch("grafana", spec.grafanaPort)];
+      const grafanaPortCheck = portCheck("grafana", grafanaPortCheckScript(grafanaRun), grafanaTriggers, [grafanaConfig]);
       new command.remote.Command(
         `${name}-grafana`,
         {
           connection: args.connection,
-          create: grafanaStartScript({ dir: grafanaDir, image: spec.grafanaImage, containerName: `narwhal-${args.stack}-grafana`, port: spec.grafanaPort, configDigest: grafanaDigest, startTimeoutS: args.startTimeoutS, hostAlias: args.hostAlias }),
-          delete: grafanaStopScript({ dir: grafanaDir, containerName: `narwhal-${args.stack}-grafana` }),
+          create: grafanaStartScript(grafanaRun),
+          delete: grafanaStopScript(grafanaRun),
           stdin: pulumi.secret(pulumi.output(args.grafanaAdminPassword).apply((p) => envFile({ GF_SECURITY_ADMIN_PASSWORD: p }))),
-          triggers: [grafanaDigest, livenessEpoch("grafana", spec.grafanaPort)],
+          triggers: grafanaTriggers,
           addPreviousOutputInEnv: false,
           logging: "stderr",
         },
-        { parent: this, deleteBeforeReplace: true, dependsOn: [grafanaConfig] },
+        { parent: this, deleteBeforeReplace: true, dependsOn: [grafanaConfig, grafanaPortCheck] },
       );
       this.grafanaUrl = `http://127.0.0.1:${spec.grafanaPort}`;
     }

@@ -5,7 +5,7 @@
  * containers' users are not root; Grafana's admin password reaches it only through a 0600 env file.
  */
 import { shellLine, shq } from "../shell";
-import { refuseTakenPortLines } from "../router/port-taken";
+import { portCheckScript, refuseTakenPortLines, type TakenPort } from "../port-taken";
 import { FRESHNESS_EXPORTER_PY, freshnessArgv, type FreshnessRunOptions } from "./freshness-exporter";
 
 export interface ObservabilityFiles {
@@ -48,8 +48,17 @@ export interface PrometheusRunOptions {
   readonly hostAlias?: string;
 }
 
-function portTakenCheck(port: number, what: string, configKey: string, hostAlias: string | undefined): string {
-  return refuseTakenPortLines({ what, port, configKey, hostAlias });
+/** Prometheus's port as a refusal names it. */
+function prometheusPort(o: Pick<PrometheusRunOptions, "port" | "hostAlias">): TakenPort {
+  return { what: "prometheus", port: o.port, configKey: "observability.prometheusPort", hostAlias: o.hostAlias };
+}
+
+/**
+ * Run before Prometheus is replaced (which stops the running one first, to free its port): refuses when its
+ * port is held by anything but that Prometheus, so a refusal leaves it running.
+ */
+export function prometheusPortCheckScript(o: Pick<PrometheusRunOptions, "runtime" | "dir" | "containerName" | "port" | "hostAlias">): string {
+  return portCheckScript({ ...prometheusPort(o), own: o.runtime === "native" ? { pidFile: `${o.dir}/pid` } : { container: o.containerName } });
 }
 
 function readyWait(url: string, what: string, timeoutS: number, alive: string, logs: string, cleanup: string): string {
@@ -100,7 +109,7 @@ if ! command -v ${shq(o.command)} >/dev/null 2>&1; then
   exit 1
 fi
 ${check}
-${portTakenCheck(o.port, "prometheus", "observability.prometheusPort", o.hostAlias)}
+${refuseTakenPortLines(prometheusPort(o))}
 mkdir -p "$dir/data"
 (
   cd "$dir"
@@ -122,7 +131,7 @@ if [ "$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "narwhal.co
   exit 0
 fi
 docker rm -f ${name} >/dev/null 2>&1 || true
-${portTakenCheck(o.port, "prometheus", "observability.prometheusPort", o.hostAlias)}
+${refuseTakenPortLines(prometheusPort(o))}
 mkdir -p "$dir/data" && chmod 777 "$dir/data"
 docker run -d --name ${name} --network host --restart unless-stopped --label ${shq(`narwhal.config-digest=${o.configDigest}`)} -v "$dir:$dir" ${shq(o.image)} ${shellLine(prometheusArgs(o, `${o.dir}/data`))} > /dev/null
 ${readyWait(ready, what, o.startTimeoutS, `[ "$(docker inspect -f '{{.State.Running}}' ${name} 2>/dev/null)" = true ]`, `docker logs --tail 20 ${name} >&2 2>&1 || true`, `docker rm -f ${name} >/dev/null 2>&1 || true`)}
@@ -162,6 +171,15 @@ export interface GrafanaRunOptions {
   readonly hostAlias?: string;
 }
 
+function grafanaPort(o: Pick<GrafanaRunOptions, "port" | "hostAlias">): TakenPort {
+  return { what: "grafana", port: o.port, configKey: "observability.grafanaPort", hostAlias: o.hostAlias };
+}
+
+/** Run before Grafana is replaced: refuses when its port is held by anything but the running Grafana container. */
+export function grafanaPortCheckScript(o: Pick<GrafanaRunOptions, "containerName" | "port" | "hostAlias">): string {
+  return portCheckScript({ ...grafanaPort(o), own: { container: o.containerName } });
+}
+
 /** Grafana as a container with the provisioning folder mounted; the admin password arrives on stdin. */
 export function grafanaStartScript(o: GrafanaRunOptions): string {
   const name = shq(o.containerName);
@@ -176,7 +194,7 @@ if [ "$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "narwhal.co
   exit 0
 fi
 docker rm -f ${name} >/dev/null 2>&1 || true
-${portTakenCheck(o.port, "grafana", "observability.grafanaPort", o.hostAlias)}
+${refuseTakenPortLines(grafanaPort(o))}
 docker run -d --name ${name} --network host --restart unless-stopped --label ${shq(`narwhal.config-digest=${o.configDigest}`)} --env-file "$dir/grafana.env" -e GF_SERVER_HTTP_PORT=${o.port} -e GF_AUTH_ANONYMOUS_ENABLED=true -e GF_AUTH_ANONYMOUS_ORG_ROLE=Viewer -v "$dir/provisioning:/etc/grafana/provisioning:ro" -v "$dir/dashboards:$dir/dashboards:ro" ${shq(o.image)} > /dev/null
 ${readyWait(health, "grafana", o.startTimeoutS, `[ "$(docker inspect -f '{{.State.Running}}' ${name} 2>/dev/null)" = true ]`, `docker logs --tail 20 ${name} >&2 2>&1 || true`, `docker rm -f ${name} >/dev/null 2>&1 || true`)}
 printf '{"container":"%s"}\\n' "$(docker inspect -f '{{.Id}}' ${name})"
@@ -187,6 +205,15 @@ export function grafanaStopScript(o: Pick<GrafanaRunOptions, "dir" | "containerN
   return `docker rm -f ${shq(o.containerName)} >/dev/null 2>&1 || true
 rm -f ${shq(`${o.dir}/grafana.env`)}
 `;
+}
+
+function freshnessPort(o: Pick<FreshnessRunOptions, "port" | "hostAlias">): TakenPort {
+  return { what: "evidence freshness exporter", port: o.port, configKey: "observability.freshnessPort", hostAlias: o.hostAlias };
+}
+
+/** Run before the freshness exporter is replaced: refuses when its port is held by anything but the running exporter. */
+export function freshnessPortCheckScript(o: Pick<FreshnessRunOptions, "dir" | "port" | "hostAlias">): string {
+  return portCheckScript({ ...freshnessPort(o), own: { pidFile: `${o.dir}/pid` } });
 }
 
 /**
@@ -213,7 +240,7 @@ if ! command -v python3 >/dev/null 2>&1; then
   echo ${shq(`${what}: python3 is not on ${o.hostAlias ? `host ${o.hostAlias}` : "the router host"}; install it or set observability.freshnessPort to 0 to run without the exporter`)} >&2
   exit 1
 fi
-${portTakenCheck(o.port, "evidence freshness exporter", "observability.freshnessPort", o.hostAlias)}
+${refuseTakenPortLines(freshnessPort(o))}
 mv -f "$dir/exporter.py.tmp" "$dir/exporter.py"
 (
   cd "$dir"

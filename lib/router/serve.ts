@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { shellLine, shq, stopProcessGroupLines } from "../shell";
-import { refuseTakenPortLines } from "./port-taken";
+import { portCheckScript, refuseTakenPortLines } from "../port-taken";
 
 export interface RouterOptions {
   /** The router's folder on its host (0700): fleet.json, profiles, env file, pid, log, journal. */
@@ -157,10 +157,7 @@ cat "$run/started"
  * the port it will bind is held by anything but the serving router, so a refusal leaves that router serving.
  */
 export function routerPortCheckScript(o: Pick<RouterOptions, "runDir" | "port" | "hostAlias">): string {
-  return `set -eu
-${refuseTakenPortLines({ what: "router", port: o.port, configKey: "router.port", hostAlias: o.hostAlias, ownPidFile: `${o.runDir}/pid` })}
-echo free
-`;
+  return portCheckScript({ what: "router", port: o.port, configKey: "router.port", hostAlias: o.hostAlias, own: { pidFile: `${o.runDir}/pid` } });
 }
 
 /**

@@ -1,15 +1,21 @@
 import { expect } from "chai";
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { ownerFromSs, refuseTakenPortLines, takenPortMessage } from "../../../lib/router/port-taken";
+import { ownerFromSs, portCheckScript, refuseTakenPortLines, takenPortMessage } from "../../lib/port-taken";
 
 describe("a router or monitoring port already taken", () => {
   it("reads the owner from ss -Hltnp output", () => {
     const line = `LISTEN 0      5            0.0.0.0:8921      0.0.0.0:*    users:(("python3",pid=4242,fd=3))`;
     expect(ownerFromSs(line)).to.deep.equal({ pid: 4242, name: "python3" });
     expect(ownerFromSs("LISTEN 0 5 0.0.0.0:8921 0.0.0.0:*")).to.equal(undefined);
+  });
+
+  it("takes the first process of a listener several processes share, and a name with quotes in it", () => {
+    const shared = `LISTEN 0 4096 *:3000 *:* users:(("grafana",pid=3311,fd=12),("grafana",pid=3312,fd=12))`;
+    expect(ownerFromSs(shared)).to.deep.equal({ pid: 3311, name: "grafana" });
+    expect(ownerFromSs(`LISTEN 0 5 [::1]:9090 [::]:* users:(("we\\"ird",pid=77,fd=7))`)).to.deep.equal({ pid: 77, name: `we\\"ird` });
   });
 
   it("says host, port, owner and fix in one line", () => {
@@ -60,10 +66,33 @@ describe("a router or monitoring port already taken", () => {
     it("lets through the listener of our own serving router (its pid file), which the replacement takes over", () => {
       const pidFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "narwhal-own-")), "pid");
       fs.writeFileSync(pidFile, `${listener.pid}\n`);
-      const script = `set -eu\n${refuseTakenPortLines({ what: "router", port, configKey: "router.port", ownPidFile: pidFile })}\necho started`;
-      expect(execFileSync("sh", ["-c", script], { encoding: "utf8" })).to.equal("started\n");
+      const script = portCheckScript({ what: "router", port, configKey: "router.port", own: { pidFile } });
+      expect(execFileSync("sh", ["-c", script], { encoding: "utf8" })).to.equal("free\n");
       fs.writeFileSync(pidFile, "1\n"); // another process's pid: the listener is not ours
       expect(() => execFileSync("sh", ["-c", script], { stdio: "ignore" })).to.throw();
+    });
+
+    it("names another listener on the same port (another address) even when our own process holds it too", async () => {
+      const pidFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "narwhal-own-")), "pid");
+      fs.writeFileSync(pidFile, `${listener.pid}\n`);
+      const other = spawn("python3", ["-m", "http.server", String(port), "--bind", "127.0.0.2"], { stdio: "ignore" });
+      try {
+        // Bounded wait for the second listener, as for the first.
+        for (let i = 0; i < 100 && !execFileSync("sh", ["-c", `ss -Hltn 'src 127.0.0.2 and sport = :${port}'`], { encoding: "utf8" }).trim(); i++) await new Promise((r) => setTimeout(r, 100));
+        const r = spawnSync("sh", ["-c", portCheckScript({ what: "prometheus", port, configKey: "observability.prometheusPort", own: { pidFile } })], { encoding: "utf8" });
+        expect(r.status).to.equal(1);
+        expect(r.stderr).to.match(new RegExp(`^prometheus: port ${port} on this host is taken by pid ${other.pid} \\(\\S*python3\\S* -m http\\.server ${port} --bind 127\\.0\\.0\\.2\\); stop that process or set observability\\.prometheusPort to a free port, then run pulumi up again\n$`));
+      } finally {
+        other.kill();
+      }
+    });
+
+    it("does not take a pid file whose process is gone for our own", () => {
+      const pidFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "narwhal-own-")), "pid");
+      fs.writeFileSync(pidFile, "999999999\n");
+      const r = spawnSync("sh", ["-c", portCheckScript({ what: "router", port, configKey: "router.port", own: { pidFile } })], { encoding: "utf8" });
+      expect(r.status).to.equal(1);
+      expect(r.stderr).to.contain(`is taken by pid ${listener.pid} (`);
     });
 
     it("passes a free port through", () => {
