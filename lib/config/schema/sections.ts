@@ -258,8 +258,9 @@ export const ProfilingSchema = f
         .optional()
         .describe(
           "A profile store measured before this stack (the runbook's `runs/profiles.json`, its `.samples.json` next " +
-            "to it) on this machine: adopted row by row where a row binds the engine's live generation and is within " +
-            "the `fitAttempts` limits, instead of profiling again; see [coming-from-the-runbook.md](coming-from-the-runbook.md).",
+            "to it) on this machine: adopted row by row where a row binds the engine's live generation and its fit is " +
+            "within Narwhal's profile-validation limits, instead of profiling again; see " +
+            "[coming-from-the-runbook.md](coming-from-the-runbook.md).",
         ),
     },
     "an object of profiling settings",
