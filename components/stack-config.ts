@@ -4,10 +4,14 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { FleetConfigError, FleetSpec, parseFleetConfig, type ConfigIssue } from "../lib/config";
 import { keyFileIssue, MISSING_API_KEY, sshConfigIssue } from "../lib/config/local-files";
+import { CredentialKeysSchema } from "../lib/config/schema";
 import { cleartextSecretIssues, parseSecretKeyList, SECRET_CONFIG_KEYS } from "../lib/config/secrets";
 
-/** Keys read apart from the zod schema: the secrets, and the key file path (a file whose content is one). */
-const NOT_IN_SCHEMA: readonly string[] = [...SECRET_CONFIG_KEYS, "sshPrivateKeyFile"];
+/**
+ * Keys read apart from the zod parse: the secrets, and the key file path (a file whose content is one).
+ * Taken from the schema that documents them, so a key read here is a key docs/config.md lists.
+ */
+const NOT_IN_SCHEMA: readonly string[] = Object.keys(CredentialKeysSchema.shape);
 
 export interface FleetSecrets {
   readonly engineApiKey: pulumi.Output<string>;

@@ -1,7 +1,8 @@
 /**
  * zod field builders that word their own errors. Each field knows its rule in words ("an integer from 1
  * to 65535"), so a wrong type, a missing value and a value out of range all read the same way:
- * `found 70000; allowed: an integer from 1 to 65535`.
+ * `found 70000; allowed: an integer from 1 to 65535`. The same words are kept as the field's `expected`
+ * metadata, which docs/config.md shows as the key's type (lib/config/reference).
  */
 import { z } from "zod";
 import { kindOf, orList, show, typeMessage } from "./describe";
@@ -49,9 +50,12 @@ function fits(v: number, rule: NumberRule): boolean {
 /** A number checked against one rule, with one message for every way it can be wrong. */
 export function num(rule: NumberRule) {
   const allowed = describeNumber(rule);
-  return z.number({ error: typeError(allowed) }).superRefine((v, ctx) => {
-    if (!fits(v, rule)) ctx.addIssue({ code: "custom", message: `found ${show(v)}; allowed: ${allowed}`, input: v });
-  });
+  return z
+    .number({ error: typeError(allowed) })
+    .superRefine((v, ctx) => {
+      if (!fits(v, rule)) ctx.addIssue({ code: "custom", message: `found ${show(v)}; allowed: ${allowed}`, input: v });
+    })
+    .meta({ expected: allowed });
 }
 
 export const port = () => num({ int: true, min: 1, max: 65535 });
@@ -61,28 +65,34 @@ export const positiveInt = () => num({ int: true, min: 1 });
 /** One of a fixed set of numbers, e.g. block sizes. */
 export function numberIn(values: readonly number[]) {
   const allowed = orList(values.map(String));
-  return z.number({ error: typeError(allowed) }).superRefine((v, ctx) => {
-    if (!values.includes(v)) ctx.addIssue({ code: "custom", message: `found ${show(v)}; allowed: ${allowed}`, input: v });
-  });
+  return z
+    .number({ error: typeError(allowed) })
+    .superRefine((v, ctx) => {
+      if (!values.includes(v)) ctx.addIssue({ code: "custom", message: `found ${show(v)}; allowed: ${allowed}`, input: v });
+    })
+    .meta({ expected: allowed });
 }
 
 /** One of a fixed set of strings; wrong type and wrong value get the same message. */
 export function choice<const T extends readonly [string, ...string[]]>(values: T) {
   const allowed = orList(values.map((v) => JSON.stringify(v)));
-  return z.enum(values, { error: (issue) => `found ${show(issue.input)}; allowed: ${allowed}` });
+  return z.enum(values, { error: (issue) => `found ${show(issue.input)}; allowed: ${allowed}` }).meta({ expected: allowed });
 }
 
-export const flag = () => z.boolean({ error: typeError("true or false") });
+export const flag = () => z.boolean({ error: typeError("true or false") }).meta({ expected: "true or false" });
 
 /**
  * A string described by `expected` and checked by `problem` (which returns the full message, or
  * undefined when the string is fine).
  */
 export function text(expected: string, problem?: (s: string) => string | undefined) {
-  return z.string({ error: typeError(expected) }).superRefine((s, ctx) => {
-    const message = s === "" ? `found ""; expected ${expected}` : problem?.(s);
-    if (message) ctx.addIssue({ code: "custom", message, input: s });
-  });
+  return z
+    .string({ error: typeError(expected) })
+    .superRefine((s, ctx) => {
+      const message = s === "" ? `found ""; expected ${expected}` : problem?.(s);
+      if (message) ctx.addIssue({ code: "custom", message, input: s });
+    })
+    .meta({ expected });
 }
 
 /** A string that must match `pattern`, described in words by `rule`. */
@@ -96,7 +106,7 @@ export function list<T extends z.ZodType>(
   expected: string,
   opts: { min?: number; unique?: boolean; tooShort?: (n: number) => string } = {},
 ) {
-  return z.array(element, { error: typeError(expected) }).superRefine((items, ctx) => {
+  const checked = z.array(element, { error: typeError(expected) }).superRefine((items, ctx) => {
     if (opts.min !== undefined && items.length < opts.min) {
       const found = items.length === 0 ? "an empty list" : `${items.length} item${items.length === 1 ? "" : "s"}`;
       ctx.addIssue({
@@ -113,6 +123,7 @@ export function list<T extends z.ZodType>(
       });
     }
   });
+  return checked.meta({ expected });
 }
 
 /** `Record<string, string>` whose keys match `keyPattern`. */
@@ -122,7 +133,7 @@ export function stringMap(keyPattern: RegExp, keyRule: string, expected: string)
   });
   // Values are not echoed in messages: an environment value may be something private.
   const value = z.string({ error: (issue) => `found ${kindOf(issue.input)}; expected a string value (quote numbers and booleans)` });
-  return z.record(key, value, { error: typeError(expected) });
+  return z.record(key, value, { error: typeError(expected) }).meta({ expected });
 }
 
 /** A strict object: unknown keys are errors (reported per key, with the closest known key). */

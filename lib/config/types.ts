@@ -1,4 +1,4 @@
-/** Types of the parsed, fully defaulted fleet config. Field docs live on the schemas in schema.ts. */
+/** Types of the parsed, fully defaulted fleet config. Each field is described on its schema in schema/ (the source of docs/config.md). */
 import type { z } from "zod";
 import type * as s from "./schema";
 

@@ -13,6 +13,7 @@ export { HostSchema } from "./hosts";
 export { engineSchema } from "./engines";
 export { EngineOverridesSchema, LaunchSchema, RdmaSchema } from "./launch";
 export * from "./sections";
+export { CredentialKeysSchema } from "./credentials";
 
 /** The object sections, by config key; `hosts` and `engines` are lists, parsed element by element. */
 export const SECTIONS = {
@@ -33,8 +34,29 @@ export const SECTIONS = {
 /** Every config key the parser reads, in the order problems are reported. */
 export const CONFIG_KEYS = ["hosts", "engines", ...Object.keys(SECTIONS)] as readonly string[];
 
-/** The whole config as one schema: the source of `FleetSpec`'s type (parsing goes section by section). */
+/**
+ * The whole config as one schema, which docs/config.md is generated from (parsing goes section by
+ * section). Sections other than `model` are `prefault({})` here because the parser reads a section the
+ * stack leaves out as `{}`: each of their keys has a default or may stay unset.
+ */
 export const FleetConfigSchema = f.strict(
-  { hosts: z.array(HostSchema), engines: z.array(engineSchema(0)), ...SECTIONS },
+  {
+    hosts: z.array(HostSchema).describe("The SSH-reachable machines the fleet runs on; at least one."),
+    engines: z
+      .array(engineSchema(0))
+      .describe("The vLLM engines, in order: at least two, a prefill producer and a decode consumer. The first is `engines[0]`, the lowest-numbered engine."),
+    model: ModelSchema,
+    runtime: RuntimeSchema.prefault({}),
+    launch: LaunchSchema.prefault({}),
+    slo: SloSchema.prefault({}),
+    router: RouterSchema.prefault({}),
+    observability: ObservabilitySchema.prefault({}),
+    ssh: SshSchema.prefault({}),
+    fabric: FabricSchema.prefault({}),
+    profiling: ProfilingSchema.prefault({}),
+    attestation: AttestationSchema.prefault({}),
+    preflight: PreflightSchema.prefault({}),
+    calibration: CalibrationSchema.prefault({}),
+  },
   "an object of fleet config keys",
 );

@@ -14,95 +14,71 @@ const gpuMemoryUtilization = f.num({ gt: 0, max: 1 });
 
 export const RdmaSchema = f.strict(
   {
-    /** UCX_NET_DEVICES entries, `"<hca>:<port>"`. */
-    hcas: f.list(f.matching(fmt.HCA_PATTERN, fmt.HCA_RULE), 'a list of "<hca>:<port>" entries, e.g. ["mlx5_0:1"]', {
-      min: 1,
-      unique: true,
-    }),
-    /** Device nodes the engine needs (mapped into containers, checked before launch). */
+    hcas: f
+      .list(f.matching(fmt.HCA_PATTERN, fmt.HCA_RULE), 'a list of "<hca>:<port>" entries, e.g. ["mlx5_0:1"]', {
+        min: 1,
+        unique: true,
+      })
+      .describe("`UCX_NET_DEVICES` entries, `<hca>:<port>`."),
     devices: f
       .list(f.matching(fmt.DEVICE_PATTERN, fmt.DEVICE_RULE), 'a list of device paths, e.g. ["/dev/infiniband/uverbs0"]', {
         unique: true,
       })
-      .default(() => []),
-    /** RoCE GID index (UCX_IB_GID_INDEX), when the default is wrong. */
-    gidIndex: f.num({ int: true, min: 0, max: 255 }).optional(),
+      .default(() => [])
+      .describe("Device nodes the engine needs (mapped into containers, checked before launch)."),
+    gidIndex: f.num({ int: true, min: 0, max: 255 }).optional().describe("RoCE GID index (`UCX_IB_GID_INDEX`), when the default is wrong."),
   },
   "an object {hcas, devices, gidIndex?}",
 );
 
 export const EngineOverridesSchema = f.strict(
   {
-    /** Tensor parallel size for this engine. */
-    tensorParallelSize: f.positiveInt().optional(),
-    /** Model dtype for this engine. */
-    dtype: dtype.optional(),
-    /** KV cache dtype for this engine. */
-    kvCacheDtype: kvCacheDtype.optional(),
-    /** Requested cache block size for this engine, tokens. */
-    blockSize: blockSize.optional(),
-    /** Maximum context for this engine, tokens. */
-    maxModelLen: f.positiveInt().optional(),
-    /** Maximum concurrent sequences for this engine. */
-    maxNumSeqs: f.positiveInt().optional(),
-    /** GPU memory fraction for this engine. */
-    gpuMemoryUtilization: gpuMemoryUtilization.optional(),
-    /** Replaces the default vLLM argument array for this engine. */
-    engineArgs: engineArgs.optional(),
-    /** Extra image runtime environment for this engine (program-owned names are refused). */
-    engineEnv: engineEnv.optional(),
-    /** KV transfer transport for this engine. */
-    transport: transport.optional(),
-    /** RDMA devices for this engine. */
-    rdma: RdmaSchema.optional(),
-    /** Initial latency limits for this engine. */
+    tensorParallelSize: f.positiveInt().optional().meta({ description: "Tensor parallel size for this engine.", defaultText: "`launch.tensorParallelSize`" }),
+    dtype: dtype.optional().meta({ description: "Model dtype for this engine.", defaultText: "`launch.dtype`" }),
+    kvCacheDtype: kvCacheDtype.optional().meta({ description: "KV cache dtype for this engine.", defaultText: "`launch.kvCacheDtype`" }),
+    blockSize: blockSize.optional().meta({ description: "Requested cache block size for this engine, tokens.", defaultText: "`launch.blockSize`" }),
+    maxModelLen: f.positiveInt().optional().meta({ description: "Maximum context for this engine, tokens.", defaultText: "`launch.maxModelLen`" }),
+    maxNumSeqs: f.positiveInt().optional().meta({ description: "Maximum concurrent sequences for this engine.", defaultText: "`launch.maxNumSeqs`" }),
+    gpuMemoryUtilization: gpuMemoryUtilization
+      .optional()
+      .meta({ description: "GPU memory fraction for this engine.", defaultText: "`launch.gpuMemoryUtilization`" }),
+    engineArgs: engineArgs.optional().meta({ description: "Replaces the default vLLM argument array for this engine.", defaultText: "`launch.engineArgs`" }),
+    engineEnv: engineEnv
+      .optional()
+      .describe("Extra image runtime environment for this engine, merged over `launch.engineEnv` (program-owned names are refused)."),
+    transport: transport.optional().meta({ description: "KV transfer transport for this engine.", defaultText: "`launch.transport`" }),
+    rdma: RdmaSchema.optional().meta({ description: "RDMA devices for this engine.", defaultText: "`launch.rdma`" }),
     slo: f
       .strict(
         {
-          /** Time-to-first-token limit, seconds. */
-          ttftS: f.seconds().optional(),
-          /** Time-per-output-token limit, seconds. */
-          tpotS: f.seconds().optional(),
+          ttftS: f.seconds().optional().meta({ description: "Time-to-first-token limit, seconds.", defaultText: "`slo.ttftS`" }),
+          tpotS: f.seconds().optional().meta({ description: "Time-per-output-token limit, seconds.", defaultText: "`slo.tpotS`" }),
         },
         "an object {ttftS?, tpotS?}",
       )
-      .optional(),
+      .optional()
+      .describe("Initial latency limits for this engine."),
   },
   "an object of per-engine launch overrides",
 );
 
 export const LaunchSchema = f.strict(
   {
-    /** KV transfer transport: TCP on the fabric interface, or UCX over RDMA. */
-    transport: transport.default(R.launch.transport),
-    /** Model dtype; `model` = the checkpoint's, or bfloat16 when unspecified. */
-    dtype: dtype.default(R.launch.dtype),
-    /** KV cache dtype. */
-    kvCacheDtype: kvCacheDtype.default(R.launch.kvCacheDtype),
-    /** Requested cache block size, tokens. */
-    blockSize: blockSize.default(R.launch.blockSize),
-    /** `--enforce-eager`. */
-    enforceEager: f.flag().default(R.launch.enforceEager),
-    /** Maximum context, tokens; capped later by the model configuration. */
-    maxModelLen: f.positiveInt().default(R.launch.maxModelLen),
-    /** `--max-num-seqs`. */
-    maxNumSeqs: f.positiveInt().default(R.launch.maxNumSeqs),
-    /** `--gpu-memory-utilization`, in (0, 1]. */
-    gpuMemoryUtilization: gpuMemoryUtilization.default(R.launch.gpuMemoryUtilization),
-    /** Tensor parallel size; default every GPU the engine gets. */
-    tensorParallelSize: f.positiveInt().optional(),
-    /** Prefix caching (off while profiling). */
-    prefixCaching: f.flag().default(R.launch.prefixCaching),
-    /** Replaces the default vLLM argument array (program-owned flags are refused). */
-    engineArgs: engineArgs.optional(),
-    /** Extra image runtime environment (program-owned names are refused). */
-    engineEnv: engineEnv.optional(),
-    /** RDMA devices; required when `transport` is `ucx_rdma`. */
-    rdma: RdmaSchema.optional(),
-    /** UCX_TCP_PORT_RANGE, `"lo-hi"`. */
-    ucxTcpPortRange: f.text('a port range "lo-hi"', fmt.portRangeProblem).default(R.launch.ucxTcpPortRange),
-    /** NIXL `kv_lease_duration`, seconds. */
-    kvLeaseDurationS: f.num({ int: true, min: 1, unit: "seconds" }).default(R.launch.kvLeaseDurationS),
+    transport: transport.default(R.launch.transport).describe("KV transfer transport: `tcp` on the fabric interface, or UCX over RDMA (`ucx_rdma`)."),
+    dtype: dtype.default(R.launch.dtype).describe("Model dtype; `model` is the checkpoint's, or bfloat16 when it is unspecified."),
+    kvCacheDtype: kvCacheDtype.default(R.launch.kvCacheDtype).describe("KV cache dtype."),
+    blockSize: blockSize.default(R.launch.blockSize).describe("Requested cache block size, tokens."),
+    enforceEager: f.flag().default(R.launch.enforceEager).describe("`--enforce-eager`."),
+    maxModelLen: f.positiveInt().default(R.launch.maxModelLen).describe("Maximum context, tokens; capped later by the model configuration."),
+    maxNumSeqs: f.positiveInt().default(R.launch.maxNumSeqs).describe("`--max-num-seqs`."),
+    gpuMemoryUtilization: gpuMemoryUtilization.default(R.launch.gpuMemoryUtilization).describe("`--gpu-memory-utilization`, in (0, 1]."),
+    tensorParallelSize: f.positiveInt().optional().meta({ description: "Tensor parallel size.", defaultText: "every GPU the engine gets" }),
+    prefixCaching: f.flag().default(R.launch.prefixCaching).describe("Prefix caching (off while profiling)."),
+    engineArgs: engineArgs.optional().describe("Replaces the default vLLM argument array (program-owned flags are refused)."),
+    engineEnv: engineEnv.optional().describe("Extra image runtime environment (program-owned names are refused)."),
+    rdma: RdmaSchema.optional().describe("RDMA devices; required when `transport` is `ucx_rdma`."),
+    ucxTcpPortRange: f.text('a port range "lo-hi"', fmt.portRangeProblem).default(R.launch.ucxTcpPortRange).describe("`UCX_TCP_PORT_RANGE`, `lo-hi`."),
+    kvLeaseDurationS: f.num({ int: true, min: 1, unit: "seconds" }).default(R.launch.kvLeaseDurationS).describe("NIXL `kv_lease_duration`, seconds."),
   },
   "an object of launch policy",
-);
+).describe("The runbook's serving policy for every engine; `engines[].overrides` changes it per engine.");

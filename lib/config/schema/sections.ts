@@ -4,309 +4,369 @@ import { show } from "../describe";
 import * as f from "../fields";
 import * as fmt from "../formats";
 
-export const ModelSchema = f.strict(
-  {
-    /** The model name clients send (`--served-model-name`). */
-    servedName: f.text('a non-empty model name (e.g. "qwen3-8b")', (s) =>
-      /^\S(?:.*\S)?$/.test(s) && !/[\x00-\x1f]/.test(s) ? undefined : `found ${show(s)}; expected a name without leading or trailing spaces`,
-    ),
-    /** Checkpoint directory, the same absolute path on every engine host. */
-    checkpointDir: f.text('an absolute path (e.g. "/srv/models/qwen3-8b")', (s) =>
-      fmt.absolutePathProblem(s, "/srv/models/qwen3-8b"),
-    ),
-    /** Separate tokenizer: an absolute path or a Hugging Face name; default the checkpoint. */
-    tokenizer: f
-      .text("an absolute path or a Hugging Face name", (s) =>
-        s.startsWith("/")
-          ? fmt.absolutePathProblem(s, "/srv/models/tokenizer")
-          : fmt.HF_NAME_PATTERN.test(s)
-            ? undefined
-            : `found ${show(s)}; expected an absolute path or a Hugging Face name such as "org/name"`,
-      )
-      .optional(),
-    /** Force `--trust-remote-code` on or off; normally discovered from `auto_map`. */
-    trustRemoteCode: f.flag().optional(),
-  },
-  "an object {servedName, checkpointDir, ...}",
-);
+export const ModelSchema = f
+  .strict(
+    {
+      servedName: f
+        .text('a non-empty model name (e.g. "qwen3-8b")', (s) =>
+          /^\S(?:.*\S)?$/.test(s) && !/[\x00-\x1f]/.test(s) ? undefined : `found ${show(s)}; expected a name without leading or trailing spaces`,
+        )
+        .describe("The model name clients send (`--served-model-name`)."),
+      checkpointDir: f
+        .text('an absolute path (e.g. "/srv/models/qwen3-8b")', (s) => fmt.absolutePathProblem(s, "/srv/models/qwen3-8b"))
+        .describe("Checkpoint directory, the same absolute path on every engine host."),
+      tokenizer: f
+        .text("an absolute path or a Hugging Face name", (s) =>
+          s.startsWith("/")
+            ? fmt.absolutePathProblem(s, "/srv/models/tokenizer")
+            : fmt.HF_NAME_PATTERN.test(s)
+              ? undefined
+              : `found ${show(s)}; expected an absolute path or a Hugging Face name such as "org/name"`,
+        )
+        .optional()
+        .meta({ description: "Separate tokenizer: an absolute path or a Hugging Face name.", defaultText: "the checkpoint's" }),
+      trustRemoteCode: f
+        .flag()
+        .optional()
+        .meta({ description: "Force `--trust-remote-code` on or off.", defaultText: "discovered from the checkpoint's `auto_map`" }),
+    },
+    "an object {servedName, checkpointDir, ...}",
+  )
+  .describe("The served model and its checkpoint.");
 
 const deadline = (value: number) => f.seconds().default(value);
 
-export const RuntimeSchema = f.strict(
-  {
-    /** `native` runs `vllmCommand` on the host; `docker-cli` and `docker` run `image` in a container. */
-    kind: f.choice(["native", "docker-cli", "docker"]).default("native"),
-    /** Engine image, immutable: `sha256:<64 hex>` or `<repo>@sha256:<64 hex>`. Required for docker kinds. */
-    image: f.text("an image ID or digest", fmt.imageProblem).optional(),
-    /** vLLM executable for the native runtime. */
-    vllmCommand: f.text("a command (e.g. \"vllm\" or \"/opt/venv/bin/vllm\")").default("vllm"),
-    /** Docker client for the docker-cli runtime. */
-    dockerCommand: f.text("a command (e.g. \"docker\")").default("docker"),
-    /**
-     * After an engine restarts (by hand, by a supervisor, or because its plan changed), restart every other
-     * engine of its KV component at once before anything is proved again: they hold NIXL handshakes of the
-     * old process (vLLM #38840), and restarting only direct peers would leave theirs stale in turn. Off, a
-     * restart leaves the preflight failing `consume` on the restarted engine's pairs until a hand restart.
-     */
-    restartKvPeers: f.flag().default(true),
-    /** Deadlines of runtime operations, seconds. */
-    deadlinesS: f
-      .strict(
-        {
-          /** Image pull. */
-          pull: deadline(P.runtime.deadlinesS.pull),
-          /** Engine start until healthy. */
-          start: deadline(P.runtime.deadlinesS.start),
-          /** Graceful stop. */
-          stop: deadline(P.runtime.deadlinesS.stop),
-          /** Image or container inspection. */
-          inspect: deadline(P.runtime.deadlinesS.inspect),
-          /** A refresh's `/health` probe of a started engine: no answer within this, and the next up restarts it as hung. */
-          health: deadline(P.runtime.deadlinesS.health),
-        },
-        "an object {pull, start, stop, inspect, health}",
-      )
-      .prefault({}),
-  },
-  "an object {kind, image, ...}",
-);
+export const RuntimeSchema = f
+  .strict(
+    {
+      kind: f
+        .choice(["native", "docker-cli", "docker"])
+        .default("native")
+        .describe(
+          "How engines run. `native`: `vllmCommand` started as a process over SSH. `docker-cli`: `image` through the " +
+            "docker CLI on the host, every call under its deadline, with launch-token labels and reconcile. `docker`: " +
+            "`image` as `@pulumi/docker` containers through one `ssh://` provider per host, which needs the docker " +
+            "plugin and ssh-agent or ssh_config access.",
+        ),
+      image: f
+        .text("an image ID or digest", fmt.imageProblem)
+        .optional()
+        .describe("Engine image, immutable: `sha256:<64 hex>` or `<repo>@sha256:<64 hex>`. Required for the docker kinds."),
+      vllmCommand: f.text("a command (e.g. \"vllm\" or \"/opt/venv/bin/vllm\")").default("vllm").describe("vLLM executable for the native runtime."),
+      dockerCommand: f.text("a command (e.g. \"docker\")").default("docker").describe("Docker client for the docker-cli runtime."),
+      restartKvPeers: f
+        .flag()
+        .default(true)
+        .describe(
+          "After an engine restarts (by hand, by a supervisor, or because its plan changed), restart every other " +
+            "engine of its KV component at once before anything is proved again: they hold NIXL handshakes of the old " +
+            "process (vLLM #38840), and restarting only direct peers would leave theirs stale in turn. Off, a restart " +
+            "leaves the preflight failing `consume` on the restarted engine's pairs until a hand restart. See " +
+            "[Restarts and NIXL peers](invalidation.md#restarts-and-nixl-peers).",
+        ),
+      deadlinesS: f
+        .strict(
+          {
+            pull: deadline(P.runtime.deadlinesS.pull).describe("Image pull."),
+            start: deadline(P.runtime.deadlinesS.start).describe("Engine start until healthy."),
+            stop: deadline(P.runtime.deadlinesS.stop).describe("Graceful stop."),
+            inspect: deadline(P.runtime.deadlinesS.inspect).describe("Image or container inspection."),
+            health: deadline(P.runtime.deadlinesS.health).describe(
+              "A refresh's `/health` probe of a started engine: no answer within this, and the engine counts as hung and the next up restarts it.",
+            ),
+          },
+          "an object {pull, start, stop, inspect, health}",
+        )
+        .prefault({})
+        .describe("Deadlines of runtime operations, seconds."),
+    },
+    "an object {kind, image, ...}",
+  )
+  .describe("How engines run: a native process or a container.");
 
-export const SloSchema = f.strict(
-  {
-    /** Initial time-to-first-token limit, seconds. */
-    ttftS: f.seconds().default(R.slo.ttftS),
-    /** Initial time-per-output-token limit, seconds. */
-    tpotS: f.seconds().default(R.slo.tpotS),
-    /** Router's first-token deadline, seconds; at most `requestTimeoutS`. */
-    firstTokenTimeoutS: f.seconds().default(R.slo.firstTokenTimeoutS),
-    /** Router's whole-request timeout, seconds. */
-    requestTimeoutS: f.seconds().default(R.slo.requestTimeoutS),
-    /** Router's prefill timeout, seconds. */
-    prefillTimeoutS: f.seconds().default(R.slo.prefillTimeoutS),
-    /** Router's engine health probe timeout, seconds. */
-    healthTimeoutS: f.seconds().default(R.slo.healthTimeoutS),
-  },
-  "an object {ttftS, tpotS, ...}",
-);
+export const SloSchema = f
+  .strict(
+    {
+      ttftS: f.seconds().default(R.slo.ttftS).describe("Initial time-to-first-token limit, seconds."),
+      tpotS: f.seconds().default(R.slo.tpotS).describe("Initial time-per-output-token limit, seconds."),
+      firstTokenTimeoutS: f.seconds().default(R.slo.firstTokenTimeoutS).describe("Router's first-token deadline, seconds; at most `requestTimeoutS`."),
+      requestTimeoutS: f.seconds().default(R.slo.requestTimeoutS).describe("Router's whole-request timeout, seconds."),
+      prefillTimeoutS: f.seconds().default(R.slo.prefillTimeoutS).describe("Router's prefill timeout, seconds."),
+      healthTimeoutS: f.seconds().default(R.slo.healthTimeoutS).describe("Router's engine health probe timeout, seconds."),
+    },
+    "an object {ttftS, tpotS, ...}",
+  )
+  .describe("Initial latency limits (recalibrated after profiling) and the router's deadlines.");
 
-export const RouterSchema = f.strict(
-  {
-    /** Alias of the router's host; default the first engine's host. */
-    host: f.text("the alias of a host in hosts").optional(),
-    /** Address the router listens on. */
-    bindAddress: f.text("an IPv4 or IPv6 address", fmt.ipProblem).default(P.router.bindAddress),
-    /** Router HTTP port. */
-    port: f.port().default(P.router.port),
-    /** Bounded wait for the router's `/health` to report ready after its start, seconds. */
-    startTimeoutS: f.seconds().default(P.router.startTimeoutS),
-    /** The Narwhal package the router runs. */
-    narwhal: f
-      .strict(
-        {
-          /** narwhal-inference version. */
-          version: f.matching(fmt.VERSION_PATTERN, 'a released version such as "0.7.0"').default(P.router.narwhalVersion),
-          /** Install from a local source bundle instead of the package index. */
-          sourceBundle: f
-            .strict(
-              {
-                /** Bundle file on the management machine. */
-                path: f.text("a file path"),
-                /** SHA-256 of the bundle, 64 lowercase hex digits. */
-                sha256: f.matching(fmt.SHA256_PATTERN, "64 lowercase hex digits (sha256sum output)"),
-              },
-              "an object {path, sha256}",
-            )
-            .optional(),
-          /**
-           * A folder of wheels on the router host that pip installs from instead of the package index
-           * (`--no-index --find-links`), for hosts without a route to the index.
-           */
-          wheelhouse: f.text("an absolute folder path on the router host", (s) => fmt.absolutePathProblem(s, "/srv/wheels")).optional(),
-          /** Bounded wait for pip, seconds. */
-          installTimeoutS: f.seconds().default(P.router.installTimeoutS),
-        },
-        "an object {version, sourceBundle?, wheelhouse?, installTimeoutS}",
-      )
-      .prefault({}),
-  },
-  "an object {host, bindAddress, port, startTimeoutS, narwhal}",
-);
+export const RouterSchema = f
+  .strict(
+    {
+      host: f
+        .text("the alias of a host in hosts")
+        .optional()
+        .meta({ description: "Alias of the router's host.", defaultText: "the lowest-numbered engine's host" }),
+      bindAddress: f.text("an IPv4 or IPv6 address", fmt.ipProblem).default(P.router.bindAddress).describe("Address the router listens on."),
+      port: f.port().default(P.router.port).describe("Router HTTP port."),
+      startTimeoutS: f.seconds().default(P.router.startTimeoutS).describe("Bounded wait for the router's `/health` to report ready after its start, seconds."),
+      narwhal: f
+        .strict(
+          {
+            version: f
+              .matching(fmt.VERSION_PATTERN, 'a released version such as "0.7.0"')
+              .default(P.router.narwhalVersion)
+              .describe("narwhal-inference version, installed from the package index."),
+            sourceBundle: f
+              .strict(
+                {
+                  path: f.text("a file path").describe("Bundle file on the management machine."),
+                  sha256: f
+                    .matching(fmt.SHA256_PATTERN, "64 lowercase hex digits (sha256sum output)")
+                    .describe("SHA-256 of the bundle, verified before install."),
+                },
+                "an object {path, sha256}",
+              )
+              .optional()
+              .describe("Install a local source bundle of an approved commit instead of `version` from the package index."),
+            wheelhouse: f
+              .text("an absolute folder path on the router host", (s) => fmt.absolutePathProblem(s, "/srv/wheels"))
+              .optional()
+              .describe(
+                "A folder of wheels on the router host that pip installs from instead of the package index " +
+                  "(`--no-index --find-links`), for hosts without a route to the index.",
+              ),
+            installTimeoutS: f.seconds().default(P.router.installTimeoutS).describe("Bounded wait for pip, seconds."),
+          },
+          "an object {version, sourceBundle?, wheelhouse?, installTimeoutS}",
+        )
+        .prefault({})
+        .describe("The Narwhal package the router runs."),
+    },
+    "an object {host, bindAddress, port, startTimeoutS, narwhal}",
+  )
+  .describe("Router placement and package.");
 
-export const ObservabilitySchema = f.strict(
-  {
-    /** Deploy Prometheus and Grafana on the router host. */
-    enabled: f.flag().default(true),
-    /** Prometheus port. */
-    prometheusPort: f.port().default(P.observability.prometheusPort),
-    /** Grafana port. */
-    grafanaPort: f.port().default(P.observability.grafanaPort),
-    /** The evidence freshness exporter's port (on the router host, scraped by Prometheus). */
-    freshnessPort: f.port().default(P.observability.freshnessPort),
-    /** Prometheus scrape interval, seconds. */
-    scrapeIntervalS: f.seconds().default(P.observability.scrapeIntervalS),
-    /**
-     * How Prometheus and Grafana run: `container` (the runbook's images, host network) or `native`
-     * (the host's own `prometheus` binary, e.g. Debian's package; Grafana is then left to the operator).
-     */
-    runtime: f.choice(["container", "native"] as const).default("container"),
-    /** Prometheus image for the container runtime. */
-    prometheusImage: f.text("an image reference").default(P.observability.prometheusImage),
-    /** Grafana image for the container runtime. */
-    grafanaImage: f.text("an image reference").default(P.observability.grafanaImage),
-    /** The native runtime's Prometheus binary on the router host. */
-    prometheusCommand: f.text("a command name or path").default(P.observability.prometheusCommand),
-  },
-  "an object {enabled, prometheusPort, grafanaPort, scrapeIntervalS, runtime, ...}",
-);
+export const ObservabilitySchema = f
+  .strict(
+    {
+      enabled: f.flag().default(true).describe("Deploy Prometheus and Grafana on the router host."),
+      prometheusPort: f.port().default(P.observability.prometheusPort).describe("Prometheus port."),
+      grafanaPort: f.port().default(P.observability.grafanaPort).describe("Grafana port."),
+      freshnessPort: f
+        .port()
+        .default(P.observability.freshnessPort)
+        .describe(
+          "The evidence freshness exporter's port (on the router host, scraped by Prometheus; see " +
+            "[policy.md](policy.md#evidence-freshness-in-prometheus)).",
+        ),
+      scrapeIntervalS: f.seconds().default(P.observability.scrapeIntervalS).describe("Prometheus scrape interval, seconds."),
+      runtime: f
+        .choice(["container", "native"] as const)
+        .default("container")
+        .describe(
+          "How Prometheus and Grafana run. `container`: the runbook's Prometheus and Grafana images on the host " +
+            "network. `native`: the host's own `prometheusCommand` (e.g. Debian's package), with Grafana's " +
+            "provisioning files written for the operator's install.",
+        ),
+      prometheusImage: f.text("an image reference").default(P.observability.prometheusImage).describe("Prometheus image for the container runtime."),
+      grafanaImage: f.text("an image reference").default(P.observability.grafanaImage).describe("Grafana image for the container runtime."),
+      prometheusCommand: f
+        .text("a command name or path")
+        .default(P.observability.prometheusCommand)
+        .describe("The native runtime's Prometheus binary on the router host."),
+    },
+    "an object {enabled, prometheusPort, grafanaPort, scrapeIntervalS, runtime, ...}",
+  )
+  .describe("Prometheus and Grafana on the router host.");
 
-export const SshSchema = f.strict(
-  {
-    /** Record an unpinned host key on first contact; false = every host needs `hostKey`. */
-    allowFirstContact: f.flag().default(true),
-    /** Concurrent SSH sessions per host. */
-    maxSessionsPerHost: f.num({ int: true, min: 1, max: 32 }).default(P.ssh.maxSessionsPerHost),
-    /** TCP connect and handshake timeout, seconds. */
-    connectTimeoutS: f.seconds().default(P.ssh.connectTimeoutS),
-    /** Default remote command timeout, seconds. */
-    commandTimeoutS: f.seconds().default(P.ssh.commandTimeoutS),
-    /** OpenSSH client config whose aliases `hosts[].destination` may name; default ~/.ssh/config. */
-    configFile: f.text("a path to an ssh_config file").optional(),
-  },
-  "an object {allowFirstContact, maxSessionsPerHost, ...}",
-);
+export const SshSchema = f
+  .strict(
+    {
+      allowFirstContact: f
+        .flag()
+        .default(true)
+        .describe("Record an unpinned host key on first contact; `false` means every host needs `hostKey`."),
+      maxSessionsPerHost: f.num({ int: true, min: 1, max: 32 }).default(P.ssh.maxSessionsPerHost).describe("Concurrent SSH sessions per host."),
+      connectTimeoutS: f.seconds().default(P.ssh.connectTimeoutS).describe("TCP connect and handshake timeout, seconds."),
+      commandTimeoutS: f.seconds().default(P.ssh.commandTimeoutS).describe("Default remote command timeout, seconds."),
+      configFile: f
+        .text("a path to an ssh_config file")
+        .optional()
+        .meta({
+          description:
+            "The OpenSSH client config whose aliases `hosts[].destination` may name; `HostName`, `User`, `Port`, " +
+            "`IdentityFile` and `ProxyJump` are taken from it.",
+          defaultText: "`~/.ssh/config`",
+        }),
+    },
+    "an object {allowFirstContact, maxSessionsPerHost, ...}",
+  )
+  .describe("How this machine reaches the hosts over SSH.");
 
-export const FabricSchema = f.strict(
-  {
-    /** Fabric interface for hosts that do not name their own. */
-    interface: f.matching(fmt.INTERFACE_PATTERN, fmt.INTERFACE_RULE).optional(),
-    /** Budget input: prompt tokens per handoff. */
-    promptTokens: f.positiveInt().default(R.fabric.promptTokens),
-    /** Budget input: handoffs per second. */
-    handoffRate: f.num({ gt: 0, unit: "handoffs per second" }).default(R.fabric.handoffRate),
-    /** Budget input: handoffs arriving together. */
-    burst: f.positiveInt().default(R.fabric.burst),
-    /** Budget input: seconds a burst may take. */
-    budgetS: f.seconds().default(R.fabric.budgetS),
-    /** Budget input: safety factor, at least 1. */
-    headroom: f.num({ min: 1 }).default(R.fabric.headroom),
-    /** iperf3 server port on every engine host. */
-    iperfPort: f.port().default(P.fabric.iperfPort),
-    /** Seconds per directed-edge measurement. */
-    durationS: f.seconds().default(P.fabric.durationS),
-  },
-  "an object of fabric settings",
-);
+export const FabricSchema = f
+  .strict(
+    {
+      interface: f
+        .matching(fmt.INTERFACE_PATTERN, fmt.INTERFACE_RULE)
+        .optional()
+        .describe("Fabric interface for hosts that do not name their own `fabricInterface`."),
+      promptTokens: f.positiveInt().default(R.fabric.promptTokens).describe("Budget input: prompt tokens per handoff."),
+      handoffRate: f.num({ gt: 0, unit: "handoffs per second" }).default(R.fabric.handoffRate).describe("Budget input: handoffs per second."),
+      burst: f.positiveInt().default(R.fabric.burst).describe("Budget input: handoffs arriving together."),
+      budgetS: f.seconds().default(R.fabric.budgetS).describe("Budget input: seconds a burst may take."),
+      headroom: f.num({ min: 1 }).default(R.fabric.headroom).describe("Budget input: safety factor, at least 1."),
+      iperfPort: f.port().default(P.fabric.iperfPort).describe("iperf3 server port on every engine host."),
+      durationS: f.seconds().default(P.fabric.durationS).describe("Seconds per directed-edge measurement."),
+    },
+    "an object of fabric settings",
+  )
+  .describe("The fabric interface, the inputs of Gate D's bandwidth budget, and how each directed edge is measured.");
 
 const lengths = (expected: string, min: number, defaults: readonly number[]) =>
   f.list(f.positiveInt(), expected, { min, unique: true }).default(() => [...defaults]);
 
-export const ProfilingSchema = f.strict(
-  {
-    /** Prompt lengths of the prefill sweep; narwhal-profile needs at least 3 within maxModelLen. */
-    prefillLens: lengths("a list of prompt lengths in tokens", 3, R.profiling.prefillLens),
-    /** Input lengths of the decode sweep; the decode fit needs at least 2 distinct. */
-    decodeInputLens: lengths("a list of input lengths in tokens", 2, R.profiling.decodeInputLens),
-    /** Concurrency levels of the decode sweep (bounded per engine by its max_num_seqs); at least 2 distinct. */
-    decodeConcurrency: lengths("a list of concurrency levels", 2, R.profiling.decodeConcurrency),
-    /** Output tokens per decode sample, at least 3. */
-    decodeTokens: f.num({ int: true, min: 3 }).default(R.profiling.decodeTokens),
-    /** Repeats per prefill point (median), at least 3. */
-    prefillRepeats: f.num({ int: true, min: 3 }).default(R.profiling.prefillRepeats),
-    /** Repeats per decode point. */
-    decodeRepeats: f.positiveInt().default(R.profiling.decodeRepeats),
-    /**
-     * Profile one engine at a time across the whole fleet instead of concurrently across hosts: for
-     * machines where the measuring side itself is the bottleneck (the simulated fleet on two cores).
-     */
-    oneAtATime: f.flag().default(false),
-    /**
-     * Sweeps per engine before its profile is refused: a fit over Narwhal's profile-validation limits
-     * (the preflight's `profile` gate) is measured again, each try kept as evidence, up to this many.
-     */
-    fitAttempts: f.num({ int: true, min: 1, max: 10 }).default(3),
-    /**
-     * A profile store measured before this stack (the runbook's `runs/profiles.json`, its
-     * `.samples.json` next to it) on this machine: an engine whose row binds its live generation is
-     * adopted from it instead of profiled again.
-     */
-    adoptStore: f.text('an absolute path to a profile store (e.g. "/srv/runbook/runs/profiles.json")', (s) => fmt.absolutePathProblem(s, "/srv/runbook/runs/profiles.json")).optional(),
-  },
-  "an object of profiling settings",
-);
+export const ProfilingSchema = f
+  .strict(
+    {
+      prefillLens: lengths("a list of prompt lengths in tokens", 3, R.profiling.prefillLens).describe(
+        "Prompt lengths of the prefill sweep; narwhal-profile needs at least 3 within `max_model_len`.",
+      ),
+      decodeInputLens: lengths("a list of input lengths in tokens", 2, R.profiling.decodeInputLens).describe(
+        "Input lengths of the decode sweep; the decode fit needs at least 2 distinct.",
+      ),
+      decodeConcurrency: lengths("a list of concurrency levels", 2, R.profiling.decodeConcurrency).describe(
+        "Concurrency levels of the decode sweep (bounded per engine by its `max_num_seqs`); at least 2 distinct.",
+      ),
+      decodeTokens: f.num({ int: true, min: 3 }).default(R.profiling.decodeTokens).describe("Output tokens per decode sample, at least 3."),
+      prefillRepeats: f.num({ int: true, min: 3 }).default(R.profiling.prefillRepeats).describe("Repeats per prefill point (median), at least 3."),
+      decodeRepeats: f.positiveInt().default(R.profiling.decodeRepeats).describe("Repeats per decode point."),
+      oneAtATime: f
+        .flag()
+        .default(false)
+        .describe(
+          "Profile one engine at a time across the whole fleet instead of concurrently across hosts: for machines " +
+            "where the measuring side itself is the bottleneck (a small machine, the simulated fleet on two cores).",
+        ),
+      fitAttempts: f
+        .num({ int: true, min: 1, max: 10 })
+        .default(3)
+        .describe(
+          "Sweeps per engine while its decode fit is over Narwhal's profile-validation limits (the preflight's " +
+            "`profile` gate), each kept as evidence, before the `up` fails naming engine, figure and limit.",
+        ),
+      adoptStore: f
+        .text('an absolute path to a profile store (e.g. "/srv/runbook/runs/profiles.json")', (s) => fmt.absolutePathProblem(s, "/srv/runbook/runs/profiles.json"))
+        .optional()
+        .describe(
+          "A profile store measured before this stack (the runbook's `runs/profiles.json`, its `.samples.json` next " +
+            "to it) on this machine: adopted row by row where a row binds the engine's live generation and its fit is " +
+            "within Narwhal's profile-validation limits, instead of profiling again; see " +
+            "[coming-from-the-runbook.md](coming-from-the-runbook.md).",
+        ),
+    },
+    "an object of profiling settings",
+  )
+  .describe(
+    "The `narwhal-profile` sweep of every engine. Lengths beyond the engine's live `max_model_len` are dropped and " +
+      "its `max_num_seqs` becomes the concurrency limit.",
+  );
 
-export const AttestationSchema = f.strict(
-  {
-    /**
-     * The sidecar narwhal-inference ships, as a command on every engine host (the router install of
-     * Gate B puts it there); a path works as well.
-     */
-    command: f
-      .text('a command (e.g. "narwhal-attest" or "/opt/narwhal/.venv/bin/narwhal-attest")', (s) =>
-        s.startsWith("-") || /[\s\x00-\x1f]/.test(s) ? `found ${show(s)}; expected one command name or path, without spaces` : undefined,
-      )
-      .default(P.attestation.command),
-    /** Bounded wait for a sidecar's /health after its start, seconds. */
-    startTimeoutS: f.seconds().default(P.attestation.startTimeoutS),
-  },
-  "an object {command, startTimeoutS}",
-);
+export const AttestationSchema = f
+  .strict(
+    {
+      command: f
+        .text('a command (e.g. "narwhal-attest" or "/opt/narwhal/.venv/bin/narwhal-attest")', (s) =>
+          s.startsWith("-") || /[\s\x00-\x1f]/.test(s) ? `found ${show(s)}; expected one command name or path, without spaces` : undefined,
+        )
+        .default(P.attestation.command)
+        .describe(
+          "The `narwhal-attest` sidecar narwhal-inference ships, on every engine host: a command on the PATH of the " +
+            "SSH login, as Gate B's install leaves it, or an absolute path such as the install's " +
+            "`.venv/bin/narwhal-attest`. The simulated hosts have it on their PATH.",
+        ),
+      startTimeoutS: f.seconds().default(P.attestation.startTimeoutS).describe("Bounded wait for a sidecar's `/health` after its start, seconds."),
+    },
+    "an object {command, startTimeoutS}",
+  )
+  .describe("Gate E's attestation sidecars, one per engine.");
 
-export const PreflightSchema = f.strict(
-  {
-    /** Transfer pairs: every role-permitted ordered pair (`mesh`), or the `ring` that covers each eligible producer and consumer. */
-    pairs: f.choice(["mesh", "ring"] as const).default("mesh"),
-    /** Probes per pair, each verdict kept. */
-    repeats: f.num({ int: true, min: 1, max: 100 }).default(1),
-    /**
-     * `concurrent`: independent pairs together, at most one transfer per engine (round-robin rounds);
-     * `sequential`: one probe after another, as narwhal-check runs them. Verdicts are the same.
-     */
-    schedule: f.choice(["concurrent", "sequential"] as const).default("concurrent"),
-    /**
-     * Fail the `up` on a `degraded` run too (narwhal-check's exit 3: some gate skipped, e.g. contract
-     * fields the engine contract leaves undeclared). Off: a degraded run is recorded with its skipped
-     * gates and warnings and the router starts; a failed run always fails the `up`.
-     */
-    strict: f.flag().default(false),
-  },
-  "an object {pairs, repeats, schedule, strict}",
-);
+export const PreflightSchema = f
+  .strict(
+    {
+      pairs: f
+        .choice(["mesh", "ring"] as const)
+        .default("mesh")
+        .describe("Transfer pairs: every role-permitted ordered pair (`mesh`), or the `ring` that covers each eligible producer and consumer."),
+      repeats: f.num({ int: true, min: 1, max: 100 }).default(1).describe("Probes per pair, each verdict kept."),
+      schedule: f
+        .choice(["concurrent", "sequential"] as const)
+        .default("concurrent")
+        .describe(
+          "`concurrent`: independent pairs together, at most one transfer per engine (round-robin rounds); " +
+            "`sequential`: one probe after another, as `narwhal-check` runs them. The verdicts are the same.",
+        ),
+      strict: f
+        .flag()
+        .default(false)
+        .describe(
+          "Fail the `up` on a `degraded` run too (narwhal-check's exit 3: some gate skipped, e.g. contract fields " +
+            "the engine contract leaves undeclared). Off: a degraded run is recorded with its skipped gates and " +
+            "warnings and the router starts; a failed run always fails the `up`.",
+        ),
+    },
+    "an object {pairs, repeats, schedule, strict}",
+  )
+  .describe("Gate F's preflight: which pairs are probed, how often and in what order.");
 
-export const CalibrationSchema = f.strict(
-  {
-    /** Measure the first-token deadline after preflight (opt-in: it takes many samples per path). */
-    enabled: f.flag().default(false),
-    /** Completed samples per directed path and input length; the runbook asks for at least 100. */
-    samplesPerGroup: f.num({ int: true, min: R.calibration.samplesPerGroup }).default(R.calibration.samplesPerGroup),
-    /**
-     * Input lengths in tokens; default four spanning the served context up to the longest admitted
-     * input (max_model_len − 1). Each must leave one output token within the context.
-     */
-    inputLengths: f.list(f.positiveInt(), "a list of input lengths in tokens", { min: 1, unique: true }).optional(),
-    /**
-     * The diagnostic first-token observation bound, seconds: above slo.firstTokenTimeoutS and within
-     * slo.requestTimeoutS. Default 4 × firstTokenTimeoutS, capped at requestTimeoutS.
-     */
-    observationBoundS: f.seconds().optional(),
-    /** Router overhead added to deadline + measured prefill in the client TTFT check, seconds. */
-    routerOverheadS: f.num({ min: 0, unit: "seconds" }).default(P.calibration.routerOverheadS),
-    /** Failed attempts one group may take before calibration stops so they can be diagnosed. */
-    maxFailuresPerGroup: f.positiveInt().default(P.calibration.maxFailuresPerGroup),
-    /**
-     * A first-token calibration measured before this stack (the runbook's `narwhal-check
-     * --calibrate-first-token --calibration-out` file) on this machine: adopted instead of sampling
-     * while every process it sampled still serves; `sha256` pins the file's bytes.
-     */
-    adopt: f
-      .strict(
-        {
-          path: f.text('an absolute path to a calibration file (e.g. "/srv/runbook/runs/first-token.json")', (s) => fmt.absolutePathProblem(s, "/srv/runbook/runs/first-token.json")),
-          /** SHA-256 of the file, 64 lowercase hex digits. */
-          sha256: f.matching(fmt.SHA256_PATTERN, "64 lowercase hex digits (sha256sum output)").optional(),
-        },
-        "an object {path, sha256?}",
-      )
-      .optional(),
-  },
-  "an object {enabled, samplesPerGroup, inputLengths?, observationBoundS?, routerOverheadS, maxFailuresPerGroup, adopt?}",
-);
+export const CalibrationSchema = f
+  .strict(
+    {
+      enabled: f.flag().default(false).describe("Measure the first-token deadline after preflight (opt-in: it takes many samples per path)."),
+      samplesPerGroup: f
+        .num({ int: true, min: R.calibration.samplesPerGroup })
+        .default(R.calibration.samplesPerGroup)
+        .describe(`Completed samples per directed path and input length; the runbook asks for at least ${R.calibration.samplesPerGroup}.`),
+      inputLengths: f
+        .list(f.positiveInt(), "a list of input lengths in tokens", { min: 1, unique: true })
+        .optional()
+        .meta({
+          description: "Input lengths in tokens; each must leave one output token within the context.",
+          defaultText: "128, ¼ and ½ of the longest admitted input (`max_model_len` − 1), and that input itself",
+        }),
+      observationBoundS: f
+        .seconds()
+        .optional()
+        .meta({
+          description: "The diagnostic first-token observation bound, seconds: above `slo.firstTokenTimeoutS` and within `slo.requestTimeoutS`.",
+          defaultText: "4 × `slo.firstTokenTimeoutS`, capped at `slo.requestTimeoutS`",
+        }),
+      routerOverheadS: f
+        .num({ min: 0, unit: "seconds" })
+        .default(P.calibration.routerOverheadS)
+        .describe("Router overhead added to deadline + measured prefill in the client TTFT check, seconds."),
+      maxFailuresPerGroup: f
+        .positiveInt()
+        .default(P.calibration.maxFailuresPerGroup)
+        .describe("Failed attempts one group may take before calibration stops so they can be diagnosed."),
+      adopt: f
+        .strict(
+          {
+            path: f
+              .text('an absolute path to a calibration file (e.g. "/srv/runbook/runs/first-token.json")', (s) => fmt.absolutePathProblem(s, "/srv/runbook/runs/first-token.json"))
+              .describe("The calibration file on this machine."),
+            sha256: f
+              .matching(fmt.SHA256_PATTERN, "64 lowercase hex digits (sha256sum output)")
+              .optional()
+              .describe("SHA-256 of the file, which pins its bytes."),
+          },
+          "an object {path, sha256?}",
+        )
+        .optional()
+        .describe(
+          "A first-token calibration measured before this stack (the runbook's `narwhal-check " +
+            "--calibrate-first-token --calibration-out` file), adopted instead of sampling while every process it " +
+            "sampled still serves. Needs `enabled`.",
+        ),
+    },
+    "an object {enabled, samplesPerGroup, inputLengths?, observationBoundS?, routerOverheadS, maxFailuresPerGroup, adopt?}",
+  )
+  .describe("Gate F's first-token deadline calibration after preflight, opt-in.");
