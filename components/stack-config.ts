@@ -4,6 +4,8 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { FleetConfigError, FleetSpec, parseFleetConfig, type ConfigIssue } from "../lib/config";
 import { keyFileIssue, MISSING_API_KEY, sshConfigIssue } from "../lib/config/local-files";
+import { resolveLogin } from "../lib/fleet/host-plan";
+import { loadSshConfig, type SshConfig, type SshConfigFiles } from "../lib/ssh/ssh-config";
 import { cleartextSecretIssues, parseSecretKeyList, SECRET_CONFIG_KEYS } from "../lib/config/secrets";
 
 /** Keys read apart from the zod schema: the secrets, and the key file path (a file whose content is one). */
@@ -21,7 +23,7 @@ export interface FleetSecrets {
 export interface StackConfig {
   spec: FleetSpec;
   secrets: FleetSecrets;
-  sshConfig?: { text: string; home: string };
+  sshConfig?: SshConfig;
 }
 
 /**
@@ -73,6 +75,7 @@ function read(): StackConfig {
   // A default ~/.ssh/config that is absent is fine: hosts are then reached by their address.
   const sshConfigText =
     spec && (written || fs.existsSync(sshConfigPath)) ? readLocal(written ?? sshConfigPath, (resolved, code) => issues.push(sshConfigIssue(written, resolved, code))) : undefined;
+  const sshConfig = spec && sshConfigText !== undefined ? operatorSshConfig(spec, sshConfigPath, sshConfigText, home, issues) : undefined;
 
   // Every problem at once, in one message; without a spec or an API key there is always an issue.
   if (!spec || !apiKey || issues.length > 0) throw new FleetConfigError(issues);
@@ -80,7 +83,7 @@ function read(): StackConfig {
   const passwords = config.getSecretObject<Record<string, string>>("sshPasswords");
   return {
     spec,
-    sshConfig: sshConfigText !== undefined ? { text: sshConfigText, home } : undefined,
+    sshConfig,
     secrets: {
       engineApiKey: apiKey,
       sshPrivateKey: (alias) =>
@@ -99,6 +102,43 @@ function secretKeys(project: string): string[] {
   const isSecret = (pulumi.runtime as unknown as { isConfigSecret?: (key: string) => boolean }).isConfigSecret;
   if (isSecret) return SECRET_CONFIG_KEYS.map((k) => `${project}:${k}`).filter((k) => isSecret(k));
   return parseSecretKeyList(process.env.PULUMI_CONFIG_SECRET_KEYS);
+}
+
+const LOCAL_FILES: SshConfigFiles = { readFile: (p) => fs.readFileSync(p, "utf8"), listDir: (p) => fs.readdirSync(p) };
+
+/** This machine's user name, for `Match localuser` and `Match user`; a container without a passwd entry still has $USER or none. */
+function localUserName(): string {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return process.env.USER ?? "";
+  }
+}
+
+/**
+ * The operator's ssh_config with its Include files. A file that cannot be read, an include cycle or a
+ * Match line this program cannot evaluate for a fleet host is a config issue at ssh.configFile, reported
+ * with the others, before any resource is made.
+ */
+function operatorSshConfig(spec: FleetSpec, file: string, text: string, home: string, issues: ConfigIssue[]): SshConfig | undefined {
+  const isOurs = (err: unknown) => (err as { code?: string }).code === "NARWHAL_SSH_CONFIG";
+  let config: SshConfig;
+  try {
+    config = { root: loadSshConfig(file, text, { home, files: LOCAL_FILES }), home, localUser: localUserName() };
+  } catch (err) {
+    if (!isOurs(err)) throw err;
+    issues.push({ path: "ssh.configFile", message: (err as Error).message });
+    return undefined;
+  }
+  for (const host of spec.hosts) {
+    try {
+      resolveLogin(spec, host, config);
+    } catch (err) {
+      if (!isOurs(err)) throw err;
+      issues.push({ path: "ssh.configFile", message: `host ${host.alias}: ${(err as Error).message}` });
+    }
+  }
+  return config;
 }
 
 /** Reads a file config names; a failure is reported through `failed` (with the resolved path) instead of thrown. */
