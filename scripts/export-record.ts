@@ -7,12 +7,11 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { LocalWorkspace, PulumiCommand } from "@pulumi/pulumi/automation";
 import { parseFleetConfig } from "../lib/config";
 import { EvidenceStore, evidenceRoot, exportAliases, exportDeploymentRecord, sourceRevision, splitStackConfig, type DiscoveredHost } from "../lib/evidence";
+import { PROJECT_ROOT, selectStack } from "./stack/select";
 
 const USAGE = "usage: npm run export-record -- --stack <name> --out <dir>";
-const PROJECT_ROOT = path.resolve(__dirname, "..");
 
 function parse(argv: string[]): { stack: string; out: string } {
   const found: Record<string, string> = {};
@@ -39,8 +38,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   try {
-    const cli = await PulumiCommand.get({ root: path.join(PROJECT_ROOT, ".tools"), skipVersionCheck: false });
-    const stack = await LocalWorkspace.selectStack({ stackName: args.stack, workDir: PROJECT_ROOT }, { pulumiCommand: cli });
+    const stack = await selectStack(args.stack);
     const project = (await stack.workspace.projectSettings()).name;
     const config = await stack.getAllConfig();
     const { plain, secrets } = splitStackConfig(project, config);

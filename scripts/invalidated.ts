@@ -3,7 +3,7 @@
  * it would re-measure, re-judge and keep, by gate (lib/report). Exits 2 on bad arguments, 1 if the preview fails.
  */
 import { formatSummary } from "../lib/report";
-import { invalidationSummary } from "../lib/report/preview";
+import { invalidationSummary } from "./stack/preview";
 
 const USAGE = "usage: npm run invalidated -- --stack <name> [--json] [--refresh]";
 

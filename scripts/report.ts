@@ -10,7 +10,7 @@ import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { EvidenceStore, evidenceRoot } from "../lib/evidence";
 import { collectReport, evidencePointers, heldGenerations, renderReport } from "../lib/report/html";
-import { stackOutputs } from "../lib/report/html/outputs";
+import { stackOutputs } from "./stack/outputs";
 
 const USAGE = "usage: npm run report -- --stack <name> [--out <file>] [--offline]";
 const PROJECT_ROOT = path.resolve(__dirname, "..");

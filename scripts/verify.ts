@@ -10,7 +10,7 @@
  */
 import { parseArgs } from "node:util";
 import { formatSummary } from "../lib/report";
-import { invalidationSummary } from "../lib/report/preview";
+import { invalidationSummary } from "./stack/preview";
 
 const USAGE = "usage: npm run verify -- --stack <name> [--json]";
 
