@@ -4,8 +4,8 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { FleetConfigError, FleetSpec, parseFleetConfig, type ConfigIssue } from "../lib/config";
 import { keyFileIssue, MISSING_API_KEY, sshConfigIssue } from "../lib/config/local-files";
-import { resolveLogin } from "../lib/fleet/host-plan";
-import { loadSshConfig, type SshConfig, type SshConfigFiles } from "../lib/ssh/ssh-config";
+import { readOperatorSshConfig } from "../lib/fleet/operator-ssh-config";
+import type { SshConfig, SshConfigFiles } from "../lib/ssh/ssh-config";
 import { cleartextSecretIssues, parseSecretKeyList, SECRET_CONFIG_KEYS } from "../lib/config/secrets";
 
 /** Keys read apart from the zod schema: the secrets, and the key file path (a file whose content is one). */
@@ -75,7 +75,10 @@ function read(): StackConfig {
   // A default ~/.ssh/config that is absent is fine: hosts are then reached by their address.
   const sshConfigText =
     spec && (written || fs.existsSync(sshConfigPath)) ? readLocal(written ?? sshConfigPath, (resolved, code) => issues.push(sshConfigIssue(written, resolved, code))) : undefined;
-  const sshConfig = spec && sshConfigText !== undefined ? operatorSshConfig(spec, sshConfigPath, sshConfigText, home, issues) : undefined;
+  const operator =
+    spec && sshConfigText !== undefined ? readOperatorSshConfig(spec, { path: sshConfigPath, text: sshConfigText, home, localUser: localUserName(), files: LOCAL_FILES }) : undefined;
+  issues.push(...(operator?.issues ?? []));
+  const sshConfig = operator?.config;
 
   // Every problem at once, in one message; without a spec or an API key there is always an issue.
   if (!spec || !apiKey || issues.length > 0) throw new FleetConfigError(issues);
@@ -113,32 +116,6 @@ function localUserName(): string {
   } catch {
     return process.env.USER ?? "";
   }
-}
-
-/**
- * The operator's ssh_config with its Include files. A file that cannot be read, an include cycle or a
- * Match line this program cannot evaluate for a fleet host is a config issue at ssh.configFile, reported
- * with the others, before any resource is made.
- */
-function operatorSshConfig(spec: FleetSpec, file: string, text: string, home: string, issues: ConfigIssue[]): SshConfig | undefined {
-  const isOurs = (err: unknown) => (err as { code?: string }).code === "NARWHAL_SSH_CONFIG";
-  let config: SshConfig;
-  try {
-    config = { root: loadSshConfig(file, text, { home, files: LOCAL_FILES }), home, localUser: localUserName() };
-  } catch (err) {
-    if (!isOurs(err)) throw err;
-    issues.push({ path: "ssh.configFile", message: (err as Error).message });
-    return undefined;
-  }
-  for (const host of spec.hosts) {
-    try {
-      resolveLogin(spec, host, config);
-    } catch (err) {
-      if (!isOurs(err)) throw err;
-      issues.push({ path: "ssh.configFile", message: `host ${host.alias}: ${(err as Error).message}` });
-    }
-  }
-  return config;
 }
 
 /** Reads a file config names; a failure is reported through `failed` (with the resolved path) instead of thrown. */

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { loadSshConfig, MAX_INCLUDE_DEPTH, resolveSshAlias, type SshConfigFiles } from "../../../lib/ssh/ssh-config";
+import { expandIncludePattern, loadSshConfig, MAX_INCLUDE_DEPTH, resolveSshAlias, type SshConfigFiles } from "../../../lib/ssh/ssh-config";
 
 const HOME = "/home/op";
 
@@ -119,6 +119,17 @@ describe("ssh: ssh_config Include", () => {
       [`${HOME}/.ssh/extra`]: "Host gpu-a\n  HostName 198.18.0.50\n",
     };
     expect(resolve(files, "gpu-a")).to.deep.equal({ ...NOTHING, user: "ops" });
+  });
+
+  it("globs in any path segment, with character classes, and reads relative paths from ~/.ssh even for a config named elsewhere", () => {
+    const files = {
+      "/etc/fleet/ssh_config": "Include hosts.d/lab[12]/*\n",
+      [`${HOME}/.ssh/hosts.d/lab1/a`]: "Host gpu-a\n  HostName 198.18.0.12\n",
+      [`${HOME}/.ssh/hosts.d/lab2/b`]: "Host gpu-a\n  HostName 198.18.0.99\n  User from-lab2\n",
+      [`${HOME}/.ssh/hosts.d/lab3/c`]: "Host gpu-a\n  Port 2999\n",
+    };
+    expect(expandIncludePattern(`${HOME}/.ssh/hosts.d/lab[12]/*`, memoryFiles(files))).to.deep.equal([`${HOME}/.ssh/hosts.d/lab1/a`, `${HOME}/.ssh/hosts.d/lab2/b`]);
+    expect(resolve(files, "gpu-a", { top: "/etc/fleet/ssh_config" })).to.deep.equal({ ...NOTHING, hostName: "198.18.0.12", user: "from-lab2" });
   });
 
   it("skips an include that names no file, as ssh does", () => {
