@@ -50,7 +50,7 @@ function segmentPattern(segment: string): RegExp {
       const body = segment.slice(i + 1, end).replace(/^[!^]/, "^").replace(/\\/g, "\\\\");
       re += `[${body}]`;
       i = end;
-    } else re += c.replace(/[.+^${}()|\\\]]/g, "\\$&");
+    } else re += c.replace(/[.+^${}()|[\]\\]/g, "\\$&");
   }
   return new RegExp(`^${re}$`);
 }

@@ -130,6 +130,10 @@ describe("ssh: ssh_config Include", () => {
     };
     expect(expandIncludePattern(`${HOME}/.ssh/hosts.d/lab[12]/*`, memoryFiles(files))).to.deep.equal([`${HOME}/.ssh/hosts.d/lab1/a`, `${HOME}/.ssh/hosts.d/lab2/b`]);
     expect(resolve(files, "gpu-a", { top: "/etc/fleet/ssh_config" })).to.deep.equal({ ...NOTHING, hostName: "198.18.0.12", user: "from-lab2" });
+    // A "[" without its "]" and the other regex characters are plain characters in a name.
+    const odd = { [`${HOME}/.ssh/a[1.conf`]: "", [`${HOME}/.ssh/a+1.conf`]: "", [`${HOME}/.ssh/ab1xconf`]: "" };
+    expect(expandIncludePattern(`${HOME}/.ssh/a[1.con*`, memoryFiles(odd))).to.deep.equal([`${HOME}/.ssh/a[1.conf`]);
+    expect(expandIncludePattern(`${HOME}/.ssh/a+?.conf`, memoryFiles(odd))).to.deep.equal([`${HOME}/.ssh/a+1.conf`]);
   });
 
   it("skips an include that names no file, as ssh does", () => {
