@@ -16,21 +16,17 @@ import * as path from "node:path";
 import { DEFAULT_RACY_WINDOW_MS } from "../lib/checkpoint/driver";
 import type { HashResult } from "../lib/checkpoint/driver";
 import { hashCheckpointLocal } from "../lib/checkpoint/local-hash";
+import { parseFlags, parseOrExit, positiveNumber } from "../scripts/args";
 
 const GiB = 1024 ** 3;
 const CHUNK = 16 * 1024 * 1024;
 
-function option(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!(v > 0)) throw new Error(`--${name} wants a positive number, got ${process.argv[i + 1]}`);
-  return v;
-}
+const USAGE = "usage: node -r ./tools/ts-require.js bench/checkpoint-hash.ts [--gib N] [--files N] [--runs N] [--dir PATH]";
 
-function stringOption(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? fallback : process.argv[i + 1];
+function parseBenchArgs(argv: readonly string[]): { gib: number; files: number; runs: number; dir: string } {
+  const wants = { gib: "a positive size in GiB", files: "a positive number of files", runs: "a positive number of runs", dir: "a folder for the temporary checkpoint" };
+  const values = parseFlags(argv, { gib: { type: "string" }, files: { type: "string" }, runs: { type: "string" }, dir: { type: "string" } }, wants);
+  return { gib: positiveNumber("gib", values.gib, 2), files: positiveNumber("files", values.files, 8), runs: positiveNumber("runs", values.runs, 5), dir: values.dir ?? os.tmpdir() };
 }
 
 /** AES-256-CTR keystream keyed by the file name: incompressible, and the same bytes on every run. */
@@ -68,12 +64,13 @@ function parallelTool(dir: string, files: string[], tool: string[], nproc: numbe
 }
 
 async function main(): Promise<void> {
-  const gib = option("gib", 2);
-  const fileCount = Math.round(option("files", 8));
-  const runs = Math.round(option("runs", 5));
+  const args = parseOrExit(() => parseBenchArgs(process.argv.slice(2)), USAGE);
+  const gib = args.gib;
+  const fileCount = Math.round(args.files);
+  const runs = Math.round(args.runs);
   const nproc = Number(execFileSync("nproc", { encoding: "utf8" }).trim());
   const totalBytes = Math.round(gib * GiB);
-  const dir = fs.mkdtempSync(path.join(stringOption("dir", os.tmpdir()), "narwhal-ckpt-bench-"));
+  const dir = fs.mkdtempSync(path.join(args.dir, "narwhal-ckpt-bench-"));
   const cleanup = () => fs.rmSync(dir, { recursive: true, force: true });
   process.on("SIGINT", () => {
     cleanup();

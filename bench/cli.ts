@@ -20,9 +20,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { execFileSync } from "node:child_process";
-import { parseArgs } from "node:util";
 import { PulumiCommand, type Stack } from "@pulumi/pulumi/automation";
 import { runInHost, simDown, simUp } from "../sim/hosts";
+import { parseFlags, parseOrExit, positiveNumber, UsageError } from "../scripts/args";
 import { hostPaths } from "../sim/hosts/paths";
 import { E2E_TIME_SCALE, openStack, PROJECT_ROOT } from "../test/e2e/support/stack";
 import { ensureFileBackend, FLOOR_DIR, openFloorStack, stateResourceCount } from "./scale/floor-stack";
@@ -30,13 +30,20 @@ import { median, runCli, type CliRun } from "./scale/cli-run";
 import type { SimHost } from "../sim/hosts/host";
 import type { EngineEntry } from "../test/e2e/support/stack";
 
-const { values: args } = parseArgs({ options: { rounds: { type: "string", default: "3" }, sizes: { type: "string", default: "4x2,16x4" } } });
-const ROUNDS = Number(args.rounds);
-const SIZES = args.sizes!.split(",").map((s) => {
-  const [engines, hosts] = s.split("x").map(Number) as [number, number];
-  if (!(engines > 0 && hosts > 0 && engines % hosts === 0)) throw new Error(`--sizes: "${s}" is not <engines>x<hosts> with engines a multiple of hosts`);
-  return { engines, hosts };
-});
+const USAGE = "usage: npm run bench:cli [-- --rounds N] [--sizes EXH,EXH]";
+
+function parseBenchArgs(argv: readonly string[]): { rounds: number; sizes: Array<{ engines: number; hosts: number }> } {
+  const wants = { rounds: "a positive number of rounds", sizes: "<engines>x<hosts> pairs with engines a multiple of hosts, e.g. 4x2,16x4" };
+  const values = parseFlags(argv, { rounds: { type: "string" }, sizes: { type: "string" } }, wants);
+  const sizes = (values.sizes ?? "4x2,16x4").split(",").map((s) => {
+    const [engines, hosts] = s.split("x").map(Number) as [number, number];
+    if (!(engines > 0 && hosts > 0 && engines % hosts === 0)) throw new UsageError(`--sizes: "${s}" is not <engines>x<hosts> with engines a multiple of hosts`);
+    return { engines, hosts };
+  });
+  return { rounds: positiveNumber("rounds", values.rounds, 3), sizes };
+}
+
+const { rounds: ROUNDS, sizes: SIZES } = parseOrExit(() => parseBenchArgs(process.argv.slice(2)), USAGE);
 /** Hosts clear of every fleet the tests bring up (sim1-sim7, simdock) and of bench:scale's (sim21-24). */
 const FIRST_HOST = 31;
 const ROUTER_PORT = 8621;

@@ -19,6 +19,7 @@ import * as path from "node:path";
 import { performance } from "node:perf_hooks";
 import { PulumiCommand, type Stack } from "@pulumi/pulumi/automation";
 import { runInHost, simDown, simUp } from "../sim/hosts";
+import { parseFlags, parseOrExit } from "../scripts/args";
 import { E2E_TIME_SCALE, openStack, PROJECT_ROOT } from "../test/e2e/support/stack";
 import { awaitHealthy, restartByHand } from "../test/e2e/support/restart";
 import { PROMETHEUS_PORT, ROUTER_PORT, SCALE_HOSTS, SCALE_LAYOUT, SCALE_TOPOLOGY_SIZE, scaleEngines } from "./scale/fleet-config";
@@ -33,7 +34,8 @@ const FLOOR_OVERHEAD = 2;
 const HOST_STATE_DIR = "/var/lib/narwhal-fleet";
 /** Engine restarted by hand: a decode engine on the last host, away from the router. */
 const RESTARTED = "e16";
-const RESTART_KV_PEERS = process.argv.includes("--restart-kv-peers");
+const USAGE = "usage: npm run bench:scale [-- --restart-kv-peers]";
+const RESTART_KV_PEERS = parseOrExit(() => parseFlags(process.argv.slice(2), { "restart-kv-peers": { type: "boolean" } }, {}), USAGE)["restart-kv-peers"] ?? false;
 
 // Bounded waits, named so a timeout says which phase ran out.
 const UP_TIMEOUT_MS = 60 * 60_000;

@@ -16,6 +16,7 @@
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { parseNarwhalReport, runPreflight, type GateProfile, type ScheduleMode } from "../lib/preflight";
+import { parseFlags, parseOrExit, positiveNumber, UsageError } from "../scripts/args";
 import { KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, stopAll, tempDir, type SimEngine } from "../test/unit/sim-engine/helpers";
 import { simPreflight, simProfileRow, writeSimFleet } from "../test/unit/sim-engine/sim-fleet";
 
@@ -25,9 +26,16 @@ const ARGS = ["--served-model-name", "tiny", "--api-key", API_KEY, "--max-model-
 /** Simulators started at once: each is a Node process, and the machine may be small. */
 const START_BATCH = 4;
 
-function option(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? fallback : process.argv[i + 1]!;
+const USAGE = "usage: node -r ./tools/ts-require.js bench/preflight-vs-narwhal-check.ts [--sizes N,N] [--time-scale X] [--rounds N]";
+
+function parseBenchArgs(argv: readonly string[]): { sizes: number[]; timeScale: number; rounds: number } {
+  const wants = { sizes: "fleet sizes of at least 2, e.g. 8,16", "time-scale": "a positive number", rounds: "a whole number of at least 1" };
+  const values = parseFlags(argv, { sizes: { type: "string" }, "time-scale": { type: "string" }, rounds: { type: "string" } }, wants);
+  const sizes = (values.sizes ?? "8,16").split(",").map(Number);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 2)) throw new UsageError(`--sizes wants ${wants.sizes}, got ${JSON.stringify(values.sizes)}`);
+  const rounds = Number(values.rounds ?? "3");
+  if (!(Number.isInteger(rounds) && rounds >= 1)) throw new UsageError(`--rounds wants ${wants.rounds}, got ${JSON.stringify(values.rounds)}`);
+  return { sizes, timeScale: positiveNumber("time-scale", values["time-scale"], 1), rounds };
 }
 
 interface Member {
@@ -172,13 +180,9 @@ async function benchSize(n: number, model: string, timeScale: number, rounds: nu
 }
 
 async function main() {
-  const sizes = option("sizes", "8,16").split(",").map(Number);
-  const timeScale = Number(option("time-scale", "1"));
-  const rounds = Number(option("rounds", "3"));
-  if (sizes.some((n) => !Number.isInteger(n) || n < 2) || !(timeScale > 0)) throw new Error("--sizes wants integers of at least 2 (e.g. 8,16) and --time-scale a positive number");
+  const { sizes, timeScale, rounds } = parseOrExit(() => parseBenchArgs(process.argv.slice(2)), USAGE);
   const model = makeModel({ config: { max_position_embeddings: 32768 } });
   const results = [];
-  if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error("--rounds wants a whole number of at least 1");
   for (const n of sizes) results.push(await benchSize(n, model, timeScale, rounds));
   console.log(JSON.stringify({ timeScale, results }, null, 1));
 }

@@ -14,6 +14,7 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { performance } from "node:perf_hooks";
+import { parseFlags, parseOrExit, positiveNumber } from "../scripts/args";
 import { http, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../test/unit/sim-engine/helpers";
 
 const API_KEY = "sk-bench-profile";
@@ -25,12 +26,12 @@ const LATENCIES = [{}, { prefillA: 4e-8, decodeKv: 6e-6, decodeReq: 0.001, decod
 /** Bounded wait for one profiling run. */
 const RUN_TIMEOUT_MS = 900_000;
 
-function option(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!(v > 0)) throw new Error(`--${name} wants a positive number, got ${process.argv[i + 1]}`);
-  return v;
+const USAGE = "usage: npm run bench:profile -- [--engines N] [--time-scale X] [--rounds N]";
+
+function parseBenchArgs(argv: readonly string[]): { engines: number; timeScale: number; rounds: number } {
+  const wants = { engines: "a positive number of engines", "time-scale": "a positive number", rounds: "a positive number of rounds" };
+  const values = parseFlags(argv, { engines: { type: "string" }, "time-scale": { type: "string" }, rounds: { type: "string" } }, wants);
+  return { engines: positiveNumber("engines", values.engines, 2), timeScale: positiveNumber("time-scale", values["time-scale"], 0.5), rounds: positiveNumber("rounds", values.rounds, 1) };
 }
 
 function run(cmd: string, args: string[]): Promise<{ code: number | null; wallS: number; stderr: string }> {
@@ -69,9 +70,10 @@ function compare(row: Row, t: Truth): Record<string, unknown> {
 }
 
 async function main(): Promise<void> {
-  const count = Math.min(option("engines", 2), LATENCIES.length);
-  const timeScale = option("time-scale", 0.5);
-  const rounds = option("rounds", 1);
+  const args = parseOrExit(() => parseBenchArgs(process.argv.slice(2)), USAGE);
+  const count = Math.min(args.engines, LATENCIES.length);
+  const timeScale = args.timeScale;
+  const rounds = args.rounds;
   const dir = tempDir("bench-profile-");
   const model = makeModel({});
   const engines: SimEngine[] = [];

@@ -14,6 +14,7 @@ import type { LaunchInputs } from "../lib/launch/plan";
 import { hostLaunchFacts, resolveEngineLaunch } from "../lib/launch/policy";
 import { HostLogin, hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
 import { identityFileMessage } from "../lib/config/local-files";
+import type { SshConfig } from "../lib/ssh/ssh-config";
 import { manifestIdentity } from "../lib/checkpoint/compare";
 import { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
 import { fleetDocument } from "../lib/fleet/fleet-document";
@@ -37,7 +38,7 @@ export interface FleetArgs {
   /** Names the per-stack folders on hosts, so two stacks never share an engine's run folder. */
   stack: string;
   /** The operator's ssh_config, for destinations that are OpenSSH aliases. */
-  sshConfig?: { text: string; home: string };
+  sshConfig?: SshConfig;
 }
 
 export interface HostSummary {

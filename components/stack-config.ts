@@ -5,6 +5,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { FleetConfigError, FleetSpec, parseFleetConfig, type ConfigIssue } from "../lib/config";
 import { keyFileIssue, MISSING_API_KEY, sshConfigIssue } from "../lib/config/local-files";
 import { CredentialKeysSchema } from "../lib/config/schema";
+import { readOperatorSshConfig } from "../lib/fleet/operator-ssh-config";
+import type { SshConfig, SshConfigFiles } from "../lib/ssh/ssh-config";
 import { cleartextSecretIssues, parseSecretKeyList, SECRET_CONFIG_KEYS } from "../lib/config/secrets";
 
 /**
@@ -25,7 +27,7 @@ export interface FleetSecrets {
 export interface StackConfig {
   spec: FleetSpec;
   secrets: FleetSecrets;
-  sshConfig?: { text: string; home: string };
+  sshConfig?: SshConfig;
 }
 
 /**
@@ -77,6 +79,10 @@ function read(): StackConfig {
   // A default ~/.ssh/config that is absent is fine: hosts are then reached by their address.
   const sshConfigText =
     spec && (written || fs.existsSync(sshConfigPath)) ? readLocal(written ?? sshConfigPath, (resolved, code) => issues.push(sshConfigIssue(written, resolved, code))) : undefined;
+  const operator =
+    spec && sshConfigText !== undefined ? readOperatorSshConfig(spec, { path: sshConfigPath, text: sshConfigText, home, localUser: localUserName(), files: LOCAL_FILES }) : undefined;
+  issues.push(...(operator?.issues ?? []));
+  const sshConfig = operator?.config;
 
   // Every problem at once, in one message; without a spec or an API key there is always an issue.
   if (!spec || !apiKey || issues.length > 0) throw new FleetConfigError(issues);
@@ -84,7 +90,7 @@ function read(): StackConfig {
   const passwords = config.getSecretObject<Record<string, string>>("sshPasswords");
   return {
     spec,
-    sshConfig: sshConfigText !== undefined ? { text: sshConfigText, home } : undefined,
+    sshConfig,
     secrets: {
       engineApiKey: apiKey,
       sshPrivateKey: (alias) =>
@@ -103,6 +109,17 @@ function secretKeys(project: string): string[] {
   const isSecret = (pulumi.runtime as unknown as { isConfigSecret?: (key: string) => boolean }).isConfigSecret;
   if (isSecret) return SECRET_CONFIG_KEYS.map((k) => `${project}:${k}`).filter((k) => isSecret(k));
   return parseSecretKeyList(process.env.PULUMI_CONFIG_SECRET_KEYS);
+}
+
+const LOCAL_FILES: SshConfigFiles = { readFile: (p) => fs.readFileSync(p, "utf8"), listDir: (p) => fs.readdirSync(p) };
+
+/** This machine's user name, for `Match localuser` and `Match user`; a container without a passwd entry still has $USER or none. */
+function localUserName(): string {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return process.env.USER ?? "";
+  }
 }
 
 /** Reads a file config names; a failure is reported through `failed` (with the resolved path) instead of thrown. */

@@ -7,40 +7,32 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { LocalWorkspace, PulumiCommand } from "@pulumi/pulumi/automation";
 import { parseFleetConfig } from "../lib/config";
 import { EvidenceStore, evidenceRoot, exportAliases, exportDeploymentRecord, sourceRevision, splitStackConfig, type DiscoveredHost } from "../lib/evidence";
+import { parseFlags, parseOrExit, required } from "./args";
+import { PROJECT_ROOT, selectStack } from "./stack/select";
 
 const USAGE = "usage: npm run export-record -- --stack <name> --out <dir>";
-const PROJECT_ROOT = path.resolve(__dirname, "..");
 
-function parse(argv: string[]): { stack: string; out: string } {
-  const found: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const m = /^--(stack|out)(?:=(.*))?$/.exec(a);
-    if (!m) throw new Error(`unknown argument ${JSON.stringify(a)}\n${USAGE}`);
-    const value = m[2] ?? argv[++i];
-    if (!value || value.startsWith("--")) throw new Error(`--${m[1]} needs a value\n${USAGE}`);
-    found[m[1]!] = value;
-  }
-  if (!found.stack) throw new Error(`--stack is required\n${USAGE}`);
-  if (!found.out) throw new Error(`--out is required\n${USAGE}`);
-  // npm runs scripts from the project folder; a relative --out is meant from where npm was called.
-  return { stack: found.stack, out: path.resolve(process.env.INIT_CWD ?? process.cwd(), found.out) };
+export interface ExportRecordArgs {
+  readonly stack: string;
+  /** Absolute: a relative --out is resolved against `cwd`. */
+  readonly out: string;
+}
+
+/** @param cwd where the command was called from (npm runs scripts from the project folder) */
+export function parseExportRecordArgs(argv: readonly string[], cwd: string): ExportRecordArgs {
+  const values = parseFlags(argv, { stack: { type: "string" }, out: { type: "string" } }, { stack: "a stack name", out: "a folder to write the sanitised copy to" });
+  const stack = required(values.stack, "stack", "a stack name");
+  const out = required(values.out, "out", "a folder to write the sanitised copy to");
+  return { stack, out: path.resolve(cwd, out) };
 }
 
 async function main(): Promise<void> {
-  let args: { stack: string; out: string };
+  // npm runs scripts from the project folder; a relative --out is meant from where npm was called.
+  const args = parseOrExit(() => parseExportRecordArgs(process.argv.slice(2), process.env.INIT_CWD ?? process.cwd()), USAGE);
   try {
-    args = parse(process.argv.slice(2));
-  } catch (e) {
-    process.stderr.write(`${(e as Error).message}\n`);
-    process.exit(2);
-  }
-  try {
-    const cli = await PulumiCommand.get({ root: path.join(PROJECT_ROOT, ".tools"), skipVersionCheck: false });
-    const stack = await LocalWorkspace.selectStack({ stackName: args.stack, workDir: PROJECT_ROOT }, { pulumiCommand: cli });
+    const stack = await selectStack(args.stack);
     const project = (await stack.workspace.projectSettings()).name;
     const config = await stack.getAllConfig();
     const { plain, secrets } = splitStackConfig(project, config);
@@ -66,4 +58,4 @@ async function main(): Promise<void> {
   }
 }
 
-void main();
+if (require.main === module) void main();

@@ -15,6 +15,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { importRunbook, parseEnvFile, type ImportResult } from "../lib/import";
 import { samplesPath } from "../lib/profiling/store";
+import { parseFlags, required, UsageError } from "./args";
 
 const USAGE = "usage: npm run import -- --env <path> [--fleet <fleet.json>] [--profiles <store.json>] [--calibration <first-token.json>] [--ssh-config <file>] [--ssh-key <file>] --stack <name>";
 const STACK_NAME = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -23,19 +24,34 @@ const PULUMI_TIMEOUT_MS = 120_000;
 
 class ImportFailure extends Error {}
 
-function parseArgs(argv: string[]): Record<string, string> {
-  const known = new Set(["env", "fleet", "profiles", "calibration", "ssh-config", "ssh-key", "stack"]);
-  const out: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]!);
-    if (!m || !known.has(m[1]!)) throw new ImportFailure(`unknown argument ${JSON.stringify(argv[i])}\n${USAGE}`);
-    const value = m[2] ?? argv[++i];
-    if (value === undefined || value === "") throw new ImportFailure(`--${m[1]} needs a value\n${USAGE}`);
-    out[m[1]!] = value;
-  }
-  if (!out.env || !out.stack) throw new ImportFailure(USAGE);
-  if (!STACK_NAME.test(out.stack)) throw new ImportFailure(`--stack ${JSON.stringify(out.stack)}: a stack name is letters, digits, "_", "." and "-"`);
-  return out;
+const FLAGS = {
+  env: { type: "string" },
+  fleet: { type: "string" },
+  profiles: { type: "string" },
+  calibration: { type: "string" },
+  "ssh-config": { type: "string" },
+  "ssh-key": { type: "string" },
+  stack: { type: "string" },
+} as const;
+
+const WANTS = {
+  env: "the runbook deployment's .env file",
+  fleet: "the runbook's fleet.json",
+  profiles: "a profile store (profiles.json)",
+  calibration: "a first-token calibration file",
+  "ssh-config": "an OpenSSH client config file",
+  "ssh-key": "an SSH private key file",
+  stack: "a stack name",
+};
+
+export type ImportArgs = { readonly env: string; readonly stack: string } & { readonly [K in Exclude<keyof typeof FLAGS, "env" | "stack">]?: string };
+
+export function parseImportArgs(argv: readonly string[]): ImportArgs {
+  const values = parseFlags(argv, FLAGS, WANTS);
+  const env = required(values.env, "env", WANTS.env);
+  const stack = required(values.stack, "stack", WANTS.stack);
+  if (!STACK_NAME.test(stack)) throw new UsageError(`--stack ${JSON.stringify(stack)}: a stack name is letters, digits, "_", "." and "-"`);
+  return { ...values, env, stack };
 }
 
 const expand = (p: string, base: string) => path.resolve(base, p.replace(/^~(?=$|\/)/, os.homedir()));
@@ -107,7 +123,13 @@ function writeStack(r: ImportResult, stack: string, project: string, stackFile: 
 }
 
 function main(argv: string[]): number {
-  const args = parseArgs(argv);
+  let args: ImportArgs;
+  try {
+    args = parseImportArgs(argv);
+  } catch (err) {
+    if (err instanceof UsageError) throw new ImportFailure(`${err.message}\n${USAGE}`);
+    throw err;
+  }
   const project = process.cwd();
   // npm runs scripts from the project folder; paths on the command line are the caller's.
   const here = process.env.INIT_CWD ?? project;
@@ -159,9 +181,11 @@ function main(argv: string[]): number {
   return 0;
 }
 
-try {
-  process.exitCode = main(process.argv.slice(2));
-} catch (err) {
-  console.error(`import: ${(err as Error).message}`);
-  process.exitCode = err instanceof ImportFailure ? 1 : 2;
+if (require.main === module) {
+  try {
+    process.exitCode = main(process.argv.slice(2));
+  } catch (err) {
+    console.error(`import: ${(err as Error).message}`);
+    process.exitCode = err instanceof ImportFailure ? 1 : 2;
+  }
 }

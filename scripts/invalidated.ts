@@ -3,34 +3,18 @@
  * it would re-measure, re-judge and keep, by gate (lib/report). Exits 2 on bad arguments, 1 if the preview fails.
  */
 import { formatSummary } from "../lib/report";
-import { invalidationSummary } from "../lib/report/preview";
+import { parseFlags, parseOrExit, required } from "./args";
+import { invalidationSummary } from "./stack/preview";
 
 const USAGE = "usage: npm run invalidated -- --stack <name> [--json] [--refresh]";
 
-function parse(argv: string[]): { stack: string; json: boolean; refresh: boolean } {
-  let stack: string | undefined;
-  let json = false;
-  let refresh = false;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === "--json") json = true;
-    else if (a === "--refresh") refresh = true;
-    else if (a === "--stack" && argv[i + 1] && !argv[i + 1]!.startsWith("--")) stack = argv[++i];
-    else if (a.startsWith("--stack=")) stack = a.slice("--stack=".length);
-    else throw new Error(`unknown argument ${JSON.stringify(a)}\n${USAGE}`);
-  }
-  if (!stack) throw new Error(`--stack is required\n${USAGE}`);
-  return { stack, json, refresh };
+export function parseInvalidatedArgs(argv: readonly string[]): { stack: string; json: boolean; refresh: boolean } {
+  const values = parseFlags(argv, { stack: { type: "string" }, json: { type: "boolean" }, refresh: { type: "boolean" } }, { stack: "a stack name" });
+  return { stack: required(values.stack, "stack", "a stack name"), json: values.json ?? false, refresh: values.refresh ?? false };
 }
 
 async function main(): Promise<void> {
-  let args;
-  try {
-    args = parse(process.argv.slice(2));
-  } catch (e) {
-    process.stderr.write(`${(e as Error).message}\n`);
-    process.exit(2);
-  }
+  const args = parseOrExit(() => parseInvalidatedArgs(process.argv.slice(2)), USAGE);
   try {
     const summary = await invalidationSummary(args.stack, { refresh: args.refresh });
     process.stdout.write(args.json ? JSON.stringify(summary, null, 2) + "\n" : formatSummary(summary));
@@ -43,4 +27,4 @@ async function main(): Promise<void> {
   }
 }
 
-void main();
+if (require.main === module) void main();

@@ -10,31 +10,16 @@ import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { EvidenceStore, evidenceRoot } from "../lib/evidence";
 import { collectReport, evidencePointers, heldGenerations, renderReport } from "../lib/report/html";
-import { stackOutputs } from "../lib/report/html/outputs";
+import { parseFlags, parseOrExit, required, UsageError } from "./args";
+import { stackOutputs } from "./stack/outputs";
 
 const USAGE = "usage: npm run report -- --stack <name> [--out <file>] [--offline]";
 const PROJECT_ROOT = path.resolve(__dirname, "..");
 
-function parse(argv: string[]): { stack: string; out?: string; offline: boolean } {
-  let stack: string | undefined;
-  let out: string | undefined;
-  let offline = false;
-  const value = (i: number, flag: string) => {
-    const v = argv[i + 1];
-    if (!v || v.startsWith("--")) throw new Error(`${flag} needs a value\n${USAGE}`);
-    return v;
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === "--offline") offline = true;
-    else if (a === "--stack") stack = value(i++, a);
-    else if (a === "--out") out = value(i++, a);
-    else if (a.startsWith("--stack=")) stack = a.slice("--stack=".length);
-    else if (a.startsWith("--out=")) out = a.slice("--out=".length);
-    else throw new Error(`unknown argument ${JSON.stringify(a)}\n${USAGE}`);
-  }
-  if (!stack) throw new Error(`--stack is required\n${USAGE}`);
-  return { stack, ...(out ? { out } : {}), offline };
+export function parseReportArgs(argv: readonly string[]): { stack: string; out?: string; offline: boolean } {
+  const wants = { stack: "a stack name", out: "the HTML file to write" };
+  const values = parseFlags(argv, { stack: { type: "string" }, out: { type: "string" }, offline: { type: "boolean" } }, wants);
+  return { stack: required(values.stack, "stack", wants.stack), ...(values.out ? { out: values.out } : {}), offline: values.offline ?? false };
 }
 
 async function heldBy(stack: string): Promise<{ pointers: Map<string, string>; generations: Map<string, string> } | undefined> {
@@ -49,14 +34,15 @@ async function heldBy(stack: string): Promise<{ pointers: Map<string, string>; g
 }
 
 async function main(): Promise<void> {
-  let args;
-  try {
-    args = parse(process.argv.slice(2));
-    evidenceRoot(PROJECT_ROOT, args.stack);
-  } catch (e) {
-    process.stderr.write(`${(e as Error).message}\n`);
-    process.exit(2);
-  }
+  const args = parseOrExit(() => {
+    const parsed = parseReportArgs(process.argv.slice(2));
+    try {
+      evidenceRoot(PROJECT_ROOT, parsed.stack);
+    } catch (e) {
+      throw new UsageError(`--stack: ${(e as Error).message}`);
+    }
+    return parsed;
+  }, USAGE);
   try {
     const root = evidenceRoot(PROJECT_ROOT, args.stack);
     // A mistyped stack name would otherwise give an empty page that looks like a fleet with no evidence.
@@ -74,4 +60,4 @@ async function main(): Promise<void> {
   }
 }
 
-void main();
+if (require.main === module) void main();

@@ -8,24 +8,24 @@
  * itself failed (a host unreachable, a changed host key: the CLI's errors on stderr), which also means
  * the evidence cannot be shown to hold.
  */
-import { parseArgs } from "node:util";
 import { formatSummary } from "../lib/report";
-import { invalidationSummary } from "../lib/report/preview";
+import { parseFlags, required, UsageError } from "./args";
+import { invalidationSummary } from "./stack/preview";
 
 const USAGE = "usage: npm run verify -- --stack <name> [--json]";
 
-function parse(argv: string[]): { stack: string; json: boolean } {
-  const { values } = parseArgs({ args: argv, options: { stack: { type: "string" }, json: { type: "boolean", default: false } }, strict: true, allowPositionals: false });
-  if (!values.stack) throw new Error(`--stack is required\n${USAGE}`);
-  return { stack: values.stack, json: values.json ?? false };
+export function parseVerifyArgs(argv: readonly string[]): { stack: string; json: boolean } {
+  const values = parseFlags(argv, { stack: { type: "string" }, json: { type: "boolean" } }, { stack: "a stack name" });
+  return { stack: required(values.stack, "stack", "a stack name"), json: values.json ?? false };
 }
 
 async function main(): Promise<number> {
   let args;
   try {
-    args = parse(process.argv.slice(2));
+    args = parseVerifyArgs(process.argv.slice(2));
   } catch (e) {
-    process.stderr.write(`${(e as Error).message.split("\n")[0]}\n${USAGE}\n`);
+    if (!(e instanceof UsageError)) throw e;
+    process.stderr.write(`${e.message}\n${USAGE}\n`);
     return 2;
   }
   let summary;
@@ -41,4 +41,4 @@ async function main(): Promise<number> {
   return summary.nothingInvalidated ? 0 : 1;
 }
 
-void main().then((code) => (process.exitCode = code));
+if (require.main === module) void main().then((code) => (process.exitCode = code));

@@ -1,6 +1,6 @@
 import type { FleetSpec, HostSpec } from "../config";
 import { parseDestination } from "../config/formats";
-import { resolveSshAlias } from "../ssh/ssh-config";
+import { resolveSshAlias, type SshConfig } from "../ssh/ssh-config";
 import type { PlannedPort } from "../discovery/listeners";
 import type { RuntimeProbeSpec } from "../discovery/probe";
 import { sha256Json } from "../digest";
@@ -26,9 +26,9 @@ function address(destination: string, withPort: boolean): { user?: string; host:
  * IdentityFile and ProxyJump; explicit config keys win over it. `hosts[].jump` names another host's
  * alias (its own key pin applies) or a `user@host[:port]` destination.
  */
-export function resolveLogin(spec: FleetSpec, host: HostSpec, sshConfig: { text: string; home: string } | undefined): HostLogin {
+export function resolveLogin(spec: FleetSpec, host: HostSpec, sshConfig: SshConfig | undefined): HostLogin {
   const dest = address(host.destination, false);
-  const alias = sshConfig && !host.destination.includes("@") ? resolveSshAlias(sshConfig.text, dest.host, sshConfig.home) : undefined;
+  const alias = sshConfig && !host.destination.includes("@") ? resolveSshAlias(sshConfig, dest.host) : undefined;
   const jumpRef = host.jump ?? alias?.proxyJump;
   let jump: HostLogin["jump"];
   if (jumpRef) {

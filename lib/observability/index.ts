@@ -3,6 +3,5 @@ export { engineTargets, routerTargets, type DocumentEngine, type TargetGroup } f
 export { ALERT_RULES, ENGINE_JOB, ROUTER_JOB, rulesFile, type AlertRule } from "./rules";
 export { prometheusConfig } from "./prometheus";
 export { DASHBOARD_UID, DATASOURCE_UID, PANELS, dashboardProvisioning, datasourceProvisioning, fleetDashboard } from "./grafana";
-export { exposedMetrics, metricFamily, metricNames } from "./metrics";
 export * from "./scripts";
 export { FRESHNESS_EXPORTER_PY, FRESHNESS_JOB, FRESHNESS_METRIC, freshnessArgv, type FreshnessExpectation, type FreshnessRunOptions } from "./freshness-exporter";

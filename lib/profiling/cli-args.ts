@@ -3,6 +3,7 @@
  * words): which mode runs, and every value it runs with. Warm-prefix options are absent: this program
  * profiles with prefix caching off.
  */
+import { parseArgs } from "node:util";
 import { workloadProblem, type ColocatedWorkload } from "./neighbours";
 import { DEFAULT_SWEEP, type Sweep } from "./sweep";
 
@@ -21,13 +22,54 @@ export const USAGE =
   "[--colocated --neighbour-prefill-rps RATE --neighbour-decode-rps RATE --neighbour-prefill-tokens N --neighbour-decode-input-tokens N --neighbour-decode-output-tokens N] " +
   "| --fleet PATH --refit-samples PATH --out PATH | --fleet PATH --merge PATH --merge PATH... --out PATH";
 
-const VALUED = new Set([
+const VALUED = [
   "fleet", "only", "refit-samples", "merge", "out", "limits", "observation-timeout-s", "prefill-lens", "decode-concurrency", "decode-input-lens",
   "decode-tokens", "decode-repeats", "prefill-repeats", "neighbour-prefill-rps", "neighbour-decode-rps", "neighbour-prefill-tokens",
   "neighbour-decode-input-tokens", "neighbour-decode-output-tokens",
-]);
-const FLAGS = new Set(["overwrite", "colocated"]);
+];
+const FLAGS = ["overwrite", "colocated"];
 const REPEATABLE = new Set(["only", "merge"]);
+const OPTIONS: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = Object.fromEntries([
+  ...VALUED.map((k) => [k, { type: "string" as const, ...(REPEATABLE.has(k) ? { multiple: true } : {}) }]),
+  ...FLAGS.map((k) => [k, { type: "boolean" as const }]),
+]);
+
+/** argparse takes `-5` and `-.5` as values, not options (its negative-number rule); node's parseArgs wants them joined with `=`. */
+const NEGATIVE_NUMBER = /^-\d+$|^-\d*\.\d+$/;
+
+/** node:util's parseArgs over argv, its refusals worded as narwhal-profile's argparse words them. */
+function tokenize(argv: readonly string[]): { values: Map<string, string[]>; flags: Set<string> } {
+  const args: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const next = argv[i + 1];
+    if (VALUED.includes(a.replace(/^--/, "")) && a.startsWith("--") && next !== undefined && NEGATIVE_NUMBER.test(next)) args.push(`${a}=${argv[++i]}`);
+    else args.push(a);
+  }
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: false });
+  } catch (err) {
+    const { code, message } = err as { code?: string; message: string };
+    const flag = /'(-[^' ]+)/.exec(message)?.[1] ?? "";
+    const given = args.find((a) => a === flag || a.startsWith(`${flag}=`));
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError(`unrecognized arguments: ${given ?? flag}`);
+    if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") throw new UsageError(`unrecognized arguments: ${/'([^']*)'/.exec(message)?.[1] ?? ""}`);
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
+      if (FLAGS.includes(flag.slice(2))) throw new UsageError(`argument ${flag}: ignored explicit argument '${given?.slice(flag.length + 1) ?? ""}'`);
+      throw new UsageError(`argument ${flag}: expected one argument`);
+    }
+    throw err;
+  }
+  const values = new Map<string, string[]>();
+  const flags = new Set<string>();
+  for (const [name, v] of Object.entries(parsed.values)) {
+    if (typeof v === "boolean") {
+      if (v) flags.add(name);
+    } else if (v !== undefined) values.set(name, (Array.isArray(v) ? v : [v]).map(String));
+  }
+  return { values, flags };
+}
 
 /** Python's `int()` on a command-line value: an optional sign and digits, spaces around allowed. */
 function int(name: string, text: string): number {
@@ -47,21 +89,7 @@ function intList(text: string): number[] | undefined {
 }
 
 export function parseProfileArgs(argv: readonly string[]): ProfileCommand {
-  const values = new Map<string, string[]>();
-  const flags = new Set<string>();
-  for (let i = 0; i < argv.length; i++) {
-    const m = /^--([a-z0-9-]+)(?:=(.*))?$/s.exec(argv[i]!);
-    if (!m || !(VALUED.has(m[1]!) || FLAGS.has(m[1]!))) throw new UsageError(`unrecognized arguments: ${argv[i]}`);
-    const name = m[1]!;
-    if (FLAGS.has(name)) {
-      if (m[2] !== undefined) throw new UsageError(`argument --${name}: ignored explicit argument '${m[2]}'`);
-      flags.add(name);
-      continue;
-    }
-    const value = m[2] ?? argv[++i];
-    if (value === undefined) throw new UsageError(`argument --${name}: expected one argument`);
-    values.set(name, REPEATABLE.has(name) ? [...(values.get(name) ?? []), value] : [value]);
-  }
+  const { values, flags } = tokenize(argv);
   const one = (k: string) => values.get(k)?.[0];
   const fleet = one("fleet");
   if (fleet === undefined) throw new UsageError("the following arguments are required: --fleet");

@@ -1,4 +1,4 @@
-import type { EngineEvent, StepEventMetadata, StepEventStateMetadata } from "@pulumi/pulumi/automation";
+import type { PreviewEvent, StepMetadata, StepState } from "./events";
 import { evidenceKind, GATE_ORDER, GATE_TITLES, type Gate } from "./kinds";
 import { holdsSecret, holdsUnknown, renderValue, sameValue, SECRET_TEXT, UNKNOWN } from "./values";
 
@@ -54,18 +54,18 @@ const REPLACE_PARTS = new Set(["replace", "create-replacement", "delete-replaced
 const LISTED = new Set(["same", "update", "create", "delete", ...REPLACE_PARTS]);
 
 type Props = Record<string, unknown>;
-const propsOf = (s: StepEventStateMetadata | undefined, which: "inputs" | "outputs"): Props => (s?.[which] ?? {}) as Props;
+const propsOf = (s: StepState | undefined, which: "inputs" | "outputs"): Props => (s?.[which] ?? {}) as Props;
 const nameOf = (urn: string): string => urn.split("::").pop()!;
 const stringOf = (v: unknown): string | undefined => (typeof v === "string" && v !== UNKNOWN ? v : undefined);
 
 /** Old inputs overlaid with the new ones the preview already knows: names and aliases rarely move, but may be unknown. */
-function knownInputs(m: StepEventMetadata): Props {
+function knownInputs(m: StepMetadata): Props {
   const known = Object.entries(propsOf(m.new, "inputs")).filter(([, v]) => !holdsUnknown(v));
   return { ...propsOf(m.old, "inputs"), ...Object.fromEntries(known) };
 }
 
 /** What each engine id is and where it runs, from every engine-scoped resource's inputs. */
-function engineHosts(steps: StepEventMetadata[]): Map<string, string> {
+function engineHosts(steps: StepMetadata[]): Map<string, string> {
   const hosts = new Map<string, string>();
   for (const m of steps) {
     const i = knownInputs(m);
@@ -82,7 +82,7 @@ function engineInName(name: string, engines: Map<string, string>): string | unde
   return [...engines.keys()].filter((id) => name.includes(`-${id}-`) || name.endsWith(`-${id}`) || tokens.includes(id)).sort((a, b) => b.length - a.length)[0];
 }
 
-function describe(m: StepEventMetadata, engines: Map<string, string>): EvidenceRef | undefined {
+function describe(m: StepMetadata, engines: Map<string, string>): EvidenceRef | undefined {
   const state = m.new ?? m.old;
   const name = nameOf(m.urn);
   const kind = evidenceKind(m.type, m.urn, name, state?.custom === true);
@@ -139,7 +139,7 @@ function observedChange(key: string, outputs: Props): InputChange | undefined {
   return undefined;
 }
 
-function inputChange(key: string, m: StepEventMetadata): InputChange {
+function inputChange(key: string, m: StepMetadata): InputChange {
   const top = key.split(/[.[]/)[0]!;
   const found = observedChange(top, propsOf(m.old, "outputs"));
   if (found) return found;
@@ -156,7 +156,7 @@ function inputChange(key: string, m: StepEventMetadata): InputChange {
 }
 
 /** Top-level inputs whose shown values differ (the dynamic provider's own code is not an input of the measurement). */
-function changedInputs(m: StepEventMetadata): string[] {
+function changedInputs(m: StepMetadata): string[] {
   const o = propsOf(m.old, "inputs");
   const n = propsOf(m.new, "inputs");
   return [...new Set([...Object.keys(o), ...Object.keys(n)])]
@@ -171,10 +171,10 @@ function changedInputs(m: StepEventMetadata): string[] {
  * gate, and the evidence that stays. Events other than resource pre-events are ignored; a `refresh`
  * announcement is not a plan step.
  */
-export function summarise(stack: string, events: EngineEvent[]): InvalidationSummary {
-  const steps = events.map((e) => e.resourcePreEvent?.metadata).filter((m): m is StepEventMetadata => !!m && LISTED.has(m.op));
+export function summarise(stack: string, events: readonly PreviewEvent[]): InvalidationSummary {
+  const steps = events.map((e) => e.resourcePreEvent?.metadata).filter((m): m is StepMetadata => !!m && LISTED.has(m.op));
   const engines = engineHosts(steps);
-  const byUrn = new Map<string, { ref: EvidenceRef; op: string; keys: Set<string>; meta: StepEventMetadata }>();
+  const byUrn = new Map<string, { ref: EvidenceRef; op: string; keys: Set<string>; meta: StepMetadata }>();
   for (const m of steps) {
     const ref = describe(m, engines);
     if (!ref) continue;

@@ -16,7 +16,7 @@ import { plannedChanges, type PlannedStep } from "./support/preview";
 import { FLEET_AFTER_ENGINE, processEvidence } from "./support/names";
 import { awaitHealthy, restartByHand } from "./support/restart";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
-import { invalidationSummary } from "../../lib/report/preview";
+import { invalidationSummary } from "../../scripts/stack/preview";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
 import { PROJECT_ROOT } from "./support/stack";

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { sharedFleet } from "./support/stack";
-import { invalidationSummary } from "../../lib/report/preview";
+import { invalidationSummary } from "../../scripts/stack/preview";
 import { replaced, updated } from "./support/report";
 
 // A restarted engine's report, through the function and the CLI, is checked where the engine restarts:

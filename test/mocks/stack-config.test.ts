@@ -45,7 +45,7 @@ describe("mocks: stack config refusals end the program with one clean message", 
     setConfig({ ...minimal(), ssh: { configFile: "/dev/null" } }, { engineApiKey: "sk-1", sshPasswords: { a: "p" } });
     const { spec, sshConfig } = readStackConfig();
     expect(spec.hosts.map((h) => h.alias)).to.deep.equal(["a", "b"]);
-    expect(sshConfig?.text).to.equal("");
+    expect(sshConfig?.root).to.deep.equal({ path: "/dev/null", lines: [] });
   });
 
   it("refuses a password set without --secret as a RunError naming the path and the command", () => {

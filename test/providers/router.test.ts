@@ -22,10 +22,8 @@ import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/route
 import { journalBeside } from "../../components/router/router";
 import {
   engineTargets,
-  exposedMetrics,
   freshnessStartScript,
   freshnessStopScript,
-  metricNames,
   PANELS,
   prometheusConfig,
   prometheusStartScript,
@@ -37,6 +35,7 @@ import {
   type FreshnessRunOptions,
   type PrometheusRunOptions,
 } from "../../lib/observability";
+import { exposedMetrics, metricNames } from "../support/metrics";
 import { envFile } from "../../lib/shell";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
 

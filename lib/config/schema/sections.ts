@@ -194,7 +194,10 @@ export const SshSchema = f
         .meta({
           description:
             "The OpenSSH client config whose aliases `hosts[].destination` may name; `HostName`, `User`, `Port`, " +
-            "`IdentityFile` and `ProxyJump` are taken from it.",
+            "`IdentityFile` and `ProxyJump` are taken from it as `ssh` reads them: first value wins, through `Include` " +
+            "files (relative to `~/.ssh`, globs allowed, at most 16 deep) and `Host`/`Match` blocks with `host`, " +
+            "`originalhost`, `user`, `localuser` and `all`. A `Match exec`, `canonical`, `final` or `localnetwork` " +
+            "block that could set one of these for a fleet host is refused, naming its line.",
           defaultText: "`~/.ssh/config`",
         }),
     },

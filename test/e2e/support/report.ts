@@ -7,7 +7,7 @@ import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import { promisify } from "node:util";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { invalidationSummary } from "../../../lib/report/preview";
+import { invalidationSummary } from "../../../scripts/stack/preview";
 import type { InvalidatedEvidence, InvalidationSummary } from "../../../lib/report";
 import { API_KEY, PROJECT_ROOT } from "./stack";
 

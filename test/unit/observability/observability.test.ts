@@ -10,10 +10,10 @@ import {
   datasourceProvisioning,
   engineTargets,
   fleetDashboard,
-  metricNames,
   prometheusConfig,
   routerTargets,
 } from "../../../lib/observability";
+import { metricNames } from "../../support/metrics";
 
 const ROOT = path.resolve(__dirname, "..", "..", "..");
 const NARWHAL = path.join(ROOT, ".tools", "venv", "lib", "python3.11", "site-packages", "narwhal");

@@ -62,6 +62,19 @@ describe("profiling: npm run profile's command line", () => {
     usage(["--fleet", "f", "--refit-samples", "s", "--out", "o", "--observation-timeout-s", "5"], "--observation-timeout-s applies only to live profiling");
   });
 
+  it("words node's parseArgs refusals as argparse does, and takes a negative number as a value", () => {
+    const exactly = (argv: string[], message: string) => expect(() => parseProfileArgs(argv)).to.throw(UsageError).with.property("message", message);
+    exactly(["--fleet", "f", "--cached-prefix-lens=1,2"], "unrecognized arguments: --cached-prefix-lens=1,2");
+    exactly(["--fleet", "f", "stray"], "unrecognized arguments: stray");
+    exactly(["--fleet"], "argument --fleet: expected one argument");
+    exactly(["--fleet", "--overwrite"], "argument --fleet: expected one argument");
+    exactly(["--fleet", "f", "--overwrite=yes"], "argument --overwrite: ignored explicit argument 'yes'");
+    // argparse reads "-2" after a valued option as its value; the sweep check then refuses it.
+    exactly(["--fleet", "f", "--decode-tokens", "-2"], "--decode-tokens needs at least 3 (two intervals need three tokens); --prefill-repeats at least 3 for a repeat median; --decode-repeats at least 1");
+    const last = parseProfileArgs(["--fleet", "a", "--fleet", "b", "--limits", "x", "--limits", "y"]);
+    expect(last.fleet === "b" && last.mode === "live" && last.limits).to.equal("y");
+  });
+
   it("needs all five neighbour options with --colocated, finite and positive, and none without it", () => {
     usage(["--fleet", "f", "--colocated", ...NEIGHBOURS.slice(0, 8)], "--colocated requires positive neighbour rates and token lengths");
     usage(["--fleet", "f", "--colocated", ...NEIGHBOURS.slice(2), "--neighbour-prefill-rps", "inf"], "--colocated requires positive neighbour rates and token lengths");

@@ -1,4 +1,8 @@
 /**
+ * PromQL and exposition helpers the tests use to check that every metric a dashboard panel or alert
+ * reads is one the fleet exposes. Nothing in the program needs them, so they live with the tests.
+ */
+/**
  * The metric names a PromQL expression reads: identifiers that are neither functions, keywords nor
  * label names, with a histogram's `_bucket`/`_sum`/`_count` series named by their family.
  */

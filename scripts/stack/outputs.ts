@@ -1,0 +1,9 @@
+/**
+ * The stack's outputs, read through the Automation API with the project's own CLI: their evidence
+ * pointers say which records the stack holds now. Reading them needs only the local state backend.
+ */
+import { selectStack } from "./select";
+
+export async function stackOutputs(name: string): Promise<Record<string, unknown>> {
+  return (await selectStack(name)).outputs();
+}
