@@ -12,7 +12,8 @@
  *           context than its plan;
  * - diff:   model, runtime, engines (generation, attestation, transport, served context, roles),
  *           lengths and sample count replace it; the fleet document (SLO and deadline edits), the
- *           observation bound, router overhead, schedule, credentials and tunnel only update;
+ *           observation bound, router overhead, schedule, credentials and tunnel only update; a
+ *           record altered or gone on disk (seen by `read` on refresh) replaces it too, reason `evidence`;
  * - update: re-judges the client TTFT fit against the new document without new samples.
  */
 import * as fs from "node:fs";
@@ -23,6 +24,7 @@ import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../
 import { clientTtftFit, describeMismatches, observationBoundProblem, proposeDeadline, runCalibration, validationPairs, MIN_SAMPLES_PER_GROUP, type AdoptedCalibration, type CalibrationResult, type CalibrationRun, type Pair } from "../../lib/preflight";
 import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
+import { withEvidenceIntegrity } from "../integrity";
 import { documentEngines, timeoutsOf } from "../preflight/plan";
 import { withRoutes } from "../preflight/provider";
 import { lookAtAdoption } from "./adopt";
@@ -252,7 +254,7 @@ export function rejudged(olds: CalibrationOutputs, news: CalibrationInputs): Cal
   };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = {
+export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async check(_olds: CalibrationInputs, news: CalibrationInputs) {
     const failures = inputFailures(news as unknown as Record<string, unknown>);
     return failures.length ? { inputs: news, failures } : { inputs: news };
@@ -270,4 +272,4 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   async update(_id: string, olds: CalibrationOutputs, news: CalibrationInputs) {
     return { outs: rejudged(olds, news) };
   },
-};
+});

@@ -1,13 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
-import type { CheckRuntime, RuntimeFindings } from "../../lib/image-check";
-import { providerShim } from "../shim";
-import type { CheckedIdentity, ImageCheckInputs, ImageCheckLogin, ImageCheckOutputs } from "./types";
+import type { CheckRuntime } from "../../lib/image-check";
+import { dynamicResource, type ArgsOf } from "../declare";
+import type { ImageCheckInputs, ImageCheckLogin, ImageCheckOutputs } from "./types";
 
-export type ImageCheckArgs = { [K in keyof ImageCheckInputs]: pulumi.Input<ImageCheckInputs[K]> };
-
-/** What Pulumi serialises into state as this resource's `__provider`: one relative path, nothing else. */
-export const imageCheckProvider = providerShim("dynamic-providers/image-check/provider.ts");
+export type ImageCheckArgs = ArgsOf<ImageCheckInputs>;
 
 /**
  * Gate C evidence that one engine's runtime can serve its plan: immutable runtime identity, pinned
@@ -15,41 +12,12 @@ export const imageCheckProvider = providerShim("dynamic-providers/image-check/pr
  * plan's trust setting, and `vllm_api_version`. Replaced when the plan hash (or the pins, runtime,
  * checkpoint dir) changes; its launch.json and every run's output stay in the evidence store.
  */
-export class ImageCheck extends pulumi.dynamic.Resource {
-  declare readonly engineId: pulumi.Output<string>;
-  declare readonly planSha256: pulumi.Output<string>;
-  declare readonly checkId: pulumi.Output<string>;
-  declare readonly checkDigest: pulumi.Output<string>;
-  declare readonly vllmApiVersion: pulumi.Output<string>;
-  declare readonly identity: pulumi.Output<CheckedIdentity>;
-  declare readonly findings: pulumi.Output<RuntimeFindings>;
-  declare readonly checkedAt: pulumi.Output<string>;
-  declare readonly evidence: pulumi.Output<{ relativePath: string; digest: string }>;
-  declare readonly launchJson: pulumi.Output<{ relativePath: string; sha256: string }>;
-  declare readonly log: pulumi.Output<{ relativePath: string; offset: number; sha256: string }>;
-
-  constructor(name: string, args: ImageCheckArgs, opts?: pulumi.CustomResourceOptions) {
-    const outputs: Record<keyof Omit<ImageCheckOutputs, keyof ImageCheckInputs>, undefined> = {
-      checkId: undefined,
-      checkDigest: undefined,
-      vllmApiVersion: undefined,
-      identity: undefined,
-      findings: undefined,
-      checkedAt: undefined,
-      evidence: undefined,
-      launchJson: undefined,
-      log: undefined,
-    };
-    super(
-      imageCheckProvider,
-      name,
-      { ...outputs, ...args },
-      pulumi.mergeOptions(opts, { additionalSecretOutputs: ["privateKey", "password"] }),
-      "narwhal",
-      "ImageCheck",
-    );
-  }
-}
+export class ImageCheck extends dynamicResource<ImageCheckInputs, ImageCheckOutputs>()({
+  type: "ImageCheck",
+  provider: "dynamic-providers/image-check/provider.ts",
+  outputs: ["checkId", "checkDigest", "vllmApiVersion", "identity", "findings", "checkedAt", "evidence", "launchJson", "log"],
+  secretOutputs: ["privateKey", "password"],
+}) {}
 
 /**
  * The check's login from the engine's remote-command connection: address, user and pinned key in the

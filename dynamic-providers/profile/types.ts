@@ -93,7 +93,7 @@ export interface ProfileResult {
   evidence?: { relativePath: string; digest: string };
   measuredAt: string;
   wallSeconds: number;
-  /** Every sweep create took, in order, the accepted one last; empty when the row was adopted. */
+  /** Every sweep create took (a fit over the preflight's limits is measured again), in order, the accepted one last, each with its evidence; empty when the row was adopted. */
   fitTries: ProfileFitTry[];
   /** Set when `adopt` was given: whether the row was adopted or measured, and why. */
   adoption?: ProfileAdoption;

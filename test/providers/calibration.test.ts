@@ -3,13 +3,15 @@
  * samples per directed path and input length up to the longest admitted input, a proposed deadline
  * above every group, the evidence kept without the key; a consumer slower than the observation bound
  * stops the run naming its paths with every failed attempt kept; an engine serving another context
- * than its plan is refused before any sample. Every process is stopped.
+ * than its plan is refused before any sample; a record altered on disk replaces, on refresh, the one
+ * calibration that wrote it and no other. Every process is stopped.
  */
 import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { calibrateFleet } from "../../dynamic-providers/calibration/provider";
+import { calibrateFleet, provider } from "../../dynamic-providers/calibration/provider";
 import type { CalibrationInputs } from "../../dynamic-providers/calibration/types";
+import { EVIDENCE_ALTERED } from "../../dynamic-providers/integrity";
 import { defaultInputLengths } from "../../lib/preflight";
 import { KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";
 
@@ -107,6 +109,23 @@ describe("providers: first-token calibration", function () {
     // The producer counted exactly the tokens asked for: the prompt is sized in token ids.
     expect(new Set(longest.map((s: { promptTokens: number }) => s.promptTokens))).to.deep.equal(new Set([CONTEXT - 1]));
     expect(artifacts[3]).to.include("observation bound");
+  });
+
+  it("replaces, on refresh, exactly the calibration whose record was altered on disk", async () => {
+    const forward = inputs([{ iid: "e0", role: "prefill" }, { iid: "e1", role: "decode", pin: true }], { inputLengths: [64] });
+    const backward = inputs([{ iid: "e1", role: "prefill" }, { iid: "e0", role: "decode", pin: true }], { inputLengths: [64] });
+    const a = await provider.create!(forward);
+    const b = await provider.create!(backward);
+    const file = evidenceFile(a.outs.evidence.relativePath);
+    fs.chmodSync(file, 0o600);
+    fs.appendFileSync(file, " ");
+
+    const readA = await provider.read!(a.id, a.outs);
+    const readB = await provider.read!(b.id, b.outs);
+    expect(readA.props.evidenceAltered).to.deep.equal([a.outs.evidence.relativePath]);
+    expect(readB.props).to.not.have.property("evidenceAltered");
+    expect(await provider.diff!(a.id, readA.props, forward)).to.deep.equal({ changes: true, replaces: [EVIDENCE_ALTERED], deleteBeforeReplace: false });
+    expect(await provider.diff!(b.id, readB.props, backward)).to.deep.equal({ changes: false, replaces: [], deleteBeforeReplace: false });
   });
 
   it("stops when a consumer is slower than the observation bound, naming its paths and keeping every failed attempt", async () => {

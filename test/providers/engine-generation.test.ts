@@ -6,10 +6,10 @@
 import { expect } from "chai";
 import { homedir, tmpdir } from "node:os";
 import { provider as captureProvider } from "../../dynamic-providers/cache-capture/provider";
-import { cacheCaptureProvider } from "../../dynamic-providers/cache-capture/resource";
+import { CacheCapture } from "../../dynamic-providers/cache-capture/resource";
 import type { CacheCaptureInputs, CacheCaptureOutputs } from "../../dynamic-providers/cache-capture/types";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import { engineGenerationProvider } from "../../dynamic-providers/engine-generation/resource";
+import { EngineGeneration } from "../../dynamic-providers/engine-generation/resource";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
 import { sha256Json } from "../../lib/digest";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, startEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";
@@ -170,8 +170,8 @@ describe("Gate C providers against the engine simulator", function () {
     const { serializeFunction } = require("@pulumi/pulumi").runtime;
     const requireFromString = require("require-from-string");
     for (const [shim, implementation] of [
-      [engineGenerationProvider, "dynamic-providers/engine-generation/provider.ts"],
-      [cacheCaptureProvider, "dynamic-providers/cache-capture/provider.ts"],
+      [EngineGeneration.provider, "dynamic-providers/engine-generation/provider.ts"],
+      [CacheCapture.provider, "dynamic-providers/cache-capture/provider.ts"],
     ] as const) {
       const { text } = await serializeFunction(() => shim);
       expect(text).to.contain(JSON.stringify(implementation));
@@ -180,7 +180,8 @@ describe("Gate C providers against the engine simulator", function () {
     }
     // The dynamic provider host rebuilds the provider this way; the shim loads the implementation from the cwd.
     expect(process.cwd()).to.equal(ROOT);
-    const rebuilt = requireFromString((await serializeFunction(() => engineGenerationProvider)).text).handler();
+    const generationShim = EngineGeneration.provider;
+    const rebuilt = requireFromString((await serializeFunction(() => generationShim)).text).handler();
     const { outs } = await rebuilt.create(generationInputs(engine));
     expect(outs.generationDigest).to.equal(proved.generationDigest);
     const diff = await rebuilt.diff("id", proved, generationInputs(engine, { apiKey: "rotated" }));

@@ -1,0 +1,67 @@
+import * as pulumi from "@pulumi/pulumi";
+import { providerShim } from "./shim";
+
+/** A resource's arguments: each input as a value or a Pulumi Input. */
+export type ArgsOf<I> = { [K in keyof I]: pulumi.Input<I[K]> };
+
+/** The names create adds to the inputs. */
+type Added<I, O> = Exclude<keyof O, keyof I> & string;
+
+/** Compiles only when `L` names every one of `K`; otherwise the error names what is missing. */
+type Complete<L extends readonly string[], K extends string> = [Exclude<K, L[number]>] extends [never] ? unknown : { missingOutputs: Exclude<K, L[number]> };
+
+/** A dynamic resource as its program sees it: every input and output as a typed Output. */
+export type DynamicResource<O> = pulumi.dynamic.Resource & { readonly [K in keyof O]-?: pulumi.Output<O[K]> };
+
+export interface DynamicResourceClass<A, O> {
+  new (name: string, args: A, opts?: pulumi.CustomResourceOptions): DynamicResource<O>;
+  /** The shim Pulumi serialises into state as `__provider`. */
+  readonly provider: pulumi.dynamic.ResourceProvider;
+}
+
+export interface DynamicResourceSpec<I, O, L> {
+  /**
+   * The type token's last part (`pulumi-nodejs:dynamic/narwhal:<type>`). State is keyed by it: a
+   * rename needs an alias from the old token, or every existing resource is replaced.
+   */
+  type: string;
+  /**
+   * The provider module, relative to the program directory. State names it and a refresh or destroy
+   * loads it from there, so a module that moves leaves a forwarder behind (engine-liveness/provider.ts).
+   */
+  provider: string;
+  /**
+   * Every output create adds to the inputs. The engine gives a resource a property only for the
+   * names it was registered with, so each is registered, empty until create fills it.
+   */
+  outputs: L;
+  /** Inputs and outputs Pulumi must encrypt in state, on every resource of this type. */
+  secretOutputs?: ReadonlyArray<keyof O & string>;
+  /** Type tokens this resource had before, so existing state keeps its resources. */
+  aliases?: pulumi.Input<string | pulumi.Alias>[];
+}
+
+/**
+ * Builds the `pulumi.dynamic.Resource` class for one provider from its `types.ts` (inputs `I`, outputs
+ * `O`, arguments `A`) and a spec, so a resource's module says only what is particular to it. Called
+ * twice because TypeScript infers the outputs' list but not `I` and `O`:
+ * `class Foo extends dynamicResource<FooInputs, FooOutputs>()({ type: "Foo", ... }) {}`.
+ */
+export function dynamicResource<I extends object, O extends object, A = ArgsOf<I>>() {
+  return <const L extends ReadonlyArray<Added<I, O>>>(spec: DynamicResourceSpec<I, O, L> & { outputs: Complete<L, Added<I, O>> }): DynamicResourceClass<A, O> => {
+    const shim = providerShim(spec.provider);
+    const own: pulumi.CustomResourceOptions = {
+      ...(spec.aliases ? { aliases: spec.aliases } : {}),
+      ...(spec.secretOutputs ? { additionalSecretOutputs: [...spec.secretOutputs] } : {}),
+    };
+    const optionsOf = (opts?: pulumi.CustomResourceOptions) => (Object.keys(own).length ? pulumi.mergeOptions(opts, own) : opts);
+    class Declared extends pulumi.dynamic.Resource {
+      static readonly provider = shim;
+      constructor(name: string, args: A, opts?: pulumi.CustomResourceOptions) {
+        const outputs = Object.fromEntries(spec.outputs.map((k) => [k, undefined]));
+        super(shim, name, { ...outputs, ...(args as object) }, optionsOf(opts), "narwhal", spec.type);
+      }
+    }
+    return Declared as unknown as DynamicResourceClass<A, O>;
+  };
+}

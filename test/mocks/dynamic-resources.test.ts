@@ -1,0 +1,118 @@
+/**
+ * The registration every dynamic resource's existing state depends on: its type token, the provider
+ * module its `__provider` shim names, the outputs it registers and the fields kept secret; and the
+ * declaration helper's rules (every output listed, secrets and aliases merged after the caller's).
+ */
+import { expect } from "chai";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { dynamicResource } from "../../dynamic-providers/declare";
+import type { CommandRecordInputs, CommandRecordOutputs } from "../../dynamic-providers/command-record/types";
+import { settle } from "./support/fleet";
+
+const ROOT = path.resolve(__dirname, "../..");
+
+/** Fields that hold credentials, per type: state must keep them encrypted. */
+const SECRETS: Record<string, string[]> = {
+  Attestation: [],
+  CacheCapture: ["apiKey"],
+  Calibration: ["apiKey", "viaPrivateKey", "viaPassword"],
+  CommandRecord: [],
+  DeploymentConfig: [],
+  EngineGeneration: ["apiKey"],
+  FabricEdge: ["sourcePrivateKey", "sourcePassword", "destinationPrivateKey", "destinationPassword"],
+  FabricGate: [],
+  HostDiscovery: ["privateKey", "password"],
+  ImageCheck: ["privateKey", "password"],
+  Liveness: [],
+  PeerWave: ["credentials", "apiKey"],
+  Preflight: ["apiKey", "viaPrivateKey", "viaPassword"],
+  Profile: ["apiKey", "viaPrivateKey", "viaPassword"],
+  ProfileStore: ["routerPrivateKey", "routerPassword"],
+  ReplicaAgreement: [],
+};
+
+interface Seen {
+  type: string;
+  inputs: Record<string, unknown>;
+  opts: pulumi.CustomResourceOptions;
+}
+
+describe("mocks: dynamic resource declarations", () => {
+  const seen = new Map<string, Seen>();
+  let scope: pulumi.ComponentResource;
+
+  before(async () => {
+    await pulumi.runtime.setMocks(
+      {
+        newResource(a) {
+          // The provider fills every registered output (empty ones never reach the engine); here with its own name.
+          const registered = Object.keys(seen.get(a.name)?.inputs ?? {});
+          const filled = Object.fromEntries(registered.map((k) => [k, a.inputs[k] ?? `filled:${k}`]));
+          return { id: `${a.name}-id`, state: { ...a.inputs, ...filled } };
+        },
+        call: (a) => a.inputs,
+      },
+      "narwhal-fleet",
+      "mock",
+      false,
+    );
+    // A parent whose transformation sees each child's type, props and options as the SDK registers them.
+    scope = new pulumi.ComponentResource("test:index:Scope", "scope", {}, {
+      transformations: [
+        (a) => {
+          seen.set(a.name, { type: a.type, inputs: a.props as Record<string, unknown>, opts: a.opts as pulumi.CustomResourceOptions });
+          return undefined;
+        },
+      ],
+    });
+  });
+
+  const modules = fs.readdirSync(path.join(ROOT, "dynamic-providers")).filter((d) => fs.existsSync(path.join(ROOT, "dynamic-providers", d, "resource.ts")));
+
+  it("finds every resource module", () => {
+    expect(modules).to.have.length(Object.keys(SECRETS).length);
+  });
+
+  for (const dir of modules) {
+    it(`${dir}: keeps its type token, provider module, outputs and secrets`, async () => {
+      const exported = require(path.join(ROOT, "dynamic-providers", dir, "resource")) as Record<string, unknown>;
+      const classes = Object.entries(exported).filter(([, v]) => typeof v === "function" && (v as { prototype?: unknown }).prototype instanceof pulumi.dynamic.Resource);
+      expect(classes).to.have.length(1);
+      const [className, Resource] = classes[0]! as [string, new (name: string, args: object, opts?: pulumi.CustomResourceOptions) => pulumi.dynamic.Resource];
+      const name = `r-${dir}`;
+      const r = new Resource(name, { stack: "mock" }, { parent: scope, additionalSecretOutputs: ["callerSecret"] });
+      const s = seen.get(name)!;
+
+      expect(s.type).to.equal(`pulumi-nodejs:dynamic/narwhal:${className}`);
+      const text = await settle(pulumi.output(s.inputs.__provider) as pulumi.Output<string>);
+      expect(text).to.contain(JSON.stringify(`dynamic-providers/${dir}/provider.ts`));
+      expect(s.opts.additionalSecretOutputs).to.deep.equal(["callerSecret", ...SECRETS[className]!]);
+
+      // Each registered output is a property of the resource, resolved from the provider's state.
+      const outputs = Object.keys(s.inputs).filter((k) => k !== "__provider" && k !== "stack");
+      expect(outputs).to.not.be.empty;
+      for (const k of outputs) expect(await settle((r as unknown as Record<string, pulumi.Output<unknown>>)[k]!)).to.equal(`filled:${k}`);
+      expect(await settle((r as unknown as { stack: pulumi.Output<string> }).stack)).to.equal("mock");
+    });
+  }
+
+  it("Liveness keeps the EngineLiveness alias after the caller's own", async () => {
+    const { Liveness } = await import("../../dynamic-providers/liveness/resource");
+    new Liveness("alias-check", {} as never, { parent: scope, aliases: [{ name: "older" }] });
+    expect(seen.get("alias-check")!.opts.aliases).to.deep.equal([{ name: "older" }, { type: "pulumi-nodejs:dynamic/narwhal:EngineLiveness" }]);
+  });
+
+  it("refuses, at compile time, an outputs list that misses an output or names an input, and a secret that is no field", () => {
+    const declare = dynamicResource<CommandRecordInputs, CommandRecordOutputs>();
+    // @ts-expect-error: `evidence` is missing from the outputs.
+    declare({ type: "T", provider: "p", outputs: ["recordedAt"] });
+    // @ts-expect-error: `stack` is an input, not an output create adds.
+    declare({ type: "T", provider: "p", outputs: ["recordedAt", "evidence", "stack"] });
+    // @ts-expect-error: no field `token`.
+    declare({ type: "T", provider: "p", outputs: ["recordedAt", "evidence"], secretOutputs: ["token"] });
+    const Whole = declare({ type: "T", provider: "p", outputs: ["recordedAt", "evidence"] });
+    expect(Whole.provider).to.have.property("create");
+  });
+});
