@@ -1,0 +1,144 @@
+/**
+ * The one login shape, the one policy for keys nobody pinned yet (host and bastion, for each purpose a
+ * login is made for), and the one reader of the names providers keep logins under in state.
+ */
+import { expect } from "chai";
+import { firstContact, readLogin, sshTarget, storedJump, type HostLogin, type LoginPurpose } from "../../../lib/ssh/login";
+
+const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKey";
+const JUMP_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJumpKey";
+const BASTION: HostLogin = { alias: "bastion", host: "198.18.0.11", port: 2222, user: "hop", connectTimeoutS: 10 };
+const HOST: HostLogin = { alias: "sim2", host: "198.18.0.12", port: 22, user: "root", connectTimeoutS: 10, maxSessions: 4, privateKey: "PRIVATE", password: "PW" };
+
+function login(hostPinned: boolean, jump: "none" | "pinned" | "unpinned"): HostLogin {
+  return {
+    ...HOST,
+    ...(hostPinned ? { hostKey: KEY } : {}),
+    ...(jump === "none" ? {} : { jump: { ...BASTION, ...(jump === "pinned" ? { hostKey: JUMP_KEY } : {}) } }),
+  };
+}
+
+const DISCOVER: LoginPurpose = { kind: "discover", allowFirstContact: true };
+const DISCOVER_STRICT: LoginPurpose = { kind: "discover", allowFirstContact: false };
+const OPERATE: LoginPurpose = { kind: "operate" };
+const PREVIEW: LoginPurpose = { kind: "pinned", why: "a preview makes no first contact" };
+
+const OPERATE_UNPINNED = "host sim2: no verified host key to log in with; it comes from the host's discovery, so run pulumi up --refresh to record it again.";
+const PREVIEW_HOST = "host sim2: no pinned host key, and a preview makes no first contact; pin hosts[].hostKey and run again.";
+const PREVIEW_JUMP =
+  "host sim2: its bastion bastion (hop@198.18.0.11:2222) has no pinned host key, and a preview makes no first contact; " +
+  "make the bastion a host of the fleet with hosts[].hostKey pinned and run again.";
+
+describe("ssh: first contact, decided in one place", () => {
+  // [purpose, host pinned, bastion, what may be learned (or the refusal)]
+  const table: Array<[string, LoginPurpose, boolean, "none" | "pinned" | "unpinned", { host: boolean; jump: boolean } | string]> = [
+    ["discover, first contact allowed", DISCOVER, true, "pinned", { host: false, jump: false }],
+    ["discover, first contact allowed", DISCOVER, false, "pinned", { host: true, jump: false }],
+    ["discover, first contact allowed", DISCOVER, true, "unpinned", { host: false, jump: true }],
+    ["discover, first contact allowed", DISCOVER, false, "unpinned", { host: true, jump: true }],
+    ["discover, first contact allowed", DISCOVER, false, "none", { host: true, jump: false }],
+    ["discover, first contact not allowed", DISCOVER_STRICT, true, "pinned", { host: false, jump: false }],
+    ["discover, first contact not allowed", DISCOVER_STRICT, false, "unpinned", { host: false, jump: false }],
+    ["operate", OPERATE, true, "pinned", { host: false, jump: false }],
+    ["operate", OPERATE, true, "unpinned", { host: false, jump: true }],
+    ["operate", OPERATE, true, "none", { host: false, jump: false }],
+    ["operate", OPERATE, false, "pinned", OPERATE_UNPINNED],
+    ["operate", OPERATE, false, "unpinned", OPERATE_UNPINNED],
+    ["pinned only", PREVIEW, true, "pinned", { host: false, jump: false }],
+    ["pinned only", PREVIEW, true, "none", { host: false, jump: false }],
+    ["pinned only", PREVIEW, true, "unpinned", PREVIEW_JUMP],
+    ["pinned only", PREVIEW, false, "pinned", PREVIEW_HOST],
+    ["pinned only", PREVIEW, false, "unpinned", PREVIEW_HOST],
+  ];
+  for (const [purpose, p, hostPinned, jump, expected] of table) {
+    it(`${purpose}: host ${hostPinned ? "pinned" : "unpinned"}, bastion ${jump}`, () => {
+      const l = login(hostPinned, jump);
+      if (typeof expected === "string") {
+        expect(() => firstContact(l, p)).to.throw(expected).with.property("code", "NARWHAL_SSH_HOST_KEY");
+        expect(() => sshTarget(l, p)).to.throw(expected);
+      } else {
+        expect(firstContact(l, p)).to.deep.equal(expected);
+        const t = sshTarget(l, p);
+        expect(t.allowFirstContact).to.equal(expected.host);
+        expect(t.jump?.allowFirstContact).to.equal(jump === "none" ? undefined : expected.jump);
+      }
+    });
+  }
+});
+
+describe("ssh: sshTarget", () => {
+  it("keeps the login and gives a bastion without credentials of its own the host's", () => {
+    expect(sshTarget({ ...login(true, "pinned"), identityFile: "/home/op/.ssh/id" }, OPERATE)).to.deep.equal({
+      alias: "sim2",
+      host: "198.18.0.12",
+      port: 22,
+      user: "root",
+      hostKey: KEY,
+      privateKey: "PRIVATE",
+      password: "PW",
+      connectTimeoutS: 10,
+      maxSessions: 4,
+      allowFirstContact: false,
+      jump: {
+        alias: "bastion",
+        host: "198.18.0.11",
+        port: 2222,
+        user: "hop",
+        hostKey: JUMP_KEY,
+        privateKey: "PRIVATE",
+        password: "PW",
+        agentSocket: undefined,
+        connectTimeoutS: 10,
+        maxSessions: undefined,
+        allowFirstContact: false,
+      },
+    });
+  });
+
+  it("logs in to a bastion with its own credentials when it has them", () => {
+    const t = sshTarget({ ...login(true, "pinned"), jump: { ...BASTION, hostKey: JUMP_KEY, password: "HOP" } }, OPERATE);
+    expect(t.jump).to.include({ privateKey: "PRIVATE", password: "HOP" });
+  });
+});
+
+describe("ssh: logins read back from provider state", () => {
+  it("reads host discovery's flat inputs: pinnedHostKey, and a bastion's pinnedHostKey", () => {
+    const stored = { alias: "sim2", host: "198.18.0.12", port: 22, user: "root", pinnedHostKey: KEY, connectTimeoutS: 10, maxSessions: 4, jump: { alias: "bastion", host: "198.18.0.11", port: 2222, user: "hop", pinnedHostKey: JUMP_KEY } };
+    expect(readLogin(stored, { privateKey: "PRIVATE", password: "" })).to.deep.equal({
+      alias: "sim2",
+      host: "198.18.0.12",
+      port: 22,
+      user: "root",
+      hostKey: KEY,
+      privateKey: "PRIVATE",
+      password: undefined,
+      connectTimeoutS: 10,
+      maxSessions: 4,
+      jump: { alias: "bastion", host: "198.18.0.11", port: 2222, user: "hop", hostKey: JUMP_KEY, privateKey: "PRIVATE", password: undefined, connectTimeoutS: 10 },
+    });
+  });
+
+  it("reads an image check's login: no aliases, and an unpinned bastion", () => {
+    const stored = { host: "198.18.0.12", port: 22, user: "root", hostKey: KEY, connectTimeoutS: 15, jump: { host: "198.18.0.11", port: 22, user: "root" } };
+    const l = readLogin(stored, { alias: "sim2" });
+    expect(l.alias).to.equal("sim2");
+    expect(l.jump).to.deep.equal({ alias: "sim2-jump", host: "198.18.0.11", port: 22, user: "root", hostKey: undefined, privateKey: undefined, password: undefined, connectTimeoutS: 15 });
+  });
+
+  it("takes the key recorded elsewhere when the login pins none, but never over its own pin", () => {
+    const edge = { host: "198.18.0.12", port: 22, user: "root", connectTimeoutS: 10, maxSessions: 4 };
+    expect(readLogin(edge, { alias: "sim2", hostKey: KEY }).hostKey).to.equal(KEY);
+    expect(readLogin({ ...edge, alias: "sim2", pinnedHostKey: KEY }, { hostKey: "ssh-ed25519 OTHER" }).hostKey).to.equal(KEY);
+    expect(readLogin({ ...edge, alias: "sim2", hostKey: "" }).hostKey).to.equal(undefined);
+  });
+
+  it("refuses a stored login it cannot name or bound", () => {
+    expect(() => readLogin({ host: "h", port: 22, user: "root", connectTimeoutS: 10 })).to.throw("login root@h:22: no host alias to name it by");
+    expect(() => readLogin({ alias: "a", host: "h", port: 22, user: "root" })).to.throw("host a: the stored login has no connectTimeoutS");
+  });
+
+  it("writes a bastion the way discovery and fabric edges have always stored it", () => {
+    expect(storedJump({ ...BASTION, hostKey: JUMP_KEY })).to.deep.equal({ alias: "bastion", host: "198.18.0.11", port: 2222, user: "hop", pinnedHostKey: JUMP_KEY });
+    expect(storedJump(undefined)).to.equal(undefined);
+  });
+});
