@@ -1,8 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
-import type * as command from "@pulumi/command";
 import type { CheckRuntime, RuntimeFindings } from "../../lib/image-check";
 import { providerShim } from "../shim";
-import type { CheckedIdentity, ImageCheckInputs, ImageCheckLogin, ImageCheckOutputs } from "./types";
+import type { CheckedIdentity, ImageCheckInputs, ImageCheckOutputs } from "./types";
 
 export type ImageCheckArgs = { [K in keyof ImageCheckInputs]: pulumi.Input<ImageCheckInputs[K]> };
 
@@ -49,30 +48,6 @@ export class ImageCheck extends pulumi.dynamic.Resource {
       "ImageCheck",
     );
   }
-}
-
-/**
- * The check's login from the engine's remote-command connection: address, user and pinned key in the
- * clear (they are not secrets, though the connection as a whole is secret because it holds the key),
- * credentials as their own secret outputs.
- */
-export function imageCheckLogin(connection: pulumi.Input<command.types.input.remote.ConnectionArgs>): {
-  login: pulumi.Output<ImageCheckLogin>;
-  privateKey: pulumi.Output<string | undefined>;
-  password: pulumi.Output<string | undefined>;
-} {
-  const c = pulumi.output(connection);
-  const login = c.apply(
-    (c): ImageCheckLogin => ({
-      host: c.host,
-      port: c.port ?? 22,
-      user: c.user ?? "root",
-      hostKey: c.hostKey ?? "",
-      connectTimeoutS: c.perDialTimeout ?? 15,
-      ...(c.proxy ? { jump: { host: c.proxy.host, port: c.proxy.port ?? 22, user: c.proxy.user ?? "root", ...(c.proxy.hostKey ? { hostKey: c.proxy.hostKey } : {}) } } : {}),
-    }),
-  );
-  return { login: pulumi.unsecret(login), privateKey: c.apply((c) => c.privateKey), password: c.apply((c) => c.password) };
 }
 
 /** The check's runtime from `FleetSpec.runtime`: both container backends check the same image. */

@@ -124,7 +124,7 @@ export function sshTarget(login: HostLogin, purpose: LoginPurpose): SshTarget {
  * and a renamed input would show as a diff (and replace evidence), so providers go on storing them and
  * read them back with `readLogin`.
  */
-export interface StoredLogin {
+export type StoredLogin = {
   /** Absent in image checks and peer waves, whose resource names the host. */
   readonly alias?: string;
   readonly host: string;
@@ -132,13 +132,13 @@ export interface StoredLogin {
   readonly user: string;
   /** The pin as image checks, peer waves and the router's providers store it ("" when none). */
   readonly hostKey?: string;
-  /** The pin as host discovery and the bastions of discovery and fabric edges store it. */
+  /** The pin as host discovery and the bastions of discovery and fabric edges store it; outranks `hostKey`, which in discovery's state is the key it recorded. */
   readonly pinnedHostKey?: string;
   /** Absent in stored bastions, which use their host's. */
   readonly connectTimeoutS?: number;
   readonly maxSessions?: number;
   readonly jump?: StoredLogin;
-}
+};
 
 /** What a provider knows about a stored login besides the login object itself. */
 export interface LoginContext {
@@ -164,7 +164,7 @@ export function readLogin(stored: StoredLogin, context: LoginContext = {}): Host
     host: stored.host,
     port: stored.port,
     user: stored.user,
-    hostKey: stored.hostKey || stored.pinnedHostKey || context.hostKey || undefined,
+    hostKey: stored.pinnedHostKey || stored.hostKey || context.hostKey || undefined,
     privateKey: context.privateKey || undefined,
     password: context.password || undefined,
     connectTimeoutS,
@@ -176,4 +176,35 @@ export function readLogin(stored: StoredLogin, context: LoginContext = {}): Host
 /** The bastion as host discovery and fabric edges have always stored it: `pinnedHostKey`, no timeout. */
 export function storedJump(jump: HostLogin | undefined): StoredLogin | undefined {
   return jump && { alias: jump.alias, host: jump.host, port: jump.port, user: jump.user, pinnedHostKey: jump.hostKey };
+}
+
+/** The purpose of every login after discovery. */
+export const OPERATE: LoginPurpose = { kind: "operate" };
+
+/** The plain fields of an @pulumi/command connection that name a login (credentials apart). */
+export interface ConnectionFields {
+  readonly host: string;
+  readonly port?: number;
+  readonly user?: string;
+  readonly hostKey?: string;
+  readonly perDialTimeout?: number;
+  readonly proxy?: { readonly host: string; readonly port?: number; readonly user?: string; readonly hostKey?: string };
+}
+
+/**
+ * The login of the connection a host's commands use, as providers store it: image checks and peer
+ * waves without aliases (their `hostAlias` names the host), the router's providers with `alias` (and
+ * `<alias>-jump` for the bastion). Written exactly as before, so stacks made before see no diff.
+ */
+export function storedLoginOf(c: ConnectionFields, alias?: string): StoredLogin {
+  const p = c.proxy;
+  return {
+    ...(alias ? { alias } : {}),
+    host: c.host,
+    port: c.port ?? 22,
+    user: c.user ?? "root",
+    hostKey: c.hostKey ?? "",
+    connectTimeoutS: c.perDialTimeout ?? 15,
+    ...(p ? { jump: { ...(alias ? { alias: `${alias}-jump` } : {}), host: p.host, port: p.port ?? 22, user: p.user ?? "root", ...(p.hostKey ? { hostKey: p.hostKey } : {}) } } : {}),
+  };
 }
