@@ -3,7 +3,7 @@
  * login is made for), and the one reader of the names providers keep logins under in state.
  */
 import { expect } from "chai";
-import { firstContact, readLogin, sshTarget, storedJump, type HostLogin, type LoginPurpose } from "../../../lib/ssh/login";
+import { firstContact, readLogin, sshTarget, storedJump, storedLoginOf, type HostLogin, type LoginPurpose } from "../../../lib/ssh/login";
 
 const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKey";
 const JUMP_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJumpKey";
@@ -140,5 +140,27 @@ describe("ssh: logins read back from provider state", () => {
   it("writes a bastion the way discovery and fabric edges have always stored it", () => {
     expect(storedJump({ ...BASTION, hostKey: JUMP_KEY })).to.deep.equal({ alias: "bastion", host: "198.18.0.11", port: 2222, user: "hop", pinnedHostKey: JUMP_KEY });
     expect(storedJump(undefined)).to.equal(undefined);
+  });
+
+  // The exact objects image checks, peer waves and the router's providers have always stored: another shape
+  // would show every stack made before as changed.
+  const CONNECTION = { host: "198.18.0.12", port: 2222, user: "ops", hostKey: KEY, perDialTimeout: 10, proxy: { host: "198.18.0.11", user: "hop", hostKey: JUMP_KEY } };
+
+  it("writes an image check's login from its connection: no aliases", () => {
+    expect(storedLoginOf(CONNECTION)).to.deep.equal({ host: "198.18.0.12", port: 2222, user: "ops", hostKey: KEY, connectTimeoutS: 10, jump: { host: "198.18.0.11", port: 22, user: "hop", hostKey: JUMP_KEY } });
+    expect(storedLoginOf({ host: "h", proxy: { host: "j" } })).to.deep.equal({ host: "h", port: 22, user: "root", hostKey: "", connectTimeoutS: 15, jump: { host: "j", port: 22, user: "root" } });
+  });
+
+  it("writes the router's login from its connection: the alias, and <alias>-jump for the bastion", () => {
+    expect(storedLoginOf(CONNECTION, "router")).to.deep.equal({
+      alias: "router",
+      host: "198.18.0.12",
+      port: 2222,
+      user: "ops",
+      hostKey: KEY,
+      connectTimeoutS: 10,
+      jump: { alias: "router-jump", host: "198.18.0.11", port: 22, user: "hop", hostKey: JUMP_KEY },
+    });
+    expect(readLogin(storedLoginOf(CONNECTION, "router")).jump?.alias).to.equal("router-jump");
   });
 });
