@@ -1,7 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec } from "../lib/config";
-import { storedJump, type HostLogin, type StoredLogin } from "../lib/ssh/login";
+import type { HostLogin } from "../lib/ssh/login";
+import { storedJump, type StoredLogin } from "../lib/ssh/stored-login";
 import type { CacheGroupSummary } from "../lib/fleet/cache-summary";
 import { edgeBudget, edgeLockWaitS, meshEdges, meshEngines, type EdgeMatrix, type FabricVerdict } from "../lib/fabric";
 import { FabricEdge, type EdgeEndpointArgs } from "../dynamic-providers/fabric-edge/resource";

@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
-import { storedLoginOf, type StoredLogin } from "../lib/ssh/login";
+import { storedLoginOf, type StoredLogin } from "../lib/ssh/stored-login";
 
 /**
  * A provider's login inputs from the connection a host's commands use: address, user and pinned keys in

@@ -26,7 +26,8 @@ import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
 import type * as command from "@pulumi/command";
 import { parseHostKeyLine } from "../../lib/ssh/host-key";
-import { firstContact, readLogin, storedLoginOf, type ConnectionFields, type HostLogin, type LoginPurpose } from "../../lib/ssh/login";
+import { firstContact, type HostLogin, type LoginPurpose } from "../../lib/ssh/login";
+import { readLogin, storedLoginOf, type ConnectionFields } from "../../lib/ssh/stored-login";
 import { shq } from "../../lib/shell";
 import type { HostScope } from "./types";
 

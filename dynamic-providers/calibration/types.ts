@@ -1,5 +1,5 @@
 import type { CalibrationAdoptSource, CalibrationMismatch, GroupResult, Pair, ScheduleMode } from "../../lib/preflight";
-import type { StoredLogin } from "../../lib/ssh/login";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 import type { EngineIdentity } from "./sampler";
 
 /** One engine as calibration measures it: its role, served context, transport and the generation it must be. */

@@ -4,7 +4,8 @@
  * taken, for the evidence record. The provider (./provider.ts) decides what to keep.
  */
 import { SshSession, type ExecResult } from "../../lib/ssh/client";
-import { OPERATE, readLogin, sshTarget, type SshTarget, type StoredLogin } from "../../lib/ssh/login";
+import { OPERATE, sshTarget, type SshTarget } from "../../lib/ssh/login";
+import { readLogin, type StoredLogin } from "../../lib/ssh/stored-login";
 import { sha256Json } from "../../lib/digest";
 import { shellLine } from "../../lib/shell";
 import { FabricError } from "../../lib/fabric/errors";

@@ -1,4 +1,4 @@
-import type { StoredLogin } from "../../lib/ssh/login";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 import type { FabricVerdict } from "../../lib/fabric/budget";
 import type { LinkFingerprint } from "../../lib/fabric/fingerprint";
 import type { RdmaEnd, Transport } from "../../lib/fabric/mesh";

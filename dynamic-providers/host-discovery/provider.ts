@@ -10,7 +10,8 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { randomBytes } from "node:crypto";
 import { SshSession } from "../../lib/ssh/client";
-import { readLogin, sshTarget, type SshTarget } from "../../lib/ssh/login";
+import { sshTarget, type SshTarget } from "../../lib/ssh/login";
+import { readLogin } from "../../lib/ssh/stored-login";
 import { blockingProblems, parseProbe, probeCommand, ProbeOptions } from "../../lib/discovery/probe";
 import { chooseFabricAddress } from "../../lib/discovery/fabric-address";
 import { CheckpointManifest, hashCheckpointRemote } from "../../lib/checkpoint";

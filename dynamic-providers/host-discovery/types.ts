@@ -4,7 +4,7 @@ import type { RuntimeIdentity } from "../../lib/discovery/runtime";
 import type { PlannedPort } from "../../lib/discovery/listeners";
 import type { CheckpointManifest } from "../../lib/checkpoint";
 import type { RuntimeProbeSpec } from "../../lib/discovery/probe";
-import type { StoredLogin } from "../../lib/ssh/login";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /**
  * What discovery is measured against, plus how to log in (plain: these exist only inside provider calls).

@@ -16,7 +16,8 @@
 import { randomBytes } from "node:crypto";
 import type * as pulumi from "@pulumi/pulumi";
 import { SshSession } from "../../lib/ssh/client";
-import { OPERATE, readLogin, sshTarget, type SshTarget } from "../../lib/ssh/login";
+import { OPERATE, sshTarget, type SshTarget } from "../../lib/ssh/login";
+import { readLogin } from "../../lib/ssh/stored-login";
 import { imageCheckProblems, ImageCheckError, type CheckFailure, type CheckLogStep, type ImageCheckSpec } from "../../lib/image-check";
 import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";

@@ -1,6 +1,6 @@
 import type { LaunchPlan } from "../../lib/launch/plan";
 import type { CheckRuntime, RuntimeFindings } from "../../lib/image-check";
-import type { StoredLogin } from "../../lib/ssh/login";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /** What the check is measured against, and how to reach the host (plain: these exist only inside provider calls). */
 export interface ImageCheckInputs {

@@ -1,6 +1,6 @@
 import type { ProcessIdentity } from "../../lib/engine/generation";
 import type { MemberRecord, Restart } from "../../lib/engine/peer-wave";
-import type { StoredLogin } from "../../lib/ssh/login";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /** One engine of the KV component: where it serves, who owns it, and how to restart it on its host. */
 export interface WaveMember {

@@ -1,6 +1,6 @@
 import type { GateNote, GateResult, PairMode, RunStatus, RunSummary, ScheduleMode, TransferRecord } from "../../lib/preflight";
 import type { ProfileRow } from "../../lib/profiling";
-import type { StoredLogin } from "../../lib/ssh/login";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /** One engine as preflight checks it: where it is and which generation, attestation and profile it must be. */
 export interface PreflightEngine {

@@ -1,5 +1,5 @@
 import type { ProfileRow } from "../../lib/profiling";
-import type { StoredLogin } from "../../lib/ssh/login";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /** One engine's measured profile, as its Profile resource recorded it. */
 export interface StoredProfile {

@@ -41,7 +41,8 @@ import {
   type ProfileRow,
 } from "../../lib/profiling";
 import { SshSession } from "../../lib/ssh/client";
-import { OPERATE, readLogin, sshTarget, type StoredLogin } from "../../lib/ssh/login";
+import { OPERATE, sshTarget } from "../../lib/ssh/login";
+import { readLogin, type StoredLogin } from "../../lib/ssh/stored-login";
 import { forwardedUrl, localForward } from "../../lib/ssh/forward";
 import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";

@@ -1,5 +1,5 @@
 import type { AdoptSource, FitLimits, ProfileRow, Sweep } from "../../lib/profiling";
-import type { StoredLogin } from "../../lib/ssh/login";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /** What one engine's profile is measured against, and how to reach the engine (plain inside provider calls). */
 export interface ProfileInputs {
