@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
 import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config";
-import { hostDiscoveryPlan, type HostLogin } from "../lib/fleet/host-plan";
+import { hostDiscoveryPlan } from "../lib/fleet/host-plan";
 import { blockingProblems, parseProbe, probeCommand, type ProbeOptions } from "../lib/discovery/probe";
 import { chooseFabricAddress } from "../lib/discovery/fabric-address";
 import { renderLaunchPlan } from "../lib/launch/plan";
@@ -11,7 +11,8 @@ import { forecastCalibration, forecastProfile, forecastRunbookEngine, forecastSc
 import { samplesPath, sha256Hex } from "../lib/profiling";
 import { parseSurvey, surveyScript } from "../lib/runtime/runbook-survey";
 import { shq } from "../lib/shell";
-import { withSsh, type SshSession, type SshTarget } from "../lib/ssh/client";
+import { withSsh, type SshSession } from "../lib/ssh/client";
+import { sshTarget, type HostLogin, type LoginPurpose, type SshTarget } from "../lib/ssh/login";
 
 /** Bound on each read of the forecast (the survey, the sidecar's answer). */
 const READ_TIMEOUT_S = 10;
@@ -24,25 +25,8 @@ export interface ForecastHost {
   readonly password?: pulumi.Input<string>;
 }
 
-function unpinned(h: ForecastHost): string | undefined {
-  if (!h.spec.hostKey) return `hosts[${h.spec.alias}].hostKey is not pinned, and a preview makes no first contact (npm run import pins it from NARWHAL_SSH_KNOWN_HOSTS)`;
-  if (h.login.jump && !h.login.jump.pinnedHostKey) return `the bastion ${h.login.jump.alias} of ${h.spec.alias} has no pinned hostKey`;
-  return undefined;
-}
-
-function targetOf(spec: FleetSpec, h: ForecastHost, privateKey: string | undefined, password: string | undefined): SshTarget {
-  const base = { privateKey: privateKey || undefined, password: password || undefined, allowFirstContact: false, connectTimeoutS: spec.ssh.connectTimeoutS };
-  const jump = h.login.jump;
-  return {
-    alias: h.spec.alias,
-    host: h.login.host,
-    port: h.login.port,
-    user: h.login.user,
-    hostKey: h.spec.hostKey,
-    ...base,
-    ...(jump ? { jump: { alias: jump.alias, host: jump.host, port: jump.port, user: jump.user, hostKey: jump.pinnedHostKey, ...base } } : {}),
-  };
-}
+/** A preview reads only through keys the config pins, the host's and its bastion's alike. */
+const PREVIEW: LoginPurpose = { kind: "pinned", why: "a preview makes no first contact (npm run import pins it from NARWHAL_SSH_KNOWN_HOSTS)" };
 
 /**
  * What the engines' launch plans take from the host, as the up's discovery will see it: its probe of
@@ -66,10 +50,14 @@ type HostFactsCache = Map<string, Promise<HostLaunchFacts>>;
 async function sight(spec: FleetSpec, e: EngineSpec, h: ForecastHost, cache: HostFactsCache, privateKey?: string, password?: string): Promise<RunbookSighting> {
   const engineId = e.id;
   const run = e.runbookRun!;
-  const why = unpinned(h);
-  if (why) return { engineId, run, unseen: why };
+  let target: SshTarget;
   try {
-    return await withSsh(targetOf(spec, h, privateKey, password), async (ssh) => {
+    target = sshTarget({ ...h.login, privateKey: privateKey || undefined, password: password || undefined }, PREVIEW);
+  } catch (err) {
+    return { engineId, run, unseen: (err as Error).message };
+  }
+  try {
+    return await withSsh(target, async (ssh) => {
       if (!cache.has(h.spec.alias)) cache.set(h.spec.alias, probeLaunchFacts(spec, h.spec, ssh));
       const plan = await cache
         .get(h.spec.alias)!

@@ -7,7 +7,7 @@ import type { Attestation } from "../dynamic-providers/attestation/resource";
 import { Calibration } from "../dynamic-providers/calibration/resource";
 import type { Preflight } from "../dynamic-providers/preflight/resource";
 import type { Engine } from "./engine";
-import { routerLogin } from "./profiles";
+import { loginInputs } from "./login-inputs";
 
 export interface CalibrationArgs {
   spec: FleetSpec;
@@ -52,7 +52,7 @@ function adoptSource(adopt: NonNullable<FleetSpec["calibration"]["adopt"]>): Cal
 export function calibration(name: string, args: CalibrationArgs, opts: pulumi.CustomResourceOptions): Calibration {
   const { spec } = args;
   const c = spec.calibration;
-  const via = routerLogin(args.routerHost, args.routerConnection);
+  const via = loginInputs(args.routerConnection, args.routerHost);
   const engines = args.engines.map(({ spec: e, engine }) => {
     const a = args.attestations[e.id]!;
     return pulumi.all([engine.generation.generationDigest, a.attestationDigest, a.launchDigest, engine.plan]).apply(([generationDigest, attestationDigest, launchDigest, plan]) => ({

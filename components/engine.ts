@@ -7,7 +7,8 @@ import type { ContainerVendor } from "../lib/runtime/container-spec";
 import type { RunbookAttestationSource } from "../lib/attestation/runbook-document";
 import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";
 import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
-import { checkRuntimeOf, ImageCheck, imageCheckLogin } from "../dynamic-providers/image-check/resource";
+import { checkRuntimeOf, ImageCheck } from "../dynamic-providers/image-check/resource";
+import { loginInputs } from "./login-inputs";
 import { Liveness } from "../dynamic-providers/liveness/resource";
 import { engineProcess, HostScope, ProcessIdentity, type RunbookOutcome } from "./runtime";
 
@@ -91,7 +92,7 @@ export class Engine extends pulumi.ComponentResource {
         engineId: this.plan.engineId,
         hostAlias: args.hostAlias,
         stack: args.stack,
-        ...imageCheckLogin(args.connection),
+        ...loginInputs(args.connection),
         plan: this.plan,
         planSha256: this.plan.planSha256,
         runtime: checkRuntimeOf(args.runtime),

@@ -1,11 +1,11 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec } from "../lib/config";
-import type { HostLogin } from "../lib/fleet/host-plan";
+import type { HostLogin } from "../lib/ssh/login";
+import { storedJump, type StoredLogin } from "../lib/ssh/stored-login";
 import type { CacheGroupSummary } from "../lib/fleet/cache-summary";
 import { edgeBudget, edgeLockWaitS, meshEdges, meshEngines, type EdgeMatrix, type FabricVerdict } from "../lib/fabric";
 import { FabricEdge, type EdgeEndpointArgs } from "../dynamic-providers/fabric-edge/resource";
-import type { EdgeLogin } from "../dynamic-providers/fabric-edge/types";
 import { FabricGate } from "../dynamic-providers/fabric-gate/resource";
 import type { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
 import type { Engine } from "./engine";
@@ -63,9 +63,10 @@ export class FabricMesh extends pulumi.ComponentResource {
         fabricAddress: h.discovery.fabricAddress,
       };
     };
-    const login = (alias: string): EdgeLogin => {
+    // As edges have always stored it: the alias and pinned key are the endpoint's.
+    const login = (alias: string): StoredLogin => {
       const l = hosts.get(alias)!.login;
-      return { host: l.host, port: l.port, user: l.user, jump: l.jump, connectTimeoutS: spec.ssh.connectTimeoutS, maxSessions: spec.ssh.maxSessionsPerHost };
+      return { host: l.host, port: l.port, user: l.user, jump: storedJump(l.jump), connectTimeoutS: l.connectTimeoutS, maxSessions: spec.ssh.maxSessionsPerHost };
     };
 
     // Engines first (their caches captured, nothing serving yet), then each edge after the one before it.

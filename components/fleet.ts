@@ -12,7 +12,9 @@ import type { RunbookOutcome } from "./runtime";
 import type { FleetSecrets } from "./stack-config";
 import type { LaunchInputs } from "../lib/launch/plan";
 import { hostLaunchFacts, resolveEngineLaunch } from "../lib/launch/policy";
-import { HostLogin, hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
+import { hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
+import type { HostLogin } from "../lib/ssh/login";
+import { storedJump } from "../lib/ssh/stored-login";
 import { identityFileMessage } from "../lib/config/local-files";
 import type { SshConfig } from "../lib/ssh/ssh-config";
 import { manifestIdentity } from "../lib/checkpoint/compare";
@@ -300,16 +302,17 @@ export class Fleet extends pulumi.ComponentResource {
     const discovery = new HostDiscovery(
       `${name}-${host.alias}`,
       {
-        alias: host.alias,
+        // The login under the names discovery has always stored (see StoredLogin).
+        alias: login.alias,
         host: login.host,
         port: login.port,
         user: login.user,
-        jump: login.jump,
+        jump: storedJump(login.jump),
         privateKey,
         password,
-        pinnedHostKey: host.hostKey,
+        pinnedHostKey: login.hostKey,
         allowFirstContact: spec.ssh.allowFirstContact,
-        connectTimeoutS: spec.ssh.connectTimeoutS,
+        connectTimeoutS: login.connectTimeoutS,
         maxSessions: spec.ssh.maxSessionsPerHost,
         fabricInterface: host.fabricInterface,
         fabricAddressChoice: host.fabricAddress,
@@ -332,8 +335,8 @@ export class Fleet extends pulumi.ComponentResource {
         password,
         // The key discovery verified is pinned for every command that follows.
         hostKey: discovery.hostKey,
-        perDialTimeout: spec.ssh.connectTimeoutS,
-        proxy: login.jump && { host: login.jump.host, port: login.jump.port, user: login.jump.user, privateKey, password, hostKey: login.jump.pinnedHostKey },
+        perDialTimeout: login.connectTimeoutS,
+        proxy: login.jump && { host: login.jump.host, port: login.jump.port, user: login.jump.user, privateKey, password, hostKey: login.jump.hostKey },
       },
     };
   }

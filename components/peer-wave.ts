@@ -8,7 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { FleetSpec } from "../lib/config";
 import { kvComponents } from "../lib/fleet/kv-components";
-import { imageCheckLogin } from "../dynamic-providers/image-check/resource";
+import { loginInputs } from "./login-inputs";
 import { PeerWave } from "../dynamic-providers/peer-wave/resource";
 import type { Engine, EngineArgs } from "./engine";
 import type { ProcessIdentity } from "./runtime";
@@ -43,7 +43,7 @@ export function kvPeerWiring(name: string, spec: FleetSpec, engineApiKey: pulumi
       const byId = new Map(engines.map((e) => [e.id, e]));
       resolveMembers(pulumi.all(Object.fromEntries(engines.map(({ id, engine }) => [id, pulumi.all([engine.url, engine.identity]).apply(([url, processIdentity]) => ({ url, processIdentity }))]))));
       return components.map((ids, i) => {
-        const logins = new Map(ids.map((id) => byId.get(id)!.host).map((host) => [host, imageCheckLogin(connectionOf(host))]));
+        const logins = new Map(ids.map((id) => byId.get(id)!.host).map((host) => [host, loginInputs(connectionOf(host))]));
         const wave = new PeerWave(
           `${name}-kv-wave-${i + 1}`,
           {

@@ -6,7 +6,8 @@ import type { Attestation } from "../dynamic-providers/attestation/resource";
 import { Preflight } from "../dynamic-providers/preflight/resource";
 import type { Engine } from "./engine";
 import type { FabricEdge } from "../dynamic-providers/fabric-edge/resource";
-import { routerLogin, type ProfileMesh } from "./profiles";
+import type { ProfileMesh } from "./profiles";
+import { loginInputs } from "./login-inputs";
 
 export interface PreflightArgs {
   spec: FleetSpec;
@@ -35,7 +36,7 @@ export interface PreflightArgs {
  * replaces only this; an engine restart (a new generation) replaces it too.
  */
 export function preflight(name: string, args: PreflightArgs, opts: pulumi.CustomResourceOptions): Preflight {
-  const via = routerLogin(args.routerHost, args.routerConnection);
+  const via = loginInputs(args.routerConnection, args.routerHost);
   const engines = args.engines.map(({ spec: e, engine }) => {
     const a = args.attestations[e.id]!;
     const p = args.profiles.profiles[e.id]!;

@@ -4,7 +4,8 @@ import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec } from "../lib/config";
 import { maxNumSeqsOf, NARWHAL_FIT_LIMITS, previousInLane, samplesPath, sha256Hex, sweepRecord, type AdoptSource, type Sweep } from "../lib/profiling";
 import { Profile } from "../dynamic-providers/profile/resource";
-import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry, RouterLogin } from "../dynamic-providers/profile/types";
+import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry } from "../dynamic-providers/profile/types";
+import { loginInputs } from "./login-inputs";
 import { ProfileStore } from "../dynamic-providers/profile-store/resource";
 import type { Attestation } from "../dynamic-providers/attestation/resource";
 import type { Engine } from "./engine";
@@ -53,23 +54,6 @@ function adoptSource(storePath: string): AdoptSource {
   return { storePath, storeSha256: digest(storePath, "profile store"), samplesPath: samples, samplesSha256: digest(samples, "sample sidecar") };
 }
 
-/** How the providers log in to the router host, from the connection its commands use. */
-export function routerLogin(alias: string, connection: pulumi.Input<command.types.input.remote.ConnectionArgs>) {
-  const c = pulumi.output(connection);
-  const login = c.apply(
-    (c): RouterLogin => ({
-      alias,
-      host: c.host,
-      port: c.port ?? 22,
-      user: c.user ?? "root",
-      hostKey: c.hostKey ?? "",
-      connectTimeoutS: c.perDialTimeout ?? 15,
-      ...(c.proxy ? { jump: { alias: `${alias}-jump`, host: c.proxy.host, port: c.proxy.port ?? 22, user: c.proxy.user ?? "root", ...(c.proxy.hostKey ? { hostKey: c.proxy.hostKey } : {}) } } : {}),
-    }),
-  );
-  return { login: pulumi.unsecret(login), privateKey: c.apply((c) => c.privateKey), password: c.apply((c) => c.password) };
-}
-
 /**
  * Gate F's profiling half: one Profile per engine once it is attested, measured from the router host
  * (an SSH tunnel to the engine's private URL), concurrently across hosts and GPU groups and one after
@@ -85,7 +69,7 @@ export class ProfileMesh extends pulumi.ComponentResource {
     const { spec, stack } = args;
     const { adoptStore, oneAtATime, fitAttempts, ...sweep }: { adoptStore?: string; oneAtATime?: boolean; fitAttempts: number } & Sweep = spec.profiling;
     const adopt = adoptStore ? adoptSource(adoptStore) : undefined;
-    const via = routerLogin(args.routerHost, args.routerConnection);
+    const via = loginInputs(args.routerConnection, args.routerHost);
     const placed = args.engines.map(({ spec: e }) => ({ id: e.id, host: e.host, gpuIds: e.gpuIds ?? [] }));
     // Concurrently across hosts and GPU groups (the runbook), or one lane for the whole fleet.
     const turnAfter = oneAtATime ? new Map(placed.map((e, i) => [e.id, placed[i - 1]?.id])) : previousInLane(placed);

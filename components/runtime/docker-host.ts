@@ -26,37 +26,20 @@ import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
 import type * as command from "@pulumi/command";
 import { parseHostKeyLine } from "../../lib/ssh/host-key";
+import { firstContact, type HostLogin, type LoginPurpose } from "../../lib/ssh/login";
+import { readLogin, storedLoginOf, type ConnectionFields } from "../../lib/ssh/stored-login";
 import { shq } from "../../lib/shell";
 import type { HostScope } from "./types";
 
-/** The non-secret part of an SSH connection that the docker provider's ssh needs. */
-export interface DockerLogin {
-  readonly host: string;
-  readonly port: number;
-  readonly user: string;
-  /** The pinned server key, `<type> <base64>`. */
-  readonly hostKey: string;
-  readonly connectTimeoutS?: number;
-  /** A bastion, reached with its own pinned key. */
-  readonly jump?: { readonly host: string; readonly port: number; readonly user: string; readonly hostKey: string };
-}
+/** The docker provider's ssh can learn no key: a host or bastion without a pin is refused (lib/ssh/login.ts). */
+const DOCKER_SSH: LoginPurpose = { kind: "pinned", why: "the docker provider's ssh is only ever run with StrictHostKeyChecking=yes" };
 
-type Connection = pulumi.Unwrap<command.types.input.remote.ConnectionArgs>;
-
-/** Picks the login out of a resolved connection; throws when a host key to pin is missing. */
-export function dockerLogin(hostAlias: string, c: Connection): DockerLogin {
-  const pinned = (key: string | undefined, who: string): string => {
-    if (!key) throw new Error(`docker backend, host ${hostAlias}: ${who} has no pinned host key; the docker provider's ssh is only ever run with StrictHostKeyChecking=yes`);
-    return parseHostKeyLine(key).line;
-  };
-  return {
-    host: c.host,
-    port: c.port ?? 22,
-    user: c.user ?? "root",
-    hostKey: pinned(c.hostKey, "the connection"),
-    connectTimeoutS: c.perDialTimeout,
-    jump: c.proxy && { host: c.proxy.host, port: c.proxy.port ?? 22, user: c.proxy.user ?? "root", hostKey: pinned(c.proxy.hostKey, `the bastion ${c.proxy.host}`) },
-  };
+/** The login (no credentials) out of a resolved connection, with its keys normalised; throws when a key to pin is missing. */
+export function dockerLogin(hostAlias: string, c: ConnectionFields): HostLogin {
+  const login = readLogin(storedLoginOf(c), { alias: hostAlias });
+  firstContact(login, DOCKER_SSH);
+  const pinned = (l: HostLogin): HostLogin => ({ ...l, hostKey: parseHostKeyLine(l.hostKey!).line });
+  return { ...pinned(login), jump: login.jump && pinned(login.jump) };
 }
 
 function bracketed(host: string): string {
@@ -64,7 +47,7 @@ function bracketed(host: string): string {
 }
 
 /** `ssh://user@host:port` (IPv6 addresses in brackets). */
-export function dockerHostUrl(login: DockerLogin): string {
+export function dockerHostUrl(login: Pick<HostLogin, "host" | "port" | "user" | "hostKey">): string {
   return `ssh://${login.user}@${bracketed(login.host)}:${login.port}`;
 }
 
@@ -73,8 +56,8 @@ function knownHostsName(host: string, port: number): string {
   return port === 22 ? host : `[${host}]:${port}`;
 }
 
-/** The known_hosts text: the host's pinned key, and the bastion's when there is one. */
-export function knownHostsText(login: DockerLogin): string {
+/** The known_hosts text: the host's pinned key, and the bastion's when there is one (`dockerLogin` made sure of both). */
+export function knownHostsText(login: HostLogin): string {
   const lines = [`${knownHostsName(login.host, login.port)} ${login.hostKey}`];
   if (login.jump) lines.push(`${knownHostsName(login.jump.host, login.jump.port)} ${login.jump.hostKey}`);
   return lines.join("\n") + "\n";
@@ -97,9 +80,9 @@ function pinningOpts(knownHostsFile: string): string[] {
  * ProxyCommand rather than ProxyJump, because ssh does not pass `-o` options on to a ProxyJump hop, and
  * the hop's key must be pinned too.
  */
-export function dockerSshOpts(knownHostsFile: string, login: DockerLogin): string[] {
+export function dockerSshOpts(knownHostsFile: string, login: HostLogin): string[] {
   const opts = pinningOpts(knownHostsFile);
-  if (login.connectTimeoutS !== undefined) opts.push("-o", `ConnectTimeout=${login.connectTimeoutS}`);
+  opts.push("-o", `ConnectTimeout=${login.connectTimeoutS}`);
   if (login.jump) {
     const hop = ["ssh", ...pinningOpts(knownHostsFile), "-p", String(login.jump.port), "-l", login.jump.user, "-W", "%h:%p", "--", login.jump.host];
     // ssh runs a ProxyCommand through the shell: every word is quoted except ssh's own %h:%p tokens.
@@ -146,7 +129,7 @@ export function dockerHostProvider(
   if (!path.isAbsolute(knownHostsDir)) throw new Error(`docker backend: known_hosts folder ${JSON.stringify(knownHostsDir)} must be absolute`);
   const knownHostsFile = path.join(knownHostsDir, `${name.replace(/[^A-Za-z0-9._-]/g, "_")}.known_hosts`);
   // Only host, port, user and public keys are read out of the connection, so no secret is taken along.
-  const login = pulumi.unsecret(pulumi.output(connection).apply((c) => dockerLogin(hostAlias, c as Connection)));
+  const login = pulumi.unsecret(pulumi.output(connection).apply((c) => dockerLogin(hostAlias, c as ConnectionFields)));
   const provider = new docker.Provider(
     name,
     {

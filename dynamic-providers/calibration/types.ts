@@ -1,5 +1,5 @@
 import type { CalibrationAdoptSource, CalibrationMismatch, GroupResult, Pair, ScheduleMode } from "../../lib/preflight";
-import type { RouterLogin } from "../profile/types";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 import type { EngineIdentity } from "./sampler";
 
 /** One engine as calibration measures it: its role, served context, transport and the generation it must be. */
@@ -33,7 +33,7 @@ export interface CalibrationInputs {
   schedule: ScheduleMode;
   apiKey: string;
   /** Probes run from the router host's network position when set. */
-  via?: RouterLogin;
+  via?: StoredLogin;
   viaPrivateKey?: string;
   viaPassword?: string;
   /**

@@ -3,7 +3,9 @@
  * sessions, both sides' path observations, the preflight, the iperf3 server and client, and the steps
  * taken, for the evidence record. The provider (./provider.ts) decides what to keep.
  */
-import { SshSession, type ExecResult, type SshTarget } from "../../lib/ssh/client";
+import { SshSession, type ExecResult } from "../../lib/ssh/client";
+import { OPERATE, sshTarget, type SshTarget } from "../../lib/ssh/login";
+import { readLogin, type StoredLogin } from "../../lib/ssh/stored-login";
 import { sha256Json } from "../../lib/digest";
 import { shellLine } from "../../lib/shell";
 import { FabricError } from "../../lib/fabric/errors";
@@ -24,7 +26,7 @@ import {
   serverStopScript,
 } from "../../lib/fabric/iperf3-remote";
 import { parsePathObservation, pathFingerprint, pathObservationScript, type PathEnd, type PathFingerprint, type PathObservation } from "../../lib/fabric/path";
-import type { EdgeEndpoint, EdgeLogin, FabricEdgeInputs, PathDigests } from "./types";
+import type { EdgeEndpoint, FabricEdgeInputs, PathDigests } from "./types";
 
 /** Bounded steps, named so a timeout says which one ran out. */
 const OBSERVE_TIMEOUT_S = 20;
@@ -32,30 +34,9 @@ const PREFLIGHT_TIMEOUT_S = 20;
 const SERVER_START_TIMEOUT_S = SERVER_READY_TIMEOUT_S + 10;
 const SERVER_STOP_TIMEOUT_S = KILL_GRACE_S + 15;
 
-function target(end: EdgeEndpoint, login: EdgeLogin, privateKey?: string, password?: string): SshTarget {
-  return {
-    alias: end.alias,
-    host: login.host,
-    port: login.port,
-    user: login.user,
-    privateKey,
-    password,
-    hostKey: end.hostKey,
-    allowFirstContact: false,
-    connectTimeoutS: login.connectTimeoutS,
-    maxSessions: login.maxSessions,
-    jump: login.jump && {
-      alias: login.jump.alias,
-      host: login.jump.host,
-      port: login.jump.port,
-      user: login.jump.user,
-      privateKey,
-      password,
-      hostKey: login.jump.pinnedHostKey,
-      allowFirstContact: false,
-      connectTimeoutS: login.connectTimeoutS,
-    },
-  };
+/** An end's login, pinned to the key discovery verified for it (kept on the endpoint, not the login). */
+function target(end: EdgeEndpoint, login: StoredLogin, privateKey?: string, password?: string): SshTarget {
+  return sshTarget(readLogin(login, { alias: end.alias, hostKey: end.hostKey, privateKey, password }), OPERATE);
 }
 
 const pathEnd = (e: EdgeEndpoint): PathEnd => ({ host: e.alias, interface: e.fabricInterface, address: e.fabricAddress });

@@ -1,3 +1,4 @@
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 import type { FabricVerdict } from "../../lib/fabric/budget";
 import type { LinkFingerprint } from "../../lib/fabric/fingerprint";
 import type { RdmaEnd, Transport } from "../../lib/fabric/mesh";
@@ -18,16 +19,6 @@ export interface EdgeEndpoint {
   fabricAddress: string;
 }
 
-/** How to log in to one end (the key and password travel separately, as secrets). */
-export interface EdgeLogin {
-  host: string;
-  port: number;
-  user: string;
-  jump?: { alias: string; host: string; port: number; user: string; pinnedHostKey?: string };
-  connectTimeoutS: number;
-  maxSessions: number;
-}
-
 /** What a directed edge's measurement is taken against, plus how to reach its hosts. */
 export interface FabricEdgeInputs {
   /** Names the evidence folder. */
@@ -43,8 +34,12 @@ export interface FabricEdgeInputs {
   tool: { durationS: number; streams: number };
   /** The iperf3 server's port on the destination (checked free first); which one is used does not change the figure. */
   iperfPort: number;
-  sourceLogin: EdgeLogin;
-  destinationLogin: EdgeLogin;
+  /**
+   * How to log in to each end: the key and password travel separately, as secrets, and the pinned key and
+   * alias are the endpoint's. Stored without them, the bastion with `pinnedHostKey` (see `storedJump`).
+   */
+  sourceLogin: StoredLogin;
+  destinationLogin: StoredLogin;
   sourcePrivateKey?: string;
   sourcePassword?: string;
   destinationPrivateKey?: string;

@@ -9,7 +9,9 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { randomBytes } from "node:crypto";
-import { SshSession, SshTarget } from "../../lib/ssh/client";
+import { SshSession } from "../../lib/ssh/client";
+import { sshTarget, type SshTarget } from "../../lib/ssh/login";
+import { readLogin } from "../../lib/ssh/stored-login";
 import { blockingProblems, parseProbe, probeCommand, ProbeOptions } from "../../lib/discovery/probe";
 import { chooseFabricAddress } from "../../lib/discovery/fabric-address";
 import { CheckpointManifest, hashCheckpointRemote } from "../../lib/checkpoint";
@@ -31,31 +33,12 @@ const MEASURED_AGAINST = [
 const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "runbookRuns", "stack", "stateDir", "retainOnDestroy"] as const;
 const CHECKPOINT_TIMEOUT_S = 1800;
 
+/**
+ * Discovery is the login that may learn the host's key (ssh.allowFirstContact); a read logs in to the
+ * key it recorded. The inputs keep the names stacks have always stored (`pinnedHostKey`).
+ */
 function target(i: HostDiscoveryInputs, recordedHostKey?: string): SshTarget {
-  const jump: SshTarget | undefined = i.jump && {
-    alias: i.jump.alias,
-    host: i.jump.host,
-    port: i.jump.port,
-    user: i.jump.user,
-    privateKey: i.privateKey,
-    password: i.password,
-    hostKey: i.jump.pinnedHostKey,
-    allowFirstContact: i.allowFirstContact,
-    connectTimeoutS: i.connectTimeoutS,
-  };
-  return {
-    alias: i.alias,
-    host: i.host,
-    port: i.port,
-    user: i.user,
-    privateKey: i.privateKey,
-    password: i.password,
-    hostKey: i.pinnedHostKey ?? recordedHostKey,
-    allowFirstContact: i.allowFirstContact,
-    connectTimeoutS: i.connectTimeoutS,
-    maxSessions: i.maxSessions,
-    jump,
-  };
+  return sshTarget(readLogin(i, { hostKey: recordedHostKey, privateKey: i.privateKey, password: i.password }), { kind: "discover", allowFirstContact: i.allowFirstContact });
 }
 
 function facetsOf(f: HostDiscoveryFacts): FacetDigests {

@@ -4,8 +4,12 @@ import type { RuntimeIdentity } from "../../lib/discovery/runtime";
 import type { PlannedPort } from "../../lib/discovery/listeners";
 import type { CheckpointManifest } from "../../lib/checkpoint";
 import type { RuntimeProbeSpec } from "../../lib/discovery/probe";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
-/** What discovery is measured against, plus how to log in (plain: these exist only inside provider calls). */
+/**
+ * What discovery is measured against, plus how to log in (plain: these exist only inside provider calls).
+ * The login fields are a StoredLogin under the names stacks have always stored; readLogin reads them.
+ */
 export interface HostDiscoveryInputs {
   alias: string;
   host: string;
@@ -15,8 +19,8 @@ export interface HostDiscoveryInputs {
   password?: string;
   /** Pinned in config; when absent the key seen at first contact is recorded. */
   pinnedHostKey?: string;
-  /** A bastion to hop through, already resolved to a login (its own key pinned or first-contact). */
-  jump?: { alias: string; host: string; port: number; user: string; pinnedHostKey?: string };
+  /** A bastion to hop through, stored as `storedJump` writes it (its own key pinned or first-contact). */
+  jump?: StoredLogin;
   allowFirstContact: boolean;
   connectTimeoutS: number;
   /** ssh.maxSessionsPerHost: logins to this host open at once from the provider process. */

@@ -15,7 +15,9 @@
  */
 import { randomBytes } from "node:crypto";
 import type * as pulumi from "@pulumi/pulumi";
-import { SshSession, SshTarget } from "../../lib/ssh/client";
+import { SshSession } from "../../lib/ssh/client";
+import { OPERATE, sshTarget, type SshTarget } from "../../lib/ssh/login";
+import { readLogin } from "../../lib/ssh/stored-login";
 import { imageCheckProblems, ImageCheckError, type CheckFailure, type CheckLogStep, type ImageCheckSpec } from "../../lib/image-check";
 import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
@@ -24,14 +26,13 @@ import { recordCheck } from "./record";
 import { runImageCheck, type CheckOutcome } from "./run";
 import type { ImageCheckInputs, ImageCheckOutputs } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
-import { loginTarget } from "../ssh-login";
 
 function specOf(i: ImageCheckInputs): ImageCheckSpec {
   return { engineId: i.engineId, hostAlias: i.hostAlias, plan: i.plan, runtime: i.runtime, modelDir: i.modelDir, pins: i.pins, dsRequired: i.dsRequired, deadlines: i.deadlines };
 }
 
 function target(i: ImageCheckInputs): SshTarget {
-  return loginTarget(i.hostAlias, i.login, i);
+  return sshTarget(readLogin(i.login, { alias: i.hostAlias, privateKey: i.privateKey, password: i.password }), OPERATE);
 }
 
 /** Per-property failures; the spec's own rules once every value it needs is known. */

@@ -1,17 +1,6 @@
 import type { LaunchPlan } from "../../lib/launch/plan";
 import type { CheckRuntime, RuntimeFindings } from "../../lib/image-check";
-
-/** How to log in to the engine's host; its host key is the one discovery verified. */
-export interface ImageCheckLogin {
-  host: string;
-  port: number;
-  user: string;
-  /** Pinned host key line. */
-  hostKey: string;
-  connectTimeoutS: number;
-  /** A bastion; without a pinned key its first contact is accepted, as the engine's own commands do. */
-  jump?: { host: string; port: number; user: string; hostKey?: string };
-}
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /** What the check is measured against, and how to reach the host (plain: these exist only inside provider calls). */
 export interface ImageCheckInputs {
@@ -19,7 +8,8 @@ export interface ImageCheckInputs {
   hostAlias: string;
   /** Names the evidence folder (runs/<stack>/evidence). */
   stack: string;
-  login: ImageCheckLogin;
+  /** How to log in to the engine's host, pinned to the key discovery verified (stored without aliases: `hostAlias` names the host). */
+  login: StoredLogin;
   /** Secret. */
   privateKey?: string;
   /** Secret. */

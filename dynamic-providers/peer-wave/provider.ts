@@ -13,8 +13,9 @@ import type * as pulumi from "@pulumi/pulumi";
 import { restartedMembers, waveFor, type MemberRecord } from "../../lib/engine/peer-wave";
 import { canonicalJson } from "../../lib/digest";
 import { withSsh } from "../../lib/ssh/client";
+import { OPERATE, sshTarget } from "../../lib/ssh/login";
+import { readLogin } from "../../lib/ssh/stored-login";
 import { hasUnknown } from "../engine-generation/check";
-import { loginTarget } from "../ssh-login";
 import { observeStarts } from "./observe";
 import type { PeerWaveInputs, PeerWaveOutputs, WaveMember } from "./types";
 
@@ -26,7 +27,7 @@ async function record(news: PeerWaveInputs): Promise<Record<string, MemberRecord
 }
 
 async function restart(m: WaveMember, news: PeerWaveInputs): Promise<void> {
-  const target = loginTarget(m.hostAlias, m.login, news.credentials[m.hostAlias] ?? {});
+  const target = sshTarget(readLogin(m.login, { alias: m.hostAlias, ...news.credentials[m.hostAlias] }), OPERATE);
   const r = await withSsh(target, (ssh) => ssh.exec("sh -s", { stdin: m.restartScript, timeoutS: news.restartTimeoutS, name: `restart engine ${m.engineId}` }));
   if (r.code !== 0) {
     throw new Error(`peer wave: restarting engine ${m.engineId} on host ${m.hostAlias} failed (exit ${r.code}): ${r.stderr.trim().split("\n").slice(-5).join(" | ")}`);

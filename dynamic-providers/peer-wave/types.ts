@@ -1,6 +1,6 @@
 import type { ProcessIdentity } from "../../lib/engine/generation";
 import type { MemberRecord, Restart } from "../../lib/engine/peer-wave";
-import type { ImageCheckLogin } from "../image-check/types";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /** One engine of the KV component: where it serves, who owns it, and how to restart it on its host. */
 export interface WaveMember {
@@ -11,7 +11,8 @@ export interface WaveMember {
   processIdentity: ProcessIdentity;
   /** lib/runtime/restart.ts: stops the engine, starts the same plan, waits for /health. */
   restartScript: string;
-  login: ImageCheckLogin;
+  /** Stored as the image check stores it: no aliases, `hostAlias` names the host. */
+  login: StoredLogin;
 }
 
 export interface PeerWaveInputs {

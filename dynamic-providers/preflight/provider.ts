@@ -18,10 +18,11 @@ import { sha256Json } from "../../lib/digest";
 import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
 import { failedGates, runPreflight, runSummary, skippedSummary, stopsDeployment, type GateResult, type PreflightOutcome, type RunSummary } from "../../lib/preflight";
 import { SshSession } from "../../lib/ssh/client";
+import { OPERATE, sshTarget } from "../../lib/ssh/login";
+import { readLogin } from "../../lib/ssh/stored-login";
 import { forwardedUrl, localForward, type LocalForward } from "../../lib/ssh/forward";
 import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
-import { sshTarget } from "../profile/provider";
 import { httpObserver, type ObservedEngine } from "./observer";
 import { documentEngines, observerSettings, planOf } from "./plan";
 import type { PreflightInputs, PreflightOutputs } from "./types";
@@ -72,7 +73,7 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
 /** Runs `fn` with engine and sidecar base URLs reachable from where the router will reach them. */
 export async function withRoutes<T, E extends { url: string; attestationUrl?: string }>(i: Pick<PreflightInputs, "via" | "viaPrivateKey" | "viaPassword">, engines: E[], fn: (routed: E[]) => Promise<T>): Promise<T> {
   if (!i.via) return fn(engines);
-  const session = await SshSession.open(sshTarget(i.via, i.viaPrivateKey, i.viaPassword));
+  const session = await SshSession.open(sshTarget(readLogin(i.via, { privateKey: i.viaPrivateKey, password: i.viaPassword }), OPERATE));
   const forwards: LocalForward[] = [];
   const route = async (url: string): Promise<string> => {
     const u = new URL(url);

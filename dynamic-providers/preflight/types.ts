@@ -1,6 +1,6 @@
 import type { GateNote, GateResult, PairMode, RunStatus, RunSummary, ScheduleMode, TransferRecord } from "../../lib/preflight";
 import type { ProfileRow } from "../../lib/profiling";
-import type { RouterLogin } from "../profile/types";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /** One engine as preflight checks it: where it is and which generation, attestation and profile it must be. */
 export interface PreflightEngine {
@@ -31,7 +31,7 @@ export interface PreflightInputs {
   strict?: boolean;
   apiKey: string;
   /** Probes run from the router host's network position when set. */
-  via?: RouterLogin;
+  via?: StoredLogin;
   viaPrivateKey?: string;
   viaPassword?: string;
 }

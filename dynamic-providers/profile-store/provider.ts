@@ -14,6 +14,8 @@ import type * as pulumi from "@pulumi/pulumi";
 import { evidenceRoot, EvidenceStore } from "../../lib/evidence";
 import { documentBytes, idsProblem, localTarget, ProfileError, publishStore, rowProblem, samplesDocument, storeDocument, type EngineSamples, type FileTarget } from "../../lib/profiling";
 import { SshSession } from "../../lib/ssh/client";
+import { OPERATE, sshTarget } from "../../lib/ssh/login";
+import { readLogin } from "../../lib/ssh/stored-login";
 import { canonicalJson } from "../../lib/digest";
 import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
@@ -42,19 +44,7 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
 
 async function withTarget<T>(i: ProfileStoreInputs, fn: (t: FileTarget) => Promise<T>): Promise<T> {
   if (!i.router) return fn(localTarget());
-  const r = i.router;
-  const session = await SshSession.open({
-    alias: r.alias,
-    host: r.host,
-    port: r.port,
-    user: r.user,
-    privateKey: i.routerPrivateKey || undefined,
-    password: i.routerPassword || undefined,
-    hostKey: r.hostKey,
-    allowFirstContact: false,
-    connectTimeoutS: r.connectTimeoutS,
-    ...(r.jump ? { jump: { alias: r.jump.alias, host: r.jump.host, port: r.jump.port, user: r.jump.user, privateKey: i.routerPrivateKey || undefined, password: i.routerPassword || undefined, hostKey: r.jump.hostKey, allowFirstContact: false, connectTimeoutS: r.connectTimeoutS } } : {}),
-  });
+  const session = await SshSession.open(sshTarget(readLogin(i.router, { privateKey: i.routerPrivateKey, password: i.routerPassword }), OPERATE));
   try {
     const t = await sftpTarget(session);
     try {

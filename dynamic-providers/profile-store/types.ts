@@ -1,5 +1,5 @@
 import type { ProfileRow } from "../../lib/profiling";
-import type { RouterLogin } from "../profile/types";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /** One engine's measured profile, as its Profile resource recorded it. */
 export interface StoredProfile {
@@ -21,7 +21,7 @@ export interface ProfileStoreInputs {
   sweep: Record<string, unknown>;
   profiles: StoredProfile[];
   /** Where the router host is; absent = this machine's disk. */
-  router?: RouterLogin;
+  router?: StoredLogin;
   routerPrivateKey?: string;
   routerPassword?: string;
 }

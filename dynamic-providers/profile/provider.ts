@@ -40,12 +40,14 @@ import {
   type MeasureRecord,
   type ProfileRow,
 } from "../../lib/profiling";
-import { SshSession, type SshTarget } from "../../lib/ssh/client";
+import { SshSession } from "../../lib/ssh/client";
+import { OPERATE, sshTarget } from "../../lib/ssh/login";
+import { readLogin, type StoredLogin } from "../../lib/ssh/stored-login";
 import { forwardedUrl, localForward } from "../../lib/ssh/forward";
 import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
 import { profileHttp } from "./http";
-import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry, ProfileInputs, ProfileOutputs, ProfileResult, RouterLogin } from "./types";
+import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry, ProfileInputs, ProfileOutputs, ProfileResult } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = [
@@ -119,7 +121,7 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
       fail("adopt", "adopt must name the store to adopt as {storePath, storeSha256, samplesPath, samplesSha256}: absolute paths and sha256:<64 hex> digests of the bytes read");
     }
   }
-  const via = news.via as RouterLogin | undefined;
+  const via = news.via as StoredLogin | undefined;
   if (via !== undefined && known("via")) {
     if (!via || typeof via.host !== "string" || !via.host || !Number.isInteger(via.port) || typeof via.user !== "string" || !via.user) fail("via", "via must name the router host's login {alias, host, port, user, hostKey}");
     else if (typeof via.hostKey !== "string" || !via.hostKey) fail("via", `via.hostKey: the router host ${via.alias}'s verified key must be pinned`);
@@ -127,27 +129,10 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
   return failures;
 }
 
-export function sshTarget(login: RouterLogin, privateKey: string | undefined, password: string | undefined): SshTarget {
-  return {
-    alias: login.alias,
-    host: login.host,
-    port: login.port,
-    user: login.user,
-    privateKey: privateKey || undefined,
-    password: password || undefined,
-    hostKey: login.hostKey,
-    allowFirstContact: false,
-    connectTimeoutS: login.connectTimeoutS,
-    ...(login.jump
-      ? { jump: { alias: login.jump.alias, host: login.jump.host, port: login.jump.port, user: login.jump.user, privateKey: privateKey || undefined, password: password || undefined, hostKey: login.jump.hostKey, allowFirstContact: false, connectTimeoutS: login.connectTimeoutS } }
-      : {}),
-  };
-}
-
 /** Runs `fn` with a base URL that reaches the engine from where measurements must be made. */
 async function withEngineRoute<T>(i: ProfileInputs, fn: (baseUrl: string) => Promise<T>): Promise<T> {
   if (!i.via) return fn(i.url);
-  const session = await SshSession.open(sshTarget(i.via, i.viaPrivateKey, i.viaPassword));
+  const session = await SshSession.open(sshTarget(readLogin(i.via, { privateKey: i.viaPrivateKey, password: i.viaPassword }), OPERATE));
   try {
     const u = new URL(i.url);
     const forward = await localForward(session, u.hostname.replace(/^\[|\]$/g, ""), Number(u.port || 80));

@@ -1,16 +1,5 @@
 import type { AdoptSource, FitLimits, ProfileRow, Sweep } from "../../lib/profiling";
-
-/** How the provider logs in to the router host to measure from there (the key and password travel apart, as secrets). */
-export interface RouterLogin {
-  alias: string;
-  host: string;
-  port: number;
-  user: string;
-  /** The key discovery verified for the router host: every login is pinned to it. */
-  hostKey: string;
-  connectTimeoutS: number;
-  jump?: { alias: string; host: string; port: number; user: string; hostKey?: string };
-}
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /** What one engine's profile is measured against, and how to reach the engine (plain inside provider calls). */
 export interface ProfileInputs {
@@ -33,8 +22,11 @@ export interface ProfileInputs {
   maxNumSeqs?: number;
   /** Secret: sent as `Authorization: Bearer`; changing it alone updates in place. */
   apiKey?: string;
-  /** Measure from the router host through an SSH tunnel; absent = from this machine. */
-  via?: RouterLogin;
+  /**
+   * Measure from the router host through an SSH tunnel, pinned to the key discovery verified for it (the
+   * key and password travel apart, as secrets); absent = from this machine.
+   */
+  via?: StoredLogin;
   viaPrivateKey?: string;
   viaPassword?: string;
   /** Timeout of one probe (health, tokenize, metrics), and of one completion or decode cohort, seconds. */

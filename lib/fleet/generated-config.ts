@@ -1,7 +1,7 @@
 import type { FleetSpec } from "../config";
 import type { LaunchPlan } from "../launch/plan";
 import { envFile } from "../shell";
-import type { HostLogin } from "./host-plan";
+import type { HostLogin } from "../ssh/login";
 
 /**
  * The configuration the runbook's Gate A writes (`config/` in a management checkout), rendered from

@@ -1,19 +1,10 @@
 import type { FleetSpec, HostSpec } from "../config";
 import { parseDestination } from "../config/formats";
 import { resolveSshAlias, type SshConfig } from "../ssh/ssh-config";
+import type { HostLogin } from "../ssh/login";
 import type { PlannedPort } from "../discovery/listeners";
 import type { RuntimeProbeSpec } from "../discovery/probe";
 import { sha256Json } from "../digest";
-
-/** How to reach a host: its login, and the bastion to hop through if any. */
-export interface HostLogin {
-  readonly host: string;
-  readonly port: number;
-  readonly user: string;
-  /** An IdentityFile named by the operator's ssh_config, used when no key secret is configured. */
-  readonly identityFile?: string;
-  readonly jump?: { alias: string; host: string; port: number; user: string; pinnedHostKey?: string };
-}
 
 function address(destination: string, withPort: boolean): { user?: string; host: string; port?: number } {
   const parsed = parseDestination(destination, withPort);
@@ -24,7 +15,8 @@ function address(destination: string, withPort: boolean): { user?: string; host:
 /**
  * Resolves a host's destination the way `ssh` would: an ssh_config alias gives HostName, User, Port,
  * IdentityFile and ProxyJump; explicit config keys win over it. `hosts[].jump` names another host's
- * alias (its own key pin applies) or a `user@host[:port]` destination.
+ * alias (its own key pin applies) or a `user@host[:port]` destination. The login pins the config's
+ * `hostKey` and carries no credentials: they are secrets the caller adds.
  */
 export function resolveLogin(spec: FleetSpec, host: HostSpec, sshConfig: SshConfig | undefined): HostLogin {
   const dest = address(host.destination, false);
@@ -35,18 +27,22 @@ export function resolveLogin(spec: FleetSpec, host: HostSpec, sshConfig: SshConf
     const other = spec.hosts.find((h) => h.alias === jumpRef);
     if (other) {
       const via = resolveLogin(spec, other, sshConfig);
-      jump = { alias: other.alias, host: via.host, port: via.port, user: via.user, pinnedHostKey: other.hostKey };
+      jump = { alias: other.alias, host: via.host, port: via.port, user: via.user, hostKey: other.hostKey, connectTimeoutS: spec.ssh.connectTimeoutS };
     } else {
       const j = address(jumpRef, true);
-      jump = { alias: `jump ${jumpRef}`, host: j.host, port: j.port ?? 22, user: j.user ?? host.user };
+      jump = { alias: `jump ${jumpRef}`, host: j.host, port: j.port ?? 22, user: j.user ?? host.user, connectTimeoutS: spec.ssh.connectTimeoutS };
     }
   }
   const explicitUser = host.destination.includes("@") || host.user !== "root";
   return {
+    alias: host.alias,
     host: alias?.hostName ?? dest.host,
     port: host.port !== 22 ? host.port : (alias?.port ?? host.port),
     user: explicitUser ? host.user : (alias?.user ?? host.user),
+    ...(host.hostKey ? { hostKey: host.hostKey } : {}),
     identityFile: alias?.identityFile,
+    connectTimeoutS: spec.ssh.connectTimeoutS,
+    maxSessions: spec.ssh.maxSessionsPerHost,
     jump,
   };
 }

@@ -4,26 +4,7 @@ import { HostKey, hostKeyFromBlob, hostKeyMismatchMessage, parseHostKeyLine } fr
 import { LoginProgress } from "./login-progress";
 import { configuredHost } from "./configured-hosts";
 import { connectionLostMessage, loginClosedMessage, loginFailedMessage, loginTimeoutMessage } from "./messages";
-
-/** Where and how to log in; credentials are plain here because this runs inside a provider method. */
-export interface SshTarget {
-  /** The host's alias in the fleet config: every error names it. */
-  readonly alias: string;
-  readonly host: string;
-  readonly port: number;
-  readonly user: string;
-  readonly privateKey?: string;
-  readonly password?: string;
-  readonly agentSocket?: string;
-  /** The pinned host key line; when absent the key is accepted only if `allowFirstContact` is true. */
-  readonly hostKey?: string;
-  readonly allowFirstContact: boolean;
-  readonly connectTimeoutS: number;
-  /** A bastion to hop through (ssh's ProxyJump); its own key is verified the same way. */
-  readonly jump?: SshTarget;
-  /** Commands running on this host at once from this process (ssh.maxSessionsPerHost); others wait. */
-  readonly maxSessions?: number;
-}
+import type { SshTarget } from "./login";
 
 /**
  * Every dynamic-provider call of one `pulumi up` runs in the same provider process, so what is kept

@@ -322,9 +322,12 @@ describe("mocks: engine runtime backends", () => {
 
     it("refuses a host or bastion without a pinned key", () => {
       expect(() => dockerHost.dockerLogin("b", { host: "198.18.0.12", port: 22, user: "ops" })).to.throw(
-        "docker backend, host b: the connection has no pinned host key; the docker provider's ssh is only ever run with StrictHostKeyChecking=yes",
+        "host b: no pinned host key, and the docker provider's ssh is only ever run with StrictHostKeyChecking=yes; pin hosts[].hostKey and run again.",
       );
-      expect(() => dockerHost.dockerLogin("b", { host: "h", hostKey: HOST_KEY, proxy: { host: "j" } })).to.throw("the bastion j has no pinned host key");
+      expect(() => dockerHost.dockerLogin("b", { host: "h", hostKey: HOST_KEY, proxy: { host: "j" } })).to.throw(
+        "host b: its bastion b-jump (root@j:22) has no pinned host key, and the docker provider's ssh is only ever run with StrictHostKeyChecking=yes; " +
+          "make the bastion a host of the fleet with hosts[].hostKey pinned and run again.",
+      );
       expect(dockerHost.dockerHostUrl({ host: "fd00::5", port: 22, user: "root", hostKey: HOST_KEY })).to.equal("ssh://root@[fd00::5]:22");
     });
 

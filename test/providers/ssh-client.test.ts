@@ -1,7 +1,8 @@
 import { expect } from "chai";
 import * as fs from "node:fs";
 import * as net from "node:net";
-import { SshError, SshSession, SshTarget, withSsh } from "../../lib/ssh/client";
+import { SshError, SshSession, withSsh } from "../../lib/ssh/client";
+import type { SshTarget } from "../../lib/ssh/login";
 import { simUp, spawnInHost } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 
