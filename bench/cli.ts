@@ -54,7 +54,7 @@ const HOST_STATE_DIR = "/var/lib/narwhal-fleet";
 const PROGRAM_LOAD_RUNS = 5;
 
 /** SSH logins a simulated host's sshd has accepted so far. */
-const acceptedLogins = (alias: string): number => (fs.readFileSync(hostPaths(alias).sshdLog, "utf8").match(/^Accepted /gm) ?? []).length;
+const acceptedLogins = (alias: string): number => (fs.readFileSync(hostPaths(alias).sshdLog, "utf8").match(/^Accepted \S+ for /gm) ?? []).length;
 
 const log = (msg: string) => process.stderr.write(`[bench:cli ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import { SshError, SshSession, withSsh } from "../../lib/ssh/client";
-import type { SshTarget } from "../../lib/ssh/login";
+import { OPERATE, sshTarget, type SshTarget } from "../../lib/ssh/login";
 import { simUp, spawnInHost } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 
@@ -164,6 +164,22 @@ describe("providers: SSH sessions per host", function () {
     // A later session of the same operation reuses the kept login.
     await withSsh(base, (s) => s.run("true", { timeoutS: 10, name: "again" }));
     expect(SshSession.loginsMade() - before).to.equal(1);
+  });
+
+  it("shares one login between discovery and every later use of a pinned host", async () => {
+    // Discovery may learn a key (ssh.allowFirstContact) and later logins may not; once the key is pinned both
+    // are the same login, and a refresh that reads discovery and fabric edges on one host logs in once.
+    const { hosts } = await simUp({});
+    const h = hosts[2]!;
+    const { allowFirstContact: _afc, ...login } = target(h);
+    const connections: unknown[] = [];
+    for (const purpose of [{ kind: "discover", allowFirstContact: true } as const, OPERATE]) {
+      await withSsh(sshTarget(login, purpose), async (s) => {
+        connections.push(s.pooled);
+        await s.run("true", { timeoutS: 10, name: purpose.kind });
+      });
+    }
+    expect(connections[1], "the later use's connection").to.equal(connections[0]);
   });
 
   it("logs in afresh when the kept connection dropped", async () => {
