@@ -43,6 +43,7 @@ export class HostDiscovery extends pulumi.dynamic.Resource {
       factsDigest: undefined,
       evidence: undefined,
       observedAt: undefined,
+      measuredHostKey: undefined,
       claim: undefined,
     };
     super(
