@@ -20,6 +20,7 @@ import type { HostDiscovery } from "../dynamic-providers/host-discovery/resource
 import type { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
 import type { Engine } from "./engine";
 import { lastJsonLine } from "./runtime/stdout";
+import { startKeyOf } from "./runtime/start-key";
 
 /** What attestation needs of each physical host: the connection its engines were started over, and its discovery. */
 export interface AttestationHost {
@@ -132,14 +133,15 @@ export class AttestationMesh extends pulumi.ComponentResource {
       stopTimeoutS: spec.runtime.deadlinesS.stop,
       ...(engine.runbookRun !== undefined ? { takeoverRun: engine.runbookRun } : {}),
     }));
+    // A new document (a new generation, plan or layout), endpoint or command is a new sidecar; anything else re-runs the idempotent start.
+    const triggers = [digest, sidecarOptions.apply((o) => o.endpoint.url), spec.attestation.command];
     const sidecar = new command.remote.Command(
       `${name}-sidecar`,
       {
         connection: host.connection,
         create: sidecarOptions.apply(sidecarStartScript),
         delete: sidecarOptions.apply(sidecarStopScript),
-        // A new document (a new generation, plan or layout), endpoint or command is a new sidecar; anything else re-runs the idempotent start.
-        triggers: [digest, sidecarOptions.apply((o) => o.endpoint.url), spec.attestation.command],
+        triggers,
         addPreviousOutputInEnv: false,
         logging: "stderr",
       },
@@ -163,6 +165,7 @@ export class AttestationMesh extends pulumi.ComponentResource {
         planSha256: engine.plan.planSha256,
         cacheLayoutDigest: engine.cache.cacheLayoutDigest,
         sidecar: started,
+        sidecarStartKey: startKeyOf(triggers),
         probeTimeoutS: spec.attestation.startTimeoutS,
         stack,
       },

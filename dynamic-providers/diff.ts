@@ -24,3 +24,20 @@ export function diffInputs<T extends object>(
   const updates = updatable.filter((k) => differs(olds[k], news[k]));
   return { changes: replaces.length + updates.length > 0, replaces, deleteBeforeReplace: false };
 }
+
+const hasUnknown = (v: unknown): boolean => v === UNKNOWN || (typeof v === "object" && v !== null && Object.values(v).some(hasUnknown));
+
+/**
+ * `news` with the values a remote command printed (`printed`) taken from `olds` while a preview cannot know
+ * them and the command is not replaced: its `startKey` input (../components/runtime/start-key.ts) is known
+ * and the one the old values were printed under. Such a command only runs its start again, which adopts
+ * the process it started and prints the same identity, so announcing a change would forecast a
+ * re-measurement that `up` never makes; `up` diffs again with what the command printed.
+ */
+export function heldWhileStartStands<T extends object>(olds: T, news: T, printed: ReadonlyArray<keyof T & string>, startKey: keyof T & string): T {
+  const key = news[startKey];
+  if (typeof key !== "string" || key === UNKNOWN || key !== olds[startKey]) return news;
+  const held = { ...news };
+  for (const k of printed) if (hasUnknown(news[k])) held[k] = olds[k];
+  return held;
+}

@@ -5,6 +5,7 @@ import { startScript, stopScript, type RunbookTakeover } from "../../lib/runtime
 import { nativeRestartScript } from "../../lib/runtime/restart";
 import { envFile } from "../../lib/shell";
 import { lastJsonLine } from "./stdout";
+import { startKeyOf } from "./start-key";
 import { runbookOutcome, runbookSurvey } from "./runbook";
 import type { EngineProcess, NativeProcessArgs, RunbookAdoption } from "./types";
 
@@ -25,6 +26,7 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
   const surveyed = run === undefined ? undefined : runbookSurvey(name, args, run, parent);
   const decision = surveyed?.decision;
   const takeover = decision ? decision.apply((d) => takeoverOf(d, run!)) : pulumi.output(undefined);
+  const triggers = [args.plan.planSha256, args.runtimeVersion, args.restartEpoch];
   const process = new command.remote.Command(
     `${name}-process`,
     {
@@ -32,7 +34,7 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
       create: pulumi.all([args.plan, takeover]).apply(([p, t]) => startScript(p, { ...runtime, runbook: t })),
       delete: args.plan.apply((p) => stopScript(p, runtime)),
       stdin: pulumi.secret(pulumi.output(args.engineApiKey).apply((key) => envFile({ VLLM_API_KEY: key }))),
-      triggers: [args.plan.planSha256, args.runtimeVersion, args.restartEpoch],
+      triggers,
       // Neither script reads the previous output, and most sshd configs refuse extra variables.
       addPreviousOutputInEnv: false,
       logging: "stderr",
@@ -46,6 +48,7 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
     startedAt: started.startedAt,
     restartScript: args.plan.apply((p) => nativeRestartScript(p, args.runDir, { stop: args.stopTimeoutS, health: args.healthTimeoutS })),
     resources: [process],
+    startKey: startKeyOf(triggers),
     adopted: started.apply((s) => s.adopted),
     ...(decision ? { runbook: decision.apply(runbookOutcome) } : {}),
     ...(surveyed ? { runbookAttestation: surveyed.attestation } : {}),

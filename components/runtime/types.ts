@@ -27,6 +27,8 @@ export interface EngineProcess {
   restartScript: pulumi.Output<string>;
   /** Everything the backend registered that later steps must wait for (`dependsOn`). */
   resources: pulumi.Resource[];
+  /** Where the start's command is one whose re-run adopts its process: the digest of what replaces it (./start-key.ts). */
+  startKey?: pulumi.Output<string>;
   /** When the engine has a runbook launch directory: what was done with the runbook's engine, and why. */
   runbook?: pulumi.Output<RunbookOutcome>;
   /** Set when the engine is the runbook launcher's process, kept running (lib/launch/runbook.ts). */

@@ -17,7 +17,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { AttestationError, checkAttestation, contractFingerprint, type SidecarAttestation } from "../../lib/attestation";
 import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
 import { processIdentityProblem, type Ask, type ProofSubject } from "../../lib/engine/generation";
-import { diffInputs } from "../diff";
+import { diffInputs, heldWhileStartStands } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
 import { withEngineHttp } from "../engine-generation/http";
 import type { AttestationInputs, AttestationObservation, AttestationOutputs, AttestationRecord } from "./types";
@@ -276,7 +276,8 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   },
 
   async diff(_id: string, olds: AttestationOutputs, news: AttestationInputs) {
-    const result = diffInputs<AttestationInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+    // A sidecar command that only runs again (a re-pinned host key) adopts this very sidecar (../diff.ts).
+    const result = diffInputs<AttestationInputs>(olds, heldWhileStartStands<AttestationInputs>(olds, news, ["sidecar"], "sidecarStartKey"), MEASURED_AGAINST, UPDATABLE);
     const moved = olds.observedAttestation !== undefined && olds.observedAttestation !== olds.attestationDigest;
     if (!moved) return result;
     return { changes: true, replaces: [...(result.replaces ?? []), ATTESTATION_MOVED], deleteBeforeReplace: false };

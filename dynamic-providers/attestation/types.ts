@@ -26,6 +26,8 @@ export interface AttestationInputs {
   cacheLayoutDigest: string;
   /** The sidecar process its remote command started: a restarted sidecar is a new attestation. */
   sidecar: { pid: number; startedAt: string };
+  /** The sidecar command's trigger digest (components/runtime/start-key.ts): while it stands, a preview holds `sidecar`. */
+  sidecarStartKey?: string;
   /** Bounded wait for the sidecar's `/health`, and the timeout of each request. */
   probeTimeoutS: number;
   /** When set, the attestation is written to runs/<stack>/evidence as an immutable record. */

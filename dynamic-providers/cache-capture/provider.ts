@@ -15,7 +15,7 @@ import { assembleCacheLayout, cacheConfigFrom, cacheLayoutDigest, type CacheLayo
 import { EngineError } from "../../lib/engine/errors";
 import { endpoint, expectOk, liveGeneration, processIdentityProblem, requireProvedGeneration, subjectName, type Ask, type ProofSubject } from "../../lib/engine/generation";
 import { ranksFromSimLayout } from "../../lib/engine/layout-sources";
-import { diffInputs } from "../diff";
+import { diffInputs, heldWhileStartStands } from "../diff";
 import { writeEvidence } from "../evidence";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
 import { hasUnknown } from "../engine-generation/check";
@@ -128,7 +128,8 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   },
 
   async diff(_id: string, olds: CacheCaptureOutputs, news: CacheCaptureInputs) {
-    return diffInputs<CacheCaptureInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+    // A start command that only runs again (a re-pinned host key) adopts this very process (../diff.ts).
+    return diffInputs<CacheCaptureInputs>(olds, heldWhileStartStands<CacheCaptureInputs>(olds, news, ["processIdentity"], "processStartKey"), MEASURED_AGAINST, UPDATABLE);
   },
 
   async update(_id: string, olds: CacheCaptureOutputs, news: CacheCaptureInputs) {

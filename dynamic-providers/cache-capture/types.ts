@@ -11,6 +11,8 @@ export interface CacheCaptureInputs {
   planSha256: string;
   /** The runtime identity the generation was proved with (needed to recompute the live digest). */
   processIdentity: ProcessIdentity;
+  /** The start command's trigger digest (components/runtime/start-key.ts): while it stands, a preview holds `processIdentity`. */
+  processStartKey?: string;
   /** From the launch plan: block size, TP, dtype and cache dtype the engine must run. */
   expected: CacheExpectations;
   /** Secret: sent as `Authorization: Bearer`. */

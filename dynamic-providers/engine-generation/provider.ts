@@ -14,7 +14,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject } from "../../lib/engine/generation";
-import { diffInputs } from "../diff";
+import { diffInputs, heldWhileStartStands } from "../diff";
 import { writeEvidence } from "../evidence";
 import { generationInputFailures, hasUnknown } from "./check";
 import { REFRESH_TIMEOUT_S, REQUEST_TIMEOUT_S, withEngineHttp } from "./http";
@@ -98,7 +98,9 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   },
 
   async diff(_id: string, olds: EngineGenerationOutputs, news: EngineGenerationInputs) {
-    const result = diffInputs<EngineGenerationInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+    // A start command that only runs again (a re-pinned host key) adopts this very process (../diff.ts).
+    const seen = heldWhileStartStands<EngineGenerationInputs>(olds, news, ["processIdentity", "adopted"], "processStartKey");
+    const result = diffInputs<EngineGenerationInputs>(olds, seen, MEASURED_AGAINST, UPDATABLE);
     const moved = olds.observedGeneration !== undefined && olds.observedGeneration !== olds.generationDigest;
     const peers = peerChange(olds, news.peers, isKnown);
     const replaces = [...(result.replaces ?? []), ...(moved ? [GENERATION_MOVED] : []), ...(peers === "replace" ? [PEERS_MOVED] : [])];

@@ -16,6 +16,8 @@ export interface EngineGenerationInputs {
   apiKey?: string;
   /** The runtime the engine was started as: {hostAlias, pid} (native) or {hostAlias, containerId} (container). */
   processIdentity: ProcessIdentity;
+  /** The start command's trigger digest (components/runtime/start-key.ts): while it stands, a preview holds `processIdentity`. */
+  processStartKey?: string;
   /** Bounded wait for `/health` before the proof. */
   probeTimeoutS: number;
   /** When set, the capture is also written to runs/<stack>/evidence as an immutable record. */

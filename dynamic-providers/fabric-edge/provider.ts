@@ -27,6 +27,7 @@ import { withMeasurementLock } from "./lock";
 import { digestsOf, measure, observe, withSessions, type Run, type Sides } from "./measure";
 import type { EdgeEndpoint, EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs, PathDigests } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
+import { withHostKeyOf } from "../../lib/ssh/host-key";
 
 /** What the figure was taken against: a change means the figure no longer describes the path. */
 const MEASURED_AGAINST = ["edgeId", "source", "destination", "transport", "rdma", "tool"] as const;
@@ -179,15 +180,17 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     // A budget is unknown only in a preview that re-captures an engine's cache; a restart usually keeps
     // the geometry, and `up` diffs again with the real figure, so "unknown" is not announced as a change.
     const budget = containsUnknown(news.requiredGbps) || containsUnknown(news.budget) ? { requiredGbps: olds.requiredGbps, budget: olds.budget } : {};
-    // Likewise what discovery found (host key, fabric address) is unknown whenever a host's discovery is
-    // re-taken, for any reason (a policy or checkpoint change). The path is then judged by what is known:
-    // the config's side of each end (alias, SSH host, interface, and the address it chooses, if it does)
-    // and, on refresh, this edge's own observation of both hosts; `up` diffs again with what was found.
+    // Likewise the fabric address discovery found is unknown whenever a host's discovery is re-taken, for
+    // any reason (a policy or checkpoint change). The path is then judged by what is known: the config's
+    // side of each end (alias, SSH host, interface, and the address it chooses, if it does) and, on
+    // refresh, this edge's own observation of both hosts; `up` diffs again with what was found. A host key
+    // is never a reason: it verifies the login, and the route is what the figure was taken over
+    // (lib/ssh/host-key.ts, withHostKeyOf).
     const known = (n: EdgeEndpoint | undefined, old: EdgeEndpoint | undefined): EdgeEndpoint | undefined => {
       if (!n || typeof n !== "object") return n;
       const { fabricAddressChoice: choice, ...rest } = n;
       const address = containsUnknown(n.fabricAddress) ? (typeof choice === "string" && !containsUnknown(choice) ? choice : old?.fabricAddress) : n.fabricAddress;
-      return { ...rest, hostKey: containsUnknown(n.hostKey) && old ? old.hostKey : n.hostKey, fabricAddress: address! };
+      return { ...withHostKeyOf(rest, old), fabricAddress: address! };
     };
     const result = diffInputs<FabricEdgeInputs>(
       { ...olds, source: known(olds.source, undefined)!, destination: known(olds.destination, undefined)! },

@@ -13,7 +13,7 @@ export interface EdgeEndpoint {
   fabricInterface: string;
   /** The config's choice among the interface's addresses, when it makes one. */
   fabricAddressChoice?: string;
-  /** The key discovery verified: names the machine, and every login to it is pinned to it. */
+  /** The key discovery verified: every login to the machine is pinned to it (a re-pinned key is no new path). */
   hostKey: string;
   /** The address discovery found on the interface: the server binds it (destination), the client binds it (source). */
   fabricAddress: string;

@@ -12,6 +12,7 @@ import { randomBytes } from "node:crypto";
 import { SshSession } from "../../lib/ssh/client";
 import { sshTarget, type SshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
+import { pinAgrees } from "../../lib/ssh/host-key";
 import { blockingProblems, parseProbe, probeCommand, ProbeOptions } from "../../lib/discovery/probe";
 import { chooseFabricAddress } from "../../lib/discovery/fabric-address";
 import { CheckpointManifest, hashCheckpointRemote } from "../../lib/checkpoint";
@@ -24,9 +25,13 @@ import type { FacetDigests, HostDiscoveryFacts, HostDiscoveryInputs, HostDiscove
 import { withEvidenceIntegrity } from "../integrity";
 import { claimScript, cleanupScript, stackFolder } from "../../lib/fleet/host-cleanup";
 
-/** Inputs whose change means the old observation no longer describes what the engines will use. */
+/**
+ * Inputs whose change means the old observation no longer describes what the engines will use. The pinned
+ * host key is not one of them (see `diff`): a key says which login to trust, and a re-keyed host with the
+ * same name, hardware, fabric, model, runtime and files is the host that was measured.
+ */
 const MEASURED_AGAINST = [
-  "host", "port", "user", "pinnedHostKey", "fabricInterface",
+  "host", "port", "user", "fabricInterface",
   "modelDir", "runtimeRef", "devicePaths", "policyDigest",
 ] as const;
 /** Inputs that only change how we log in or what the next launch must avoid. */
@@ -34,11 +39,13 @@ const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "conne
 const CHECKPOINT_TIMEOUT_S = 1800;
 
 /**
- * Discovery is the login that may learn the host's key (ssh.allowFirstContact); a read logs in to the
- * key it recorded. The inputs keep the names stacks have always stored (`pinnedHostKey`).
+ * Discovery is the login that may learn the host's key (ssh.allowFirstContact). A key this discovery recorded
+ * (verified at its last login) outranks the pin it was created with. The inputs keep the names stacks have
+ * always stored (`pinnedHostKey`).
  */
 function target(i: HostDiscoveryInputs, recordedHostKey?: string): SshTarget {
-  return sshTarget(readLogin(i, { hostKey: recordedHostKey, privateKey: i.privateKey, password: i.password }), { kind: "discover", allowFirstContact: i.allowFirstContact });
+  const login = readLogin(i, { privateKey: i.privateKey, password: i.password });
+  return sshTarget(recordedHostKey ? { ...login, hostKey: recordedHostKey } : login, { kind: "discover", allowFirstContact: i.allowFirstContact });
 }
 
 function facetsOf(f: HostDiscoveryFacts): FacetDigests {
@@ -159,8 +166,13 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     const readdressed = news.fabricAddressChoice !== undefined && news.fabricAddressChoice !== olds.fabricAddress ? ["fabricAddressChoice"] : [];
     // A refresh that saw the host change: the facets that moved are the reasons to re-measure.
     const moved = (Object.keys(olds.measured ?? {}) as Array<keyof FacetDigests>).filter((k) => olds.observed?.[k] !== olds.measured[k]);
-    const replaces = [...(result.replaces ?? []), ...readdressed, ...moved];
-    return { changes: result.changes || readdressed.length > 0 || moved.length > 0, replaces, deleteBeforeReplace: false };
+    // A pin is measured against only while no login has shown the host presenting it: after a refresh
+    // logged in with it (and `read` recorded it), the observation above already says whether this is the
+    // host that was measured. Without such a refresh (the key pinned where a refresh does not look, such
+    // as an ESC environment), nothing has seen the host under the new key, so it is discovered again.
+    const repinned = news.pinnedHostKey !== undefined && !pinAgrees(news.pinnedHostKey, olds.hostKey) ? ["pinnedHostKey"] : [];
+    const replaces = [...(result.replaces ?? []), ...repinned, ...readdressed, ...moved];
+    return { changes: result.changes || replaces.length > 0, replaces, deleteBeforeReplace: false };
   },
 
   async update(_id: string, olds: HostDiscoveryOutputs, news: HostDiscoveryInputs) {
@@ -169,12 +181,20 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   },
 
   async read(id: string, props: HostDiscoveryOutputs) {
-    // The key recorded at first contact is checked again, so a changed key fails here with both fingerprints.
+    // The recorded key is checked again, so a changed key fails here with both fingerprints, unless the
+    // operator has pinned the new one in the stack's config (the login prefers that pin).
     const seen = await observe(props, { recordedHostKey: props.hostKey, previous: props.checkpoint, preLaunch: false, recordedFabricAddress: props.fabricAddress });
-    const observed = facetsOf(seen.facts);
+    // A login only succeeds with the recorded key or the operator's pin, so a new key here is one the
+    // operator vouched for: it names the same host, and the identity facet stays what was measured while
+    // the hostname does (a rotated key on the same host and hardware invalidates no measurement). The key
+    // the facets were measured with is kept beside the new one, so later refreshes compare against it.
+    const measuredHostKey = props.measuredHostKey ?? props.hostKey;
+    const observed = facetsOf({ ...seen.facts, hostKey: measuredHostKey });
     // The recorded measurement is never rewritten; only fingerprints of unchanged files are refreshed.
     const checkpoint = observed.checkpoint === props.measured.checkpoint ? seen.facts.checkpoint : props.checkpoint;
-    return { id, props: { ...props, checkpoint, observed } };
+    const { measuredHostKey: _held, ...rest } = props;
+    const key = { hostKey: seen.facts.hostKey, hostKeyFingerprint: seen.facts.hostKeyFingerprint, ...(seen.facts.hostKey === measuredHostKey ? {} : { measuredHostKey }) };
+    return { id, props: { ...rest, checkpoint, observed, ...key } };
   },
 
   async delete(_id: string, props: HostDiscoveryOutputs) {

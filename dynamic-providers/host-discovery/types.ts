@@ -79,6 +79,11 @@ export type HostDiscoveryOutputs = HostDiscoveryInputs &
     factsDigest: string;
     evidence: { relativePath: string; digest: string };
     observedAt: string;
+    /**
+     * The key the facets were measured under, kept once a refresh logged in with a newer key the operator
+     * pinned (then `hostKey` is that newer key, which every later login uses).
+     */
+    measuredHostKey?: string;
     /** The token this discovery wrote into the stack's folder on the host; its delete removes the folder while it still holds. */
     claim?: string;
   };

@@ -26,6 +26,7 @@ import { recordCheck } from "./record";
 import { runImageCheck, type CheckOutcome } from "./run";
 import type { ImageCheckInputs, ImageCheckOutputs } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
+import { withHostKeyOf } from "../../lib/ssh/host-key";
 
 function specOf(i: ImageCheckInputs): ImageCheckSpec {
   return { engineId: i.engineId, hostAlias: i.hostAlias, plan: i.plan, runtime: i.runtime, modelDir: i.modelDir, pins: i.pins, dsRequired: i.dsRequired, deadlines: i.deadlines };
@@ -113,7 +114,8 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   },
 
   async diff(_id: string, olds: ImageCheckOutputs, news: ImageCheckInputs) {
-    return diffInputs<ImageCheckInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+    // A re-pinned host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
+    return diffInputs<ImageCheckInputs>(olds, { ...news, login: withHostKeyOf(news.login, olds.login) }, MEASURED_AGAINST, UPDATABLE);
   },
 
   async update(_id: string, olds: ImageCheckOutputs, news: ImageCheckInputs) {

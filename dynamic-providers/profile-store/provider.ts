@@ -16,6 +16,7 @@ import { documentBytes, idsProblem, localTarget, ProfileError, publishStore, row
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
+import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { canonicalJson } from "../../lib/digest";
 import { diffInputs } from "../diff";
 import { hasUnknown } from "../engine-generation/check";
@@ -87,7 +88,8 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     return { id: `profiles-${outs.storeDigest.slice(7, 19)}`, outs };
   },
   async diff(_id: string, olds: ProfileStoreOutputs, news: ProfileStoreInputs) {
-    return diffInputs<ProfileStoreInputs>(olds, news, [], UPDATABLE);
+    // A re-pinned router host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
+    return diffInputs<ProfileStoreInputs>(olds, { ...news, router: withHostKeyOf(news.router, olds.router) }, [], UPDATABLE);
   },
   async update(_id: string, _olds: ProfileStoreOutputs, news: ProfileStoreInputs) {
     return { outs: await writeStore(news) };

@@ -20,6 +20,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
+import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
 import {
   adoptionFor,
@@ -370,7 +371,9 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
   async diff(_id: string, olds: ProfileOutputs, news: ProfileInputs) {
     // State written before the limits were inputs was held to the defaults: absent is the default, not a change.
     const held = { ...olds, fitLimits: olds.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: olds.fitAttempts ?? DEFAULT_FIT_ATTEMPTS };
-    const d = diffInputs<ProfileInputs>(held, { ...news, fitLimits: news.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: news.fitAttempts ?? DEFAULT_FIT_ATTEMPTS }, MEASURED_AGAINST, UPDATABLE);
+    // A re-pinned router host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
+    const via = news.via === undefined ? {} : { via: withHostKeyOf(news.via, olds.via) };
+    const d = diffInputs<ProfileInputs>(held, { ...news, ...via, fitLimits: news.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: news.fitAttempts ?? DEFAULT_FIT_ATTEMPTS }, MEASURED_AGAINST, UPDATABLE);
     return limitsReplace(olds, news) ? { ...d, changes: true, replaces: [...(d.replaces ?? []), "fitLimits"] } : d;
   },
 

@@ -44,3 +44,30 @@ export function hostKeyMismatchMessage(alias: string, pinned: string, presented:
     `then pulumi preview --refresh and pulumi up --refresh.`
   );
 }
+
+/**
+ * Whether the key pinned in config is the key a record holds, compared as keys (a pin may carry a comment).
+ * A pin that does not parse never agrees, so it is taken as a new key.
+ */
+export function pinAgrees(pinned: string, recorded: string | undefined): boolean {
+  if (recorded === undefined) return false;
+  try {
+    return parseHostKeyLine(pinned).line === parseHostKeyLine(recorded).line;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A login as a diff should see it: with the host key the old state holds. A host key says how a login is
+ * verified, never what a measurement was taken against; a host's key only changes once the operator pins the
+ * new one, and every login prefers that pin (./configured-hosts.ts), so carrying it into a resource's inputs
+ * would only make a preview announce a change (and, while the key is unknown, re-derive outputs) that
+ * measures nothing. The key reaches the state with the next step that changes the resource for a reason.
+ */
+export function withHostKeyOf<L>(login: L, old: unknown): L {
+  if (typeof login !== "object" || login === null || typeof old !== "object" || old === null) return login;
+  const held = (old as { hostKey?: unknown }).hostKey;
+  const { hostKey: _new, ...rest } = login as L & { hostKey?: unknown };
+  return (held === undefined ? rest : { ...rest, hostKey: held }) as L;
+}
