@@ -256,9 +256,11 @@ echo "$cid"`], { input: text });
 
   it("destroy without retainOnDestroy leaves nothing of the stack on the docker host: files, containers, volumes, networks, listeners", async function () {
     this.timeout(360_000);
-    // The cases above kept the stack's folder on purpose; an operator's destroy removes it by default.
-    await stack.setConfig("narwhal-fleet:hosts[0].retainOnDestroy", { value: "false" }, true);
+    // From nothing, whatever the cases above left; they kept the stack's folder on purpose, and an
+    // operator's destroy removes it by default.
+    await stack.destroy(quiet);
     await runInHost(HOST, ["rm", "-rf", `/var/lib/narwhal-fleet/${STACK}`]);
+    await stack.setConfig("narwhal-fleet:hosts[0].retainOnDestroy", { value: "false" }, true);
     const filesBefore = await hostFiles(HOST, STACK);
     const daemonBefore = await daemonObjects();
     const listenersBefore = await hostListeners(HOST);
