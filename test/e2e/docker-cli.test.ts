@@ -269,6 +269,9 @@ echo "$cid"`], { input: text });
     await stack.up(quiet);
     expect(await hostFiles(HOST, STACK), "the stack's folder while it is deployed").to.include(STACK);
     expect((await daemonObjects()).filter((o) => o.startsWith("container ") && o.includes(STACK)), "the stack's containers while it is deployed").to.have.length(ENGINES.length);
+    // The image declares a volume (sim/image/build.ts): docker made one for each engine's container.
+    const volumes = (await daemonObjects()).filter((o) => o.startsWith("volume ") && !daemonBefore.includes(o));
+    expect(volumes, "anonymous volumes of the stack's containers").to.have.length(ENGINES.length);
     const serving = await hostListeners(HOST);
     for (const e of ENGINES) expect(onPorts(serving, [e.port]), `${e.id}'s listener while it is deployed`).to.have.length.greaterThan(0);
 
