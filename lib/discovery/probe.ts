@@ -170,10 +170,10 @@ runtime_docker() {
   [ -n "$_k_id" ] || return 0
   # A short-lived container of exactly that image ID reads its package metadata and exits.
   capture runtime_packages 180 "$_k_docker" run --rm --pull never --network none --name "$3" --entrypoint python3 "$_k_id" -m pip list --format json --disable-pip-version-check
-  if [ "$_rc" -eq 124 ]; then "$_k_docker" rm -f "$3" >/dev/null 2>&1 </dev/null; fi
+  if [ "$_rc" -eq 124 ]; then "$_k_docker" rm -f -v "$3" >/dev/null 2>&1 </dev/null; fi
   if [ "$_rc" -ne 0 ]; then
     capture runtime_packages_meta 120 "$_k_docker" run --rm --pull never --network none --name "$3" --entrypoint python3 "$_k_id" -c "$PYMETA"
-    if [ "$_rc" -eq 124 ]; then "$_k_docker" rm -f "$3" >/dev/null 2>&1 </dev/null; fi
+    if [ "$_rc" -eq 124 ]; then "$_k_docker" rm -f -v "$3" >/dev/null 2>&1 </dev/null; fi
   fi
 }
 

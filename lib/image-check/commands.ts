@@ -90,7 +90,7 @@ export function dockerCheckStep(spec: DockerCheckSpec, prepared: PreparedRequest
 
 /** Docker: removes the check container after a timeout, so nothing it started outlives the check. */
 export function dockerRemoveStep(spec: DockerCheckSpec, containerName: string): CheckStep {
-  const argv = [spec.runtime.dockerCommand, "rm", "-f", containerName];
+  const argv = [spec.runtime.dockerCommand, "rm", "-f", "-v", containerName];
   return { name: "check container removal", command: bounded(spec.deadlines.inspectS, argv), timeoutS: spec.deadlines.inspectS + SSH_GRACE_S, logArgv: argv };
 }
 

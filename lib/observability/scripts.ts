@@ -130,17 +130,22 @@ if [ "$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "narwhal.co
   printf '{"container":"%s"}\\n' "$(docker inspect -f '{{.Id}}' ${name})"
   exit 0
 fi
-docker rm -f ${name} >/dev/null 2>&1 || true
+docker rm -f -v ${name} >/dev/null 2>&1 || true
 ${refuseTakenPortLines(prometheusPort(o))}
 mkdir -p "$dir/data" && chmod 777 "$dir/data"
 docker run -d --name ${name} --network host --restart unless-stopped --label ${shq(`narwhal.config-digest=${o.configDigest}`)} -v "$dir:$dir" ${shq(o.image)} ${shellLine(prometheusArgs(o, `${o.dir}/data`))} > /dev/null
-${readyWait(ready, what, o.startTimeoutS, `[ "$(docker inspect -f '{{.State.Running}}' ${name} 2>/dev/null)" = true ]`, `docker logs --tail 20 ${name} >&2 2>&1 || true`, `docker rm -f ${name} >/dev/null 2>&1 || true`)}
+${readyWait(ready, what, o.startTimeoutS, `[ "$(docker inspect -f '{{.State.Running}}' ${name} 2>/dev/null)" = true ]`, `docker logs --tail 20 ${name} >&2 2>&1 || true`, `docker rm -f -v ${name} >/dev/null 2>&1 || true`)}
 printf '{"container":"%s"}\\n' "$(docker inspect -f '{{.Id}}' ${name})"
 `;
 }
 
+/**
+ * The container runtime removes its containers with `rm -v`: the Prometheus and Grafana images declare
+ * VOLUMEs, and plain `rm` would leave an anonymous volume on the host at every restart and destroy.
+ * What the stack keeps is bind-mounted from its folder; an anonymous volume is the container's own.
+ */
 export function prometheusStopScript(o: Pick<PrometheusRunOptions, "runtime" | "dir" | "containerName" | "stopTimeoutS">): string {
-  if (o.runtime === "container") return `docker rm -f ${shq(o.containerName)} >/dev/null 2>&1 || true\n`;
+  if (o.runtime === "container") return `docker rm -f -v ${shq(o.containerName)} >/dev/null 2>&1 || true\n`;
   return stopByPidFileScript(o.dir, o.stopTimeoutS, ["pid", "config.digest", "started"]);
 }
 
@@ -193,16 +198,16 @@ if [ "$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "narwhal.co
   printf '{"container":"%s"}\\n' "$(docker inspect -f '{{.Id}}' ${name})"
   exit 0
 fi
-docker rm -f ${name} >/dev/null 2>&1 || true
+docker rm -f -v ${name} >/dev/null 2>&1 || true
 ${refuseTakenPortLines(grafanaPort(o))}
 docker run -d --name ${name} --network host --restart unless-stopped --label ${shq(`narwhal.config-digest=${o.configDigest}`)} --env-file "$dir/grafana.env" -e GF_SERVER_HTTP_PORT=${o.port} -e GF_AUTH_ANONYMOUS_ENABLED=true -e GF_AUTH_ANONYMOUS_ORG_ROLE=Viewer -v "$dir/provisioning:/etc/grafana/provisioning:ro" -v "$dir/dashboards:$dir/dashboards:ro" ${shq(o.image)} > /dev/null
-${readyWait(health, "grafana", o.startTimeoutS, `[ "$(docker inspect -f '{{.State.Running}}' ${name} 2>/dev/null)" = true ]`, `docker logs --tail 20 ${name} >&2 2>&1 || true`, `docker rm -f ${name} >/dev/null 2>&1 || true`)}
+${readyWait(health, "grafana", o.startTimeoutS, `[ "$(docker inspect -f '{{.State.Running}}' ${name} 2>/dev/null)" = true ]`, `docker logs --tail 20 ${name} >&2 2>&1 || true`, `docker rm -f -v ${name} >/dev/null 2>&1 || true`)}
 printf '{"container":"%s"}\\n' "$(docker inspect -f '{{.Id}}' ${name})"
 `;
 }
 
 export function grafanaStopScript(o: Pick<GrafanaRunOptions, "dir" | "containerName">): string {
-  return `docker rm -f ${shq(o.containerName)} >/dev/null 2>&1 || true
+  return `docker rm -f -v ${shq(o.containerName)} >/dev/null 2>&1 || true
 rm -f ${shq(`${o.dir}/grafana.env`)}
 `;
 }

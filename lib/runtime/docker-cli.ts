@@ -19,7 +19,8 @@ import { containerSpec, ContainerRuntimeOptions, ContainerSpec, isImageId, LABEL
  *   - a start that fails or is interrupted (deadline, health timeout, INT/TERM/HUP) removes the containers
  *     of its own launch token before it exits, so it never touches another attempt's container; whatever
  *     the daemon finishes creating after that is removed by the next start, stop or reconcile;
- *   - stop removes every container of this engine (by label), then the private env file.
+ *   - stop removes every container of this engine (by label) with its anonymous volumes, then the private
+ *     env file.
  * The container name `narwhal-<stack>-<engine>` is unique on the daemon, so even two concurrent starts
  * cannot run the engine twice: the second `docker run` is refused.
  *
@@ -140,9 +141,10 @@ dk() {
 }
 dk_inspect() { dk_w=$1; shift; dk 'runtime.deadlinesS.inspect' ${d.inspect} "$dk_w" "$@"; }
 # Removes one container: docker stop -t <stop deadline>, then docker rm. Succeeds when it is already gone.
+# rm -v takes the anonymous volumes docker made for the image's declared VOLUMEs along; named ones stay.
 remove_container() {
   dk 'runtime.deadlinesS.stop ${d.stop}s grace + runtime.deadlinesS.inspect ${d.inspect}s' ${stopClient} "stop $1" stop -t ${d.stop} "$1" >/dev/null 2>&1 || true
-  if ! dk 'runtime.deadlinesS.stop' ${d.stop} "rm $1" rm -f "$1" >/dev/null; then
+  if ! dk 'runtime.deadlinesS.stop' ${d.stop} "rm $1" rm -f -v "$1" >/dev/null; then
     rc_left=$(dk_inspect "ps (is $1 gone?)" ps -aq --no-trunc --filter "id=$1") || return 1
     [ -z "$rc_left" ] || return 1
   fi

@@ -14,7 +14,8 @@
  *                                        image's Python (package list, image check, /health probe)
  *   /usr/local/bin/python3               a Node script running it
  * with `ENTRYPOINT ["/usr/local/bin/vllm", "serve"]`, the vLLM image's own entrypoint, so that
- * `docker run <image> <model> [flags]` behaves like `vllm serve <model> [flags]`.
+ * `docker run <image> <model> [flags]` behaves like `vllm serve <model> [flags]`, and a declared volume
+ * at {@link ENGINE_VOLUME}.
  *
  * Idempotent: the tag `narwhal-sim/engine:<first 16 hex of the inputs' sha256>` names the inputs (the
  * Node binary, libraries, sources, zod, this file); when it exists the build is skipped and the existing
@@ -111,6 +112,9 @@ function collect(): RootFiles {
   return files;
 }
 
+/** The image's declared volume: each container of it gets an anonymous volume there. */
+export const ENGINE_VOLUME = "/var/cache/engine";
+
 function inputsDigest(files: RootFiles, changes: string[]): string {
   const h = createHash("sha256");
   h.update(readFileSync(__filename));
@@ -172,6 +176,9 @@ export function buildSimImage(opts: BuildOptions = {}): SimImage {
       "ENV PATH=/usr/local/bin:/usr/bin:/bin",
       ...scaleEnv,
       "WORKDIR /",
+      // As many published images do, it declares a volume: docker makes an anonymous volume for every
+      // container of it, which a destroy must remove with the container (test/e2e/docker-cli.test.ts).
+      `VOLUME ["${ENGINE_VOLUME}"]`,
       `LABEL org.opencontainers.image.title="narwhal engine simulator" narwhal.sim/inputs="${tag.split(":")[1]}"`,
     ];
     const script = [

@@ -6,7 +6,8 @@
  * `--gpus` handled by the host's simulated NVIDIA container runtime hook. Every container carries the
  * stack label, which the hooks use to remove whatever a failing test leaves behind. The last case
  * starts a container the way the runbook's launcher does, and the first up of a stack naming its
- * launch directory keeps it as the engine.
+ * launch directory keeps it as the engine. The final case destroys without retainOnDestroy and lists
+ * the host: none of the stack's files, containers, volumes, networks or listeners remain.
  */
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
@@ -22,7 +23,9 @@ import { LABELS } from "../../lib/runtime/container-spec";
 import type { LaunchPlan } from "../../lib/launch/plan";
 import { shellLine, shq } from "../../lib/shell";
 import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
+import { evidenceRoot, EvidenceStore } from "../../lib/evidence";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
+import { hostFiles, hostListeners, onPorts } from "./support/host-leftovers";
 import { API_KEY, E2E_TIME_SCALE, EngineEntry, hostEntries, MODEL, openStack, plainOutputs, PROJECT_ROOT } from "./support/stack";
 
 const STACK = "e2e-docker";
@@ -31,6 +34,8 @@ const ENGINES: EngineEntry[] = [
   { id: "d1", host: HOST, gpuIds: [0], port: 8401, attestationPort: 8411, nixlPort: 5801 },
   { id: "d2", host: HOST, gpuIds: [1], port: 8402, attestationPort: 8412, nixlPort: 5802 },
 ];
+/** Every port the stack listens on: engines, attestation sidecars, NIXL, and the router and its monitoring (openStack's). */
+const STACK_PORTS = [...ENGINES.flatMap((e) => [e.port, e.attestationPort, e.nixlPort]), 8321, 9391, 9392];
 const quiet = { onOutput: () => undefined };
 
 interface EngineOut { host: string; url: string; planSha256: string; startedAt: string; runbook?: { action: string; reason: string } }
@@ -61,6 +66,17 @@ async function stackContainers(engineId?: string): Promise<string[]> {
 async function removeStackContainers(): Promise<void> {
   const ids = await stackContainers();
   if (ids.length > 0) await docker("rm", "-f", ...ids);
+}
+
+/** Everything the host's daemon holds, one `kind id name labels` a line: containers, volumes, networks, images. */
+async function daemonObjects(): Promise<string[]> {
+  const lists = [
+    await docker("ps", "-a", "--no-trunc", "--format", "container {{.ID}} {{.Names}} {{.Labels}}"),
+    await docker("volume", "ls", "--format", "volume {{.Name}} {{.Labels}}"),
+    await docker("network", "ls", "--no-trunc", "--format", "network {{.ID}} {{.Name}} {{.Labels}}"),
+    await docker("image", "ls", "-a", "--no-trunc", "--format", "image {{.ID}} {{.Repository}}:{{.Tag}}"),
+  ];
+  return lists.flatMap((l) => l.split("\n")).filter(Boolean).sort();
 }
 
 async function inspect(id: string): Promise<Inspect> {
@@ -236,5 +252,42 @@ echo "$cid"`], { input: text });
     } finally {
       await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(ENGINES) });
     }
+  });
+
+  it("destroy without retainOnDestroy leaves nothing of the stack on the docker host: files, containers, volumes, networks, listeners", async function () {
+    this.timeout(360_000);
+    // From nothing, whatever the cases above left; they kept the stack's folder on purpose, and an
+    // operator's destroy removes it by default.
+    await stack.destroy(quiet);
+    await runInHost(HOST, ["rm", "-rf", `/var/lib/narwhal-fleet/${STACK}`]);
+    await stack.setConfig("narwhal-fleet:hosts[0].retainOnDestroy", { value: "false" }, true);
+    const filesBefore = await hostFiles(HOST, STACK);
+    const daemonBefore = await daemonObjects();
+    const listenersBefore = await hostListeners(HOST);
+    expect(onPorts(listenersBefore, STACK_PORTS), "the stack's ports before its up").to.deep.equal([]);
+
+    await stack.up(quiet);
+    expect(await hostFiles(HOST, STACK), "the stack's folder while it is deployed").to.include(STACK);
+    expect((await daemonObjects()).filter((o) => o.startsWith("container ") && o.includes(STACK)), "the stack's containers while it is deployed").to.have.length(ENGINES.length);
+    // The image declares a volume (sim/image/build.ts): docker made one for each engine's container.
+    const volumes = (await daemonObjects()).filter((o) => o.startsWith("volume ") && !daemonBefore.includes(o));
+    expect(volumes, "anonymous volumes of the stack's containers").to.have.length(ENGINES.length);
+    const serving = await hostListeners(HOST);
+    for (const e of ENGINES) expect(onPorts(serving, [e.port]), `${e.id}'s listener while it is deployed`).to.have.length.greaterThan(0);
+
+    await stack.destroy(quiet);
+    const added = (now: string[], before: string[]) => now.filter((x) => !before.includes(x));
+    expect(added(await hostFiles(HOST, STACK), filesBefore), "files the destroy left on the host").to.deep.equal([]);
+    const daemonAfter = await daemonObjects();
+    expect(daemonAfter.filter((o) => o.includes(STACK)), "containers, volumes, networks named or labelled with the stack").to.deep.equal([]);
+    expect(added(daemonAfter, daemonBefore), "objects the destroy left on the host's daemon").to.deep.equal([]);
+    // The engine image stays: the operator names it in runtime.image (here the harness loaded it), the stack
+    // only runs it, and the next up or another stack on the host runs the same one.
+    expect(daemonAfter.some((o) => o.startsWith(`image ${image} `)), `image ${image} after destroy`).to.equal(true);
+    const listenersAfter = await hostListeners(HOST);
+    expect(onPorts(listenersAfter, STACK_PORTS), "the stack's listeners after destroy").to.deep.equal([]);
+    expect(added(listenersAfter, listenersBefore), "listeners the destroy left on the host").to.deep.equal([]);
+    // Local evidence is always kept.
+    expect((await new EvidenceStore(evidenceRoot(PROJECT_ROOT, STACK)).list()).length).to.be.greaterThan(0);
   });
 });

@@ -16,18 +16,10 @@ import { E2E_TIME_SCALE, EngineEntry, openStack, PROJECT_ROOT } from "./support/
 import { plannedChanges } from "./support/preview";
 import { expectUpWithinPreview } from "./support/remeasured";
 import { evidenceRoot } from "../../lib/evidence";
+import { hostFiles } from "./support/host-leftovers";
 
 const STACK = "e2e-failures";
 const quiet = { onOutput: () => undefined };
-
-/** Every path on the host that is the stack's or lies in the login's home and scratch folders, one a line. */
-async function hostFiles(alias: string): Promise<string[]> {
-  // /var/lib/narwhal-fleet is shared by every simulated host (and other stacks); the homes and /tmp are the host's own.
-  // The checkout is visible from the host too, wherever it lives: its local evidence is not the host's.
-  const prune = ["/proc", "/sys", PROJECT_ROOT].map((p) => `-path '${p}'`).join(" -o ");
-  const r = await runInHost(alias, ["sh", "-c", `ls -A /var/lib/narwhal-fleet | grep -x ${STACK}; find /root /home /tmp /var/tmp -xdev 2>/dev/null; find / -xdev \\( ${prune} \\) -prune -o -name '*${STACK}*' -print 2>/dev/null; true`]);
-  return r.stdout.split("\n").filter(Boolean).sort();
-}
 
 /** Bounded wait (20 s, far beyond python's start on a loaded machine) for a listener on the host. */
 async function waitForListener(alias: string, port: number): Promise<void> {
@@ -57,7 +49,7 @@ describe("e2e: failure paths an operator follows (re-keyed host, unwritable evid
     await stack.destroy(quiet);
     // An earlier run may have kept the folder on purpose (retainOnDestroy) or been cut short.
     await runInHost(host.alias, ["rm", "-rf", `/var/lib/narwhal-fleet/${STACK}`]);
-    beforeUp = await hostFiles(host.alias);
+    beforeUp = await hostFiles(host.alias, STACK);
     await stack.up(quiet);
   });
 
@@ -132,10 +124,10 @@ describe("e2e: failure paths an operator follows (re-keyed host, unwritable evid
   });
 
   it("destroy leaves no file of the stack on the host; local evidence stays", async () => {
-    const during = await hostFiles(host.alias);
+    const during = await hostFiles(host.alias, STACK);
     expect(during, "the stack's folder while it is deployed").to.include(STACK);
     await stack.destroy(quiet);
-    const after = await hostFiles(host.alias);
+    const after = await hostFiles(host.alias, STACK);
     expect(after).to.not.include(STACK);
     expect(after).to.deep.equal(beforeUp);
     // Nor a listener: engines, sidecars, NIXL, router and Prometheus all stopped.
@@ -151,7 +143,7 @@ describe("e2e: failure paths an operator follows (re-keyed host, unwritable evid
     await stack.up(quiet);
     await stack.destroy(quiet);
     try {
-      expect(await hostFiles(host.alias)).to.include(STACK);
+      expect(await hostFiles(host.alias, STACK)).to.include(STACK);
       const kept = await runInHost(host.alias, ["sh", "-c", `ls -A /var/lib/narwhal-fleet/${STACK}`]);
       expect(kept.stdout.split("\n")).to.include.members(["engines", "router"]);
     } finally {

@@ -140,9 +140,9 @@ describe("docker-cli runtime scripts (fake docker client)", () => {
     expect(r.calls).to.deep.equal([
       "ps -aq --no-trunc --filter label=narwhal.fleet/stack=unit --filter label=narwhal.fleet/engine=e1",
       "stop -t 60 c1",
-      "rm -f c1",
+      "rm -f -v c1",
       "stop -t 60 c2",
-      "rm -f c2",
+      "rm -f -v c2",
     ]);
     expect(existsSync(join(opts.runDir, "container.env"))).to.equal(false);
   });
