@@ -1,10 +1,13 @@
 import * as pulumi from "@pulumi/pulumi";
 import { readStackConfig } from "./components/stack-config";
 import { Fleet, EngineSummary, HostSummary } from "./components/fleet";
+import { logAdoptionForecast } from "./entry/adoption-forecast";
 import { engineIdentities as identitiesOf, evidenceByGate, type EngineIdentityOutput, type EvidenceOutput } from "./lib/fleet/stack-outputs";
 
 const { spec, secrets, sshConfig } = readStackConfig();
 const fleet = new Fleet("fleet", { spec, secrets, sshConfig, stack: pulumi.getStack() });
+// At preview, what the next up would adopt from a runbook deployment; logged on the fleet.
+logAdoptionForecast(spec, fleet.discovery.hosts, fleet);
 
 /** Per physical host: identity, verified host key fingerprint, accelerators and fabric address. */
 export const hosts: pulumi.Output<Record<string, HostSummary>> = fleet.hosts;

@@ -1,26 +1,14 @@
-import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
-import { logAdoptionForecast } from "./adoption-forecast";
-import type * as command from "@pulumi/command";
-import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config";
-import { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
-import { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
+import type { EngineSpec, FleetSpec } from "../lib/config";
+import type { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
+import type { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
 import { kvPeerWiring } from "./peer-wave";
 import type { PeerWave } from "../dynamic-providers/peer-wave/resource";
 import { Engine } from "./engine";
 import type { RunbookOutcome } from "./runtime";
 import type { FleetSecrets } from "./stack-config";
-import type { LaunchInputs } from "../lib/launch/plan";
-import { hostLaunchFacts, resolveEngineLaunch } from "../lib/launch/policy";
-import { hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
-import type { HostLogin } from "../lib/ssh/login";
-import { storedJump } from "../lib/ssh/stored-login";
-import { identityFileMessage } from "../lib/config/local-files";
+import { Discovery, type HostSummary } from "./discovery";
 import type { SshConfig } from "../lib/ssh/ssh-config";
-import { manifestIdentity } from "../lib/checkpoint/compare";
-import { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
-import { fleetDocument } from "../lib/fleet/fleet-document";
-import { generatedConfig } from "../lib/fleet/generated-config";
 import { cacheSummary, CacheGroupSummary } from "../lib/fleet/cache-summary";
 import type { RuntimeIdentity } from "../lib/discovery/runtime";
 import { FabricMesh } from "./fabric";
@@ -34,6 +22,8 @@ import type { Calibration } from "../dynamic-providers/calibration/resource";
 import { sanitisedFleetDocument } from "../lib/fleet/sanitised-document";
 import { stackDirOn } from "../lib/fleet/state-dir";
 
+export type { HostSummary } from "./discovery";
+
 export interface FleetArgs {
   spec: FleetSpec;
   secrets: FleetSecrets;
@@ -41,16 +31,6 @@ export interface FleetArgs {
   stack: string;
   /** The operator's ssh_config, for destinations that are OpenSSH aliases. */
   sshConfig?: SshConfig;
-}
-
-export interface HostSummary {
-  hostname: string;
-  hostKeyFingerprint: string;
-  accelerator: { vendor: string; product: string | null; count: number };
-  fabricAddress: string;
-  modelTreeSha256: string;
-  factsDigest: string;
-  evidence: { relativePath: string; digest: string };
 }
 
 export interface EngineSummary {
@@ -69,18 +49,13 @@ export interface EngineSummary {
   runbook?: RunbookOutcome;
 }
 
-interface HostParts {
-  login: HostLogin;
-  policyDigest: string;
-  discovery: HostDiscovery;
-  connection: command.types.input.remote.ConnectionArgs;
-}
-
 /**
- * The whole fleet, gate by gate: discovery per physical host (Gate A), one launch plan per engine from
- * its own host's facts, the replica agreement across hosts, then the engines (Gate C).
+ * The whole fleet, gate by gate: discovery, launch plans and the replica agreement (Gate A), then the
+ * engines (Gate C), the fabric, attestation, profiles and preflight, and the router host.
  */
 export class Fleet extends pulumi.ComponentResource {
+  /** Gate A: per-host discovery, launch plans, replica agreement and the generated configuration. */
+  public readonly discovery: Discovery;
   public readonly hosts: pulumi.Output<Record<string, HostSummary>>;
   public readonly engines: pulumi.Output<Record<string, EngineSummary>>;
   public readonly routerHost: string;
@@ -111,19 +86,11 @@ export class Fleet extends pulumi.ComponentResource {
     super("narwhal:fleet:Fleet", name, {}, opts);
     const { spec } = args;
 
-    const hosts = new Map(spec.hosts.map((h) => [h.alias, this.discoverHost(name, h, args)]));
-    logAdoptionForecast(
-      spec,
-      spec.hosts.map((h) => {
-        const { login, connection } = hosts.get(h.alias)!;
-        return { spec: h, login, privateKey: connection.privateKey, password: connection.password };
-      }),
-      this,
-    );
-    const launches = spec.engines.map((e) => ({ spec: e, launch: launchFor(spec, e, hosts.get(e.host)!.discovery) }));
-    this.replicas = this.agreeOnReplicas(name, spec, hosts, launches);
+    this.discovery = new Discovery(`${name}-discovery`, { spec, secrets: args.secrets, stack: args.stack, sshConfig: args.sshConfig, prefix: name }, { parent: this });
+    const hosts = this.discovery.hosts;
+    this.replicas = this.discovery.replicas;
     const kvPeers = spec.runtime.restartKvPeers ? kvPeerWiring(name, spec, args.secrets.engineApiKey, this) : undefined;
-    const engines = launches.map(({ spec: e, launch }) => ({
+    const engines = this.discovery.launches.map(({ spec: e, launch }) => ({
       spec: e,
       engine: new Engine(
         `${name}-${e.id}`,
@@ -155,8 +122,8 @@ export class Fleet extends pulumi.ComponentResource {
 
     this.engineParts = engines;
     this.peerWaves = kvPeers?.connect(engines.map(({ spec: e, engine }) => ({ id: e.id, host: e.host, engine })), (host) => hosts.get(host)!.connection) ?? [];
-    this.routerHost = spec.router.host ?? spec.engines[0]!.host;
-    this.hosts = summariseHosts(hosts);
+    this.routerHost = this.discovery.routerHost;
+    this.hosts = this.discovery.summary;
     this.engines = pulumi.all(
       Object.fromEntries(
         engines.map(({ spec: e, engine }) => [
@@ -177,7 +144,7 @@ export class Fleet extends pulumi.ComponentResource {
         ]),
       ),
     );
-    this.deploymentConfig = this.writeDeploymentConfig(name, args, hosts, engines);
+    this.deploymentConfig = this.discovery.deploymentConfig;
     this.cacheGroups = pulumi
       .all(
         engines.map(({ spec: e, engine }) => {
@@ -262,151 +229,10 @@ export class Fleet extends pulumi.ComponentResource {
     );
     this.registerOutputs({ hosts: this.hosts, engines: this.engines });
   }
-
-  /** Gate A's generated configuration, rendered from what was measured, as private evidence files. */
-  private writeDeploymentConfig(name: string, args: FleetArgs, hosts: Map<string, HostParts>, engines: Array<{ spec: EngineSpec; engine: Engine }>): DeploymentConfig {
-    const { spec } = args;
-    const generatedHosts = pulumi.all(
-      [...hosts].map(([alias, h]) =>
-        pulumi.all([h.discovery.hostKey, h.discovery.fabricAddress, h.discovery.evidence]).apply(([hostKey, fabricAddress, discovery]) => ({
-          alias,
-          login: h.login,
-          hostKey,
-          fabricAddress,
-          discovery,
-          policyDigest: h.policyDigest,
-        })),
-      ),
-    );
-    const plans = pulumi.all(engines.map(({ engine }) => engine.plan));
-    const files = pulumi
-      .all([generatedHosts, plans, this.replicas.product, this.replicas.tensorParallelSize])
-      .apply(([generated, launchPlans, product, tp]) => {
-        const endpoints = spec.engines.map((e) => {
-          const url = launchPlans.find((p) => p.engineId === e.id)!.url;
-          return { id: e.id, url, attestationUrl: `${url.replace(/:\d+$/, `:${e.attestationPort}`)}/v1/attestation` };
-        });
-        const document = fleetDocument(spec, endpoints, { accelerator: product ?? "none", acceleratorsPerEngine: tp, tensorParallel: tp }, { profilesPath: "runs/profiles.json" });
-        return generatedConfig(spec, this.routerHost, generated, launchPlans, document);
-      });
-    return new DeploymentConfig(`${name}-config`, { stack: args.stack, files }, { parent: this });
-  }
-
-  /** Gate A for one physical host, and the connection every later command on it uses. */
-  private discoverHost(name: string, host: HostSpec, args: FleetArgs): HostParts {
-    const { spec, secrets } = args;
-    const login = resolveLogin(spec, host, args.sshConfig);
-    const privateKey = host.auth === "key" ? (secrets.sshPrivateKey(host.alias) ?? identityFileKey(login, host.alias)) : undefined;
-    const password = host.auth === "password" ? secrets.sshPassword(host.alias) : undefined;
-    const plan = hostDiscoveryPlan(spec, host);
-    const discovery = new HostDiscovery(
-      `${name}-${host.alias}`,
-      {
-        // The login under the names discovery has always stored (see StoredLogin).
-        alias: login.alias,
-        host: login.host,
-        port: login.port,
-        user: login.user,
-        jump: storedJump(login.jump),
-        privateKey,
-        password,
-        pinnedHostKey: login.hostKey,
-        allowFirstContact: spec.ssh.allowFirstContact,
-        connectTimeoutS: login.connectTimeoutS,
-        maxSessions: spec.ssh.maxSessionsPerHost,
-        fabricInterface: host.fabricInterface,
-        fabricAddressChoice: host.fabricAddress,
-        stack: args.stack,
-        stateDir: host.stateDir,
-        retainOnDestroy: host.retainOnDestroy,
-        ...plan,
-      },
-      { parent: this },
-    );
-    return {
-      login,
-      policyDigest: plan.policyDigest,
-      discovery,
-      connection: {
-        host: login.host,
-        port: login.port,
-        user: login.user,
-        privateKey,
-        password,
-        // The key discovery verified is pinned for every command that follows.
-        hostKey: discovery.hostKey,
-        perDialTimeout: login.connectTimeoutS,
-        proxy: login.jump && { host: login.jump.host, port: login.jump.port, user: login.jump.user, privateKey, password, hostKey: login.jump.hostKey },
-      },
-    };
-  }
-
-  /** Gate A across hosts: one checkpoint snapshot, one accelerator product and one TP shape. */
-  private agreeOnReplicas(name: string, spec: FleetSpec, hosts: Map<string, HostParts>, launches: Array<{ spec: EngineSpec; launch: pulumi.Output<LaunchInputs> }>): ReplicaAgreement {
-    const engineHosts = [...new Set(spec.engines.map((e) => e.host))];
-    return new ReplicaAgreement(
-      `${name}-replicas`,
-      {
-        engines: pulumi.all(launches.map(({ spec: e, launch }) =>
-          pulumi.all([launch, hosts.get(e.host)!.discovery.accelerators]).apply(([l, acc]) => ({
-            engineIndex: e.index,
-            id: e.id,
-            host: e.host,
-            product: acc.product,
-            tensorParallelSize: l.policy.tensorParallelSize ?? l.engine.gpuIds.length,
-          })),
-        )),
-        checkpoints: pulumi.all(engineHosts.map((alias) => hosts.get(alias)!.discovery.checkpoint.apply((m) => ({ host: alias, manifest: manifestIdentity(m) })))),
-      },
-      { parent: this },
-    );
-  }
-}
-
-/** Each plan depends on its own host's discovery only, so a change elsewhere never touches it. */
-function launchFor(spec: FleetSpec, e: EngineSpec, discovery: HostDiscovery): pulumi.Output<LaunchInputs> {
-  const host = spec.hosts.find((h) => h.alias === e.host)!;
-  return pulumi.all([discovery.fabricAddress, discovery.accelerators, discovery.model]).apply(([fabricAddress, accelerators, model]) =>
-    resolveEngineLaunch(spec, e, hostLaunchFacts(host, fabricAddress, accelerators, model)),
-  );
 }
 
 /** The vLLM version discovery read from the host's runtime (native command or image). */
 function versionOf(runtime: RuntimeIdentity | null): string {
   if (!runtime?.vllmVersion) throw new Error("discovery could not read the vLLM version of the engine runtime; see the discovery record");
   return runtime.vllmVersion;
-}
-
-/**
- * The IdentityFile an ssh_config alias names, read once and kept a Pulumi secret. One that exists but
- * cannot be read ends the run with a RunError (its message alone, see stack-config.ts).
- */
-function identityFileKey(login: HostLogin, alias: string): pulumi.Output<string> | undefined {
-  if (!login.identityFile || !fs.existsSync(login.identityFile)) return undefined;
-  try {
-    return pulumi.secret(fs.readFileSync(login.identityFile, "utf8"));
-  } catch (err) {
-    throw new pulumi.RunError(identityFileMessage(alias, login.identityFile, (err as NodeJS.ErrnoException).code));
-  }
-}
-
-function summariseHosts(hosts: Map<string, HostParts>): pulumi.Output<Record<string, HostSummary>> {
-  return pulumi.all(
-    Object.fromEntries(
-      [...hosts].map(([alias, { discovery: d }]) => [
-        alias,
-        pulumi.all([d.hostname, d.hostKeyFingerprint, d.accelerators, d.fabricAddress, d.checkpoint, d.factsDigest, d.evidence]).apply(
-          ([hostname, hostKeyFingerprint, acc, fabricAddress, checkpoint, factsDigest, evidence]): HostSummary => ({
-            hostname,
-            hostKeyFingerprint,
-            accelerator: { vendor: acc.vendor, product: acc.product, count: acc.gpus.length },
-            fabricAddress,
-            modelTreeSha256: checkpoint.modelTreeSha256,
-            factsDigest,
-            evidence,
-          }),
-        ),
-      ]),
-    ),
-  );
 }

@@ -1,6 +1,6 @@
 /**
  * What a preview can say before an `up` about the runbook evidence that `up` will keep. The
- * preview derives each runbook engine's launch plan as the `up` will (components/adoption-forecast.ts)
+ * preview derives each runbook engine's launch plan as the `up` will (lib/adoption/preview-reads.ts)
  * and so makes the `up`'s own keep-or-replace decision; it reads the runbook sidecar's attestation and
  * judges the store rows and the calibration against it by the rules the `up` applies. What only the
  * `up` can check (the program's attestation contract, the calibration against the fleet document) is

@@ -16,6 +16,53 @@ export interface Registered {
   name: string;
   inputs: Record<string, unknown>;
   provider?: string;
+  /** The parent's URN ("" at the top), as the engine receives it. */
+  parent?: string;
+  /** Each alias as the URN the engine looks up in the stack's state. */
+  aliases?: string[];
+}
+
+/** The parts of the engine's RegisterResourceRequest (and its Alias messages) the mocks read. */
+interface AliasSpecMessage {
+  getName(): string;
+  getType(): string;
+  getStack(): string;
+  getProject(): string;
+  getParenturn(): string;
+  getNoparent(): boolean;
+}
+interface RegisterRequest {
+  getType(): string;
+  getName(): string;
+  getParent(): string;
+  getAliasesList(): Array<{ getUrn(): string; hasSpec(): boolean; getSpec(): AliasSpecMessage }>;
+}
+
+/**
+ * The URN an alias names, resolved as the engine resolves it: blank parts are the resource's own, the
+ * parent's type chain (never the root stack's) prefixes the type.
+ */
+function aliasUrn(req: RegisterRequest, alias: ReturnType<RegisterRequest["getAliasesList"]>[number]): string {
+  if (!alias.hasSpec()) return alias.getUrn();
+  const spec = alias.getSpec();
+  const parent = spec.getNoparent() ? "" : spec.getParenturn() || req.getParent();
+  const chain = parent ? parent.split("::")[2]! : "";
+  const type = spec.getType() || req.getType();
+  const qualified = chain && chain !== "pulumi:pulumi:Stack" ? `${chain}$${type}` : type;
+  return `urn:pulumi:${spec.getStack() || pulumi.getStack()}::${spec.getProject() || pulumi.getProject()}::${qualified}::${spec.getName() || req.getName()}`;
+}
+
+/**
+ * Mocks see no parents or aliases: read both from the request the SDK sends the (mock) engine, before
+ * the mock's newResource, which the request's registration calls, records the resource.
+ */
+function recordPlacement(placements: Map<string, Pick<Registered, "parent" | "aliases">>): void {
+  const monitor = pulumi.runtime.getMonitor() as unknown as { registerResource(req: RegisterRequest, callback: unknown): Promise<void> };
+  const register = monitor.registerResource.bind(monitor);
+  monitor.registerResource = (req, callback) => {
+    placements.set(`${req.getType()}::${req.getName()}`, { parent: req.getParent(), aliases: req.getAliasesList().map((a) => aliasUrn(req, a)) });
+    return register(req, callback);
+  };
 }
 
 export const IMAGE_ID = "sha256:" + "1d".repeat(32);
@@ -133,15 +180,16 @@ export function fleetState(type: string, name: string, inputs: Record<string, an
 type StateOf = (type: string, name: string, inputs: Record<string, any>) => Record<string, unknown>;
 
 /**
- * Records every registration into `registered` and answers with `state`; a @pulumi/docker container is
+ * Records every registration (with its parent and aliases) into `registered` and answers with `state`; a @pulumi/docker container is
  * known by its id, as the docker backend reads it. Resolves to the Fleet class, loaded only once the
  * mocks are in place.
  */
 export async function mockFleet(registered: Registered[], state: StateOf = fleetState): Promise<typeof import("../../../components/fleet").Fleet> {
+  const placements = new Map<string, Pick<Registered, "parent" | "aliases">>();
   await pulumi.runtime.setMocks(
     {
       newResource(args) {
-        registered.push({ type: args.type, name: args.name, inputs: args.inputs });
+        registered.push({ type: args.type, name: args.name, inputs: args.inputs, ...placements.get(`${args.type}::${args.name}`) });
         const id = args.type === "docker:index/container:Container" ? CONTAINER_ID : `${args.name}-id`;
         return { id, state: state(args.type, args.name, args.inputs) };
       },
@@ -153,6 +201,7 @@ export async function mockFleet(registered: Registered[], state: StateOf = fleet
     "mock",
     false,
   );
+  recordPlacement(placements);
   return (await import("../../../components/fleet")).Fleet;
 }
 

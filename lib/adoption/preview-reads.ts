@@ -1,28 +1,27 @@
 import * as fs from "node:fs";
-import * as pulumi from "@pulumi/pulumi";
-import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config";
-import { hostDiscoveryPlan } from "../lib/fleet/host-plan";
-import { blockingProblems, parseProbe, probeCommand, type ProbeOptions } from "../lib/discovery/probe";
-import { chooseFabricAddress } from "../lib/discovery/fabric-address";
-import { renderLaunchPlan } from "../lib/launch/plan";
-import { hostLaunchFacts, resolveEngineLaunch, type HostLaunchFacts } from "../lib/launch/policy";
-import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../lib/launch/runbook";
-import { forecastCalibration, forecastProfile, forecastRunbookEngine, forecastScope, formatForecast, mayForecast, parseSidecarAnswer, runbookAttestationUrl, type ForecastLine, type ForecastScope, type RunbookSighting } from "../lib/adoption/forecast";
-import { samplesPath, sha256Hex } from "../lib/profiling";
-import { parseSurvey, surveyScript } from "../lib/runtime/runbook-survey";
-import { shq } from "../lib/shell";
-import { withSsh, type SshSession } from "../lib/ssh/client";
-import { sshTarget, type HostLogin, type LoginPurpose, type SshTarget } from "../lib/ssh/login";
+import type { EngineSpec, FleetSpec, HostSpec } from "../config";
+import { hostDiscoveryPlan } from "../fleet/host-plan";
+import { blockingProblems, parseProbe, probeCommand, type ProbeOptions } from "../discovery/probe";
+import { chooseFabricAddress } from "../discovery/fabric-address";
+import { renderLaunchPlan } from "../launch/plan";
+import { hostLaunchFacts, resolveEngineLaunch, type HostLaunchFacts } from "../launch/policy";
+import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../launch/runbook";
+import { forecastCalibration, forecastProfile, forecastRunbookEngine, parseSidecarAnswer, runbookAttestationUrl, type ForecastLine, type ForecastScope, type RunbookSighting } from "./forecast";
+import { samplesPath, sha256Hex } from "../profiling";
+import { parseSurvey, surveyScript } from "../runtime/runbook-survey";
+import { shq } from "../shell";
+import { withSsh, type SshSession } from "../ssh/client";
+import { sshTarget, type HostLogin, type LoginPurpose, type SshTarget } from "../ssh/login";
 
 /** Bound on each read of the forecast (the survey, the sidecar's answer). */
 const READ_TIMEOUT_S = 10;
 
-/** One host as the preview may reach it: only through keys pinned in the config. */
+/** One host as the preview may reach it (only through keys pinned in the config), its credentials read. */
 export interface ForecastHost {
   readonly spec: HostSpec;
   readonly login: HostLogin;
-  readonly privateKey?: pulumi.Input<string>;
-  readonly password?: pulumi.Input<string>;
+  readonly privateKey?: string;
+  readonly password?: string;
 }
 
 /** A preview reads only through keys the config pins, the host's and its bastion's alike. */
@@ -47,12 +46,12 @@ async function probeLaunchFacts(spec: FleetSpec, host: HostSpec, ssh: SshSession
 type HostFactsCache = Map<string, Promise<HostLaunchFacts>>;
 
 /** Reads one runbook launch directory, decides as the up would, and reads its sidecar's answer; never throws. */
-async function sight(spec: FleetSpec, e: EngineSpec, h: ForecastHost, cache: HostFactsCache, privateKey?: string, password?: string): Promise<RunbookSighting> {
+async function sight(spec: FleetSpec, e: EngineSpec, h: ForecastHost, cache: HostFactsCache): Promise<RunbookSighting> {
   const engineId = e.id;
   const run = e.runbookRun!;
   let target: SshTarget;
   try {
-    target = sshTarget({ ...h.login, privateKey: privateKey || undefined, password: password || undefined }, PREVIEW);
+    target = sshTarget({ ...h.login, privateKey: h.privateKey || undefined, password: h.password || undefined }, PREVIEW);
   } catch (err) {
     return { engineId, run, unseen: (err as Error).message };
   }
@@ -86,9 +85,15 @@ function readLocal(path: string): Uint8Array | undefined {
   }
 }
 
-async function forecast(spec: FleetSpec, scope: ForecastScope, hosts: ReadonlyMap<string, ForecastHost>, credentials: ReadonlyMap<string, [string | undefined, string | undefined]>): Promise<ForecastLine[]> {
+/**
+ * What the preview's adoption forecast reads (lib/adoption/forecast.ts decides from it): per runbook
+ * engine in `scope`, its launch directory, the up's decision and its sidecar's answer, over SSH to
+ * `hosts` (keyed by alias); the adopted profile store and calibration record from local files. Each
+ * read is bounded; an engine that cannot be read is reported as unseen, not thrown.
+ */
+export async function readForecast(spec: FleetSpec, scope: ForecastScope, hosts: ReadonlyMap<string, ForecastHost>): Promise<ForecastLine[]> {
   const cache: HostFactsCache = new Map();
-  const seen = await Promise.all(scope.runbookEngines.map((e) => sight(spec, e, hosts.get(e.host)!, cache, ...credentials.get(e.host)!)));
+  const seen = await Promise.all(scope.runbookEngines.map((e) => sight(spec, e, hosts.get(e.host)!, cache)));
   const sightings = new Map(seen.map((s) => [s.engineId, s]));
   const lines = seen.map(forecastRunbookEngine);
   const store = spec.profiling.adoptStore;
@@ -102,45 +107,4 @@ async function forecast(spec: FleetSpec, scope: ForecastScope, hosts: ReadonlyMa
   const calibrationBytes = calibration ? readLocal(calibration.path) : undefined;
   if (calibration && calibrationBytes) lines.push(forecastCalibration(calibration.path, calibrationBytes, spec.engines.map((e) => e.id), sightings));
   return lines;
-}
-
-/**
- * The engines the stack's last deployment recorded in its `engines` output (none before its first up).
- * Read through the engine's builtin `readStackOutputs`, as a StackReference reads, without registering
- * a resource for it.
- */
-async function recordedEngineIds(): Promise<ReadonlySet<string>> {
-  const name = `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
-  const read = (await pulumi.runtime.invoke("pulumi:pulumi:readStackOutputs", { name })) as { outputs?: Record<string, unknown> };
-  const engines = read.outputs?.engines;
-  return new Set(typeof engines === "object" && engines !== null ? Object.keys(engines) : []);
-}
-
-/**
- * At preview only: prints which runbook engines, profiles and calibration the next `up` would keep, and
- * which it will replace or measure, and why (lib/adoption/forecast.ts). It speaks only of engines the
- * stack does not record yet (forecastScope); once an up has brought them under the program, later
- * previews read nothing. The reads are read-only and go only to the hosts of engines with a runbookRun
- * whose keys the config pins; the preview never fails on them.
- */
-export function logAdoptionForecast(spec: FleetSpec, hosts: ReadonlyArray<ForecastHost>, parent: pulumi.Resource): void {
-  if (!pulumi.runtime.isDryRun() || !mayForecast(spec)) return;
-  // The reads are not Pulumi resources: keep the program alive until their lines are logged (each read
-  // is bounded), and should the credentials never resolve, not past the connect timeout.
-  const done = pulumi.runtime.rpcKeepAlive();
-  const unresolved = setTimeout(done, (spec.ssh.connectTimeoutS + 5) * 1000);
-  const byAlias = new Map(hosts.map((h) => [h.spec.alias, h]));
-  pulumi.all(hosts.map((h) => pulumi.all([h.privateKey, h.password]))).apply(async (creds) => {
-    clearTimeout(unresolved);
-    try {
-      const scope = forecastScope(spec, await recordedEngineIds());
-      if (!scope) return;
-      const credentials = new Map(hosts.map((h, i) => [h.spec.alias, creds[i] as [string | undefined, string | undefined]]));
-      for (const line of formatForecast(await forecast(spec, scope, byAlias, credentials))) await pulumi.log.info(line, parent);
-    } catch (err) {
-      await pulumi.log.warn(`adoption forecast: not made: ${(err as Error).message}`, parent);
-    } finally {
-      done();
-    }
-  });
 }

@@ -1,0 +1,229 @@
+import * as fs from "node:fs";
+import * as pulumi from "@pulumi/pulumi";
+import type * as command from "@pulumi/command";
+import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config";
+import { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
+import { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
+import { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
+import type { FleetSecrets } from "./stack-config";
+import { renderLaunchPlan, type LaunchInputs } from "../lib/launch/plan";
+import { hostLaunchFacts, resolveEngineLaunch } from "../lib/launch/policy";
+import { hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
+import type { HostLogin } from "../lib/ssh/login";
+import { storedJump } from "../lib/ssh/stored-login";
+import { identityFileMessage } from "../lib/config/local-files";
+import type { SshConfig } from "../lib/ssh/ssh-config";
+import { manifestIdentity } from "../lib/checkpoint/compare";
+import { fleetDocument } from "../lib/fleet/fleet-document";
+import { generatedConfig } from "../lib/fleet/generated-config";
+
+export interface DiscoveryArgs {
+  spec: FleetSpec;
+  secrets: FleetSecrets;
+  stack: string;
+  /** The operator's ssh_config, for destinations that are OpenSSH aliases. */
+  sshConfig?: SshConfig;
+  /**
+   * What the resources' names start with: `<prefix>-<alias>`, `<prefix>-replicas`, `<prefix>-config`,
+   * the names they had when they sat directly under the Fleet, so existing state keeps them.
+   */
+  prefix: string;
+}
+
+/** One physical host after Gate A: how to log in, what discovery measured, and the connection every later command uses. */
+export interface HostParts {
+  login: HostLogin;
+  policyDigest: string;
+  discovery: HostDiscovery;
+  connection: command.types.input.remote.ConnectionArgs;
+}
+
+export interface HostSummary {
+  hostname: string;
+  hostKeyFingerprint: string;
+  accelerator: { vendor: string; product: string | null; count: number };
+  fabricAddress: string;
+  modelTreeSha256: string;
+  factsDigest: string;
+  evidence: { relativePath: string; digest: string };
+}
+
+/**
+ * Gate A: discovery per physical host, one launch plan per engine from its own host's facts, the
+ * replica agreement across hosts, and the generated configuration rendered from what was measured.
+ */
+export class Discovery extends pulumi.ComponentResource {
+  public readonly hosts: ReadonlyMap<string, HostParts>;
+  /** Per engine in config order, the inputs of its launch plan. */
+  public readonly launches: ReadonlyArray<{ spec: EngineSpec; launch: pulumi.Output<LaunchInputs> }>;
+  public readonly replicas: ReplicaAgreement;
+  public readonly deploymentConfig: DeploymentConfig;
+  /** The router's host: `router.host`, or the lowest-numbered engine's, as the runbook's discovery picks it. */
+  public readonly routerHost: string;
+  public readonly summary: pulumi.Output<Record<string, HostSummary>>;
+
+  /** `opts.parent` is the Fleet these resources sat under before this component held them. */
+  constructor(name: string, args: DiscoveryArgs, opts: pulumi.ComponentResourceOptions & { parent: pulumi.Resource }) {
+    super("narwhal:discovery:Discovery", name, {}, opts);
+    const { spec, prefix } = args;
+    // Moved here from directly under the Fleet: the alias to their old URN keeps their state (and
+    // evidence) instead of a delete and a create.
+    const moved: pulumi.CustomResourceOptions = { parent: this, aliases: [{ parent: opts.parent }] };
+
+    this.hosts = new Map(spec.hosts.map((h) => [h.alias, discoverHost(`${prefix}-${h.alias}`, h, args, moved)]));
+    this.launches = spec.engines.map((e) => ({ spec: e, launch: launchFor(spec, e, this.hosts.get(e.host)!.discovery) }));
+    this.replicas = agreeOnReplicas(`${prefix}-replicas`, spec, this.hosts, this.launches, moved);
+    this.routerHost = spec.router.host ?? spec.engines[0]!.host;
+    this.deploymentConfig = writeDeploymentConfig(`${prefix}-config`, args, this, moved);
+    this.summary = summariseHosts(this.hosts);
+    this.registerOutputs({ hosts: this.summary });
+  }
+}
+
+/** Discovery for one physical host, and the connection every later command on it uses. */
+function discoverHost(name: string, host: HostSpec, args: DiscoveryArgs, opts: pulumi.CustomResourceOptions): HostParts {
+  const { spec, secrets } = args;
+  const login = resolveLogin(spec, host, args.sshConfig);
+  const privateKey = host.auth === "key" ? (secrets.sshPrivateKey(host.alias) ?? identityFileKey(login, host.alias)) : undefined;
+  const password = host.auth === "password" ? secrets.sshPassword(host.alias) : undefined;
+  const plan = hostDiscoveryPlan(spec, host);
+  const discovery = new HostDiscovery(
+    name,
+    {
+      // The login under the names discovery has always stored (see StoredLogin).
+      alias: login.alias,
+      host: login.host,
+      port: login.port,
+      user: login.user,
+      jump: storedJump(login.jump),
+      privateKey,
+      password,
+      pinnedHostKey: login.hostKey,
+      allowFirstContact: spec.ssh.allowFirstContact,
+      connectTimeoutS: login.connectTimeoutS,
+      maxSessions: spec.ssh.maxSessionsPerHost,
+      fabricInterface: host.fabricInterface,
+      fabricAddressChoice: host.fabricAddress,
+      stack: args.stack,
+      stateDir: host.stateDir,
+      retainOnDestroy: host.retainOnDestroy,
+      ...plan,
+    },
+    opts,
+  );
+  return {
+    login,
+    policyDigest: plan.policyDigest,
+    discovery,
+    connection: {
+      host: login.host,
+      port: login.port,
+      user: login.user,
+      privateKey,
+      password,
+      // The key discovery verified is pinned for every command that follows.
+      hostKey: discovery.hostKey,
+      perDialTimeout: login.connectTimeoutS,
+      proxy: login.jump && { host: login.jump.host, port: login.jump.port, user: login.jump.user, privateKey, password, hostKey: login.jump.hostKey },
+    },
+  };
+}
+
+/** Each plan depends on its own host's discovery only, so a change elsewhere never touches it. */
+function launchFor(spec: FleetSpec, e: EngineSpec, discovery: HostDiscovery): pulumi.Output<LaunchInputs> {
+  const host = spec.hosts.find((h) => h.alias === e.host)!;
+  return pulumi.all([discovery.fabricAddress, discovery.accelerators, discovery.model]).apply(([fabricAddress, accelerators, model]) =>
+    resolveEngineLaunch(spec, e, hostLaunchFacts(host, fabricAddress, accelerators, model)),
+  );
+}
+
+/** Across hosts: one checkpoint snapshot, one accelerator product and one TP shape. */
+function agreeOnReplicas(
+  name: string,
+  spec: FleetSpec,
+  hosts: ReadonlyMap<string, HostParts>,
+  launches: ReadonlyArray<{ spec: EngineSpec; launch: pulumi.Output<LaunchInputs> }>,
+  opts: pulumi.CustomResourceOptions,
+): ReplicaAgreement {
+  const engineHosts = [...new Set(spec.engines.map((e) => e.host))];
+  return new ReplicaAgreement(
+    name,
+    {
+      engines: pulumi.all(launches.map(({ spec: e, launch }) =>
+        pulumi.all([launch, hosts.get(e.host)!.discovery.accelerators]).apply(([l, acc]) => ({
+          engineIndex: e.index,
+          id: e.id,
+          host: e.host,
+          product: acc.product,
+          tensorParallelSize: l.policy.tensorParallelSize ?? l.engine.gpuIds.length,
+        })),
+      )),
+      checkpoints: pulumi.all(engineHosts.map((alias) => hosts.get(alias)!.discovery.checkpoint.apply((m) => ({ host: alias, manifest: manifestIdentity(m) })))),
+    },
+    opts,
+  );
+}
+
+/** The generated configuration, rendered from what was measured, as private evidence files. */
+function writeDeploymentConfig(name: string, args: DiscoveryArgs, gate: Discovery, opts: pulumi.CustomResourceOptions): DeploymentConfig {
+  const { spec } = args;
+  const generatedHosts = pulumi.all(
+    [...gate.hosts].map(([alias, h]) =>
+      pulumi.all([h.discovery.hostKey, h.discovery.fabricAddress, h.discovery.evidence]).apply(([hostKey, fabricAddress, discovery]) => ({
+        alias,
+        login: h.login,
+        hostKey,
+        fabricAddress,
+        discovery,
+        policyDigest: h.policyDigest,
+      })),
+    ),
+  );
+  // The plans each engine renders from the same inputs (Engine.plan).
+  const plans = pulumi.all(gate.launches.map(({ launch }) => launch.apply(renderLaunchPlan)));
+  const files = pulumi
+    .all([generatedHosts, plans, gate.replicas.product, gate.replicas.tensorParallelSize])
+    .apply(([generated, launchPlans, product, tp]) => {
+      const endpoints = spec.engines.map((e) => {
+        const url = launchPlans.find((p) => p.engineId === e.id)!.url;
+        return { id: e.id, url, attestationUrl: `${url.replace(/:\d+$/, `:${e.attestationPort}`)}/v1/attestation` };
+      });
+      const document = fleetDocument(spec, endpoints, { accelerator: product ?? "none", acceleratorsPerEngine: tp, tensorParallel: tp }, { profilesPath: "runs/profiles.json" });
+      return generatedConfig(spec, gate.routerHost, generated, launchPlans, document);
+    });
+  return new DeploymentConfig(name, { stack: args.stack, files }, opts);
+}
+
+/**
+ * The IdentityFile an ssh_config alias names, read once and kept a Pulumi secret. One that exists but
+ * cannot be read ends the run with a RunError (its message alone, see stack-config.ts).
+ */
+function identityFileKey(login: HostLogin, alias: string): pulumi.Output<string> | undefined {
+  if (!login.identityFile || !fs.existsSync(login.identityFile)) return undefined;
+  try {
+    return pulumi.secret(fs.readFileSync(login.identityFile, "utf8"));
+  } catch (err) {
+    throw new pulumi.RunError(identityFileMessage(alias, login.identityFile, (err as NodeJS.ErrnoException).code));
+  }
+}
+
+function summariseHosts(hosts: ReadonlyMap<string, HostParts>): pulumi.Output<Record<string, HostSummary>> {
+  return pulumi.all(
+    Object.fromEntries(
+      [...hosts].map(([alias, { discovery: d }]) => [
+        alias,
+        pulumi.all([d.hostname, d.hostKeyFingerprint, d.accelerators, d.fabricAddress, d.checkpoint, d.factsDigest, d.evidence]).apply(
+          ([hostname, hostKeyFingerprint, acc, fabricAddress, checkpoint, factsDigest, evidence]): HostSummary => ({
+            hostname,
+            hostKeyFingerprint,
+            accelerator: { vendor: acc.vendor, product: acc.product, count: acc.gpus.length },
+            fabricAddress,
+            modelTreeSha256: checkpoint.modelTreeSha256,
+            factsDigest,
+            evidence,
+          }),
+        ),
+      ]),
+    ),
+  );
+}
