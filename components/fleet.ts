@@ -10,7 +10,7 @@ import type { PeerWave } from "../dynamic-providers/peer-wave/resource";
 import { Engine } from "./engine";
 import type { RunbookOutcome } from "./runtime";
 import type { FleetSecrets } from "./stack-config";
-import type { LaunchInputs } from "../lib/launch/plan";
+import { renderLaunchPlan, type LaunchInputs } from "../lib/launch/plan";
 import { hostLaunchFacts, resolveEngineLaunch } from "../lib/launch/policy";
 import { hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
 import type { HostLogin } from "../lib/ssh/login";
@@ -61,6 +61,8 @@ export interface EngineSummary {
   pid?: number;
   startedAt: string;
   planSha256: string;
+  /** Host GPU indices the engine uses, as its launch plan resolved them (every GPU of the host when the config names none). */
+  gpuIds: number[];
   /** The live process this engine's evidence is bound to (Gate C). */
   generationDigest: string;
   /** The cache geometry the live engine resolved. */
@@ -138,9 +140,6 @@ export class Fleet extends pulumi.ComponentResource {
           healthTimeoutS: spec.runtime.deadlinesS.start,
           stopTimeoutS: spec.runtime.deadlinesS.stop,
           runtime: spec.runtime,
-          vendor: launch.apply((l) => l.host.vendor),
-          gpuIds: launch.apply((l) => [...l.engine.gpuIds]),
-          rdmaDevices: (e.overrides?.transport ?? spec.launch.transport) === "ucx_rdma" ? [...((e.overrides?.rdma ?? spec.launch.rdma)?.devices ?? [])] : [],
           modelDir: spec.model.checkpointDir,
           stack: args.stack,
           runbookRun: e.runbookRun,
@@ -170,6 +169,7 @@ export class Fleet extends pulumi.ComponentResource {
               pid,
               startedAt,
               planSha256: plan.planSha256,
+              gpuIds: [...plan.placement.gpuIds],
               generationDigest,
               cacheLayoutDigest,
               ...(runbook ? { runbook } : {}),
@@ -189,7 +189,7 @@ export class Fleet extends pulumi.ComponentResource {
             modelConfigSha256: model.configSha256,
             accelerator: acc.product,
             plan,
-            transport: e.overrides?.transport ?? spec.launch.transport,
+            transport: plan.placement.transport,
             layout,
           }));
         }),
@@ -353,7 +353,7 @@ export class Fleet extends pulumi.ComponentResource {
             id: e.id,
             host: e.host,
             product: acc.product,
-            tensorParallelSize: l.policy.tensorParallelSize ?? l.engine.gpuIds.length,
+            tensorParallelSize: renderLaunchPlan(l).tensorParallelSize,
           })),
         )),
         checkpoints: pulumi.all(engineHosts.map((alias) => hosts.get(alias)!.discovery.checkpoint.apply((m) => ({ host: alias, manifest: manifestIdentity(m) })))),

@@ -47,8 +47,7 @@ function bytesOf(kind: "native" | "docker-cli", spec: ReturnType<typeof config>[
     out.restart = nativeRestartScript(plan, runDir, { stop: 60, health: 300 });
   } else {
     const opts = dockerCliOptions(spec.runtime, runDir);
-    const rdmaDevices = plan.engineId === "e2" ? ["/dev/infiniband/uverbs0"] : [];
-    const target = containerTarget(plan, spec.runtime, { vendor: "nvidia", gpuIds: plan.engineId === "e1" ? [1] : [0, 1], rdmaDevices, modelDir: "/models/tiny", stack: "mock" });
+    const target = containerTarget(plan, spec.runtime, { modelDir: "/models/tiny", stack: "mock" });
     out.start = dockerCli.startScript(plan, target, opts);
     out.stop = dockerCli.stopScript(plan, target, opts);
     out.gpuWait = dockerCli.gpuWait(plan, target, opts);
