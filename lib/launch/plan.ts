@@ -1,3 +1,4 @@
+import type { EngineSpec, FleetSpec } from "../config";
 import { sha256Json } from "../digest";
 
 /** Everything one engine's serving command is derived from; all plain values, no secrets. */
@@ -101,6 +102,16 @@ export function resolveGpuIds(named: ReadonlyArray<number> | undefined, visible:
 /** The tensor-parallel size: the one configured, or one rank per GPU. */
 export function resolveTensorParallelSize(configured: number | undefined, gpuIds: ReadonlyArray<number>): number {
   return configured ?? Math.max(1, gpuIds.length);
+}
+
+/**
+ * An engine's KV transport, and its RDMA settings when that transport is `ucx_rdma`: the engine's
+ * override, else the fleet's. Discovery (which device nodes to look for) and the fabric mesh read it
+ * before any plan exists; the plan carries the result as `placement.transport`.
+ */
+export function engineTransport(spec: Pick<FleetSpec, "launch">, engine: Pick<EngineSpec, "overrides">): { transport: LaunchPlacement["transport"]; rdma?: FleetSpec["launch"]["rdma"] } {
+  const transport = engine.overrides?.transport ?? spec.launch.transport;
+  return transport === "ucx_rdma" ? { transport, rdma: engine.overrides?.rdma ?? spec.launch.rdma } : { transport };
 }
 
 export function visibilityVariableOf(vendor: LaunchPlacement["vendor"]): VisibilityVariable {

@@ -1,5 +1,5 @@
 import type { EngineSpec, FleetSpec } from "../config";
-import { resolveGpuIds, resolveTensorParallelSize, type LaunchInputs } from "./plan";
+import { engineTransport, resolveGpuIds, resolveTensorParallelSize, type LaunchInputs } from "./plan";
 
 /** What discovery found on one host that a launch plan is derived from. */
 export interface HostLaunchFacts {
@@ -77,8 +77,7 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
       message: `${who}: VLLM_SSM_CONV_STATE_LAYOUT=${engineEnv.VLLM_SSM_CONV_STATE_LAYOUT} conflicts with the checkpoint's convolutional SSM state, which requires DS`,
     });
   }
-  const transport = o.transport ?? spec.launch.transport;
-  const rdma = o.rdma ?? spec.launch.rdma;
+  const { transport, rdma } = engineTransport(spec, engine);
   if (issues.length > 0) throw new LaunchPolicyError(issues);
 
   return {
@@ -113,8 +112,8 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
       prefixCaching: spec.launch.prefixCaching,
       ucxTcpPortRange: spec.launch.ucxTcpPortRange,
       kvLeaseDurationS: spec.launch.kvLeaseDurationS,
-      rdmaHcas: transport === "ucx_rdma" ? rdma?.hcas : undefined,
-      rdmaDevices: transport === "ucx_rdma" ? rdma?.devices : undefined,
+      rdmaHcas: rdma?.hcas,
+      rdmaDevices: rdma?.devices,
       engineArgs: o.engineArgs ?? spec.launch.engineArgs,
       engineEnv: Object.keys(engineEnv).length > 0 ? engineEnv : undefined,
     },
