@@ -6,7 +6,7 @@
 import type { RuntimeSpec } from "../config";
 import { sha256Json } from "../digest";
 import type { LaunchPlan } from "../launch/plan";
-import { ContainerSpec, ContainerVendor, LABELS } from "./container-spec";
+import { ContainerSpec, LABELS } from "./container-spec";
 import type { ContainerTarget, DockerCliOptions, DockerDeadlinesS } from "./docker-cli";
 
 /** Launch-token label value of a container the docker provider made: Pulumi state, not a token file, owns it. */
