@@ -62,7 +62,7 @@ export function calibration(name: string, args: CalibrationArgs, opts: pulumi.Cu
       generationDigest,
       attestationDigest,
       ...(launchDigest ? { launchDigest } : {}),
-      transport: e.overrides?.transport ?? spec.launch.transport,
+      transport: plan.placement.transport,
       maxModelLen: plan.maxModelLen,
     }));
   });

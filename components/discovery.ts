@@ -155,7 +155,7 @@ function agreeOnReplicas(
           id: e.id,
           host: e.host,
           product: acc.product,
-          tensorParallelSize: l.policy.tensorParallelSize ?? l.engine.gpuIds.length,
+          tensorParallelSize: renderLaunchPlan(l).tensorParallelSize,
         })),
       )),
       checkpoints: pulumi.all(engineHosts.map((alias) => hosts.get(alias)!.discovery.checkpoint.apply((m) => ({ host: alias, manifest: manifestIdentity(m) })))),

@@ -2,8 +2,7 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { RuntimeSpec } from "../lib/config";
-import { cacheExpectations, renderLaunchPlan, LaunchInputs, LaunchPlan } from "../lib/launch/plan";
-import type { ContainerVendor } from "../lib/runtime/container-spec";
+import { cacheExpectations, launchRecord, renderLaunchPlan, LaunchInputs, LaunchPlan } from "../lib/launch/plan";
 import type { RunbookAttestationSource } from "../lib/attestation/runbook-document";
 import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";
 import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
@@ -29,12 +28,6 @@ export interface EngineArgs {
   stopTimeoutS: number;
   /** `FleetSpec.runtime`: `kind` picks the backend (native, docker-cli, docker); image, docker client, deadlines. */
   runtime: RuntimeSpec;
-  /** Accelerator vendor discovery found on the host: the container's device flags. */
-  vendor: pulumi.Input<ContainerVendor>;
-  /** Host GPU indices the engine uses (the plan's visibility list): the only GPUs a container gets. */
-  gpuIds: pulumi.Input<number[]>;
-  /** RDMA device nodes mapped into a container (transport `ucx_rdma`). */
-  rdmaDevices?: string[];
   /** Checkpoint directory on the host, mounted read-only at `/model` in a container. */
   modelDir: string;
   /** Stack name: part of the container name and labels. */
@@ -61,6 +54,7 @@ export interface EngineArgs {
  * Replaced when its launch plan (or, for containers, its container spec) changes; stopped on delete.
  */
 export class Engine extends pulumi.ComponentResource {
+  /** The launch plan: the recorded command, and where it runs (GPU ids, vendor, visibility variable, transport). */
   public readonly plan: pulumi.Output<LaunchPlan>;
   public readonly url: pulumi.Output<string>;
   /** The engine's process id on its host; undefined for a container (see `identity`). */
@@ -93,7 +87,8 @@ export class Engine extends pulumi.ComponentResource {
         hostAlias: args.hostAlias,
         stack: args.stack,
         ...loginInputs(args.connection),
-        plan: this.plan,
+        // The record alone: the check's launch.json and inputs hold the command, not where it runs.
+        plan: this.plan.apply(launchRecord),
         planSha256: this.plan.planSha256,
         runtime: checkRuntimeOf(args.runtime),
         modelDir: args.modelDir,
@@ -127,13 +122,7 @@ export class Engine extends pulumi.ComponentResource {
         healthTimeoutS: args.healthTimeoutS,
         stopTimeoutS: args.stopTimeoutS,
         runtime: args.runtime,
-        placement: pulumi.all([args.vendor, args.gpuIds]).apply(([vendor, gpuIds]) => ({
-          vendor,
-          gpuIds,
-          rdmaDevices: args.rdmaDevices,
-          modelDir: args.modelDir,
-          stack: args.stack,
-        })),
+        placement: { modelDir: args.modelDir, stack: args.stack },
         hostScope: args.hostScope ?? { name: `${name}-${args.hostAlias}`, parent: this },
         knownHostsDir: args.knownHostsDir ?? path.resolve("runs", args.stack, "ssh"),
       },

@@ -41,6 +41,8 @@ export interface EngineSummary {
   pid?: number;
   startedAt: string;
   planSha256: string;
+  /** Host GPU indices the engine uses, as its launch plan resolved them (every GPU of the host when the config names none). */
+  gpuIds: number[];
   /** The live process this engine's evidence is bound to (Gate C). */
   generationDigest: string;
   /** The cache geometry the live engine resolved. */
@@ -105,9 +107,6 @@ export class Fleet extends pulumi.ComponentResource {
           healthTimeoutS: spec.runtime.deadlinesS.start,
           stopTimeoutS: spec.runtime.deadlinesS.stop,
           runtime: spec.runtime,
-          vendor: launch.apply((l) => l.host.vendor),
-          gpuIds: launch.apply((l) => [...l.engine.gpuIds]),
-          rdmaDevices: (e.overrides?.transport ?? spec.launch.transport) === "ucx_rdma" ? [...((e.overrides?.rdma ?? spec.launch.rdma)?.devices ?? [])] : [],
           modelDir: spec.model.checkpointDir,
           stack: args.stack,
           runbookRun: e.runbookRun,
@@ -137,6 +136,7 @@ export class Fleet extends pulumi.ComponentResource {
               pid,
               startedAt,
               planSha256: plan.planSha256,
+              gpuIds: [...plan.placement.gpuIds],
               generationDigest,
               cacheLayoutDigest,
               ...(runbook ? { runbook } : {}),
@@ -156,7 +156,7 @@ export class Fleet extends pulumi.ComponentResource {
             modelConfigSha256: model.configSha256,
             accelerator: acc.product,
             plan,
-            transport: e.overrides?.transport ?? spec.launch.transport,
+            transport: plan.placement.transport,
             layout,
           }));
         }),

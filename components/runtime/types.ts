@@ -54,7 +54,7 @@ export interface RunbookOutcome {
 /** What every backend needs. */
 export interface ProcessArgs {
   hostAlias: string;
-  /** The engine's launch plan: what runs, whatever the backend. */
+  /** The engine's launch plan: what runs, whatever the backend, and where (its `placement`: GPU ids, vendor, transport, RDMA devices). */
   plan: pulumi.Output<LaunchPlan>;
   /** SSH connection to the engine's host, with its verified host key pinned. */
   connection: pulumi.Input<command.types.input.remote.ConnectionArgs>;
@@ -87,6 +87,7 @@ export interface NativeProcessArgs extends ProcessArgs {
 export interface ContainerProcessArgs extends ProcessArgs {
   /** `FleetSpec.runtime`: image (immutable), docker client, deadlines. */
   runtime: RuntimeSpec;
+  /** The model mount and the stack name; the GPUs and devices come from the plan. */
   placement: pulumi.Input<ContainerPlacement>;
 }
 

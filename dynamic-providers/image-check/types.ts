@@ -1,4 +1,4 @@
-import type { LaunchPlan } from "../../lib/launch/plan";
+import type { LaunchRecord } from "../../lib/launch/plan";
 import type { CheckRuntime, RuntimeFindings } from "../../lib/image-check";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 
@@ -15,7 +15,7 @@ export interface ImageCheckInputs {
   /** Secret. */
   password?: string;
   /** The rendered launch plan: recorded as the engine's launch.json. */
-  plan: LaunchPlan;
+  plan: LaunchRecord;
   /** The plan's hash: a new plan needs a new check (replace key). */
   planSha256: string;
   runtime: CheckRuntime;

@@ -4,6 +4,7 @@
  * (the largest budget among its producers' groups, from the captured cache layouts).
  */
 import type { FleetSpec } from "../config";
+import { engineTransport } from "../launch/plan";
 import { FabricError } from "./errors";
 import { edgeRequirement, fabricEdges, type EdgeEngine, type FabricEdge } from "./edges";
 
@@ -38,9 +39,8 @@ function rdmaEnd(hcas: ReadonlyArray<string> | undefined, gidIndex: number | und
 /** Each engine's place in the mesh: host, pool, pin, transport and RDMA port, from the config. */
 export function meshEngines(spec: Pick<FleetSpec, "engines" | "launch">): MeshEngine[] {
   return spec.engines.map((e) => {
-    const transport = e.overrides?.transport ?? spec.launch.transport;
-    const rdma = e.overrides?.rdma ?? spec.launch.rdma;
-    return { id: e.id, host: e.host, role: e.role, pin: e.pin, transport, rdma: transport === "ucx_rdma" ? rdmaEnd(rdma?.hcas, rdma?.gidIndex) : null };
+    const { transport, rdma } = engineTransport(spec, e);
+    return { id: e.id, host: e.host, role: e.role, pin: e.pin, transport, rdma: rdma ? rdmaEnd(rdma.hcas, rdma.gidIndex) : null };
   });
 }
 

@@ -1,5 +1,5 @@
 import type { FleetSpec } from "../config";
-import type { LaunchPlan } from "../launch/plan";
+import { launchRecord, type LaunchRecord } from "../launch/plan";
 import { envFile } from "../shell";
 import type { HostLogin } from "../ssh/login";
 
@@ -21,7 +21,7 @@ export function generatedConfig(
   spec: FleetSpec,
   routerHost: string,
   hosts: ReadonlyArray<GeneratedHost>,
-  plans: ReadonlyArray<LaunchPlan>,
+  plans: ReadonlyArray<LaunchRecord>,
   fleetJson: Record<string, unknown>,
 ): Record<string, string> {
   const byAlias = new Map(hosts.map((h) => [h.alias, h]));
@@ -42,7 +42,7 @@ export function generatedConfig(
     ),
   };
   const knownHosts = hosts.map((h) => `${h.login.port === 22 ? h.login.host : `[${h.login.host}]:${h.login.port}`} ${h.hostKey}\n`).join("");
-  const launches = { engines: Object.fromEntries(plans.map((p) => [p.engineId, p])) };
+  const launches = { engines: Object.fromEntries(plans.map((p) => [p.engineId, launchRecord(p)])) };
   const sources = {
     engines: Object.fromEntries(
       plans.map((p) => {

@@ -5,6 +5,7 @@ import type { HostLogin } from "../ssh/login";
 import type { PlannedPort } from "../discovery/listeners";
 import type { RuntimeProbeSpec } from "../discovery/probe";
 import { sha256Json } from "../digest";
+import { engineTransport } from "../launch/plan";
 
 function address(destination: string, withPort: boolean): { user?: string; host: string; port?: number } {
   const parsed = parseDestination(destination, withPort);
@@ -67,10 +68,7 @@ export function hostDiscoveryPlan(spec: FleetSpec, host: HostSpec): HostDiscover
       : { kind: "docker", image: spec.runtime.image!, dockerCommand: spec.runtime.dockerCommand };
   const devicePaths = [
     ...new Set(
-      engines.flatMap((e) => {
-        const transport = e.overrides?.transport ?? spec.launch.transport;
-        return transport === "ucx_rdma" ? [...((e.overrides?.rdma ?? spec.launch.rdma)?.devices ?? [])] : [];
-      }),
+      engines.flatMap((e) => [...(engineTransport(spec, e).rdma?.devices ?? [])]),
     ),
   ];
   const plannedPorts: PlannedPort[] = engines.flatMap((e) => [

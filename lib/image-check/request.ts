@@ -3,7 +3,7 @@
  * runtime check's request derived from the launch plan: the plan's `--trust-remote-code`, its final
  * `--tokenizer` (default the checkpoint), its `--kv-transfer-config`, with paths as the runtime sees them.
  */
-import type { LaunchPlan } from "../launch/plan";
+import type { LaunchRecord } from "../launch/plan";
 import { isImageDigest, isImageId, CONTAINER_MODEL_DIR, CONTAINER_TOKENIZER_DIR } from "../runtime/container-spec";
 import type { RuntimeCheckRequest } from "./python";
 
@@ -20,7 +20,7 @@ export interface ImageCheckSpec {
   readonly engineId: string;
   readonly hostAlias: string;
   /** The rendered launch plan (launch.json); its planSha256 is what the check is bound to. */
-  readonly plan: LaunchPlan;
+  readonly plan: LaunchRecord;
   readonly runtime: CheckRuntime;
   /** Checkpoint directory on the host (the plan's model argument); mounted read-only at /model in a container. */
   readonly modelDir: string;

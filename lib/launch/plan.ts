@@ -1,3 +1,4 @@
+import type { EngineSpec, FleetSpec } from "../config";
 import { sha256Json } from "../digest";
 
 /** Everything one engine's serving command is derived from; all plain values, no secrets. */
@@ -45,13 +46,32 @@ export interface LaunchInputs {
     readonly ucxTcpPortRange: string;
     readonly kvLeaseDurationS: number;
     readonly rdmaHcas?: ReadonlyArray<string>;
+    /** RDMA device nodes a container is given (transport `ucx_rdma`). */
+    readonly rdmaDevices?: ReadonlyArray<string>;
     readonly engineArgs?: ReadonlyArray<string>;
     readonly engineEnv?: Readonly<Record<string, string>>;
   };
 }
 
-/** The complete serving command for one engine, as the runbook's `launch.json` records it. */
-export interface LaunchPlan {
+/** The variable that tells the runtime which GPUs it may use, by vendor (vLLM reads one, not both). */
+export type VisibilityVariable = "CUDA_VISIBLE_DEVICES" | "HIP_VISIBLE_DEVICES";
+
+/**
+ * Where an engine runs, resolved once with its command: every runtime and the GPU claims read these
+ * values, never the plan's env text. Not part of `launch.json` or the plan hash (see `launchRecord`).
+ */
+export interface LaunchPlacement {
+  /** Host GPU indices the engine uses: the visibility variable's list. */
+  readonly gpuIds: ReadonlyArray<number>;
+  readonly vendor: "nvidia" | "amd" | "none";
+  readonly visibilityVariable: VisibilityVariable;
+  readonly transport: "tcp" | "ucx_rdma";
+  /** RDMA device nodes a container is given; empty on TCP. */
+  readonly rdmaDevices: ReadonlyArray<string>;
+}
+
+/** The serving command for one engine exactly as `launch.json` records it (the runbook's fields). */
+export interface LaunchRecord {
   readonly engineId: string;
   readonly argv: ReadonlyArray<string>;
   /** Environment without secrets; the API key travels separately in a 0600 env file. */
@@ -63,6 +83,41 @@ export interface LaunchPlan {
   readonly planSha256: string;
 }
 
+/** The complete launch of one engine: its recorded command and where it runs. */
+export interface LaunchPlan extends LaunchRecord {
+  readonly placement: LaunchPlacement;
+}
+
+/** The plan without its placement: what `launch.json`, resource inputs and evidence hold, field for field. */
+export function launchRecord(plan: LaunchRecord): LaunchRecord {
+  const { engineId, argv, env, url, tensorParallelSize, maxModelLen, planSha256 } = plan;
+  return { engineId, argv, env, url, tensorParallelSize, maxModelLen, planSha256 };
+}
+
+/** The engine's GPUs: the ones it names, or every GPU its host shows when it names none. */
+export function resolveGpuIds(named: ReadonlyArray<number> | undefined, visible: ReadonlyArray<number>): number[] {
+  return named && named.length > 0 ? [...named] : [...visible];
+}
+
+/** The tensor-parallel size: the one configured, or one rank per GPU. */
+export function resolveTensorParallelSize(configured: number | undefined, gpuIds: ReadonlyArray<number>): number {
+  return configured ?? Math.max(1, gpuIds.length);
+}
+
+/**
+ * An engine's KV transport, and its RDMA settings when that transport is `ucx_rdma`: the engine's
+ * override, else the fleet's. Discovery (which device nodes to look for) and the fabric mesh read it
+ * before any plan exists; the plan carries the result as `placement.transport`.
+ */
+export function engineTransport(spec: Pick<FleetSpec, "launch">, engine: Pick<EngineSpec, "overrides">): { transport: LaunchPlacement["transport"]; rdma?: FleetSpec["launch"]["rdma"] } {
+  const transport = engine.overrides?.transport ?? spec.launch.transport;
+  return transport === "ucx_rdma" ? { transport, rdma: engine.overrides?.rdma ?? spec.launch.rdma } : { transport };
+}
+
+export function visibilityVariableOf(vendor: LaunchPlacement["vendor"]): VisibilityVariable {
+  return vendor === "amd" ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES";
+}
+
 /** Runbook: model dtype from the checkpoint configuration, or bfloat16 when it is unspecified. */
 function resolveDtype(policyDtype: string, modelDtype?: string): string {
   if (policyDtype !== "model") return policyDtype;
@@ -71,8 +126,8 @@ function resolveDtype(policyDtype: string, modelDtype?: string): string {
 
 export function renderLaunchPlan(inputs: LaunchInputs): LaunchPlan {
   const { engine, host, model, policy } = inputs;
-  const gpus = engine.gpuIds.length > 0 ? [...engine.gpuIds] : Array.from({ length: host.gpuCount }, (_, i) => i);
-  const tp = policy.tensorParallelSize ?? Math.max(1, gpus.length);
+  const gpus = resolveGpuIds(engine.gpuIds, Array.from({ length: host.gpuCount }, (_, i) => i));
+  const tp = resolveTensorParallelSize(policy.tensorParallelSize, gpus);
   const maxModelLen = Math.min(policy.maxModelLen, model.maxPositionEmbeddings ?? Infinity);
 
   const kvTransferConfig = {
@@ -114,7 +169,7 @@ export function renderLaunchPlan(inputs: LaunchInputs): LaunchPlan {
 
   const accelerator = host.vendor === "amd" ? "rocm" : "cuda_copy";
   const transportTls = policy.transport === "ucx_rdma" ? "rc" : "tcp";
-  const visibility = host.vendor === "amd" ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES";
+  const visibility = visibilityVariableOf(host.vendor);
   const env: Record<string, string> = {
     ...(policy.engineEnv ?? {}),
     VLLM_NIXL_SIDE_CHANNEL_HOST: host.fabricAddress,
@@ -127,14 +182,21 @@ export function renderLaunchPlan(inputs: LaunchInputs): LaunchPlan {
   };
 
   const url = `http://${host.fabricAddress.includes(":") ? `[${host.fabricAddress}]` : host.fabricAddress}:${engine.port}`;
-  return { engineId: engine.id, argv, env, url, tensorParallelSize: tp, maxModelLen, planSha256: sha256Json({ argv, env }) };
+  const placement: LaunchPlacement = {
+    gpuIds: gpus,
+    vendor: host.vendor,
+    visibilityVariable: visibility,
+    transport: policy.transport,
+    rdmaDevices: policy.transport === "ucx_rdma" ? [...(policy.rdmaDevices ?? [])] : [],
+  };
+  return { engineId: engine.id, argv, env, url, tensorParallelSize: tp, maxModelLen, planSha256: sha256Json({ argv, env }), placement };
 }
 
 /** vLLM's own defaults for the serving flags a plan may leave out (engineArgs can replace ours). */
 const VLLM_DEFAULTS = { "--block-size": "16", "--dtype": "auto", "--kv-cache-dtype": "auto" } as const;
 
 /** The cache settings a live engine must show, read from the plan's own argv. */
-export function cacheExpectations(plan: LaunchPlan): { blockSize: number; tensorParallelSize: number; dtype: string; kvCacheDtype: string } {
+export function cacheExpectations(plan: LaunchRecord): { blockSize: number; tensorParallelSize: number; dtype: string; kvCacheDtype: string } {
   const flag = (name: keyof typeof VLLM_DEFAULTS): string => {
     const i = plan.argv.lastIndexOf(name);
     return i >= 0 && plan.argv[i + 1] !== undefined ? plan.argv[i + 1]! : VLLM_DEFAULTS[name];

@@ -1,5 +1,5 @@
 import type { EngineSpec, FleetSpec } from "../config";
-import type { LaunchInputs } from "./plan";
+import { engineTransport, resolveGpuIds, resolveTensorParallelSize, type LaunchInputs } from "./plan";
 
 /** What discovery found on one host that a launch plan is derived from. */
 export interface HostLaunchFacts {
@@ -62,8 +62,8 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
       issues.push({ path: `${at}.gpuIds`, message: `${who}: GPU ${id} is not visible (visible GPUs: ${visible.join(", ")})` });
     }
   }
-  const gpus = engine.gpuIds ?? visible;
-  const tp = o.tensorParallelSize ?? spec.launch.tensorParallelSize ?? Math.max(1, gpus.length);
+  const gpus = resolveGpuIds(engine.gpuIds, visible);
+  const tp = resolveTensorParallelSize(o.tensorParallelSize ?? spec.launch.tensorParallelSize, gpus);
   if (gpus.length > 0 && (tp > gpus.length || gpus.length % tp !== 0)) {
     const field = o.tensorParallelSize ? `${at}.overrides.tensorParallelSize` : "launch.tensorParallelSize";
     issues.push({ path: field, message: `${who}: tensor parallel size ${tp} does not divide the engine's ${gpus.length} GPU(s) (${gpus.join(", ")})` });
@@ -77,8 +77,7 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
       message: `${who}: VLLM_SSM_CONV_STATE_LAYOUT=${engineEnv.VLLM_SSM_CONV_STATE_LAYOUT} conflicts with the checkpoint's convolutional SSM state, which requires DS`,
     });
   }
-  const transport = o.transport ?? spec.launch.transport;
-  const rdma = o.rdma ?? spec.launch.rdma;
+  const { transport, rdma } = engineTransport(spec, engine);
   if (issues.length > 0) throw new LaunchPolicyError(issues);
 
   return {
@@ -113,7 +112,8 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
       prefixCaching: spec.launch.prefixCaching,
       ucxTcpPortRange: spec.launch.ucxTcpPortRange,
       kvLeaseDurationS: spec.launch.kvLeaseDurationS,
-      rdmaHcas: transport === "ucx_rdma" ? rdma?.hcas : undefined,
+      rdmaHcas: rdma?.hcas,
+      rdmaDevices: rdma?.devices,
       engineArgs: o.engineArgs ?? spec.launch.engineArgs,
       engineEnv: Object.keys(engineEnv).length > 0 ? engineEnv : undefined,
     },

@@ -6,22 +6,25 @@
 import type { RuntimeSpec } from "../config";
 import { sha256Json } from "../digest";
 import type { LaunchPlan } from "../launch/plan";
-import { ContainerSpec, ContainerVendor, LABELS } from "./container-spec";
+import { ContainerSpec, LABELS } from "./container-spec";
 import type { ContainerTarget, DockerCliOptions, DockerDeadlinesS } from "./docker-cli";
 
 /** Launch-token label value of a container the docker provider made: Pulumi state, not a token file, owns it. */
 export const DOCKER_PROVIDER_TOKEN = "pulumi-docker";
 
-/** The container target of one engine; throws when the runtime has no image (config validation requires one). */
+/**
+ * The container target of one engine: GPUs, vendor and RDMA devices from the plan's placement, the
+ * rest from the stack. Throws when the runtime has no image (config validation requires one).
+ */
 export function containerTarget(plan: LaunchPlan, runtime: RuntimeSpec, placement: ContainerPlacement): ContainerTarget {
   if (!runtime.image) {
     throw new Error(`engine ${plan.engineId}: runtime.kind "${runtime.kind}" runs the engine in a container and needs runtime.image (sha256:<64 hex> or <repo>@sha256:<64 hex>)`);
   }
   return {
     image: runtime.image,
-    vendor: placement.vendor,
-    gpuIds: [...placement.gpuIds],
-    rdmaDevices: placement.rdmaDevices ? [...placement.rdmaDevices] : undefined,
+    vendor: plan.placement.vendor,
+    gpuIds: [...plan.placement.gpuIds],
+    rdmaDevices: [...plan.placement.rdmaDevices],
     modelDir: placement.modelDir,
     engineId: plan.engineId,
     stack: placement.stack,
@@ -191,14 +194,8 @@ export function dockerContainerSpec(cliSpec: ContainerSpec, url: string, deadlin
   };
 }
 
-/** Where one engine's container goes on its host, besides the plan itself. */
+/** What a container needs from the stack besides the plan (GPUs, vendor and RDMA devices are the plan's `placement`). */
 export interface ContainerPlacement {
-  /** Accelerator vendor discovery found: decides the device flags (`none` adds none). */
-  vendor: ContainerVendor;
-  /** Host GPU indices the engine uses; must equal the plan's visibility list. */
-  gpuIds: number[];
-  /** RDMA device nodes mapped into the container (transport `ucx_rdma`). */
-  rdmaDevices?: string[];
   /** Checkpoint directory on the host, mounted read-only at `/model`. */
   modelDir: string;
   /** Stack name: part of the container name and its `narwhal.fleet/stack` label. */

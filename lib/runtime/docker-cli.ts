@@ -1,6 +1,6 @@
 import { shq } from "../shell";
 import { dockerGpuWaitScript } from "./gpu-claims";
-import type { LaunchPlan } from "../launch/plan";
+import { launchRecord, type LaunchPlan } from "../launch/plan";
 import { containerSpec, ContainerRuntimeOptions, ContainerSpec, isImageId, LABELS } from "./container-spec";
 
 /**
@@ -187,7 +187,7 @@ export function startScript(plan: LaunchPlan, target: ContainerTarget, opts: Doc
   const spec = scriptContainerSpec(plan, target, opts);
   const d = opts.deadlinesS;
   const image = target.image;
-  const launchJson = JSON.stringify({ plan, container: { ...spec, launchToken: "(per attempt: see launch-token)" } });
+  const launchJson = JSON.stringify({ plan: launchRecord(plan), container: { ...spec, launchToken: "(per attempt: see launch-token)" } });
   const imageCheck = isImageId(image)
     ? `image_id=$(dk_inspect "image inspect $image" image inspect --format '{{.Id}}' "$image") || {
   [ $? -ne 124 ] || die "image identity check did not finish; nothing was started"

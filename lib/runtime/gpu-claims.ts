@@ -1,12 +1,6 @@
 import { shq } from "../shell";
 import type { LaunchPlan } from "../launch/plan";
 
-/** The GPU indices an engine's plan makes visible to it (none on a host without GPUs). */
-export function planGpus(plan: Pick<LaunchPlan, "env">): number[] {
-  const visible = plan.env.CUDA_VISIBLE_DEVICES ?? plan.env.HIP_VISIBLE_DEVICES ?? "";
-  return visible.split(",").filter((g) => /^\d+$/.test(g)).map(Number);
-}
-
 /**
  * Runbook: start engines with disjoint GPUs concurrently, serialise those that share one. Pulumi may
  * start an engine while another that held its GPU (before a reallocation) is still stopping, so the
@@ -16,8 +10,8 @@ export function planGpus(plan: Pick<LaunchPlan, "env">): number[] {
  * Bounded: the error names the engine still holding the GPU. Leaves fd 9 locked; the caller releases it once its pid is
  * written (`release_gpu_claim`).
  */
-export function gpuClaimScript(plan: Pick<LaunchPlan, "engineId" | "env">, waitS: number): string {
-  const gpus = planGpus(plan);
+export function gpuClaimScript(plan: Pick<LaunchPlan, "engineId" | "placement">, waitS: number): string {
+  const gpus = plan.placement.gpuIds;
   if (gpus.length === 0) return "release_gpu_claim() { :; }\n";
   return `gpus=' ${gpus.join(" ")} '
 machine=$(cat /etc/machine-id 2>/dev/null || hostname)

@@ -1,5 +1,5 @@
 import { shellLine, shq, stopProcessGroupLines } from "../shell";
-import type { LaunchPlan } from "../launch/plan";
+import { launchRecord, type LaunchPlan } from "../launch/plan";
 import { recoveryHintScript } from "./recovery";
 import { gpuClaimScript } from "./gpu-claims";
 
@@ -107,7 +107,7 @@ run=${run}
 mkdir -p "$run" && chmod 700 "$run"
 umask 077
 cat > "$run/engine.env"
-printf '%s\\n' ${shq(JSON.stringify(plan))} > "$run/launch.json"
+printf '%s\\n' ${shq(JSON.stringify(launchRecord(plan)))} > "$run/launch.json"
 ${opts.runbook ? runbookTakeoverScript(plan, opts.runbook, opts.stopTimeoutS) : ""}if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
   # A start interrupted after launching: adopt the process if it runs this very plan, never start twice.
   if [ "$(cat "$run/plan.sha256" 2>/dev/null)" = ${shq(plan.planSha256)} ] && [ -f "$run/started" ]; then

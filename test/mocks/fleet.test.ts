@@ -69,6 +69,13 @@ describe("mocks: Fleet component", () => {
     expect(reveal(process.inputs.connection)).to.include({ host: "198.18.0.12", user: "ops", port: 2222, hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey" });
   });
 
+  it("reports each engine's GPU ids in the engines output: the ones it names, or every GPU its host shows", async () => {
+    const named = await promiseOf(build().engines);
+    expect(Object.fromEntries(Object.entries(named).map(([id, e]) => [id, e.gpuIds]))).to.deep.equal({ e1: [0], e2: [0], e3: [1] });
+    const unnamed = await promiseOf(mocks.build(fleetConfig({ engines: [{ id: "e1", host: "a" }, { id: "e2", host: "b", gpuIds: [1] }] }), mockSecrets(API_KEY, SSH_KEY)).engines);
+    expect(Object.fromEntries(Object.entries(unnamed).map(([id, e]) => [id, e.gpuIds]))).to.deep.equal({ e1: [0, 1], e2: [1] });
+  });
+
   it("checks each engine's runtime against its own plan, pinned to discovery's version, before the proof", async () => {
     const fleet = build();
     const engines = await promiseOf(fleet.engines);
@@ -87,6 +94,8 @@ describe("mocks: Fleet component", () => {
       login: { host: "198.18.0.12", port: 2222, user: "ops", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey", connectTimeoutS: 10 },
     });
     expect((e2.plan as { planSha256: string }).planSha256).to.equal(engines.e2!.planSha256);
+    // The check records the command only: where the engine runs is not part of launch.json.
+    expect(Object.keys(e2.plan as object).sort()).to.deep.equal(["argv", "engineId", "env", "maxModelLen", "planSha256", "tensorParallelSize", "url"]);
     // The SSH key reaches the check only as a secret, and never its serialised provider.
     expect(reveal(e2.privateKey)).to.equal(SSH_KEY).and.not.equal(e2.privateKey);
     expect(String(e2.__provider)).to.include("dynamic-providers/image-check/provider.ts").and.not.include(SSH_KEY.split("\n")[1]!);

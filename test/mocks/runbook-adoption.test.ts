@@ -109,8 +109,6 @@ describe("mocks: an engine with a runbook launch directory", () => {
       healthTimeoutS: 300,
       stopTimeoutS: 60,
       runtime,
-      vendor: pulumi.output(l.host.vendor),
-      gpuIds: pulumi.output([...l.engine.gpuIds]),
       modelDir: "/models/tiny",
       stack: "mock",
       runbookRun: RUN,

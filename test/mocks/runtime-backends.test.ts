@@ -70,7 +70,8 @@ function byName(name: string): Registered {
   return r;
 }
 
-function launch(over: { id?: string; port?: number; vendor?: "nvidia" | "amd" | "none"; gpuIds?: number[]; rdma?: boolean } = {}): LaunchInputs {
+/** `rdma` runs the engine over ucx_rdma with these device nodes (the default one, uverbs0, for `true`). */
+function launch(over: { id?: string; port?: number; vendor?: "nvidia" | "amd" | "none"; gpuIds?: number[]; rdma?: boolean | string[] } = {}): LaunchInputs {
   return {
     engine: { id: over.id ?? "e1", port: over.port ?? 8100, nixlPort: 5600, gpuIds: over.gpuIds ?? [2, 3] },
     host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor: over.vendor ?? "nvidia", gpuCount: 4 },
@@ -89,6 +90,7 @@ function launch(over: { id?: string; port?: number; vendor?: "nvidia" | "amd" | 
       ucxTcpPortRange: "40000-40100",
       kvLeaseDurationS: 30,
       rdmaHcas: over.rdma ? ["mlx5_0:1"] : undefined,
+      rdmaDevices: over.rdma ? (over.rdma === true ? ["/dev/infiniband/uverbs0"] : over.rdma) : undefined,
     },
   };
 }
@@ -164,7 +166,7 @@ describe("mocks: engine runtime backends", () => {
     return { host: "198.18.0.12", port: 2222, user: "ops", privateKey: pulumi.secret(SSH_KEY), hostKey: pulumi.output(HOST_KEY), perDialTimeout: 10, ...over };
   }
 
-  function processArgs(kind: RuntimeSpec["kind"], over: { launch?: LaunchInputs; rdmaDevices?: string[]; hostScope?: { name: string; parent: pulumi.Resource }; connection?: command.types.input.remote.ConnectionArgs } = {}) {
+  function processArgs(kind: RuntimeSpec["kind"], over: { launch?: LaunchInputs; hostScope?: { name: string; parent: pulumi.Resource }; connection?: command.types.input.remote.ConnectionArgs } = {}) {
     const l = over.launch ?? launch();
     return {
       hostAlias: "b",
@@ -177,7 +179,7 @@ describe("mocks: engine runtime backends", () => {
       healthTimeoutS: 300,
       stopTimeoutS: 60,
       runtime: runtimeSpec(kind),
-      placement: { vendor: l.host.vendor, gpuIds: [...l.engine.gpuIds], rdmaDevices: over.rdmaDevices, modelDir: "/models/tiny", stack: "mock" },
+      placement: { modelDir: "/models/tiny", stack: "mock" },
       hostScope: over.hostScope ?? { name: "fleet-b", parent: scope() },
       knownHostsDir,
     };
@@ -231,7 +233,7 @@ describe("mocks: engine runtime backends", () => {
 
       expect(registered.filter((r) => !r.type.startsWith("test:")).map((r) => `${r.type} ${r.name}`)).to.deep.equal(["command:remote:Command fleet-e1-process"]);
       const plan = renderLaunchPlan(launch());
-      const target = { image: IMAGE, vendor: "nvidia" as const, gpuIds: [2, 3], rdmaDevices: undefined, modelDir: "/models/tiny", engineId: "e1", stack: "mock" };
+      const target = { image: IMAGE, vendor: "nvidia" as const, gpuIds: [2, 3], rdmaDevices: [], modelDir: "/models/tiny", engineId: "e1", stack: "mock" };
       const spec = dockerCli.scriptContainerSpec(plan, target, CLI_OPTS);
       const { connection: conn, stdin, ...rest } = byName("fleet-e1-process").inputs;
       expect(rest).to.deep.equal({
@@ -250,10 +252,9 @@ describe("mocks: engine runtime backends", () => {
     });
 
     it("moves the spec trigger, not the plan trigger, when only the container changes (RDMA devices)", async () => {
-      const l = launch({ rdma: true });
-      const a = rt.dockerCliProcess("fleet-e1", processArgs("docker-cli", { launch: l, rdmaDevices: ["/dev/infiniband/uverbs0"] }), scope());
+      const a = rt.dockerCliProcess("fleet-e1", processArgs("docker-cli", { launch: launch({ rdma: ["/dev/infiniband/uverbs0"] }) }), scope());
       await settle(a);
-      const b = rt.dockerCliProcess("fleet-e2", processArgs("docker-cli", { launch: l, rdmaDevices: ["/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"] }), scope());
+      const b = rt.dockerCliProcess("fleet-e2", processArgs("docker-cli", { launch: launch({ rdma: ["/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"] }) }), scope());
       await settle(b);
       const [ta, tb] = ["fleet-e1-process", "fleet-e2-process"].map((n) => byName(n).inputs.triggers as string[]);
       expect(ta![0]).to.equal(tb![0]);
@@ -315,7 +316,7 @@ describe("mocks: engine runtime backends", () => {
       expect(() => fields.dockerContainerFields({ ...spec, runArgv: argv })).to.throw(
         "docker backend: container-spec.ts produced --privileged, which has no @pulumi/docker Container field here; map it in components/runtime/container-fields.ts",
       );
-      expect(() => fields.containerTarget(plan, runtimeSpec("native"), { vendor: "nvidia", gpuIds: [2, 3], modelDir: "/models/tiny", stack: "mock" })).to.throw(
+      expect(() => fields.containerTarget(plan, runtimeSpec("native"), { modelDir: "/models/tiny", stack: "mock" })).to.throw(
         'engine e1: runtime.kind "native" runs the engine in a container and needs runtime.image',
       );
     });
@@ -419,8 +420,8 @@ describe("mocks: engine runtime backends", () => {
       expect(a.gpus).to.equal(undefined);
       expect(reveal(a.envs)).to.include("HIP_VISIBLE_DEVICES=0");
 
-      const rdma = launch({ id: "e2", rdma: true });
-      await settle(rt.dockerProcess("fleet-e2", processArgs("docker", { launch: rdma, rdmaDevices: ["/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"] }), scope()));
+      const rdma = launch({ id: "e2", rdma: ["/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"] });
+      await settle(rt.dockerProcess("fleet-e2", processArgs("docker", { launch: rdma }), scope()));
       const r = byName("fleet-e2-container").inputs;
       expect(r).to.deep.include({
         devices: [{ hostPath: "/dev/infiniband/uverbs0" }, { hostPath: "/dev/infiniband/rdma_cm" }],
@@ -468,8 +469,6 @@ describe("mocks: engine runtime backends", () => {
         healthTimeoutS: 300,
         stopTimeoutS: 60,
         runtime: runtimeSpec(kind),
-        vendor: pulumi.output(l.host.vendor),
-        gpuIds: pulumi.output([...l.engine.gpuIds]),
         modelDir: "/models/tiny",
         stack: "mock",
         knownHostsDir,

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { LaunchInputs, renderLaunchPlan } from "../../../lib/launch/plan";
+import { launchRecord, LaunchInputs, renderLaunchPlan } from "../../../lib/launch/plan";
 import { launchInputs } from "./inputs";
 
 const base: LaunchInputs = launchInputs();
@@ -34,6 +34,7 @@ describe("launch plan", () => {
     });
     expect(plan.url).to.equal("http://198.18.0.11:8100");
     expect(plan.planSha256).to.match(/^sha256:[0-9a-f]{64}$/);
+    expect(plan.placement).to.deep.equal({ gpuIds: [0, 1], vendor: "nvidia", visibilityVariable: "CUDA_VISIBLE_DEVICES", transport: "tcp", rdmaDevices: [] });
   });
 
   it("uses HIP_VISIBLE_DEVICES alone on ROCm, and RDMA devices for ucx_rdma", () => {
@@ -46,12 +47,28 @@ describe("launch plan", () => {
     expect(plan.env).to.not.have.property("CUDA_VISIBLE_DEVICES");
     expect(plan.env.UCX_TLS).to.equal("rc,sm,self,rocm");
     expect(plan.env.UCX_NET_DEVICES).to.equal("mlx5_0:1,mlx5_1:1");
+    expect(plan.placement).to.deep.equal({ gpuIds: [0, 1], vendor: "amd", visibilityVariable: "HIP_VISIBLE_DEVICES", transport: "ucx_rdma", rdmaDevices: [] });
+    const withDevices = renderLaunchPlan({ ...base, policy: { ...base.policy, transport: "ucx_rdma", rdmaHcas: ["mlx5_0:1"], rdmaDevices: ["/dev/infiniband/uverbs0"] } });
+    expect(withDevices.placement.rdmaDevices).to.deep.equal(["/dev/infiniband/uverbs0"]);
+    // Devices are where the engine runs, not what it runs: the command and its hash do not move.
+    expect(withDevices.planSha256).to.equal(renderLaunchPlan({ ...base, policy: { ...base.policy, transport: "ucx_rdma", rdmaHcas: ["mlx5_0:1"] } }).planSha256);
+  });
+
+  it("records the command alone: launchRecord keeps exactly launch.json's fields", () => {
+    const plan = renderLaunchPlan(base);
+    const record = launchRecord(plan);
+    expect(Object.keys(record)).to.deep.equal(["engineId", "argv", "env", "url", "tensorParallelSize", "maxModelLen", "planSha256"]);
+    const { placement, ...command } = plan;
+    expect(placement.gpuIds).to.deep.equal([0, 1]);
+    expect(record).to.deep.equal(command);
+    expect(JSON.stringify(launchRecord(record))).to.equal(JSON.stringify(record));
   });
 
   it("falls back to bfloat16 when the model does not say, and takes every GPU without gpuIds", () => {
     const plan = renderLaunchPlan({ ...base, engine: { ...base.engine, gpuIds: [] }, model: { servedName: "m", checkpointDir: "/m" } });
     expect(flag(plan.argv, "--dtype")).to.equal("bfloat16");
     expect(plan.env.CUDA_VISIBLE_DEVICES).to.equal("0,1");
+    expect(plan.placement.gpuIds).to.deep.equal([0, 1]);
     expect(flag(plan.argv, "--tensor-parallel-size")).to.equal("2");
   });
 

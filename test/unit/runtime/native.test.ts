@@ -58,6 +58,7 @@ describe("native runtime scripts (run for real under sh)", function () {
       tensorParallelSize: 1,
       maxModelLen: 1024,
       planSha256: "sha256:" + "a".repeat(64),
+      placement: { gpuIds: [], vendor: "none", visibilityVariable: "CUDA_VISIBLE_DEVICES", transport: "tcp", rdmaDevices: [] },
     };
   });
   afterEach(() => {
@@ -147,11 +148,12 @@ describe("native runtime scripts (run for real under sh)", function () {
     async function neighbour(): Promise<{ plan: LaunchPlan; opts: ReturnType<typeof opts> }> {
       const port = await freePort();
       return {
-        plan: { ...plan, engineId: "e2", argv: ["python3", path.join(dir, "engine.py"), String(port)], url: `http://127.0.0.1:${port}`, env: { CUDA_VISIBLE_DEVICES: "0" } },
+        plan: { ...plan, engineId: "e2", argv: ["python3", path.join(dir, "engine.py"), String(port)], url: `http://127.0.0.1:${port}`, env: { CUDA_VISIBLE_DEVICES: "0" }, placement: onGpuIds([0]) },
         opts: { ...opts(), runDir: path.join(dir, "e2") },
       };
     }
-    const onGpus = (visible: string) => ({ ...plan, env: { ...plan.env, CUDA_VISIBLE_DEVICES: visible } });
+    const onGpuIds = (gpuIds: number[]): LaunchPlan["placement"] => ({ ...plan.placement, gpuIds, vendor: "nvidia" });
+    const onGpus = (visible: string) => ({ ...plan, env: { ...plan.env, CUDA_VISIBLE_DEVICES: visible }, placement: onGpuIds(visible.split(",").map(Number)) });
 
     it("waits for the engine that still holds the GPU to stop, then starts", async () => {
       const holder = await neighbour();

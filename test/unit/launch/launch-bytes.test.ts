@@ -1,0 +1,110 @@
+// Pins the bytes every runtime runs for one config: the launch plan is resolved in one place, and moving
+// where a fact is resolved must not change a single byte of what reaches a host (a new byte is a new
+// plan hash or spec hash, which replaces the engine and the evidence bound to it on existing stacks).
+import { expect } from "chai";
+import { parseFleetConfig } from "../../../lib/config";
+import { sha256Json } from "../../../lib/digest";
+import { hostLaunchFacts, resolveEngineLaunch } from "../../../lib/launch/policy";
+import { renderLaunchPlan, type LaunchPlan } from "../../../lib/launch/plan";
+import { launchJsonText } from "../../../lib/image-check";
+import * as native from "../../../lib/runtime/native";
+import * as dockerCli from "../../../lib/runtime/docker-cli";
+import { containerRestartScript, nativeRestartScript } from "../../../lib/runtime/restart";
+import { containerTarget, dockerCliOptions, dockerContainerSpec } from "../../../lib/runtime/container-fields";
+
+const IMAGE = `sha256:${"1d".repeat(32)}`;
+
+function config(runtime: Record<string, unknown>, launch: Record<string, unknown> = {}, vendor: "nvidia" | "amd" = "nvidia") {
+  const spec = parseFleetConfig({
+    hosts: [
+      { alias: "a", destination: "root@198.18.0.11", fabricInterface: "fab0" },
+      { alias: "b", destination: "root@198.18.0.12", fabricInterface: "fab0" },
+    ],
+    // e1 names one GPU on TCP; e2 takes every GPU of its host over RDMA.
+    engines: [
+      { id: "e1", host: "a", gpuIds: [1] },
+      { id: "e2", host: "b", overrides: { transport: "ucx_rdma", rdma: { hcas: ["mlx5_0:1"], devices: ["/dev/infiniband/uverbs0"] } } },
+    ],
+    model: { servedName: "tiny", checkpointDir: "/models/tiny" },
+    runtime,
+    launch,
+  });
+  const facts = (alias: string) => {
+    const host = spec.hosts.find((h) => h.alias === alias)!;
+    return hostLaunchFacts(host, alias === "a" ? "198.18.0.11" : "198.18.0.12", { vendor, product: "GPU X", gpus: [{ index: 0 }, { index: 1 }] }, { dtype: "bfloat16", maxPositionEmbeddings: 32768 });
+  };
+  return { spec, plans: spec.engines.map((e) => renderLaunchPlan(resolveEngineLaunch(spec, e, facts(e.host)))) };
+}
+
+/** Everything of one plan that reaches a host, by name. */
+function bytesOf(kind: "native" | "docker-cli", spec: ReturnType<typeof config>["spec"], plan: LaunchPlan): Record<string, string> {
+  const runDir = `/var/lib/narwhal/mock/engines/${plan.engineId}`;
+  const out: Record<string, string> = { launchJson: launchJsonText(plan) };
+  if (kind === "native") {
+    const opts = { runDir, healthTimeoutS: 300, stopTimeoutS: 60 };
+    out.start = native.startScript(plan, opts);
+    out.stop = native.stopScript(plan, opts);
+    out.restart = nativeRestartScript(plan, runDir, { stop: 60, health: 300 });
+  } else {
+    const opts = dockerCliOptions(spec.runtime, runDir);
+    const target = containerTarget(plan, spec.runtime, { modelDir: "/models/tiny", stack: "mock" });
+    out.start = dockerCli.startScript(plan, target, opts);
+    out.stop = dockerCli.stopScript(plan, target, opts);
+    out.gpuWait = dockerCli.gpuWait(plan, target, opts);
+    const cliSpec = dockerCli.scriptContainerSpec(plan, target, opts);
+    out.cliSpec = JSON.stringify(cliSpec);
+    out.dockerSpec = JSON.stringify(dockerContainerSpec(cliSpec, plan.url, spec.runtime.deadlinesS));
+    out.restart = containerRestartScript(plan, "docker", "c0", { stop: 60, health: 300 });
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, sha256Json(v)]));
+}
+
+describe("launch bytes: what reaches a host for one config", () => {
+  it("native: launch.json and the start, stop and restart scripts", () => {
+    const { spec, plans } = config({ kind: "native" });
+    expect(plans.map((p) => bytesOf("native", spec, p))).to.deep.equal(PINNED.native);
+  });
+
+  it("docker-cli: launch.json, the scripts and both container specs", () => {
+    const { spec, plans } = config({ kind: "docker-cli", image: IMAGE });
+    expect(plans.map((p) => bytesOf("docker-cli", spec, p))).to.deep.equal(PINNED.dockerCli);
+  });
+});
+
+/** sha256Json of each text, recorded from this config; a change here is a change on every host. */
+const PINNED = {
+  native: [
+    {
+      launchJson: "sha256:9dac05a720ab3b0f9fe9aabc143522c1624e120ba7a433a9fa94af6ffb257309",
+      restart: "sha256:b1f5a71d90bb55e7cbeed2b295b94144f2b0afb6724f6f9634b35bb7e29f35ff",
+      start: "sha256:c0a15cbc6ceacd4c9789d5d2b52e644bd2e5cbde45dd05e91924bb46be21a7d0",
+      stop: "sha256:ad067e531fff0cbcf90b0eb2d1ee96e3988b36187d17a8c2e0d875a6c4bffe7f",
+    },
+    {
+      launchJson: "sha256:ac1234e8945be2b9774b5c21c3f3b53c17985b659d67ce92b44f3eb06602ba03",
+      restart: "sha256:326ee79f0ac2357b696c1643a8c9e843691333f2acbf00175c7a882d4349fc45",
+      start: "sha256:2036f153464ac260f308a693c9ea01591e4282f0e20132ee188e84e0ba1d88f8",
+      stop: "sha256:71339a046bfb28c17b70c1f024863708d75f599d18347e1837b5e6011c0dd53f",
+    },
+  ],
+  dockerCli: [
+    {
+      cliSpec: "sha256:3f81c616078945e3daf85bee1dffeb51774e007b0a3cac1f08376aacf452b343",
+      dockerSpec: "sha256:e4302b0595222389aa50f6db750c32e9b2364ecaec6a04ea359d8237c90690db",
+      gpuWait: "sha256:d91408d631658f13fb62d581041789c6eb411f4def40390d8a63155f611f30ec",
+      launchJson: "sha256:9dac05a720ab3b0f9fe9aabc143522c1624e120ba7a433a9fa94af6ffb257309",
+      restart: "sha256:7c4856b14e3607871504517fc4fee76578903fb1b19835b807074d755ac8b3c0",
+      start: "sha256:a00b867841051c111dc77cd1cd38fc4bcc86046d24da84979474cd58eb85da27",
+      stop: "sha256:ac590cd099b36851d08306afe2bdea23eeb81f268505dd7bc4ca7097e37e53b1",
+    },
+    {
+      cliSpec: "sha256:2e247393a55d2ad271f2cc344c2e0a95c5265cc7909a90ad6ea633db2732b16e",
+      dockerSpec: "sha256:12fafb74f76d2a9f4021eed901cec15279b90d4798823646d8ed69662f00e722",
+      gpuWait: "sha256:061a9c6de9e4132236833abe3e161ffc6cfbdb27d60b5a9ca38c69b520161388",
+      launchJson: "sha256:ac1234e8945be2b9774b5c21c3f3b53c17985b659d67ce92b44f3eb06602ba03",
+      restart: "sha256:d52a585983dd30633eea5f568c4543d6d8d05a2e6316409463baca8fda1b2299",
+      start: "sha256:ed2edd986a1fb187aebe7bea1fe9e8a0912665d7fecc2d831cabb5735426f331",
+      stop: "sha256:2cef3107cfd48c3759365536c3b1b8f5e3f014c99ba58c40260b3546747bc3ac",
+    },
+  ],
+};
