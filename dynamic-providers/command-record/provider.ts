@@ -9,8 +9,7 @@
  * - delete: leaves the record, as every evidence record is left.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { diffInputs } from "../diff";
-import { withEvidenceIntegrity } from "../integrity";
+import { evidenceProvider } from "../evidence-provider";
 import type { CommandRecordInputs, CommandRecordOutputs } from "./types";
 
 const MEASURED_AGAINST = ["kind", "hostAlias", "steps", "observations"] as const;
@@ -46,17 +45,11 @@ async function record(inputs: CommandRecordInputs): Promise<CommandRecordOutputs
   return { ...inputs, recordedAt, evidence: { relativePath: written.relativePath, digest: written.digest } };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async create(inputs: CommandRecordInputs) {
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CommandRecordInputs, CommandRecordOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: ["stack"],
+  async create(inputs) {
     const outs = await record(inputs);
     return { id: `${inputs.stack}-${inputs.kind}-${outs.evidence.digest.slice(7, 19)}`, outs };
-  },
-
-  async diff(_id: string, olds: CommandRecordOutputs, news: CommandRecordInputs) {
-    return diffInputs(olds, news, MEASURED_AGAINST, ["stack"]);
-  },
-
-  async update(_id: string, olds: CommandRecordOutputs, news: CommandRecordInputs) {
-    return { outs: { ...olds, ...news } };
   },
 });
