@@ -17,11 +17,10 @@ import type * as pulumi from "@pulumi/pulumi";
 import { AttestationError, checkAttestation, contractFingerprint, type SidecarAttestation } from "../../lib/attestation";
 import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
 import { processIdentityProblem, type Ask, type ProofSubject } from "../../lib/engine/generation";
-import { diffInputs } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
 import { hasUnknown } from "../engine-generation/check";
 import { withEngineHttp } from "../engine-generation/http";
 import type { AttestationInputs, AttestationObservation, AttestationOutputs, AttestationRecord } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = [
   "engineId",
@@ -245,13 +244,12 @@ export async function observe(props: AttestationOutputs): Promise<AttestationObs
   }
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async check(_olds: AttestationInputs, news: AttestationInputs) {
-    const failures = inputFailures(news as unknown as Record<string, unknown>);
-    return failures.length ? { inputs: news, failures } : { inputs: news };
-  },
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<AttestationInputs, AttestationOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
 
-  async create(inputs: AttestationInputs) {
+  async create(inputs) {
     const startedAt = new Date().toISOString();
     const reading = await readSidecar(inputs);
     const evidence = inputs.stack ? await record(inputs, reading, startedAt) : undefined;
@@ -275,18 +273,12 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     return { id: `${inputs.engineId}-attestation-${result.attestationDigest.slice(7, 19)}`, outs: { ...inputs, ...result } };
   },
 
-  async diff(_id: string, olds: AttestationOutputs, news: AttestationInputs) {
-    const result = diffInputs<AttestationInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
+  addition(olds) {
     const moved = olds.observedAttestation !== undefined && olds.observedAttestation !== olds.attestationDigest;
-    if (!moved) return result;
-    return { changes: true, replaces: [...(result.replaces ?? []), ATTESTATION_MOVED], deleteBeforeReplace: false };
+    return { replaces: moved ? [ATTESTATION_MOVED] : [] };
   },
 
-  async update(_id: string, olds: AttestationOutputs, news: AttestationInputs) {
-    return { outs: { ...olds, ...news } };
-  },
-
-  async read(id: string, props: AttestationOutputs) {
+  async read(id, props) {
     if (!props.attestationDigest) return { id, props };
     return { id, props: { ...props, ...(await observe(props)) } };
   },
