@@ -21,12 +21,11 @@ import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { forwardedUrl, localForward, type LocalForward } from "../../lib/ssh/forward";
-import { diffInputs } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
 import { hasUnknown } from "../engine-generation/check";
 import { httpObserver, type ObservedEngine } from "./observer";
 import { documentEngines, observerSettings, planOf } from "./plan";
 import type { PreflightInputs, PreflightOutputs } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = ["fleetDocument", "engines", "profiles", "profileStoreDigest", "fabricEdges", "pairs", "repeats"] as const;
 // `strict` never changes what was measured; turned on over a degraded run it replaces (strictReplaces).
@@ -167,25 +166,17 @@ export async function runGates(i: PreflightInputs, recentLogs?: (iid: string) =>
   };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async check(_olds: PreflightInputs, news: PreflightInputs) {
-    const failures = inputFailures(news as unknown as Record<string, unknown>);
-    return failures.length ? { inputs: news, failures } : { inputs: news };
-  },
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<PreflightInputs, PreflightOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
+  // Absent `strict` (state from before the setting) is false, not a change.
+  compared: (olds, news) => ({ olds: { ...olds, strict: olds.strict ?? false }, news: { ...news, strict: news.strict ?? false } }),
+  addition: (olds, news) => ({ replaces: strictReplaces(olds, news) ? ["strict"] : [] }),
 
-  async create(inputs: PreflightInputs) {
+  async create(inputs) {
     const result = await runGates(inputs);
     const outs: PreflightOutputs = { ...inputs, ...result };
     return { id: `preflight-${result.fleetDocumentDigest.slice(7, 19)}-${Date.parse(result.ranAt)}`, outs };
-  },
-
-  async diff(_id: string, olds: PreflightOutputs, news: PreflightInputs) {
-    // Absent `strict` (state from before the setting) is false, not a change.
-    const d = diffInputs<PreflightInputs>({ ...olds, strict: olds.strict ?? false }, { ...news, strict: news.strict ?? false }, MEASURED_AGAINST, UPDATABLE);
-    return strictReplaces(olds, news) ? { ...d, changes: true, replaces: [...(d.replaces ?? []), "strict"] } : d;
-  },
-
-  async update(_id: string, olds: PreflightOutputs, news: PreflightInputs) {
-    return { outs: { ...olds, ...news } };
   },
 });
