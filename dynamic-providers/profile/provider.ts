@@ -44,11 +44,10 @@ import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin, type StoredLogin } from "../../lib/ssh/stored-login";
 import { forwardedUrl, localForward } from "../../lib/ssh/forward";
-import { diffInputs } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
 import { hasUnknown } from "../engine-generation/check";
 import { profileHttp } from "./http";
 import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry, ProfileInputs, ProfileOutputs, ProfileResult } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = [
   "engineId",
@@ -355,26 +354,20 @@ export async function profileEngine(i: ProfileInputs, log?: (line: string) => vo
   return { ...(await measureProfile(i, log)), adoption };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async check(_olds: ProfileInputs, news: ProfileInputs) {
-    const failures = inputFailures(news as unknown as Record<string, unknown>);
-    return failures.length ? { inputs: news, failures } : { inputs: news };
-  },
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<ProfileInputs, ProfileOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
+  // State written before the limits were inputs was held to the defaults: absent is the default, not a change.
+  compared: (olds, news) => ({
+    olds: { ...olds, fitLimits: olds.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: olds.fitAttempts ?? DEFAULT_FIT_ATTEMPTS },
+    news: { ...news, fitLimits: news.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: news.fitAttempts ?? DEFAULT_FIT_ATTEMPTS },
+  }),
+  addition: (olds, news) => ({ replaces: limitsReplace(olds, news) ? ["fitLimits"] : [] }),
 
-  async create(inputs: ProfileInputs) {
+  async create(inputs) {
     const result = await profileEngine(inputs);
     const outs: ProfileOutputs = { ...inputs, ...result };
     return { id: `${inputs.engineId}-profile-${result.profileDigest.slice(7, 19)}`, outs };
-  },
-
-  async diff(_id: string, olds: ProfileOutputs, news: ProfileInputs) {
-    // State written before the limits were inputs was held to the defaults: absent is the default, not a change.
-    const held = { ...olds, fitLimits: olds.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: olds.fitAttempts ?? DEFAULT_FIT_ATTEMPTS };
-    const d = diffInputs<ProfileInputs>(held, { ...news, fitLimits: news.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: news.fitAttempts ?? DEFAULT_FIT_ATTEMPTS }, MEASURED_AGAINST, UPDATABLE);
-    return limitsReplace(olds, news) ? { ...d, changes: true, replaces: [...(d.replaces ?? []), "fitLimits"] } : d;
-  },
-
-  async update(_id: string, olds: ProfileOutputs, news: ProfileInputs) {
-    return { outs: { ...olds, ...news } };
   },
 });
