@@ -22,9 +22,8 @@ import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
 import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
 import { clientTtftFit, describeMismatches, observationBoundProblem, proposeDeadline, runCalibration, validationPairs, MIN_SAMPLES_PER_GROUP, type AdoptedCalibration, type CalibrationResult, type CalibrationRun, type Pair } from "../../lib/preflight";
-import { diffInputs } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
 import { hasUnknown } from "../engine-generation/check";
-import { withEvidenceIntegrity } from "../integrity";
 import { documentEngines, timeoutsOf } from "../preflight/plan";
 import { withRoutes } from "../preflight/provider";
 import { lookAtAdoption } from "./adopt";
@@ -254,22 +253,15 @@ export function rejudged(olds: CalibrationOutputs, news: CalibrationInputs): Cal
   };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async check(_olds: CalibrationInputs, news: CalibrationInputs) {
-    const failures = inputFailures(news as unknown as Record<string, unknown>);
-    return failures.length ? { inputs: news, failures } : { inputs: news };
-  },
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CalibrationInputs, CalibrationOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
 
-  async create(inputs: CalibrationInputs) {
+  async create(inputs) {
     const result = await calibrateFleet(inputs);
     return { id: `calibration-${result.fleetDocumentDigest.slice(7, 19)}-${Date.parse(result.ranAt)}`, outs: { ...inputs, ...result } };
   },
 
-  async diff(_id: string, olds: CalibrationOutputs, news: CalibrationInputs) {
-    return diffInputs<CalibrationInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
-  },
-
-  async update(_id: string, olds: CalibrationOutputs, news: CalibrationInputs) {
-    return { outs: rejudged(olds, news) };
-  },
+  update: rejudged,
 });
