@@ -17,7 +17,7 @@ export interface DiffAddition {
  * a change to a `measuredAgainst` input replaces (named as the reason), a change to an `updatable` one
  * updates in place, anything else is no change. `update` keeps the measurement and takes the new inputs.
  */
-export interface EvidenceProviderSpec<I extends object, O extends I> {
+export interface EvidenceProviderSpec<I extends object, O extends Partial<I>> {
   measuredAgainst: ReadonlyArray<keyof I & string>;
   updatable: ReadonlyArray<keyof I & string>;
   /**
@@ -52,7 +52,7 @@ export function schemaFailures(schema: ZodType, news: Record<string, unknown>): 
 }
 
 /** The provider object: check, diff and update derived from the spec, always under the evidence integrity rule. */
-export function evidenceProvider<I extends object, O extends I>(spec: EvidenceProviderSpec<I, O>): pulumi.dynamic.ResourceProvider {
+export function evidenceProvider<I extends object, O extends Partial<I>>(spec: EvidenceProviderSpec<I, O>): pulumi.dynamic.ResourceProvider {
   const { inputs } = spec;
   return withEvidenceIntegrity({
     async check(_olds: I, news: I) {
@@ -62,7 +62,7 @@ export function evidenceProvider<I extends object, O extends I>(spec: EvidencePr
     },
     create: (inputs: I) => spec.create(inputs),
     async diff(_id: string, olds: O, news: I) {
-      const compared = spec.compared ? spec.compared(olds, news) : { olds: olds as I, news };
+      const compared = spec.compared ? spec.compared(olds, news) : { olds: olds as unknown as I, news };
       const listed = diffInputs<I>(compared.olds, compared.news, spec.measuredAgainst, spec.updatable);
       const added = spec.addition?.(olds, news) ?? {};
       const replaces = [...(listed.replaces ?? []), ...(added.replaces ?? [])];

@@ -8,7 +8,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { EvidenceStore, evidenceRecord, evidenceRoot, sourceRevision } from "../../lib/evidence";
 import { sha256Json } from "../../lib/digest";
 import type { DeploymentConfigInputs, DeploymentConfigOutputs } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
+import { evidenceProvider } from "../evidence-provider";
 
 async function write(inputs: DeploymentConfigInputs): Promise<DeploymentConfigOutputs> {
   const root = process.cwd();
@@ -41,21 +41,22 @@ async function write(inputs: DeploymentConfigInputs): Promise<DeploymentConfigOu
   };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async diff(_id: string, olds: DeploymentConfigOutputs, news: DeploymentConfigInputs) {
-    // Outputs keep each file's digest as written; a file added, dropped or changed writes a new record.
+// The contents are never outputs: the files are compared by the digests each was written with.
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<DeploymentConfigInputs, DeploymentConfigOutputs>({
+  measuredAgainst: [],
+  updatable: ["stack"],
+  // A file added, dropped or changed writes a new record.
+  addition(olds, news) {
     const names = Object.keys(news.files);
     const changed =
       names.length !== Object.keys(olds.written ?? {}).length || names.some((n) => olds.written?.[n]?.sha256 !== fileDigest(news.files[n]!));
-    return { changes: changed || olds.stack !== news.stack, replaces: changed ? ["files"] : [] };
+    return { replaces: changed ? ["files"] : [] };
   },
-  async create(inputs: DeploymentConfigInputs) {
+  async create(inputs) {
     const outs = await write(inputs);
     return { id: outs.configDigest.slice(7, 23), outs };
   },
-  async update(_id: string, _olds: DeploymentConfigOutputs, news: DeploymentConfigInputs) {
-    return { outs: await write(news) };
-  },
+  update: (_olds, news) => write(news),
 });
 
 function fileDigest(contents: string): string {
