@@ -18,10 +18,9 @@ import { CheckpointManifest, hashCheckpointRemote } from "../../lib/checkpoint";
 import { sha256Json } from "../../lib/digest";
 import { shq } from "../../lib/shell";
 import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";
-import { diffInputs } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
 import { writeEvidence } from "../evidence";
 import type { FacetDigests, HostDiscoveryFacts, HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
 import { claimScript, cleanupScript, stackFolder } from "../../lib/fleet/host-cleanup";
 
 /** Inputs whose change means the old observation no longer describes what the engines will use. */
@@ -130,8 +129,11 @@ async function observe(
   }
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async create(inputs: HostDiscoveryInputs) {
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<HostDiscoveryInputs, HostDiscoveryOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+
+  async create(inputs) {
     const claim = randomBytes(12).toString("hex");
     const seen = await observe(inputs, { preLaunch: true, claim });
     const facets = facetsOf(seen.facts);
@@ -152,23 +154,17 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     return { id: `${inputs.alias}-${factsDigest.slice(7, 19)}`, outs };
   },
 
-  async diff(_id: string, olds: HostDiscoveryOutputs, news: HostDiscoveryInputs) {
-    const result = diffInputs(olds, news, MEASURED_AGAINST, UPDATABLE);
+  // An update changes only access settings or the next launch's ports: the observation stands.
+  addition(olds, news) {
     // `fabricAddressChoice` is neither: naming another address than the one measured moves every
     // endpoint derived from it; naming the measured one (or none, while it stands) changes nothing.
     const readdressed = news.fabricAddressChoice !== undefined && news.fabricAddressChoice !== olds.fabricAddress ? ["fabricAddressChoice"] : [];
     // A refresh that saw the host change: the facets that moved are the reasons to re-measure.
     const moved = (Object.keys(olds.measured ?? {}) as Array<keyof FacetDigests>).filter((k) => olds.observed?.[k] !== olds.measured[k]);
-    const replaces = [...(result.replaces ?? []), ...readdressed, ...moved];
-    return { changes: result.changes || readdressed.length > 0 || moved.length > 0, replaces, deleteBeforeReplace: false };
+    return { replaces: [...readdressed, ...moved] };
   },
 
-  async update(_id: string, olds: HostDiscoveryOutputs, news: HostDiscoveryInputs) {
-    // Only access settings or the next launch's ports changed: the observation stands.
-    return { outs: { ...olds, ...news } };
-  },
-
-  async read(id: string, props: HostDiscoveryOutputs) {
+  async read(id, props) {
     // The key recorded at first contact is checked again, so a changed key fails here with both fingerprints.
     const seen = await observe(props, { recordedHostKey: props.hostKey, previous: props.checkpoint, preLaunch: false, recordedFabricAddress: props.fabricAddress });
     const observed = facetsOf(seen.facts);
@@ -177,7 +173,7 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     return { id, props: { ...props, checkpoint, observed } };
   },
 
-  async delete(_id: string, props: HostDiscoveryOutputs) {
+  async delete(_id, props) {
     // Everything that wrote on this host logged in with this discovery's key, so it was deleted first.
     // A discovery created before claims existed owns nothing it can prove; it leaves the folder.
     if (!props.claim) return;
