@@ -20,7 +20,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
-import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
+import { providerEvidence } from "../evidence";
 import {
   adoptionFor,
   adoptionLimitReason,
@@ -157,23 +157,19 @@ export function bindingOf(i: ProfileInputs): { digest: string; evidence: Record<
 }
 
 async function record(i: ProfileInputs, entry: Record<string, unknown>, startedAt: string, verdict: { status: "pass" | "fail"; reasons: string[] }, observations: Record<string, unknown>) {
-  const store = new EvidenceStore(evidenceRoot(process.cwd(), i.stack!), { secrets: [i.apiKey, i.viaPrivateKey, i.viaPassword].filter((s): s is string => !!s) });
-  const artifact = await store.writeArtifact("profile", "engine-samples.json", JSON.stringify(entry, null, 2) + "\n");
-  const written = await store.write(
-    evidenceRecord({
-      kind: "profile",
-      subject: { kind: "engine", alias: i.engineId },
-      stack: i.stack!,
-      inputs: JSON.parse(JSON.stringify(Object.fromEntries(MEASURED_AGAINST.map((k) => [k, i[k]])))),
-      commands: [],
-      startedAt,
-      endedAt: new Date().toISOString(),
-      sourceRevision: sourceRevision(process.cwd()),
-      observations: JSON.parse(JSON.stringify(observations)),
-      verdict,
-      artifacts: [artifact],
-    }),
-  );
+  const store = providerEvidence(i.stack!, [i.apiKey, i.viaPrivateKey, i.viaPassword]);
+  const artifact = await store.artifact("profile", "engine-samples.json", JSON.stringify(entry, null, 2) + "\n");
+  const written = await store.record({
+    kind: "profile",
+    subject: { kind: "engine", alias: i.engineId },
+    inputs: JSON.parse(JSON.stringify(Object.fromEntries(MEASURED_AGAINST.map((k) => [k, i[k]])))),
+    commands: [],
+    startedAt,
+    endedAt: new Date().toISOString(),
+    observations: JSON.parse(JSON.stringify(observations)),
+    verdict,
+    artifacts: [artifact],
+  });
   return { artifact: { relativePath: artifact.relativePath, sha256: artifact.sha256 }, evidence: { relativePath: written.relativePath, digest: written.digest } };
 }
 
