@@ -15,7 +15,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { AttestationError, checkAttestation, contractFingerprint, type SidecarAttestation } from "../../lib/attestation";
-import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
+import { providerEvidence } from "../evidence";
 import { processIdentityProblem, type Ask, type ProofSubject } from "../../lib/engine/generation";
 import { evidenceProvider } from "../evidence-provider";
 import { hasUnknown } from "../engine-generation/check";
@@ -160,33 +160,28 @@ async function readSidecar(i: AttestationInputs): Promise<Reading> {
 }
 
 async function record(i: AttestationInputs, reading: Reading, startedAt: string): Promise<{ relativePath: string; digest: string }> {
-  const root = evidenceRoot(process.cwd(), i.stack!);
-  const store = new EvidenceStore(root, {});
-  const artifact = await store.writeArtifact("attestation", "engine-attestation.json", reading.text);
-  const written = await store.write(
-    evidenceRecord({
-      kind: "attestation",
-      subject: { kind: "engine", alias: i.engineId },
-      stack: i.stack!,
-      inputs: JSON.parse(JSON.stringify(Object.fromEntries(MEASURED_AGAINST.map((k) => [k, i[k]])))),
-      commands: [],
-      startedAt,
-      endedAt: new Date().toISOString(),
-      sourceRevision: sourceRevision(process.cwd()),
-      observations: JSON.parse(
-        JSON.stringify({
-          attestationDigest: reading.checked.attestationDigest,
-          launchDigest: reading.checked.launchDigest,
-          contract: reading.checked.contract,
-          engine: reading.checked.engine,
-          processClock: reading.clock,
-          ...(i.runbookDocument ? { runbookDocument: i.runbookDocument } : {}),
-        }),
-      ),
-      verdict: reading.problems.length ? { status: "fail", reasons: reading.problems } : { status: "pass", reasons: [] },
-      artifacts: [artifact],
-    }),
-  );
+  const store = providerEvidence(i.stack!);
+  const artifact = await store.artifact("attestation", "engine-attestation.json", reading.text);
+  const written = await store.record({
+    kind: "attestation",
+    subject: { kind: "engine", alias: i.engineId },
+    inputs: JSON.parse(JSON.stringify(Object.fromEntries(MEASURED_AGAINST.map((k) => [k, i[k]])))),
+    commands: [],
+    startedAt,
+    endedAt: new Date().toISOString(),
+    observations: JSON.parse(
+      JSON.stringify({
+        attestationDigest: reading.checked.attestationDigest,
+        launchDigest: reading.checked.launchDigest,
+        contract: reading.checked.contract,
+        engine: reading.checked.engine,
+        processClock: reading.clock,
+        ...(i.runbookDocument ? { runbookDocument: i.runbookDocument } : {}),
+      }),
+    ),
+    verdict: reading.problems.length ? { status: "fail", reasons: reading.problems } : { status: "pass", reasons: [] },
+    artifacts: [artifact],
+  });
   return { relativePath: written.relativePath, digest: written.digest };
 }
 
