@@ -5,34 +5,29 @@
  */
 import { createHash } from "node:crypto";
 import type * as pulumi from "@pulumi/pulumi";
-import { EvidenceStore, evidenceRecord, evidenceRoot, sourceRevision } from "../../lib/evidence";
 import { sha256Json } from "../../lib/digest";
 import type { DeploymentConfigInputs, DeploymentConfigOutputs } from "./types";
+import { providerEvidence } from "../evidence";
 import { evidenceProvider } from "../evidence-provider";
 
 async function write(inputs: DeploymentConfigInputs): Promise<DeploymentConfigOutputs> {
-  const root = process.cwd();
-  const store = new EvidenceStore(evidenceRoot(root, inputs.stack));
+  const store = providerEvidence(inputs.stack);
   const startedAt = new Date().toISOString();
   const artifacts = [];
   for (const [name, contents] of Object.entries(inputs.files).sort(([a], [b]) => (a < b ? -1 : 1))) {
-    artifacts.push(await store.writeArtifact("deployment-config", name, contents));
+    artifacts.push(await store.artifact("deployment-config", name, contents));
   }
-  const record = await store.write(
-    evidenceRecord({
-      kind: "deployment-config",
-      subject: { kind: "fleet", alias: inputs.stack },
-      stack: inputs.stack,
-      inputs: Object.fromEntries(artifacts.map((a) => [a.name, a.sha256])),
-      commands: [],
-      startedAt,
-      endedAt: new Date().toISOString(),
-      sourceRevision: sourceRevision(root),
-      observations: { files: artifacts.map((a) => a.name) },
-      verdict: { status: "info", reasons: [] },
-      artifacts,
-    }),
-  );
+  const record = await store.record({
+    kind: "deployment-config",
+    subject: { kind: "fleet", alias: inputs.stack },
+    inputs: Object.fromEntries(artifacts.map((a) => [a.name, a.sha256])),
+    commands: [],
+    startedAt,
+    endedAt: new Date().toISOString(),
+    observations: { files: artifacts.map((a) => a.name) },
+    verdict: { status: "info", reasons: [] },
+    artifacts,
+  });
   return {
     stack: inputs.stack,
     configDigest: sha256Json(Object.fromEntries(artifacts.map((a) => [a.name, a.sha256]))),
