@@ -15,7 +15,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject } from "../../lib/engine/generation";
 import { evidenceProvider } from "../evidence-provider";
-import { writeEvidence } from "../evidence";
+import { providerEvidence } from "../evidence";
 import { generationInputFailures, hasUnknown } from "./check";
 import { REFRESH_TIMEOUT_S, REQUEST_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
@@ -73,7 +73,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Engine
     const peerStarts = await peerStartsOf(inputs);
     if (peerStarts) outs.peerStarts = peerStarts;
     if (inputs.stack) {
-      outs.evidence = await writeEvidence(inputs.stack, [inputs.apiKey], {
+      outs.evidence = await providerEvidence(inputs.stack, [inputs.apiKey]).record({
         kind: "generation",
         subject: { kind: "engine", alias: inputs.engineId },
         inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, inputs[k]])) as never,
