@@ -16,7 +16,7 @@ import { EngineError } from "../../lib/engine/errors";
 import { endpoint, expectOk, liveGeneration, processIdentityProblem, requireProvedGeneration, subjectName, type Ask, type ProofSubject } from "../../lib/engine/generation";
 import { ranksFromSimLayout } from "../../lib/engine/layout-sources";
 import { evidenceProvider } from "../evidence-provider";
-import { writeEvidence } from "../evidence";
+import { providerEvidence } from "../evidence";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
 import { hasUnknown } from "../engine-generation/check";
 import type { CacheCaptureInputs, CacheCaptureOutputs } from "./types";
@@ -117,7 +117,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheC
     const digest = cacheLayoutDigest(result.layout);
     const outs: CacheCaptureOutputs = { ...inputs, layoutSource: source, layout: result.layout, cacheLayoutDigest: digest, capturedAt: result.capturedAt };
     if (inputs.stack) {
-      outs.evidence = await writeEvidence(inputs.stack, [inputs.apiKey], {
+      outs.evidence = await providerEvidence(inputs.stack, [inputs.apiKey]).record({
         kind: "cache-capture",
         subject: { kind: "engine", alias: inputs.engineId },
         inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, outs[k]])) as never,
