@@ -6,7 +6,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { edgeMatrix, gateProblems, requireGatePassed } from "../../lib/fabric/matrix";
-import { writeEvidence } from "../evidence";
+import { providerEvidence } from "../evidence";
 import type { FabricGateInputs, FabricGateOutputs } from "./types";
 import { evidenceProvider } from "../evidence-provider";
 
@@ -14,7 +14,7 @@ async function judge(inputs: FabricGateInputs): Promise<FabricGateOutputs> {
   const startedAt = new Date().toISOString();
   const matrix = edgeMatrix(inputs.hosts, inputs.edges);
   const problems = gateProblems(inputs.edges);
-  const evidence = await writeEvidence(inputs.stack, [], {
+  const evidence = await providerEvidence(inputs.stack).record({
     kind: "fabric-matrix",
     subject: { kind: "fleet", alias: inputs.stack },
     inputs: Object.fromEntries(inputs.edges.map((e) => [e.id, { evidence: e.evidence.digest, requiredGbps: e.requiredGbps }])),
