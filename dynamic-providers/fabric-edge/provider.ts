@@ -21,7 +21,7 @@ import { ibWriteBwCommands } from "../../lib/fabric/ib-write-bw";
 import { iperf3Commands, iperf3Measurement, parseIperf3Json, type Iperf3Commands, type Iperf3Result } from "../../lib/fabric/iperf3";
 import type { PathFingerprint } from "../../lib/fabric/path";
 import { evidenceProvider } from "../evidence-provider";
-import { writeEvidence } from "../evidence";
+import { providerEvidence } from "../evidence";
 import { containsUnknown, edgeInputProblems } from "./check";
 import { withMeasurementLock } from "./lock";
 import { digestsOf, measure, observe, withSessions, type Run, type Sides } from "./measure";
@@ -85,7 +85,7 @@ async function record(
   // Named keys only: the inputs also carry the credentials and the engine's serialised provider.
   const against = Object.fromEntries([...MEASURED_AGAINST, "iperfPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"].map((k) => [k, i[k as keyof FabricEdgeInputs] ?? null]));
   const r = parsed?.result;
-  return writeEvidence(i.stack, secretsOf(i), {
+  return providerEvidence(i.stack, secretsOf(i)).record({
     kind: "fabric-edge",
     subject: { kind: "edge", alias: i.edgeId },
     inputs: { ...against, fingerprint: digestsOf(run.sides) } as never,
