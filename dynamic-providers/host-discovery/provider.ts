@@ -19,7 +19,7 @@ import { sha256Json } from "../../lib/digest";
 import { shq } from "../../lib/shell";
 import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";
 import { evidenceProvider } from "../evidence-provider";
-import { writeEvidence } from "../evidence";
+import { providerEvidence } from "../evidence";
 import type { FacetDigests, HostDiscoveryFacts, HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
 import { claimScript, cleanupScript, stackFolder } from "../../lib/fleet/host-cleanup";
 
@@ -139,7 +139,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<HostDi
     const facets = facetsOf(seen.facts);
     const factsDigest = sha256Json(facets);
     const { privateKey: _k, password: _p, ...measuredAgainst } = inputs;
-    const evidence = await writeEvidence(inputs.stack, [inputs.privateKey, inputs.password], {
+    const evidence = await providerEvidence(inputs.stack, [inputs.privateKey, inputs.password]).record({
       kind: "discovery",
       subject: { kind: "host", alias: inputs.alias },
       inputs: { ...measuredAgainst, plannedPorts: sha256Json(inputs.plannedPorts) },
