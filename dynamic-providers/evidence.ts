@@ -30,7 +30,3 @@ export function providerEvidence(stack: string, secrets: ReadonlyArray<string | 
   };
 }
 
-/** Writes one evidence record with no artifacts for a provider call. */
-export function writeEvidence(stack: string, secrets: ReadonlyArray<string | undefined>, fields: Omit<EvidenceRecordFields, "stack" | "sourceRevision">): Promise<EvidenceRef> {
-  return providerEvidence(stack, secrets).record(fields);
-}
