@@ -1,7 +1,6 @@
 import type * as pulumi from "@pulumi/pulumi";
 import type { ZodType } from "zod";
-import { diffInputs } from "./diff";
-import { hasUnknown } from "./engine-generation/check";
+import { diffInputs, hasUnknown } from "./diff";
 import { withEvidenceIntegrity } from "./integrity";
 
 /** What a provider's own rule adds to the diff its lists derive: more replace reasons, or an in-place change. */
