@@ -4,6 +4,13 @@ import { canonicalJson } from "../lib/digest";
 /** The engine's placeholder for a value that is not known until apply (only seen during preview). */
 export const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 
+/** True when a value, or anything inside it, is only known after apply (preview). */
+export function hasUnknown(v: unknown): boolean {
+  if (v === UNKNOWN) return true;
+  if (v && typeof v === "object") return Object.values(v as Record<string, unknown>).some(hasUnknown);
+  return false;
+}
+
 function differs(a: unknown, b: unknown): boolean {
   if (a === UNKNOWN || b === UNKNOWN) return true;
   return canonicalJson(a ?? null) !== canonicalJson(b ?? null);
@@ -24,8 +31,6 @@ export function diffInputs<T extends object>(
   const updates = updatable.filter((k) => differs(olds[k], news[k]));
   return { changes: replaces.length + updates.length > 0, replaces, deleteBeforeReplace: false };
 }
-
-const hasUnknown = (v: unknown): boolean => v === UNKNOWN || (typeof v === "object" && v !== null && Object.values(v).some(hasUnknown));
 
 /**
  * `news` with the values a remote command printed (`printed`) taken from `olds` while a preview cannot know

@@ -15,13 +15,13 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { AttestationError, checkAttestation, contractFingerprint, type SidecarAttestation } from "../../lib/attestation";
-import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
+import { providerEvidence } from "../evidence";
 import { processIdentityProblem, type Ask, type ProofSubject } from "../../lib/engine/generation";
-import { diffInputs, heldWhileStartStands } from "../diff";
+import { heldWhileStartStands } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
 import { hasUnknown } from "../engine-generation/check";
 import { withEngineHttp } from "../engine-generation/http";
 import type { AttestationInputs, AttestationObservation, AttestationOutputs, AttestationRecord } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = [
   "engineId",
@@ -161,33 +161,28 @@ async function readSidecar(i: AttestationInputs): Promise<Reading> {
 }
 
 async function record(i: AttestationInputs, reading: Reading, startedAt: string): Promise<{ relativePath: string; digest: string }> {
-  const root = evidenceRoot(process.cwd(), i.stack!);
-  const store = new EvidenceStore(root, {});
-  const artifact = await store.writeArtifact("attestation", "engine-attestation.json", reading.text);
-  const written = await store.write(
-    evidenceRecord({
-      kind: "attestation",
-      subject: { kind: "engine", alias: i.engineId },
-      stack: i.stack!,
-      inputs: JSON.parse(JSON.stringify(Object.fromEntries(MEASURED_AGAINST.map((k) => [k, i[k]])))),
-      commands: [],
-      startedAt,
-      endedAt: new Date().toISOString(),
-      sourceRevision: sourceRevision(process.cwd()),
-      observations: JSON.parse(
-        JSON.stringify({
-          attestationDigest: reading.checked.attestationDigest,
-          launchDigest: reading.checked.launchDigest,
-          contract: reading.checked.contract,
-          engine: reading.checked.engine,
-          processClock: reading.clock,
-          ...(i.runbookDocument ? { runbookDocument: i.runbookDocument } : {}),
-        }),
-      ),
-      verdict: reading.problems.length ? { status: "fail", reasons: reading.problems } : { status: "pass", reasons: [] },
-      artifacts: [artifact],
-    }),
-  );
+  const store = providerEvidence(i.stack!);
+  const artifact = await store.artifact("attestation", "engine-attestation.json", reading.text);
+  const written = await store.record({
+    kind: "attestation",
+    subject: { kind: "engine", alias: i.engineId },
+    inputs: JSON.parse(JSON.stringify(Object.fromEntries(MEASURED_AGAINST.map((k) => [k, i[k]])))),
+    commands: [],
+    startedAt,
+    endedAt: new Date().toISOString(),
+    observations: JSON.parse(
+      JSON.stringify({
+        attestationDigest: reading.checked.attestationDigest,
+        launchDigest: reading.checked.launchDigest,
+        contract: reading.checked.contract,
+        engine: reading.checked.engine,
+        processClock: reading.clock,
+        ...(i.runbookDocument ? { runbookDocument: i.runbookDocument } : {}),
+      }),
+    ),
+    verdict: reading.problems.length ? { status: "fail", reasons: reading.problems } : { status: "pass", reasons: [] },
+    artifacts: [artifact],
+  });
   return { relativePath: written.relativePath, digest: written.digest };
 }
 
@@ -245,13 +240,12 @@ export async function observe(props: AttestationOutputs): Promise<AttestationObs
   }
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async check(_olds: AttestationInputs, news: AttestationInputs) {
-    const failures = inputFailures(news as unknown as Record<string, unknown>);
-    return failures.length ? { inputs: news, failures } : { inputs: news };
-  },
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<AttestationInputs, AttestationOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
 
-  async create(inputs: AttestationInputs) {
+  async create(inputs) {
     const startedAt = new Date().toISOString();
     const reading = await readSidecar(inputs);
     const evidence = inputs.stack ? await record(inputs, reading, startedAt) : undefined;
@@ -275,19 +269,15 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     return { id: `${inputs.engineId}-attestation-${result.attestationDigest.slice(7, 19)}`, outs: { ...inputs, ...result } };
   },
 
-  async diff(_id: string, olds: AttestationOutputs, news: AttestationInputs) {
-    // A sidecar command that only runs again (a re-pinned host key) adopts this very sidecar (../diff.ts).
-    const result = diffInputs<AttestationInputs>(olds, heldWhileStartStands<AttestationInputs>(olds, news, ["sidecar"], "sidecarStartKey"), MEASURED_AGAINST, UPDATABLE);
+  // A sidecar command that only runs again (a re-pinned host key) adopts this very sidecar (../diff.ts).
+  compared: (olds, news) => ({ olds, news: heldWhileStartStands<AttestationInputs>(olds, news, ["sidecar"], "sidecarStartKey") }),
+
+  addition(olds) {
     const moved = olds.observedAttestation !== undefined && olds.observedAttestation !== olds.attestationDigest;
-    if (!moved) return result;
-    return { changes: true, replaces: [...(result.replaces ?? []), ATTESTATION_MOVED], deleteBeforeReplace: false };
+    return { replaces: moved ? [ATTESTATION_MOVED] : [] };
   },
 
-  async update(_id: string, olds: AttestationOutputs, news: AttestationInputs) {
-    return { outs: { ...olds, ...news } };
-  },
-
-  async read(id: string, props: AttestationOutputs) {
+  async read(id, props) {
     if (!props.attestationDigest) return { id, props };
     return { id, props: { ...props, ...(await observe(props)) } };
   },

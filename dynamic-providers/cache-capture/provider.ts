@@ -15,12 +15,12 @@ import { assembleCacheLayout, cacheConfigFrom, cacheLayoutDigest, type CacheLayo
 import { EngineError } from "../../lib/engine/errors";
 import { endpoint, expectOk, liveGeneration, processIdentityProblem, requireProvedGeneration, subjectName, type Ask, type ProofSubject } from "../../lib/engine/generation";
 import { ranksFromSimLayout } from "../../lib/engine/layout-sources";
-import { diffInputs, heldWhileStartStands } from "../diff";
-import { writeEvidence } from "../evidence";
+import { heldWhileStartStands } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
+import { providerEvidence } from "../evidence";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
 import { hasUnknown } from "../engine-generation/check";
 import type { CacheCaptureInputs, CacheCaptureOutputs } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected", "layoutSource"] as const;
 export const UPDATABLE = ["apiKey", "hostAlias", "probeTimeoutS", "stack"] as const;
@@ -58,31 +58,39 @@ const RANK_SOURCES: Partial<Record<CacheLayoutSourceKind, (ask: Ask, s: ProofSub
   "sim-endpoint": simEndpointRanks,
 };
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async check(_olds: CacheCaptureInputs, news: CacheCaptureInputs) {
-    const failures: pulumi.dynamic.CheckFailure[] = [];
-    if (!hasUnknown(news.processIdentity)) {
-      const problem = processIdentityProblem(news.processIdentity);
-      if (problem) failures.push({ property: "processIdentity", reason: problem });
+/** Per-property problems of the inputs; values unknown until apply are judged on the up. */
+function inputFailures(news: CacheCaptureInputs): pulumi.dynamic.CheckFailure[] {
+  const failures: pulumi.dynamic.CheckFailure[] = [];
+  if (!hasUnknown(news.processIdentity)) {
+    const problem = processIdentityProblem(news.processIdentity);
+    if (problem) failures.push({ property: "processIdentity", reason: problem });
+  }
+  const e = news.expected as unknown as Record<string, unknown> | undefined;
+  if (!hasUnknown(e)) {
+    for (const k of ["blockSize", "tensorParallelSize"]) {
+      if (!(Number.isInteger(e?.[k]) && (e![k] as number) > 0)) failures.push({ property: "expected", reason: `expected.${k} must be a positive integer, got ${JSON.stringify(e?.[k])}` });
     }
-    const e = news.expected as unknown as Record<string, unknown> | undefined;
-    if (!hasUnknown(e)) {
-      for (const k of ["blockSize", "tensorParallelSize"]) {
-        if (!(Number.isInteger(e?.[k]) && (e![k] as number) > 0)) failures.push({ property: "expected", reason: `expected.${k} must be a positive integer, got ${JSON.stringify(e?.[k])}` });
-      }
-      for (const k of ["dtype", "kvCacheDtype"]) {
-        if (typeof e?.[k] !== "string" || e[k] === "") failures.push({ property: "expected", reason: `expected.${k} must be a non-empty string, got ${JSON.stringify(e?.[k])}` });
-      }
+    for (const k of ["dtype", "kvCacheDtype"]) {
+      if (typeof e?.[k] !== "string" || e[k] === "") failures.push({ property: "expected", reason: `expected.${k} must be a non-empty string, got ${JSON.stringify(e?.[k])}` });
     }
-    if (news.layoutSource !== undefined && !hasUnknown(news.layoutSource) && !["sim-endpoint", "engine-log"].includes(news.layoutSource)) {
-      failures.push({ property: "layoutSource", reason: `layoutSource must be "sim-endpoint" or "engine-log", got ${JSON.stringify(news.layoutSource)}` });
-    }
-    // An explicit default must not read as a change of what the capture was taken against.
-    const inputs = { ...news, layoutSource: news.layoutSource ?? "sim-endpoint" };
-    return failures.length ? { inputs, failures } : { inputs };
-  },
+  }
+  if (news.layoutSource !== undefined && !hasUnknown(news.layoutSource) && !["sim-endpoint", "engine-log"].includes(news.layoutSource)) {
+    failures.push({ property: "layoutSource", reason: `layoutSource must be "sim-endpoint" or "engine-log", got ${JSON.stringify(news.layoutSource)}` });
+  }
+  return failures;
+}
 
-  async create(inputs: CacheCaptureInputs) {
+// An update changes only how the engine is reached: the capture stands.
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheCaptureInputs, CacheCaptureOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: inputFailures,
+  // An explicit default must not read as a change of what the capture was taken against.
+  defaults: (news) => ({ ...news, layoutSource: news.layoutSource ?? "sim-endpoint" }),
+  // A start command that only runs again (a re-pinned host key) adopts this very process (../diff.ts).
+  compared: (olds, news) => ({ olds, news: heldWhileStartStands<CacheCaptureInputs>(olds, news, ["processIdentity"], "processStartKey") }),
+
+  async create(inputs) {
     const s = subjectOf(inputs);
     const source = inputs.layoutSource ?? "sim-endpoint";
     const ranksOf = RANK_SOURCES[source];
@@ -112,7 +120,7 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     const digest = cacheLayoutDigest(result.layout);
     const outs: CacheCaptureOutputs = { ...inputs, layoutSource: source, layout: result.layout, cacheLayoutDigest: digest, capturedAt: result.capturedAt };
     if (inputs.stack) {
-      outs.evidence = await writeEvidence(inputs.stack, [inputs.apiKey], {
+      outs.evidence = await providerEvidence(inputs.stack, [inputs.apiKey]).record({
         kind: "cache-capture",
         subject: { kind: "engine", alias: inputs.engineId },
         inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, outs[k]])) as never,
@@ -125,15 +133,5 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
       });
     }
     return { id: `${inputs.engineId}-cache-${digest.slice(7, 19)}`, outs };
-  },
-
-  async diff(_id: string, olds: CacheCaptureOutputs, news: CacheCaptureInputs) {
-    // A start command that only runs again (a re-pinned host key) adopts this very process (../diff.ts).
-    return diffInputs<CacheCaptureInputs>(olds, heldWhileStartStands<CacheCaptureInputs>(olds, news, ["processIdentity"], "processStartKey"), MEASURED_AGAINST, UPDATABLE);
-  },
-
-  async update(_id: string, olds: CacheCaptureOutputs, news: CacheCaptureInputs) {
-    // Only how the engine is reached changed: the capture stands.
-    return { outs: { ...olds, ...news } };
   },
 });

@@ -20,11 +20,10 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
-import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
+import { providerEvidence } from "../evidence";
 import { clientTtftFit, describeMismatches, observationBoundProblem, proposeDeadline, runCalibration, validationPairs, MIN_SAMPLES_PER_GROUP, type AdoptedCalibration, type CalibrationResult, type CalibrationRun, type Pair } from "../../lib/preflight";
-import { diffInputs } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
 import { hasUnknown } from "../engine-generation/check";
-import { withEvidenceIntegrity } from "../integrity";
 import { documentEngines, timeoutsOf } from "../preflight/plan";
 import { withRoutes } from "../preflight/provider";
 import { lookAtAdoption } from "./adopt";
@@ -116,33 +115,29 @@ function identityProblems(i: CalibrationInputs, before: EngineIdentity[], after:
 type Origin = { run: CalibrationRun | undefined; adoption?: CalibrationAdoption } | { adopted: AdoptedCalibration; adoption: CalibrationAdoption; bytes: Buffer };
 
 async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: Pair[], origin: Origin, identities: { before: EngineIdentity[]; after: EngineIdentity[] }, verdict: { status: "pass" | "fail"; reasons: string[] }, result: CalibrationResult | undefined, startedAt: string) {
-  const store = new EvidenceStore(evidenceRoot(process.cwd(), i.stack), { secrets: [i.apiKey, i.viaPrivateKey, i.viaPassword].filter((s): s is string => !!s) });
-  const artifact = (name: string, value: unknown) => store.writeArtifact("calibration", name, JSON.stringify(value, null, 2) + "\n");
+  const store = providerEvidence(i.stack, [i.apiKey, i.viaPrivateKey, i.viaPassword]);
+  const artifact = (name: string, value: unknown) => store.artifact("calibration", name, JSON.stringify(value, null, 2) + "\n");
   const run = "run" in origin ? origin.run : undefined;
   const artifacts = [
     // An adopted calibration keeps the file itself, byte for byte: its raw attempts are the samples.
-    "bytes" in origin ? await store.writeArtifact("calibration", "first-token-calibration.json", origin.bytes.toString("utf8")) : await artifact("samples.json", run?.samples ?? []),
+    "bytes" in origin ? await store.artifact("calibration", "first-token-calibration.json", origin.bytes.toString("utf8")) : await artifact("samples.json", run?.samples ?? []),
     await artifact("fleet.json", i.fleetDocument),
     await artifact("identities.json", identities),
-    ...("bytes" in origin ? [] : [await store.writeArtifact("calibration", "sampler.ts", fs.readFileSync(path.join(process.cwd(), SAMPLER_SOURCE), "utf8"))]),
+    ...("bytes" in origin ? [] : [await store.artifact("calibration", "sampler.ts", fs.readFileSync(path.join(process.cwd(), SAMPLER_SOURCE), "utf8"))]),
   ];
   const adopted = "adopted" in origin ? { adopted: { path: origin.adoption.source.path, sha256: origin.adoption.source.sha256, ...(origin.adoption.source.pinned ? { pinned: origin.adoption.source.pinned } : {}), capturedAt: origin.adopted.capturedAt, sampledUnderBoundS: origin.adopted.observationBoundS, inputLengths: origin.adopted.inputLengths, samplesPerGroup: origin.adopted.samplesPerGroup } } : {};
   const refused = "run" in origin && origin.adoption ? { notAdopted: { path: origin.adoption.source.path, sha256: origin.adoption.source.sha256, mismatches: origin.adoption.mismatches } } : {};
-  const written = await store.write(
-    evidenceRecord({
-      kind: "calibration",
-      subject: { kind: "fleet", alias: i.stack },
-      stack: i.stack,
-      inputs: JSON.parse(JSON.stringify({ fleetDocumentDigest, model: i.model, runtime: i.runtime, engines: i.engines, paths, inputLengths: i.inputLengths, samplesPerGroup: i.samplesPerGroup, observationBoundS: i.observationBoundS, schedule: i.schedule })),
-      commands: [],
-      startedAt,
-      endedAt: new Date().toISOString(),
-      sourceRevision: sourceRevision(process.cwd()),
-      observations: JSON.parse(JSON.stringify({ result: result ?? null, ...adopted, ...refused, incomplete: run?.incomplete ?? [], failures: run?.groups.flatMap((g) => g.failures.map((f) => `${g.producer} -> ${g.consumer} at ${g.inputTokens}: ${f}`)) ?? [] })),
-      verdict,
-      artifacts,
-    }),
-  );
+  const written = await store.record({
+    kind: "calibration",
+    subject: { kind: "fleet", alias: i.stack },
+    inputs: JSON.parse(JSON.stringify({ fleetDocumentDigest, model: i.model, runtime: i.runtime, engines: i.engines, paths, inputLengths: i.inputLengths, samplesPerGroup: i.samplesPerGroup, observationBoundS: i.observationBoundS, schedule: i.schedule })),
+    commands: [],
+    startedAt,
+    endedAt: new Date().toISOString(),
+    observations: JSON.parse(JSON.stringify({ result: result ?? null, ...adopted, ...refused, incomplete: run?.incomplete ?? [], failures: run?.groups.flatMap((g) => g.failures.map((f) => `${g.producer} -> ${g.consumer} at ${g.inputTokens}: ${f}`)) ?? [] })),
+    verdict,
+    artifacts,
+  });
   return { relativePath: written.relativePath, digest: written.digest };
 }
 
@@ -254,22 +249,15 @@ export function rejudged(olds: CalibrationOutputs, news: CalibrationInputs): Cal
   };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async check(_olds: CalibrationInputs, news: CalibrationInputs) {
-    const failures = inputFailures(news as unknown as Record<string, unknown>);
-    return failures.length ? { inputs: news, failures } : { inputs: news };
-  },
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CalibrationInputs, CalibrationOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
 
-  async create(inputs: CalibrationInputs) {
+  async create(inputs) {
     const result = await calibrateFleet(inputs);
     return { id: `calibration-${result.fleetDocumentDigest.slice(7, 19)}-${Date.parse(result.ranAt)}`, outs: { ...inputs, ...result } };
   },
 
-  async diff(_id: string, olds: CalibrationOutputs, news: CalibrationInputs) {
-    return diffInputs<CalibrationInputs>(olds, news, MEASURED_AGAINST, UPDATABLE);
-  },
-
-  async update(_id: string, olds: CalibrationOutputs, news: CalibrationInputs) {
-    return { outs: rejudged(olds, news) };
-  },
+  update: rejudged,
 });

@@ -9,54 +9,42 @@
  * - delete: leaves the record, as every evidence record is left.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { diffInputs } from "../diff";
-import { withEvidenceIntegrity } from "../integrity";
+import { evidenceProvider } from "../evidence-provider";
 import type { CommandRecordInputs, CommandRecordOutputs } from "./types";
 
 const MEASURED_AGAINST = ["kind", "hostAlias", "steps", "observations"] as const;
 
 async function record(inputs: CommandRecordInputs): Promise<CommandRecordOutputs> {
-  const { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } = require("../../lib/evidence") as typeof import("../../lib/evidence");
+  const { providerEvidence } = require("../evidence") as typeof import("../evidence");
   const { textDigest } = require("../../lib/router/serve") as typeof import("../../lib/router/serve");
-  const root = process.cwd();
-  const store = new EvidenceStore(evidenceRoot(root, inputs.stack));
+  const store = providerEvidence(inputs.stack);
   const recordedAt = new Date().toISOString();
   const artifacts = [];
   for (const s of inputs.steps) {
-    artifacts.push(await store.writeArtifact(inputs.kind, `${s.name}.sh`, s.script));
-    artifacts.push(await store.writeArtifact(inputs.kind, `${s.name}.stdout`, s.stdout));
+    artifacts.push(await store.artifact(inputs.kind, `${s.name}.sh`, s.script));
+    artifacts.push(await store.artifact(inputs.kind, `${s.name}.stdout`, s.stdout));
   }
-  const written = await store.write(
-    evidenceRecord({
-      kind: inputs.kind,
-      subject: { kind: "host", alias: inputs.hostAlias },
-      stack: inputs.stack,
-      inputs: { steps: inputs.steps.map((s) => s.name) },
-      // A command resource exits 0 or fails the update before this record exists; its own times are not
-      // reported, so each step carries the time it was recorded.
-      commands: inputs.steps.map((s) => ({ scriptSha256: textDigest(s.script), host: inputs.hostAlias, exitStatus: 0, startedAt: recordedAt, endedAt: recordedAt })),
-      startedAt: recordedAt,
-      endedAt: recordedAt,
-      sourceRevision: sourceRevision(root),
-      observations: JSON.parse(JSON.stringify(inputs.observations)),
-      verdict: { status: "pass", reasons: [] },
-      artifacts,
-    }),
-  );
+  const written = await store.record({
+    kind: inputs.kind,
+    subject: { kind: "host", alias: inputs.hostAlias },
+    inputs: { steps: inputs.steps.map((s) => s.name) },
+    // A command resource exits 0 or fails the update before this record exists; its own times are not
+    // reported, so each step carries the time it was recorded.
+    commands: inputs.steps.map((s) => ({ scriptSha256: textDigest(s.script), host: inputs.hostAlias, exitStatus: 0, startedAt: recordedAt, endedAt: recordedAt })),
+    startedAt: recordedAt,
+    endedAt: recordedAt,
+    observations: JSON.parse(JSON.stringify(inputs.observations)),
+    verdict: { status: "pass", reasons: [] },
+    artifacts,
+  });
   return { ...inputs, recordedAt, evidence: { relativePath: written.relativePath, digest: written.digest } };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async create(inputs: CommandRecordInputs) {
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CommandRecordInputs, CommandRecordOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: ["stack"],
+  async create(inputs) {
     const outs = await record(inputs);
     return { id: `${inputs.stack}-${inputs.kind}-${outs.evidence.digest.slice(7, 19)}`, outs };
-  },
-
-  async diff(_id: string, olds: CommandRecordOutputs, news: CommandRecordInputs) {
-    return diffInputs(olds, news, MEASURED_AGAINST, ["stack"]);
-  },
-
-  async update(_id: string, olds: CommandRecordOutputs, news: CommandRecordInputs) {
-    return { outs: { ...olds, ...news } };
   },
 });

@@ -5,34 +5,29 @@
  */
 import { createHash } from "node:crypto";
 import type * as pulumi from "@pulumi/pulumi";
-import { EvidenceStore, evidenceRecord, evidenceRoot, sourceRevision } from "../../lib/evidence";
 import { sha256Json } from "../../lib/digest";
 import type { DeploymentConfigInputs, DeploymentConfigOutputs } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
+import { providerEvidence } from "../evidence";
+import { evidenceProvider } from "../evidence-provider";
 
 async function write(inputs: DeploymentConfigInputs): Promise<DeploymentConfigOutputs> {
-  const root = process.cwd();
-  const store = new EvidenceStore(evidenceRoot(root, inputs.stack));
+  const store = providerEvidence(inputs.stack);
   const startedAt = new Date().toISOString();
   const artifacts = [];
   for (const [name, contents] of Object.entries(inputs.files).sort(([a], [b]) => (a < b ? -1 : 1))) {
-    artifacts.push(await store.writeArtifact("deployment-config", name, contents));
+    artifacts.push(await store.artifact("deployment-config", name, contents));
   }
-  const record = await store.write(
-    evidenceRecord({
-      kind: "deployment-config",
-      subject: { kind: "fleet", alias: inputs.stack },
-      stack: inputs.stack,
-      inputs: Object.fromEntries(artifacts.map((a) => [a.name, a.sha256])),
-      commands: [],
-      startedAt,
-      endedAt: new Date().toISOString(),
-      sourceRevision: sourceRevision(root),
-      observations: { files: artifacts.map((a) => a.name) },
-      verdict: { status: "info", reasons: [] },
-      artifacts,
-    }),
-  );
+  const record = await store.record({
+    kind: "deployment-config",
+    subject: { kind: "fleet", alias: inputs.stack },
+    inputs: Object.fromEntries(artifacts.map((a) => [a.name, a.sha256])),
+    commands: [],
+    startedAt,
+    endedAt: new Date().toISOString(),
+    observations: { files: artifacts.map((a) => a.name) },
+    verdict: { status: "info", reasons: [] },
+    artifacts,
+  });
   return {
     stack: inputs.stack,
     configDigest: sha256Json(Object.fromEntries(artifacts.map((a) => [a.name, a.sha256]))),
@@ -41,21 +36,22 @@ async function write(inputs: DeploymentConfigInputs): Promise<DeploymentConfigOu
   };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async diff(_id: string, olds: DeploymentConfigOutputs, news: DeploymentConfigInputs) {
-    // Outputs keep each file's digest as written; a file added, dropped or changed writes a new record.
+// The contents are never outputs: the files are compared by the digests each was written with.
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<DeploymentConfigInputs, DeploymentConfigOutputs>({
+  measuredAgainst: [],
+  updatable: ["stack"],
+  // A file added, dropped or changed writes a new record.
+  addition(olds, news) {
     const names = Object.keys(news.files);
     const changed =
       names.length !== Object.keys(olds.written ?? {}).length || names.some((n) => olds.written?.[n]?.sha256 !== fileDigest(news.files[n]!));
-    return { changes: changed || olds.stack !== news.stack, replaces: changed ? ["files"] : [] };
+    return { replaces: changed ? ["files"] : [] };
   },
-  async create(inputs: DeploymentConfigInputs) {
+  async create(inputs) {
     const outs = await write(inputs);
     return { id: outs.configDigest.slice(7, 23), outs };
   },
-  async update(_id: string, _olds: DeploymentConfigOutputs, news: DeploymentConfigInputs) {
-    return { outs: await write(news) };
-  },
+  update: (_olds, news) => write(news),
 });
 
 function fileDigest(contents: string): string {

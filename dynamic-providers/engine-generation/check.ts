@@ -1,14 +1,10 @@
 /** Input checks of Gate C's providers: per-property failures, with values unknown during preview let through. */
 import type * as pulumi from "@pulumi/pulumi";
 import { processIdentityProblem } from "../../lib/engine/generation";
-import { UNKNOWN } from "../diff";
+import { hasUnknown } from "../diff";
 
-/** True when a value, or anything inside it, is only known after apply (preview). */
-export function hasUnknown(v: unknown): boolean {
-  if (v === UNKNOWN) return true;
-  if (v && typeof v === "object") return Object.values(v as Record<string, unknown>).some(hasUnknown);
-  return false;
-}
+// The providers that check Gate C inputs import it from here, beside the checks.
+export { hasUnknown } from "../diff";
 
 /** Per-property problems of EngineGeneration inputs; values unknown until apply are not judged. */
 export function generationInputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {

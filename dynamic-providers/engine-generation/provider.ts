@@ -14,12 +14,12 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject } from "../../lib/engine/generation";
-import { diffInputs, heldWhileStartStands } from "../diff";
-import { writeEvidence } from "../evidence";
+import { heldWhileStartStands } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
+import { providerEvidence } from "../evidence";
 import { generationInputFailures, hasUnknown } from "./check";
 import { REFRESH_TIMEOUT_S, REQUEST_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
 import { peerChange } from "../../lib/engine/peer-wave";
 import { observeStarts } from "../peer-wave/observe";
 
@@ -49,13 +49,12 @@ function subjectOf(i: EngineGenerationInputs): ProofSubject {
   return { engineId: i.engineId, hostAlias: i.hostAlias, url: i.url, processIdentity: i.processIdentity };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async check(_olds: EngineGenerationInputs, news: EngineGenerationInputs) {
-    const failures = generationInputFailures(news as unknown as Record<string, unknown>);
-    return failures.length ? { inputs: news, failures } : { inputs: news };
-  },
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<EngineGenerationInputs, EngineGenerationOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: (news) => generationInputFailures(news as unknown as Record<string, unknown>),
 
-  async create(inputs: EngineGenerationInputs) {
+  async create(inputs) {
     const s = subjectOf(inputs);
     const startedAt = new Date().toISOString();
     const { proof, provedAt } = await withEngineHttp(s, inputs.apiKey, async (ask) => {
@@ -75,7 +74,7 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     const peerStarts = await peerStartsOf(inputs);
     if (peerStarts) outs.peerStarts = peerStarts;
     if (inputs.stack) {
-      outs.evidence = await writeEvidence(inputs.stack, [inputs.apiKey], {
+      outs.evidence = await providerEvidence(inputs.stack, [inputs.apiKey]).record({
         kind: "generation",
         subject: { kind: "engine", alias: inputs.engineId },
         inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, inputs[k]])) as never,
@@ -97,25 +96,25 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     return { id: `${inputs.engineId}-${proof.generationDigest.slice(7, 19)}`, outs };
   },
 
-  async diff(_id: string, olds: EngineGenerationOutputs, news: EngineGenerationInputs) {
-    // A start command that only runs again (a re-pinned host key) adopts this very process (../diff.ts).
-    const seen = heldWhileStartStands<EngineGenerationInputs>(olds, news, ["processIdentity", "adopted"], "processStartKey");
-    const result = diffInputs<EngineGenerationInputs>(olds, seen, MEASURED_AGAINST, UPDATABLE);
+  // A start command that only runs again (a re-pinned host key) adopts this very process (../diff.ts).
+  compared: (olds, news) => ({ olds, news: heldWhileStartStands<EngineGenerationInputs>(olds, news, ["processIdentity", "adopted"], "processStartKey") }),
+
+  // A refresh that saw another generation, or a peer restarted, replaces; a peer added or removed updates.
+  addition(olds, news) {
     const moved = olds.observedGeneration !== undefined && olds.observedGeneration !== olds.generationDigest;
     const peers = peerChange(olds, news.peers, isKnown);
-    const replaces = [...(result.replaces ?? []), ...(moved ? [GENERATION_MOVED] : []), ...(peers === "replace" ? [PEERS_MOVED] : [])];
-    return { changes: result.changes || replaces.length > 0 || peers === "update", replaces, deleteBeforeReplace: false };
+    return { replaces: [...(moved ? [GENERATION_MOVED] : []), ...(peers === "replace" ? [PEERS_MOVED] : [])], changes: peers === "update" };
   },
 
-  async update(_id: string, olds: EngineGenerationOutputs, news: EngineGenerationInputs) {
+  async update(olds, news) {
     // Only the API key, the probe timeout, the alias or the set of peers changed: the capture and the
     // last observation stand; the peers' starts are taken again so a later refresh compares with them.
     const { peerStarts: _, observedPeerStarts: __, ...kept } = olds;
     const peerStarts = await peerStartsOf(news);
-    return { outs: { ...kept, ...news, ...(peerStarts ? { peerStarts } : {}) } };
+    return { ...kept, ...news, ...(peerStarts ? { peerStarts } : {}) };
   },
 
-  async read(id: string, props: EngineGenerationOutputs) {
+  async read(id, props) {
     if (!props.generationDigest) return { id, props };
     const s = subjectOf(props);
     const timeoutS = props.probeTimeoutS > 0 ? Math.min(REFRESH_TIMEOUT_S, props.probeTimeoutS) : REFRESH_TIMEOUT_S;

@@ -20,13 +20,12 @@ import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
 import { ibWriteBwCommands } from "../../lib/fabric/ib-write-bw";
 import { iperf3Commands, iperf3Measurement, parseIperf3Json, type Iperf3Commands, type Iperf3Result } from "../../lib/fabric/iperf3";
 import type { PathFingerprint } from "../../lib/fabric/path";
-import { diffInputs } from "../diff";
-import { writeEvidence } from "../evidence";
+import { evidenceProvider } from "../evidence-provider";
+import { providerEvidence } from "../evidence";
 import { containsUnknown, edgeInputProblems } from "./check";
 import { withMeasurementLock } from "./lock";
 import { digestsOf, measure, observe, withSessions, type Run, type Sides } from "./measure";
 import type { EdgeEndpoint, EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs, PathDigests } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 
 /** What the figure was taken against: a change means the figure no longer describes the path. */
@@ -87,7 +86,7 @@ async function record(
   // Named keys only: the inputs also carry the credentials and the engine's serialised provider.
   const against = Object.fromEntries([...MEASURED_AGAINST, "iperfPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"].map((k) => [k, i[k as keyof FabricEdgeInputs] ?? null]));
   const r = parsed?.result;
-  return writeEvidence(i.stack, secretsOf(i), {
+  return providerEvidence(i.stack, secretsOf(i)).record({
     kind: "fabric-edge",
     subject: { kind: "edge", alias: i.edgeId },
     inputs: { ...against, fingerprint: digestsOf(run.sides) } as never,
@@ -119,13 +118,26 @@ function verdictFields(m: EdgeMeasurement, requiredGbps: number) {
 
 const secretsOf = (i: FabricEdgeInputs) => [i.sourcePrivateKey, i.sourcePassword, i.destinationPrivateKey, i.destinationPassword];
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async check(_olds: FabricEdgeInputs, news: FabricEdgeInputs) {
-    const failures = edgeInputProblems(news).map(([property, reason]) => ({ property, reason }));
-    return failures.length ? { inputs: news, failures } : { inputs: news };
-  },
+/**
+ * The fabric address discovery found is unknown whenever a host's discovery is re-taken, for any reason
+ * (a policy or checkpoint change). The path is then judged by what is known: the config's side of each
+ * end (alias, SSH host, interface, and the address it chooses, if it does) and, on refresh, this edge's
+ * own observation of both hosts; `up` diffs again with what was found. A host key is never a reason: it
+ * verifies the login, and the route is what the figure was taken over (lib/ssh/host-key.ts, withHostKeyOf).
+ */
+function knownEndpoint(n: EdgeEndpoint | undefined, old: EdgeEndpoint | undefined): EdgeEndpoint | undefined {
+  if (!n || typeof n !== "object") return n;
+  const { fabricAddressChoice: choice, ...rest } = n;
+  const address = containsUnknown(n.fabricAddress) ? (typeof choice === "string" && !containsUnknown(choice) ? choice : old?.fabricAddress) : n.fabricAddress;
+  return { ...withHostKeyOf(rest, old), fabricAddress: address! };
+}
 
-  async create(inputs: FabricEdgeInputs) {
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<FabricEdgeInputs, FabricEdgeOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: (news) => edgeInputProblems(news).map(([property, reason]) => ({ property, reason })),
+
+  async create(inputs) {
     refuseBadInputs(inputs);
     if (inputs.transport === "ucx_rdma") refuseRdma(inputs);
     const commands = iperf3Commands({
@@ -176,39 +188,23 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     return { id: `${inputs.source.alias}-to-${inputs.destination.alias}-${evidence.digest.slice(7, 19)}`, outs };
   },
 
-  async diff(_id: string, olds: FabricEdgeOutputs, news: FabricEdgeInputs) {
+  compared(olds, news) {
     // A budget is unknown only in a preview that re-captures an engine's cache; a restart usually keeps
     // the geometry, and `up` diffs again with the real figure, so "unknown" is not announced as a change.
     const budget = containsUnknown(news.requiredGbps) || containsUnknown(news.budget) ? { requiredGbps: olds.requiredGbps, budget: olds.budget } : {};
-    // Likewise the fabric address discovery found is unknown whenever a host's discovery is re-taken, for
-    // any reason (a policy or checkpoint change). The path is then judged by what is known: the config's
-    // side of each end (alias, SSH host, interface, and the address it chooses, if it does) and, on
-    // refresh, this edge's own observation of both hosts; `up` diffs again with what was found. A host key
-    // is never a reason: it verifies the login, and the route is what the figure was taken over
-    // (lib/ssh/host-key.ts, withHostKeyOf).
-    const known = (n: EdgeEndpoint | undefined, old: EdgeEndpoint | undefined): EdgeEndpoint | undefined => {
-      if (!n || typeof n !== "object") return n;
-      const { fabricAddressChoice: choice, ...rest } = n;
-      const address = containsUnknown(n.fabricAddress) ? (typeof choice === "string" && !containsUnknown(choice) ? choice : old?.fabricAddress) : n.fabricAddress;
-      return { ...withHostKeyOf(rest, old), fabricAddress: address! };
+    return {
+      olds: { ...olds, source: knownEndpoint(olds.source, undefined)!, destination: knownEndpoint(olds.destination, undefined)! },
+      news: { ...news, ...budget, source: knownEndpoint(news.source, olds.source)!, destination: knownEndpoint(news.destination, olds.destination)! },
     };
-    const result = diffInputs<FabricEdgeInputs>(
-      { ...olds, source: known(olds.source, undefined)!, destination: known(olds.destination, undefined)! },
-      { ...news, ...budget, source: known(news.source, olds.source)!, destination: known(news.destination, olds.destination)! },
-      MEASURED_AGAINST,
-      UPDATABLE,
-    );
-    const moved = (Object.keys(olds.measured ?? {}) as Array<keyof PathDigests>).filter((k) => olds.observed?.[k] !== olds.measured[k]);
-    const replaces = [...(result.replaces ?? []), ...moved];
-    return { changes: result.changes || moved.length > 0, replaces, deleteBeforeReplace: false };
   },
 
-  async update(_id: string, olds: FabricEdgeOutputs, news: FabricEdgeInputs) {
-    // Only the budget, a login or the port changed: the figure stands and is judged again.
-    return { outs: { ...olds, ...news, ...verdictFields(olds.measurement, news.requiredGbps) } };
-  },
+  // A refresh that saw the path move: the directions that moved are the reasons to re-measure.
+  addition: (olds) => ({ replaces: (Object.keys(olds.measured ?? {}) as Array<keyof PathDigests>).filter((k) => olds.observed?.[k] !== olds.measured[k]) }),
 
-  async read(id: string, props: FabricEdgeOutputs) {
+  // Only the budget, a login or the port changed: the figure stands and is judged again.
+  update: (olds, news) => ({ ...olds, ...news, ...verdictFields(olds.measurement, news.requiredGbps) }),
+
+  async read(id, props) {
     const sides = await withSessions(props, (src, dst) => observe(props, src, dst));
     const observed = digestsOf(sides);
     const observedProblems = [sides.forward, sides.back].flatMap((f) => (f.ok ? [] : [f.reason]));

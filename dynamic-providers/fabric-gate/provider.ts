@@ -5,17 +5,16 @@
  * measured here: the edges hold their figures, so a budget change re-judges without re-sampling.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { canonicalJson } from "../../lib/digest";
 import { edgeMatrix, gateProblems, requireGatePassed } from "../../lib/fabric/matrix";
-import { writeEvidence } from "../evidence";
+import { providerEvidence } from "../evidence";
 import type { FabricGateInputs, FabricGateOutputs } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
+import { evidenceProvider } from "../evidence-provider";
 
 async function judge(inputs: FabricGateInputs): Promise<FabricGateOutputs> {
   const startedAt = new Date().toISOString();
   const matrix = edgeMatrix(inputs.hosts, inputs.edges);
   const problems = gateProblems(inputs.edges);
-  const evidence = await writeEvidence(inputs.stack, [], {
+  const evidence = await providerEvidence(inputs.stack).record({
     kind: "fabric-matrix",
     subject: { kind: "fleet", alias: inputs.stack },
     inputs: Object.fromEntries(inputs.edges.map((e) => [e.id, { evidence: e.evidence.digest, requiredGbps: e.requiredGbps }])),
@@ -30,19 +29,13 @@ async function judge(inputs: FabricGateInputs): Promise<FabricGateOutputs> {
   return { ...inputs, matrix, evidence };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async create(inputs: FabricGateInputs) {
+// Nothing is measured here: any change re-judges the edges' recorded figures in place.
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<FabricGateInputs, FabricGateOutputs>({
+  measuredAgainst: [],
+  updatable: ["stack", "hosts", "edges"],
+  async create(inputs) {
     const outs = await judge(inputs);
     return { id: `${inputs.stack}-fabric-${outs.evidence.digest.slice(7, 19)}`, outs };
   },
-
-  async diff(_id: string, olds: FabricGateOutputs, news: FabricGateInputs) {
-    const keys = ["stack", "hosts", "edges"] as const;
-    const changed = keys.filter((k) => canonicalJson(olds[k] ?? null) !== canonicalJson(news[k] ?? null));
-    return { changes: changed.length > 0, replaces: [], deleteBeforeReplace: false };
-  },
-
-  async update(_id: string, _olds: FabricGateOutputs, news: FabricGateInputs) {
-    return { outs: await judge(news) };
-  },
+  update: (_olds, news) => judge(news),
 });

@@ -19,10 +19,9 @@ import { CheckpointManifest, hashCheckpointRemote } from "../../lib/checkpoint";
 import { sha256Json } from "../../lib/digest";
 import { shq } from "../../lib/shell";
 import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";
-import { diffInputs } from "../diff";
-import { writeEvidence } from "../evidence";
+import { evidenceProvider } from "../evidence-provider";
+import { providerEvidence } from "../evidence";
 import type { FacetDigests, HostDiscoveryFacts, HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
 import { claimScript, cleanupScript, stackFolder } from "../../lib/fleet/host-cleanup";
 
 /**
@@ -137,14 +136,17 @@ async function observe(
   }
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async create(inputs: HostDiscoveryInputs) {
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<HostDiscoveryInputs, HostDiscoveryOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+
+  async create(inputs) {
     const claim = randomBytes(12).toString("hex");
     const seen = await observe(inputs, { preLaunch: true, claim });
     const facets = facetsOf(seen.facts);
     const factsDigest = sha256Json(facets);
     const { privateKey: _k, password: _p, ...measuredAgainst } = inputs;
-    const evidence = await writeEvidence(inputs.stack, [inputs.privateKey, inputs.password], {
+    const evidence = await providerEvidence(inputs.stack, [inputs.privateKey, inputs.password]).record({
       kind: "discovery",
       subject: { kind: "host", alias: inputs.alias },
       inputs: { ...measuredAgainst, plannedPorts: sha256Json(inputs.plannedPorts) },
@@ -159,8 +161,8 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     return { id: `${inputs.alias}-${factsDigest.slice(7, 19)}`, outs };
   },
 
-  async diff(_id: string, olds: HostDiscoveryOutputs, news: HostDiscoveryInputs) {
-    const result = diffInputs(olds, news, MEASURED_AGAINST, UPDATABLE);
+  // An update changes only access settings or the next launch's ports: the observation stands.
+  addition(olds, news) {
     // `fabricAddressChoice` is neither: naming another address than the one measured moves every
     // endpoint derived from it; naming the measured one (or none, while it stands) changes nothing.
     const readdressed = news.fabricAddressChoice !== undefined && news.fabricAddressChoice !== olds.fabricAddress ? ["fabricAddressChoice"] : [];
@@ -171,16 +173,10 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     // host that was measured. Without such a refresh (the key pinned where a refresh does not look, such
     // as an ESC environment), nothing has seen the host under the new key, so it is discovered again.
     const repinned = news.pinnedHostKey !== undefined && !pinAgrees(news.pinnedHostKey, olds.hostKey) ? ["pinnedHostKey"] : [];
-    const replaces = [...(result.replaces ?? []), ...repinned, ...readdressed, ...moved];
-    return { changes: result.changes || replaces.length > 0, replaces, deleteBeforeReplace: false };
+    return { replaces: [...repinned, ...readdressed, ...moved] };
   },
 
-  async update(_id: string, olds: HostDiscoveryOutputs, news: HostDiscoveryInputs) {
-    // Only access settings or the next launch's ports changed: the observation stands.
-    return { outs: { ...olds, ...news } };
-  },
-
-  async read(id: string, props: HostDiscoveryOutputs) {
+  async read(id, props) {
     // The recorded key is checked again, so a changed key fails here with both fingerprints, unless the
     // operator has pinned the new one in the stack's config (the login prefers that pin).
     const seen = await observe(props, { recordedHostKey: props.hostKey, previous: props.checkpoint, preLaunch: false, recordedFabricAddress: props.fabricAddress });
@@ -197,7 +193,7 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     return { id, props: { ...rest, checkpoint, observed, ...key } };
   },
 
-  async delete(_id: string, props: HostDiscoveryOutputs) {
+  async delete(_id, props) {
     // Everything that wrote on this host logged in with this discovery's key, so it was deleted first.
     // A discovery created before claims existed owns nothing it can prove; it leaves the folder.
     if (!props.claim) return;

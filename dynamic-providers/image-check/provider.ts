@@ -19,13 +19,12 @@ import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget, type SshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { imageCheckProblems, ImageCheckError, type CheckFailure, type CheckLogStep, type ImageCheckSpec } from "../../lib/image-check";
-import { diffInputs } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
 import { hasUnknown } from "../engine-generation/check";
 import { MEASURED_AGAINST, UPDATABLE } from "./measured";
 import { recordCheck } from "./record";
 import { runImageCheck, type CheckOutcome } from "./run";
 import type { ImageCheckInputs, ImageCheckOutputs } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 
 function specOf(i: ImageCheckInputs): ImageCheckSpec {
@@ -102,24 +101,15 @@ async function checkAndRecord(inputs: ImageCheckInputs): Promise<ImageCheckOutpu
   };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async check(_olds: ImageCheckInputs, news: ImageCheckInputs) {
-    const failures = imageCheckInputFailures(news);
-    return failures.length ? { inputs: news, failures } : { inputs: news };
-  },
-
-  async create(inputs: ImageCheckInputs) {
+// An update changes only how the host is reached (or where evidence goes): the check stands.
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<ImageCheckInputs, ImageCheckOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: imageCheckInputFailures,
+  // A re-pinned host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
+  compared: (olds, news) => ({ olds, news: { ...news, login: withHostKeyOf(news.login, olds.login) } }),
+  async create(inputs) {
     const outs = await checkAndRecord(inputs);
     return { id: `${inputs.engineId}-${outs.checkId.slice(0, 12)}`, outs };
-  },
-
-  async diff(_id: string, olds: ImageCheckOutputs, news: ImageCheckInputs) {
-    // A re-pinned host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
-    return diffInputs<ImageCheckInputs>(olds, { ...news, login: withHostKeyOf(news.login, olds.login) }, MEASURED_AGAINST, UPDATABLE);
-  },
-
-  async update(_id: string, olds: ImageCheckOutputs, news: ImageCheckInputs) {
-    // Only how the host is reached (or where evidence goes) changed: the check stands.
-    return { outs: { ...olds, ...news } };
   },
 });

@@ -3,7 +3,8 @@
  * (so the output survives whatever follows), then the engine's launch.json and the line itself as
  * artifacts, and the immutable image-check record that names them.
  */
-import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
+import { evidenceRoot } from "../../lib/evidence";
+import { providerEvidence } from "../evidence";
 import { appendLogLine, type AppendedLine } from "../../lib/evidence/append-log";
 import { checkDigest, checkLogLine, checkLogName, launchJsonText, type CheckLogStep } from "../../lib/image-check";
 import type { CheckOutcome } from "./run";
@@ -47,25 +48,21 @@ export async function recordCheck(inputs: ImageCheckInputs, run: CheckRun): Prom
     verdict: { status, failures: run.failures },
   });
   const log = await appendLogLine(root, KIND, checkLogName(inputs.engineId), line, { secrets });
-  const store = new EvidenceStore(root, { secrets });
-  const launchJson = await store.writeArtifact(KIND, "launch.json", launchJsonText(inputs.plan));
-  const output = await store.writeArtifact(KIND, `${log.relativePath}@${log.offset}`, line);
+  const store = providerEvidence(inputs.stack, secrets);
+  const launchJson = await store.artifact(KIND, "launch.json", launchJsonText(inputs.plan));
+  const output = await store.artifact(KIND, `${log.relativePath}@${log.offset}`, line);
   const digest = run.identity && run.findings ? checkDigest(inputs.plan.planSha256, run.identity as unknown as Record<string, unknown>, run.findings) : null;
-  const record = await store.write(
-    evidenceRecord({
-      kind: KIND,
-      subject: { kind: "engine", alias: inputs.engineId },
-      stack: inputs.stack,
-      inputs: plain({ ...Object.fromEntries(MEASURED_AGAINST.map((k) => [k, inputs[k]])), hostAlias: inputs.hostAlias, launchJson: launchJson.sha256 }),
-      commands: run.steps.map((s) => ({ argv: [...s.argv], host: inputs.hostAlias, exitStatus: s.exitStatus, startedAt: s.startedAt, endedAt: s.endedAt })),
-      startedAt: run.startedAt,
-      endedAt: run.endedAt,
-      sourceRevision: sourceRevision(process.cwd()),
-      observations: plain({ checkId: run.checkId, checkDigest: digest, identity: run.identity, findings: run.findings, log }) as never,
-      verdict: { status, reasons: run.failures.map((f) => f.message) },
-      artifacts: [launchJson, output],
-    }),
-  );
+  const record = await store.record({
+    kind: KIND,
+    subject: { kind: "engine", alias: inputs.engineId },
+    inputs: plain({ ...Object.fromEntries(MEASURED_AGAINST.map((k) => [k, inputs[k]])), hostAlias: inputs.hostAlias, launchJson: launchJson.sha256 }),
+    commands: run.steps.map((s) => ({ argv: [...s.argv], host: inputs.hostAlias, exitStatus: s.exitStatus, startedAt: s.startedAt, endedAt: s.endedAt })),
+    startedAt: run.startedAt,
+    endedAt: run.endedAt,
+    observations: plain({ checkId: run.checkId, checkDigest: digest, identity: run.identity, findings: run.findings, log }) as never,
+    verdict: { status, reasons: run.failures.map((f) => f.message) },
+    artifacts: [launchJson, output],
+  });
   return {
     checkDigest: digest,
     checkedAt: run.endedAt,

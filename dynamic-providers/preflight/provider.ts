@@ -15,18 +15,17 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
-import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
+import { providerEvidence } from "../evidence";
 import { failedGates, runPreflight, runSummary, skippedSummary, stopsDeployment, type GateResult, type PreflightOutcome, type RunSummary } from "../../lib/preflight";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { forwardedUrl, localForward, type LocalForward } from "../../lib/ssh/forward";
-import { diffInputs } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
 import { hasUnknown } from "../engine-generation/check";
 import { httpObserver, type ObservedEngine } from "./observer";
 import { documentEngines, observerSettings, planOf } from "./plan";
 import type { PreflightInputs, PreflightOutputs } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = ["fleetDocument", "engines", "profiles", "profileStoreDigest", "fabricEdges", "pairs", "repeats"] as const;
 // `strict` never changes what was measured; turned on over a degraded run it replaces (strictReplaces).
@@ -102,27 +101,23 @@ export function failureSummary(results: readonly GateResult[]): string {
 }
 
 async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: RunSummary, fleetDocumentDigest: string, startedAt: string) {
-  const store = new EvidenceStore(evidenceRoot(process.cwd(), i.stack), { secrets: [i.apiKey, i.viaPrivateKey, i.viaPassword].filter((s): s is string => !!s) });
-  const artifacts = [await store.writeArtifact("preflight", "transfers.json", JSON.stringify(outcome.transfers, null, 2) + "\n"), await store.writeArtifact("preflight", "fleet.json", JSON.stringify(i.fleetDocument, null, 2) + "\n")];
+  const store = providerEvidence(i.stack, [i.apiKey, i.viaPrivateKey, i.viaPassword]);
+  const artifacts = [await store.artifact("preflight", "transfers.json", JSON.stringify(outcome.transfers, null, 2) + "\n"), await store.artifact("preflight", "fleet.json", JSON.stringify(i.fleetDocument, null, 2) + "\n")];
   const failed = failedGates(outcome.gates);
-  const written = await store.write(
-    evidenceRecord({
-      kind: "preflight",
-      subject: { kind: "fleet", alias: i.stack },
-      stack: i.stack,
-      inputs: JSON.parse(JSON.stringify({ fleetDocumentDigest, engines: i.engines, profileStoreDigest: i.profileStoreDigest, fabricEdges: i.fabricEdges, pairs: i.pairs, repeats: i.repeats, schedule: i.schedule, strict: i.strict ?? false })),
-      commands: [],
-      startedAt,
-      endedAt: new Date().toISOString(),
-      sourceRevision: sourceRevision(process.cwd()),
-      observations: JSON.parse(JSON.stringify({ gates: outcome.gates, rounds: outcome.rounds, status: summary.status, narwhal: summary.narwhal, skipped: summary.skipped, warnings: summary.warnings })),
-      // A degraded run keeps its skips as the verdict's reasons; it fails only when the stack asked for strict.
-      verdict: stopsDeployment(summary.status, i.strict ?? false)
-        ? { status: "fail", reasons: failed.length ? failed.flatMap((g) => g.lines.filter((l) => l.status === "fail").map((l) => `${g.gate}: ${l.message}`)) : summary.skipped.map((s) => `${s.gate} skipped: ${s.message}`) }
-        : { status: "pass", reasons: summary.skipped.map((s) => `${s.gate} skipped: ${s.message}`) },
-      artifacts,
-    }),
-  );
+  const written = await store.record({
+    kind: "preflight",
+    subject: { kind: "fleet", alias: i.stack },
+    inputs: JSON.parse(JSON.stringify({ fleetDocumentDigest, engines: i.engines, profileStoreDigest: i.profileStoreDigest, fabricEdges: i.fabricEdges, pairs: i.pairs, repeats: i.repeats, schedule: i.schedule, strict: i.strict ?? false })),
+    commands: [],
+    startedAt,
+    endedAt: new Date().toISOString(),
+    observations: JSON.parse(JSON.stringify({ gates: outcome.gates, rounds: outcome.rounds, status: summary.status, narwhal: summary.narwhal, skipped: summary.skipped, warnings: summary.warnings })),
+    // A degraded run keeps its skips as the verdict's reasons; it fails only when the stack asked for strict.
+    verdict: stopsDeployment(summary.status, i.strict ?? false)
+      ? { status: "fail", reasons: failed.length ? failed.flatMap((g) => g.lines.filter((l) => l.status === "fail").map((l) => `${g.gate}: ${l.message}`)) : summary.skipped.map((s) => `${s.gate} skipped: ${s.message}`) }
+      : { status: "pass", reasons: summary.skipped.map((s) => `${s.gate} skipped: ${s.message}`) },
+    artifacts,
+  });
   return { relativePath: written.relativePath, digest: written.digest };
 }
 
@@ -167,25 +162,17 @@ export async function runGates(i: PreflightInputs, recentLogs?: (iid: string) =>
   };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async check(_olds: PreflightInputs, news: PreflightInputs) {
-    const failures = inputFailures(news as unknown as Record<string, unknown>);
-    return failures.length ? { inputs: news, failures } : { inputs: news };
-  },
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<PreflightInputs, PreflightOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
+  // Absent `strict` (state from before the setting) is false, not a change.
+  compared: (olds, news) => ({ olds: { ...olds, strict: olds.strict ?? false }, news: { ...news, strict: news.strict ?? false } }),
+  addition: (olds, news) => ({ replaces: strictReplaces(olds, news) ? ["strict"] : [] }),
 
-  async create(inputs: PreflightInputs) {
+  async create(inputs) {
     const result = await runGates(inputs);
     const outs: PreflightOutputs = { ...inputs, ...result };
     return { id: `preflight-${result.fleetDocumentDigest.slice(7, 19)}-${Date.parse(result.ranAt)}`, outs };
-  },
-
-  async diff(_id: string, olds: PreflightOutputs, news: PreflightInputs) {
-    // Absent `strict` (state from before the setting) is false, not a change.
-    const d = diffInputs<PreflightInputs>({ ...olds, strict: olds.strict ?? false }, { ...news, strict: news.strict ?? false }, MEASURED_AGAINST, UPDATABLE);
-    return strictReplaces(olds, news) ? { ...d, changes: true, replaces: [...(d.replaces ?? []), "strict"] } : d;
-  },
-
-  async update(_id: string, olds: PreflightOutputs, news: PreflightInputs) {
-    return { outs: { ...olds, ...news } };
   },
 });

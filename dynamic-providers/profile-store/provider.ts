@@ -18,7 +18,7 @@ import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { canonicalJson } from "../../lib/digest";
-import { diffInputs } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
 import { hasUnknown } from "../engine-generation/check";
 import { sftpTarget } from "./sftp";
 import type { ProfileStoreInputs, ProfileStoreOutputs } from "./types";
@@ -78,20 +78,16 @@ export async function writeStore(i: ProfileStoreInputs): Promise<ProfileStoreOut
   return { ...i, storeDigest: written.digest, samplesPath: written.samplesPath, samplesDigest: written.samplesDigest, count: i.profiles.length, writtenAt: new Date().toISOString() };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = {
-  async check(_olds: ProfileStoreInputs, news: ProfileStoreInputs) {
-    const failures = inputFailures(news as unknown as Record<string, unknown>);
-    return failures.length ? { inputs: news, failures } : { inputs: news };
-  },
-  async create(inputs: ProfileStoreInputs) {
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<ProfileStoreInputs, ProfileStoreOutputs>({
+  // Nothing here was measured: every change rewrites the files in place.
+  measuredAgainst: [],
+  updatable: UPDATABLE,
+  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
+  // A re-pinned router host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
+  compared: (olds, news) => ({ olds, news: { ...news, router: withHostKeyOf(news.router, olds.router) } }),
+  async create(inputs) {
     const outs = await writeStore(inputs);
     return { id: `profiles-${outs.storeDigest.slice(7, 19)}`, outs };
   },
-  async diff(_id: string, olds: ProfileStoreOutputs, news: ProfileStoreInputs) {
-    // A re-pinned router host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
-    return diffInputs<ProfileStoreInputs>(olds, { ...news, router: withHostKeyOf(news.router, olds.router) }, [], UPDATABLE);
-  },
-  async update(_id: string, _olds: ProfileStoreOutputs, news: ProfileStoreInputs) {
-    return { outs: await writeStore(news) };
-  },
-};
+  update: (_olds, news) => writeStore(news),
+});

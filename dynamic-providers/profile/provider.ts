@@ -21,7 +21,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
-import { evidenceRecord, evidenceRoot, EvidenceStore, sourceRevision } from "../../lib/evidence";
+import { providerEvidence } from "../evidence";
 import {
   adoptionFor,
   adoptionLimitReason,
@@ -45,11 +45,10 @@ import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin, type StoredLogin } from "../../lib/ssh/stored-login";
 import { forwardedUrl, localForward } from "../../lib/ssh/forward";
-import { diffInputs } from "../diff";
+import { evidenceProvider } from "../evidence-provider";
 import { hasUnknown } from "../engine-generation/check";
 import { profileHttp } from "./http";
 import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry, ProfileInputs, ProfileOutputs, ProfileResult } from "./types";
-import { withEvidenceIntegrity } from "../integrity";
 
 export const MEASURED_AGAINST = [
   "engineId",
@@ -159,23 +158,19 @@ export function bindingOf(i: ProfileInputs): { digest: string; evidence: Record<
 }
 
 async function record(i: ProfileInputs, entry: Record<string, unknown>, startedAt: string, verdict: { status: "pass" | "fail"; reasons: string[] }, observations: Record<string, unknown>) {
-  const store = new EvidenceStore(evidenceRoot(process.cwd(), i.stack!), { secrets: [i.apiKey, i.viaPrivateKey, i.viaPassword].filter((s): s is string => !!s) });
-  const artifact = await store.writeArtifact("profile", "engine-samples.json", JSON.stringify(entry, null, 2) + "\n");
-  const written = await store.write(
-    evidenceRecord({
-      kind: "profile",
-      subject: { kind: "engine", alias: i.engineId },
-      stack: i.stack!,
-      inputs: JSON.parse(JSON.stringify(Object.fromEntries(MEASURED_AGAINST.map((k) => [k, i[k]])))),
-      commands: [],
-      startedAt,
-      endedAt: new Date().toISOString(),
-      sourceRevision: sourceRevision(process.cwd()),
-      observations: JSON.parse(JSON.stringify(observations)),
-      verdict,
-      artifacts: [artifact],
-    }),
-  );
+  const store = providerEvidence(i.stack!, [i.apiKey, i.viaPrivateKey, i.viaPassword]);
+  const artifact = await store.artifact("profile", "engine-samples.json", JSON.stringify(entry, null, 2) + "\n");
+  const written = await store.record({
+    kind: "profile",
+    subject: { kind: "engine", alias: i.engineId },
+    inputs: JSON.parse(JSON.stringify(Object.fromEntries(MEASURED_AGAINST.map((k) => [k, i[k]])))),
+    commands: [],
+    startedAt,
+    endedAt: new Date().toISOString(),
+    observations: JSON.parse(JSON.stringify(observations)),
+    verdict,
+    artifacts: [artifact],
+  });
   return { artifact: { relativePath: artifact.relativePath, sha256: artifact.sha256 }, evidence: { relativePath: written.relativePath, digest: written.digest } };
 }
 
@@ -356,28 +351,26 @@ export async function profileEngine(i: ProfileInputs, log?: (line: string) => vo
   return { ...(await measureProfile(i, log)), adoption };
 }
 
-export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
-  async check(_olds: ProfileInputs, news: ProfileInputs) {
-    const failures = inputFailures(news as unknown as Record<string, unknown>);
-    return failures.length ? { inputs: news, failures } : { inputs: news };
-  },
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<ProfileInputs, ProfileOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
+  // State written before the limits were inputs was held to the defaults: absent is the default, not a change.
+  // A re-pinned router host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
+  compared: (olds, news) => ({
+    olds: { ...olds, fitLimits: olds.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: olds.fitAttempts ?? DEFAULT_FIT_ATTEMPTS },
+    news: {
+      ...news,
+      ...(news.via === undefined ? {} : { via: withHostKeyOf(news.via, olds.via) }),
+      fitLimits: news.fitLimits ?? NARWHAL_FIT_LIMITS,
+      fitAttempts: news.fitAttempts ?? DEFAULT_FIT_ATTEMPTS,
+    },
+  }),
+  addition: (olds, news) => ({ replaces: limitsReplace(olds, news) ? ["fitLimits"] : [] }),
 
-  async create(inputs: ProfileInputs) {
+  async create(inputs) {
     const result = await profileEngine(inputs);
     const outs: ProfileOutputs = { ...inputs, ...result };
     return { id: `${inputs.engineId}-profile-${result.profileDigest.slice(7, 19)}`, outs };
-  },
-
-  async diff(_id: string, olds: ProfileOutputs, news: ProfileInputs) {
-    // State written before the limits were inputs was held to the defaults: absent is the default, not a change.
-    const held = { ...olds, fitLimits: olds.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: olds.fitAttempts ?? DEFAULT_FIT_ATTEMPTS };
-    // A re-pinned router host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
-    const via = news.via === undefined ? {} : { via: withHostKeyOf(news.via, olds.via) };
-    const d = diffInputs<ProfileInputs>(held, { ...news, ...via, fitLimits: news.fitLimits ?? NARWHAL_FIT_LIMITS, fitAttempts: news.fitAttempts ?? DEFAULT_FIT_ATTEMPTS }, MEASURED_AGAINST, UPDATABLE);
-    return limitsReplace(olds, news) ? { ...d, changes: true, replaces: [...(d.replaces ?? []), "fitLimits"] } : d;
-  },
-
-  async update(_id: string, olds: ProfileOutputs, news: ProfileInputs) {
-    return { outs: { ...olds, ...news } };
   },
 });

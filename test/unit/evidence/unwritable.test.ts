@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { EvidenceStore } from "../../../lib/evidence";
-import { writeEvidence } from "../../../dynamic-providers/evidence";
+import { providerEvidence } from "../../../dynamic-providers/evidence";
 import { appendLogLine } from "../../../lib/evidence/append-log";
 import { rejectionOf, sampleRecord } from "./helpers";
 
@@ -46,12 +46,12 @@ describe("evidence store: a store that refuses writes", () => {
     const err = await rejectionOf(new EvidenceStore(root).write(sampleRecord()));
     expect(err.code).to.equal("NARWHAL_EVIDENCE_UNWRITABLE");
     expect(err.message).to.equal(oneLine(root, "a file stands where a folder of the store should be (ENOTDIR)"));
-    // writeEvidence is what every provider calls: its rejection is the same single line, so the resource fails.
+    // providerEvidence is what every provider writes through: its rejection is the same single line, so the resource fails.
     const cwd = process.cwd();
     process.chdir(tmp);
     try {
       const { stack: _s, sourceRevision: _r, ...fields } = sampleRecord();
-      const viaProvider = await rejectionOf(writeEvidence("st", [], fields));
+      const viaProvider = await rejectionOf(providerEvidence("st").record(fields));
       expect(viaProvider.message).to.equal(oneLine(root, "a file stands where a folder of the store should be (ENOTDIR)"));
     } finally {
       process.chdir(cwd);
