@@ -83,9 +83,9 @@ async function benchSize(n: number, model: string, timeScale: number, rounds: nu
     const t0 = Date.now();
     const narwhal = spawnSync(CHECK, ["--fleet", file, "--format", "json"], { env: { ...process.env, NARWHAL_ENGINE_API_KEY: API_KEY }, timeout: 1_800_000, maxBuffer: 64 * 1024 * 1024 });
     const wallS = (Date.now() - t0) / 1000;
-    let status: unknown = null;
+    let status: unknown;
     try {
-      status = JSON.parse(narwhal.stdout.toString()).status;
+      status = (JSON.parse(narwhal.stdout.toString()) as { status?: unknown }).status;
     } catch {
       status = `unreadable output (exit ${narwhal.status})`;
     }

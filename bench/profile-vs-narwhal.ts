@@ -87,7 +87,7 @@ async function main(): Promise<void> {
     );
   }
   const truths: Truth[] = [];
-  for (const e of engines) truths.push((await http(`${e.url}/sim/truth`)).json.effective_coefficients as Truth);
+  for (const e of engines) truths.push(((await http(`${e.url}/sim/truth`)).json as { effective_coefficients: Truth }).effective_coefficients);
   const sweepArgs = [
     "--prefill-lens", SWEEP.prefill.join(","), "--decode-input-lens", SWEEP.decodeInput.join(","), "--decode-concurrency", SWEEP.concurrency.join(","),
     "--decode-tokens", String(SWEEP.decodeTokens), "--prefill-repeats", String(SWEEP.prefillRepeats),

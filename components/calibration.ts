@@ -92,8 +92,8 @@ export function calibration(name: string, args: CalibrationArgs, opts: pulumi.Cu
   );
   // The up's log says which calibration the deadline comes from; the output keeps it.
   resource.adoption.apply((a) => {
-    if (a?.verdict === "adopted") pulumi.log.info(`calibration: adopted ${a.source.path} (${a.source.sha256}), sampled ${a.capturedAt}; no new samples`, resource);
-    else if (a) pulumi.log.warn(`calibration: ${a.source.path} not adopted (${describeMismatches(a.mismatches)}); measured afresh`, resource);
+    if (a?.verdict === "adopted") void pulumi.log.info(`calibration: adopted ${a.source.path} (${a.source.sha256}), sampled ${a.capturedAt}; no new samples`, resource);
+    else if (a) void pulumi.log.warn(`calibration: ${a.source.path} not adopted (${describeMismatches(a.mismatches)}); measured afresh`, resource);
   });
   return resource;
 }

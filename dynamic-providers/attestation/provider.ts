@@ -81,7 +81,7 @@ function engineChanged(i: AttestationInputs, path: string, body: string): Attest
 /** Bounded wait for `/health` 200; a 503 is final (the engine changed), anything else is retried. */
 async function waitForSidecar(ask: Ask, i: AttestationInputs): Promise<void> {
   const deadline = Date.now() + i.probeTimeoutS * 1000;
-  let last = "no attempt";
+  let last: string;
   for (;;) {
     try {
       const reply = await ask("/health", undefined, { timeoutS: Math.max(0.5, Math.min(5, (deadline - Date.now()) / 1000)) });

@@ -17,7 +17,7 @@ import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject }
 import { diffInputs, heldWhileStartStands } from "../diff";
 import { writeEvidence } from "../evidence";
 import { generationInputFailures, hasUnknown } from "./check";
-import { REFRESH_TIMEOUT_S, REQUEST_TIMEOUT_S, withEngineHttp } from "./http";
+import { REFRESH_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
 import { withEvidenceIntegrity } from "../integrity";
 import { peerChange } from "../../lib/engine/peer-wave";

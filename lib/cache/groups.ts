@@ -241,7 +241,7 @@ function sortedRanks(layout: GeometryLayout): CacheRankLayout[] {
 export function cacheGeometryDigest(layout: GeometryLayout): string {
   return sha256Json({
     tensorParallelSize: layout.tensorParallelSize,
-    ranks: sortedRanks(layout).map((r) => Object.fromEntries([["rank", r.rank], ...GEOMETRY_FIELDS.map((f) => [f, r[f]])])),
+    ranks: sortedRanks(layout).map((r) => Object.fromEntries<unknown>([["rank", r.rank], ...GEOMETRY_FIELDS.map((f): [string, unknown] => [f, r[f]])])),
   });
 }
 
@@ -286,7 +286,7 @@ export function geometryDifferences(representative: GeometryLayout, member: Geom
 type Layouts<L> = Readonly<Record<string, L | undefined>> | ReadonlyMap<string, L>;
 
 function layoutOf<L>(layouts: Layouts<L>, id: string): L | undefined {
-  if (layouts instanceof Map) return layouts.get(id);
+  if (layouts instanceof Map) return (layouts as ReadonlyMap<string, L>).get(id);
   const record = layouts as Readonly<Record<string, L | undefined>>;
   return Object.prototype.hasOwnProperty.call(record, id) ? record[id] : undefined;
 }

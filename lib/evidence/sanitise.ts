@@ -174,7 +174,7 @@ export class Sanitiser {
     if (typeof input === "string") return this.text(input);
     if (Array.isArray(input)) {
       return input.map((item, i) => {
-        const previous = i > 0 ? input[i - 1] : undefined;
+        const previous: unknown = i > 0 ? input[i - 1] : undefined;
         if (typeof item === "string" && typeof previous === "string" && CREDENTIAL_FLAG_ALONE.test(previous)) return REDACTED;
         return this.value(item, [...at, i]);
       });

@@ -93,7 +93,7 @@ function holdsUnknown(v: unknown): boolean {
  * A digest output: the value, or "pending" when this update measures it (unknown, or absent before the
  * resource was ever measured), or "missing" when the resource was measured (`measuredKey` recorded) without it.
  */
-function digestOf(r: StackResource, key: string, measuredKey: string): string | "pending" | "missing" {
+function digestOf(r: StackResource, key: string, measuredKey: string): string {
   const v = r.props[key];
   if (isUnknown(v)) return "pending";
   if (typeof v === "string" && v !== "") return v;
@@ -114,7 +114,7 @@ export function configuredEngines(resources: readonly StackResource[]): string[]
     for (const [k, v] of Object.entries(r.props)) {
       if (!k.endsWith(":engines")) continue;
       try {
-        const list = typeof v === "string" ? JSON.parse(v) : v;
+        const list: unknown = typeof v === "string" ? JSON.parse(v) : v;
         if (Array.isArray(list)) for (const e of list) if (isObject(e) && typeof e["id"] === "string") ids.add(e["id"]);
       } catch {
         // Not JSON: the engines seen in evidence still count.

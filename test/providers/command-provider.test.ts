@@ -398,8 +398,8 @@ describe("providers: pulumi-resource-command (tools/command-provider) through th
     try {
       await stack.up({ onOutput: (s) => (out += s) });
     } catch (e) {
-      if (process.env.DEBUG_CMDPROV) console.log(`${e}`);
-      return `${e}\n${out}`;
+      if (process.env.DEBUG_CMDPROV) console.log(String(e));
+      return `${String(e)}\n${out}`;
     } finally {
       expect(Date.now() - started, "a failing up stays bounded").to.be.lessThan(90_000);
     }

@@ -212,7 +212,7 @@ describe("docker-cli runtime on the local Docker Engine", function () {
     const second = start(e);
     expect(second.status, second.stderr).to.equal(0);
     expect(second.stdout).to.equal(first.stdout);
-    expect(second.stderr).to.include(`adopting running container ${lastJson(first.stdout).containerId}`);
+    expect(second.stderr).to.include(`adopting running container ${String(lastJson(first.stdout).containerId)}`);
     expect(containers("e2")).to.deep.equal([lastJson(first.stdout).containerId]);
   });
 

@@ -107,7 +107,7 @@ describe("preflight: gate verdicts", () => {
     expect(out.gates.find((g) => g.gate === "pace")!.verdict).to.equal("pass");
     // e0, e1 and the first of the gpu0 pair start together; e3 waits for e2 and never runs beside it.
     expect(overlaps[2]).to.deep.equal(["e0", "e1", "e2"]);
-    for (const seen of overlaps) expect(seen.includes("e2") && seen.includes("e3"), `e2 and e3 at once: ${seen}`).to.equal(false);
+    for (const seen of overlaps) expect(seen.includes("e2") && seen.includes("e3"), `e2 and e3 at once: ${seen.join(",")}`).to.equal(false);
     expect(overlaps.flat()).to.include("e3");
   });
 
