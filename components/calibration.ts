@@ -54,7 +54,7 @@ export function calibration(name: string, args: CalibrationArgs, opts: pulumi.Cu
   const c = spec.calibration;
   const via = loginInputs(args.routerConnection, args.routerHost);
   const engines = args.engines.map(({ spec: e, engine }) => {
-    const a = args.attestations[e.id]!;
+    const a = args.attestations[e.id];
     return pulumi.all([engine.generation.generationDigest, a.attestationDigest, a.launchDigest, engine.plan]).apply(([generationDigest, attestationDigest, launchDigest, plan]) => ({
       engineId: e.id,
       role: e.role,

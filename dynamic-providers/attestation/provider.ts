@@ -198,7 +198,7 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
     if (!hasUnknown(news[k]) && (typeof news[k] !== "string" || news[k] === "")) fail(k, `${k} must be a non-empty string`);
   }
   for (const k of ["documentDigest", "generationDigest", "planSha256", "cacheLayoutDigest"]) {
-    if (!hasUnknown(news[k]) && !(typeof news[k] === "string" && /^sha256:[0-9a-f]{64}$/.test(news[k] as string))) fail(k, `${k} must be sha256:<64 hex>, got ${JSON.stringify(news[k])}`);
+    if (!hasUnknown(news[k]) && !(typeof news[k] === "string" && /^sha256:[0-9a-f]{64}$/.test(news[k]))) fail(k, `${k} must be sha256:<64 hex>, got ${JSON.stringify(news[k])}`);
   }
   if (!hasUnknown(news.url) && !(typeof news.url === "string" && /^http:\/\/[^/\s]+\/v1\/attestation$/.test(news.url))) {
     fail("url", `url must be the sidecar's http://<address>:<port>/v1/attestation, got ${JSON.stringify(news.url)}`);

@@ -64,7 +64,7 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
       ids = t as number[];
       seeds.set(iid, ids);
     }
-    return Array.from({ length: n }, (_, i) => ids![i % ids!.length]!);
+    return Array.from({ length: n }, (_, i) => ids[i % ids.length]);
   };
 
   return {

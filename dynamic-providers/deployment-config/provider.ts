@@ -46,7 +46,7 @@ export const provider: pulumi.dynamic.ResourceProvider = withEvidenceIntegrity({
     // Outputs keep each file's digest as written; a file added, dropped or changed writes a new record.
     const names = Object.keys(news.files);
     const changed =
-      names.length !== Object.keys(olds.written ?? {}).length || names.some((n) => olds.written?.[n]?.sha256 !== fileDigest(news.files[n]!));
+      names.length !== Object.keys(olds.written ?? {}).length || names.some((n) => olds.written?.[n]?.sha256 !== fileDigest(news.files[n]));
     return { changes: changed || olds.stack !== news.stack, replaces: changed ? ["files"] : [] };
   },
   async create(inputs: DeploymentConfigInputs) {

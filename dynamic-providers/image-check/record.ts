@@ -50,7 +50,7 @@ export async function recordCheck(inputs: ImageCheckInputs, run: CheckRun): Prom
   const store = new EvidenceStore(root, { secrets });
   const launchJson = await store.writeArtifact(KIND, "launch.json", launchJsonText(inputs.plan));
   const output = await store.writeArtifact(KIND, `${log.relativePath}@${log.offset}`, line);
-  const digest = run.identity && run.findings ? checkDigest(inputs.plan.planSha256, run.identity as unknown as Record<string, unknown>, run.findings) : null;
+  const digest = run.identity && run.findings ? checkDigest(inputs.plan.planSha256, run.identity, run.findings) : null;
   const record = await store.write(
     evidenceRecord({
       kind: KIND,

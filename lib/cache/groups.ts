@@ -204,7 +204,7 @@ export function cacheGroups(engines: ReadonlyArray<GroupEngine>): CacheGroup[] {
       bySignature.set(signature, { document, inputs, members: [e] });
     } else if (group.document !== document) {
       // 64 bits of SHA-256 colliding: never expected, but grouping different engines would be silent.
-      throw new CacheGroupError("NARWHAL_CACHE_GROUP_ENGINES", `engines ${group.members[0]!.id} and ${e.id} have different signature inputs but the same 16-digit signature ${signature}`);
+      throw new CacheGroupError("NARWHAL_CACHE_GROUP_ENGINES", `engines ${group.members[0].id} and ${e.id} have different signature inputs but the same 16-digit signature ${signature}`);
     } else {
       group.members.push(e);
     }
@@ -213,7 +213,7 @@ export function cacheGroups(engines: ReadonlyArray<GroupEngine>): CacheGroup[] {
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([signature, g]) => {
       const members = [...g.members].sort((a, b) => a.index - b.index).map((m) => m.id);
-      return { signature, inputs: g.inputs, representative: members[0]!, members };
+      return { signature, inputs: g.inputs, representative: members[0], members };
     });
 }
 
@@ -354,9 +354,9 @@ export function budgetGroups<L extends GeometryLayout>(groups: ReadonlyArray<Cac
         key: `${g.signature}-${digest.slice("sha256:".length, "sha256:".length + 12)}`,
         signature: g.signature,
         geometryDigest: digest,
-        representative: members[0]!,
+        representative: members[0],
         members,
-        layout: layoutOf(layouts, members[0]!)!,
+        layout: layoutOf(layouts, members[0])!,
       });
     }
   }

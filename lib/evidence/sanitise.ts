@@ -160,7 +160,7 @@ export class Sanitiser {
     s = s.replace(IPV6_BARE, (whole: string) => {
       // "fd00::5." ends a sentence: give back trailing dots and colons until an address remains.
       for (let end = whole.length; end > 1; end--) {
-        if (end < whole.length && !/[.:]/.test(whole[end]!)) break;
+        if (end < whole.length && !/[.:]/.test(whole[end])) break;
         const alias = this.address(whole.slice(0, end));
         if (alias !== undefined) return alias + whole.slice(end);
       }

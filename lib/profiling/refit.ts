@@ -67,7 +67,7 @@ export function refitSamples(record: unknown, sourcePath: string, engineIds: rea
     } as unknown as ProfileRow;
     const problem = rowProblem(row as unknown as Record<string, unknown>);
     if (problem) throw stored(problem);
-    Object.assign(outEntries[iid]!, { prefill_fit_points: fit.representatives, prefill_fit_mape: fit.mape, profile: row });
+    Object.assign(outEntries[iid], { prefill_fit_points: fit.representatives, prefill_fit_mape: fit.mape, profile: row });
     lines.push(`  ${iid}: prefill median fit MAPE ${pct(fit.mape)}`);
     rows.push(row);
   }

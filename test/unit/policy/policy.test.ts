@@ -35,7 +35,7 @@ function edited(name: string, edit: (props: Record<string, unknown>) => Record<s
 }
 
 const messages = (policy: PolicyName, resources: StackResource[], opts: PolicyOptions = CONFIG): string[] => judge(policy, resources, opts).map((v) => v.message);
-const propsOf = (resources: StackResource[], name: string): Record<string, unknown> => resources.find((r) => r.name === name)!.props as Record<string, unknown>;
+const propsOf = (resources: StackResource[], name: string): Record<string, unknown> => resources.find((r) => r.name === name)!.props;
 
 describe("lib/policy: the evidence gates of the policy pack", () => {
   it("knows every unknown-value sentinel @pulumi/policy hands the pack", () => {
