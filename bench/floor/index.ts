@@ -25,7 +25,7 @@ class Floor extends pulumi.dynamic.Resource {
 const count = new pulumi.Config().requireNumber("resources");
 const made: Floor[] = [];
 for (let i = 0; i < count; i++) {
-  made.push(new Floor(`r${i}`, { index: i }, i === 0 ? {} : { dependsOn: [made[Math.floor((i - 1) / 4)]] }));
+  made.push(new Floor(`r${i}`, { index: i }, i === 0 ? {} : { dependsOn: [made[Math.floor((i - 1) / 4)]!] }));
 }
 
 export const resources = made.length;
