@@ -128,7 +128,7 @@ async function measureSize(cli: PulumiCommand, engines: number, hostCount: numbe
           const countLogins = runner === "fleet" && op === "previewRefresh";
           const before = countLogins ? aliases.map(acceptedLogins) : [];
           const r = await runCli([...OP_ARGS[op], "--stack", w.stack], w.cwd, w.env);
-          if (countLogins) aliases.forEach((a, i) => (refreshLogins[a] += acceptedLogins(a) - before[i]!));
+          if (countLogins) aliases.forEach((a, i) => (refreshLogins[a] += acceptedLogins(a) - before[i]));
           runs[op][runner].push(r);
           log(`${name} round ${round}: ${op} ${runner}: ${r.wallS} s wall, ${r.cpuS} s CPU`);
         }
@@ -148,7 +148,7 @@ async function measureSize(cli: PulumiCommand, engines: number, hostCount: numbe
         ];
       }),
     );
-    const loginsPerHost = Object.fromEntries(aliases.map((a) => [a, refreshLogins[a]! / ROUNDS]));
+    const loginsPerHost = Object.fromEntries(aliases.map((a) => [a, refreshLogins[a] / ROUNDS]));
     return { engines, hosts: hostCount, resources, rounds: ROUNDS, ...figures, previewRefreshLoginsPerHost: loginsPerHost };
   } finally {
     for (const [stack, stackName, dir] of [[fleet, name, PROJECT_ROOT], [floor, floorName, FLOOR_DIR]] as const) {
@@ -156,7 +156,7 @@ async function measureSize(cli: PulumiCommand, engines: number, hostCount: numbe
       await stack.destroy({ onOutput: () => undefined }).then(() => stack.workspace.removeStack(stackName)).catch((err: Error) => log(`cleanup of ${stackName} failed: ${err.message.split("\n")[0]}`));
       fs.rmSync(path.join(dir, `Pulumi.${stackName}.yaml`), { force: true });
     }
-    await runInHost(aliases[0]!, ["rm", "-rf", "--", `${HOST_STATE_DIR}/${name}`]).catch(() => undefined);
+    await runInHost(aliases[0], ["rm", "-rf", "--", `${HOST_STATE_DIR}/${name}`]).catch(() => undefined);
     await simDown({ aliases }).catch((err: Error) => log(`sim down failed: ${err.message}`));
   }
 }

@@ -137,8 +137,8 @@ async function main(): Promise<void> {
     const resources = await stateResourceCount(fleet);
     const noChange = await previewNoChange(fleet, "no-change preview --refresh");
 
-    const out = (await fleet.outputs()).engines!.value as Record<string, { host: string; url: string }>;
-    const target = out[RESTARTED]!;
+    const out = (await fleet.outputs()).engines.value as Record<string, { host: string; url: string }>;
+    const target = out[RESTARTED];
     log(`restarting ${RESTARTED} on ${target.host} by hand`);
     await restartByHand(FLEET_STACK, RESTARTED, target.host);
     await awaitHealthy(target.url, RESTART_HEALTH_TIMEOUT_MS);

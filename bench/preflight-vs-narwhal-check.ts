@@ -83,9 +83,9 @@ async function benchSize(n: number, model: string, timeScale: number, rounds: nu
     const t0 = Date.now();
     const narwhal = spawnSync(CHECK, ["--fleet", file, "--format", "json"], { env: { ...process.env, NARWHAL_ENGINE_API_KEY: API_KEY }, timeout: 1_800_000, maxBuffer: 64 * 1024 * 1024 });
     const wallS = (Date.now() - t0) / 1000;
-    let status: unknown = null;
+    let status: unknown;
     try {
-      status = JSON.parse(narwhal.stdout.toString()).status;
+      status = (JSON.parse(narwhal.stdout.toString()) as { status?: unknown }).status;
     } catch {
       status = `unreadable output (exit ${narwhal.status})`;
     }
@@ -124,7 +124,7 @@ async function benchSize(n: number, model: string, timeScale: number, rounds: nu
   const done: Round[] = [];
   for (let r = 0; r < rounds; r++) {
     const runs = { narwhal: runNarwhal, concurrent: () => ours("concurrent"), sequential: () => ours("sequential") } as const;
-    const order = (r % 2 === 0 ? ["narwhal", "concurrent", "sequential"] : ["sequential", "concurrent", "narwhal"]) as Array<keyof typeof runs>;
+    const order: Array<keyof typeof runs> = r % 2 === 0 ? ["narwhal", "concurrent", "sequential"] : ["sequential", "concurrent", "narwhal"];
     const round: Partial<Round> = {};
     for (const k of order) (round as Record<string, unknown>)[k] = await runs[k]();
     done.push(round as Round);
@@ -133,11 +133,11 @@ async function benchSize(n: number, model: string, timeScale: number, rounds: nu
     const v = (o: Round["concurrent"]) => JSON.stringify(Object.fromEntries(o.outcome.gates.map((g) => [g.gate, g.verdict])));
     return v(x.concurrent) === v(x.sequential) && Object.entries(JSON.parse(v(x.concurrent)) as Record<string, string>).every(([g, verdict]) => (x.narwhal.report.verdicts as Record<string, string>)[g] === verdict);
   };
-  const { narwhal: last, concurrent, sequential } = done[done.length - 1]!;
+  const { narwhal: last, concurrent, sequential } = done[done.length - 1];
   const theirs = last.report;
   const narwhal = { status: last.exit };
   const status = last.status;
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const narwhalS = median(done.map((d) => d.narwhal.wallS));
   const concurrentS = median(done.map((d) => d.concurrent.wallS));
   const sequentialS = median(done.map((d) => d.sequential.wallS));

@@ -82,12 +82,12 @@ async function main(): Promise<void> {
       await startEngine({
         model,
         args: ["--served-model-name", "tiny", "--api-key", API_KEY, "--max-model-len", String(MAX_MODEL_LEN), "--max-num-seqs", "8", "--no-enable-prefix-caching"],
-        sim: { timeScale, startupDelayS: 0, latency: { default: LATENCIES[i]! } },
+        sim: { timeScale, startupDelayS: 0, latency: { default: LATENCIES[i] } },
       }),
     );
   }
   const truths: Truth[] = [];
-  for (const e of engines) truths.push((await http(`${e.url}/sim/truth`)).json.effective_coefficients as Truth);
+  for (const e of engines) truths.push(((await http(`${e.url}/sim/truth`)).json as { effective_coefficients: Truth }).effective_coefficients);
   const sweepArgs = [
     "--prefill-lens", SWEEP.prefill.join(","), "--decode-input-lens", SWEEP.decodeInput.join(","), "--decode-concurrency", SWEEP.concurrency.join(","),
     "--decode-tokens", String(SWEEP.decodeTokens), "--prefill-repeats", String(SWEEP.prefillRepeats),
@@ -117,26 +117,26 @@ async function main(): Promise<void> {
       const name = `${tool}-${round}`;
       const r = await tools[tool](fleetFor(name));
       if (r.code !== 0) {
-        results[tool]!.push({ round, exit: r.code, wallS: r.wallS, stderr: r.stderr });
+        results[tool].push({ round, exit: r.code, wallS: r.wallS, stderr: r.stderr });
         continue;
       }
       const store = JSON.parse(fs.readFileSync(path.join(dir, `${name}.json`), "utf8")) as { profiles: Row[] };
-      results[tool]!.push({
+      results[tool].push({
         round,
         wallS: Number(r.wallS.toFixed(2)),
-        engines: Object.fromEntries(engines.map((_, i) => [`e${i}`, compare(store.profiles.find((p) => p.iid === `e${i}`)!, truths[i]!)])),
+        engines: Object.fromEntries(engines.map((_, i) => [`e${i}`, compare(store.profiles.find((p) => p.iid === `e${i}`)!, truths[i])])),
       });
     }
   }
   const summary = (tool: string) => {
-    const ok = results[tool]!.filter((r) => r.engines);
+    const ok = results[tool].filter((r) => r.engines);
     const per = ok.flatMap((r) => Object.values(r.engines as Record<string, Record<string, number>>));
     return per.length
       ? {
           wallS: mean(ok.map((r) => r.wallS as number)),
-          meanCoefficientError: mean(per.map((p) => p.meanCoefficientError!)),
-          prefillPredictionMape: mean(per.map((p) => p.prefillPredictionMape!)),
-          decodePredictionMape: mean(per.map((p) => p.decodePredictionMape!)),
+          meanCoefficientError: mean(per.map((p) => p.meanCoefficientError)),
+          prefillPredictionMape: mean(per.map((p) => p.prefillPredictionMape)),
+          decodePredictionMape: mean(per.map((p) => p.decodePredictionMape)),
         }
       : null;
   };

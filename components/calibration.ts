@@ -54,7 +54,7 @@ export function calibration(name: string, args: CalibrationArgs, opts: pulumi.Cu
   const c = spec.calibration;
   const via = loginInputs(args.routerConnection, args.routerHost);
   const engines = args.engines.map(({ spec: e, engine }) => {
-    const a = args.attestations[e.id]!;
+    const a = args.attestations[e.id];
     return pulumi.all([engine.generation.generationDigest, a.attestationDigest, a.launchDigest, engine.plan]).apply(([generationDigest, attestationDigest, launchDigest, plan]) => ({
       engineId: e.id,
       role: e.role,
@@ -92,8 +92,8 @@ export function calibration(name: string, args: CalibrationArgs, opts: pulumi.Cu
   );
   // The up's log says which calibration the deadline comes from; the output keeps it.
   resource.adoption.apply((a) => {
-    if (a?.verdict === "adopted") pulumi.log.info(`calibration: adopted ${a.source.path} (${a.source.sha256}), sampled ${a.capturedAt}; no new samples`, resource);
-    else if (a) pulumi.log.warn(`calibration: ${a.source.path} not adopted (${describeMismatches(a.mismatches)}); measured afresh`, resource);
+    if (a?.verdict === "adopted") void pulumi.log.info(`calibration: adopted ${a.source.path} (${a.source.sha256}), sampled ${a.capturedAt}; no new samples`, resource);
+    else if (a) void pulumi.log.warn(`calibration: ${a.source.path} not adopted (${describeMismatches(a.mismatches)}); measured afresh`, resource);
   });
   return resource;
 }

@@ -73,7 +73,7 @@ export class Discovery extends pulumi.ComponentResource {
     this.hosts = new Map(spec.hosts.map((h) => [h.alias, discoverHost(`${prefix}-${h.alias}`, h, args, moved)]));
     this.launches = spec.engines.map((e) => ({ spec: e, launch: launchFor(spec, e, this.hosts.get(e.host)!.discovery) }));
     this.replicas = agreeOnReplicas(`${prefix}-replicas`, spec, this.hosts, this.launches, moved);
-    this.routerHost = spec.router.host ?? spec.engines[0]!.host;
+    this.routerHost = spec.router.host ?? spec.engines[0].host;
     this.deploymentConfig = writeDeploymentConfig(`${prefix}-config`, args, this, moved);
     this.summary = summariseHosts(this.hosts);
     this.registerOutputs({ hosts: this.summary });

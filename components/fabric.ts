@@ -109,9 +109,9 @@ export class FabricMesh extends pulumi.ComponentResource {
         edges: pulumi.all(
           this.edges.map((edge, k) =>
             pulumi.all([edge.measurement, edge.requiredGbps, edge.verdict, edge.verdictReason, edge.evidence]).apply(([m, requiredGbps, verdict, reason, evidence]) => ({
-              id: planned[k]!.id,
-              source: planned[k]!.source,
-              destination: planned[k]!.destination,
+              id: planned[k].id,
+              source: planned[k].source,
+              destination: planned[k].destination,
               gbps: m.gbps,
               requiredGbps,
               verdict,

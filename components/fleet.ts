@@ -213,7 +213,7 @@ export class Fleet extends pulumi.ComponentResource {
         hostAlias: this.routerHost,
         engineEndpoints: pulumi.all(engines.map(({ spec: e, engine }) => engine.url.apply((url) => ({ iid: e.id, url, role: e.role })))),
         engineEvidence: pulumi.all([pulumi.all(engines.map(({ spec: e, engine }) => pulumi.all([engine.url, engine.generation.processStartTime]).apply(([url, processStartTime]) => ({ iid: e.id, url, processStartTime })))), this.attestation.engines]).apply(
-          ([proved, attested]) => proved.map((p) => ({ ...p, attestationUrl: attested[p.iid]!.url, attestationDigest: attested[p.iid]!.attestationDigest })),
+          ([proved, attested]) => proved.map((p) => ({ ...p, attestationUrl: attested[p.iid].url, attestationDigest: attested[p.iid].attestationDigest })),
         ),
         connection: routerParts.connection,
         address: routerParts.discovery.fabricAddress,

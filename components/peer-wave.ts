@@ -35,8 +35,8 @@ export function kvPeerWiring(name: string, spec: FleetSpec, engineApiKey: pulumi
     argsFor(engineId) {
       const c = componentOf.get(engineId);
       if (c === undefined) return undefined;
-      const others = components[c]!.filter((id) => id !== engineId);
-      return { peers: members.apply((all) => Object.fromEntries(others.map((id) => [id, all[id]!]))), wave: waves[c]![0] };
+      const others = components[c].filter((id) => id !== engineId);
+      return { peers: members.apply((all) => Object.fromEntries(others.map((id) => [id, all[id]]))), wave: waves[c][0] };
     },
 
     connect(engines, connectionOf) {
@@ -66,7 +66,7 @@ export function kvPeerWiring(name: string, spec: FleetSpec, engineApiKey: pulumi
           },
           { parent },
         );
-        waves[i]![1](pulumi.output([wave]));
+        waves[i][1](pulumi.output([wave]));
         return wave;
       });
     },

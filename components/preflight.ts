@@ -38,8 +38,8 @@ export interface PreflightArgs {
 export function preflight(name: string, args: PreflightArgs, opts: pulumi.CustomResourceOptions): Preflight {
   const via = loginInputs(args.routerConnection, args.routerHost);
   const engines = args.engines.map(({ spec: e, engine }) => {
-    const a = args.attestations[e.id]!;
-    const p = args.profiles.profiles[e.id]!;
+    const a = args.attestations[e.id];
+    const p = args.profiles.profiles[e.id];
     return pulumi.all([engine.generation.generationDigest, a.attestationDigest, a.launchDigest, p.profileDigest]).apply(([generationDigest, attestationDigest, launchDigest, profileDigest]) => ({
       engineId: e.id,
       generationDigest,

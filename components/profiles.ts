@@ -75,7 +75,7 @@ export class ProfileMesh extends pulumi.ComponentResource {
     const turnAfter = oneAtATime ? new Map(placed.map((e, i) => [e.id, placed[i - 1]?.id])) : previousInLane(placed);
     this.profiles = {};
     for (const { spec: e, engine } of args.engines) {
-      const a = args.attestations[e.id]!;
+      const a = args.attestations[e.id];
       const g = engine.generation;
       const before = turnAfter.get(e.id);
       this.profiles[e.id] = new Profile(
@@ -107,7 +107,7 @@ export class ProfileMesh extends pulumi.ComponentResource {
           ...(adopt ? { adopt } : {}),
         },
         // Engines sharing a GPU group take turns; the rest run side by side.
-        { parent: this, dependsOn: [a, ...(before ? [this.profiles[before]!] : [])] },
+        { parent: this, dependsOn: [a, ...(before ? [this.profiles[before]] : [])] },
       );
     }
     const stored = Object.values(this.profiles).map((p) =>

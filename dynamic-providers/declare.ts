@@ -19,7 +19,7 @@ export interface DynamicResourceClass<A, O> {
   readonly provider: pulumi.dynamic.ResourceProvider;
 }
 
-export interface DynamicResourceSpec<I, O, L> {
+export interface DynamicResourceSpec<O, L> {
   /**
    * The type token's last part (`pulumi-nodejs:dynamic/narwhal:<type>`). State is keyed by it: a
    * rename needs an alias from the old token, or every existing resource is replaced.
@@ -48,7 +48,7 @@ export interface DynamicResourceSpec<I, O, L> {
  * `class Foo extends dynamicResource<FooInputs, FooOutputs>()({ type: "Foo", ... }) {}`.
  */
 export function dynamicResource<I extends object, O extends object, A = ArgsOf<I>>() {
-  return <const L extends ReadonlyArray<Added<I, O>>>(spec: DynamicResourceSpec<I, O, L> & { outputs: Complete<L, Added<I, O>> }): DynamicResourceClass<A, O> => {
+  return <const L extends ReadonlyArray<Added<I, O>>>(spec: DynamicResourceSpec<O, L> & { outputs: Complete<L, Added<I, O>> }): DynamicResourceClass<A, O> => {
     const shim = providerShim(spec.provider);
     const own: pulumi.CustomResourceOptions = {
       ...(spec.aliases ? { aliases: spec.aliases } : {}),

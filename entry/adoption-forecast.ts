@@ -39,7 +39,7 @@ export function logAdoptionForecast(spec: FleetSpec, discovered: ReadonlyMap<str
     try {
       const scope = forecastScope(spec, await recordedEngineIds());
       if (!scope) return;
-      const read = new Map(hosts.map((h, i): [string, ForecastHost] => [h.spec.alias, { spec: h.spec, login: h.login, privateKey: creds[i]![0], password: creds[i]![1] }]));
+      const read = new Map(hosts.map((h, i): [string, ForecastHost] => [h.spec.alias, { spec: h.spec, login: h.login, privateKey: creds[i][0], password: creds[i][1] }]));
       for (const line of formatForecast(await readForecast(spec, scope, read))) await pulumi.log.info(line, parent);
     } catch (err) {
       await pulumi.log.warn(`adoption forecast: not made: ${(err as Error).message}`, parent);

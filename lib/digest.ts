@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 
 /** JSON with object keys sorted at every level, so equal values always hash equally. */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_k, v) =>
+  return JSON.stringify(value, (_k, v: unknown) =>
     v && typeof v === "object" && !Array.isArray(v)
       ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : v,

@@ -38,7 +38,7 @@ export function takenPortMessage(t: TakenPort, owner: string): string {
  */
 export function ownerFromSs(ssLine: string): { pid: number; name: string } | undefined {
   const m = /users:\(\("((?:[^"\\]|\\.)*)",pid=(\d+)/.exec(ssLine);
-  return m ? { pid: Number(m[2]), name: m[1]! } : undefined;
+  return m ? { pid: Number(m[2]), name: m[1] } : undefined;
 }
 
 /** Shell that sets `own` to the running own process's pid, or to "" when it is not running. */

@@ -113,7 +113,7 @@ function writeStack(r: ImportResult, stack: string, project: string, stackFile: 
     for (const s of r.secrets) pulumi(["config", "set", "--stack", stack, "--secret", ...(s.path ? ["--path"] : []), `narwhal-fleet:${s.key}`], project, s.value);
     const written = fs.readFileSync(stackFile, "utf8");
     // The CLI encrypts what --secret sets; a plaintext secret in the file would be a bug worth stopping for.
-    const leaked = r.secrets.filter((s) => s.value.trim().length >= 4 && written.includes(s.value.trim().split("\n")[0]!));
+    const leaked = r.secrets.filter((s) => s.value.trim().length >= 4 && written.includes(s.value.trim().split("\n")[0]));
     if (leaked.length) throw new ImportFailure(`refusing to keep ${stackFile}: ${leaked.map((s) => s.from).join(", ")} appears in plain text`);
   } catch (err) {
     spawnSync("pulumi", ["stack", "rm", stack, "--yes", "--force", "--non-interactive"], { cwd: project, encoding: "utf8", timeout: PULUMI_TIMEOUT_MS });

@@ -11,7 +11,7 @@ const USAGE = "usage: node -r ./tools/ts-require.js scripts/router-request.ts <r
 export function parseRouterRequestArgs(argv: readonly string[]): string {
   const { positionals } = parseFlagsAndWords(argv, {}, {});
   if (positionals.length !== 1) throw new UsageError(`expected one router URL, got ${positionals.length ? positionals.map((p) => JSON.stringify(p)).join(" ") : "none"}`);
-  const url = positionals[0]!;
+  const url = positionals[0];
   if (!/^https?:\/\//.test(url)) throw new UsageError(`${JSON.stringify(url)} is not a router URL: expected http:// or https://`);
   return url;
 }

@@ -38,7 +38,8 @@ run_e2e() {
 }
 
 # The CLI runs the program as JavaScript from a compile cache (tools/ts-require.js) without checking
-# its types; tsc checks the whole tree once below instead, before any layer that drives the CLI.
+# its types; tsc checks the whole tree once below instead, before any layer that drives the CLI. The
+# full run lints it too (eslint.config.mjs), right after the type check.
 
 case "$layer" in
   unit|mocks|providers)
@@ -48,6 +49,7 @@ case "$layer" in
     run_e2e ;;
   all)
     tsc --noEmit -p .
+    eslint .
     (cd tools/command-provider && GOFLAGS=-mod=mod go test ./...)
     mocha --reporter scripts/mocha-reporter.js "test/unit/**/*.test.ts" "test/mocks/**/*.test.ts" "test/providers/**/*.test.ts" 2>&1 | tee "$logs/layers.log" || status=1
     run_e2e ;;

@@ -224,7 +224,7 @@ export function buildTopology(opts: TopologyOptions = {}): Topology {
     });
   }
   for (const alias of [...new Set(dockerHosts)]) {
-    const index = DOCKER_HOSTS[alias]!;
+    const index = DOCKER_HOSTS[alias];
     hosts.push({
       alias,
       index,

@@ -39,5 +39,5 @@ export function runCli(args: string[], cwd: string, env: NodeJS.ProcessEnv = pro
 export const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
-  return Number((s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2).toFixed(2));
+  return Number((s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2).toFixed(2));
 };

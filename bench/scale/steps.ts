@@ -51,7 +51,7 @@ export function tallySteps(): { onEvent: (e: EngineEvent) => void; tally: () => 
 export function failureReason(message: string): string {
   for (const line of message.split("\n")) {
     const m = /(?:^|\s)error: (.*)$/.exec(line);
-    if (m && !/^update failed\b/.test(m[1]!.trim())) return m[1]!.trim();
+    if (m && !/^update failed\b/.test(m[1].trim())) return m[1].trim();
   }
-  return message.split("\n")[0]!.trim();
+  return message.split("\n")[0].trim();
 }

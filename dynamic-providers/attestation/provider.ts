@@ -81,7 +81,7 @@ function engineChanged(i: AttestationInputs, path: string, body: string): Attest
 /** Bounded wait for `/health` 200; a 503 is final (the engine changed), anything else is retried. */
 async function waitForSidecar(ask: Ask, i: AttestationInputs): Promise<void> {
   const deadline = Date.now() + i.probeTimeoutS * 1000;
-  let last = "no attempt";
+  let last: string;
   for (;;) {
     try {
       const reply = await ask("/health", undefined, { timeoutS: Math.max(0.5, Math.min(5, (deadline - Date.now()) / 1000)) });
@@ -193,7 +193,7 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
     if (!hasUnknown(news[k]) && (typeof news[k] !== "string" || news[k] === "")) fail(k, `${k} must be a non-empty string`);
   }
   for (const k of ["documentDigest", "generationDigest", "planSha256", "cacheLayoutDigest"]) {
-    if (!hasUnknown(news[k]) && !(typeof news[k] === "string" && /^sha256:[0-9a-f]{64}$/.test(news[k] as string))) fail(k, `${k} must be sha256:<64 hex>, got ${JSON.stringify(news[k])}`);
+    if (!hasUnknown(news[k]) && !(typeof news[k] === "string" && /^sha256:[0-9a-f]{64}$/.test(news[k]))) fail(k, `${k} must be sha256:<64 hex>, got ${JSON.stringify(news[k])}`);
   }
   if (!hasUnknown(news.url) && !(typeof news.url === "string" && /^http:\/\/[^/\s]+\/v1\/attestation$/.test(news.url))) {
     fail("url", `url must be the sidecar's http://<address>:<port>/v1/attestation, got ${JSON.stringify(news.url)}`);

@@ -53,7 +53,7 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
   for (const e of engines ?? []) {
     const id = String(e.engineId);
     for (const k of ["generationDigest", "attestationDigest"]) {
-      if (!hasUnknown(e[k]) && !(typeof e[k] === "string" && DIGEST.test(e[k] as string))) fail("engines", `engines[${id}].${k} must be sha256:<64 hex>, got ${JSON.stringify(e[k])}`);
+      if (!hasUnknown(e[k]) && !(typeof e[k] === "string" && DIGEST.test(e[k]))) fail("engines", `engines[${id}].${k} must be sha256:<64 hex>, got ${JSON.stringify(e[k])}`);
     }
     if (e.role !== "prefill" && e.role !== "decode") fail("engines", `engines[${id}].role must be "prefill" or "decode", got ${JSON.stringify(e.role)}`);
     if (!hasUnknown(e.maxModelLen) && !(Number.isInteger(e.maxModelLen) && (e.maxModelLen as number) >= 2)) fail("engines", `engines[${id}].maxModelLen must be an integer of at least 2, got ${JSON.stringify(e.maxModelLen)}`);

@@ -64,13 +64,13 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
       ids = t as number[];
       seeds.set(iid, ids);
     }
-    return Array.from({ length: n }, (_, i) => ids![i % ids!.length]!);
+    return Array.from({ length: n }, (_, i) => ids[i % ids.length]);
   };
 
   return {
     async identity(iid) {
       const t = o.timeouts.healthS;
-      let maxModelLen: number | null = null;
+      let maxModelLen: number | null;
       let version: string | null = null;
       let processStart: number | null = null;
       try {
@@ -99,7 +99,7 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
       const body = { model: o.model, temperature: 0, ignore_eos: true, cache_salt: randomBytes(24).toString("base64url") };
       let handoff: Record<string, unknown>;
       // The decode leg resends the same prompt; the ids are the producer's tokenizer's, which the engine contract makes the consumer's too.
-      let ids: number[] = [];
+      let ids: number[];
       try {
         ids = await prompt(p.producer, inputTokens);
         const started = performance.now();

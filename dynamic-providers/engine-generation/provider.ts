@@ -18,7 +18,7 @@ import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
 import { generationInputFailures, hasUnknown } from "./check";
-import { REFRESH_TIMEOUT_S, REQUEST_TIMEOUT_S, withEngineHttp } from "./http";
+import { REFRESH_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
 import { peerChange } from "../../lib/engine/peer-wave";
 import { observeStarts } from "../peer-wave/observe";

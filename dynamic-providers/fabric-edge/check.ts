@@ -13,9 +13,9 @@ const positive = (v: unknown): boolean => typeof v === "number" && Number.isFini
 const wholeIn = (v: unknown, lo: number, hi: number): boolean => Number.isSafeInteger(v) && (v as number) >= lo && (v as number) <= hi;
 
 /** `[property, reason]` per problem; values only known after apply (preview) are not judged. */
-export function edgeInputProblems(i: FabricEdgeInputs): Array<[keyof FabricEdgeInputs & string, string]> {
-  const out: Array<[keyof FabricEdgeInputs & string, string]> = [];
-  const judge = <K extends keyof FabricEdgeInputs & string>(k: K, check: (v: FabricEdgeInputs[K]) => string | undefined) => {
+export function edgeInputProblems(i: FabricEdgeInputs): Array<[keyof FabricEdgeInputs, string]> {
+  const out: Array<[keyof FabricEdgeInputs, string]> = [];
+  const judge = <K extends keyof FabricEdgeInputs>(k: K, check: (v: FabricEdgeInputs[K]) => string | undefined) => {
     if (containsUnknown(i[k])) return;
     const problem = check(i[k]);
     if (problem) out.push([k, problem]);

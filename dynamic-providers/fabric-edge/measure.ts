@@ -174,7 +174,7 @@ export async function measure(i: FabricEdgeInputs, commands: Iperf3Commands): Pr
     // The folder is printed before anything can fail, so a server that started is always stopped.
     const dir = start.stdout.startsWith("/tmp/narwhal-fabric.") ? runDirOf(i.destination.alias, start.stdout) : null;
     let client: ExecResult | undefined;
-    let failure: unknown;
+    let failure: Error | undefined;
     let startedAt = "";
     let endedAt = "";
     try {
@@ -189,7 +189,7 @@ export async function measure(i: FabricEdgeInputs, commands: Iperf3Commands): Pr
       client = await src.command("iperf3 client", shellLine(argv), argv, clientLifetimeS(commands.settings.durationS) + KILL_GRACE_S + 5);
       endedAt = new Date().toISOString();
     } catch (err) {
-      failure = err;
+      failure = err as Error;
     }
     let serverLog = "";
     if (dir) {
@@ -197,7 +197,7 @@ export async function measure(i: FabricEdgeInputs, commands: Iperf3Commands): Pr
       serverLog = stop.stdout.slice(stop.stdout.indexOf(SERVER_LOG_MARK) + SERVER_LOG_MARK.length).trim();
       if (stop.code !== 0) {
         const left = `edge ${i.edgeId}: host ${i.destination.alias}: ${stop.stderr.trim() || `stopping the iperf3 server exited ${stop.code}`}`;
-        throw new FabricError("NARWHAL_FABRIC_BUSY", failure ? `${(failure as Error).message}; and ${left}` : left);
+        throw new FabricError("NARWHAL_FABRIC_BUSY", failure ? `${failure.message}; and ${left}` : left);
       }
     }
     if (failure) throw failure;

@@ -77,7 +77,7 @@ async function checkNative(ssh: SshSession, spec: NativeCheckSpec, log: CheckLog
     findings = judged.findings;
     failures.push(...judged.failures);
   }
-  const judgedIdentity = judgeNativeIdentity(where, identity, spec.pins.vllm!, findings?.vllmApiVersion ?? null);
+  const judgedIdentity = judgeNativeIdentity(where, identity, spec.pins.vllm, findings?.vllmApiVersion ?? null);
   failures.unshift(...judgedIdentity.failures);
   const checkedIdentity: CheckedIdentity | null =
     identity.path && identity.interpreter && judgedIdentity.cliVersion

@@ -51,7 +51,7 @@ export function streamError(error: unknown): string {
     const e = error as { code?: unknown; message?: unknown };
     const status = Number.isInteger(e.code) && (e.code as number) >= 400 && (e.code as number) <= 599 ? e.code : 500;
     const message = typeof e.message === "string" && e.message.trim() ? e.message.trim() : JSON.stringify(error);
-    return `${status} ${message}`;
+    return `${String(status)} ${message}`;
   }
   return `500 ${typeof error === "string" && error.trim() ? error.trim() : JSON.stringify(error)}`;
 }

@@ -58,7 +58,7 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
   if (known("engines") && Array.isArray(news.engines)) {
     for (const e of news.engines as Array<Record<string, unknown>>) {
       for (const k of ["generationDigest", "attestationDigest", "profileDigest"]) {
-        if (!hasUnknown(e[k]) && !(typeof e[k] === "string" && DIGEST.test(e[k] as string))) fail("engines", `engines[${String(e.engineId)}].${k} must be sha256:<64 hex>, got ${JSON.stringify(e[k])}`);
+        if (!hasUnknown(e[k]) && !(typeof e[k] === "string" && DIGEST.test(e[k]))) fail("engines", `engines[${String(e.engineId)}].${k} must be sha256:<64 hex>, got ${JSON.stringify(e[k])}`);
       }
     }
   }

@@ -72,7 +72,7 @@ export async function writeStore(i: ProfileStoreInputs): Promise<ProfileStoreOut
     entries[p.engineId] = entry;
   }
   const meta = { package: "narwhal-fleet", writer: "Profile/ProfileStore", stack: i.stack };
-  const store = documentBytes(storeDocument(i.profiles.map((p) => entries[p.engineId]!.profile), meta));
+  const store = documentBytes(storeDocument(i.profiles.map((p) => entries[p.engineId].profile), meta));
   const samples = documentBytes(samplesDocument(entries, { meta, model: i.model, sweep: i.sweep }));
   const written = await withTarget(i, (t) => publishStore(t, i.path, store, samples));
   return { ...i, storeDigest: written.digest, samplesPath: written.samplesPath, samplesDigest: written.samplesDigest, count: i.profiles.length, writtenAt: new Date().toISOString() };

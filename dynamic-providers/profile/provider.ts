@@ -89,10 +89,10 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
   }
   if (known("url") && !(typeof news.url === "string" && /^http:\/\/[^/\s]+$/.test(news.url))) fail("url", `url must be the engine's http://<address>:<port> base URL, got ${JSON.stringify(news.url)}`);
   for (const k of ["generationDigest", "planSha256"]) {
-    if (known(k) && !(typeof news[k] === "string" && DIGEST.test(news[k] as string))) fail(k, `${k} must be sha256:<64 hex>, got ${JSON.stringify(news[k])}`);
+    if (known(k) && !(typeof news[k] === "string" && DIGEST.test(news[k]))) fail(k, `${k} must be sha256:<64 hex>, got ${JSON.stringify(news[k])}`);
   }
   for (const k of ["attestationDigest", "launchDigest"]) {
-    if (news[k] != null && known(k) && !(typeof news[k] === "string" && DIGEST.test(news[k] as string))) fail(k, `${k} must be sha256:<64 hex> when set, got ${JSON.stringify(news[k])}`);
+    if (news[k] != null && known(k) && !(typeof news[k] === "string" && DIGEST.test(news[k]))) fail(k, `${k} must be sha256:<64 hex> when set, got ${JSON.stringify(news[k])}`);
   }
   if (news.launchDigest != null && news.attestationDigest == null) fail("launchDigest", "launchDigest comes with the attestation it is part of: set attestationDigest too");
   const s = news.processStartTime;
@@ -115,8 +115,8 @@ export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.Che
   if (tries !== undefined && known("fitAttempts") && !(Number.isInteger(tries) && (tries as number) >= 1 && (tries as number) <= 10)) fail("fitAttempts", `fitAttempts must be an integer from 1 to 10 (profiling.fitAttempts), got ${JSON.stringify(tries)}`);
   const adopt = news.adopt as Record<string, unknown> | undefined;
   if (adopt !== undefined && known("adopt")) {
-    const path = (k: string) => typeof adopt?.[k] === "string" && (adopt[k] as string).startsWith("/");
-    const digest = (k: string) => typeof adopt?.[k] === "string" && DIGEST.test(adopt[k] as string);
+    const path = (k: string) => typeof adopt?.[k] === "string" && (adopt[k]).startsWith("/");
+    const digest = (k: string) => typeof adopt?.[k] === "string" && DIGEST.test(adopt[k]);
     if (!adopt || !path("storePath") || !path("samplesPath") || !digest("storeSha256") || !digest("samplesSha256")) {
       fail("adopt", "adopt must name the store to adopt as {storePath, storeSha256, samplesPath, samplesSha256}: absolute paths and sha256:<64 hex> digests of the bytes read");
     }
@@ -277,7 +277,7 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
     throw err;
   }
   // The accepted try's record: keyed by its attempt, which counts the sweeps a prefill stop ended too.
-  const last = kept.get(tries[tries.length - 1]!.attempt);
+  const last = kept.get(tries[tries.length - 1].attempt);
   return {
     row: accepted.row,
     profileDigest: sha256Json(accepted.row),

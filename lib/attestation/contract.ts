@@ -156,6 +156,6 @@ export function engineContract(attested: ReadonlyArray<AttestedContract>): Fleet
         `relaunch the odd engines with the fleet's settings:\n${differing.join("\n")}`,
     );
   }
-  const contract = Object.fromEntries(CONTRACT_FIELDS.map((f) => [f, attested[0]!.contract[f]])) as unknown as EngineContract;
+  const contract = Object.fromEntries(CONTRACT_FIELDS.map((f) => [f, attested[0].contract[f]])) as unknown as EngineContract;
   return { contract, fingerprint: contractFingerprint(contract), undeclared: undeclaredFields(contract), engines: attested.map((a) => a.engineId) };
 }

@@ -29,7 +29,7 @@ export function sidecarEndpoint(engineUrl: string, attestationPort: number): Sid
     throw new AttestationError("NARWHAL_ATTESTATION_INPUT", `attestationPort ${attestationPort} is not a TCP port`);
   }
   const base = `http://${m[1]}:${attestationPort}`;
-  return { bindHost: m[1]!.replace(/^\[|\]$/g, ""), port: attestationPort, url: `${base}/v1/attestation`, healthUrl: `${base}/health` };
+  return { bindHost: m[1].replace(/^\[|\]$/g, ""), port: attestationPort, url: `${base}/v1/attestation`, healthUrl: `${base}/health` };
 }
 
 export interface SidecarOptions {

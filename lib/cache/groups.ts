@@ -204,7 +204,7 @@ export function cacheGroups(engines: ReadonlyArray<GroupEngine>): CacheGroup[] {
       bySignature.set(signature, { document, inputs, members: [e] });
     } else if (group.document !== document) {
       // 64 bits of SHA-256 colliding: never expected, but grouping different engines would be silent.
-      throw new CacheGroupError("NARWHAL_CACHE_GROUP_ENGINES", `engines ${group.members[0]!.id} and ${e.id} have different signature inputs but the same 16-digit signature ${signature}`);
+      throw new CacheGroupError("NARWHAL_CACHE_GROUP_ENGINES", `engines ${group.members[0].id} and ${e.id} have different signature inputs but the same 16-digit signature ${signature}`);
     } else {
       group.members.push(e);
     }
@@ -213,7 +213,7 @@ export function cacheGroups(engines: ReadonlyArray<GroupEngine>): CacheGroup[] {
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([signature, g]) => {
       const members = [...g.members].sort((a, b) => a.index - b.index).map((m) => m.id);
-      return { signature, inputs: g.inputs, representative: members[0]!, members };
+      return { signature, inputs: g.inputs, representative: members[0], members };
     });
 }
 
@@ -241,7 +241,7 @@ function sortedRanks(layout: GeometryLayout): CacheRankLayout[] {
 export function cacheGeometryDigest(layout: GeometryLayout): string {
   return sha256Json({
     tensorParallelSize: layout.tensorParallelSize,
-    ranks: sortedRanks(layout).map((r) => Object.fromEntries([["rank", r.rank], ...GEOMETRY_FIELDS.map((f) => [f, r[f]])])),
+    ranks: sortedRanks(layout).map((r) => Object.fromEntries<unknown>([["rank", r.rank], ...GEOMETRY_FIELDS.map((f): [string, unknown] => [f, r[f]])])),
   });
 }
 
@@ -286,7 +286,7 @@ export function geometryDifferences(representative: GeometryLayout, member: Geom
 type Layouts<L> = Readonly<Record<string, L | undefined>> | ReadonlyMap<string, L>;
 
 function layoutOf<L>(layouts: Layouts<L>, id: string): L | undefined {
-  if (layouts instanceof Map) return layouts.get(id);
+  if (layouts instanceof Map) return (layouts as ReadonlyMap<string, L>).get(id);
   const record = layouts as Readonly<Record<string, L | undefined>>;
   return Object.prototype.hasOwnProperty.call(record, id) ? record[id] : undefined;
 }
@@ -354,9 +354,9 @@ export function budgetGroups<L extends GeometryLayout>(groups: ReadonlyArray<Cac
         key: `${g.signature}-${digest.slice("sha256:".length, "sha256:".length + 12)}`,
         signature: g.signature,
         geometryDigest: digest,
-        representative: members[0]!,
+        representative: members[0],
         members,
-        layout: layoutOf(layouts, members[0]!)!,
+        layout: layoutOf(layouts, members[0])!,
       });
     }
   }

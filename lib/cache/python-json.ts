@@ -40,6 +40,6 @@ export function pyString(s: string): string {
 export function codePointCompare(a: string, b: string): number {
   const x = Array.from(a, (c) => c.codePointAt(0)!);
   const y = Array.from(b, (c) => c.codePointAt(0)!);
-  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i];
   return x.length - y.length;
 }

@@ -49,6 +49,6 @@ export class FleetConfigError extends Error {
  * config value or a path must not reach the terminal, where an escape sequence would be interpreted.
  */
 function printable(text: string): string {
-  // eslint-disable-next-line no-control-regex
+   
   return text.replace(/[\u0000-\u0009\u000b-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }

@@ -36,7 +36,7 @@ export function parseDestination(text: string, withPort: boolean): Parsed<Destin
   if (text.startsWith("-")) return fail('it starts with "-", which ssh would read as an option');
   const parts = text.split("@");
   if (parts.length > 2) return fail('it contains more than one "@"');
-  const [user, rest] = parts.length === 2 ? [parts[0]!, parts[1]!] : [undefined, parts[0]!];
+  const [user, rest] = parts.length === 2 ? [parts[0], parts[1]] : [undefined, parts[0]];
   if (user !== undefined && !USER.test(user)) return fail(`the user ${show(user)} is not a valid login name`);
 
   let host = rest;
@@ -49,7 +49,7 @@ export function parseDestination(text: string, withPort: boolean): Parsed<Destin
   } else if (isIP(rest) !== 6) {
     const pieces = rest.split(":");
     if (pieces.length > 2) return fail(`${show(rest)} is neither a host name nor an IP address`);
-    [host, portText] = [pieces[0]!, pieces[1]];
+    [host, portText] = [pieces[0], pieces[1]];
     if (!HOSTNAME.test(host)) return fail(`${show(host)} is not a host name, IP address or ssh_config alias`);
   }
   if (portText !== undefined) {
@@ -75,7 +75,7 @@ export function hostKeyProblem(text: string): string | undefined {
   }
   const fields = text.trim().split(/\s+/);
   const [type, data] = fields;
-  if (fields.length >= 3 && HOST_KEY_TYPES.includes(fields[1]!) && !HOST_KEY_TYPES.includes(type!)) {
+  if (fields.length >= 3 && HOST_KEY_TYPES.includes(fields[1]) && !HOST_KEY_TYPES.includes(type)) {
     return `found ${show(text)}: starts with the host name ${show(type)}; drop it and keep ${HOST_KEY_RULE}`;
   }
   if (!type || !data) return `found ${show(text)}; expected ${HOST_KEY_RULE}`;

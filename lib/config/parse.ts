@@ -36,7 +36,7 @@ function objectKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[]
       else return n;
     }
   };
-  let node = unwrap(schema as unknown as Node);
+  let node = unwrap(schema);
   for (const segment of path) {
     const def = node?._zod.def;
     if (def?.type === "object") node = def.shape?.[String(segment)];
@@ -122,7 +122,7 @@ function parseList<S extends AnyObject>(
 
 /** A string field as written, for references that must not cascade from another field's error. */
 const rawString = (element: unknown, key: string): string | undefined =>
-  isObject(element) && typeof element[key] === "string" ? (element[key] as string) : undefined;
+  isObject(element) && typeof element[key] === "string" ? (element[key]) : undefined;
 
 /** Whether the raw config has a value at `path` (a default fills in what it does not). */
 function writtenAt(raw: unknown, path: readonly PathSegment[]): boolean {

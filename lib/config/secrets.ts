@@ -43,7 +43,7 @@ export function cleartextSecretIssues(project: string, config: Readonly<Record<s
   for (const key of SECRET_CONFIG_KEYS) {
     const full = `${project}:${key}`;
     if (!(full in config) || secretKeys.includes(full)) continue;
-    const perHost = PER_HOST.has(key) ? objectKeys(config[full]!) : undefined;
+    const perHost = PER_HOST.has(key) ? objectKeys(config[full]) : undefined;
     if (perHost && perHost.length > 0) {
       for (const alias of perHost) issues.push(cleartext([key, alias]));
     } else if (PER_HOST.has(key)) {

@@ -1,7 +1,7 @@
 /** Global-scope addresses from `ip -o addr show dev <iface> scope global`. */
 export function parseGlobalAddresses(text: string): string[] {
   const out: string[] = [];
-  for (const m of text.matchAll(/\binet6?\s+([0-9a-fA-F.:]+)\/\d+/g)) out.push(m[1]!);
+  for (const m of text.matchAll(/\binet6?\s+([0-9a-fA-F.:]+)\/\d+/g)) out.push(m[1]);
   return out;
 }
 
@@ -22,5 +22,5 @@ export function chooseFabricAddress(alias: string, iface: string, addresses: str
   if (addresses.length > 1) {
     throw new Error(`host ${alias}: fabric interface ${iface} has several global addresses (${addresses.join(", ")}); choose one with hosts[].fabricAddress`);
   }
-  return addresses[0]!;
+  return addresses[0];
 }

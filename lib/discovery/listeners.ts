@@ -58,7 +58,7 @@ export function parseListeners(text: string): Listener[] {
     if (!parsed) throw new Error(`unexpected ss line: ${JSON.stringify(line.slice(0, 200))}`);
     const owners: ListenerOwner[] = [];
     for (const m of line.matchAll(OWNER)) {
-      const owner = { name: m[1]!.replace(/\\(.)/g, "$1"), pid: Number(m[2]) };
+      const owner = { name: m[1].replace(/\\(.)/g, "$1"), pid: Number(m[2]) };
       if (!owners.some((o) => o.pid === owner.pid && o.name === owner.name)) owners.push(owner);
     }
     out.push({ ...parsed, owners });

@@ -347,7 +347,7 @@ function keyValues(text: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const line of text.split("\n")) {
     const m = /^(\S+)\s?(.*)$/.exec(line.trim());
-    if (m && !out.has(m[1]!)) out.set(m[1]!, m[2]!);
+    if (m && !out.has(m[1])) out.set(m[1], m[2]);
   }
   return out;
 }
@@ -508,7 +508,7 @@ function readModel(s: ProbeSections, dir: string, host: string, report: Report, 
     requirements,
     generationConfig,
     tokenizerConfigSha256: tokenizer?.status === "file" ? (tokenizer.remoteSha256 ?? sha256Hex(tokenizer.bytes)) : null,
-    chatTemplateFiles: [...(s.model ?? "").matchAll(/^extra (\S+)$/gm)].map((m) => m[1]!),
+    chatTemplateFiles: [...(s.model ?? "").matchAll(/^extra (\S+)$/gm)].map((m) => m[1]),
   };
 }
 

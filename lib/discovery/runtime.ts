@@ -52,8 +52,8 @@ const VERSION_LINE = /^v?(\d+\.\d+(?:\.\d+)*(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\
 export function parseVllmVersion(text: string): string | null {
   const lines = text.split("\n").map((l) => l.trim()).filter(Boolean);
   for (let i = lines.length - 1; i >= 0; i--) {
-    const m = VERSION_LINE.exec(lines[i]!);
-    if (m) return m[1]!;
+    const m = VERSION_LINE.exec(lines[i]);
+    if (m) return m[1];
   }
   return null;
 }
@@ -184,7 +184,7 @@ export function checkImageIdentity(configured: string, inspect: ImageInspect, ho
 
   switch (ref.kind) {
     case "id":
-      resolvedDigest = distinct.length === 1 ? distinct[0]! : null;
+      resolvedDigest = distinct.length === 1 ? distinct[0] : null;
       if (inspect.imageId !== ref.id) {
         problems.push(
           `runtime.image ${configured} resolves${where} to image ${inspect.imageId}; the configured image ID must equal the inspected .Id — load the pinned image or rerun discovery`,
@@ -192,14 +192,14 @@ export function checkImageIdentity(configured: string, inspect: ImageInspect, ho
       }
       break;
     case "short-id":
-      resolvedDigest = distinct.length === 1 ? distinct[0]! : null;
+      resolvedDigest = distinct.length === 1 ? distinct[0] : null;
       problems.push(`runtime.image ${configured} is a short image ID; pin the full ID ${inspect.imageId} (it matched${where})`);
       break;
     case "digest": {
       const repo = familiarRepository(ref.repository);
       const sameRepo = digests.filter((d) => d.repository === repo);
       const exact = sameRepo.find((d) => d.digest === ref.digest);
-      resolvedDigest = exact?.digest ?? (sameRepo.length === 1 ? sameRepo[0]!.digest : null);
+      resolvedDigest = exact?.digest ?? (sameRepo.length === 1 ? sameRepo[0].digest : null);
       if (!exact) {
         const elsewhere = digests.filter((d) => d.digest === ref.digest).map((d) => `${d.repository}@${d.digest}`);
         problems.push(
@@ -214,7 +214,7 @@ export function checkImageIdentity(configured: string, inspect: ImageInspect, ho
     case "tag": {
       const repo = familiarRepository(ref.repository);
       const sameRepo = digests.filter((d) => d.repository === repo);
-      resolvedDigest = sameRepo.length === 1 ? sameRepo[0]!.digest : null;
+      resolvedDigest = sameRepo.length === 1 ? sameRepo[0].digest : null;
       problems.push(
         `runtime.image ${configured} is a mutable tag; pin an image ID (sha256:…) or a digest (repo@sha256:…) — ` +
           `it resolves${where} to image ${inspect.imageId}${resolvedDigest ? ` (${repo}@${resolvedDigest})` : ""}`,

@@ -103,7 +103,7 @@ export function cacheConfigFrom(s: Subject, metricsText: string): CacheConfigFac
       `${subjectName(s)}: vllm:cache_config_info at ${s.url} has ${bad.join(", ")}; the cache is not sized yet or the labels are not vLLM's`,
     );
   }
-  return { blockSize: blockSize!, numGpuBlocks: numGpuBlocks!, cacheDtype: cacheDtype!, labels: { ...labels } };
+  return { blockSize: blockSize!, numGpuBlocks: numGpuBlocks!, cacheDtype: cacheDtype, labels: { ...labels } };
 }
 
 const DTYPE_ALIASES: Readonly<Record<string, string>> = { half: "float16", fp16: "float16", float: "float32", fp32: "float32", bf16: "bfloat16" };

@@ -157,7 +157,7 @@ export function checkVersion(s: ProofSubject, version: string, expected: string)
 /** The model ids `/v1/models` lists; throws unless `servedName` is one of them. */
 export function checkServedModel(s: ProofSubject, reply: Reply, servedName: string): string[] {
   const body = json(s, "/v1/models", "GET", reply) as { data?: unknown } | null;
-  const cards = Array.isArray(body?.data) ? (body!.data as Array<{ id?: unknown }>) : undefined;
+  const cards = Array.isArray(body?.data) ? (body.data as Array<{ id?: unknown }>) : undefined;
   if (!cards) throw new EngineError("NARWHAL_ENGINE_RESPONSE", `${subjectName(s)}: GET ${endpoint(s, "/v1/models")} has no "data" list: ${snippet(reply.body)}`);
   const ids = cards.map((c) => c?.id).filter((id): id is string => typeof id === "string");
   if (!ids.includes(servedName)) {
@@ -191,7 +191,7 @@ export function completionRequest(servedName: string): { model: string; prompt: 
 /** `choices[0].text`, which must be non-empty. */
 export function checkCompletion(s: ProofSubject, reply: Reply): string {
   const body = json(s, "/v1/completions", "POST", reply) as { choices?: Array<{ text?: unknown }> } | null;
-  const text = Array.isArray(body?.choices) ? body!.choices[0]?.text : undefined;
+  const text = Array.isArray(body?.choices) ? body.choices[0]?.text : undefined;
   if (typeof text !== "string" || text === "") {
     throw new EngineError(
       "NARWHAL_ENGINE_COMPLETION",

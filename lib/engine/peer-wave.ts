@@ -88,7 +88,7 @@ export function peerChange(
   for (const id of Object.keys(now)) {
     const before = was[id];
     if (!before) continue;
-    if (!isKnown(now[id]) || !isKnown(now[id]!.processIdentity) || !sameProcess(before.processIdentity, now[id]!.processIdentity)) return "replace";
+    if (!isKnown(now[id]) || !isKnown(now[id].processIdentity) || !sameProcess(before.processIdentity, now[id].processIdentity)) return "replace";
   }
   if (movedPeers(olds.peerStarts ?? {}, olds.observedPeerStarts ?? {}).some((id) => id in now)) return "replace";
   const ids = (p: object) => Object.keys(p).sort().join(",");

@@ -48,7 +48,7 @@ export function artifactPath(kind: string, hex: string): StoredPath {
 export function parseStoredPath(relativePath: string): StoredPath | undefined {
   const m = STORED.exec(relativePath);
   if (!m) return undefined;
-  return m[2] !== undefined ? recordPath(m[1]!, m[2]) : artifactPath(m[1]!, m[3]!);
+  return m[2] !== undefined ? recordPath(m[1], m[2]) : artifactPath(m[1], m[3]);
 }
 
 /** The digest hex of a record file name (`<hex>.json`), or undefined for anything else (temp files...). */

@@ -160,7 +160,7 @@ export class Sanitiser {
     s = s.replace(IPV6_BARE, (whole: string) => {
       // "fd00::5." ends a sentence: give back trailing dots and colons until an address remains.
       for (let end = whole.length; end > 1; end--) {
-        if (end < whole.length && !/[.:]/.test(whole[end]!)) break;
+        if (end < whole.length && !/[.:]/.test(whole[end])) break;
         const alias = this.address(whole.slice(0, end));
         if (alias !== undefined) return alias + whole.slice(end);
       }
@@ -174,7 +174,7 @@ export class Sanitiser {
     if (typeof input === "string") return this.text(input);
     if (Array.isArray(input)) {
       return input.map((item, i) => {
-        const previous = i > 0 ? input[i - 1] : undefined;
+        const previous: unknown = i > 0 ? input[i - 1] : undefined;
         if (typeof item === "string" && typeof previous === "string" && CREDENTIAL_FLAG_ALONE.test(previous)) return REDACTED;
         return this.value(item, [...at, i]);
       });

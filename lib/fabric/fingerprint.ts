@@ -49,14 +49,14 @@ export function parseRouteGet(text: string): RouteGet {
   const t = cut >= 0 ? tokens.slice(0, cut) : tokens;
   let i = 0;
   let type = "unicast";
-  if (t[i] && ROUTE_TYPES.has(t[i]!)) type = t[i++]!;
+  if (t[i] && ROUTE_TYPES.has(t[i])) type = t[i++]!;
   const destination = t[i++];
   if (!destination || !/^[0-9A-Fa-f:.]+(?:\/\d+)?$/.test(destination)) {
     throw new FabricError("NARWHAL_FABRIC_FINGERPRINT", `not an \`ip route get\` answer: ${JSON.stringify(text.trim().slice(0, 200))}`);
   }
   const fields: Record<string, string> = {};
   while (i < t.length) {
-    const key = t[i++]!;
+    const key = t[i++];
     if (FLAGS.has(key)) continue;
     if (key === "mtu" && t[i] === "lock") i++;
     const value = t[i++];

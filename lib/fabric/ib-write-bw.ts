@@ -169,7 +169,7 @@ export function parseIbWriteBw(text: string): IbWriteBwReport {
   return {
     unit,
     rows,
-    averageGbps: rows[rows.length - 1]!.averageGbps,
+    averageGbps: rows[rows.length - 1].averageGbps,
     device: bannerValue(text, "Device"),
     transportType: bannerValue(text, "Transport type"),
     connectionType: bannerValue(text, "Connection type"),
@@ -184,6 +184,6 @@ export function parseIbWriteBw(text: string): IbWriteBwReport {
 
 /** The measurement a verdict reads: the last row's average Gbit/s; its samples are that row's iterations. */
 export function ibWriteBwMeasurement(r: IbWriteBwReport): { gbps: number; samples: number } {
-  const last = r.rows[r.rows.length - 1]!;
+  const last = r.rows[r.rows.length - 1];
   return { gbps: last.averageGbps, samples: last.iterations };
 }

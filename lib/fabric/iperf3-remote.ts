@@ -83,7 +83,7 @@ export function serverStartScript(commands: Iperf3Commands): string {
 
 /** The run folder {@link serverStartScript} printed; throws when its first line is not one. */
 export function runDirOf(host: string, startOutput: string): string {
-  const dir = startOutput.split("\n")[0]!.trim();
+  const dir = startOutput.split("\n")[0].trim();
   if (!RUN_DIR.test(dir)) throw new FabricError("NARWHAL_FABRIC_TOOL_OUTPUT", `host ${host}: the iperf3 server start printed no run folder: ${JSON.stringify(startOutput.slice(0, 200))}`);
   return dir;
 }

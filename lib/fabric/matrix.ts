@@ -57,8 +57,8 @@ export function edgeMatrix(hosts: ReadonlyArray<string>, edges: ReadonlyArray<Ga
     if (!known.has(e.source) || !known.has(e.destination) || e.source === e.destination) {
       throw new FabricError("NARWHAL_FABRIC_EDGE_ENGINES", `edge ${e.id} joins ${e.source} and ${e.destination}; the matrix has hosts ${hosts.join(", ")}`);
     }
-    if (cells[e.source]![e.destination] !== null) throw new FabricError("NARWHAL_FABRIC_EDGE_ENGINES", `edge ${e.id} appears more than once`);
-    cells[e.source]![e.destination] = { gbps: e.gbps, requiredGbps: e.requiredGbps, verdict: e.verdict };
+    if (cells[e.source][e.destination] !== null) throw new FabricError("NARWHAL_FABRIC_EDGE_ENGINES", `edge ${e.id} appears more than once`);
+    cells[e.source][e.destination] = { gbps: e.gbps, requiredGbps: e.requiredGbps, verdict: e.verdict };
     counts[e.verdict]++;
   }
   return { hosts: [...hosts], cells, counts };

@@ -33,7 +33,7 @@ function rdmaEnd(hcas: ReadonlyArray<string> | undefined, gidIndex: number | und
   const first = hcas?.[0];
   if (!first) return null;
   const [hca, port] = first.split(":");
-  return { hca: hca!, port: Number(port), gidIndex: gidIndex ?? null };
+  return { hca: hca, port: Number(port), gidIndex: gidIndex ?? null };
 }
 
 /** Each engine's place in the mesh: host, pool, pin, transport and RDMA port, from the config. */
@@ -58,10 +58,10 @@ export function meshEdges(engines: ReadonlyArray<MeshEngine>): MeshEdge[] {
       const list = joined.map((e) => `${e.id} ${e.transport}`).join(", ");
       throw new FabricError("NARWHAL_FABRIC_EDGE_ENGINES", `edge ${edge.id}: its engines use different transports (${list}); set one launch.transport for engines that exchange KV`);
     }
-    const transport = transports[0]!;
+    const transport = transports[0];
     if (transport === "tcp") return { ...edge, transport, rdma: null };
-    const source = byId.get(edge.producers[0]!)!.rdma;
-    const destination = byId.get(edge.consumers[0]!)!.rdma;
+    const source = byId.get(edge.producers[0])!.rdma;
+    const destination = byId.get(edge.consumers[0])!.rdma;
     if (!source || !destination) {
       throw new FabricError("NARWHAL_FABRIC_EDGE_ENGINES", `edge ${edge.id}: transport ucx_rdma needs rdma.hcas on engine ${!source ? edge.producers[0] : edge.consumers[0]}`);
     }

@@ -54,15 +54,15 @@ export function parsePathObservation(host: string, text: string): PathObservatio
   const re = new RegExp(`^${MARK} (\\S+) (\\d+)$`, "gm");
   const marks = [...text.matchAll(re)];
   marks.forEach((m, i) => {
-    const start = m.index! + m[0].length + 1;
-    const end = i + 1 < marks.length ? marks[i + 1]!.index! : text.length;
-    found.set(m[1]!, { exitStatus: Number(m[2]), body: text.slice(start, end).replace(/\n$/, "") });
+    const start = m.index + m[0].length + 1;
+    const end = i + 1 < marks.length ? marks[i + 1].index : text.length;
+    found.set(m[1], { exitStatus: Number(m[2]), body: text.slice(start, end).replace(/\n$/, "") });
   });
   const missing = SECTIONS.filter((s) => !found.has(s));
   if (missing.length) throw new FabricError("NARWHAL_FABRIC_PATH", `host ${host}: the path observation printed no ${missing.join(", ")} section`);
   const get = (s: (typeof SECTIONS)[number]) => found.get(s)!;
   const mtuText = get("mtu").body.trim();
-  const addresses = [...get("addresses").body.matchAll(/\binet6?\s+([0-9A-Fa-f:.]+)\/\d+/g)].map((m) => m[1]!);
+  const addresses = [...get("addresses").body.matchAll(/\binet6?\s+([0-9A-Fa-f:.]+)\/\d+/g)].map((m) => m[1]);
   return {
     mtu: get("mtu").exitStatus === 0 && /^\d+$/.test(mtuText) ? Number(mtuText) : null,
     addresses,

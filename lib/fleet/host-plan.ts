@@ -89,5 +89,5 @@ export function hostDiscoveryPlan(spec: FleetSpec, host: HostSpec): HostDiscover
 
 function rangeOf(text: string): readonly [number, number] {
   const [lo, hi] = text.split("-").map(Number);
-  return [lo!, hi!];
+  return [lo, hi];
 }

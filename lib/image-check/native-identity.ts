@@ -88,7 +88,7 @@ export function parseNativeIdentity(stdout: string, command: string): NativeIden
   const values = new Map<string, string>();
   for (const line of head.split("\n")) {
     const m = /^(\S+) ?(.*)$/.exec(line);
-    if (m && !values.has(m[1]!)) values.set(m[1]!, m[2]!);
+    if (m && !values.has(m[1])) values.set(m[1], m[2]);
   }
   const value = (k: string) => {
     const v = values.get(k);

@@ -23,7 +23,7 @@ function unquote(raw: string): { value: string } | { problem: string } {
   let out = "";
   let i = 0;
   while (i < raw.length) {
-    const c = raw[i]!;
+    const c = raw[i];
     if (c === "'") {
       const end = raw.indexOf("'", i + 1);
       if (end < 0) return { problem: "an unterminated single quote" };
@@ -32,14 +32,14 @@ function unquote(raw: string): { value: string } | { problem: string } {
     } else if (c === '"') {
       let j = i + 1;
       for (; j < raw.length && raw[j] !== '"'; j++) {
-        const d = raw[j]!;
-        if (d === "\\" && j + 1 < raw.length && '"\\$`'.includes(raw[j + 1]!)) out += raw[++j];
+        const d = raw[j];
+        if (d === "\\" && j + 1 < raw.length && '"\\$`'.includes(raw[j + 1])) out += raw[++j];
         else if (d === "$" || d === "`") return { problem: "a shell expansion inside double quotes; write the value literally" };
         else out += d;
       }
       if (j >= raw.length) return { problem: "an unterminated double quote" };
       i = j + 1;
-    } else if (c === "#" && (i === 0 || /\s/.test(raw[i - 1]!))) {
+    } else if (c === "#" && (i === 0 || /\s/.test(raw[i - 1]))) {
       break;
     } else if (/\s/.test(c)) {
       if (raw.slice(i).trim() === "" || raw.slice(i).trimStart().startsWith("#")) break;
@@ -70,9 +70,9 @@ export function parseEnvFile(text: string): EnvFile {
       problems.push({ line, message: "not a KEY=value assignment" });
       return;
     }
-    const parsed = unquote(m[2]!);
+    const parsed = unquote(m[2]);
     if ("problem" in parsed) problems.push({ line, message: `${m[1]}: ${parsed.problem}` });
-    else entries.push({ key: m[1]!, value: parsed.value, line });
+    else entries.push({ key: m[1], value: parsed.value, line });
   });
   return { entries, problems };
 }

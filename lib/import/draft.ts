@@ -37,11 +37,11 @@ export class Draft {
   set(path: readonly PathSegment[], value: unknown, from: string): void {
     let node = this.config as Record<string | number, unknown>;
     for (let i = 0; i < path.length - 1; i++) {
-      const key = path[i]!;
+      const key = path[i];
       if (node[key] === undefined) node[key] = typeof path[i + 1] === "number" ? [] : {};
       node = node[key] as Record<string | number, unknown>;
     }
-    node[path[path.length - 1]!] = value;
+    node[path[path.length - 1]] = value;
     const rendered = renderPath(path);
     this.origin.set(rendered, from);
     this.used.push({ from, to: rendered });

@@ -100,10 +100,10 @@ export function mapEnv(entries: ReadonlyArray<EnvEntry>, d: Draft, opts: EnvOpti
   const global = new Map<string, EnvEntry>();
   for (const [key, e] of byKey) {
     const m = NODE_KEY.exec(key);
-    if (m && NODE_FIELDS.has(m[2]!)) {
+    if (m && NODE_FIELDS.has(m[2])) {
       const n = Number(m[1]);
       if (!nodeFields.has(n)) nodeFields.set(n, new Map());
-      nodeFields.get(n)!.set(m[2]!, e);
+      nodeFields.get(n)!.set(m[2], e);
     } else if (m) d.skip(key, `not a per-node field this program knows (per-node fields: ${[...NODE_FIELDS].join(", ")})`);
     else if (LEGACY_NODE_KEY.test(key)) d.skip(key, "narwhal-fleet 0.1.2's .env format; rewrite the node as NARWHAL_NODE_<n>_SSH (and _SSH_PASSWORD)");
     else global.set(key, e);
@@ -281,7 +281,7 @@ export function mapEnv(entries: ReadonlyArray<EnvEntry>, d: Draft, opts: EnvOpti
 
   for (const [key, e] of global) {
     if (consumed.has(key)) continue;
-    if (NOT_CARRIED[key]) d.skip(key, NOT_CARRIED[key]!);
+    if (NOT_CARRIED[key]) d.skip(key, NOT_CARRIED[key]);
     else if (key.startsWith("NARWHAL_")) d.skip(key, "not a runbook field this importer knows");
     else d.skip(`${key} (line ${e.line})`, "not a runbook field; left out (its value is not read)");
   }
@@ -298,7 +298,7 @@ function mapLaunch(d: Draft, field: (name: string) => EnvEntry | undefined, at: 
     else d.problem(e.key, r.problem);
   };
   put("TENSOR_PARALLEL_SIZE", (t) => readInt(t, "a tensor parallel size"), ["tensorParallelSize"]);
-  put("MODEL_DTYPE", (t) => (DTYPES[t.trim().toLowerCase()] ? { ok: true, value: DTYPES[t.trim().toLowerCase()]! } : { ok: false, problem: `expected one of ${Object.keys(DTYPES).join(", ")}` }), ["dtype"]);
+  put("MODEL_DTYPE", (t) => (DTYPES[t.trim().toLowerCase()] ? { ok: true, value: DTYPES[t.trim().toLowerCase()] } : { ok: false, problem: `expected one of ${Object.keys(DTYPES).join(", ")}` }), ["dtype"]);
   put("BLOCK_SIZE", (t) => readInt(t, "a block size in tokens"), ["blockSize"]);
   put("ENGINE_ARGS", readJsonArray, ["engineArgs"]);
   put("ENGINE_ENV", readJsonObject, ["engineEnv"]);

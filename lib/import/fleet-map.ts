@@ -63,7 +63,7 @@ export function mapFleet(doc: unknown, env: EnvMapping, d: Draft, opts: FleetOpt
   for (const key of Object.keys(doc)) {
     if (key.startsWith("_")) continue;
     if (!TOP_LEVEL.has(key)) d.skip(at(key), "not a narwhal.fleet field");
-    else if (REASONS[key]) d.skip(at(key), REASONS[key]!);
+    else if (REASONS[key]) d.skip(at(key), REASONS[key]);
   }
 
   if (typeof doc.model === "string") {

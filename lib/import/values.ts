@@ -37,7 +37,7 @@ export function readGpuIds(text: string): Read<number[]> {
 export function readJsonArray(text: string): Read<string[]> {
   try {
     const v = JSON.parse(text) as unknown;
-    if (Array.isArray(v) && v.every((x) => typeof x === "string")) return ok(v as string[]);
+    if (Array.isArray(v) && v.every((x) => typeof x === "string")) return ok(v);
   } catch {
     /* worded below */
   }

@@ -199,7 +199,7 @@ const VLLM_DEFAULTS = { "--block-size": "16", "--dtype": "auto", "--kv-cache-dty
 export function cacheExpectations(plan: LaunchRecord): { blockSize: number; tensorParallelSize: number; dtype: string; kvCacheDtype: string } {
   const flag = (name: keyof typeof VLLM_DEFAULTS): string => {
     const i = plan.argv.lastIndexOf(name);
-    return i >= 0 && plan.argv[i + 1] !== undefined ? plan.argv[i + 1]! : VLLM_DEFAULTS[name];
+    return i >= 0 && plan.argv[i + 1] !== undefined ? plan.argv[i + 1] : VLLM_DEFAULTS[name];
   };
   return { blockSize: Number(flag("--block-size")), tensorParallelSize: plan.tensorParallelSize, dtype: flag("--dtype"), kvCacheDtype: flag("--kv-cache-dtype") };
 }

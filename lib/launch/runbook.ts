@@ -110,7 +110,7 @@ function parseObject(text: string, what: string): Record<string, unknown> {
 export function servingFlags(args: ReadonlyArray<string>): Map<string, string> {
   const flags = new Map<string, string>();
   for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
+    const a = args[i];
     if (!a.startsWith("--")) continue;
     const eq = a.indexOf("=");
     if (eq > 0) {

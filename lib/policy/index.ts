@@ -93,7 +93,7 @@ function holdsUnknown(v: unknown): boolean {
  * A digest output: the value, or "pending" when this update measures it (unknown, or absent before the
  * resource was ever measured), or "missing" when the resource was measured (`measuredKey` recorded) without it.
  */
-function digestOf(r: StackResource, key: string, measuredKey: string): string | "pending" | "missing" {
+function digestOf(r: StackResource, key: string, measuredKey: string): string {
   const v = r.props[key];
   if (isUnknown(v)) return "pending";
   if (typeof v === "string" && v !== "") return v;
@@ -114,7 +114,7 @@ export function configuredEngines(resources: readonly StackResource[]): string[]
     for (const [k, v] of Object.entries(r.props)) {
       if (!k.endsWith(":engines")) continue;
       try {
-        const list = typeof v === "string" ? JSON.parse(v) : v;
+        const list: unknown = typeof v === "string" ? JSON.parse(v) : v;
         if (Array.isArray(list)) for (const e of list) if (isObject(e) && typeof e["id"] === "string") ids.add(e["id"]);
       } catch {
         // Not JSON: the engines seen in evidence still count.
@@ -155,7 +155,7 @@ export function engineEvidence(resources: readonly StackResource[]): Violation[]
       });
       continue;
     }
-    const gen = gens[0]!;
+    const gen = gens[0];
     const current = digestOf(gen, "generationDigest", "provedAt");
     if (current === "missing") {
       out.push({ urn: gen.urn, message: `engine ${id}: ${shortUrn(gen)} records no generationDigest. Fix: run \`pulumi up --refresh\` to prove the generation again.` });
@@ -182,13 +182,13 @@ export function engineEvidence(resources: readonly StackResource[]): Violation[]
     }
     // A profile is measured against one attestation of that generation (design: "attested generation").
     const attestations = resources.filter((r) => r.type === TYPES.attestation && engineIdOf(r) === id);
-    const attested = attestations.length === 1 ? digestOf(attestations[0]!, "attestationDigest", "attestedAt") : "pending";
+    const attested = attestations.length === 1 ? digestOf(attestations[0], "attestationDigest", "attestedAt") : "pending";
     for (const p of resources.filter((r) => r.type === TYPES.profile && engineIdOf(r) === id)) {
       const bound = p.props["attestationDigest"];
       if (attested === "pending" || attested === "missing" || typeof bound !== "string" || isUnknown(bound) || bound === attested) continue;
       out.push({
         urn: p.urn,
-        message: `engine ${id}: profile ${p.name} was measured under attestation ${bound}, but the engine's attestation is ${attested} (${attestations[0]!.name}). Fix: run \`pulumi up\` to profile the engine again under its current attestation.`,
+        message: `engine ${id}: profile ${p.name} was measured under attestation ${bound}, but the engine's attestation is ${attested} (${attestations[0].name}). Fix: run \`pulumi up\` to profile the engine again under its current attestation.`,
       });
     }
   }
@@ -212,7 +212,7 @@ export function pinnedIdentity(resources: readonly StackResource[]): Violation[]
         out.push({ urn: r.urn, message: `engine ${id}: image check ${r.name} checked image ${JSON.stringify(image)}, which is not pinned by digest. Fix: set narwhal-fleet:runtime.image to \`sha256:<64 hex>\` or \`<repo>@sha256:<64 hex>\` and run \`pulumi up\`.` });
       }
     } else if (isObject(r.props["identity"])) {
-      const sha = (r.props["identity"] as Record<string, unknown>)["sha256"];
+      const sha = (r.props["identity"])["sha256"];
       if (!isUnknown(sha) && !(typeof sha === "string" && DIGEST.test(sha))) {
         out.push({ urn: r.urn, message: `engine ${id}: image check ${r.name} records no SHA-256 of the native vLLM executable it checked. Fix: make the executable readable on the host and run \`pulumi up --refresh\`.` });
       }
@@ -244,7 +244,7 @@ export function pinnedIdentity(resources: readonly StackResource[]): Violation[]
 /** The fleet document text the router's start command writes (`printf '%s\n' '<doc>' > "$run/fleet.json.tmp"`). */
 export function routerDocumentText(create: string): string | undefined {
   const m = /printf '%s\\n' ('(?:[^']|'\\'')*') > "\$run\/fleet\.json\.tmp"/.exec(create);
-  return m ? m[1]!.slice(1, -1).replace(/'\\''/g, "'") : undefined;
+  return m ? m[1].slice(1, -1).replace(/'\\''/g, "'") : undefined;
 }
 
 /** The preflight's overall verdict: fail on any failing gate, degraded when some gate only skipped, pass otherwise. */
@@ -276,7 +276,7 @@ export function routerAfterPreflight(resources: readonly StackResource[], opts: 
     }
     const create = router.props["create"];
     if (holdsUnknown(create)) continue; // this update starts it
-    const pf = preflights[0]!;
+    const pf = preflights[0];
     const text = typeof create === "string" ? routerDocumentText(create) : undefined;
     const triggers = Array.isArray(router.props["triggers"]) ? (router.props["triggers"] as unknown[]) : [];
     if (text === undefined || (str(triggers[0]) !== undefined && textDigest(text) !== triggers[0])) {

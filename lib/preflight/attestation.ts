@@ -34,7 +34,7 @@ export function attestationProblems(text: string, declared: Readonly<Record<stri
   if (reported !== canonicalDigest(covered)) problems.push("attestation_digest does not match the response");
   const contract = (raw.contract && typeof raw.contract === "object" ? raw.contract : {}) as Record<string, unknown>;
   for (const f of CONTRACT_FIELDS) {
-    const seen = contract[f] instanceof JsonNumberText ? Number((contract[f] as JsonNumberText).text) : contract[f];
+    const seen = contract[f] instanceof JsonNumberText ? Number((contract[f]).text) : contract[f];
     if (canonicalJson(seen ?? null) !== canonicalJson(declared[f] ?? null)) problems.push(`contract.${f} is ${show(seen)}, expected ${show(declared[f])}`);
   }
   const engine = (raw.engine && typeof raw.engine === "object" ? raw.engine : {}) as Record<string, unknown>;

@@ -129,7 +129,7 @@ function groupsOf(attempts: unknown[], lengths: number[], paths: Pair[]): { grou
   const groups = lengths.flatMap((inputTokens) =>
     paths.map((p) => {
       const rows = byKey.get(key(p.producer, p.consumer, inputTokens)) ?? [];
-      const ok = rows.filter((r) => r.status === "completed" && finite(r.first_token_seconds) && (r.first_token_seconds as number) >= 0);
+      const ok = rows.filter((r) => r.status === "completed" && finite(r.first_token_seconds) && (r.first_token_seconds) >= 0);
       return {
         producer: p.producer,
         consumer: p.consumer,

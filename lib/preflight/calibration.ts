@@ -13,7 +13,7 @@ export function nearestRank(samples: readonly number[], q: number): number {
   if (!samples.length) throw new Error("nearest-rank percentile of no samples");
   if (!(q > 0 && q <= 1)) throw new Error(`percentile ${q} outside (0, 1]`);
   const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]!;
+  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
 }
 
 export interface CalibrationGroup {

@@ -235,7 +235,7 @@ export function judgePace(
   const sorted = [...times].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (times.size >= 3) {
     const ordered = [...times.values()].sort((a, b) => a - b);
-    const median = ordered[Math.floor(ordered.length / 2)]!;
+    const median = ordered[Math.floor(ordered.length / 2)];
     for (const [iid, t] of sorted) {
       if (t > tolerance * median) {
         slow.add(iid);

@@ -21,12 +21,12 @@ export function parseNarwhalReport(text: string): NarwhalGates {
   for (const raw of text.split("\n")) {
     const header = HEADER.exec(raw);
     if (header) {
-      section = header[1]!.split(" ")[0]!;
+      section = header[1].split(" ")[0]!;
       continue;
     }
     const m = LINE.exec(raw);
     if (!m || !section) continue;
-    const line: GateLine = { status: m[1] === "ok" ? "ok" : m[1] === "FAIL" ? "fail" : m[1] === "WARN" ? "warn" : "skip", message: m[2]! };
+    const line: GateLine = { status: m[1] === "ok" ? "ok" : m[1] === "FAIL" ? "fail" : m[1] === "WARN" ? "warn" : "skip", message: m[2] };
     const targets = line.message.startsWith("produce and consume:") ? ["produce", "consume"] : [section];
     for (const t of targets) (lines[t] ??= []).push(line);
   }

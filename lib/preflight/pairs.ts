@@ -26,7 +26,7 @@ export function pairsOf(producers: readonly string[], consumers: readonly string
   for (const producer of producers) {
     for (let offset = 0; offset < consumers.length; offset++) {
       const index = (cursor + offset) % consumers.length;
-      const consumer = consumers[index]!;
+      const consumer = consumers[index];
       if (producer !== consumer) {
         pairs.push({ producer, consumer });
         cursor = index + 1;

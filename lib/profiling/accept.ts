@@ -46,8 +46,8 @@ function brief(t: FitTry<unknown>): string {
  * limit, every try's broken rules (so a figure that moved between tries is visible), and what to do.
  */
 export function overLimitMessage(engineId: string, tries: ReadonlyArray<FitTry<unknown>>): string {
-  const last = tries[tries.length - 1]!;
-  const worst = last.problems.find((p) => p.value !== null && p.limit !== null) ?? last.problems[0]!;
+  const last = tries[tries.length - 1];
+  const worst = last.problems.find((p) => p.value !== null && p.limit !== null) ?? last.problems[0];
   const count = `${tries.length} ${tries.length === 1 ? "try" : "tries"}`;
   const head = worst.value !== null && worst.limit !== null ? `engine ${engineId}: ${worst.figure} ${worst.value.toFixed(4)} exceeds the limit ${pyG(worst.limit)} after ${count}` : `engine ${engineId}: ${worst.message} after ${count}`;
   return (

@@ -71,7 +71,7 @@ function parse(bytes: Uint8Array, what: string): unknown {
   }
 }
 
-const numbers = (v: unknown): number[] | undefined => (Array.isArray(v) && v.every((x) => typeof x === "number") ? (v as number[]) : undefined);
+const numbers = (v: unknown): number[] | undefined => (Array.isArray(v) && v.every((x) => typeof x === "number") ? (v) : undefined);
 
 function sweepOf(raw: unknown): Sweep | undefined {
   if (!isObject(raw)) return undefined;
@@ -109,7 +109,7 @@ export function adoptionFor(engineId: string, bindingDigest: string, source: Ado
   const rows = store.profiles.filter((r): r is Record<string, unknown> => isObject(r) && r.iid === engineId);
   if (rows.length === 0) return no(`${source.storePath} has no row for engine ${engineId}`);
   if (rows.length > 1) return no(`${source.storePath} has ${rows.length} rows for engine ${engineId} (role-mix variants), which this program does not adopt`);
-  const { row, problem } = normalisedRow(rows[0]!);
+  const { row, problem } = normalisedRow(rows[0]);
   if (!row) return no(`${source.storePath}: ${problem}`);
   if (row.generation_digest !== bindingDigest) {
     return no(`its row binds generation ${row.generation_digest}, the live engine binds ${bindingDigest} (restarted or relaunched since it was measured)`);

@@ -29,9 +29,10 @@ const VALUED = [
 ];
 const FLAGS = ["overwrite", "colocated"];
 const REPEATABLE = new Set(["only", "merge"]);
-const OPTIONS: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = Object.fromEntries([
-  ...VALUED.map((k) => [k, { type: "string" as const, ...(REPEATABLE.has(k) ? { multiple: true } : {}) }]),
-  ...FLAGS.map((k) => [k, { type: "boolean" as const }]),
+type OptionSpec = { type: "string" | "boolean"; multiple?: boolean };
+const OPTIONS: Record<string, OptionSpec> = Object.fromEntries<OptionSpec>([
+  ...VALUED.map((k) => [k, { type: "string" as const, ...(REPEATABLE.has(k) ? { multiple: true } : {}) }] as const),
+  ...FLAGS.map((k) => [k, { type: "boolean" as const }] as const),
 ]);
 
 /** argparse takes `-5` and `-.5` as values, not options (its negative-number rule); node's parseArgs wants them joined with `=`. */
@@ -41,7 +42,7 @@ const NEGATIVE_NUMBER = /^-\d+$|^-\d*\.\d+$/;
 function tokenize(argv: readonly string[]): { values: Map<string, string[]>; flags: Set<string> } {
   const args: string[] = [];
   for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
+    const a = argv[i];
     const next = argv[i + 1];
     if (VALUED.includes(a.replace(/^--/, "")) && a.startsWith("--") && next !== undefined && NEGATIVE_NUMBER.test(next)) args.push(`${a}=${argv[++i]}`);
     else args.push(a);
@@ -100,7 +101,7 @@ export function parseProfileArgs(argv: readonly string[]): ProfileCommand {
   if (observation !== undefined && (merge.length || refit !== undefined)) throw new UsageError("--observation-timeout-s applies only to live profiling");
 
   const lists = ["prefill-lens", "decode-concurrency", "decode-input-lens"].map((k) => (one(k) === undefined ? undefined : intList(one(k)!)));
-  if (lists.some((l, i) => l === undefined && one(["prefill-lens", "decode-concurrency", "decode-input-lens"][i]!) !== undefined)) {
+  if (lists.some((l, i) => l === undefined && one(["prefill-lens", "decode-concurrency", "decode-input-lens"][i]) !== undefined)) {
     throw new UsageError("--prefill-lens, --decode-input-lens and --decode-concurrency take comma-separated integers");
   }
   const num = (k: string, d: number) => (one(k) === undefined ? d : int(k, one(k)!));

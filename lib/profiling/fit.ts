@@ -19,28 +19,28 @@ const degenerate = () => new ProfileError("NARWHAL_PROFILE_FIT", "singular syste
 /** Gaussian elimination with partial pivoting. */
 export function solve(a: number[][], b: number[]): number[] {
   const n = b.length;
-  const m = a.map((row, i) => [...row, b[i]!]);
+  const m = a.map((row, i) => [...row, b[i]]);
   for (let col = 0; col < n; col++) {
     let pivot = col;
-    for (let r = col + 1; r < n; r++) if (Math.abs(m[r]![col]!) > Math.abs(m[pivot]![col]!)) pivot = r;
-    if (Math.abs(m[pivot]![col]!) < 1e-12) throw degenerate();
-    [m[col], m[pivot]] = [m[pivot]!, m[col]!];
+    for (let r = col + 1; r < n; r++) if (Math.abs(m[r][col]) > Math.abs(m[pivot][col])) pivot = r;
+    if (Math.abs(m[pivot][col]) < 1e-12) throw degenerate();
+    [m[col], m[pivot]] = [m[pivot], m[col]];
     for (let r = 0; r < n; r++) {
       if (r === col) continue;
-      const f = m[r]![col]! / m[col]![col]!;
-      for (let c = col; c <= n; c++) m[r]![c]! -= f * m[col]![c]!;
+      const f = m[r][col] / m[col][col];
+      for (let c = col; c <= n; c++) m[r][c] -= f * m[col][c];
     }
   }
-  return m.map((row, i) => row[n]! / row[i]!);
+  return m.map((row, i) => row[n] / row[i]);
 }
 
 /** `y = Σ wᵢ·fᵢ` with every wᵢ ≥ 0: the least-squares optimum lies on one face; try each. */
 export function nonnegativeFit(rows: readonly (readonly number[])[], ys: readonly number[]): number[] {
-  const n = rows[0]!.length;
-  const scales = Array.from({ length: n }, (_, i) => Math.max(...rows.map((r) => Math.abs(r[i]!))) || 1);
-  const scaled = rows.map((r) => r.map((v, i) => v / scales[i]!));
-  const gram = Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => scaled.reduce((s, r) => s + r[i]! * r[j]!, 0)));
-  const rhs = Array.from({ length: n }, (_, i) => scaled.reduce((s, r, k) => s + r[i]! * ys[k]!, 0));
+  const n = rows[0].length;
+  const scales = Array.from({ length: n }, (_, i) => Math.max(...rows.map((r) => Math.abs(r[i]))) || 1);
+  const scaled = rows.map((r) => r.map((v, i) => v / scales[i]));
+  const gram = Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => scaled.reduce((s, r) => s + r[i] * r[j], 0)));
+  const rhs = Array.from({ length: n }, (_, i) => scaled.reduce((s, r, k) => s + r[i] * ys[k], 0));
   let best = new Array<number>(n).fill(0);
   let bestError = ys.reduce((s, y) => s + y * y, 0);
   for (let mask = 1; mask < 1 << n; mask++) {
@@ -53,16 +53,16 @@ export function nonnegativeFit(rows: readonly (readonly number[])[], ys: readonl
       continue;
     }
     if (w.some((v) => v < 0)) continue;
-    const error = scaled.reduce((s, r, k) => s + (r.reduce((t, v, i) => t + w[i]! * v, 0) - ys[k]!) ** 2, 0);
+    const error = scaled.reduce((s, r, k) => s + (r.reduce((t, v, i) => t + w[i] * v, 0) - ys[k]) ** 2, 0);
     if (error < bestError) [best, bestError] = [w, error];
   }
-  return best.map((w, i) => w / scales[i]!);
+  return best.map((w, i) => w / scales[i]);
 }
 
 export const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 };
 export const mean = (xs: readonly number[]): number => xs.reduce((s, x) => s + x, 0) / xs.length;
 export const relativeError = (predicted: number, observed: number): number => Math.abs(predicted - observed) / Math.max(observed, 1e-9);
@@ -73,7 +73,7 @@ export function fitQuadratic(samples: ReadonlyArray<readonly [number, number]>):
   if (samples.some(([x, y]) => !Number.isFinite(x) || !Number.isFinite(y) || x < 0 || y < 0)) throw new ProfileError("NARWHAL_PROFILE_FIT", "prefill samples must be finite and nonnegative");
   if (new Set(samples.map(([x]) => x)).size < 3) throw new ProfileError("NARWHAL_PROFILE_FIT", "singular system: profiling needs three distinct input lengths");
   const [a, b, c] = nonnegativeFit(samples.map(([x]) => [x * x, x, 1]), samples.map(([, y]) => y));
-  return [a!, b!, c!];
+  return [a, b, c];
 }
 
 /** narwhal's `splits_prefill`: a prompt ending inside a cache block past the first. */
@@ -100,15 +100,15 @@ export function fitPrefillMedians(samples: ReadonlyArray<readonly [number, numbe
   for (const [n, t] of samples) groups.set(n, [...(groups.get(n) ?? []), t]);
   const representatives = [...groups].sort(([x], [y]) => x - y).map(([n, ts]): [number, number] => [n, median(ts)]);
   const flags = representatives.map(([n]) => (splitsPrefill(n, blockTokens) ? 1 : 0));
-  const errorsOf = (a: number, b: number, c: number, step: number) => representatives.map(([n, t], i) => relativeError(a * n * n + b * n + c + step * flags[i]!, t));
+  const errorsOf = (a: number, b: number, c: number, step: number) => representatives.map(([n, t], i) => relativeError(a * n * n + b * n + c + step * flags[i], t));
   let [a, b, c] = fitQuadratic(representatives);
   let split: number | null = null;
   let errors = errorsOf(a, b, c, 0);
   const flagged = flags.filter((f) => f).length;
   if (representatives.length >= SPLIT_MIN_LENGTHS && flagged >= SPLIT_REGIME_LENGTHS && representatives.length - flagged >= SPLIT_REGIME_LENGTHS) {
-    const w = nonnegativeFit(representatives.map(([n], i) => [n * n, n, 1, flags[i]!]), representatives.map(([, t]) => t));
-    const stepped = errorsOf(w[0]!, w[1]!, w[2]!, w[3]!);
-    if (mean(stepped) < SPLIT_ERROR_RATIO * mean(errors)) [a, b, c, split, errors] = [w[0]!, w[1]!, w[2]!, w[3]!, stepped];
+    const w = nonnegativeFit(representatives.map(([n], i) => [n * n, n, 1, flags[i]]), representatives.map(([, t]) => t));
+    const stepped = errorsOf(w[0], w[1], w[2], w[3]);
+    if (mean(stepped) < SPLIT_ERROR_RATIO * mean(errors)) [a, b, c, split, errors] = [w[0], w[1], w[2], w[3], stepped];
   }
   return { a, b, c, split, representatives, pointErrors: errors, mape: mean(errors), worst: Math.max(...errors) };
 }
@@ -147,12 +147,12 @@ export function fitDecodePlane(points: readonly DecodePoint[]): DecodePlane {
   const kScale = Math.max(...points.map((p) => p[1]));
   const rows = points.map((p) => [p[0] / rScale, p[1] / kScale, 1]);
   const ys = points.map((p) => p[2]);
-  const gram = [0, 1, 2].map((i) => [0, 1, 2].map((j) => rows.reduce((s, r) => s + r[i]! * r[j]!, 0)));
-  const rhs = [0, 1, 2].map((i) => rows.reduce((s, r, k) => s + r[i]! * ys[k]!, 0));
+  const gram = [0, 1, 2].map((i) => [0, 1, 2].map((j) => rows.reduce((s, r) => s + r[i] * r[j], 0)));
+  const rhs = [0, 1, 2].map((i) => rows.reduce((s, r, k) => s + r[i] * ys[k], 0));
   // Raises on unidentifiable axes, which a boundary fit could mask.
   solve(gram, rhs);
   const [r, k, c] = nonnegativeFit(rows, ys);
-  return { kvSlope: k! / kScale, requestSlope: r! / rScale, intercept: c! };
+  return { kvSlope: k / kScale, requestSlope: r / rScale, intercept: c };
 }
 
 export function decodeMape(points: readonly DecodePoint[], plane: DecodePlane): number {
@@ -171,7 +171,7 @@ export function decodeCrossValidationMape(points: readonly DecodePoint[]): numbe
     } catch {
       return null;
     }
-    errors.push(decodeMape([points[i]!], plane));
+    errors.push(decodeMape([points[i]], plane));
   }
   return mean(errors);
 }

@@ -32,7 +32,7 @@ function endpoint(field: string, value: unknown, env: NodeJS.ProcessEnv): string
   if (!value.includes("${")) return value.replace(/\/$/, "");
   const m = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(value);
   if (!m) throw bad(`${field} requires a whole-value \${VARIABLE} reference`);
-  const resolved = env[m[1]!] ?? "";
+  const resolved = env[m[1]] ?? "";
   if (!resolved) throw bad(`${field}: environment variable ${m[1]} is unset or empty`);
   return resolved.replace(/\/$/, "");
 }

@@ -16,7 +16,7 @@ const overlaps = (a: PlacedEngine, b: PlacedEngine) =>
 /** Groups of engines sharing a GPU group (transitively), each in fleet order; groups in order of first engine. */
 export function profileLanes(engines: readonly PlacedEngine[]): string[][] {
   const parent = engines.map((_, i) => i);
-  const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i]!)));
+  const find = (i: number): number => (parent[i] === i ? i : (parent[i] = find(parent[i])));
   engines.forEach((a, i) => engines.forEach((b, j) => j > i && overlaps(a, b) && (parent[find(j)] = find(i))));
   const lanes = new Map<number, string[]>();
   engines.forEach((e, i) => lanes.set(find(i), [...(lanes.get(find(i)) ?? []), e.id]));

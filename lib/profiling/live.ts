@@ -38,7 +38,7 @@ export interface LiveOptions {
   probeTimeoutS: number;
   requestTimeoutS: number;
   meta: Record<string, unknown>;
-  log(line: string): void;
+  log: (line: string) => void;
 }
 
 /** narwhal's `decode_evidence_problems` as messages (the shared rules in fit-limits.ts). */

@@ -1,6 +1,6 @@
 /** {@link FileTarget} on this machine's disk (a router on the management host, and tests). */
 import { promises as fs, constants } from "node:fs";
-import type { EntryKind, FileTarget } from "./publish";
+import type { FileTarget } from "./publish";
 
 export function localTarget(label = "this machine"): FileTarget {
   return {
@@ -10,7 +10,7 @@ export function localTarget(label = "this machine"): FileTarget {
         const st = await fs.lstat(p);
         return st.isSymbolicLink() ? "symlink" : st.isDirectory() ? "folder" : st.isFile() ? "file" : "other";
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT") return "missing" as EntryKind;
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") return "missing";
         throw err;
       }
     },

@@ -175,7 +175,7 @@ export class Profiler {
     const usage = body?.usage as Record<string, unknown> | undefined;
     const choices = body?.choices as Array<Record<string, unknown>> | undefined;
     const valid =
-      !!body && !body.error && !!usage && usage.prompt_tokens === tokens && usage.completion_tokens === 1 && Array.isArray(choices) && choices.length === 1 && choices[0]!.finish_reason === "length";
+      !!body && !body.error && !!usage && usage.prompt_tokens === tokens && usage.completion_tokens === 1 && Array.isArray(choices) && choices.length === 1 && choices[0].finish_reason === "length";
     if (!valid) throw new ProfileError("NARWHAL_PROFILE_PROBE", `prefill probe on ${this.http.label} lacks a complete response with exact token usage (expected ${tokens} prompt tokens)`);
     return elapsed;
   }

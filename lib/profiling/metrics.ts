@@ -14,7 +14,7 @@ export function metricFacts(text: string): EngineMetricFacts {
   const capacities = [...text.matchAll(/kv_cache_size_tokens="([0-9]+(?:\.[0-9]+)?)"/g)].map((m) => Math.trunc(Number(m[1])));
   const blocks = new Set([...text.matchAll(/^vllm:cache_config_info\{[^}]*\bblock_size="([0-9]+)"/gm)].map((m) => Number(m[1])));
   const hits = [...text.matchAll(/^vllm:prefix_cache_hits_total(?:\{[^}]*\})?\s+([0-9.eE+-]+)/gm)].map((m) => Number(m[1]));
-  const block = blocks.size === 1 ? [...blocks][0]! : null;
+  const block = blocks.size === 1 ? [...blocks][0] : null;
   return {
     processStartTime: start ? Number(start[1]) : null,
     kvCapacityTokens: capacities.length ? Math.min(...capacities) : null,

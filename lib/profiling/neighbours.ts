@@ -93,7 +93,7 @@ export class NeighbourLoad {
   }
 
   private now(): number {
-    return this.peers[0]!.client.now();
+    return this.peers[0].client.now();
   }
 
   private async serve(p: Neighbour, prompt: string, output: number, phaseS: number): Promise<void> {

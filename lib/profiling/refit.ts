@@ -33,7 +33,7 @@ export function refitSamples(record: unknown, sourcePath: string, engineIds: rea
   const fleet = new Set(engineIds);
   const saved = Object.keys(entries);
   if (saved.length !== fleet.size || saved.some((id) => !fleet.has(id))) throw stored("saved profile samples must cover every configured engine");
-  const out: Record<string, unknown> = JSON.parse(JSON.stringify(record));
+  const out = JSON.parse(JSON.stringify(record)) as Record<string, unknown>;
   const outEntries = out.engines as Record<string, Record<string, unknown>>;
   const rows: ProfileRow[] = [];
   const lines: string[] = [];
@@ -67,7 +67,7 @@ export function refitSamples(record: unknown, sourcePath: string, engineIds: rea
     } as unknown as ProfileRow;
     const problem = rowProblem(row as unknown as Record<string, unknown>);
     if (problem) throw stored(problem);
-    Object.assign(outEntries[iid]!, { prefill_fit_points: fit.representatives, prefill_fit_mape: fit.mape, profile: row });
+    Object.assign(outEntries[iid], { prefill_fit_points: fit.representatives, prefill_fit_mape: fit.mape, profile: row });
     lines.push(`  ${iid}: prefill median fit MAPE ${pct(fit.mape)}`);
     rows.push(row);
   }

@@ -154,7 +154,7 @@ export function rowProblem(raw: Record<string, unknown>): string | undefined {
     ["decode_min_output_tokens", "decode_max_output_tokens"],
   ] as const;
   for (const [lo, hi] of pairs) {
-    if (typeof raw[lo] === "number" && typeof raw[hi] === "number" && (raw[lo] as number) > (raw[hi] as number)) return `${where}: ${lo} must not exceed ${hi}`;
+    if (typeof raw[lo] === "number" && typeof raw[hi] === "number" && (raw[lo]) > (raw[hi])) return `${where}: ${lo} must not exceed ${hi}`;
   }
   if (typeof raw.kv_capacity_tokens === "number" && raw.kv_capacity_tokens < (raw.decode_max_kv_tokens as number)) return `${where}: kv_capacity_tokens must be at least decode_max_kv_tokens`;
   if ((raw.ttft_block_tokens === undefined) !== (raw.ttft_split === undefined)) return `${where}: ttft_block_tokens and ttft_split go together`;
@@ -200,7 +200,7 @@ export function storeDocument(rows: readonly ProfileRow[], meta: Record<string, 
   const order = (r: ProfileRow): Array<string | number> => [r.iid, r.colocated_group ?? "", r.colocated_prefill_engines ?? 0, r.colocated_decode_engines ?? 0, r.colocated_target_role ?? ""];
   const cmp = (a: ProfileRow, b: ProfileRow): number => {
     const [x, y] = [order(a), order(b)];
-    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
+    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1;
     return 0;
   };
   return { schema: STORE_SCHEMA, schema_version: STORE_SCHEMA_VERSION, meta, profiles: [...rows].sort(cmp) };

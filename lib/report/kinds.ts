@@ -60,7 +60,7 @@ export function evidenceKind(type: string, urn: string, name: string, custom: bo
   if (dynamic?.[1] === "CommandRecord") return Object.entries(COMMAND_RECORDS).find(([suffix]) => name.endsWith(suffix))?.[1] ?? { kind: "command record", gate: "other" };
   const parents = parentTypes(urn);
   if (dynamic?.[1] === "Liveness" || dynamic?.[1] === "EngineLiveness") return livenessKind(parents);
-  if (dynamic) return DYNAMIC[dynamic[1]!] ?? { kind: dynamic[1]!, gate: "other" };
+  if (dynamic) return DYNAMIC[dynamic[1]] ?? { kind: dynamic[1], gate: "other" };
   if (parents.includes("narwhal:attestation:AttestationMesh") && name.endsWith("-sidecar")) return { kind: "attestation sidecar", gate: "E" };
   if (parents.includes("narwhal:engine:Engine")) {
     if (type === "docker:index/container:Container") return { kind: "engine container", gate: "C" };

@@ -54,7 +54,7 @@ const REPLACE_PARTS = new Set(["replace", "create-replacement", "delete-replaced
 const LISTED = new Set(["same", "update", "create", "delete", ...REPLACE_PARTS]);
 
 type Props = Record<string, unknown>;
-const propsOf = (s: StepState | undefined, which: "inputs" | "outputs"): Props => (s?.[which] ?? {}) as Props;
+const propsOf = (s: StepState | undefined, which: "inputs" | "outputs"): Props => (s?.[which] ?? {});
 const nameOf = (urn: string): string => urn.split("::").pop()!;
 const stringOf = (v: unknown): string | undefined => (typeof v === "string" && v !== UNKNOWN ? v : undefined);
 
@@ -140,7 +140,7 @@ function observedChange(key: string, outputs: Props): InputChange | undefined {
 }
 
 function inputChange(key: string, m: StepMetadata): InputChange {
-  const top = key.split(/[.[]/)[0]!;
+  const top = key.split(/[.[]/)[0];
   const found = observedChange(top, propsOf(m.old, "outputs"));
   if (found) return found;
   const oldInputs = propsOf(m.old, "inputs");

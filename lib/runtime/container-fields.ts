@@ -89,7 +89,7 @@ function parseUlimit(value: string): DockerContainerFields["ulimits"][number] {
   const [name, limits] = keyValue("--ulimit", value);
   const [soft, hard = soft] = limits.split(":").map(Number);
   if (!Number.isInteger(soft) || !Number.isInteger(hard)) fail(`--ulimit ${JSON.stringify(value)} is not name=soft[:hard]`);
-  return { name, soft: soft!, hard: hard! };
+  return { name, soft: soft, hard: hard };
 }
 
 /**
@@ -107,7 +107,7 @@ export function dockerContainerFields(spec: ContainerSpec): DockerContainerField
   if (argv[0] !== "run") fail(`the container spec's argv must start with "run", got ${JSON.stringify(argv[0])}`);
   let i = 1;
   for (; i < argv.length; i++) {
-    const flag = argv[i]!;
+    const flag = argv[i];
     if (!flag.startsWith("-")) break; // the image
     if (flag === "--detach") continue;
     const value = argv[++i];

@@ -124,7 +124,7 @@ function rewriteArgs(args: ReadonlyArray<string>, modelDir: string): { args: str
     return value;
   };
   for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
+    const a = args[i];
     const eq = a.startsWith("--") ? a.indexOf("=") : -1;
     if (eq > 0) {
       out.push(`${a.slice(0, eq)}=${mapValue(a.slice(0, eq), a.slice(eq + 1))}`);

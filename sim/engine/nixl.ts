@@ -100,7 +100,7 @@ function flatten(ids: unknown): number[] | null {
   const out: number[] = [];
   for (const x of ids) {
     if (typeof x === "number") out.push(x);
-    else if (Array.isArray(x) && x.every((y) => typeof y === "number")) out.push(...(x as number[]));
+    else if (Array.isArray(x) && x.every((y) => typeof y === "number")) out.push(...(x));
     else return null;
   }
   return out;

@@ -344,7 +344,7 @@ export class EngineServer {
           r.tokens.map((t) => t.text).join(""),
           r.finishReason,
           index === 0 ? kv : null,
-          plan.returnTokenIds ? { produced: r.tokens.map((t) => t.id), prompt: plan.prompts[Math.floor(index / plan.n)]! } : null,
+          plan.returnTokenIds ? { produced: r.tokens.map((t) => t.id), prompt: plan.prompts[Math.floor(index / plan.n)] } : null,
         ),
       ),
       service_tier: null,

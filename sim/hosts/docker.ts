@@ -80,7 +80,7 @@ export async function startDockerd(host: HostSpec, p: HostPaths, anchorPid: numb
   fs.rmSync(p.dockerdPid, { force: true });
   const log = fs.openSync(p.dockerdLog, "w");
   const [file, ...args] = [...enter(anchorPid), "dockerd", "--config-file", p.dockerConfig];
-  const child = spawn(file!, args, {
+  const child = spawn(file, args, {
     env: hostEnv,
     detached: true,
     stdio: ["ignore", log, log],
@@ -215,10 +215,10 @@ export async function loadDockerImage(alias: string, image: string): Promise<str
   if (have.code === 0) return have.stdout.trim();
   const save = spawn("docker", ["save", image], { stdio: ["ignore", "pipe", "pipe"] });
   const load = spawn("nsenter", [...enterHost(alias), "docker", "load", "--quiet"], { env: hostEnv, stdio: ["pipe", "pipe", "pipe"] });
-  save.stdout!.pipe(load.stdin!);
+  save.stdout.pipe(load.stdin);
   let errors = "";
-  save.stderr!.on("data", (d: Buffer) => (errors += d.toString()));
-  load.stderr!.on("data", (d: Buffer) => (errors += d.toString()));
+  save.stderr.on("data", (d: Buffer) => (errors += d.toString()));
+  load.stderr.on("data", (d: Buffer) => (errors += d.toString()));
   const ended = (c: ReturnType<typeof spawn>) => new Promise<number | null>((resolve) => c.once("close", (code) => resolve(code)));
   const timer = setTimeout(() => {
     save.kill("SIGKILL");

@@ -16,7 +16,7 @@ const HOST_PYTHON = "/usr/bin/python3";
 function venvMinor(): string | null {
   try {
     const m = /^version\s*=\s*(\d+\.\d+)/m.exec(fs.readFileSync(path.join(VENV, "pyvenv.cfg"), "utf8"));
-    return m ? m[1]! : null;
+    return m ? m[1] : null;
   } catch {
     return null;
   }

@@ -70,7 +70,7 @@ function sharedLibraries(binary: string): string[] {
   const libs: string[] = [];
   for (const line of out.split("\n")) {
     const m = /=>\s*(\/\S+)/.exec(line) ?? /^\s*(\/\S+)\s+\(0x/.exec(line);
-    if (m) libs.push(m[1]!);
+    if (m) libs.push(m[1]);
   }
   if (!libs.some((l) => l.includes("ld-linux"))) throw new Error(`sim image: ldd ${binary} named no dynamic loader:\n${out}`);
   return libs;
@@ -135,7 +135,7 @@ function describe(bin: string, ref: string): { id: string; size: number } | unde
   const r = docker(bin, ["image", "inspect", "--format", "{{.Id}} {{.Size}}", ref]);
   if (!r.ok) return undefined;
   const [id, size] = r.out.split(" ");
-  return { id: id!, size: Number(size) };
+  return { id: id, size: Number(size) };
 }
 
 /** Builds (or finds) the simulator image and returns its immutable ID. */

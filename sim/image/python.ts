@@ -86,7 +86,7 @@ export function runtimeCheck(request: CheckRequest, env: NodeJS.ProcessEnv, prin
       report("packages", mismatches.length === 0, { observed, mismatches });
     }],
     ["vllm-api-version", () => {
-      const version = imagePackages(env).vllm!;
+      const version = imagePackages(env).vllm;
       report("vllm-api-version", version.trim() !== "", { version });
     }],
     ["connector", () => {
@@ -148,7 +148,7 @@ export function run(): void {
   const args = process.argv.slice(2);
   if (args[0] === "-m" && args[1] === API_SERVER_MODULE) {
     // The simulator's entry point serves on load, reading process.argv as `vllm` does.
-    process.argv = [process.argv[0]!, "vllm", "serve", ...args.slice(2)];
+    process.argv = [process.argv[0], "vllm", "serve", ...args.slice(2)];
     require("../engine/main");
     return;
   }

@@ -27,13 +27,13 @@ describe("e2e: ssh_config alias with a jump host, and password login", function 
     const all = (await simUp({ hosts: 4, timeScale: E2E_TIME_SCALE })).hosts;
     const [bastion, pw] = ["sim1", "sim2"].map((a) => all.find((h) => h.alias === a)!);
     target = all.find((h) => h.alias === "sim3")!;
-    expect(pw!.passwordAuth, "sim2 accepts passwords").to.equal(true);
-    password = fs.readFileSync(pw!.passwordFile, "utf8").trim();
+    expect(pw.passwordAuth, "sim2 accepts passwords").to.equal(true);
+    password = fs.readFileSync(pw.passwordFile, "utf8").trim();
 
     const sshConfig = path.join(PROJECT_ROOT, ".sim", "e2e-access.ssh_config");
     fs.writeFileSync(
       sshConfig,
-      [`Host ${ALIAS}`, `  HostName ${target.address}`, "  User root", `  IdentityFile ${target.privateKeyPath}`, `  ProxyJump root@${bastion!.address}`, ""].join("\n"),
+      [`Host ${ALIAS}`, `  HostName ${target.address}`, "  User root", `  IdentityFile ${target.privateKeyPath}`, `  ProxyJump root@${bastion.address}`, ""].join("\n"),
     );
     stack = await openStack(
       "e2e-access",
@@ -46,7 +46,7 @@ describe("e2e: ssh_config alias with a jump host, and password login", function 
         hosts: [
           { alias: "amd", destination: ALIAS, fabricInterface: target.fabricInterface },
           // A login that is not root keeps the stack's folders under its home.
-          { alias: "router", destination: `${pw!.passwordUser}@${pw!.address}`, auth: "password", fabricInterface: pw!.fabricInterface, stateDir: `/home/${pw!.passwordUser}/.narwhal-fleet` },
+          { alias: "router", destination: `${pw.passwordUser}@${pw.address}`, auth: "password", fabricInterface: pw.fabricInterface, stateDir: `/home/${pw.passwordUser}/.narwhal-fleet` },
         ],
         model: { servedName: "tiny-llama", checkpointDir: target.modelDir },
         router: { host: "router" },
@@ -66,13 +66,13 @@ describe("e2e: ssh_config alias with a jump host, and password login", function 
   it("discovers both hosts, starts the engine behind the bastion, and keeps the password out of state", async () => {
     const up = await stack.up({ onOutput: () => undefined });
     const outputs = up.outputs;
-    const hosts = outputs.hosts!.value as Record<string, { hostname: string; accelerator: { vendor: string; count: number }; fabricAddress: string }>;
+    const hosts = outputs.hosts.value as Record<string, { hostname: string; accelerator: { vendor: string; count: number }; fabricAddress: string }>;
     expect(hosts.amd).to.deep.include({ fabricAddress: target.address });
-    expect(hosts.amd!.accelerator).to.deep.include({ vendor: "amd", count: 2 });
-    expect(hosts.router!.fabricAddress).to.equal("198.18.0.12");
-    expect((outputs.deployment!.value as { router: string }).router).to.equal("router");
+    expect(hosts.amd.accelerator).to.deep.include({ vendor: "amd", count: 2 });
+    expect(hosts.router.fabricAddress).to.equal("198.18.0.12");
+    expect((outputs.deployment.value as { router: string }).router).to.equal("router");
 
-    const engine = (outputs.engines!.value as Record<string, { url: string }>).a1!;
+    const engine = (outputs.engines.value as Record<string, { url: string }>).a1;
     expect(engine.url).to.equal(`http://${target.address}:8501`);
     const health = await fetch(`${engine.url}/health`, { headers: { authorization: `Bearer ${API_KEY}` } });
     expect(health.status).to.equal(200);
@@ -85,7 +85,7 @@ describe("e2e: ssh_config alias with a jump host, and password login", function 
     for (const chunk of keyBody.match(/.{24}/g)!) expect(state).to.not.include(chunk);
 
     // The router and its install live under the non-root login's stateDir.
-    const routerUrl = outputs.routerUrl!.value as string;
+    const routerUrl = outputs.routerUrl.value as string;
     expect(routerUrl).to.equal("http://198.18.0.12:8321");
     expect((await fetch(`${routerUrl}/health`)).status).to.equal(200);
     await expectNarwhalCheckAgrees(stack, { stateDir: "/home/narwhal/.narwhal-fleet", simHost: "sim2" });

@@ -34,20 +34,20 @@ describe("e2e: a consumer stack reads the fleet's outputs", function () {
     await consumer.setConfig("fleetStack", { value: `organization/narwhal-fleet/${stack.name}` });
     const { outputs } = await consumer.up({ onOutput: () => undefined });
 
-    expect(outputs.routerUrl).to.deep.equal({ value: fleet.routerUrl!.value, secret: false });
-    expect(outputs.routerUrl!.value).to.match(/^http:\/\/198\.18\.0\.\d+:8321$/);
-    expect(outputs.modelsUrl!.value).to.equal(`${fleet.routerUrl!.value}/v1/models`);
+    expect(outputs.routerUrl).to.deep.equal({ value: fleet.routerUrl.value, secret: false });
+    expect(outputs.routerUrl.value).to.match(/^http:\/\/198\.18\.0\.\d+:8321$/);
+    expect(outputs.modelsUrl.value).to.equal(`${fleet.routerUrl.value}/v1/models`);
 
-    const identities = fleet.engineIdentities!.value as Record<string, EngineIdentityOutput>;
-    const generations = fleet.engines!.value as Record<string, { generationDigest: string }>;
-    const digests = outputs.engineDigests!.value as Record<string, { host: string; role: string; generation: string; attestation: string; profile: string }>;
-    expect(outputs.engineDigests!.secret).to.equal(false);
+    const identities = fleet.engineIdentities.value as Record<string, EngineIdentityOutput>;
+    const generations = fleet.engines.value as Record<string, { generationDigest: string }>;
+    const digests = outputs.engineDigests.value as Record<string, { host: string; role: string; generation: string; attestation: string; profile: string }>;
+    expect(outputs.engineDigests.secret).to.equal(false);
     expect(Object.keys(digests).sort()).to.deep.equal(engines.map((e) => e.id).sort());
     for (const e of engines) {
-      const got = digests[e.id]!;
-      const own = identities[e.id]!;
+      const got = digests[e.id];
+      const own = identities[e.id];
       expect(got, e.id).to.deep.equal({ host: e.host, role: own.role, generation: own.generationDigest, attestation: own.attestationDigest, profile: own.profileDigest });
-      expect(got.generation, `${e.id} generation`).to.equal(generations[e.id]!.generationDigest);
+      expect(got.generation, `${e.id} generation`).to.equal(generations[e.id].generationDigest);
       for (const d of [got.generation, got.attestation, got.profile]) expect(d, e.id).to.match(DIGEST);
     }
 
@@ -65,6 +65,6 @@ describe("e2e: a consumer stack reads the fleet's outputs", function () {
     const reference = resources.find((r) => r.type === "pulumi:pulumi:StackReference")!;
     expect(root.outputs!.engineApiKey).to.have.property("ciphertext");
     expect(reference.outputs!.outputs.engineApiKey).to.have.property("ciphertext");
-    expect(root.outputs!.routerUrl).to.equal(fleet.routerUrl!.value);
+    expect(root.outputs!.routerUrl).to.equal(fleet.routerUrl.value);
   });
 });

@@ -26,14 +26,14 @@ describe("e2e: npm run demo", function () {
     });
 
     const request = stdout.slice(stdout.indexOf("==> One request through the router"));
-    const health = JSON.parse(/^health: (.*)$/m.exec(request)![1]!) as { status: string; instances: number };
+    const health = JSON.parse(/^health: (.*)$/m.exec(request)![1]) as { status: string; instances: number };
     expect(health).to.deep.include({ status: "ok", instances: 4 });
     expect(request).to.match(/^models: .*tiny-llama/m);
     expect(request).to.match(/^completion: ".+"$/m);
     expect(stdout).to.match(/deployment record sha256:[0-9a-f]{64}/);
 
     const stack = await devStack();
-    const routerUrl = (await stack.outputs()).routerUrl!.value as string;
+    const routerUrl = (await stack.outputs()).routerUrl.value as string;
     expect(routerUrl).to.equal("http://198.18.0.11:8000");
     // Leave the simulated hosts as the shared fleet found them.
     await stack.destroy({ onOutput: () => undefined });

@@ -14,31 +14,31 @@ describe("e2e: discovery evidence follows the host", function () {
   it("replaces only the discovery of a host whose checkpoint changed, and stops before any engine on a differing replica", async () => {
     const { stack, hosts } = await sharedFleet();
     const [a, b] = hosts;
-    const shard = path.join(b!.modelDirOnMachine, SHARD);
+    const shard = path.join(b.modelDirOnMachine, SHARD);
     const original = fs.readFileSync(shard);
 
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
     const changed = Buffer.from(original);
-    changed[0] = changed[0]! ^ 0xff;
+    changed[0] = changed[0] ^ 0xff;
     fs.writeFileSync(`${shard}.new`, changed);
     fs.renameSync(`${shard}.new`, shard);
     try {
       const steps = await plannedChanges(stack, { refresh: true });
-      expect(steps.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["checkpoint"] });
-      expect(steps.has(`fleet-${a!.alias}`), "the unchanged host's discovery").to.equal(false);
+      expect(steps.get(`fleet-${b.alias}`)).to.deep.include({ op: "replace", keys: ["checkpoint"] });
+      expect(steps.has(`fleet-${a.alias}`), "the unchanged host's discovery").to.equal(false);
       for (const [name, step] of steps) {
         // Beyond the changed host: the replica check, the generated configuration, what derives from its
         // engines' plans, and what the fleet measured across them.
-        expect(name, `${step.op} of ${name}`).to.match(new RegExp(`^fleet-(${b!.alias}|replicas|config|e2-.*|attestation-e2(-sidecar)?|profiles-e2|${FLEET_AFTER_ENGINE_PATTERN}|router-host-monitoring-targets)$`));
+        expect(name, `${step.op} of ${name}`).to.match(new RegExp(`^fleet-(${b.alias}|replicas|config|e2-.*|attestation-e2(-sidecar)?|profiles-e2|${FLEET_AFTER_ENGINE_PATTERN}|router-host-monitoring-targets)$`));
       }
 
       let failure = "";
       const snapshot = await snapshotEvidence(stack);
       await stack.up({ refresh: true }).catch((err: Error) => (failure = err.message));
       const diagnostics = failure.slice(failure.indexOf("Diagnostics:"));
-      expect(diagnostics, diagnostics).to.include(`checkpoint differs between hosts ${a!.alias} and ${b!.alias} at ${SHARD}:`);
+      expect(diagnostics, diagnostics).to.include(`checkpoint differs between hosts ${a.alias} and ${b.alias} at ${SHARD}:`);
       // The replica check stops up before anything downstream of the new discovery is measured.
-      expect(await remeasuredSince(snapshot)).to.deep.equal([`fleet-${b!.alias}`]);
+      expect(await remeasuredSince(snapshot)).to.deep.equal([`fleet-${b.alias}`]);
     } finally {
       fs.writeFileSync(`${shard}.old`, original);
       fs.renameSync(`${shard}.old`, shard);
@@ -50,7 +50,7 @@ describe("e2e: discovery evidence follows the host", function () {
     // The preview cannot see the host's facts before it is discovered again, so it plans more than happens;
     // up measures the host again and writes the configuration that cites its new discovery record, nothing else.
     const remeasured = await remeasuredSince(restored);
-    expect(remeasured).to.deep.equal(["fleet-config", `fleet-${b!.alias}`]);
+    expect(remeasured).to.deep.equal(["fleet-config", `fleet-${b.alias}`]);
     expect(plannedRemeasure(restore, restored)).to.include.members(remeasured);
     const after = await plannedChanges(stack, { refresh: true });
     expect([...after.keys()]).to.deep.equal([]);

@@ -80,7 +80,7 @@ async function daemonObjects(): Promise<string[]> {
 }
 
 async function inspect(id: string): Promise<Inspect> {
-  return (JSON.parse(await docker("inspect", id)) as Inspect[])[0]!;
+  return (JSON.parse(await docker("inspect", id)) as Inspect[])[0];
 }
 
 const runDir = (id: string) => `/var/lib/narwhal-fleet/${STACK}/engines/${id}`;
@@ -117,13 +117,13 @@ describe("e2e: docker-cli runtime on a host with its own Docker Engine", functio
   it("up runs one container per engine through the docker CLI, labelled with the stack and its launch token", async () => {
     await stack.up(quiet);
     await expectNarwhalCheckAgrees(stack);
-    const out = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
+    const out = (await stack.outputs()).engines.value as Record<string, EngineOut>;
     expect(Object.keys(out).sort()).to.deep.equal(["d1", "d2"]);
 
     for (const e of ENGINES) {
       const ids = await stackContainers(e.id);
       expect(ids, `${e.id}: containers`).to.have.length(1);
-      const c = await inspect(ids[0]!);
+      const c = await inspect(ids[0]);
       started.set(e.id, c);
       const token = (await runInHost(HOST, ["cat", `${runDir(e.id)}/launch-token`])).stdout.trim();
       expect(token).to.match(/^[0-9a-f]{32}$/);
@@ -132,18 +132,18 @@ describe("e2e: docker-cli runtime on a host with its own Docker Engine", functio
       expect(c.Config.Labels).to.include({
         [LABELS.stack]: STACK,
         [LABELS.engine]: e.id,
-        [LABELS.planSha256]: out[e.id]!.planSha256,
+        [LABELS.planSha256]: out[e.id].planSha256,
         [LABELS.launchToken]: token,
       });
       expect(c.HostConfig.NetworkMode).to.equal("host");
-      expect(c.HostConfig.DeviceRequests).to.deep.equal([{ ...c.HostConfig.DeviceRequests![0]!, DeviceIDs: e.gpuIds!.map(String), Capabilities: [["gpu"]] }]);
+      expect(c.HostConfig.DeviceRequests).to.deep.equal([{ ...c.HostConfig.DeviceRequests![0], DeviceIDs: e.gpuIds!.map(String), Capabilities: [["gpu"]] }]);
       expect(c.Mounts.find((m) => m.Destination === "/model")).to.include({ Source: host.modelDir, RW: false });
       // The host's NVIDIA hook gave the container its own GPU's device node and no other.
       const dev = await docker("exec", c.Id, "/usr/bin/node", "-e", "console.log(require('fs').readdirSync('/dev').filter((n) => /^nvidia[0-9]+$/.test(n)).join(' '))");
       expect(dev).to.equal(`nvidia${e.gpuIds![0]}`);
 
       // The engine answers on the host's fabric address, from outside the host, and guards /v1 with the key.
-      const url = out[e.id]!.url;
+      const url = out[e.id].url;
       expect(url).to.equal(`http://${host.address}:${e.port}`);
       expect((await request(`${url}/health`)).statusCode, `${e.id} /health`).to.equal(200);
       const unauthorised = await request(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: MODEL, prompt: "hi", max_tokens: 4 }) });
@@ -156,7 +156,7 @@ describe("e2e: docker-cli runtime on a host with its own Docker Engine", functio
       });
       expect(completion.statusCode).to.equal(200);
       const body = (await completion.body.json()) as { choices: Array<{ text: string }> };
-      expect(body.choices[0]!.text).to.be.a("string").that.is.not.empty;
+      expect(body.choices[0].text).to.be.a("string").that.is.not.empty;
     }
   });
 
@@ -166,7 +166,7 @@ describe("e2e: docker-cli runtime on a host with its own Docker Engine", functio
     for (const e of ENGINES) {
       const ids = await stackContainers(e.id);
       expect(ids).to.deep.equal([started.get(e.id)!.Id]);
-      expect((await inspect(ids[0]!)).State.StartedAt).to.equal(started.get(e.id)!.State.StartedAt);
+      expect((await inspect(ids[0])).State.StartedAt).to.equal(started.get(e.id)!.State.StartedAt);
     }
   });
 
@@ -236,16 +236,16 @@ echo "$cid"`], { input: text });
     await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(ENGINES.map((e) => (e.id === "d1" ? { ...e, runbookRun: RUNBOOK_RUN } : e))) });
     try {
       await stack.up(quiet);
-      const out = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
-      expect(out.d1!.runbook, "d1's runbook outcome").to.include({ action: "adopt" });
-      expect(out.d1!.runbook!.reason).to.include(`runbook launch ${RUNBOOK_RUN} (container ${cid.slice(0, 12)}) serves engine d1's plan`);
+      const out = (await stack.outputs()).engines.value as Record<string, EngineOut>;
+      expect(out.d1.runbook, "d1's runbook outcome").to.include({ action: "adopt" });
+      expect(out.d1.runbook!.reason).to.include(`runbook launch ${RUNBOOK_RUN} (container ${cid.slice(0, 12)}) serves engine d1's plan`);
       // No container of the program's own for d1: the launcher's is the engine, still the one it started.
       expect(await stackContainers("d1")).to.deep.equal([]);
       const c = await inspect(cid);
       expect(c.State.Running).to.equal(true);
-      expect(out.d1!.startedAt).to.equal(c.State.StartedAt);
-      expect(out.d2!.runbook).to.equal(undefined);
-      expect((await request(`${out.d1!.url}/health`)).statusCode).to.equal(200);
+      expect(out.d1.startedAt).to.equal(c.State.StartedAt);
+      expect(out.d2.runbook).to.equal(undefined);
+      expect((await request(`${out.d1.url}/health`)).statusCode).to.equal(200);
 
       await stack.destroy(quiet);
       expect(await docker("ps", "-aq", "--no-trunc", "--filter", `id=${cid}`)).to.equal("");

@@ -16,7 +16,7 @@ interface EngineOut { host: string; url: string; pid: number; generationDigest: 
 
 /** The live router on its host (sim1): the pid its run folder records, and what its /health answers. */
 async function routerServing(stack: Stack): Promise<{ pid: string; status: number }> {
-  const url = (await stack.outputs()).routerUrl!.value as string;
+  const url = (await stack.outputs()).routerUrl.value as string;
   const r = await request(`${url}/health`, { headersTimeout: 10_000, bodyTimeout: 10_000 });
   await r.body.text();
   const pid = (await runInHost("sim1", ["cat", "/var/lib/narwhal-fleet/e2e/router/pid"])).stdout.trim();
@@ -30,8 +30,8 @@ describe("e2e: an engine restarted with the same plan", function () {
     const { stack, hosts } = await sharedFleet();
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
 
-    const engines = (await stack.outputs()).engines!.value as Record<string, EngineOut>;
-    const e2 = engines.e2!;
+    const engines = (await stack.outputs()).engines.value as Record<string, EngineOut>;
+    const e2 = engines.e2;
     await restartByHand("e2e", "e2", e2.host);
     await awaitHealthy(e2.url);
 
@@ -46,7 +46,7 @@ describe("e2e: an engine restarted with the same plan", function () {
     expect(steps.get("fleet-preflight")?.op).to.equal("replace");
     expect([...steps.keys()].sort()).to.deep.equal([...processEvidence("e2"), ...FLEET_AFTER_ENGINE].sort());
     // The preview report (`npm run invalidated`) names the same evidence, by gate and reason.
-    const evidenceCount = await expectReportOfRestartedE2(stack, hosts[0]!.privateKeyPath, engines.e2!.generationDigest);
+    const evidenceCount = await expectReportOfRestartedE2(stack, hosts[0].privateKeyPath, engines.e2.generationDigest);
 
     // Its peers still hold the old process's NIXL handshake (vLLM #38840): the preflight fails the pairs
     // from e2 and the router is not restarted on the new store.
@@ -61,7 +61,7 @@ describe("e2e: an engine restarted with the same plan", function () {
     // not, since the router never started; nothing of e1, e3 or e4 was.
     expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot).filter((n) => n !== "fleet-router-host-router-record"));
     // narwhal-check, from the router's place and with the store just written, finds the same stale pairs.
-    const kept = /kept as (preflight\/[0-9a-f]{64}\.json)/.exec(failure)![1]!;
+    const kept = /kept as (preflight\/[0-9a-f]{64}\.json)/.exec(failure)![1];
     const record = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, "runs", "e2e", "evidence", kept), "utf8")) as { observations: { gates: Array<{ gate: string; verdict: string }> } };
     await expectNarwhalCheckAgrees(stack, { gates: Object.fromEntries(record.observations.gates.map((g) => [g.gate, g.verdict])) });
 

@@ -32,13 +32,13 @@ describe("e2e: sanitised export of the deployment record", function () {
 
     const files = filesUnder(out);
     expect(files.map((f) => path.relative(out, f))).to.include.members(["deployment-record.json", "manifest.json"]);
-    const privateKey = fs.readFileSync(hosts[0]!.privateKeyPath, "utf8");
+    const privateKey = fs.readFileSync(hosts[0].privateKeyPath, "utf8");
     const keyLine = privateKey.split("\n").find((l) => l.length > 40 && !l.startsWith("-----"))!;
     for (const file of files) {
       const text = fs.readFileSync(file, "utf8");
       for (const h of hosts) expect(text, `${file}: ${h.alias}'s address`).not.to.include(h.address);
       expect(text, file).not.to.match(/198\.18\.0\.\d/);
-      for (const v of [API_KEY, keyLine, PROJECT_ROOT, "/var/lib/narwhal-fleet", hosts[0]!.modelDir, "root@"]) expect(text, `${file}: ${v}`).not.to.include(v);
+      for (const v of [API_KEY, keyLine, PROJECT_ROOT, "/var/lib/narwhal-fleet", hosts[0].modelDir, "root@"]) expect(text, `${file}: ${v}`).not.to.include(v);
     }
 
     const index = JSON.parse(fs.readFileSync(path.join(out, "deployment-record.json"), "utf8")) as DeploymentRecord;

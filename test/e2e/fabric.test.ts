@@ -50,29 +50,29 @@ describe("e2e: fabric edges (Gate D)", function () {
 
   it("measures every directed edge once, one at a time after the engines, and reports the edge matrix", async () => {
     const { stack } = await sharedFleet();
-    const fabric = (await stack.outputs()).fabric!.value as FabricOut;
+    const fabric = (await stack.outputs()).fabric.value as FabricOut;
     expect(Object.keys(fabric.edges)).to.have.members(ORDER);
     expect(fabric.matrix.hosts).to.deep.equal(["sim1", "sim2", "sim4"]);
-    for (const h of fabric.matrix.hosts) expect(fabric.matrix.cells[h]![h]).to.equal(null);
+    for (const h of fabric.matrix.hosts) expect(fabric.matrix.cells[h][h]).to.equal(null);
     for (const id of ORDER) {
       const [s, d] = id.split("->") as [string, string];
-      expect(fabric.matrix.cells[s]![d]).to.deep.include({ verdict: "met", gbps: fabric.edges[id]!.gbps });
-      expect(fabric.edges[id]!.gbps).to.be.greaterThan(fabric.edges[id]!.requiredGbps);
+      expect(fabric.matrix.cells[s][d]).to.deep.include({ verdict: "met", gbps: fabric.edges[id].gbps });
+      expect(fabric.edges[id].gbps).to.be.greaterThan(fabric.edges[id].requiredGbps);
     }
     expect(record(fabric.evidence.relativePath)).to.deep.include({ kind: "fabric-matrix", verdict: { status: "pass", reasons: [] } });
 
     // Serialised: no two edges' measurements overlap, from their own recorded start and end times.
-    const windows = ORDER.map((id) => record(fabric.edges[id]!.evidence.relativePath)).map((r) => ({ id: r.subject.alias as string, start: Date.parse(r.startedAt), end: Date.parse(r.endedAt) }));
+    const windows = ORDER.map((id) => record(fabric.edges[id].evidence.relativePath)).map((r) => ({ id: r.subject.alias as string, start: Date.parse(r.startedAt), end: Date.parse(r.endedAt) }));
     windows.sort((a, b) => a.start - b.start);
-    for (let k = 1; k < windows.length; k++) expect(windows[k]!.start, `${windows[k]!.id} after ${windows[k - 1]!.id}`).to.be.at.least(windows[k - 1]!.end);
+    for (let k = 1; k < windows.length; k++) expect(windows[k].start, `${windows[k].id} after ${windows[k - 1].id}`).to.be.at.least(windows[k - 1].end);
 
     // Ordered in the state: the first edge waits for every engine (and so its cache capture), each next edge for the one before.
     const resources = (await stack.exportStack()).deployment.resources as Array<{ urn: string; type: string; dependencies?: string[] }>;
     const urn = (name: string) => resources.find((r) => r.urn.endsWith(`::${name}`))!.urn;
     const dependencies = (name: string) => resources.find((r) => r.urn.endsWith(`::${name}`))!.dependencies ?? [];
     // A dependency on a component is recorded as one on each of its resources: every engine's cache capture.
-    expect(dependencies(resourceName(ORDER[0]!))).to.include.members(["fleet-e1-cache", "fleet-e2-cache", "fleet-e3-cache", "fleet-e4-cache"].map(urn));
-    for (let k = 1; k < ORDER.length; k++) expect(dependencies(resourceName(ORDER[k]!))).to.include(urn(resourceName(ORDER[k - 1]!)));
+    expect(dependencies(resourceName(ORDER[0]))).to.include.members(["fleet-e1-cache", "fleet-e2-cache", "fleet-e3-cache", "fleet-e4-cache"].map(urn));
+    for (let k = 1; k < ORDER.length; k++) expect(dependencies(resourceName(ORDER[k]))).to.include(urn(resourceName(ORDER[k - 1])));
   });
 
   it("replaces exactly the edges touching a host whose fabric route changed, in a real preview, and up measures only those", async () => {
@@ -121,7 +121,7 @@ describe("e2e: fabric edges (Gate D)", function () {
 
   it("re-judges every edge for a budget change and re-measures none; a budget they cannot meet fails up with the diagnosis", async () => {
     const { stack } = await sharedFleet();
-    const before = (await stack.outputs()).fabric!.value as FabricOut;
+    const before = (await stack.outputs()).fabric.value as FabricOut;
     const measured = await edgeEvidence(stack);
     try {
       await stack.setConfig("narwhal-fleet:fabric", { value: JSON.stringify({ headroom: 2.5 }) });
@@ -135,8 +135,8 @@ describe("e2e: fabric edges (Gate D)", function () {
       expect(plannedRemeasure(steps, snapshot)).to.deep.equal([]);
       expect(await remeasuredSince(snapshot)).to.deep.equal(["fleet-fabric-gate"]);
       expect(await edgeEvidence(stack)).to.deep.equal(measured);
-      const after = (await stack.outputs()).fabric!.value as FabricOut;
-      for (const id of ORDER) expect(after.edges[id]!.requiredGbps).to.be.closeTo(before.edges[id]!.requiredGbps * 2, 1e-12);
+      const after = (await stack.outputs()).fabric.value as FabricOut;
+      for (const id of ORDER) expect(after.edges[id].requiredGbps).to.be.closeTo(before.edges[id].requiredGbps * 2, 1e-12);
 
       // 1000× the first-trial headroom asks 335.5 Gbit/s of a veth: the gate stops `up` and names every edge.
       await stack.setConfig("narwhal-fleet:fabric", { value: JSON.stringify({ headroom: 1250 }) });
@@ -154,8 +154,8 @@ describe("e2e: fabric edges (Gate D)", function () {
       await stack.up({ onOutput: () => undefined });
     }
     expect(await edgeEvidence(stack)).to.deep.equal(measured);
-    const restored = (await stack.outputs()).fabric!.value as FabricOut;
-    for (const id of ORDER) expect(restored.edges[id]!.verdict).to.equal("met");
+    const restored = (await stack.outputs()).fabric.value as FabricOut;
+    for (const id of ORDER) expect(restored.edges[id].verdict).to.equal("met");
     expect([...(await plannedChanges(stack)).keys()]).to.deep.equal([]);
   });
 });

@@ -70,7 +70,7 @@ describe("e2e: failure paths an operator follows (re-keyed host, unwritable evid
     expect(fix![1]).to.equal("hosts[0].hostKey");
     expect(fix![2]).to.equal(replaced.hostKey);
     // The printed command, as the Automation API says it (the key is in this project's namespace).
-    await stack.setConfig(`narwhal-fleet:${fix![1]}`, { value: fix![2]! }, true);
+    await stack.setConfig(`narwhal-fleet:${fix![1]}`, { value: fix![2] }, true);
 
     // The refresh now logs in with the new pin; the host's discovery is re-measured against it.
     const steps = await plannedChanges(stack, { refresh: true });

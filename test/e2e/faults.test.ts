@@ -142,7 +142,7 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
   it("(a) an engine killed: preview names it not serving; the up restarts it with its KV component, the preflight passes, and the router serves throughout", async () => {
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
     // Clients through the router from before the fault until the fleet converged again.
-    const routerUrl = (await stack.outputs()).routerUrl!.value as string;
+    const routerUrl = (await stack.outputs()).routerUrl.value as string;
     const traffic = startTraffic(routerUrl, engines.map((e) => ({ id: e.id, url: `http://${hostOf(e.id).address}:${e.port}` })));
     await runInHost(big.alias, ["sh", "-c", `kill -KILL "$(cat ${runDir("f2")}/pid)"`]);
     const steps = await plannedChanges(stack, { refresh: true });
@@ -152,7 +152,7 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     const liveness = c.replaced.find((e) => e.name === "fleet-f2-liveness")!;
     expect(liveness.kind).to.equal("engine liveness");
     expect(liveness.changes[0]).to.deep.include({ input: "serving", old: "serving", new: "down" });
-    expect(liveness.changes[0]!.observed).to.match(/\/health: connection refused \(ECONNREFUSED\) \(the engine process is gone\)$/);
+    expect(liveness.changes[0].observed).to.match(/\/health: connection refused \(ECONNREFUSED\) \(the engine process is gone\)$/);
 
     // The router is swapped in place, not replaced: it is not stopped when the engines' restart begins.
     expect(steps.get("fleet-router-host-router-process")?.op).to.equal("update");
@@ -166,18 +166,18 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     expect(atHealthy, JSON.stringify(atHealthy.slice(0, 5))).to.deep.equal([]);
     const served = sent.filter((r) => r.outcome === 200);
     expect(served.length, "requests served while the fleet recovered").to.be.greaterThan(10);
-    expect(sent[sent.length - 1]!.outcome, "the last request, once the up converged").to.equal(200);
+    expect(sent[sent.length - 1].outcome, "the last request, once the up converged").to.equal(200);
     console.log(
       `      traffic: ${sent.length} sent, ${served.length} served, ${failed.length} failed (${failed.filter((r) => r.engines.length === 0).length} reached no engine); longest time without a served request ${longestGapS.toFixed(1)} s`,
     );
     expect((await waveState()).lastWave?.restarted.map((r) => r.engineId)).to.deep.equal(["f2"]);
     // The router that served before the fault still served once every engine had been restarted and proved
     // again; then it was swapped onto the new profile store.
-    const old = samples[0]!.pid;
+    const old = samples[0].pid;
     const lastProved = Math.max(...(await Promise.all(ENGINES.map(provedAt))));
     expect(old).to.match(/^\d+$/);
     expect(samples.some((x) => x.pid === old && x.at >= lastProved), "the old router served past the engines' proofs").to.equal(true);
-    expect(samples[samples.length - 1]!.pid).to.match(/^\d+$/).and.not.equal(old);
+    expect(samples[samples.length - 1].pid).to.match(/^\d+$/).and.not.equal(old);
     await expectNarwhalCheckAgrees(stack);
   });
 
@@ -225,7 +225,7 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     expect(steps.get("fleet-router-host-monitoring-freshness")).to.deep.include({ op: "replace", keys: ["triggers"] });
     await expectOneUpConverges(steps, ENGINES);
     const outputs = await stack.outputs();
-    expect((await request(`${outputs.routerUrl!.value as string}/health`).then((r) => r.body.json())) as { status: string }).to.deep.include({ status: "ok" });
+    expect((await request(`${outputs.routerUrl.value as string}/health`).then((r) => r.body.json()))).to.deep.include({ status: "ok" });
     expect((await request(`http://${big.address}:9851/-/healthy`)).statusCode).to.equal(200);
     await expectNarwhalCheckAgrees(stack);
   });

@@ -17,25 +17,25 @@ describe("e2e: hardware and fabric address changes on one host", function () {
   it("replaces the discovery of a host whose GPU was swapped, and nothing measured on other hosts", async () => {
     const { stack, hosts } = await sharedFleet();
     const [a, b, c] = hosts;
-    const smi = path.join(c!.dir, "bin", "nvidia-smi");
+    const smi = path.join(c.dir, "bin", "nvidia-smi");
     const original = fs.readFileSync(smi, "utf8");
-    const swapped = c!.gpus[0]!.uuid.replace(/[0-9a-f]{12}$/, "0123456789ab");
-    expect(original).to.include(c!.gpus[0]!.uuid);
-    fs.writeFileSync(smi, original.split(c!.gpus[0]!.uuid).join(swapped));
+    const swapped = c.gpus[0].uuid.replace(/[0-9a-f]{12}$/, "0123456789ab");
+    expect(original).to.include(c.gpus[0].uuid);
+    fs.writeFileSync(smi, original.split(c.gpus[0].uuid).join(swapped));
     try {
       const steps = await plannedChanges(stack, { refresh: true });
-      expect(steps.get(`fleet-${c!.alias}`)).to.deep.include({ op: "replace", keys: ["accelerators"] });
+      expect(steps.get(`fleet-${c.alias}`)).to.deep.include({ op: "replace", keys: ["accelerators"] });
       for (const name of steps.keys()) {
-        expect(name, "the unchanged hosts' discovery").to.not.be.oneOf([`fleet-${a!.alias}`, `fleet-${b!.alias}`]);
+        expect(name, "the unchanged hosts' discovery").to.not.be.oneOf([`fleet-${a.alias}`, `fleet-${b.alias}`]);
         expect(name).to.not.match(OTHER_ENGINES);
       }
       // up measures the host again and what the new GPU invalidates, never what the preview did not plan.
-      await expectUpWithinPreview(stack, steps, { includes: `fleet-${c!.alias}`, untouched: OTHER_ENGINES });
+      await expectUpWithinPreview(stack, steps, { includes: `fleet-${c.alias}`, untouched: OTHER_ENGINES });
     } finally {
       fs.writeFileSync(smi, original);
     }
     // And back to the GPU it had.
-    await expectUpWithinPreview(stack, await plannedChanges(stack, { refresh: true }), { includes: `fleet-${c!.alias}`, untouched: OTHER_ENGINES });
+    await expectUpWithinPreview(stack, await plannedChanges(stack, { refresh: true }), { includes: `fleet-${c.alias}`, untouched: OTHER_ENGINES });
   });
 
   it("keeps the measured fabric address beside a new one, relaunches that host's engine when the config picks the new one, and back", async () => {
@@ -44,23 +44,23 @@ describe("e2e: hardware and fabric address changes on one host", function () {
     const extra = "198.18.0.253";
     const hostsConfig = JSON.parse((await stack.getConfig("narwhal-fleet:hosts")).value) as Array<Record<string, unknown>>;
     const choose = (address: string) =>
-      stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hostsConfig.map((h) => (h.alias === c!.alias ? { ...h, fabricAddress: address } : h))) });
-    await runInHost(c!.alias, ["ip", "addr", "add", `${extra}/24`, "dev", c!.fabricInterface]);
+      stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hostsConfig.map((h) => (h.alias === c.alias ? { ...h, fabricAddress: address } : h))) });
+    await runInHost(c.alias, ["ip", "addr", "add", `${extra}/24`, "dev", c.fabricInterface]);
     try {
       // The engines still listen on the recorded address: a second one on the interface invalidates nothing.
       expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
 
-      await choose(c!.address);
+      await choose(c.address);
       expect([...(await plannedChanges(stack, { refresh: true })).keys()], "naming the address already measured").to.deep.equal([]);
 
       await choose(extra);
       const steps = await plannedChanges(stack, { refresh: true });
-      expect(steps.get(`fleet-${c!.alias}`)).to.deep.include({ op: "replace", keys: ["fabricAddressChoice"] });
+      expect(steps.get(`fleet-${c.alias}`)).to.deep.include({ op: "replace", keys: ["fabricAddressChoice"] });
       expect(steps.get("fleet-e3-process")?.op, "the engine on that host").to.equal("replace");
       // Beyond the host: its engine's evidence, the edges that touch it (the endpoints moved) and their gate,
       // what the fleet measured across the engine, and the scrape targets (its URL moved).
       for (const name of steps.keys()) {
-        expect(name).to.match(new RegExp(`^fleet-(${c!.alias}|replicas|config|e3-.*|attestation-e3(-sidecar)?|profiles-e3|fabric-.*${c!.alias}.*|fabric-gate|${FLEET_AFTER_ENGINE_PATTERN}|router-host-monitoring-targets)$`));
+        expect(name).to.match(new RegExp(`^fleet-(${c.alias}|replicas|config|e3-.*|attestation-e3(-sidecar)?|profiles-e3|fabric-.*${c.alias}.*|fabric-gate|${FLEET_AFTER_ENGINE_PATTERN}|router-host-monitoring-targets)$`));
       }
       // The peers meet e3 at a new host:port and handshake with it afresh (vLLM #38840 strikes a restart on
       // the same host:port), so this up converges: e3's evidence and the edges touching its host, nothing else.
@@ -71,11 +71,11 @@ describe("e2e: hardware and fabric address changes on one host", function () {
 
       // Back on the first address (named: with two on the interface, no choice keeps the one measured last),
       // e3 restarts on a host:port its peers hold the first process's handshake for: they restart first.
-      await choose(c!.address);
+      await choose(c.address);
       await restartPeersThenUp(stack, "e3", { exact: false });
     } finally {
       await stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hostsConfig) });
-      await runInHost(c!.alias, ["ip", "addr", "del", `${extra}/24`, "dev", c!.fabricInterface]);
+      await runInHost(c.alias, ["ip", "addr", "del", `${extra}/24`, "dev", c.fabricInterface]);
     }
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
   });

@@ -9,7 +9,7 @@ describe("e2e: pinned host keys", function () {
 
   it("stops a refresh at a changed host key, naming the host and both fingerprints; an up re-measures nothing", async () => {
     const { stack, hosts } = await sharedFleet();
-    const target = hosts[1]!;
+    const target = hosts[1];
     const original = readHostKeyPair(target.alias);
     const replaced = await restartSshdWithNewHostKey(target.alias);
     try {
@@ -34,7 +34,7 @@ describe("e2e: pinned host keys", function () {
 
   it("after the documented pin of a rotated key, preview --refresh forecasts exactly what up --refresh does, and then nothing", async () => {
     const { stack, hosts } = await sharedFleet();
-    const target = hosts[1]!;
+    const target = hosts[1];
     const original = readHostKeyPair(target.alias);
     const replaced = await restartSshdWithNewHostKey(target.alias);
     // The operator's steps (docs/operating.md): run the config command the refusal prints, exactly as printed.
@@ -43,7 +43,7 @@ describe("e2e: pinned host keys", function () {
       await stack.preview({ refresh: true }).catch((err: Error) => (message = err.message));
       const command = /pulumi config set --path '([^']+)' '([^']+)'/.exec(message);
       expect(command, message).to.not.equal(null);
-      await stack.setConfig(command![1]!, { value: command![2]! }, true);
+      await stack.setConfig(command![1], { value: command![2] }, true);
     };
     try {
       await pinAs();

@@ -27,10 +27,10 @@ describe("e2e: launch policy evidence", function () {
     await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(edited) });
     try {
       const steps = await plannedChanges(stack);
-      expect(steps.get(`fleet-${b!.alias}`)).to.deep.include({ op: "replace", keys: ["policyDigest"] });
+      expect(steps.get(`fleet-${b.alias}`)).to.deep.include({ op: "replace", keys: ["policyDigest"] });
       const touched = [...steps.keys()].sort();
       // A new max_num_seqs is a new profiling limit too: the engine's profile is measured again.
-      expect(touched).to.deep.equal([...processEvidence("e2"), "fleet-e2-image-check", "fleet-e2-process", "fleet-config", "fleet-replicas", `fleet-${b!.alias}`, ...FLEET_AFTER_ENGINE, SCRAPE_TARGETS].sort());
+      expect(touched).to.deep.equal([...processEvidence("e2"), "fleet-e2-image-check", "fleet-e2-process", "fleet-config", "fleet-replicas", `fleet-${b.alias}`, ...FLEET_AFTER_ENGINE, SCRAPE_TARGETS].sort());
       await expectUpStopsAtStalePeers(stack, steps, "e2", { exact: true });
     } finally {
       await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(engines) });

@@ -22,7 +22,7 @@ describe("e2e: the router (Gate G) and its monitoring", function () {
 
   it("serves the fleet after preflight: /health with every engine, /v1/models, one completion through both roles", async () => {
     const { stack, engines } = await sharedFleet();
-    const routerUrl = (await stack.outputs()).routerUrl!.value as string;
+    const routerUrl = (await stack.outputs()).routerUrl.value as string;
     const health = (await request(`${routerUrl}/health`).then((r) => r.body.json())) as { status: string; instances: number };
     expect(health).to.deep.include({ status: "ok", instances: engines.length });
     const models = (await request(`${routerUrl}/v1/models`).then((r) => r.body.json())) as { data: Array<{ id: string }> };
@@ -34,7 +34,7 @@ describe("e2e: the router (Gate G) and its monitoring", function () {
     });
     const body = (await completion.body.json()) as { choices: Array<{ text: string }> };
     expect(completion.statusCode).to.equal(200);
-    expect(body.choices[0]!.text.length).to.be.greaterThan(0);
+    expect(body.choices[0].text.length).to.be.greaterThan(0);
   });
 
   it("passed a preflight that the pinned narwhal-check, run where the router runs, agrees with gate by gate", async () => {
@@ -44,7 +44,7 @@ describe("e2e: the router (Gate G) and its monitoring", function () {
 
   it("has Prometheus scraping the router, every engine and the freshness exporter, each target up, no evidence stale", async () => {
     const { stack, hosts, engines } = await sharedFleet();
-    const routerHost = (await stack.outputs()).deployment!.value as { router: string };
+    const routerHost = (await stack.outputs()).deployment.value as { router: string };
     const address = hosts.find((h) => h.alias === routerHost.router)!.address;
     const deadline = Date.now() + 60_000;
     let targets: Array<{ labels: Record<string, string>; health: string }> = [];

@@ -103,7 +103,7 @@ echo "$pid \${20}"`,
     );
     const [pid, startTicks] = out.split(" ");
     await awaitHealthy(plan.url, 60_000);
-    return { pid: Number(pid), startTicks: startTicks! };
+    return { pid: Number(pid), startTicks: startTicks };
   }
 
   /** A resource's outputs as the stack's state holds them (the replacement, when one is pending). */
@@ -111,7 +111,7 @@ echo "$pid \${20}"`,
     const resources = (await stack.exportStack()).deployment.resources as Array<{ urn: string; outputs?: Record<string, unknown>; delete?: boolean }>;
     const found = resources.filter((r) => r.urn.endsWith(`::${name}`) && !r.delete);
     expect(found.map((r) => r.urn), name).to.have.length(1);
-    return found[0]!.outputs ?? {};
+    return found[0].outputs ?? {};
   }
 
   async function startTicksOf(pid: number): Promise<string | undefined> {
@@ -147,7 +147,7 @@ echo "$pid \${20}"`,
     await stack.up(quiet);
     plan = await programPlan();
     contract = (JSON.parse(await inHost(`cat /var/lib/narwhal-fleet/${STACK}/attestation/e1/engine-attestation.json`)) as { contract: EngineContract }).contract;
-    fleetDocument = ((await stack.outputs()).attestation!.value as { fleetDocument: unknown }).fleetDocument;
+    fleetDocument = ((await stack.outputs()).attestation.value as { fleetDocument: unknown }).fleetDocument;
   });
 
   after(async () => {
@@ -165,7 +165,7 @@ echo "$pid \${20}"`,
     await withRunbookRun(true);
     await stack.up(quiet);
     await expectNarwhalCheckAgrees(stack);
-    const e1 = ((await stack.outputs()).engines!.value as Record<string, EngineOut>).e1!;
+    const e1 = ((await stack.outputs()).engines.value as Record<string, EngineOut>).e1;
     expect(e1.runbook?.action, e1.runbook?.reason).to.equal("adopt");
     expect(e1.pid).to.equal(runbook.pid);
     expect(await startTicksOf(runbook.pid), "the same process, never restarted").to.equal(runbook.startTicks);
@@ -182,7 +182,7 @@ echo "$pid \${20}"`,
 
   it("replaces a runbook engine running another plan and says which field differs, in the preview and in the up", async () => {
     await stack.destroy(quiet);
-    const seqs = plan.argv[plan.argv.indexOf("--max-num-seqs") + 1]!;
+    const seqs = plan.argv[plan.argv.indexOf("--max-num-seqs") + 1];
     const other = String(Number(seqs) * 2);
     const runbook = await runbookStart(plan, { "--max-num-seqs": other });
     // Each logged line shows twice in a preview's output (under its resource and in the diagnostics).
@@ -197,7 +197,7 @@ echo "$pid \${20}"`,
       expect(before, "only the runbook engine is forecast").to.have.length(1);
 
       await stack.up(quiet);
-      const e1 = ((await stack.outputs()).engines!.value as Record<string, EngineOut>).e1!;
+      const e1 = ((await stack.outputs()).engines.value as Record<string, EngineOut>).e1;
       expect(e1.runbook?.action).to.equal("replace");
       expect(e1.runbook?.differences).to.deep.equal([{ field: "argv --max-num-seqs", runbook: other, program: seqs }]);
       expect(e1.runbook?.reason).to.include(`argv --max-num-seqs is ${other} there, ${seqs} here`);
@@ -219,7 +219,7 @@ echo "$pid \${20}"`,
     // The runbook through Gate F: its engines, each with its own sidecar serving the launch directory's document, ...
     const runbook: Record<string, { pid: number; sidecarPid: number; digest: string }> = {};
     for (const e of engines) {
-      const plan = plans[e.id]!;
+      const plan = plans[e.id];
       const { pid } = await runbookStart(plan, {}, runOf(e.id));
       const endpoint = sidecarEndpoint(plan.url, e.attestationPort);
       const document = JSON.stringify(runbookAttestationDocument(contract, runOf(e.id), launchArgs(plan.argv.slice(3))), null, 2) + "\n";
@@ -265,24 +265,24 @@ echo $!`,
       const forecast = (await stack.preview(quiet)).stdout;
       const lines = forecast.split("\n").filter((l) => l.includes("adoption forecast:")).join("\n");
       for (const id of ids) {
-        expect(forecast, lines).to.include(`adoption forecast: engine ${id}: adopt: runbook launch ${runOf(id)} (pid ${runbook[id]!.pid}) serves engine ${id}'s plan`);
+        expect(forecast, lines).to.include(`adoption forecast: engine ${id}: adopt: runbook launch ${runOf(id)} (pid ${runbook[id].pid}) serves engine ${id}'s plan`);
         const row = store.profiles.find((r) => r.iid === id)!.generation_digest;
         expect(forecast, lines).to.include(`adoption forecast: profile ${id}: adopt: its row in ${path.join(dir, "profiles.json")} binds ${row}, as the runbook's sidecar attests now`);
       }
       const upStarted = Date.now();
       await stack.up(quiet);
       const first = (await stack.outputs()) as Record<string, { value: unknown }>;
-      const engineOut = first.engines!.value as Record<string, EngineOut>;
-      const attested = (first.attestation!.value as { engines: Record<string, { attestationDigest: string }> }).engines;
-      const profiles = (first.profiles!.value as { engines: Record<string, ProfileOut> }).engines;
+      const engineOut = first.engines.value as Record<string, EngineOut>;
+      const attested = (first.attestation.value as { engines: Record<string, { attestationDigest: string }> }).engines;
+      const profiles = (first.profiles.value as { engines: Record<string, ProfileOut> }).engines;
       for (const id of ids) {
-        expect(engineOut[id]!.runbook?.action, engineOut[id]!.runbook?.reason).to.equal("adopt");
-        expect(engineOut[id]!.pid).to.equal(runbook[id]!.pid);
-        expect(await startTicksOf(runbook[id]!.sidecarPid), "the runbook's sidecar was stopped").to.equal(undefined);
-        expect(attested[id]!.attestationDigest, "the program's sidecar answers the runbook's attestation").to.equal(runbook[id]!.digest);
-        expect(profiles[id]!.adoption?.verdict, profiles[id]!.adoption?.reason).to.equal("adopted");
-        expect(profiles[id]!.bindingDigest).to.equal(store.profiles.find((r) => r.iid === id)!.generation_digest);
-        const record = evidenceRecord(profiles[id]!.evidence!.relativePath);
+        expect(engineOut[id].runbook?.action, engineOut[id].runbook?.reason).to.equal("adopt");
+        expect(engineOut[id].pid).to.equal(runbook[id].pid);
+        expect(await startTicksOf(runbook[id].sidecarPid), "the runbook's sidecar was stopped").to.equal(undefined);
+        expect(attested[id].attestationDigest, "the program's sidecar answers the runbook's attestation").to.equal(runbook[id].digest);
+        expect(profiles[id].adoption?.verdict, profiles[id].adoption?.reason).to.equal("adopted");
+        expect(profiles[id].bindingDigest).to.equal(store.profiles.find((r) => r.iid === id)!.generation_digest);
+        const record = evidenceRecord(profiles[id].evidence!.relativePath);
         expect(Date.parse(record.startedAt)).to.be.at.least(upStarted);
         expect(Date.parse(record.observations.adopted!.storeWrittenAt), "measured before this stack existed").to.be.at.most(storeWritten + 1000).and.below(upStarted);
       }
@@ -297,8 +297,8 @@ echo $!`,
       expect(failure, failure.slice(-2000)).to.contain("preflight failed: consume (e2 -> e1)");
       // A failed up leaves the stack outputs as they were: what it did is in the resources' state.
       const e1Profile = await stateOutputs("fleet-profiles-e1");
-      expect(e1Profile.evidence, "e1's adopted profile is kept as it was").to.deep.equal(profiles.e1!.evidence);
-      expect(e1Profile.adoption).to.deep.equal(profiles.e1!.adoption);
+      expect(e1Profile.evidence, "e1's adopted profile is kept as it was").to.deep.equal(profiles.e1.evidence);
+      expect(e1Profile.adoption).to.deep.equal(profiles.e1.adoption);
       const e2Profile = await stateOutputs("fleet-profiles-e2");
       const adoption = e2Profile.adoption as ProfileOut["adoption"];
       expect(adoption?.verdict).to.equal("measured");
@@ -306,9 +306,9 @@ echo $!`,
       const measured = evidenceRecord((e2Profile.evidence as { relativePath: string }).relativePath);
       expect(measured.observations.adopted).to.equal(undefined);
       expect(Date.parse(measured.startedAt)).to.be.above(restartedAt);
-      expect((await stateOutputs("fleet-attestation-e1")).attestationDigest).to.equal(runbook.e1!.digest);
+      expect((await stateOutputs("fleet-attestation-e1")).attestationDigest).to.equal(runbook.e1.digest);
       const e2Attestation = await stateOutputs("fleet-attestation-e2");
-      expect(e2Attestation.attestationDigest).to.not.equal(runbook.e2!.digest);
+      expect(e2Attestation.attestationDigest).to.not.equal(runbook.e2.digest);
       expect(e2Attestation.runbookDocument, "after its restart e2's sidecar serves the program's own document").to.equal(undefined);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

@@ -10,9 +10,9 @@ import { SHARED_ENGINES as ENGINES } from "./support/names";
 
 async function servedVersions(urls: Record<string, { url: string }>): Promise<Record<string, string>> {
   const versions = await Promise.all(
-    ENGINES.map(async (id) => ((await (await request(`${urls[id]!.url}/version`, { headers: { authorization: `Bearer ${API_KEY}` } })).body.json()) as { version: string }).version),
+    ENGINES.map(async (id) => ((await (await request(`${urls[id].url}/version`, { headers: { authorization: `Bearer ${API_KEY}` } })).body.json()) as { version: string }).version),
   );
-  return Object.fromEntries(ENGINES.map((id, i) => [id, versions[i]!]));
+  return Object.fromEntries(ENGINES.map((id, i) => [id, versions[i]]));
 }
 
 /** An in-place upgrade of a host's vLLM: `vllm --version` follows the config, and so does the /version of an engine started after it. */
@@ -26,7 +26,7 @@ describe("e2e: runtime evidence follows the host", function () {
   it("restarts the engines of a host whose vLLM was upgraded in place; a mixed fleet stops at the engine contract, a whole one converges", async () => {
     const { stack, hosts } = await sharedFleet();
     const [a, b, c] = hosts as [SimHost, SimHost, SimHost];
-    const urls = (await stack.outputs()).engines!.value as Record<string, { url: string }>;
+    const urls = (await stack.outputs()).engines.value as Record<string, { url: string }>;
     const originals = new Map(hosts.map((h) => [h, fs.readFileSync(h.simConfigPath, "utf8")]));
     const before = (JSON.parse(originals.get(b)!) as { version: string }).version;
     expect(await servedVersions(urls)).to.deep.equal({ e1: before, e2: before, e3: before, e4: before });

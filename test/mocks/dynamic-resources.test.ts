@@ -62,7 +62,7 @@ describe("mocks: dynamic resource declarations", () => {
     scope = new pulumi.ComponentResource("test:index:Scope", "scope", {}, {
       transformations: [
         (a) => {
-          seen.set(a.name, { type: a.type, inputs: a.props as Record<string, unknown>, opts: a.opts as pulumi.CustomResourceOptions });
+          seen.set(a.name, { type: a.type, inputs: a.props, opts: a.opts });
           return undefined;
         },
       ],
@@ -80,7 +80,7 @@ describe("mocks: dynamic resource declarations", () => {
       const exported = require(path.join(ROOT, "dynamic-providers", dir, "resource")) as Record<string, unknown>;
       const classes = Object.entries(exported).filter(([, v]) => typeof v === "function" && (v as { prototype?: unknown }).prototype instanceof pulumi.dynamic.Resource);
       expect(classes).to.have.length(1);
-      const [className, Resource] = classes[0]! as [string, new (name: string, args: object, opts?: pulumi.CustomResourceOptions) => pulumi.dynamic.Resource];
+      const [className, Resource] = classes[0] as [string, new (name: string, args: object, opts?: pulumi.CustomResourceOptions) => pulumi.dynamic.Resource];
       const name = `r-${dir}`;
       const r = new Resource(name, { stack: "mock" }, { parent: scope, additionalSecretOutputs: ["callerSecret"] });
       const s = seen.get(name)!;
@@ -88,12 +88,12 @@ describe("mocks: dynamic resource declarations", () => {
       expect(s.type).to.equal(`pulumi-nodejs:dynamic/narwhal:${className}`);
       const text = await settle(pulumi.output(s.inputs.__provider) as pulumi.Output<string>);
       expect(text).to.contain(JSON.stringify(`dynamic-providers/${dir}/provider.ts`));
-      expect(s.opts.additionalSecretOutputs).to.deep.equal(["callerSecret", ...SECRETS[className]!]);
+      expect(s.opts.additionalSecretOutputs).to.deep.equal(["callerSecret", ...SECRETS[className]]);
 
       // Each registered output is a property of the resource, resolved from the provider's state.
       const outputs = Object.keys(s.inputs).filter((k) => k !== "__provider" && k !== "stack");
       expect(outputs).to.not.be.empty;
-      for (const k of outputs) expect(await settle((r as unknown as Record<string, pulumi.Output<unknown>>)[k]!)).to.equal(`filled:${k}`);
+      for (const k of outputs) expect(await settle((r as unknown as Record<string, pulumi.Output<unknown>>)[k])).to.equal(`filled:${k}`);
       expect(await settle((r as unknown as { stack: pulumi.Output<string> }).stack)).to.equal("mock");
     });
   }

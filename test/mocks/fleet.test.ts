@@ -85,7 +85,7 @@ describe("mocks: Fleet component", () => {
     expect(e2).to.deep.include({
       engineId: "e2",
       hostAlias: "b",
-      planSha256: engines.e2!.planSha256,
+      planSha256: engines.e2.planSha256,
       runtime: { kind: "native", vllmCommand: "vllm" },
       modelDir: "/models/tiny",
       pins: { vllm: "0.29.0" },
@@ -93,12 +93,12 @@ describe("mocks: Fleet component", () => {
       deadlines: { inspectS: 30, checkS: 300 },
       login: { host: "198.18.0.12", port: 2222, user: "ops", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey", connectTimeoutS: 10 },
     });
-    expect((e2.plan as { planSha256: string }).planSha256).to.equal(engines.e2!.planSha256);
+    expect((e2.plan as { planSha256: string }).planSha256).to.equal(engines.e2.planSha256);
     // The check records the command only: where the engine runs is not part of launch.json.
     expect(Object.keys(e2.plan as object).sort()).to.deep.equal(["argv", "engineId", "env", "maxModelLen", "planSha256", "tensorParallelSize", "url"]);
     // The SSH key reaches the check only as a secret, and never its serialised provider.
     expect(reveal(e2.privateKey)).to.equal(SSH_KEY).and.not.equal(e2.privateKey);
-    expect(String(e2.__provider)).to.include("dynamic-providers/image-check/provider.ts").and.not.include(SSH_KEY.split("\n")[1]!);
+    expect(String(e2.__provider)).to.include("dynamic-providers/image-check/provider.ts").and.not.include(SSH_KEY.split("\n")[1]);
     // The live proof expects the version the check found, not the one discovery read.
     expect(registered.find((r) => r.name === "fleet-e2-generation")!.inputs.expectedVersion).to.equal("0.29.0+checked");
   });
@@ -109,7 +109,7 @@ describe("mocks: Fleet component", () => {
     const process = registered.find((r) => r.name === "fleet-e3-process")!;
     // A process serves the vLLM it loaded: an in-place upgrade on the host is a restart.
     // A refresh that found the engine down mints a new liveness epoch: the restart.
-    expect(process.inputs.triggers).to.deep.equal([engines.e3!.planSha256, "0.29.0", "epoch-e3"]);
+    expect(process.inputs.triggers).to.deep.equal([engines.e3.planSha256, "0.29.0", "epoch-e3"]);
     expect(String(process.inputs.create)).to.include("'CUDA_VISIBLE_DEVICES=1'").and.include("'--port' '8102'");
   });
 
@@ -131,7 +131,7 @@ describe("mocks: Fleet component", () => {
     );
     const provider = String(registered.find((r) => r.name === "fleet-a")!.inputs.__provider);
     expect(provider).to.include("dynamic-providers/host-discovery/provider.ts");
-    expect(provider).to.not.include(SSH_KEY.split("\n")[1]!);
+    expect(provider).to.not.include(SSH_KEY.split("\n")[1]);
     expect(provider).to.not.include(process.cwd());
   });
 
@@ -140,15 +140,15 @@ describe("mocks: Fleet component", () => {
     const engines = await promiseOf(fleet.engines);
     const waves = registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:PeerWave");
     expect(waves.map((w) => w.name)).to.deep.equal(["fleet-kv-wave-1"]);
-    const wave = waves[0]!.inputs;
+    const wave = waves[0].inputs;
     const members = wave.members as Array<{ engineId: string; hostAlias: string; url: string; processIdentity: unknown; restartScript: string; login: { host: string } }>;
     expect(members.map((m) => [m.engineId, m.hostAlias, m.login.host])).to.deep.equal([
       ["e1", "a", "198.18.0.11"],
       ["e2", "b", "198.18.0.12"],
       ["e3", "a", "198.18.0.11"],
     ]);
-    expect(members[1]!.processIdentity).to.deep.equal({ hostAlias: "b", pid: 42 });
-    expect(members[1]!.restartScript).to.include("/var/lib/narwhal-fleet/mock/engines/e2").and.include(engines.e2!.url.replace(/^http:\/\//, ""));
+    expect(members[1].processIdentity).to.deep.equal({ hostAlias: "b", pid: 42 });
+    expect(members[1].restartScript).to.include("/var/lib/narwhal-fleet/mock/engines/e2").and.include(engines.e2.url.replace(/^http:\/\//, ""));
     // Credentials and the key reach the wave only as secrets.
     expect(reveal(wave.credentials)).to.deep.equal({ a: { privateKey: SSH_KEY }, b: { privateKey: SSH_KEY } });
     expect(wave.credentials).to.not.deep.equal(reveal(wave.credentials));
@@ -156,8 +156,8 @@ describe("mocks: Fleet component", () => {
     // Each proof is bound to the processes of the engines whose handshakes it holds, and waits for the wave.
     const e2 = registered.find((r) => r.name === "fleet-e2-generation")!;
     expect(e2.inputs.peers).to.deep.equal({
-      e1: { url: engines.e1!.url, processIdentity: { hostAlias: "a", pid: 42 } },
-      e3: { url: engines.e3!.url, processIdentity: { hostAlias: "a", pid: 42 } },
+      e1: { url: engines.e1.url, processIdentity: { hostAlias: "a", pid: 42 } },
+      e3: { url: engines.e3.url, processIdentity: { hostAlias: "a", pid: 42 } },
     });
     const at = (name: string) => registered.findIndex((r) => r.name === name);
     for (const e of ["e1", "e2", "e3"]) expect(at(`fleet-${e}-generation`), e).to.be.greaterThan(at("fleet-kv-wave-1"));

@@ -25,7 +25,7 @@ describe("mocks: preflight", () => {
     expect(gates[0]).to.deep.include({ gate: "reach", verdict: "pass" });
     const preflights = registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:Preflight");
     expect(preflights.map((r) => r.name)).to.deep.equal(["fleet-preflight"]);
-    const i = preflights[0]!.inputs as Record<string, any>;
+    const i = preflights[0].inputs as Record<string, any>;
     expect(i.engines).to.deep.equal(
       ["e1", "e2", "e3"].map((id) => ({
         engineId: id,
@@ -58,7 +58,7 @@ describe("mocks: preflight", () => {
     expect(await settle(fleet.calibration!.deadlineS)).to.equal(3.1);
     const calibrations = registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:Calibration");
     expect(calibrations.map((r) => r.name)).to.deep.equal(["fleet-calibration"]);
-    const i = calibrations[0]!.inputs as Record<string, any>;
+    const i = calibrations[0].inputs as Record<string, any>;
     expect(i.engines).to.deep.equal(
       ["e1", "e2", "e3"].map((id, k) => ({
         engineId: id,
@@ -87,7 +87,7 @@ describe("mocks: preflight", () => {
       const hex = createHash("sha256").update(fs.readFileSync(file)).digest("hex");
       const fleet = build({ calibration: { enabled: true, adopt: { path: file, sha256: "ab".repeat(32) } }, launch: { maxModelLen: 8192 } });
       await settle(fleet.calibration!.deadlineS);
-      const i = registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:Calibration")[0]!.inputs as Record<string, any>;
+      const i = registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:Calibration")[0].inputs as Record<string, any>;
       expect(i.adopt).to.deep.equal({ path: file, sha256: `sha256:${hex}`, pinned: "sha256:" + "ab".repeat(32) });
       expect(() => build({ calibration: { enabled: true, adopt: { path: path.join(dir, "absent.json") } } })).to.throw(/calibration\.adopt\.path: cannot read the calibration .*absent\.json \(ENOENT\)/);
     } finally {

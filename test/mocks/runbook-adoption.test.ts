@@ -148,7 +148,7 @@ describe("mocks: an engine with a runbook launch directory", () => {
   it("with the docker-cli runtime, surveys the launcher's container and hands the adoption to the container start", async () => {
     const plan = renderLaunchPlan(launchInputs());
     surveyStdout = surveyLine(runbookPlan(plan, { backend: "container", image: IMAGE }));
-    const e = engine("r4", { ...RUNTIME, kind: "docker-cli", image: IMAGE } as RuntimeSpec);
+    const e = engine("r4", { ...RUNTIME, kind: "docker-cli", image: IMAGE });
     const outcome = await promiseOf(e.runbook);
     expect(outcome, outcome?.reason).to.include({ action: "adopt" });
     await promiseOf(e.generation.urn);

@@ -257,8 +257,8 @@ describe("mocks: engine runtime backends", () => {
       const b = rt.dockerCliProcess("fleet-e2", processArgs("docker-cli", { launch: launch({ rdma: ["/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"] }) }), scope());
       await settle(b);
       const [ta, tb] = ["fleet-e1-process", "fleet-e2-process"].map((n) => byName(n).inputs.triggers as string[]);
-      expect(ta![0]).to.equal(tb![0]);
-      expect(ta![1]).to.match(/^sha256:/).and.not.equal(tb![1]);
+      expect(ta[0]).to.equal(tb[0]);
+      expect(ta[1]).to.match(/^sha256:/).and.not.equal(tb[1]);
       expect(String(byName("fleet-e2-process").inputs.create)).to.include("'--device' '/dev/infiniband/rdma_cm'");
     });
   });
@@ -275,8 +275,8 @@ describe("mocks: engine runtime backends", () => {
       const providers = registered.filter((r) => r.type === "pulumi:providers:docker");
       expect(providers.map((p) => p.name)).to.deep.equal(["fleet-b-docker"]);
       const file = path.join(knownHostsDir, "fleet-b-docker.known_hosts");
-      expect(providers[0]!.inputs.host).to.equal("ssh://ops@198.18.0.12:2222");
-      expect(JSON.parse(String(providers[0]!.inputs.sshOpts))).to.deep.equal([
+      expect(providers[0].inputs.host).to.equal("ssh://ops@198.18.0.12:2222");
+      expect(JSON.parse(String(providers[0].inputs.sshOpts))).to.deep.equal([
         "-o", "StrictHostKeyChecking=yes",
         "-o", `UserKnownHostsFile=${file}`,
         "-o", "GlobalKnownHostsFile=/dev/null",
@@ -504,7 +504,7 @@ describe("mocks: engine runtime backends", () => {
       const { Fleet } = await import("../../components/fleet");
       // e2 on its host's second GPU, so each container's device request is its own.
       const config = fleetConfig({ runtime: { kind: "docker", image: IMAGE } });
-      (config.engines as Array<Record<string, unknown>>)[1]!.gpuIds = [1];
+      (config.engines as Array<Record<string, unknown>>)[1].gpuIds = [1];
       const spec = parseFleetConfig(config);
       const secrets = mockSecrets(API_KEY, SSH_KEY);
       // The default known_hosts folder is runs/<stack>/ssh under the working directory: keep it out of the project.

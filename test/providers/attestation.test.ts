@@ -54,7 +54,7 @@ async function prove(id: string, engine: SimEngine, extra: string[] = []): Promi
   const planSha256 = "sha256:" + Buffer.from(id.padEnd(32, "-")).toString("hex");
   const subject = { engineId: id, hostAlias: "local", url: engine.url, apiKey: API_KEY, processIdentity: { hostAlias: "local", pid: engine.proc.pid! } };
   const generation = (await generationProvider.create({ ...subject, planSha256, expectedVersion: "0.29.0", servedName: "tiny", probeTimeoutS: 10 })).outs as EngineGenerationOutputs;
-  const dtype = extra.includes("--dtype") ? extra[extra.indexOf("--dtype") + 1]! : "auto";
+  const dtype = extra.includes("--dtype") ? extra[extra.indexOf("--dtype") + 1] : "auto";
   const capture = (await captureProvider.create({
     ...subject,
     generationDigest: generation.generationDigest,
@@ -197,7 +197,7 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
     expect(live.engine).to.deep.equal({ version: "0.29.0", process_start_time_seconds: e1.generation.processStartTime });
     expect(live.launch).to.include({ generation_sha256: e1.generation.generationDigest, plan_sha256: e1.planSha256, cache_layout_sha256: e1.capture.cacheLayoutDigest });
     expect(attested.contract).to.deep.equal(doc.contract);
-    expect(attested.contract).to.include({ model_dtype: "bfloat16", kv_heads: e1.capture.layout.ranks[0]!.numKvHeads, transfer_mode: "pull", enforce_handshake_compat: true, connector_version: 4 });
+    expect(attested.contract).to.include({ model_dtype: "bfloat16", kv_heads: e1.capture.layout.ranks[0].numKvHeads, transfer_mode: "pull", enforce_handshake_compat: true, connector_version: 4 });
     expect(Math.abs(attested.processClock - e1.generation.processStartTime)).to.be.below(5);
 
     const store = new EvidenceStore(evidenceRoot(ROOT, STACK));
@@ -206,7 +206,7 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
     expect(rec.verdict).to.deep.equal({ status: "pass", reasons: [] });
     expect(rec.inputs).to.include({ generationDigest: e1.generation.generationDigest, documentDigest: documentDigest(doc) });
     expect(rec.artifacts.map((a) => a.name)).to.deep.equal(["engine-attestation.json"]);
-    const kept = await store.readArtifact(rec.artifacts[0]!.relativePath, rec.artifacts[0]!.sha256);
+    const kept = await store.readArtifact(rec.artifacts[0].relativePath, rec.artifacts[0].sha256);
     expect(JSON.parse(kept.toString("utf8"))).to.deep.equal(live);
     expect(JSON.stringify(rec)).to.not.contain(API_KEY);
   });
@@ -295,7 +295,7 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
       const outs = (await attestation.create(inputs(p, d, o, await startSidecar(o)))).outs as AttestationOutputs;
       contracts.push({ engineId: p.id, contract: outs.contract });
     }
-    expect(contracts[2]!.contract.model_dtype).to.equal("float16");
+    expect(contracts[2].contract.model_dtype).to.equal("float16");
     expect(engineContract(contracts.slice(0, 2)).contract.model_dtype).to.equal("bfloat16");
     let message = "";
     try {

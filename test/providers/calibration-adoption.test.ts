@@ -122,7 +122,7 @@ describe("providers: Calibration adopts a runbook's first-token calibration", fu
   });
 
   it("refuses the file after an engine restarts, naming its process start and generation, and measures afresh", async () => {
-    const old = engines[1]!;
+    const old = engines[1];
     const started = JSON.parse(fs.readFileSync(file, "utf8")).process_starts.e1 as number;
     await old.stop();
     engines[1] = await startEngine({ model, args: ARGS, port: old.port, sidePort: old.sidePort, sim: SIM });
@@ -136,12 +136,12 @@ describe("providers: Calibration adopts a runbook's first-token calibration", fu
       ["e1", "process_starts.e1"],
       ["e1", "generations.e1"],
     ]);
-    expect(r.adoption!.mismatches[0]!.reason).to.match(new RegExp(`^e1 was sampled in the process started at ${started}, the live process started at \\d+(\\.\\d+)? \\(restarted since\\)$`));
+    expect(r.adoption!.mismatches[0].reason).to.match(new RegExp(`^e1 was sampled in the process started at ${started}, the live process started at \\d+(\\.\\d+)? \\(restarted since\\)$`));
     // A fresh run: 100 completed samples per path and length, taken now against the live processes.
     expect(r.samples).to.equal(200);
     expect(r.wallSeconds).to.be.above(0);
     expect(Date.parse(r.ranAt)).to.be.at.least(t0);
-    expect(after[0]! - before[0]! + (after[1]! - before[1]!)).to.be.at.least(400);
+    expect(after[0] - before[0] + (after[1] - before[1])).to.be.at.least(400);
     expect(r.identities.find((i) => i.iid === "e1")!.processStart).to.not.equal(started);
     const record = JSON.parse(fs.readFileSync(evidenceFile(r.evidence!.relativePath), "utf8"));
     expect(record.verdict.status).to.equal("pass");

@@ -114,8 +114,8 @@ describe("providers: first-token calibration", function () {
   it("replaces, on refresh, exactly the calibration whose record was altered on disk", async () => {
     const forward = inputs([{ iid: "e0", role: "prefill" }, { iid: "e1", role: "decode", pin: true }], { inputLengths: [64] });
     const backward = inputs([{ iid: "e1", role: "prefill" }, { iid: "e0", role: "decode", pin: true }], { inputLengths: [64] });
-    const a = await provider.create!(forward);
-    const b = await provider.create!(backward);
+    const a = await provider.create(forward);
+    const b = await provider.create(backward);
     const file = evidenceFile(a.outs.evidence.relativePath);
     fs.chmodSync(file, 0o600);
     fs.appendFileSync(file, " ");
@@ -147,7 +147,7 @@ describe("providers: first-token calibration", function () {
     expect(message).to.include("e0 -> e2 at 64 tokens: 0 of 100 samples completed, 3 attempts failed (last: observation_expired: no first token from e2 within the 0.5 s observation bound)");
     expect(message).to.include("e1 -> e2 at 64 tokens: 0 of 100 samples completed, 3 attempts failed");
     expect(message).to.not.match(/e2 -> /);
-    const recordPath = /kept as (\S+)\)$/.exec(message)![1]!;
+    const recordPath = /kept as (\S+)\)$/.exec(message)![1];
     const record = JSON.parse(fs.readFileSync(evidenceFile(recordPath), "utf8"));
     expect(record.verdict.status).to.equal("fail");
     expect(record.observations.failures).to.have.length(6);
@@ -158,11 +158,11 @@ describe("providers: first-token calibration", function () {
 
   it("refuses an engine that serves another context than its launch plan before taking any sample", async () => {
     const i = inputs([{ iid: "e0", role: "prefill" }, { iid: "e1", role: "decode" }], { inputLengths: [64] });
-    i.engines[1]!.maxModelLen = 4096;
+    i.engines[1].maxModelLen = 4096;
     let message = "";
     await calibrateFleet(i).catch((err: Error) => (message = err.message));
     expect(message).to.match(/^calibration: e1 serves a context of 2048 tokens, its launch plan 4096 \(every sample and failure kept as \S+\)$/);
-    const record = JSON.parse(fs.readFileSync(evidenceFile(/kept as (\S+)\)$/.exec(message)![1]!), "utf8"));
+    const record = JSON.parse(fs.readFileSync(evidenceFile(/kept as (\S+)\)$/.exec(message)![1]), "utf8"));
     expect(JSON.parse(fs.readFileSync(evidenceFile(record.artifacts[0].relativePath), "utf8"))).to.deep.equal([]);
   });
 });

@@ -48,7 +48,7 @@ async function waitForPort(port: number, deadlineMs: number): Promise<void> {
 
 function keygen(file: string): { pub: string; priv: string; fingerprint: string } {
   execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "", "-f", file]);
-  const fingerprint = execFileSync("ssh-keygen", ["-l", "-E", "sha256", "-f", `${file}.pub`]).toString().split(/\s+/)[1]!;
+  const fingerprint = execFileSync("ssh-keygen", ["-l", "-E", "sha256", "-f", `${file}.pub`]).toString().split(/\s+/)[1];
   return { pub: fs.readFileSync(`${file}.pub`, "utf8").trim(), priv: fs.readFileSync(file, "utf8"), fingerprint };
 }
 
@@ -296,13 +296,13 @@ describe("providers: pulumi-resource-command (tools/command-provider) through th
         throw new Error(`${e}\n${out}\n--- sshd ---\n${sshdLog}`);
       });
       expect(res.summary.result).to.equal("succeeded");
-      expect(res.outputs.markerStdout!.value).to.equal("created-1");
-      expect(res.outputs.markerStdout!.secret).to.equal(false);
-      expect(res.outputs.localStdout!.value).to.equal(`local-1-${remoteDir}`);
-      expect(res.outputs.pipedStdout!.value).to.equal("HELLO FROM STDIN");
-      expect(res.outputs.remoteStdinStdout!.value).to.equal("remote stdin");
+      expect(res.outputs.markerStdout.value).to.equal("created-1");
+      expect(res.outputs.markerStdout.secret).to.equal(false);
+      expect(res.outputs.localStdout.value).to.equal(`local-1-${remoteDir}`);
+      expect(res.outputs.pipedStdout.value).to.equal("HELLO FROM STDIN");
+      expect(res.outputs.remoteStdinStdout.value).to.equal("remote stdin");
       // The jump host is the same sshd: the target sees the tunnelled connection from 127.0.0.1.
-      expect(res.outputs.viaProxyStdout!.value).to.match(/^via-proxy-127\.0\.0\.1 \d+ \d+$/);
+      expect(res.outputs.viaProxyStdout.value).to.match(/^via-proxy-127\.0\.0\.1 \d+ \d+$/);
       expect(readRemote("marker-a.txt")).to.equal("1");
       expect(readRemote("secret.txt")).to.equal(SECRET_VALUE);
       expect(readRemote("log.txt")).to.equal("create rev=1 trigger=a\n");
@@ -322,7 +322,7 @@ describe("providers: pulumi-resource-command (tools/command-provider) through th
         }
       };
       walk(path.join(tmp, "state"));
-      const keyLine = client.priv.split("\n")[1]!;
+      const keyLine = client.priv.split("\n")[1];
       for (const f of files) {
         const text = fs.readFileSync(f, "utf8");
         expect(text, f).to.not.include(SECRET_VALUE);
@@ -350,9 +350,9 @@ describe("providers: pulumi-resource-command (tools/command-provider) through th
       expect(pre.changeSummary.replace ?? 0).to.equal(0);
 
       const res = await stack.up({ onOutput: (s) => (out += s) });
-      expect(res.outputs.markerStdout!.value).to.equal("updated-2");
-      expect(res.outputs.markerStderr!.value).to.equal("note-2");
-      expect(res.outputs.localStdout!.value).to.equal(`local-2-${remoteDir}`);
+      expect(res.outputs.markerStdout.value).to.equal("updated-2");
+      expect(res.outputs.markerStderr.value).to.equal("note-2");
+      expect(res.outputs.localStdout.value).to.equal(`local-2-${remoteDir}`);
       expect(readRemote("marker-a.txt")).to.equal("2");
       expect(readRemote("log.txt")).to.equal("create rev=1 trigger=a\nupdate rev=2 prev=created-1\n");
     });
@@ -370,7 +370,7 @@ describe("providers: pulumi-resource-command (tools/command-provider) through th
       expect(pre.changeSummary.replace).to.equal(1);
 
       const res = await stack.up({ onOutput: (s) => (out += s) });
-      expect(res.outputs.markerStdout!.value).to.equal("created-2");
+      expect(res.outputs.markerStdout.value).to.equal("created-2");
       expect(remoteExists("marker-b.txt")).to.equal(true);
       expect(remoteExists("marker-a.txt")).to.equal(false);
       expect(readRemote("log.txt")).to.equal(
@@ -398,8 +398,8 @@ describe("providers: pulumi-resource-command (tools/command-provider) through th
     try {
       await stack.up({ onOutput: (s) => (out += s) });
     } catch (e) {
-      if (process.env.DEBUG_CMDPROV) console.log(`${e}`);
-      return `${e}\n${out}`;
+      if (process.env.DEBUG_CMDPROV) console.log(String(e));
+      return `${String(e)}\n${out}`;
     } finally {
       expect(Date.now() - started, "a failing up stays bounded").to.be.lessThan(90_000);
     }

@@ -38,14 +38,14 @@ describe("command record: Gates B and G in the evidence store", () => {
     expect(gateOfKind(record.kind)).to.equal("G");
     expect(record.subject).to.deep.equal({ kind: "host", alias: "sim1" });
     expect(record.artifacts.map((a) => a.name)).to.deep.equal(["start.sh", "start.stdout", "proof.sh", "proof.stdout"]);
-    expect((await store.readArtifact(record.artifacts[0]!.relativePath, record.artifacts[0]!.sha256)).toString()).to.equal(inputs.steps[0]!.script);
+    expect((await store.readArtifact(record.artifacts[0].relativePath, record.artifacts[0].sha256)).toString()).to.equal(inputs.steps[0].script);
     expect(record.commands.map((c) => c.scriptSha256)).to.have.length(2);
     expect(record.observations).to.deep.equal(inputs.observations);
   });
 
   it("is replaced by another run of its steps, and only updated for another stack name", async () => {
     const { outs } = (await provider.create(inputs)) as { outs: CommandRecordOutputs };
-    const rerun = { ...inputs, steps: [inputs.steps[0]!, { ...inputs.steps[1]!, stdout: '{"health":{"status":"ok","instances":3}}\n' }] };
+    const rerun = { ...inputs, steps: [inputs.steps[0], { ...inputs.steps[1], stdout: '{"health":{"status":"ok","instances":3}}\n' }] };
     expect(await provider.diff!("id", outs, rerun)).to.deep.include({ changes: true, replaces: ["steps"] });
     expect(await provider.diff!("id", outs, { ...inputs, stack: "other" })).to.deep.include({ changes: true, replaces: [] });
     expect(await provider.diff!("id", outs, inputs)).to.deep.include({ changes: false });

@@ -82,13 +82,13 @@ describe("discovery probe over SSH (simulated fleet)", function () {
   it("reads every host's facts in one login each, with no section errors", async () => {
     const facts = await Promise.all(hosts.map((h) => probe(sessions.get(h.alias)!, optionsFor(h))));
     facts.forEach((f, i) => {
-      const h = hosts[i]!;
+      const h = hosts[i];
       expect(f.errors, h.alias).to.deep.equal([]);
       expect(f.hostname).to.equal(h.alias);
 
       // GPUs as the harness made them: sim1 and sim2 NVIDIA, sim3 AMD, two each.
       expect(f.accelerators.vendor).to.equal(h.vendor);
-      expect(f.accelerators.product).to.equal(h.gpus[0]!.product);
+      expect(f.accelerators.product).to.equal(h.gpus[0].product);
       expect(f.accelerators.gpus.map((g) => g.uuid)).to.deep.equal(h.gpus.map((g) => g.uuid));
 
       expect(f.fabric).to.deep.equal({ interface: "fab0", addresses: [h.address], address: h.address });

@@ -176,25 +176,25 @@ describe("docker-cli runtime on the local Docker Engine", function () {
       Config: { Labels: Record<string, string>; Cmd: string[]; Entrypoint: string[] };
       Mounts: Array<{ Source: string; Destination: string; RW: boolean }>;
     }>;
-    expect(c!.Name).to.equal(`/narwhal-${STACK}-e1`);
-    expect(c!.Image).to.equal(image);
-    expect(c!.State.StartedAt).to.equal(out.startedAt);
+    expect(c.Name).to.equal(`/narwhal-${STACK}-e1`);
+    expect(c.Image).to.equal(image);
+    expect(c.State.StartedAt).to.equal(out.startedAt);
     const token = readFileSync(join(e.runDir, "launch-token"), "utf8").trim();
     expect(token).to.match(/^[0-9a-f]{32}$/).and.equal(out.launchToken);
-    expect(c!.Config.Labels).to.include({
+    expect(c.Config.Labels).to.include({
       [LABELS.stack]: STACK,
       [LABELS.engine]: "e1",
       [LABELS.planSha256]: e.plan.planSha256,
       [LABELS.launchToken]: token,
     });
-    expect(c!.Config.Labels[LABELS.specSha256]).to.match(/^sha256:[0-9a-f]{64}$/);
-    expect(c!.Mounts).to.deep.include({ ...c!.Mounts.find((m) => m.Destination === "/model")!, Source: modelDir, RW: false });
+    expect(c.Config.Labels[LABELS.specSha256]).to.match(/^sha256:[0-9a-f]{64}$/);
+    expect(c.Mounts).to.deep.include({ ...c.Mounts.find((m) => m.Destination === "/model")!, Source: modelDir, RW: false });
     // The image's entrypoint is `vllm serve`; the container's arguments start with the mounted model.
-    expect(c!.Config.Entrypoint).to.deep.equal(["/usr/local/bin/vllm", "serve"]);
-    expect(c!.Config.Cmd[0]).to.equal("/model");
+    expect(c.Config.Entrypoint).to.deep.equal(["/usr/local/bin/vllm", "serve"]);
+    expect(c.Config.Cmd[0]).to.equal("/model");
 
     // The key is nowhere on a command line: not the container's, not the client's, not the script's.
-    for (const words of [c!.Args, c!.Config.Cmd, c!.Config.Entrypoint, [c!.Path]]) expect(words.join(" ")).not.to.include(API_KEY);
+    for (const words of [c.Args, c.Config.Cmd, c.Config.Entrypoint, [c.Path]]) expect(words.join(" ")).not.to.include(API_KEY);
     expect(startScript(e.plan, e.target, e.opts)).not.to.include(API_KEY);
     expect(spawnSync("ps", ["-eo", "args"], { encoding: "utf8" }).stdout).not.to.include(API_KEY);
     // ...and yet it reached the engine, through the 0600 env file.
@@ -212,7 +212,7 @@ describe("docker-cli runtime on the local Docker Engine", function () {
     const second = start(e);
     expect(second.status, second.stderr).to.equal(0);
     expect(second.stdout).to.equal(first.stdout);
-    expect(second.stderr).to.include(`adopting running container ${lastJson(first.stdout).containerId}`);
+    expect(second.stderr).to.include(`adopting running container ${String(lastJson(first.stdout).containerId)}`);
     expect(containers("e2")).to.deep.equal([lastJson(first.stdout).containerId]);
   });
 

@@ -55,7 +55,7 @@ function inputs(h: SimHost, id: string, extra: { model?: Partial<LaunchInputs["m
     plan,
     planSha256: plan.planSha256,
     runtime: { kind: "native", vllmCommand: "vllm" },
-    modelDir: plan.argv[2]!,
+    modelDir: plan.argv[2],
     pins: { vllm: simVersion(h) },
     dsRequired: false,
     deadlines: { inspectS: 60, checkS: 120 },
@@ -117,12 +117,12 @@ describe("providers: image check against simulated host sim1", function () {
     expect(record.inputs).to.deep.include({ planSha256: i.planSha256, pins: i.pins, launchJson: o.launchJson.sha256 });
     const launchJson = await store.readArtifact(o.launchJson.relativePath, o.launchJson.sha256);
     expect(launchJson.toString("utf8")).to.equal(launchJsonText(i.plan));
-    expect(JSON.stringify(record)).to.not.include(i.privateKey!.split("\n")[1]!);
+    expect(JSON.stringify(record)).to.not.include(i.privateKey!.split("\n")[1]);
 
     const [line] = parseCheckLog(logText(id));
     expect(line).to.deep.include({ checkId: o.checkId, engineId: id, planSha256: i.planSha256, runtime: "native", verdict: { status: "pass", failures: [] } });
-    expect(line!.steps.map((s) => [s.name, s.exitStatus])).to.deep.equal([["runtime identity", 0], ["runtime check", 0]]);
-    expect(line!.steps[1]!.stdout).to.include('NARWHAL_CHECK {"check": "tokenizer"');
+    expect(line.steps.map((s) => [s.name, s.exitStatus])).to.deep.equal([["runtime identity", 0], ["runtime check", 0]]);
+    expect(line.steps[1].stdout).to.include('NARWHAL_CHECK {"check": "tokenizer"');
     expect(o.log).to.deep.include({ relativePath: `image-check/logs/${id}.jsonl`, offset: 0 });
 
     // A repeated check of the same runtime and plan certifies the same thing, under a new id, on a new line.
@@ -146,8 +146,8 @@ describe("providers: image check against simulated host sim1", function () {
     expect(after.startsWith(before), "the earlier line is kept byte for byte").to.equal(true);
     const lines = parseCheckLog(after);
     expect(lines.map((l) => l.verdict.status)).to.deep.equal(["pass", "fail"]);
-    expect(lines[1]!.verdict.failures).to.deep.equal([{ kind: "package", message: `image check of engine ${id} on host sim1: package nixl is pinned to 0.6.0 but the runtime has 0.7.1` }]);
-    expect(lines[1]!.steps[1]!.stdout).to.include('"mismatches": [{"expected": "0.6.0", "found": "0.7.1", "package": "nixl"}]');
+    expect(lines[1].verdict.failures).to.deep.equal([{ kind: "package", message: `image check of engine ${id} on host sim1: package nixl is pinned to 0.6.0 but the runtime has 0.7.1` }]);
+    expect(lines[1].steps[1].stdout).to.include('"mismatches": [{"expected": "0.6.0", "found": "0.7.1", "package": "nixl"}]');
 
     // The failed run has its own record too, so a failure is evidence, not just a log line.
     const store = new EvidenceStore(root);
@@ -205,7 +205,7 @@ describe("providers: image check against simulated host sim1", function () {
     expect(err.message).to.match(/^image check failed \(login\):\n/);
     expect(err.message).to.contain(`image check of engine ${id} on host sim1: host sim1: the SSH host key changed (pinned ${other.fingerprint}, presented ${h.fingerprint}); nothing was run on it.`);
     const [line] = parseCheckLog(logText(id));
-    expect(line).to.deep.include({ steps: [], verdict: { status: "fail", failures: [{ kind: "login", message: err.message.split("\n")[1]!.slice(4) }] } });
+    expect(line).to.deep.include({ steps: [], verdict: { status: "fail", failures: [{ kind: "login", message: err.message.split("\n")[1].slice(4) }] } });
   });
 
   it("refuses unusable inputs before logging in, naming the field", async () => {

@@ -68,7 +68,7 @@ describe("import command (real pulumi CLI, temporary backend)", function () {
     expect(shown.status, shown.stderr).to.equal(0);
     const config = JSON.parse(shown.stdout) as Record<string, { value: string; objectValue?: unknown; secret: boolean }>;
     expect(config["narwhal-fleet:engineApiKey"]).to.deep.equal({ value: SECRETS.apiKey, secret: true });
-    expect((config["narwhal-fleet:sshPasswords"]!.objectValue as Record<string, string>)).to.deep.equal({ "node-1": SECRETS.node1, router: SECRETS.router });
+    expect((config["narwhal-fleet:sshPasswords"].objectValue)).to.deep.equal({ "node-1": SECRETS.node1, router: SECRETS.router });
     const plain = Object.fromEntries(
       Object.entries(config)
         .filter(([k, v]) => !v.secret && k.startsWith("narwhal-fleet:"))
@@ -80,7 +80,7 @@ describe("import command (real pulumi CLI, temporary backend)", function () {
       ["d0", "gpu-b", "decode", false],
       ["d1", "gpu-b", "decode", false],
     ]);
-    expect(spec.hosts[0]!.hostKey).to.equal(NODE1_KEY);
+    expect(spec.hosts[0].hostKey).to.equal(NODE1_KEY);
     expect(spec.profiling.adoptStore).to.equal(path.join(dir, "runbook", "runs", "profiles.json"));
     expect(spec.calibration).to.deep.include({ enabled: true, adopt: { path: path.join(dir, "runbook", "runs", "calibration", "first-token.json") } });
     expect(spec.slo.ttftS).to.equal(4.5);

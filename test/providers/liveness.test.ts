@@ -17,7 +17,7 @@ const HEALTH_DEADLINE_S = 3;
 const inputsFor = (engine: SimEngine): LivenessInputs => ({ service: "engine", name: "e1", hostAlias: "local", url: engine.url, healthDeadlineS: HEALTH_DEADLINE_S });
 
 async function created(engine: SimEngine): Promise<LivenessOutputs> {
-  return (await provider.create!(inputsFor(engine))).outs as LivenessOutputs;
+  return (await provider.create(inputsFor(engine))).outs as LivenessOutputs;
 }
 
 async function refreshed(outs: LivenessOutputs): Promise<LivenessOutputs> {
@@ -79,7 +79,7 @@ describe("providers: Liveness against the engine simulator", function () {
     expect(seen).to.include({ observedState: "down", observedDetail: `${engine.url}/health answered HTTP 503 (the engine reports itself dead)` });
     // The replacement's create mints the epoch that restarts the process; its next refresh finds it serving.
     await http(`${engine.url}/sim/dead`, { method: "POST", body: { dead: false }, headers: { "x-narwhal-sim": "1" } });
-    const again = await refreshed((await provider.create!(inputsFor(engine))).outs as LivenessOutputs);
+    const again = await refreshed((await provider.create(inputsFor(engine))).outs as LivenessOutputs);
     expect(again.observedState).to.equal("serving");
     expect(again.epoch).to.not.equal(outs.epoch);
   });

@@ -130,13 +130,13 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
   });
 
   it("an engine marked dead fails reach in both", async () => {
-    const dead = await http(`${engines[2]!.url}/sim/dead`, { method: "POST", body: { dead: true }, headers: { "X-Narwhal-Sim": "1" } });
+    const dead = await http(`${engines[2].url}/sim/dead`, { method: "POST", body: { dead: true }, headers: { "X-Narwhal-Sim": "1" } });
     expect(dead.status).to.equal(200);
     try {
       const { mine } = await both({});
       expect(mine.reach).to.equal("fail");
     } finally {
-      await http(`${engines[2]!.url}/sim/dead`, { method: "POST", body: { dead: false }, headers: { "X-Narwhal-Sim": "1" } });
+      await http(`${engines[2].url}/sim/dead`, { method: "POST", body: { dead: false }, headers: { "X-Narwhal-Sim": "1" } });
     }
   });
 
@@ -180,7 +180,7 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
     let message = "";
     await runGates(inputs).catch((err: Error) => (message = err.message));
     expect(message).to.match(/^preflight failed: model \(e0, e1, e2\); pace \(e0, e1, e2\); tokenize \(e0, e1, e2\); the router is not started on it \(gate lines, probes and engine logs kept as (\S+)\)$/);
-    const record = path.join(ROOT, "runs", "provider-tests", "evidence", /kept as (\S+)\)$/.exec(message)![1]!);
+    const record = path.join(ROOT, "runs", "provider-tests", "evidence", /kept as (\S+)\)$/.exec(message)![1]);
     const text = fs.readFileSync(record, "utf8");
     expect(text).to.not.include(API_KEY);
     expect(JSON.parse(text).verdict.status).to.equal("fail");
@@ -215,7 +215,7 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
     expect(mine).to.include({ produce: "pass", consume: "fail" });
     const failed = ours.transfers.filter((t) => t.status === "failed");
     expect(failed.map((t) => `${t.producer}>${t.consumer}`).sort()).to.deep.equal(["e0>e1", "e0>e2"]);
-    expect(failed[0]!.error).to.match(/stale NIXL handshake|AssertionError|answered 5\d\d/);
-    expect(failed[0]!.logs!.consumer).to.match(/stale NIXL handshake/);
+    expect(failed[0].error).to.match(/stale NIXL handshake|AssertionError|answered 5\d\d/);
+    expect(failed[0].logs!.consumer).to.match(/stale NIXL handshake/);
   });
 });

@@ -119,7 +119,7 @@ describe("providers: preflight agrees with narwhal-check on a fleet with an engi
     });
     const doc = {
       ...written.doc,
-      engines: (written.doc.engines as Array<Record<string, unknown>>).map((e, i) => ({ ...e, attestation_url: attested[i]!.sidecar.endpoint.url })),
+      engines: (written.doc.engines as Array<Record<string, unknown>>).map((e, i) => ({ ...e, attestation_url: attested[i].sidecar.endpoint.url })),
       engine_contract: contract.contract,
     };
     fs.writeFileSync(written.file, JSON.stringify(doc, null, 2));
@@ -145,8 +145,8 @@ describe("providers: preflight agrees with narwhal-check on a fleet with an engi
 
     // The contract lines, fingerprint included, are narwhal's own.
     const contractLines = ours.gates.find((g) => g.gate === "contract")!.lines;
-    expect(contractLines.slice(0, 2)).to.deep.equal(theirs.lines.contract!.slice(0, 2));
-    expect(contractLines[0]!.message).to.equal(`declared engine contract ${contract.fingerprint}`);
+    expect(contractLines.slice(0, 2)).to.deep.equal(theirs.lines.contract.slice(0, 2));
+    expect(contractLines[0].message).to.equal(`declared engine contract ${contract.fingerprint}`);
     expect(contractLines[1]).to.deep.equal({ status: "skip", message: `contract ${contract.fingerprint} undeclared: connector_version, transfer_version` });
 
     const unique = (notes: ReadonlyArray<{ message: string }>) => [...new Set(notes.map((n) => n.message))];

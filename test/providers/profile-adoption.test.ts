@@ -86,7 +86,7 @@ describe("providers: Profile adopts a runbook's profile store", function () {
   it("adopts each engine's row without sending a completion, recording where it came from", async () => {
     const before = await Promise.all(engines.map(completedRequests));
     expect(before.every((n) => n > 0), "narwhal-profile measured the engines").to.equal(true);
-    const outs = await Promise.all(generations.map(async (g, i) => (await profileProvider.create!(inputsFor(`e${i}`, g))).outs as ProfileOutputs));
+    const outs = await Promise.all(generations.map(async (g, i) => (await profileProvider.create(inputsFor(`e${i}`, g))).outs as ProfileOutputs));
     expect(await Promise.all(engines.map(completedRequests))).to.deep.equal(before);
 
     const store = JSON.parse(fs.readFileSync(path.join(dir, "runs", "profiles.json"), "utf8"));
@@ -110,21 +110,21 @@ describe("providers: Profile adopts a runbook's profile store", function () {
     // The program's own store, republished from the adopted rows, is one narwhal's loader accepts.
     const out = await writeStore({ stack: STACK, path: path.join(dir, "republished", "profiles.json"), engineIds: ["e0", "e1"], model: "tiny", sweep: { prefill_lens: SWEEP.prefillLens }, profiles: outs.map((p) => ({ engineId: p.engineId, row: p.row, profileDigest: p.profileDigest, samples: p.samples })) });
     const loaded = execFileSync(path.join(VENV, "python"), ["-c", "import sys; from pathlib import Path; from narwhal.profiling.store import ProfileStore; s = ProfileStore(Path(sys.argv[1])); print(s.get('e1').generation_digest)", out.path], { encoding: "utf8" });
-    expect(loaded.trim()).to.equal(outs[1]!.bindingDigest);
+    expect(loaded.trim()).to.equal(outs[1].bindingDigest);
   });
 
   it("measures afresh an engine restarted since the store was written, and says why", async () => {
-    const port = engines[1]!.port;
-    await engines[1]!.stop();
+    const port = engines[1].port;
+    await engines[1].stop();
     engines[1] = await startEngine({ model, args: ARGS, port, sim: { timeScale: 0.5, startupDelayS: 0 } });
-    const g = await prove("e1", engines[1]!);
-    expect(g.processStartTime).to.not.equal(generations[1]!.processStartTime);
-    const before = await completedRequests(engines[1]!);
-    const p = (await profileProvider.create!(inputsFor("e1", g))).outs as ProfileOutputs;
+    const g = await prove("e1", engines[1]);
+    expect(g.processStartTime).to.not.equal(generations[1].processStartTime);
+    const before = await completedRequests(engines[1]);
+    const p = (await profileProvider.create(inputsFor("e1", g))).outs as ProfileOutputs;
     expect(p.adoption?.verdict).to.equal("measured");
     expect(p.adoption?.reason).to.match(/^its row binds generation sha256:[0-9a-f]{64}, the live engine binds sha256:[0-9a-f]{64} \(restarted or relaunched since it was measured\)$/);
     expect(p.row.generation_digest).to.equal(p.bindingDigest);
     expect(p.wallSeconds).to.be.above(0);
-    expect((await completedRequests(engines[1]!)) - before).to.be.above(10);
+    expect((await completedRequests(engines[1])) - before).to.be.above(10);
   });
 });

@@ -60,11 +60,11 @@ describe("providers: Profile accepts only a fit the preflight accepts", function
     expect(err, "create must fail").to.be.instanceOf(Error);
     expect(err!.code).to.equal("NARWHAL_PROFILE_LIMIT");
     const [first, ...rest] = err!.message.split("\n");
-    console.log(`      ${first!.slice(0, 160)}…`);
+    console.log(`      ${first.slice(0, 160)}…`);
     expect(first).to.match(/^engine e0: decode_fit_mape (\d\.\d{4}) exceeds the limit 1e-06 after 2 tries \(try 1: decode_fit_mape \d\.\d{4} > 1e-06; try 2: decode_fit_mape \1 > 1e-06\); the preflight's profile gate would reject this profile\. Re-run `pulumi up` /);
     expect(lines.filter((l) => /^engine e0: try 1 over the preflight's limits/.test(l))).to.have.length(1);
     // Both sweeps are evidence: each a record whose verdict names the figure.
-    const kept = /^every try is kept as evidence: (.+)$/.exec(rest.find((l) => l.startsWith("every try")) ?? "")![1]!.split(", ");
+    const kept = /^every try is kept as evidence: (.+)$/.exec(rest.find((l) => l.startsWith("every try")) ?? "")![1].split(", ");
     expect(kept).to.have.length(2);
     for (const [n, rel] of kept.entries()) {
       const rec = JSON.parse(fs.readFileSync(path.join(ROOT, "runs", STACK, "evidence", rel), "utf8"));
@@ -82,7 +82,7 @@ describe("providers: Profile accepts only a fit the preflight accepts", function
     const p = await measureProfile({ ...inputs, fitLimits: loose, fitAttempts: 3 });
     console.log(`      fit errors ${JSON.stringify(p.fitErrors)}, ${p.fitTries.length} try(s)`);
     expect(p.fitTries.map((t) => [t.attempt, t.problems])).to.deep.equal([[1, []]]);
-    expect(p.fitTries[0]!.evidence).to.deep.equal(p.evidence);
+    expect(p.fitTries[0].evidence).to.deep.equal(p.evidence);
     expect(p.row.decode_fit_mape).to.be.at.most(loose.maxDecodeFitMape);
   });
 });

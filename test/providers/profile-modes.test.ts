@@ -157,7 +157,7 @@ describe("providers: npm run profile's modes against simulated engines", functio
     expect([loaded.n, loaded.diff]).to.deep.equal([2, [[], []]]);
     // Each engine's curve is its own: e1 plays twice e0's decode cost per resident KV token.
     const [k0, k1] = ["e0", "e1"].map((id) => loaded.rows.find((r) => r.iid === id)!.tpot_slope as number);
-    expect(k1! / k0!).to.be.within(1.5, 2.7);
+    expect(k1 / k0).to.be.within(1.5, 2.7);
     const samples = readJson(path.join(dir, "runs", "profiles.samples.json"));
     expect(Object.keys(samples.engines)).to.deep.equal(["e0", "e1"]);
     expect(samples.engines.e0.generation_evidence.engine.version).to.be.a("string");
@@ -191,7 +191,7 @@ describe("providers: npm run profile's modes against simulated engines", functio
     const theirs = path.join(dir, "narwhal-refitted.json");
     execFileSync(NARWHAL_PROFILE, ["--fleet", fleet("refit-narwhal", plain(), path.join(dir, "unused.json"), false), "--refit-samples", path.join(dir, "full.samples.json"), "--out", theirs], { env: { ...process.env, [KEY_ENV]: API_KEY } });
     for (const [i, row] of narwhalLoad(theirs, ["e0", "e1"]).rows.entries()) {
-      for (const k of ["ttft_a", "ttft_b", "ttft_c"]) expect(row[k] as number).to.be.closeTo(after.rows[i]![k] as number, 1e-9 + 1e-6 * Math.abs(after.rows[i]![k] as number));
+      for (const k of ["ttft_a", "ttft_b", "ttft_c"]) expect(row[k]).to.be.closeTo(after.rows[i][k] as number, 1e-9 + 1e-6 * Math.abs(after.rows[i][k] as number));
     }
     const again = await profile(["--fleet", f, "--refit-samples", path.join(dir, "full.samples.json"), "--out", out]);
     expect([again.code, again.stderr.trim()]).to.deep.equal([2, `profile: profile fleet ${f}: output exists: ${out}; choose a fresh profile path`]);
@@ -226,13 +226,13 @@ describe("providers: npm run profile's modes against simulated engines", functio
 
   it("measures with neighbour load on the shared GPU group and records each neighbour's completions, rate and errors", async () => {
     const store = path.join(dir, "colocated.json");
-    const f = fleet("colocated", [{ iid: "e0", url: engines[0]!.url, role: "prefill", group: "gpu0" }, { iid: "e1", url: engines[1]!.url, role: "decode", group: "gpu0" }], store);
+    const f = fleet("colocated", [{ iid: "e0", url: engines[0].url, role: "prefill", group: "gpu0" }, { iid: "e1", url: engines[1].url, role: "decode", group: "gpu0" }], store);
     const load = ["--colocated", "--neighbour-prefill-rps", "2", "--neighbour-decode-rps", "2", "--neighbour-prefill-tokens", "128", "--neighbour-decode-input-tokens", "64", "--neighbour-decode-output-tokens", "8"];
     const r = await profile(["--fleet", f, "--only", "e0", ...SWEEP, ...load]);
     expect(r.code, r.stderr).to.equal(0);
     expect(r.stdout).to.contain(`wrote 1 profile(s) to ${store}`);
     const loaded = narwhalLoad(store, ["e0", "e1"]);
-    const row = loaded.rows[0]!;
+    const row = loaded.rows[0];
     expect([row.colocated_group, row.colocated_target_role, row.colocated_prefill_engines, row.colocated_decode_engines]).to.deep.equal(["gpu0", "prefill", 1, 1]);
     const evidence = readJson(path.join(dir, "colocated.samples.json")).engines.e0.colocated_load;
     expect(evidence.peers.e1.role).to.equal("decode");
@@ -245,7 +245,7 @@ describe("providers: npm run profile's modes against simulated engines", functio
 
   it("rejects the measurement when a neighbour stalls, keeping the neighbour evidence and writing no store", async () => {
     const store = path.join(dir, "stalled.json");
-    const f = fleet("stalled", [{ iid: "e0", url: engines[0]!.url, role: "prefill", group: "gpu1" }, { iid: "slow", url: stallUrl, role: "decode", group: "gpu1" }], store);
+    const f = fleet("stalled", [{ iid: "e0", url: engines[0].url, role: "prefill", group: "gpu1" }, { iid: "slow", url: stallUrl, role: "decode", group: "gpu1" }], store);
     const load = ["--colocated", "--neighbour-prefill-rps", "2", "--neighbour-decode-rps", "2", "--neighbour-prefill-tokens", "128", "--neighbour-decode-input-tokens", "64", "--neighbour-decode-output-tokens", "8"];
     const r = await profile(["--fleet", f, "--only", "e0", ...SWEEP, ...load]);
     expect(r.code).to.equal(1);

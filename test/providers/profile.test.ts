@@ -107,18 +107,18 @@ describe("providers: Profile against simulated engines", function () {
     const outs = await Promise.all(proved.map(async (g, i) => (await profileProvider.create(inputsFor(`e${i}`, g))).outs as ProfileOutputs));
     profiles.push(...outs);
     for (const [i, p] of outs.entries()) {
-      const truth = (await http(`${engines[i]!.url}/sim/truth`)).json.effective_coefficients as Record<string, number>;
+      const truth = (await http(`${engines[i].url}/sim/truth`)).json.effective_coefficients as Record<string, number>;
       console.log(`      e${i}: wall ${p.wallSeconds.toFixed(1)} s, fit errors ${JSON.stringify(p.fitErrors)}`);
       console.log(`      row ${JSON.stringify({ a: p.row.ttft_a, b: p.row.ttft_b, c: p.row.ttft_c, kv: p.row.tpot_slope, req: p.row.tpot_request_slope, base: p.row.tpot_intercept })}`);
       console.log(`      truth ${JSON.stringify(truth)}`);
-      within("prefill a", p.row.ttft_a, truth.prefillA!, REL);
-      within("prefill b", p.row.ttft_b, truth.prefillB!, REL);
+      within("prefill a", p.row.ttft_a, truth.prefillA, REL);
+      within("prefill b", p.row.ttft_b, truth.prefillB, REL);
       // A one-token completion's wall time also holds the HTTP round trip the router pays too: c sits above the engine's own constant.
-      expect(p.row.ttft_c).to.be.at.least(truth.prefillC! - ABS_S);
-      within("prefill c", p.row.ttft_c, truth.prefillC!, 0, 2 * ABS_S);
-      within("decode kv slope", p.row.tpot_slope, truth.decodeKv!, REL);
-      within("decode request slope", p.row.tpot_request_slope, truth.decodeReq!, REL, ABS_S / 16);
-      within("decode base", p.row.tpot_intercept, truth.decodeBase!, 0, ABS_S);
+      expect(p.row.ttft_c).to.be.at.least(truth.prefillC - ABS_S);
+      within("prefill c", p.row.ttft_c, truth.prefillC, 0, 2 * ABS_S);
+      within("decode kv slope", p.row.tpot_slope, truth.decodeKv, REL);
+      within("decode request slope", p.row.tpot_request_slope, truth.decodeReq, REL, ABS_S / 16);
+      within("decode base", p.row.tpot_intercept, truth.decodeBase, 0, ABS_S);
       expect(p.row.generation_digest).to.equal("sha256:" + "b2".repeat(32));
       expect(p.row.decode_max_requests).to.equal(8);
       expect(p.effectiveSweep.decodeConcurrency).to.deep.equal([1, 4, 8]);
@@ -167,7 +167,7 @@ describe("providers: Profile against simulated engines", function () {
     expect(got.gen).to.deep.equal(["sha256:" + "b2".repeat(32), "sha256:" + "b2".repeat(32)]);
     expect(got.a).to.deep.equal(profiles.map((p) => p.row.ttft_a));
     // narwhal refits the retained raw timings to the same curve this program fitted.
-    got.refit_a.forEach((a: number, i: number) => within("refit a", a, profiles[i]!.row.ttft_a, 1e-6));
+    got.refit_a.forEach((a: number, i: number) => within("refit a", a, profiles[i].row.ttft_a, 1e-6));
     // A second write replaces both files in place.
     const again = await writeStore(storeInputs(dir));
     expect(again.storeDigest).to.not.equal("");
@@ -201,7 +201,7 @@ describe("providers: Profile against simulated engines", function () {
    * the curve is no longer a parabola, while `hold()` says so. Resolves to its URL and a closer.
    */
   async function prefillHoldingProxy(hold: () => boolean): Promise<{ url: string; close: () => void }> {
-    const target = new URL(engines[0]!.url);
+    const target = new URL(engines[0].url);
     const proxy: Server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
@@ -230,10 +230,10 @@ describe("providers: Profile against simulated engines", function () {
   it("stops an engine whose prefill curve no quadratic describes, keeping the raw timings as evidence", async () => {
     const proxy = await prefillHoldingProxy(() => true);
     try {
-      const err = (await measureProfile(inputsFor("e0", proved[0]!, proxy.url)).catch((e: Error) => e)) as Error & { code?: string };
+      const err = (await measureProfile(inputsFor("e0", proved[0], proxy.url)).catch((e: Error) => e)) as Error & { code?: string };
       expect(err.code).to.equal("NARWHAL_PROFILE_PREFILL_FIT");
       expect(err.message).to.match(/prefill median fit error \d+\.\d%, worst point \d+\.\d%; inspect the retained per-length measurements before using this profile \(raw observations kept as (profile\/[0-9a-f]{64}\.json)\)$/);
-      const record = JSON.parse(fs.readFileSync(path.join(ROOT, "runs", STACK, "evidence", /kept as (profile\/[0-9a-f]{64}\.json)/.exec(err.message)![1]!), "utf8"));
+      const record = JSON.parse(fs.readFileSync(path.join(ROOT, "runs", STACK, "evidence", /kept as (profile\/[0-9a-f]{64}\.json)/.exec(err.message)![1]), "utf8"));
       expect(record.verdict.status).to.equal("fail");
       expect(record.artifacts[0].name).to.equal("engine-samples.json");
     } finally {
@@ -246,7 +246,7 @@ describe("providers: Profile against simulated engines", function () {
     let held = 0;
     const proxy = await prefillHoldingProxy(() => held++ < 3);
     try {
-      const r = await measureProfile(inputsFor("e0", proved[0]!, proxy.url));
+      const r = await measureProfile(inputsFor("e0", proved[0], proxy.url));
       expect(held).to.be.at.least(3);
       expect(r.evidence?.relativePath).to.match(/^profile\/[0-9a-f]{64}\.json$/);
       expect(r.samples.relativePath).to.not.equal("");
@@ -258,9 +258,9 @@ describe("providers: Profile against simulated engines", function () {
   });
 
   it("sees a restarted engine as a new generation: the profile's diff replaces on it, and not on an SLO or key change", async () => {
-    const before = profiles[1]!;
-    await engines[1]!.stop();
-    const port = engines[1]!.port;
+    const before = profiles[1];
+    await engines[1].stop();
+    const port = engines[1].port;
     const restarted = await startEngine({ model, args: ARGS, port, sim: { timeScale: TIME_SCALE, startupDelayS: 0 } });
     engines[1] = restarted;
     const g = await prove("e1", restarted);
@@ -270,12 +270,12 @@ describe("providers: Profile against simulated engines", function () {
     expect(d.changes).to.equal(true);
     expect(d.replaces).to.include.members(["generationDigest", "processStartTime"]);
     // The other engine's profile sees no change at all; a new API key only updates.
-    const same = await profileProvider.diff!("id", profiles[0]!, inputsFor("e0", proved[0]!));
+    const same = await profileProvider.diff!("id", profiles[0], inputsFor("e0", proved[0]));
     expect(same).to.deep.equal({ changes: false, replaces: [], deleteBeforeReplace: false });
-    const key = await profileProvider.diff!("id", profiles[0]!, { ...inputsFor("e0", proved[0]!), apiKey: "sk-other" });
+    const key = await profileProvider.diff!("id", profiles[0], { ...inputsFor("e0", proved[0]), apiKey: "sk-other" });
     expect(key).to.deep.equal({ changes: true, replaces: [], deleteBeforeReplace: false });
     // A changed sweep or limit replaces.
-    const sweep = await profileProvider.diff!("id", profiles[0]!, { ...inputsFor("e0", proved[0]!), maxNumSeqs: 4 });
+    const sweep = await profileProvider.diff!("id", profiles[0], { ...inputsFor("e0", proved[0]), maxNumSeqs: 4 });
     expect(sweep.replaces).to.deep.equal(["maxNumSeqs"]);
   });
 });

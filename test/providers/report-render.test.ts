@@ -131,7 +131,7 @@ describe("evidence report: rendered by headless Chromium from disk", function ()
         }
       }
     }
-    const matrix = recordsOf("fabric-matrix")[0]!.record;
+    const matrix = recordsOf("fabric-matrix")[0].record;
     const cells = elements(dom, "g", "edge");
     expect(cells).to.have.length(matrix.observations.edges.length);
     for (const e of matrix.observations.edges) {

@@ -133,7 +133,7 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
 
     it("reinstalls when the installed files no longer hash as the marker records", async () => {
       const folder = `${installDir}/narwhal-inference-0.7.0`;
-      const record = fs.readdirSync(`${folder}/venv/lib`).map((py) => `${folder}/venv/lib/${py}/site-packages/narwhal_inference-${VERSION}.dist-info/RECORD`)[0]!;
+      const record = fs.readdirSync(`${folder}/venv/lib`).map((py) => `${folder}/venv/lib/${py}/site-packages/narwhal_inference-${VERSION}.dist-info/RECORD`)[0];
       fs.appendFileSync(record, "tampered,,\n");
       const r = await sh(installScript(options));
       expect(r.code, r.stderr).to.equal(0);
@@ -312,7 +312,7 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
         routerIdentity: routerIdentity(router),
         profileStorePath: storePath,
         engines: await Promise.all(
-          [["p0", prefill.url], ["d0", decode.url]].map(async ([iid, url]) => ({ iid: iid!, url: url!, processStartTime: await startOf(url!), attestationUrl: `${sidecarUrl}/${iid}/v1/attestation`, attestationDigest: ATTESTED })),
+          [["p0", prefill.url], ["d0", decode.url]].map(async ([iid, url]) => ({ iid: iid, url: url, processStartTime: await startOf(url), attestationUrl: `${sidecarUrl}/${iid}/v1/attestation`, attestationDigest: ATTESTED })),
         ),
       };
       const e = await sh(writeFilesScript(fresh.dir, { "expected.json": JSON.stringify(expected) }));

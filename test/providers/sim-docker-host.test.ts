@@ -78,7 +78,7 @@ describe("sim docker host", function () {
     const devs = await sh(`docker run --rm --gpus '"device=1"' --entrypoint /usr/bin/node ${image} -e "console.log(process.env.NVIDIA_VISIBLE_DEVICES, require('fs').readdirSync('/dev').filter((n) => n.startsWith('nvidia')).sort().join(' '))"`);
     expect(devs).to.equal("1 nvidia-uvm nvidia-uvm-tools nvidia1 nvidiactl");
     expect(fs.readFileSync(`${host.dir}/nvidia-hook.log`, "utf8")).to.match(/NVIDIA_VISIBLE_DEVICES=1 devices: \/dev\/nvidiactl \/dev\/nvidia-uvm \/dev\/nvidia-uvm-tools \/dev\/nvidia1\n$/);
-    const byUuid = await sh(`docker run --rm --gpus '"device=${host.gpus[0]!.uuid}"' --entrypoint /usr/bin/node ${image} -e "console.log(require('fs').existsSync('/dev/nvidia0'), require('fs').existsSync('/dev/nvidia1'))"`);
+    const byUuid = await sh(`docker run --rm --gpus '"device=${host.gpus[0].uuid}"' --entrypoint /usr/bin/node ${image} -e "console.log(require('fs').existsSync('/dev/nvidia0'), require('fs').existsSync('/dev/nvidia1'))"`);
     expect(byUuid).to.equal("true false");
 
     const r = await sshExec(host, `docker run --rm --gpus '"device=7"' --entrypoint /usr/bin/node ${image} -e 1`, { timeoutMs: 60_000 });

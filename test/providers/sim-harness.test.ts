@@ -85,7 +85,7 @@ describe("checkpoint writer", () => {
     ]);
     const index = JSON.parse(fs.readFileSync(path.join(dir, "model.safetensors.index.json"), "utf8"));
     let total = 0;
-    for (const shard of new Set(Object.values(index.weight_map) as string[])) {
+    for (const shard of new Set(Object.values<string>(index.weight_map))) {
       const buf = fs.readFileSync(path.join(dir, shard));
       const headerLen = Number(buf.readBigUInt64LE(0));
       const header = JSON.parse(buf.subarray(8, 8 + headerLen).toString());

@@ -39,8 +39,8 @@ describe("providers: SSH client against the simulated hosts", function () {
   before(async () => ({ hosts } = await simUp({})));
 
   it("logs in with the pinned key and runs commands over one session", async () => {
-    const out = await withSsh(target(hosts[0]!), async (s) => [await s.run("hostname", { timeoutS: 10, name: "hostname" }), await s.run("echo $((6*7))", { timeoutS: 10, name: "sum" })]);
-    expect(out.map((o) => o.trim())).to.deep.equal([hosts[0]!.alias, "42"]);
+    const out = await withSsh(target(hosts[0]), async (s) => [await s.run("hostname", { timeoutS: 10, name: "hostname" }), await s.run("echo $((6*7))", { timeoutS: 10, name: "sum" })]);
+    expect(out.map((o) => o.trim())).to.deep.equal([hosts[0].alias, "42"]);
   });
 
   it("refuses a host whose key differs from the pin, naming both fingerprints", async () => {
@@ -55,15 +55,15 @@ describe("providers: SSH client against the simulated hosts", function () {
   });
 
   it("refuses first contact when the config does not allow it", async () => {
-    const err = await failure(SshSession.open(target(hosts[0]!, { hostKey: undefined })));
+    const err = await failure(SshSession.open(target(hosts[0], { hostKey: undefined })));
     expect(err.message).to.equal(
-      `host ${hosts[0]!.alias}: no pinned host key and ssh.allowFirstContact is false; pin hosts[].hostKey (the server presented ${hosts[0]!.fingerprint}) and run again.`,
+      `host ${hosts[0].alias}: no pinned host key and ssh.allowFirstContact is false; pin hosts[].hostKey (the server presented ${hosts[0].fingerprint}) and run again.`,
     );
   });
 
   it("records the key on first contact when allowed", async () => {
-    const key = await withSsh(target(hosts[0]!, { hostKey: undefined, allowFirstContact: true }), async (s) => s.hostKey);
-    expect(key).to.deep.equal({ line: hosts[0]!.hostKey, fingerprint: hosts[0]!.fingerprint });
+    const key = await withSsh(target(hosts[0], { hostKey: undefined, allowFirstContact: true }), async (s) => s.hostKey);
+    expect(key).to.deep.equal({ line: hosts[0].hostKey, fingerprint: hosts[0].fingerprint });
   });
 
   it("hops through a jump host, verifying both keys", async () => {
@@ -76,18 +76,18 @@ describe("providers: SSH client against the simulated hosts", function () {
   });
 
   it("says the connection was lost, naming the host and the step, when it drops mid-command", async () => {
-    const t = target(hosts[0]!, { connectTimeoutS: 12 }); // a login of its own: this test kills it
+    const t = target(hosts[0], { connectTimeoutS: 12 }); // a login of its own: this test kills it
     const { err, seconds } = await timedFailure(withSsh(t, (s) => s.exec("sleep 0.2; kill -9 $PPID; sleep 20", { timeoutS: 30, name: "drop mid-step" })));
     expect(err.code).to.equal("NARWHAL_SSH_LOST");
     expect(err.message).to.equal(
-      `host ${hosts[0]!.alias}: the SSH connection (${hosts[0]!.address}:${hosts[0]!.sshPort}) was lost during drop mid-step, ` +
+      `host ${hosts[0].alias}: the SSH connection (${hosts[0].address}:${hosts[0].sshPort}) was lost during drop mid-step, ` +
         "before it reported an exit status; check that the host and its sshd are up, then run again",
     );
     expect(seconds).to.be.below(10);
   });
 
   it("bounds the hop behind a jump host: a target that closes after its banner fails at once, and is dialled afresh", async () => {
-    const a = hosts[0]!;
+    const a = hosts[0];
     const port = 20000 + Math.floor(Math.random() * 20000);
     // A listener inside host a's own loopback that sends an SSH banner and hangs up, one line per connection.
     const script =
@@ -121,9 +121,9 @@ describe("providers: SSH client against the simulated hosts", function () {
   it("bounds the jump host's own login, naming the jump host", async () => {
     const server = await misbehavingServer((sock) => sock.end());
     try {
-      const { err } = await timedFailure(SshSession.open(target(hosts[1]!, { jump: loopback(server.port, { alias: "bastion" }) })));
+      const { err } = await timedFailure(SshSession.open(target(hosts[1], { jump: loopback(server.port, { alias: "bastion" }) })));
       expect(err.message).to.match(new RegExp(`^ssh to bastion \\(127\\.0\\.0\\.1:${server.port}\\): the server closed the connection before login`));
-      await failure(SshSession.open(target(hosts[1]!, { jump: loopback(server.port, { alias: "bastion" }) })));
+      await failure(SshSession.open(target(hosts[1], { jump: loopback(server.port, { alias: "bastion" }) })));
       expect(server.connections()).to.equal(2);
     } finally {
       await server.close();
@@ -131,8 +131,8 @@ describe("providers: SSH client against the simulated hosts", function () {
   });
 
   it("names the step and its deadline when a command overruns", async () => {
-    const err = await failure(withSsh(target(hosts[0]!), (s) => s.exec("sleep 5", { timeoutS: 1, name: "slow step" })));
-    expect(err.message).to.equal(`host ${hosts[0]!.alias}: slow step did not finish within 1s`);
+    const err = await failure(withSsh(target(hosts[0]), (s) => s.exec("sleep 5", { timeoutS: 1, name: "slow step" })));
+    expect(err.message).to.equal(`host ${hosts[0].alias}: slow step did not finish within 1s`);
   });
 });
 
@@ -141,7 +141,7 @@ describe("providers: SSH sessions per host", function () {
 
   it("logs in once for every session of an operation, and runs at most maxSessions commands at once", async () => {
     const { hosts } = await simUp({});
-    const h = hosts[1]!;
+    const h = hosts[1];
     const base = target(h, { maxSessions: 2 });
     const before = SshSession.loginsMade();
     let peak = 0;
@@ -170,7 +170,7 @@ describe("providers: SSH sessions per host", function () {
     // Discovery may learn a key (ssh.allowFirstContact) and later logins may not; once the key is pinned both
     // are the same login, and a refresh that reads discovery and fabric edges on one host logs in once.
     const { hosts } = await simUp({});
-    const h = hosts[2]!;
+    const h = hosts[2];
     const { allowFirstContact: _afc, ...login } = target(h);
     const connections: unknown[] = [];
     for (const purpose of [{ kind: "discover", allowFirstContact: true } as const, OPERATE]) {
@@ -184,7 +184,7 @@ describe("providers: SSH sessions per host", function () {
 
   it("logs in afresh when the kept connection dropped", async () => {
     const { hosts } = await simUp({});
-    const h = hosts[1]!;
+    const h = hosts[1];
     const base = target(h, { connectTimeoutS: 11 }); // a login of its own, apart from the other tests'
     await withSsh(base, (s) => s.run("true", { timeoutS: 10, name: "first" }));
     const before = SshSession.loginsMade();

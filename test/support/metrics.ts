@@ -43,9 +43,9 @@ export function exposedMetrics(text: string): Set<string> {
   for (const line of text.split("\n")) {
     const declared = /^# TYPE ([A-Za-z_:][A-Za-z0-9_:]*) (\w+)/.exec(line);
     if (declared) {
-      names.add(declared[1]!);
+      names.add(declared[1]);
       // A counter family `x` is sampled as `x_total` in the text format.
-      if (declared[2] === "counter" && !declared[1]!.endsWith("_total")) names.add(`${declared[1]}_total`);
+      if (declared[2] === "counter" && !declared[1].endsWith("_total")) names.add(`${declared[1]}_total`);
       continue;
     }
     if (line.startsWith("#") || line.trim() === "") continue;

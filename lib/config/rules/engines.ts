@@ -42,7 +42,7 @@ const sharedHostGpus: Rule = (ctx, report) => {
     const names = andList(indices.map((i) => engineName(ctx, i)));
     const owner = new Map<number, number>();
     for (const i of indices) {
-      const engine = ctx.engines[i]!;
+      const engine = ctx.engines[i];
       if (absent(engine, "gpuIds")) {
         report(
           ["engines", i, "gpuIds"],
@@ -61,7 +61,7 @@ const sharedHostGpus: Rule = (ctx, report) => {
 
 /** Where an engine's TP size comes from, and the path to report it at. */
 function tpSource(ctx: RuleInput, i: number): { tp: number; path: PathSegment[]; own: boolean } | undefined {
-  const own = ctx.engines[i]!.value.overrides?.tensorParallelSize;
+  const own = ctx.engines[i].value.overrides?.tensorParallelSize;
   if (own !== undefined) return { tp: own, path: ["engines", i, "overrides", "tensorParallelSize"], own: true };
   const global = ctx.launch.value.tensorParallelSize;
   return global === undefined ? undefined : { tp: global, path: ["launch", "tensorParallelSize"], own: false };
@@ -114,7 +114,7 @@ const roles: Rule = (ctx, report) => {
   const engines = ctx.engines.map((e) => e.value);
   const count = engines.length;
   if (engines.every((e) => e.pin) && new Set(engines.map((e) => e.role)).size === 1) {
-    const role = engines[0]!.role!;
+    const role = engines[0].role!;
     const other = role === "prefill" ? "decode" : "prefill";
     report(
       ["engines"],

@@ -28,7 +28,7 @@ const OWNED_FLAGS: Record<string, string> = {
 
 /** `--served_model_name=x` and `--served-model-name x` are the same flag to vLLM's parser. */
 function flagName(arg: string): string | undefined {
-  return arg.startsWith("--") ? arg.split("=")[0]!.replace(/_/g, "-") : undefined;
+  return arg.startsWith("--") ? arg.split("=")[0].replace(/_/g, "-") : undefined;
 }
 
 function checkOwned(

@@ -34,8 +34,8 @@ export interface Plot {
 export function chart(spec: ChartSpec, body: (plot: Plot) => string): string {
   const xs = ticks(spec.xMax);
   const ys = ticks(spec.yMax);
-  const xTop = xs[xs.length - 1]!;
-  const yTop = ys[ys.length - 1]!;
+  const xTop = xs[xs.length - 1];
+  const yTop = ys[ys.length - 1];
   const f = FRAME;
   const plot: Plot = { x: linear(xTop, f.left, f.width), y: linear(yTop, f.top, f.height, true), frame: f };
   const bottom = f.top + f.height;

@@ -6,5 +6,5 @@ const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;
 
 /** Safe inside element text and inside a double- or single-quoted attribute. */
 export function esc(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (c) => ENTITIES[c]!);
+  return String(value).replace(/[&<>"']/g, (c) => ENTITIES[c]);
 }

@@ -47,10 +47,10 @@ const VERDICTS: readonly FabricVerdict[] = ["met", "below", "invalid"];
 function fabricView(c: Chosen, byPath: ReadonlyMap<string, StoredRecord>): FabricView | undefined {
   const o = obj(c.stored.record.observations);
   const matrix = obj(o?.matrix);
-  const hosts = Array.isArray(matrix?.hosts) ? (matrix!.hosts as unknown[]).filter((h): h is string => typeof h === "string") : [];
+  const hosts = Array.isArray(matrix?.hosts) ? (matrix.hosts as unknown[]).filter((h): h is string => typeof h === "string") : [];
   if (!Array.isArray(o?.edges)) return undefined;
   const cells: HeatCell[] = [];
-  for (const raw of o!.edges as unknown[]) {
+  for (const raw of o.edges as unknown[]) {
     const e = obj(raw);
     const source = str(e?.source);
     const destination = str(e?.destination);
@@ -68,9 +68,9 @@ function fabricView(c: Chosen, byPath: ReadonlyMap<string, StoredRecord>): Fabri
 /** Who a gate line is about: a `producer -> consumer` pair, an engine, or the fleet. */
 export function lineSubject(message: string, engines: ReadonlySet<string>): string {
   const pair = /^(\S+) -> (\S+?):?(?:\s|$)/.exec(message);
-  if (pair && engines.has(pair[1]!) && engines.has(pair[2]!)) return `${pair[1]} -> ${pair[2]}`;
+  if (pair && engines.has(pair[1]) && engines.has(pair[2])) return `${pair[1]} -> ${pair[2]}`;
   const one = /^(\S+?):?(?:\s|$)/.exec(message);
-  if (one && engines.has(one[1]!)) return one[1]!;
+  if (one && engines.has(one[1])) return one[1];
   return "fleet";
 }
 
@@ -86,12 +86,12 @@ function preflightView(c: Chosen): PreflightView | undefined {
   const pairs = new Set<string>();
   let fleet = false;
   const gates: GateName[] = [];
-  for (const raw of o!.gates as unknown[]) {
+  for (const raw of o.gates as unknown[]) {
     const g = obj(raw);
     const gate = GATES.find((x) => x === g?.gate);
     if (!gate || !Array.isArray(g?.lines)) continue;
     gates.push(gate);
-    for (const l of g!.lines as unknown[]) {
+    for (const l of g.lines as unknown[]) {
       const line = obj(l);
       const status = (["ok", "fail", "skip"] as const).find((s) => s === line?.status);
       const message = str(line?.message);
@@ -105,7 +105,7 @@ function preflightView(c: Chosen): PreflightView | undefined {
     }
   }
   const subjects = [...engineIds, ...[...pairs].sort(), ...(fleet ? ["fleet"] : [])];
-  const notes = (k: string) => (Array.isArray(o?.[k]) ? (o![k] as unknown[]).map((n) => `${str(obj(n)?.gate) ?? "?"}: ${str(obj(n)?.message) ?? ""}`) : []);
+  const notes = (k: string) => (Array.isArray(o?.[k]) ? (o[k] as unknown[]).map((n) => `${str(obj(n)?.gate) ?? "?"}: ${str(obj(n)?.message) ?? ""}`) : []);
   const run = typeof o?.status === "string" ? { status: o.status, skipped: notes("skipped"), warnings: notes("warnings") } : null;
   return { provenance: provenance(c), gates, subjects, cells, rounds: num(o?.rounds), run };
 }

@@ -47,7 +47,7 @@ export function decodeChart(v: ProfileView): string {
   const plane = (requests: number) => (kv: number) => c + r * requests + k * kv;
   const xMax = Math.max(hi, ...v.decode.map((d) => d[1]));
   const yMax = Math.max(...levels.map((l) => plane(l)(hi)), ...v.decode.map((d) => d[2]), plane(1)(hi));
-  const colour = (requests: number) => LEVEL_COLOURS[Math.max(0, levels.indexOf(Math.round(requests))) % LEVEL_COLOURS.length]!;
+  const colour = (requests: number) => LEVEL_COLOURS[Math.max(0, levels.indexOf(Math.round(requests))) % LEVEL_COLOURS.length];
   return chart(
     { chart: "decode", engine: v.engineId, label: `${v.engineId}: decode token interval against resident KV tokens`, xMax, yMax, xTitle: "resident KV tokens", yTitle: "token interval (ms)", xTick: tokens, yTick: ms },
     (p) =>

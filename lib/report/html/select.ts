@@ -16,7 +16,7 @@ export type Selection = ReadonlyMap<string, ReadonlyMap<string, Chosen>>;
 const newer = (a: StoredRecord, b: StoredRecord): boolean => {
   const ka = [a.record.endedAt, a.record.startedAt, a.relativePath];
   const kb = [b.record.endedAt, b.record.startedAt, b.relativePath];
-  for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i]! > kb[i]!;
+  for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i] > kb[i];
   return false;
 };
 

@@ -42,7 +42,7 @@ function errno(err: unknown): string | undefined {
 function segmentPattern(segment: string): RegExp {
   let re = "";
   for (let i = 0; i < segment.length; i++) {
-    const c = segment[i]!;
+    const c = segment[i];
     if (c === "*") re += "[^/]*";
     else if (c === "?") re += "[^/]";
     else if (c === "[" && segment.indexOf("]", i + 2) > 0) {

@@ -19,10 +19,10 @@ function words(text: string, where: string): string[] {
   const out: string[] = [];
   let i = 0;
   while (i < text.length) {
-    while (i < text.length && /\s/.test(text[i]!)) i++;
+    while (i < text.length && /\s/.test(text[i])) i++;
     if (i >= text.length || text[i] === "#") break;
     let word = "";
-    while (i < text.length && !/\s/.test(text[i]!)) {
+    while (i < text.length && !/\s/.test(text[i])) {
       if (text[i] === '"') {
         const end = text.indexOf('"', i + 1);
         if (end < 0) throw new SshConfigError(`${where}: unbalanced quote; close the quoted argument or remove the quote`);
@@ -46,7 +46,7 @@ export function parseSshConfigText(text: string, file: string): SshConfigLine[] 
       if (raw.trim() && !raw.trim().startsWith("#")) throw new SshConfigError(`${where}: cannot read ${JSON.stringify(raw.trim())}; a line is a keyword and its arguments`);
       return;
     }
-    lines.push({ keyword: m[1]!.toLowerCase(), args: words(m[2]!, where), line: index + 1 });
+    lines.push({ keyword: m[1].toLowerCase(), args: words(m[2], where), line: index + 1 });
   });
   return lines;
 }

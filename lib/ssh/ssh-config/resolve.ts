@@ -31,7 +31,7 @@ const READ = new Set(["hostname", "user", "port", "identityfile", "proxyjump"]);
 
 function blockSetsRead(file: SshConfigFile, from: number): boolean {
   for (let i = from + 1; i < file.lines.length; i++) {
-    const k = file.lines[i]!.keyword;
+    const k = file.lines[i].keyword;
     if (k === "host" || k === "match") return false;
     if (READ.has(k) || k === "include") return true;
   }
@@ -72,7 +72,7 @@ function walk(file: SshConfigFile, w: Walk, startActive: boolean, neverMatch: bo
       // ssh restores the including block's state afterwards: a Match inside an include ends with it.
       for (const inc of line.included ?? []) walk(inc, w, active, neverMatch || !active);
     } else if (active && line.args.length && !w.found.has(line.keyword)) {
-      w.found.set(line.keyword, line.args[0]!);
+      w.found.set(line.keyword, line.args[0]);
     }
   });
 }
@@ -91,6 +91,6 @@ export function resolveSshAlias(config: SshConfig, alias: string): SshConfigEntr
     user: get("user"),
     port: get("port") ? Number(get("port")) : undefined,
     identityFile: get("identityfile") ? expand(get("identityfile")!) : undefined,
-    proxyJump: proxyJump && proxyJump.toLowerCase() !== "none" ? proxyJump.split(",")[0]!.trim() : undefined,
+    proxyJump: proxyJump && proxyJump.toLowerCase() !== "none" ? proxyJump.split(",")[0].trim() : undefined,
   };
 }

@@ -13,9 +13,9 @@ import { API_KEY } from "./stack";
  */
 export async function expectNarwhalCheckAgrees(stack: Stack, opts: { stateDir?: string; gates?: Record<string, string>; simHost?: string } = {}): Promise<void> {
   const outputs = await stack.outputs();
-  const router = opts.simHost ?? (outputs.deployment!.value as { router: string }).router;
-  const binDir = (outputs.narwhalInstall!.value as { binDir: string }).binDir;
-  const ours = opts.gates ?? Object.fromEntries(Object.entries(outputs.preflight!.value.gates as Record<string, { verdict: string }>).map(([g, v]) => [g, v.verdict]));
+  const router = opts.simHost ?? (outputs.deployment.value as { router: string }).router;
+  const binDir = (outputs.narwhalInstall.value as { binDir: string }).binDir;
+  const ours = opts.gates ?? Object.fromEntries(Object.entries(outputs.preflight.value.gates as Record<string, { verdict: string }>).map(([g, v]) => [g, v.verdict]));
   const run = `${opts.stateDir ?? "/var/lib/narwhal-fleet"}/${stack.name}/router`;
   const check = await runInHost(router, ["sh", "-c", `cd '${run}' && '${binDir}/narwhal-check' --fleet fleet.json --format json`], {
     allowFail: true,

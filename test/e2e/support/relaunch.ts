@@ -43,7 +43,7 @@ export async function expectUpStopsAtStalePeers(stack: Stack, steps: ReadonlyMap
  * `up --refresh` relaunches it, measures every engine again as the preview said, and nothing is left to do.
  */
 export async function restartPeersThenUp(stack: Stack, engine: string, opts: { exact: boolean }): Promise<void> {
-  await restartWaveByHand(stack.name, ENGINES.filter((id) => id !== engine), (await stack.outputs()).engines!.value as Record<string, { host: string }>);
+  await restartWaveByHand(stack.name, ENGINES.filter((id) => id !== engine), (await stack.outputs()).engines.value as Record<string, { host: string }>);
   const steps = await plannedChanges(stack, { refresh: true });
   for (const id of ENGINES) expect(steps.get(`fleet-${id}-generation`)?.op, id).to.equal("replace");
   const snapshot = await snapshotEvidence(stack);

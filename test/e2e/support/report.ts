@@ -56,7 +56,7 @@ export async function expectReportOfRestartedE2(stack: Stack, privateKeyPath: st
     Object.fromEntries(Object.entries(said(xs)).map(([name, e]) => [name, name in followers ? { gate: e.gate, kind: e.kind, subject: e.subject } : e]));
   const s = await invalidationSummary(stack, { refresh: true });
   expect(sayWithoutFollowerKeys(replaced(s))).to.deep.equal({ ...expected, ...followers });
-  for (const name of Object.keys(followers)) expect(said(replaced(s))[name]!.keys, name).to.not.be.empty;
+  for (const name of Object.keys(followers)) expect(said(replaced(s))[name].keys, name).to.not.be.empty;
   // The store is rewritten in place with e2's new row: nothing of it is measured; the router swaps onto it
   // in place, serving until then, and the freshness exporter's expectation follows what the router serves.
   expect(updated(s).map((e) => [e.name, e.gate, e.kind]).sort()).to.deep.equal([
@@ -68,7 +68,7 @@ export async function expectReportOfRestartedE2(stack: Stack, privateKeyPath: st
   // The refresh saw another process: the proved digest against the observed one.
   expect(generation.changes).to.have.length(1);
   expect(generation.changes[0]).to.deep.include({ input: "generation", old: provedDigest, observed: "restarted" });
-  expect(generation.changes[0]!.new).to.match(/^sha256:[0-9a-f]{64}$/).and.not.equal(generation.changes[0]!.old);
+  expect(generation.changes[0].new).to.match(/^sha256:[0-9a-f]{64}$/).and.not.equal(generation.changes[0].old);
   expect(s.kept.map((k) => k.name)).to.include.members(["fleet-e2-process", "fleet-e2-image-check", "fleet-sim2", "fleet-e1-generation", "fleet-fabric-gate"]);
 
   const json = await invalidatedCli(stack.name, "--json", "--refresh");

@@ -39,6 +39,6 @@ export async function awaitHealthy(url: string, timeoutMs = 20_000): Promise<voi
  * handshake until they restart too. Restarts the given engines at once, as one wave, and waits for each.
  */
 export async function restartWaveByHand(stack: string, ids: readonly string[], engines: Record<string, { host: string }>): Promise<void> {
-  const urls = await Promise.all(ids.map((id) => restartByHand(stack, id, engines[id]!.host)));
+  const urls = await Promise.all(ids.map((id) => restartByHand(stack, id, engines[id].host)));
   await Promise.all(urls.map((url) => awaitHealthy(url)));
 }

@@ -112,7 +112,7 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
           return { ...r, engines, enginesHealthy: engines.length > 0 && engines.every((id) => healthyThrough(id, r.start, r.end)) };
         });
       const servedAt = sent.filter((r) => r.outcome === 200).map((r) => r.end).sort((a, b) => a - b);
-      const longestGapS = servedAt.slice(1).reduce((most, t, i) => Math.max(most, t - servedAt[i]!), 0) / 1000;
+      const longestGapS = servedAt.slice(1).reduce((most, t, i) => Math.max(most, t - servedAt[i]), 0) / 1000;
       return { sent, failed, longestGapS };
     },
   };

@@ -43,10 +43,10 @@ export function hostEntries(hosts: SimHost[], extra: Record<string, unknown> = {
 export async function openStack(name: string, hosts: SimHost[], engines: EngineEntry[], extra: Record<string, unknown> = {}): Promise<Stack> {
   const cli = await PulumiCommand.get({ root: path.join(PROJECT_ROOT, ".tools"), skipVersionCheck: false });
   const config: Record<string, unknown> = {
-    "narwhal-fleet:sshPrivateKeyFile": path.relative(PROJECT_ROOT, hosts[0]!.privateKeyPath),
+    "narwhal-fleet:sshPrivateKeyFile": path.relative(PROJECT_ROOT, hosts[0].privateKeyPath),
     "narwhal-fleet:hosts": hostEntries(hosts),
     "narwhal-fleet:engines": engines,
-    "narwhal-fleet:model": { servedName: MODEL, checkpointDir: hosts[0]!.modelDir },
+    "narwhal-fleet:model": { servedName: MODEL, checkpointDir: hosts[0].modelDir },
     // The invalidation rows state what one engine's restart re-measures, without its KV component's wave;
     // the files about faults and waves take the default (restartKvPeers on).
     "narwhal-fleet:runtime": { kind: "native", restartKvPeers: false },

@@ -46,7 +46,7 @@ function aliasUrn(req: RegisterRequest, alias: ReturnType<RegisterRequest["getAl
   if (!alias.hasSpec()) return alias.getUrn();
   const spec = alias.getSpec();
   const parent = spec.getNoparent() ? "" : spec.getParenturn() || req.getParent();
-  const chain = parent ? parent.split("::")[2]! : "";
+  const chain = parent ? parent.split("::")[2] : "";
   const type = spec.getType() || req.getType();
   const qualified = chain && chain !== "pulumi:pulumi:Stack" ? `${chain}$${type}` : type;
   return `urn:pulumi:${spec.getStack() || pulumi.getStack()}::${spec.getProject() || pulumi.getProject()}::${qualified}::${spec.getName() || req.getName()}`;

@@ -22,7 +22,7 @@ const START = 1795956299.8863;
 const plan = renderLaunchPlan(launchInputs());
 const env = (() => {
   const all = runbookEnv(plan, "sk-secret");
-  return Object.fromEntries(surveyEnvKeys(plan).filter((k) => k in all).map((k) => [k, all[k]!]));
+  return Object.fromEntries(surveyEnvKeys(plan).filter((k) => k in all).map((k) => [k, all[k]]));
 })();
 const survey = nativeSurvey(runbookPlan(plan, { backend: "native" }), env);
 const kept = decideRunbookAdoption({ plan }, survey);

@@ -64,8 +64,8 @@ describe("cache signature", () => {
 
   it("ignores GPU indices, addresses, device paths and anything else outside the seven fields", () => {
     const extra = { ...BASE, gpu_ids: [2, 3], fabric_address: "10.0.1.12", devices: ["/dev/nvidia2"], host: "gpu-b", port: 8101 };
-    expect(cacheSignature(extra as CacheSignatureInputs)).to.equal(BASE_SIGNATURE);
-    expect(signatureDocument(extra as CacheSignatureInputs)).to.equal(signatureDocument(BASE));
+    expect(cacheSignature(extra)).to.equal(BASE_SIGNATURE);
+    expect(signatureDocument(extra)).to.equal(signatureDocument(BASE));
   });
 
   it("changes with each of the seven fields", () => {
@@ -196,7 +196,7 @@ describe("cache groups", () => {
   });
 
   it("refuses duplicate ids or indices", () => {
-    const e = thrown(() => cacheGroups([engines[0]!, { ...engines[1]!, id: "e4" }, { ...engines[2]!, index: 4 }]));
+    const e = thrown(() => cacheGroups([engines[0], { ...engines[1], id: "e4" }, { ...engines[2], index: 4 }]));
     expect(e.code).to.equal("NARWHAL_CACHE_GROUP_ENGINES");
     expect(e.message).to.equal("cannot group the engines: engine id e4 appears more than once; engines e4 and e1 share index 4");
   });
@@ -205,7 +205,7 @@ describe("cache groups", () => {
 describe("layout disagreement and budget groups", () => {
   const engines: GroupEngine[] = ["e0", "e1", "e2", "e3"].map((id, index) => ({ id, index, inputs: { ...BASE, tensor_parallel_size: 1 } }));
   const groups = cacheGroups(engines);
-  const signature = groups[0]!.signature;
+  const signature = groups[0].signature;
   const block32: CacheLayout = {
     ...GQA_TP1,
     ranks: GQA_TP1.ranks.map((r) => ({ ...r, blockSize: 32, pageSizeBytes: 131072 })),
@@ -251,7 +251,7 @@ describe("layout disagreement and budget groups", () => {
   it("reports a different TP shape with its per-rank geometry", () => {
     const diff = layoutDisagreements(groups, { e0: GQA_TP1, e1: GQA_TP2, e2: GQA_TP1, e3: GQA_TP1 });
     expect(diff).to.have.length(1);
-    expect(diff[0]!.differences.map((d) => d.field)).to.deep.equal([
+    expect(diff[0].differences.map((d) => d.field)).to.deep.equal([
       "tensorParallelSize",
       "rankCount",
       "numKvHeadsPerRank",
@@ -276,7 +276,7 @@ describe("layout disagreement and budget groups", () => {
   });
 
   it("gives a differing geometry its own budget, keeping the other part's key", () => {
-    const uniformKey = budgetGroups(groups, { e0: GQA_TP1, e1: GQA_TP1, e2: GQA_TP1, e3: GQA_TP1 })[0]!.key;
+    const uniformKey = budgetGroups(groups, { e0: GQA_TP1, e1: GQA_TP1, e2: GQA_TP1, e3: GQA_TP1 })[0].key;
     const split = budgetGroups(groups, { e0: GQA_TP1, e1: GQA_FP8_TP1, e2: GQA_TP1, e3: GQA_FP8_TP1 });
     expect(split.map((g) => [g.key, g.representative, g.members, g.layout])).to.deep.equal([
       [uniformKey, "e0", ["e0", "e2"], GQA_TP1],

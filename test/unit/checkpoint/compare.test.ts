@@ -74,7 +74,7 @@ describe("checkpoint replica comparison", () => {
   it("does not depend on the order files were listed in", () => {
     const m = manifest(base);
     const shuffled = { ...m, files: [...m.files].reverse() };
-    const changed = manifest({ ...base, "tokenizer.json": [5, A] } as Record<string, [number, string]>);
+    const changed = manifest({ ...base, "tokenizer.json": [5, A] });
     expect(compareReplicas([{ host: "h1", manifest: shuffled }, { host: "h2", manifest: m }])).to.equal(null);
     expect(compareReplicas([{ host: "h1", manifest: shuffled }, { host: "h2", manifest: { ...changed, files: [...changed.files].reverse() } }])?.path).to.equal("tokenizer.json");
   });

@@ -118,7 +118,7 @@ describe("config: accepted configs", () => {
       slo: { ttftS: 4 },
     };
     const spec = accepted(variant((c) => (c.engines[1].overrides = overrides)));
-    expect(spec.engines[1]!.overrides).to.deep.equal(overrides);
+    expect(spec.engines[1].overrides).to.deep.equal(overrides);
   });
 
   it("ignores config keys the program passes as undefined (unset in the stack)", () => {

@@ -97,7 +97,7 @@ describe("config: defaults", () => {
       { id: "e3", host: "a", gpuIds: [1] },
     ];
     c.engines[1].gpuIds = [1]; // e1 shares host b with e2, so it must list its GPUs too
-    const e3 = accepted(c).engines[3]!;
+    const e3 = accepted(c).engines[3];
     expect([e3.port, e3.attestationPort, e3.nixlPort, e3.role, e3.index]).to.deep.equal([8103, 8203, 5603, "decode", 3]);
   });
 });

@@ -105,7 +105,7 @@ describe("discovery: busy planned ports", () => {
   it("returns the port, kind, engine and owners for callers", () => {
     const [c] = busyPlannedPorts(listeners, [e2("nixl", 5601)], { host: "sim2" });
     expect(c).to.deep.include({ engineId: "e2", kind: "nixl", port: 5601, owners: [{ name: "node", pid: 4242 }] });
-    expect(c!.listeners).to.have.length(1);
+    expect(c.listeners).to.have.length(1);
   });
 
   it("ignores listeners owned only by the given pids (an engine re-checked after its own start)", () => {

@@ -269,7 +269,7 @@ describe("discovery: the whole probe", () => {
         expect(f.errors.map((e) => e.section)).to.deep.equal(want.map(([s]) => s));
         f.errors.forEach((e, i) => {
           expect(e.host).to.equal("sim2");
-          const m = want[i]![1];
+          const m = want[i][1];
           if (typeof m === "string") expect(e.message).to.equal(m);
           else expect(e.message).to.match(m);
         });
@@ -328,7 +328,7 @@ describe("discovery: the whole probe", () => {
       );
       expect(f.runtime).to.deep.include({ imageId: id, packages: null, vllmVersion: null, resolvedDigest: null });
       expect(f.errors.map((e) => e.section)).to.deep.equal(["runtime_packages"]);
-      expect(f.errors[0]!.message).to.match(
+      expect(f.errors[0].message).to.match(
         /^host sim2, probe section runtime_packages: the short-lived container of sha256:4f36\S+ could not list its Python packages: pip list exited 127: .*executable file not found in \$PATH: unknown \| {2}\| Run 'docker run --help' for more information; importlib.metadata exited 127: /,
       );
       expect(blockingProblems(f)).to.include(
@@ -495,7 +495,7 @@ esac
           const opts: ProbeOptions = { alias: "gpu7", fabricInterface: "fab0", runtime: { kind: "docker", image: "sha256:" + "cd".repeat(32) } };
           const f = parseProbe(run(shell, opts).stdout, opts);
           expect(f.errors.map((e) => e.section)).to.deep.equal(["runtime_inspect"]);
-          expect(f.errors[0]!.message).to.contain("is not on this host (Error response from daemon: no such image");
+          expect(f.errors[0].message).to.contain("is not on this host (Error response from daemon: no such image");
           expect(fs.readFileSync(`${dir}/docker.log`, "utf8").trim().split("\n")).to.have.length(1);
         });
 
@@ -503,7 +503,7 @@ esac
           const small: ProbeOptions = { alias: "gpu7", fabricInterface: "fab0", modelDir: modelDir(), maxFileBytes: 60 };
           const f = parseProbe(run(shell, small).stdout, small);
           expect(f.errors.map((e) => e.section)).to.deep.equal(["model_config", "model_tokenizer_config"]);
-          expect(f.errors[0]!.message).to.match(/config.json has \d+ bytes, over the probe's bound/);
+          expect(f.errors[0].message).to.match(/config.json has \d+ bytes, over the probe's bound/);
           const gone: ProbeOptions = { alias: "gpu7", fabricInterface: "fab0", modelDir: `${dir}/models/gone` };
           expect(parseProbe(run(shell, gone).stdout, gone).errors.map((e) => e.section)).to.deep.equal(["model"]);
         });

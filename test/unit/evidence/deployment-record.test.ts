@@ -49,13 +49,13 @@ describe("evidence: deployment record", () => {
       record: { relativePath: `discovery/${"1".repeat(64)}.json`, digest: `sha256:${"1".repeat(64)}` },
       current: true,
     });
-    expect(gateA.steps[0]!.commands).to.deep.equal([
+    expect(gateA.steps[0].commands).to.deep.equal([
       { host: "sim1", argv: ["nvidia-smi", "--query-gpu=index,pci.bus_id,name", "--format=csv,noheader"], exitStatus: 0 },
     ]);
     const gateD = index.gates.find((g) => g.gate === "D")!;
-    expect(gateD.steps[0]!.hosts).to.deep.equal(["sim1", "sim2"]);
-    expect(gateD.steps[0]!.commands[1]).to.deep.equal({ host: "sim1", scriptSha256: "sha256:" + "c".repeat(64), exitStatus: null, signal: "SIGKILL" });
-    expect(gateD.steps[0]!.artifacts).to.deep.equal([{ name: "iperf3.json", path: `fabric-edge/artifacts/${"d".repeat(64)}`, sha256: `sha256:${"d".repeat(64)}`, bytes: 12 }]);
+    expect(gateD.steps[0].hosts).to.deep.equal(["sim1", "sim2"]);
+    expect(gateD.steps[0].commands[1]).to.deep.equal({ host: "sim1", scriptSha256: "sha256:" + "c".repeat(64), exitStatus: null, signal: "SIGKILL" });
+    expect(gateD.steps[0].artifacts).to.deep.equal([{ name: "iperf3.json", path: `fabric-edge/artifacts/${"d".repeat(64)}`, sha256: `sha256:${"d".repeat(64)}`, bytes: 12 }]);
     expect(index.sourceRevisions).to.deep.equal([REV]);
     expect(index.gates.filter((g) => g.status === "not-recorded").map((g) => g.gate)).to.deep.equal(["B", "C", "E", "F", "G"]);
   });
@@ -82,8 +82,8 @@ describe("evidence: deployment record", () => {
 
   it("names the host of a step about an engine when the config says where the engine runs", () => {
     const attestation = sampleRecord({ kind: "attestation", subject: { kind: "engine", alias: "e1" }, commands: [] });
-    expect(deploymentRecord("dev", [stored(9, attestation)], { e1: "sim2" }).gates.find((g) => g.gate === "E")!.steps[0]!.hosts).to.deep.equal(["sim2"]);
-    expect(deploymentRecord("dev", [stored(9, attestation)]).gates.find((g) => g.gate === "E")!.steps[0]!.hosts).to.deep.equal([]);
+    expect(deploymentRecord("dev", [stored(9, attestation)], { e1: "sim2" }).gates.find((g) => g.gate === "E")!.steps[0].hosts).to.deep.equal(["sim2"]);
+    expect(deploymentRecord("dev", [stored(9, attestation)]).gates.find((g) => g.gate === "E")!.steps[0].hosts).to.deep.equal([]);
   });
 
   it("becomes a valid store record whose digest depends only on the evidence, and whose verdict names the gaps", () => {
@@ -95,7 +95,7 @@ describe("evidence: deployment record", () => {
     expect(a.kind).to.equal("deployment-record");
     expect(a.subject).to.deep.equal({ kind: "fleet", alias: "dev" });
     expect(a.startedAt).to.equal("2025-01-31T12:01:05.000Z");
-    expect(a.inputs).to.deep.equal({ [records[0]!.relativePath]: records[0]!.digest, [records[1]!.relativePath]: records[1]!.digest });
+    expect(a.inputs).to.deep.equal({ [records[0].relativePath]: records[0].digest, [records[1].relativePath]: records[1].digest });
     expect(a.verdict.status).to.equal("fail");
     expect(a.verdict.reasons).to.include("Gate D failed: Prove the transfer fabric against the serving cache");
     expect(a.verdict.reasons).to.include("Gate B has no evidence record");

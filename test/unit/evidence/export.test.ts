@@ -172,11 +172,11 @@ describe("evidence: deployment record export", () => {
     const store = new EvidenceStore(dirs.root());
     await fill(store);
     const [victim] = await store.list("discovery");
-    fs.chmodSync(path.join(dirs.root(), victim!.relativePath), 0o600);
-    fs.appendFileSync(path.join(dirs.root(), victim!.relativePath), " ");
+    fs.chmodSync(path.join(dirs.root(), victim.relativePath), 0o600);
+    fs.appendFileSync(path.join(dirs.root(), victim.relativePath), " ");
     const error = await rejectionOf(exportDeploymentRecord({ store, stack: "dev", aliases, outDir: path.join(dirs.tmp(), "x"), sourceRevision: REV }));
     expect(error.code).to.equal("NARWHAL_EVIDENCE_INVALID");
-    expect(error.message).to.include(victim!.relativePath);
+    expect(error.message).to.include(victim.relativePath);
     expect(fs.existsSync(path.join(dirs.tmp(), "x"))).to.equal(false);
   });
 

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { EVIDENCE_KINDS, evidenceRecord, parseEvidenceRecord } from "../../../lib/evidence";
 import { sampleRecord } from "./helpers";
 
-const command = sampleRecord().commands[0]!;
+const command = sampleRecord().commands[0];
 
 /** The problem lines of a refused record, without the heading. */
 function problems(value: unknown): string[] {

@@ -75,9 +75,9 @@ function privateAddresses(text: string): string[] {
 describe("evidence: sanitised export", () => {
   it("replaces addresses, destinations, paths and credentials with stable aliases", () => {
     const [, fabric] = exportSanitised([sampleRecord(), fabricRecord()], ALIASES);
-    expect(fabric!.inputs).to.deep.equal({ route: "host:sim1 dev fab0 src host:sim1 via addr:1", transport: "tcp" });
-    expect(fabric!.commands[0]!.argv).to.deep.equal(["iperf3", "-c", "host:sim2", "-B", "host:sim1", "--json"]);
-    expect(fabric!.observations).to.deep.equal({
+    expect(fabric.inputs).to.deep.equal({ route: "host:sim1 dev fab0 src host:sim1 via addr:1", transport: "tcp" });
+    expect(fabric.commands[0].argv).to.deep.equal(["iperf3", "-c", "host:sim2", "-B", "host:sim1", "--json"]);
+    expect(fabric.observations).to.deep.equal({
       engineUrl: "http://host:sim2:8000/v1/models",
       peerUrl: "http://host:sim1:8000/metrics",
       sameHostOtherSpelling: "host:sim1",
@@ -112,9 +112,9 @@ describe("evidence: sanitised export", () => {
     const first = sampleRecord({ observations: { seen: ["10.1.2.3", "fd00:1::9", "root@10.9.9.9"] } });
     const second = sampleRecord({ observations: { again: ["FD00:1:0::9", "root@10.9.9.9", "10.1.2.3", "10.1.2.4"] } });
     const [a, b] = exportSanitised([first, second], ALIASES);
-    expect(a!.observations).to.deep.equal({ seen: ["addr:1", "addr:2", "dest:1"] });
-    expect(b!.observations).to.deep.equal({ again: ["addr:2", "dest:1", "addr:1", "addr:3"] });
-    expect(a!.inputs).to.deep.equal({
+    expect(a.observations).to.deep.equal({ seen: ["addr:1", "addr:2", "dest:1"] });
+    expect(b.observations).to.deep.equal({ again: ["addr:2", "dest:1", "addr:1", "addr:3"] });
+    expect(a.inputs).to.deep.equal({
       destination: "host:sim1",
       hostKey: sampleRecord().inputs.hostKey,
       fabricInterface: "fab0",

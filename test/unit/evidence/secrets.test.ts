@@ -18,7 +18,7 @@ describe("evidence store: secrets never reach the disk", () => {
 
   const refusals: Array<[string, () => ReturnType<typeof sampleRecord>, string]> = [
     ["a nested string", () => sampleRecord({ observations: { env: ["HOME=/root", `VLLM_API_KEY=${API_KEY}`] } }), "observations.env[1] contains a registered secret (plain)"],
-    ["an argv element", () => sampleRecord({ commands: [{ ...sampleRecord().commands[0]!, argv: ["vllm", "--api-key", API_KEY] }] }), "commands[0].argv[2] contains a registered secret (plain)"],
+    ["an argv element", () => sampleRecord({ commands: [{ ...sampleRecord().commands[0], argv: ["vllm", "--api-key", API_KEY] }] }), "commands[0].argv[2] contains a registered secret (plain)"],
     ["an input", () => sampleRecord({ inputs: { "api key": API_KEY } }), 'inputs["api key"] contains a registered secret (plain)'],
     ["a key", () => sampleRecord({ observations: { headers: { [API_KEY]: true } } }), "a key of observations.headers contains a registered secret (plain)"],
     ["its base64", () => sampleRecord({ observations: { blob: b64(API_KEY) } }), "observations.blob contains a registered secret (base64)"],

@@ -91,7 +91,7 @@ describe("evidence store: writing records", () => {
     const results = await Promise.all(Array.from({ length: 16 }, () => store.write(sampleRecord())));
     expect(new Set(results.map((r) => r.digest))).to.deep.equal(new Set([`sha256:${SAMPLE_HEX}`]));
     expect(fs.readdirSync(path.join(dirs.root(), "discovery"))).to.deep.equal([`${SAMPLE_HEX}.json`]);
-    expect(await store.read(results[0]!.relativePath, results[0]!.digest)).to.deep.equal(sampleRecord());
+    expect(await store.read(results[0].relativePath, results[0].digest)).to.deep.equal(sampleRecord());
   });
 
   it("writes distinct records concurrently from several stores on one root", async () => {
@@ -133,7 +133,7 @@ describe("evidence store: artifacts and listing", () => {
     const store = new EvidenceStore(dirs.root());
     const bytes = Buffer.from("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n");
     const artifact = await store.writeArtifact("discovery", "nvidia-smi-L.txt", bytes);
-    const hex = execFileSync("sha256sum", { input: bytes, encoding: "utf8" }).split(" ")[0]!;
+    const hex = execFileSync("sha256sum", { input: bytes, encoding: "utf8" }).split(" ")[0];
     expect(artifact).to.deep.equal({ name: "nvidia-smi-L.txt", relativePath: `discovery/artifacts/${hex}`, sha256: `sha256:${hex}`, bytes: bytes.length });
     expect(await store.writeArtifact("discovery", "again.txt", bytes)).to.include({ relativePath: artifact.relativePath });
     expect((await store.readArtifact(artifact.relativePath, artifact.sha256)).equals(bytes)).to.equal(true);

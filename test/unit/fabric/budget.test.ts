@@ -22,7 +22,7 @@ function thrown(fn: () => unknown): FabricError {
 
 /** Checks a hand-made layout against lib/engine's own invariants, so the hand numbers are consistent. */
 function consistent(l: CacheLayout): string[] {
-  const r = l.ranks[0]!;
+  const r = l.ranks[0];
   return layoutProblems(
     { blockSize: r.blockSize, numGpuBlocks: r.numGpuBlocks, cacheDtype: r.cacheDtype, labels: {} },
     { tensorParallelSize: l.tensorParallelSize, ranks: l.ranks, nixl: null },
@@ -109,7 +109,7 @@ describe("fabric budget", () => {
     expect(wrong.message).to.equal(
       "the captured cache layout cannot give a fabric payload: bytesPerTokenAllRanks is 65536, but its ranks add up to 131072; recapture the engine's cache",
     );
-    expect(thrown(() => budgetFor({ tensorParallelSize: 2, ranks: [GQA_TP2.ranks[0]!], bytesPerTokenAllRanks: 65536 })).message).to.equal(
+    expect(thrown(() => budgetFor({ tensorParallelSize: 2, ranks: [GQA_TP2.ranks[0]], bytesPerTokenAllRanks: 65536 })).message).to.equal(
       "the captured cache layout cannot give a fabric payload: it has 1 rank(s) for tensor parallel size 2; recapture the engine's cache",
     );
     expect(thrown(() => budgetFor({ tensorParallelSize: 1, ranks: [], bytesPerTokenAllRanks: 0 })).message).to.contain("it has no ranks");

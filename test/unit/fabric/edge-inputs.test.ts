@@ -35,7 +35,7 @@ describe("fabric edge inputs", () => {
       lockWaitS: 0,
     };
     expect(edgeInputProblems(bad).map(([k]) => k)).to.deep.equal(["destination", "edgeId", "tool", "iperfPort", "lockWaitS"]);
-    expect(edgeInputProblems(bad)[0]![1]).to.match(/^destination fabricInterface "no such if!" is not an interface name; fabricAddress "b\.fabric": /);
+    expect(edgeInputProblems(bad)[0][1]).to.match(/^destination fabricInterface "no such if!" is not an interface name; fabricAddress "b\.fabric": /);
     expect(edgeInputProblems({ ...good, edgeId: "a->a", destination: end("a", 12) })).to.deep.equal([
       ["edgeId", "edge a->a joins a host to itself: traffic inside one host is not a fabric edge"],
     ]);

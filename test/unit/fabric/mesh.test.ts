@@ -67,10 +67,10 @@ describe("fabric mesh", () => {
       { budgets: [{ key: "g2", members: ["e2"], requiredGbps: 2, formula: "f2" }] },
     ];
     const [ab, ba] = meshEdges(engines);
-    expect(edgeBudget(ab!, groups)).to.deep.equal({ requiredGbps: 2, governingEngine: "e2", budgetKey: "g2", formula: "f2" });
-    expect(edgeBudget(ba!, groups)).to.deep.equal({ requiredGbps: 0.5, governingEngine: "e3", budgetKey: "g1", formula: "f1" });
+    expect(edgeBudget(ab, groups)).to.deep.equal({ requiredGbps: 2, governingEngine: "e2", budgetKey: "g2", formula: "f2" });
+    expect(edgeBudget(ba, groups)).to.deep.equal({ requiredGbps: 0.5, governingEngine: "e3", budgetKey: "g1", formula: "f1" });
     // A budget change moves only the figure an edge is judged against.
-    const cheaper = [groups[0]!, { budgets: [{ ...groups[1]!.budgets[0]!, requiredGbps: 0.1 }] }];
-    expect(edgeBudget(ab!, cheaper)).to.deep.include({ requiredGbps: 0.5, governingEngine: "e1" });
+    const cheaper = [groups[0], { budgets: [{ ...groups[1].budgets[0], requiredGbps: 0.1 }] }];
+    expect(edgeBudget(ab, cheaper)).to.deep.include({ requiredGbps: 0.5, governingEngine: "e1" });
   });
 });

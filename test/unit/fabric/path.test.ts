@@ -61,7 +61,7 @@ describe("fabric path observation", () => {
   it("refuses output with a section missing", () => {
     let e: FabricError | undefined;
     try {
-      parsePathObservation("sim6", fixture("path-sim6.txt").split("@@narwhal-fabric-path routes4")[0]!);
+      parsePathObservation("sim6", fixture("path-sim6.txt").split("@@narwhal-fabric-path routes4")[0]);
     } catch (err) {
       e = err as FabricError;
     }

@@ -9,7 +9,7 @@ describe("KV components (who restarts together)", () => {
       { id: "d1", role: "decode" as const },
     ];
     expect(kvComponents(engines)).to.deep.equal([["p1", "p2", "d1"]]);
-    expect(areKvPeers(engines[0]!, engines[1]!)).to.equal(true);
+    expect(areKvPeers(engines[0], engines[1])).to.equal(true);
   });
 
   it("with pinned roles, two prefill engines are peers only through a decode engine, and reach each other through it", () => {

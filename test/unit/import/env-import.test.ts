@@ -187,7 +187,7 @@ describe("import: .env reading", () => {
       ["C", "plain"],
     ]);
     expect(f.problems.map((p) => p.line)).to.deep.equal([4, 5, 6]);
-    expect(f.problems[0]!.message).to.match(/^D: a shell expansion/);
+    expect(f.problems[0].message).to.match(/^D: a shell expansion/);
   });
 });
 

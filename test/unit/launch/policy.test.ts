@@ -37,7 +37,7 @@ function rejection(fn: () => unknown): string[] {
 describe("launch policy", () => {
   it("gives one engine on a host every GPU with TP equal to the count", () => {
     const s = spec([{ id: "e1", host: "a" }, { id: "e2", host: "b" }]);
-    const l = resolveEngineLaunch(s, s.engines[0]!, h100("a"));
+    const l = resolveEngineLaunch(s, s.engines[0], h100("a"));
     expect(l.engine.gpuIds).to.deep.equal([0, 1]);
     expect(l.policy.tensorParallelSize).to.equal(2);
     expect(l.policy).to.include({ blockSize: 128, maxModelLen: 16384, maxNumSeqs: 8, gpuMemoryUtilization: 0.9, dtype: "model", transport: "tcp" });
@@ -47,22 +47,22 @@ describe("launch policy", () => {
     const s = spec([{ id: "e1", host: "a", overrides: { blockSize: 16, maxNumSeqs: 4, dtype: "float16" } }, { id: "e2", host: "b" }], {
       launch: { maxModelLen: 8192 },
     });
-    const l = resolveEngineLaunch(s, s.engines[0]!, h100("a"));
+    const l = resolveEngineLaunch(s, s.engines[0], h100("a"));
     expect(l.policy).to.include({ blockSize: 16, maxNumSeqs: 4, dtype: "float16", maxModelLen: 8192 });
   });
 
   it("accepts disjoint GPUs on one host", () => {
     const s = spec([{ id: "e1", host: "a", gpuIds: [0] }, { id: "e2", host: "a", gpuIds: [1] }]);
-    expect(resolveEngineLaunch(s, s.engines[1]!, h100("a")).engine.gpuIds).to.deep.equal([1]);
+    expect(resolveEngineLaunch(s, s.engines[1], h100("a")).engine.gpuIds).to.deep.equal([1]);
   });
 
   it("rejects a GPU the host does not have, and a host with none", () => {
     const s = spec([{ id: "e1", host: "a", gpuIds: [3] }, { id: "e2", host: "b" }]);
-    expect(rejection(() => resolveEngineLaunch(s, s.engines[0]!, h100("a")))).to.deep.equal([
+    expect(rejection(() => resolveEngineLaunch(s, s.engines[0], h100("a")))).to.deep.equal([
       "engines[0].gpuIds: engine e1 on host a: GPU 3 is not visible (visible GPUs: 0, 1)",
     ]);
     const none: HostLaunchFacts = { ...h100("b"), vendor: "none", product: null, gpus: [], notice: "Inspect GPU PCI device exposure on this engine host." };
-    expect(rejection(() => resolveEngineLaunch(s, s.engines[1]!, none))).to.deep.equal([
+    expect(rejection(() => resolveEngineLaunch(s, s.engines[1], none))).to.deep.equal([
       "engines[1].host: engine e2 on host b: Inspect GPU PCI device exposure on this engine host.",
     ]);
   });
@@ -70,20 +70,20 @@ describe("launch policy", () => {
   it("appends model requirements and refuses a conflicting layout override", () => {
     const s = spec([{ id: "e1", host: "a", overrides: { engineArgs: ["--max-num-seqs", "2"] } }, { id: "e2", host: "b" }]);
     const facts = { ...h100("a"), model: { dtype: "bfloat16", trustRemoteCode: true, ssmConvStateLayoutDS: true } };
-    const l = resolveEngineLaunch(s, s.engines[0]!, facts);
+    const l = resolveEngineLaunch(s, s.engines[0], facts);
     expect(l.model).to.include({ trustRemoteCode: true, ssmConvStateLayoutDS: true });
     expect(l.policy.engineArgs).to.deep.equal(["--max-num-seqs", "2"]);
 
     const conflicting = spec([{ id: "e1", host: "a", overrides: { engineEnv: { VLLM_SSM_CONV_STATE_LAYOUT: "SD" } } }, { id: "e2", host: "b" }]);
-    expect(rejection(() => resolveEngineLaunch(conflicting, conflicting.engines[0]!, facts))).to.deep.equal([
+    expect(rejection(() => resolveEngineLaunch(conflicting, conflicting.engines[0], facts))).to.deep.equal([
       "engines[0].overrides.engineEnv: engine e1 on host a: VLLM_SSM_CONV_STATE_LAYOUT=SD conflicts with the checkpoint's convolutional SSM state, which requires DS",
     ]);
   });
 
   it("requires one accelerator product and one TP shape across replicas", () => {
     const s = spec([{ id: "e1", host: "a" }, { id: "e2", host: "b" }]);
-    const a = resolveEngineLaunch(s, s.engines[0]!, h100("a"));
-    const b = resolveEngineLaunch(s, s.engines[1]!, { ...h100("b", 1), product: "AMD Instinct MI300X", vendor: "amd" });
+    const a = resolveEngineLaunch(s, s.engines[0], h100("a"));
+    const b = resolveEngineLaunch(s, s.engines[1], { ...h100("b", 1), product: "AMD Instinct MI300X", vendor: "amd" });
     expect(checkReplicaShapes([
       { engineIndex: 0, id: "e1", host: "a", product: "NVIDIA H100 80GB HBM3", tensorParallelSize: a.policy.tensorParallelSize! },
       { engineIndex: 1, id: "e2", host: "b", product: "AMD Instinct MI300X", tensorParallelSize: b.policy.tensorParallelSize! },

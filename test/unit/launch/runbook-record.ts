@@ -30,7 +30,7 @@ export function runbookPlan(plan: LaunchPlan, o: RunbookPlanOptions = {}): Recor
   const native = o.backend === "native";
   const flags = servingFlags(rest);
   for (const [k, v] of Object.entries(o.flags ?? {})) flags.set(k, v);
-  const args = ["-m", "vllm.entrypoints.openai.api_server", "--model", native ? model! : "/model"];
+  const args = ["-m", "vllm.entrypoints.openai.api_server", "--model", native ? model : "/model"];
   for (const [f, v] of flags) {
     if (f === "--host") args.push(f, native ? v : "0.0.0.0");
     else if (v === "true") args.push(f);

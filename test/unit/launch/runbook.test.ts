@@ -11,7 +11,7 @@ describe("runbook launch adoption (plan equality)", () => {
   const plan = renderLaunchPlan(launchInputs());
   const env = (over: Record<string, string> = {}) => {
     const all = runbookEnv(plan, "sk-secret", over);
-    return Object.fromEntries(surveyEnvKeys(plan).filter((k) => k in all).map((k) => [k, all[k]!]));
+    return Object.fromEntries(surveyEnvKeys(plan).filter((k) => k in all).map((k) => [k, all[k]]));
   };
 
   it("adopts a live native engine whose launch.json serves the same plan, despite the launcher's own record fields and JSON spacing", () => {
@@ -31,7 +31,7 @@ describe("runbook launch adoption (plan equality)", () => {
   });
 
   it("names an environment difference (GPU visibility) and a changed kv-transfer-config value", () => {
-    const kv = JSON.parse(plan.argv[plan.argv.indexOf("--kv-transfer-config") + 1]!);
+    const kv = JSON.parse(plan.argv[plan.argv.indexOf("--kv-transfer-config") + 1]);
     kv.kv_connector_extra_config.kv_lease_duration = 60;
     const launch = runbookPlan(plan, { backend: "native", flags: { "--kv-transfer-config": JSON.stringify(kv) } });
     const d = decideRunbookAdoption({ plan }, nativeSurvey(launch, env({ CUDA_VISIBLE_DEVICES: "2,3" })));

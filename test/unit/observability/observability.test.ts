@@ -23,7 +23,7 @@ function narwhalMetricNames(): Set<string> {
   const names = new Set<string>();
   const dir = path.join(NARWHAL, "observability", "metrics");
   for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".py"))) {
-    for (const m of fs.readFileSync(path.join(dir, f), "utf8").matchAll(/"(narwhal_[a-z_]+)"/g)) names.add(m[1]!);
+    for (const m of fs.readFileSync(path.join(dir, f), "utf8").matchAll(/"(narwhal_[a-z_]+)"/g)) names.add(m[1]);
   }
   return names;
 }
@@ -32,7 +32,7 @@ function narwhalMetricNames(): Set<string> {
 function simMetricNames(): Set<string> {
   const names = new Set<string>();
   const text = fs.readFileSync(path.join(ROOT, "sim", "engine", "vllm-metrics.ts"), "utf8");
-  for (const m of text.matchAll(/new (Gauge|Counter|Histogram)\("(vllm:[a-z_:]+)"/g)) names.add(m[1] === "Counter" ? `${m[2]}_total` : m[2]!);
+  for (const m of text.matchAll(/new (Gauge|Counter|Histogram)\("(vllm:[a-z_:]+)"/g)) names.add(m[1] === "Counter" ? `${m[2]}_total` : m[2]);
   return names;
 }
 

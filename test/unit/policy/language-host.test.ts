@@ -58,7 +58,7 @@ describe("tools/policy-language-host", function () {
     req.setKind("analyzer");
     const out: RunOutcome = { stdout: "", stderr: "" };
     return new Promise((resolve, reject) => {
-      const call = client["runPlugin"]!(req) as grpc.ClientReadableStream<{ getStdout_asU8(): Uint8Array; getStderr_asU8(): Uint8Array; hasExitcode?(): boolean; getOutputCase(): number; getExitcode(): number }>;
+      const call = client["runPlugin"](req) as grpc.ClientReadableStream<{ getStdout_asU8(): Uint8Array; getStderr_asU8(): Uint8Array; hasExitcode?(): boolean; getOutputCase(): number; getExitcode(): number }>;
       call.on("data", (m) => {
         const which = m.getOutputCase();
         if (which === messages.RunPluginResponse.OutputCase.STDOUT) out.stdout += Buffer.from(m.getStdout_asU8()).toString();
@@ -73,7 +73,7 @@ describe("tools/policy-language-host", function () {
 
   it("answers GetPluginInfo with its version", async () => {
     const info = await new Promise<{ getVersion(): string }>((resolve, reject) =>
-      client["getPluginInfo"]!(new empty.Empty(), (err: Error | null, res: { getVersion(): string }) => (err ? reject(err) : resolve(res))),
+      client["getPluginInfo"](new empty.Empty(), (err: Error | null, res: { getVersion(): string }) => (err ? reject(err) : resolve(res))),
     );
     expect(info.getVersion()).to.equal("0.1.0");
   });

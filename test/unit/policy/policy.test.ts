@@ -35,7 +35,7 @@ function edited(name: string, edit: (props: Record<string, unknown>) => Record<s
 }
 
 const messages = (policy: PolicyName, resources: StackResource[], opts: PolicyOptions = CONFIG): string[] => judge(policy, resources, opts).map((v) => v.message);
-const propsOf = (resources: StackResource[], name: string): Record<string, unknown> => resources.find((r) => r.name === name)!.props as Record<string, unknown>;
+const propsOf = (resources: StackResource[], name: string): Record<string, unknown> => resources.find((r) => r.name === name)!.props;
 
 describe("lib/policy: the evidence gates of the policy pack", () => {
   it("knows every unknown-value sentinel @pulumi/policy hands the pack", () => {
@@ -53,7 +53,7 @@ describe("lib/policy: the evidence gates of the policy pack", () => {
 
   describe("engine-evidence", () => {
     it("names an engine whose cache capture is missing (fail closed)", () => {
-      const gen = propsOf(converged(), "fleet-p1-generation")["generationDigest"];
+      const gen = String(propsOf(converged(), "fleet-p1-generation")["generationDigest"]);
       expect(messages("engine-evidence", edited("fleet-p1-cache", () => null))).to.deep.equal([
         `engine p1: no cache capture in the stack (fail closed: missing evidence is a violation). Fix: run \`pulumi up\` to measure the cache capture of generation ${gen}.`,
       ]);
@@ -66,7 +66,7 @@ describe("lib/policy: the evidence gates of the policy pack", () => {
     });
 
     it("names evidence bound to another generation, with both digests", () => {
-      const gen = propsOf(converged(), "fleet-p2-generation")["generationDigest"];
+      const gen = String(propsOf(converged(), "fleet-p2-generation")["generationDigest"]);
       const stale = "sha256:" + "0".repeat(64);
       expect(messages("engine-evidence", edited("fleet-attestation-p2", (p) => ({ ...p, generationDigest: stale })))).to.deep.equal([
         `engine p2: attestation fleet-attestation-p2 is bound to generation ${stale}, but the engine's current generation is ${gen} (fleet-p2-generation). Fix: run \`pulumi up\` to re-measure it against the running process.`,
@@ -74,7 +74,7 @@ describe("lib/policy: the evidence gates of the policy pack", () => {
     });
 
     it("names a profile measured under another attestation of the engine", () => {
-      const attested = propsOf(converged(), "fleet-attestation-p1")["attestationDigest"];
+      const attested = String(propsOf(converged(), "fleet-attestation-p1")["attestationDigest"]);
       const other = "sha256:" + "2".repeat(64);
       expect(messages("engine-evidence", edited("fleet-profiles-p1", (p) => ({ ...p, attestationDigest: other })))).to.deep.equal([
         `engine p1: profile fleet-profiles-p1 was measured under attestation ${other}, but the engine's attestation is ${attested} (fleet-attestation-p1). Fix: run \`pulumi up\` to profile the engine again under its current attestation.`,

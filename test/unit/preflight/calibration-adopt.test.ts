@@ -56,7 +56,7 @@ function expectation(over: { starts?: Partial<typeof START>; context?: number } 
     model: "tiny",
     engines: (["e0", "e1"] as const).map((id, i) => ({
       engineId: id,
-      url: ["http://127.0.0.1:38411", "http://127.0.0.1:40615"][i]!,
+      url: ["http://127.0.0.1:38411", "http://127.0.0.1:40615"][i],
       maxModelLen: CONTEXT,
       attestationDigest: "sha256:" + "a".repeat(64),
       live: { version: VERSION, processStart: starts[id], maxModelLen: over.context ?? CONTEXT },
@@ -103,10 +103,10 @@ describe("preflight: adopting a runbook's first-token calibration", () => {
     const changed = judgeCalibration(bytes, { ...sourceOf(bytes), sha256: "sha256:" + "0".repeat(64) }, expectation());
     expect(changed.ok).to.equal(false);
     expect(!changed.ok && changed.mismatches.map((m) => m.field)).to.deep.equal(["sha256"]);
-    expect(!changed.ok && changed.mismatches[0]!.reason).to.match(/changed since the program read it/);
+    expect(!changed.ok && changed.mismatches[0].reason).to.match(/changed since the program read it/);
     const pinned = judge(document(), expectation(), "sha256:" + "1".repeat(64));
     expect(!pinned.ok && pinned.mismatches[0]).to.deep.include({ field: "sha256" });
-    expect(!pinned.ok && pinned.mismatches[0]!.reason).to.match(/^\/srv\/runbook\/runs\/first-token\.json is sha256:[0-9a-f]{64}, not the pinned sha256:1{64}$/);
+    expect(!pinned.ok && pinned.mismatches[0].reason).to.match(/^\/srv\/runbook\/runs\/first-token\.json is sha256:[0-9a-f]{64}, not the pinned sha256:1{64}$/);
   });
 
   it("refuses what is not a calibration document, naming schema", () => {
@@ -114,7 +114,7 @@ describe("preflight: adopting a runbook's first-token calibration", () => {
     const r = judgeCalibration(notJson, sourceOf(notJson), expectation());
     expect(!r.ok && r.mismatches.map((m) => m.field)).to.deep.equal(["schema"]);
     expect(mismatches(document({ schema_version: 2 })).map((m) => m.field)).to.deep.equal(["schema"]);
-    expect(mismatches({ schema: "narwhal.profile-store" })[0]!.reason).to.match(/not a narwhal\.first-token-calibration v1 document/);
+    expect(mismatches({ schema: "narwhal.profile-store" })[0].reason).to.match(/not a narwhal\.first-token-calibration v1 document/);
   });
 
   it("names the engine and field of a restarted process: its process start and its generation", () => {
@@ -123,15 +123,15 @@ describe("preflight: adopting a runbook's first-token calibration", () => {
       ["e1", "process_starts.e1"],
       ["e1", "generations.e1"],
     ]);
-    expect(ms[0]!.reason).to.equal(`e1 was sampled in the process started at ${START.e1}, the live process started at ${START.e1 + 40} (restarted since)`);
-    expect(ms[1]!.reason).to.match(/^e1 was sampled as generation "sha256:[0-9a-f]{64}", the live identity \(version, process start\) gives sha256:[0-9a-f]{64}$/);
+    expect(ms[0].reason).to.equal(`e1 was sampled in the process started at ${START.e1}, the live process started at ${START.e1 + 40} (restarted since)`);
+    expect(ms[1].reason).to.match(/^e1 was sampled as generation "sha256:[0-9a-f]{64}", the live identity \(version, process start\) gives sha256:[0-9a-f]{64}$/);
   });
 
   it("binds by the attestation when the file was taken under an engine contract", () => {
     const x = expectation();
     const bound = document({ contract_fingerprint: "sha256:" + "c".repeat(64), generations: { e0: "sha256:" + "a".repeat(64), e1: "sha256:" + "a".repeat(64) } });
     expect(judge(bound, x).ok).to.equal(true);
-    x.engines[0]!.launchDigest = "sha256:" + "d".repeat(64);
+    x.engines[0].launchDigest = "sha256:" + "d".repeat(64);
     expect(mismatches(bound, x).map((m) => [m.engine, m.field])).to.deep.equal([["e0", "generations.e0"]]);
   });
 
@@ -139,7 +139,7 @@ describe("preflight: adopting a runbook's first-token calibration", () => {
     expect(mismatches(document({ model: "other" })).map((m) => m.field)).to.deep.equal(["model"]);
     const moved = mismatches(document({ engine_urls: { e0: "http://127.0.0.1:1", e1: "http://127.0.0.1:40615" } }));
     expect(moved.map((m) => [m.engine, m.field])).to.deep.equal([["e0", "engine_urls.e0"]]);
-    expect(moved[0]!.reason).to.equal('e0 was sampled at "http://127.0.0.1:1", the fleet document reaches it at http://127.0.0.1:38411');
+    expect(moved[0].reason).to.equal('e0 was sampled at "http://127.0.0.1:1", the fleet document reaches it at http://127.0.0.1:38411');
     const other = mismatches(document({ engine_urls: { e0: "http://127.0.0.1:38411", e9: "http://127.0.0.1:9" } }));
     expect(other.map((m) => [m.engine, m.field])).to.deep.equal([
       ["e9", "engine_urls"],
@@ -153,10 +153,10 @@ describe("preflight: adopting a runbook's first-token calibration", () => {
       ["e0", "maxModelLen"],
       ["e1", "maxModelLen"],
     ]);
-    expect(ms[0]!.reason).to.equal("e0 serves a context of 4096 tokens, its launch plan 2048");
+    expect(ms[0].reason).to.equal("e0 serves a context of 4096 tokens, its launch plan 2048");
     const short = mismatches(document({ input_tokens: [64] }));
     expect(short.map((m) => m.field)).to.deep.equal(["input_tokens"]);
-    expect(short[0]!.reason).to.equal("input_tokens [64] do not include the longest admitted input 2047 of the served context 2048");
+    expect(short[0].reason).to.equal("input_tokens [64] do not include the longest admitted input 2047 of the served context 2048");
   });
 
   it("names an incomplete run, too few samples, and engines that changed while it sampled", () => {
@@ -171,7 +171,7 @@ describe("preflight: adopting a runbook's first-token calibration", () => {
     failed.attempts[5] = { ...failed.attempts[5], status: "observation_expired", first_token_seconds: undefined, error: "TimeoutError" };
     const f = mismatches(failed);
     expect(f.map((m) => m.field)).to.deep.equal(["attempts"]);
-    expect(f[0]!.reason).to.equal("e0 -> e1 at 64 tokens has 99 completed and 1 failed attempts, 100 completed and none failed required");
+    expect(f[0].reason).to.equal("e0 -> e1 at 64 tokens has 99 completed and 1 failed attempts, 100 completed and none failed required");
     const oneWay = document();
     oneWay.attempts = oneWay.attempts.filter((a: { producer: string }) => a.producer === "e0");
     expect(mismatches(oneWay).map((m) => m.reason)).to.deep.equal([
@@ -181,7 +181,7 @@ describe("preflight: adopting a runbook's first-token calibration", () => {
     const edited = mismatches(document({ candidate_deadline_s: 0.2 }));
     expect(edited.map((m) => m.field)).to.deep.equal(["candidate_deadline_s"]);
     // A path this fleet's roles do not permit (e1 pinned to decode) was sampled: not this fleet's calibration.
-    const x = { ...expectation(), paths: [PATHS[0]!] };
+    const x = { ...expectation(), paths: [PATHS[0]] };
     expect(mismatches(document(), x).map((m) => m.reason)).to.deep.equal(["attempts on e1 -> e0 at 64 tokens, which is not a role-permitted path of this fleet", "attempts on e1 -> e0 at 2047 tokens, which is not a role-permitted path of this fleet"]);
   });
 });

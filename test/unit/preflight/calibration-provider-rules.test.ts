@@ -40,17 +40,17 @@ describe("calibration provider: replacement and input rules", () => {
   const diff = (change: (i: CalibrationInputs) => void) => {
     const news = inputs();
     change(news);
-    return provider.diff!("id", inputs() as CalibrationOutputs, news) as Promise<{ changes: boolean; replaces: string[] }>;
+    return provider.diff!("id", inputs(), news) as Promise<{ changes: boolean; replaces: string[] }>;
   };
 
   it("replaces on a new model, runtime, transport, served context, engine generation or role; nothing else", async () => {
     expect((await diff((i) => (i.model = "other"))).replaces).to.deep.equal(["model"]);
     expect((await diff((i) => (i.runtime = { kind: "docker", image: D("f") }))).replaces).to.deep.equal(["runtime"]);
-    expect((await diff((i) => (i.engines[0]!.transport = "ucx_rdma"))).replaces).to.deep.equal(["engines"]);
-    expect((await diff((i) => (i.engines[1]!.maxModelLen = 32768))).replaces).to.deep.equal(["engines"]);
-    expect((await diff((i) => (i.engines[1]!.generationDigest = D("9")))).replaces).to.deep.equal(["engines"]);
-    expect((await diff((i) => (i.engines[1]!.attestationDigest = D("8")))).replaces).to.deep.equal(["engines"]);
-    expect((await diff((i) => (i.engines[1]!.pin = true))).replaces).to.deep.equal(["engines"]);
+    expect((await diff((i) => (i.engines[0].transport = "ucx_rdma"))).replaces).to.deep.equal(["engines"]);
+    expect((await diff((i) => (i.engines[1].maxModelLen = 32768))).replaces).to.deep.equal(["engines"]);
+    expect((await diff((i) => (i.engines[1].generationDigest = D("9")))).replaces).to.deep.equal(["engines"]);
+    expect((await diff((i) => (i.engines[1].attestationDigest = D("8")))).replaces).to.deep.equal(["engines"]);
+    expect((await diff((i) => (i.engines[1].pin = true))).replaces).to.deep.equal(["engines"]);
     expect((await diff((i) => (i.inputLengths = [128, 16383]))).replaces).to.deep.equal(["inputLengths"]);
     expect(await diff(() => undefined)).to.include({ changes: false });
   });
@@ -87,7 +87,7 @@ describe("calibration provider: replacement and input rules", () => {
     bad.samplesPerGroup = 99;
     bad.observationBoundS = 2.5;
     bad.inputLengths = [128, 16384];
-    bad.engines[0]!.generationDigest = "abc";
+    bad.engines[0].generationDigest = "abc";
     bad.engines.pop();
     bad.model = "other";
     bad.schedule = "parallel" as never;
@@ -110,8 +110,8 @@ describe("calibration provider: replacement and input rules", () => {
   it("names a calibration file to adopt that is not an absolute path with the digests of its bytes", () => {
     const reason = "adopt must name the calibration to adopt as {path, sha256, pinned?}: an absolute path and sha256:<64 hex> digests of the bytes read and pinned";
     for (const adopt of [{ path: "runs/first-token.json", sha256: D("c") }, { path: "/srv/first-token.json", sha256: "c".repeat(64) }, { path: "/srv/first-token.json", sha256: D("c"), pinned: "abc" }]) {
-      expect(inputFailures({ ...inputs(), adopt } as unknown as Record<string, unknown>)).to.deep.equal([{ property: "adopt", reason }]);
+      expect(inputFailures({ ...inputs(), adopt })).to.deep.equal([{ property: "adopt", reason }]);
     }
-    expect(inputFailures({ ...inputs(), adopt: { path: "/srv/first-token.json", sha256: D("c"), pinned: D("c") } } as unknown as Record<string, unknown>)).to.deep.equal([]);
+    expect(inputFailures({ ...inputs(), adopt: { path: "/srv/first-token.json", sha256: D("c"), pinned: D("c") } })).to.deep.equal([]);
   });
 });

@@ -25,7 +25,7 @@ const profile = (iid: string, over: Partial<GateProfile> = {}): GateProfile => (
 });
 
 function plan(n: number, over: Partial<PreflightPlan> = {}): PreflightPlan {
-  const engines = Array.from({ length: n }, (_, i) => ({ iid: `e${i}`, role: (i === 0 ? "prefill" : "decode") as "prefill" | "decode" }));
+  const engines = Array.from({ length: n }, (_, i): PreflightPlan["engines"][number] => ({ iid: `e${i}`, role: i === 0 ? "prefill" : "decode" }));
   return {
     engines,
     model: "tiny",
@@ -72,8 +72,8 @@ describe("preflight: gate verdicts", () => {
   it("a dead engine fails reach and blocks nothing it never reached; KV gates run without it", async () => {
     const v = await runPreflight(plan(3), observer({ health: async (iid) => iid !== "e2" }));
     const g = Object.fromEntries(v.gates.map((x) => [x.gate, x]));
-    expect(g.reach!.verdict).to.equal("fail");
-    expect(g.reach!.lines.find((l) => l.status === "fail")!.message).to.equal("e2 /health did not answer 200");
+    expect(g.reach.verdict).to.equal("fail");
+    expect(g.reach.lines.find((l) => l.status === "fail")!.message).to.equal("e2 /health did not answer 200");
     expect(v.transfers.map((t) => `${t.producer}>${t.consumer}`)).to.deep.equal(["e0>e1", "e1>e0"]);
   });
 
@@ -107,7 +107,7 @@ describe("preflight: gate verdicts", () => {
     expect(out.gates.find((g) => g.gate === "pace")!.verdict).to.equal("pass");
     // e0, e1 and the first of the gpu0 pair start together; e3 waits for e2 and never runs beside it.
     expect(overlaps[2]).to.deep.equal(["e0", "e1", "e2"]);
-    for (const seen of overlaps) expect(seen.includes("e2") && seen.includes("e3"), `e2 and e3 at once: ${seen}`).to.equal(false);
+    for (const seen of overlaps) expect(seen.includes("e2") && seen.includes("e3"), `e2 and e3 at once: ${seen.join(",")}`).to.equal(false);
     expect(overlaps.flat()).to.include("e3");
   });
 
@@ -182,7 +182,7 @@ describe("preflight: first-token calibration formula", () => {
     expect(r.clientTtft).to.be.closeTo(2.95, 1e-9);
     expect(r.fitsClientTtft).to.equal(true);
     expect(calibrate([flat, spiky], { routerOverheadS: 0.2, clientTtftS: 3 }).fitsClientTtft).to.equal(false);
-    expect(r.groups[1]!.failures).to.equal(1);
+    expect(r.groups[1].failures).to.equal(1);
   });
 
   it("refuses a group with fewer than 100 completed samples and an observation bound outside (deadline, request timeout]", () => {

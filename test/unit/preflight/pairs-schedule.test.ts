@@ -13,12 +13,12 @@ const PYTHON = path.resolve(__dirname, "../../../.tools/venv/bin/python");
 /** Every role/pin layout of n engines worth testing: unpinned, one pinned prefill, pinned prefill + pinned decode, all pinned split. */
 function layouts(n: number): PairEngine[][] {
   const ids = Array.from({ length: n }, (_, i) => `e${i}`);
-  const base = ids.map((id, i) => ({ id, role: (i === 0 ? "prefill" : "decode") as PairEngine["role"] }));
+  const base = ids.map((id, i): PairEngine => ({ id, role: i === 0 ? "prefill" : "decode" }));
   return [
     base,
     base.map((e, i) => (i === 0 ? { ...e, pin: true } : e)),
     base.map((e, i) => (i === 0 ? { ...e, pin: true } : i === n - 1 ? { ...e, pin: true } : e)),
-    base.map((e, i) => ({ ...e, role: (i < Math.ceil(n / 2) ? "prefill" : "decode") as PairEngine["role"], pin: true })),
+    base.map((e, i): PairEngine => ({ ...e, role: i < Math.ceil(n / 2) ? "prefill" : "decode", pin: true })),
   ];
 }
 
@@ -60,7 +60,7 @@ describe("preflight: pair selection", () => {
   });
 
   it("repeats each pair N times, each repeat its own probe, and refuses fewer than one", () => {
-    const pairs = validationPairs(layouts(3)[0]!, "mesh");
+    const pairs = validationPairs(layouts(3)[0], "mesh");
     const probes = withRepeats(pairs, 3);
     expect(probes).to.have.length(pairs.length * 3);
     expect(probes.filter((p) => p.producer === "e0" && p.consumer === "e1").map((p) => p.repeat)).to.deep.equal([0, 1, 2]);
@@ -83,7 +83,7 @@ describe("preflight: concurrent schedule", () => {
 
   it("packs a full mesh of N engines into 2(N−1) rounds (2N when N is odd) with no engine twice in a round", () => {
     for (let n = 2; n <= 16; n++) {
-      const rounds = check(withRepeats(validationPairs(layouts(n)[0]!, "mesh"), 1));
+      const rounds = check(withRepeats(validationPairs(layouts(n)[0], "mesh"), 1));
       expect(rounds.length, `${n} engines`).to.equal(n % 2 === 0 ? 2 * (n - 1) : 2 * n);
     }
   });
@@ -93,7 +93,7 @@ describe("preflight: concurrent schedule", () => {
   });
 
   it("never has two transfers in flight on one engine while running, and overlaps independent pairs", async () => {
-    const probes = withRepeats(validationPairs(layouts(6)[0]!, "mesh"), 2);
+    const probes = withRepeats(validationPairs(layouts(6)[0], "mesh"), 2);
     const busy = new Set<string>();
     let overlap = 0;
     let inFlight = 0;
@@ -115,7 +115,7 @@ describe("preflight: concurrent schedule", () => {
   });
 
   it("runs strictly one probe at a time in sequential mode, in selection order", async () => {
-    const probes = withRepeats(validationPairs(layouts(4)[1]!, "ring"), 2);
+    const probes = withRepeats(validationPairs(layouts(4)[1], "ring"), 2);
     let inFlight = 0;
     const order: string[] = [];
     await runProbes(probes, "sequential", async (p) => {

@@ -45,7 +45,7 @@ describe("preflight provider: replacement and input rules", () => {
   it("an SLO or deadline edit replaces it; so does an engine restart, a new profile, pair selection and repeats", async () => {
     expect((await diff((i) => ((i.fleetDocument.slo as { tpot_s: number }).tpot_s = 0.1))).replaces).to.deep.equal(["fleetDocument"]);
     expect((await diff((i) => ((i.fleetDocument.engine as { first_token_timeout_s: number }).first_token_timeout_s = 4))).replaces).to.deep.equal(["fleetDocument"]);
-    expect((await diff((i) => (i.engines[1]!.generationDigest = D("9")))).replaces).to.deep.equal(["engines"]);
+    expect((await diff((i) => (i.engines[1].generationDigest = D("9")))).replaces).to.deep.equal(["engines"]);
     expect((await diff((i) => (i.profileStoreDigest = D("d")))).replaces).to.deep.equal(["profileStoreDigest"]);
     expect((await diff((i) => (i.pairs = "ring"))).replaces).to.deep.equal(["pairs"]);
     expect((await diff((i) => (i.repeats = 3))).replaces).to.deep.equal(["repeats"]);

@@ -71,9 +71,9 @@ describe("preflight: the whole run's status, as narwhal-check decides it", () =>
 
   it("strict turned on over a degraded run replaces it; absent strict in older state is no change", async () => {
     const inputs = { fleetDocument: { model: "tiny" }, engines: [], profiles: [], profileStoreDigest: "sha256:" + "c3".repeat(32), pairs: "mesh", repeats: 1, schedule: "concurrent" };
-    expect((await provider.diff!("p", { ...inputs, status: "degraded" } as never, { ...inputs, strict: false } as never)).changes).to.equal(false);
-    expect((await provider.diff!("p", { ...inputs, status: "degraded" } as never, { ...inputs, strict: true } as never)).replaces).to.deep.equal(["strict"]);
-    expect((await provider.diff!("p", { ...inputs, status: "pass" } as never, { ...inputs, strict: true } as never)).replaces).to.deep.equal([]);
+    expect((await provider.diff!("p", { ...inputs, status: "degraded" }, { ...inputs, strict: false })).changes).to.equal(false);
+    expect((await provider.diff!("p", { ...inputs, status: "degraded" }, { ...inputs, strict: true })).replaces).to.deep.equal(["strict"]);
+    expect((await provider.diff!("p", { ...inputs, status: "pass" }, { ...inputs, strict: true })).replaces).to.deep.equal([]);
   });
 });
 
@@ -175,7 +175,7 @@ function writeTemp(doc: unknown): string {
 }
 
 function plan(over: Partial<PreflightPlan> = {}): PreflightPlan {
-  const engines = ["e0", "e1", "e2"].map((iid, i) => ({ iid, role: (i === 0 ? "prefill" : "decode") as "prefill" | "decode" }));
+  const engines = ["e0", "e1", "e2"].map((iid, i): PreflightPlan["engines"][number] => ({ iid, role: i === 0 ? "prefill" : "decode" }));
   const row = (iid: string) => ({ iid, ttft_a: 2e-8, ttft_b: 6e-5, ttft_c: 0.005, tpot_slope: 3e-6, tpot_intercept: 0.012, generation_digest: `sha256:${iid}`, decode_min_requests: 1, decode_max_requests: 8, decode_min_kv_tokens: 300, decode_max_kv_tokens: 9000, decode_fit_mape: 0.01, decode_cv_mape: 0.02 });
   return {
     engines,

@@ -42,7 +42,7 @@ describe("profiling: a fit over a limit is measured again, then fails naming the
       seen,
       measure: async (attempt: number) => {
         seen.push(attempt);
-        return { ...ROW, decode_fit_mape: figures[attempt - 1]! };
+        return { ...ROW, decode_fit_mape: figures[attempt - 1] };
       },
     };
   };
@@ -137,13 +137,13 @@ describe("profile provider: the limits as inputs", () => {
   it("replaces a recorded row the gate would now reject, and only updates for a row within the new limits", async () => {
     const news = { fitLimits: NARWHAL_FIT_LIMITS, fitAttempts: 3 } as never;
     // Recorded before the Profile applied the limits: no fitLimits in state, a row the gate rejects.
-    const stuck = await provider.diff!("p", { row: { ...row, decode_fit_mape: 0.0566 } } as never, news);
+    const stuck = await provider.diff!("p", { row: { ...row, decode_fit_mape: 0.0566 } }, news);
     expect(stuck).to.include({ changes: true });
     expect(stuck.replaces).to.deep.equal(["fitLimits"]);
-    const fine = await provider.diff!("p", { row, fitLimits: { maxDecodeFitMape: 0.1, maxDecodeCvMape: 0.13 }, fitAttempts: 3 } as never, news);
+    const fine = await provider.diff!("p", { row, fitLimits: { maxDecodeFitMape: 0.1, maxDecodeCvMape: 0.13 }, fitAttempts: 3 }, news);
     expect([fine.changes, fine.replaces]).to.deep.equal([true, []]);
     // A row within the limits recorded before they were inputs is not even an update.
-    const before = await provider.diff!("p", { row } as never, news);
+    const before = await provider.diff!("p", { row }, news);
     expect(before.changes).to.equal(false);
   });
 });

@@ -81,7 +81,7 @@ describe("profile provider: the adopt input", () => {
     const { source } = files();
     expect(adoptFailures(source)).to.deep.equal([]);
     expect(adoptFailures({ ...source, storePath: "runs/profiles.json" })).to.have.length(1);
-    expect(adoptFailures({ ...source, samplesSha256: "abc" })[0]!.reason).to.match(/^adopt must name the store to adopt as \{storePath, storeSha256, samplesPath, samplesSha256\}/);
+    expect(adoptFailures({ ...source, samplesSha256: "abc" })[0].reason).to.match(/^adopt must name the store to adopt as \{storePath, storeSha256, samplesPath, samplesSha256\}/);
     expect(adoptFailures(null)).to.have.length(1);
   });
 });

@@ -38,7 +38,7 @@ describe("profiling fits", () => {
 
   it("stops on a representative fit above 20% mean error, with the contract's message", () => {
     // A curve that falls then rises cannot be a non-negative quadratic.
-    const bad = [256, 512, 1024, 2048].flatMap((n, i) => [0, 1, 2].map(() => [n, [1, 0.1, 1, 0.1][i]!] as [number, number]));
+    const bad = [256, 512, 1024, 2048].flatMap((n, i) => [0, 1, 2].map(() => [n, [1, 0.1, 1, 0.1][i]] as [number, number]));
     expect(() => fitPrefill(bad)).to.throw(ProfileError, /^prefill median fit error \d+\.\d%, worst point \d+\.\d%; inspect the retained per-length measurements before using this profile$/);
   });
 

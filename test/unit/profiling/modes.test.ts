@@ -120,8 +120,8 @@ describe("profiling: fleet selection and lanes", () => {
   it("runs engines of one GPU group in turn, and every engine in turn with --colocated", () => {
     expect(fleetLanes(fleet.engines, false).map((l) => l.map((e) => e.iid))).to.deep.equal([["e0", "e1"], ["e2"]]);
     expect(fleetLanes(fleet.engines, true).map((l) => l.map((e) => e.iid))).to.deep.equal([["e0", "e1", "e2"]]);
-    expect(neighboursOf(fleet.engines[0]!, fleet.engines).map((e) => e.iid)).to.deep.equal(["e1"]);
-    expect(() => neighboursOf(fleet.engines[2]!, fleet.engines)).to.throw(ProfileError, "e2: --colocated requires a shared_device group");
+    expect(neighboursOf(fleet.engines[0], fleet.engines).map((e) => e.iid)).to.deep.equal(["e1"]);
+    expect(() => neighboursOf(fleet.engines[2], fleet.engines)).to.throw(ProfileError, "e2: --colocated requires a shared_device group");
   });
 
   it("reads generated limits that name exactly the fleet's engines", () => {

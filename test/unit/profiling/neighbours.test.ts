@@ -47,11 +47,11 @@ describe("profiling: colocated neighbour load", () => {
     expect(warm).to.be.at.least(1);
     expect(p.bodies[0]).to.include({ model: "tiny", max_tokens: 1, stream: false });
     expect(d.bodies[0]).to.include({ max_tokens: 8, min_tokens: 8, ignore_eos: true });
-    expect(p.bodies[0]!.cache_salt).to.not.equal(p.bodies[1]!.cache_salt);
+    expect(p.bodies[0].cache_salt).to.not.equal(p.bodies[1].cache_salt);
     // Paced, never bursting: at most one more than the offered rate allows (a busy machine may deliver fewer).
-    expect(e.peers["n-p"]!.completed).to.be.within(4, 12);
-    expect(e.peers["n-d"]!.completed).to.be.within(2, 7);
-    expect(e.completed_prefill + e.completed_decode).to.equal(e.peers["n-p"]!.completed + e.peers["n-d"]!.completed);
+    expect(e.peers["n-p"].completed).to.be.within(4, 12);
+    expect(e.peers["n-d"].completed).to.be.within(2, 7);
+    expect(e.completed_prefill + e.completed_decode).to.equal(e.peers["n-p"].completed + e.peers["n-d"].completed);
     expect(e.prefill_rps).to.be.closeTo(e.completed_prefill / e.elapsed_s, 1e-9);
     expect(e.elapsed_s).to.be.within(0.45, 0.8);
     expect([e.offered_prefill_rps_per_peer, e.offered_decode_rps_per_peer]).to.deep.equal([20, 10]);
@@ -70,8 +70,8 @@ describe("profiling: colocated neighbour load", () => {
     expect(() => later.stop()).to.throw(ProfileError, 'neighbour load failed: late: 500: {"error":"boom"}; stuck: completed 0 requests during measurement');
     const e = later.evidence();
     expect(e.peers.stuck).to.deep.equal({ role: "decode", completed: 0, rps: 0, error: "completed 0 requests during measurement" });
-    expect(e.peers.ok!.completed).to.be.above(0);
-    expect(e.peers.ok!.error).to.equal(null);
+    expect(e.peers.ok.completed).to.be.above(0);
+    expect(e.peers.ok.error).to.equal(null);
 
     const big = new NeighbourLoad([{ iid: "small", role: "decode", client: client("small", "ok", 36) }], "tiny", WORKLOAD, 5);
     const fitErr = await big.start().catch((err: Error) => err);

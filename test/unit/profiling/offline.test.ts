@@ -85,11 +85,11 @@ describe("profiling: refit of retained samples", () => {
       expect(r.ttft_a).to.be.closeTo(1.5 * TRUE.a, 1.5 * TRUE.a * 0.05);
       expect(r.ttft_b).to.be.closeTo(1.5 * TRUE.b, 1.5 * TRUE.b * 0.05);
       const { ttft_a, ttft_b, ttft_c, ...decode } = r;
-      const { ttft_a: _a, ttft_b: _b, ttft_c: _c, ...before } = rows[i]!;
+      const { ttft_a: _a, ttft_b: _b, ttft_c: _c, ...before } = rows[i];
       expect(decode).to.deep.equal(before);
       void [ttft_a, ttft_b, ttft_c, _a, _b, _c];
     }
-    const e0 = (got.record.engines as Record<string, Record<string, unknown>>).e0!;
+    const e0 = (got.record.engines as Record<string, Record<string, unknown>>).e0;
     expect(e0.profile).to.deep.equal(got.rows[0]);
     expect(e0.prefill).to.deep.equal(prefillSamples(1.5));
     expect(e0.generation_evidence).to.deep.equal({ engine: { version: "0.29.0", process_start_time_seconds: 1.5 } });
@@ -102,13 +102,13 @@ describe("profiling: refit of retained samples", () => {
   it("accepts narwhal's own rows, where unset fields are null", () => {
     const r = row("e0") as unknown as Record<string, unknown>;
     const doc = samples([row("e0")]);
-    (doc.engines as Record<string, Record<string, unknown>>).e0!.profile = { ...r, colocated_group: null, cached_ttft_a: null, ttft_split: null };
-    expect(refitSamples(doc, "s.json", ["e0"]).rows[0]!.iid).to.equal("e0");
+    (doc.engines as Record<string, Record<string, unknown>>).e0.profile = { ...r, colocated_group: null, cached_ttft_a: null, ttft_split: null };
+    expect(refitSamples(doc, "s.json", ["e0"]).rows[0].iid).to.equal("e0");
   });
 
   it("rejects samples that do not cover exactly the fleet, or lack what a refit needs", () => {
     const good = () => samples([row("e0"), row("e1")]);
-    const entry = (d: Record<string, unknown>) => (d.engines as Record<string, Record<string, unknown>>).e0!;
+    const entry = (d: Record<string, unknown>) => (d.engines as Record<string, Record<string, unknown>>).e0;
     rejects(() => refitSamples([], "s.json", ["e0"]), "invalid profile samples: s.json");
     rejects(() => refitSamples(good(), "s.json", ["e0", "e1", "e2"]), "saved profile samples must cover every configured engine");
     rejects(() => refitSamples(good(), "s.json", ["e0"]), "saved profile samples must cover every configured engine");
@@ -139,7 +139,7 @@ describe("profiling: refit of retained samples", () => {
   it("stops on the contract's prefill fit limits, as a live sweep does", () => {
     const d = samples([row("e0")]);
     // One length held back 0.4 s: no quadratic describes it.
-    (d.engines as Record<string, Record<string, unknown>>).e0!.prefill = prefillSamples().map(([n, t]): [number, number] => [n, n === 1024 ? t + 0.4 : t]);
+    (d.engines as Record<string, Record<string, unknown>>).e0.prefill = prefillSamples().map(([n, t]): [number, number] => [n, n === 1024 ? t + 0.4 : t]);
     let err: unknown;
     try {
       refitSamples(d, "s.json", ["e0"]);

@@ -73,7 +73,7 @@ describe("profile store", () => {
       "  'problems': decode_evidence_problems(s.get('e0'), max_fit_mape=0.05, max_cv_mape=0.13)}))",
     ].join("\n");
     const out = JSON.parse(execFileSync(PYTHON, ["-c", script, file], { encoding: "utf8" })) as Record<string, unknown>;
-    expect(out).to.deep.equal({ n: 2, diff: [[], []], a: rows[1]!.ttft_a, gen: DIGEST, problems: [] });
+    expect(out).to.deep.equal({ n: 2, diff: [[], []], a: rows[1].ttft_a, gen: DIGEST, problems: [] });
   });
 
   it("refuses rows narwhal's loader would refuse, and duplicate ids", () => {

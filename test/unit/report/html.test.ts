@@ -12,7 +12,7 @@ const fixture = (pointers?: Map<string, string>): Promise<ReportData> => collect
 /** The profile record shown for each engine (the fixture has one per engine) and its sidecar entry. */
 const profiles = () =>
   new Map(recordsOf("profile").map(({ relativePath, record }) => [record.subject.alias as string, { relativePath, record, samples: stored(record.artifacts[0].relativePath) }]));
-const newest = (kind: string) => recordsOf(kind).sort((a, b) => (a.record.endedAt < b.record.endedAt ? 1 : -1))[0]!;
+const newest = (kind: string) => recordsOf(kind).sort((a, b) => (a.record.endedAt < b.record.endedAt ? 1 : -1))[0];
 
 function tmpCopy(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "report-"));
@@ -30,7 +30,7 @@ describe("evidence report: the page built from a fixture store", () => {
 
   it("forbids every fetch and carries no script, link or external reference", () => {
     expect(CONTENT_SECURITY_POLICY).to.equal("default-src 'none'; style-src 'unsafe-inline'");
-    const meta = [...html.matchAll(/<meta\b([^>]*)>/g)].map((m) => attrsOf(m[1]!)).find((a) => a["http-equiv"] === "Content-Security-Policy");
+    const meta = [...html.matchAll(/<meta\b([^>]*)>/g)].map((m) => attrsOf(m[1])).find((a) => a["http-equiv"] === "Content-Security-Policy");
     expect(meta?.content).to.equal(CONTENT_SECURITY_POLICY);
     expect(html.indexOf("Content-Security-Policy")).to.be.below(html.indexOf("<title>"));
     expect(html).to.not.match(/<script|<link|<img|<iframe|\bsrc=|\bhref=|url\(|@import/i);
@@ -49,7 +49,7 @@ describe("evidence report: the page built from a fixture store", () => {
         expect(x).to.be.closeTo(Number(s.attrs["data-x"]), c.tolerance[0]);
         expect(y).to.be.closeTo(Number(s.attrs["data-y"]), c.tolerance[1]);
       }
-      expect(medians[0]!.title).to.match(/^\d+ tokens: [\d.]+ ms median, fit [\d.]+ ms$/);
+      expect(medians[0].title).to.match(/^\d+ tokens: [\d.]+ ms median, fit [\d.]+ ms$/);
     }
   });
 
@@ -58,11 +58,11 @@ describe("evidence report: the page built from a fixture store", () => {
       const row = p.record.observations.row;
       const c = chartOf(html, "prefill", engine);
       const [fit] = elements(c.body, "polyline", "fit");
-      const pts = fit!.attrs.points!.split(" ").map((xy) => c.value(...(xy.split(",").map(Number) as [number, number])));
-      expect(pts[0]![0]).to.be.closeTo(row.prefill_min_tokens, c.tolerance[0]);
-      expect(pts[pts.length - 1]![0]).to.be.closeTo(row.prefill_max_tokens, c.tolerance[0]);
+      const pts = fit.attrs.points.split(" ").map((xy) => c.value(...(xy.split(",").map(Number) as [number, number])));
+      expect(pts[0][0]).to.be.closeTo(row.prefill_min_tokens, c.tolerance[0]);
+      expect(pts[pts.length - 1][0]).to.be.closeTo(row.prefill_max_tokens, c.tolerance[0]);
       for (const [n, t] of pts) expect(t, `${engine} at ${n} tokens`).to.be.closeTo(row.ttft_a * n * n + row.ttft_b * n + row.ttft_c, c.tolerance[1] + c.tolerance[0] * (2 * row.ttft_a * n + row.ttft_b));
-      expect(fit!.title).to.include(`over ${row.prefill_min_tokens}–${row.prefill_max_tokens} tokens`);
+      expect(fit.title).to.include(`over ${row.prefill_min_tokens}–${row.prefill_max_tokens} tokens`);
     }
   });
 
@@ -78,10 +78,10 @@ describe("evidence report: the page built from a fixture store", () => {
         expect(y).to.be.closeTo(Number(s.attrs["data-y"]), c.tolerance[1]);
       }
       const lines = elements(c.body, "polyline", "fit");
-      expect(lines.map((l) => Number(l.attrs["data-requests"]))).to.deep.equal([...new Set(p.samples.decode.map((d: number[]) => Math.round(d[0]!)))].sort((a, b) => (a as number) - (b as number)));
+      expect(lines.map((l) => Number(l.attrs["data-requests"]))).to.deep.equal([...new Set(p.samples.decode.map((d: number[]) => Math.round(d[0])))].sort((a, b) => (a as number) - (b as number)));
       for (const l of lines) {
         const r = Number(l.attrs["data-requests"]);
-        for (const xy of l.attrs.points!.split(" ")) {
+        for (const xy of l.attrs.points.split(" ")) {
           const [kv, s] = c.value(...(xy.split(",").map(Number) as [number, number]));
           expect(s).to.be.closeTo(row.tpot_intercept + row.tpot_request_slope * r + row.tpot_slope * kv, c.tolerance[1] + c.tolerance[0] * row.tpot_slope);
         }
@@ -90,7 +90,7 @@ describe("evidence report: the page built from a fixture store", () => {
   });
 
   it("puts each edge of the matrix in its heat cell with its Gbit/s, its budget and when it was measured", () => {
-    const matrix = recordsOf("fabric-matrix")[0]!.record;
+    const matrix = recordsOf("fabric-matrix")[0].record;
     const cells = elements(html, "g", "edge");
     expect(cells).to.have.length(matrix.observations.edges.length);
     for (const e of matrix.observations.edges) {
@@ -115,10 +115,10 @@ describe("evidence report: the page built from a fixture store", () => {
         const subject = pair ? `${pair[1]} -> ${pair[2]}` : (/^(e\d)\b/.exec(line.message)?.[1] ?? "fleet");
         const td = tds.find((t) => t["data-subject"] === subject && t["data-gate"] === g.gate);
         expect(td, `${g.gate} ${subject}`).to.not.equal(undefined);
-        expect(td!.title!.split("\n")).to.include(line.message);
+        expect(td!.title.split("\n")).to.include(line.message);
       }
     }
-    expect(tds.filter((t) => t["data-gate"] === "consume" && t["data-subject"]!.includes(" -> "))).to.have.length(12);
+    expect(tds.filter((t) => t["data-gate"] === "consume" && t["data-subject"].includes(" -> "))).to.have.length(12);
     expect(tds.map((t) => t["data-status"])).to.satisfy((ss: string[]) => ss.length > 0 && ss.every((x) => x === "ok"));
   });
 
@@ -127,7 +127,7 @@ describe("evidence report: the page built from a fixture store", () => {
     const d = await fixture(evidencePointers({ preflight: { value: { evidence: { relativePath: failed.relativePath, digest: `sha256:${path.basename(failed.relativePath, ".json")}` } }, secret: false } }));
     expect(d.selection).to.equal("stack outputs");
     expect(d.preflight!.provenance).to.deep.include({ relativePath: failed.relativePath, status: "fail", chosenBy: "stack" });
-    for (const e of ENGINES) expect(d.preflight!.cells[e]!.profile!.status, e).to.equal("fail");
+    for (const e of ENGINES) expect(d.preflight!.cells[e].profile!.status, e).to.equal("fail");
     const page = renderReport(d);
     expect(page).to.include(`data-subject="e1" data-gate="profile" data-status="fail"`);
     expect(page).to.include("e1 decode_fit_mape 0.2635 exceeds the profile-validation limit 0.05");
@@ -152,7 +152,7 @@ describe("evidence report: the page built from a fixture store", () => {
   it("lists each engine's generation and attestation, when each was taken, and whether its profile binds that generation", () => {
     expect(data.identities.map((i) => i.engineId)).to.deep.equal(ENGINES);
     for (const { record } of recordsOf("generation")) {
-      const row = html.match(new RegExp(`<tr data-engine="${record.subject.alias}">(.*?)</tr>`))![1]!;
+      const row = html.match(new RegExp(`<tr data-engine="${record.subject.alias}">(.*?)</tr>`))![1];
       expect(row).to.include(`title="${record.observations.generationDigest}"`);
       expect(row).to.include(`<td>${record.inputs.processIdentity.hostAlias}</td>`);
       expect(row).to.include(`<td>${record.observations.processStartTime}</td>`);
@@ -165,7 +165,7 @@ describe("evidence report: the page built from a fixture store", () => {
 
   it("says when each record was measured and which record it is", () => {
     for (const [, p] of profiles()) expect(html).to.include(`<time datetime="${p.record.startedAt}">`);
-    expect(html).to.include(`<time datetime="${recordsOf("fabric-matrix")[0]!.record.endedAt}">`);
+    expect(html).to.include(`<time datetime="${recordsOf("fabric-matrix")[0].record.endedAt}">`);
     expect(html).to.include(`Written 2026-11-29 15:00:00Z from the evidence store`);
     expect(data.invalid).to.deep.equal([]);
   });
@@ -181,7 +181,7 @@ describe("evidence report: stores that are not as written", () => {
       fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace(victim.record.observations.version, "9.9.9"));
       const d = await collectReport(new EvidenceStore(root), { stack: FIXTURE_STACK });
       expect(d.invalid.map((i) => i.relativePath)).to.deep.equal([victim.relativePath]);
-      expect(d.invalid[0]!.reason).to.match(/its bytes changed after it was written/);
+      expect(d.invalid[0].reason).to.match(/its bytes changed after it was written/);
       expect(d.identities.find((i) => i.engineId === "e2")!.generation).to.equal(undefined);
       const page = renderReport(d);
       expect(page).to.include(`<li><code>${victim.relativePath}</code>`);
@@ -217,10 +217,10 @@ describe("evidence report: stores that are not as written", () => {
       const warnings = [{ gate: "calibration", message: "first-token deadline has no calibration evidence" }];
       await store.write({ ...base, startedAt: "2026-11-29T14:59:00.000Z", endedAt: "2026-11-29T14:59:01.000Z", observations: { ...base.observations, status: "degraded", skipped, warnings } });
       const data = await collectReport(store, { stack: FIXTURE_STACK });
-      expect(data.preflight!.run).to.deep.equal({ status: "degraded", skipped: [`contract: ${skipped[0]!.message}`], warnings: [`calibration: ${warnings[0]!.message}`] });
+      expect(data.preflight!.run).to.deep.equal({ status: "degraded", skipped: [`contract: ${skipped[0].message}`], warnings: [`calibration: ${warnings[0].message}`] });
       const page = renderReport(data);
       expect(page).to.include(`<p class="preflight-status" data-status="degraded">run status: degraded</p>`);
-      expect(page).to.include(`<li>contract: ${skipped[0]!.message}</li>`);
+      expect(page).to.include(`<li>contract: ${skipped[0].message}</li>`);
     } finally {
       fs.rmSync(path.dirname(root), { recursive: true, force: true });
     }

@@ -77,8 +77,8 @@ describe("preview report: recorded engine events", () => {
     });
     const discovery = replaced(s).find((e) => e.name === "fleet-sim1")!;
     expect(discovery).to.deep.include({ kind: "discovery", host: "sim1", subject: "sim1", keys: ["policyDigest"] });
-    expect(discovery.changes[0]!.old).to.match(/^sha256:5ee4fe41/);
-    expect(discovery.changes[0]!.new).to.match(/^sha256:0e123f8b/);
+    expect(discovery.changes[0].old).to.match(/^sha256:5ee4fe41/);
+    expect(discovery.changes[0].new).to.match(/^sha256:0e123f8b/);
     // The image check's engine id is unknown until its plan is: its name still says which engine.
     expect(replaced(s).find((e) => e.name === "fleet-e4-image-check")).to.deep.include({ engine: "e4", host: "sim1", subject: "e4 on sim1" });
     expect(replaced(s).find((e) => e.name === "fleet-e4-process")).to.deep.include({ kind: "engine process", engine: "e4", keys: ["triggers"] });

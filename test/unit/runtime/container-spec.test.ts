@@ -46,7 +46,7 @@ function options(plan: LaunchPlan, over: Partial<ContainerRuntimeOptions> = {}):
 function values(argv: ReadonlyArray<string>, flag: string): string[] {
   const end = argv.indexOf(IMAGE) >= 0 ? argv.indexOf(IMAGE) : argv.length;
   const out: string[] = [];
-  for (let i = 0; i < end; i++) if (argv[i] === flag) out.push(argv[i + 1]!);
+  for (let i = 0; i < end; i++) if (argv[i] === flag) out.push(argv[i + 1]);
   return out;
 }
 

@@ -17,12 +17,12 @@ export async function simProfileRow(iid: string, e: SimEngine): Promise<ProfileR
   const start = processStartTime(parsePrometheusText((await http(`${e.url}/metrics`)).text))!;
   return {
     iid,
-    ttft_a: truth.prefillA!,
-    ttft_b: truth.prefillB!,
-    ttft_c: truth.prefillC!,
-    tpot_slope: truth.decodeKv!,
-    tpot_intercept: truth.decodeBase!,
-    tpot_request_slope: truth.decodeReq!,
+    ttft_a: truth.prefillA,
+    ttft_b: truth.prefillB,
+    ttft_c: truth.prefillC,
+    tpot_slope: truth.decodeKv,
+    tpot_intercept: truth.decodeBase,
+    tpot_request_slope: truth.decodeReq,
     generation_digest: identityGenerationDigest(version, start),
     decode_min_requests: 1,
     decode_max_requests: 8,

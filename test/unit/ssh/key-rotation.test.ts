@@ -43,7 +43,7 @@ describe("ssh: a re-keyed host, pinned again", () => {
     // Known values are never held: `up` compares what the command printed.
     expect(heldWhileStartStands(olds, { identity: { pid: 42 }, startKey: "sha256:a", url: "u" }, ["identity"], "startKey").identity).to.deep.equal({ pid: 42 });
     // State written before the key existed holds nothing.
-    expect(heldWhileStartStands({ identity: { pid: 41 } } as Props, { identity: UNKNOWN, startKey: "sha256:a" }, ["identity"], "startKey").identity).to.equal(UNKNOWN);
+    expect(heldWhileStartStands({ identity: { pid: 41 } }, { identity: UNKNOWN, startKey: "sha256:a" }, ["identity"], "startKey").identity).to.equal(UNKNOWN);
   });
 
   describe("discovery", () => {

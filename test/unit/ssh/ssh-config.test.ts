@@ -9,12 +9,12 @@ function memoryFiles(files: Record<string, string>, unreadable: string[] = []): 
   return {
     readFile: (p) => {
       if (unreadable.includes(p)) throw fail("EACCES", p);
-      if (p in files) return files[p]!;
+      if (p in files) return files[p];
       throw fail(Object.keys(files).some((f) => f.startsWith(`${p}/`)) ? "EISDIR" : "ENOENT", p);
     },
     listDir: (p) => {
       const prefix = p.endsWith("/") ? p : `${p}/`;
-      const names = Object.keys(files).filter((f) => f.startsWith(prefix)).map((f) => f.slice(prefix.length).split("/")[0]!);
+      const names = Object.keys(files).filter((f) => f.startsWith(prefix)).map((f) => f.slice(prefix.length).split("/")[0]);
       if (names.length === 0) throw fail(p in files ? "ENOTDIR" : "ENOENT", p);
       return [...new Set(names)];
     },
@@ -23,7 +23,7 @@ function memoryFiles(files: Record<string, string>, unreadable: string[] = []): 
 
 function resolve(files: Record<string, string>, alias: string, opts: { top?: string; localUser?: string } = {}) {
   const top = opts.top ?? `${HOME}/.ssh/config`;
-  const root = loadSshConfig(top, files[top]!, { home: HOME, files: memoryFiles(files) });
+  const root = loadSshConfig(top, files[top], { home: HOME, files: memoryFiles(files) });
   return resolveSshAlias({ root, home: HOME, localUser: opts.localUser ?? "op" }, alias);
 }
 
@@ -164,7 +164,7 @@ describe("ssh: ssh_config Include", () => {
 
   it("refuses an included file that exists but cannot be read, naming the line", () => {
     const files = { [`${HOME}/.ssh/config`]: "Include secret\n", [`${HOME}/.ssh/secret`]: "" };
-    const load = () => loadSshConfig(`${HOME}/.ssh/config`, files[`${HOME}/.ssh/config`]!, { home: HOME, files: memoryFiles(files, [`${HOME}/.ssh/secret`]) });
+    const load = () => loadSshConfig(`${HOME}/.ssh/config`, files[`${HOME}/.ssh/config`], { home: HOME, files: memoryFiles(files, [`${HOME}/.ssh/secret`]) });
     expect(load).to.throw("/home/op/.ssh/config line 1: Include secret: /home/op/.ssh/secret cannot be read (EACCES); make it readable by this user or remove the Include");
   });
 });

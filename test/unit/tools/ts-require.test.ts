@@ -17,7 +17,7 @@ const CACHE = path.join(ROOT, ".build", "ts-cache");
 function run(file: string): { out: string; compiled: boolean } {
   const probe = `require(${JSON.stringify(file)}); process.stdout.write("|" + Object.keys(require.cache).some((k) => /node_modules\\/typescript\\//.test(k)))`;
   const [out, loaded] = execFileSync(process.execPath, ["-r", LOADER, "-e", probe], { encoding: "utf8" }).split("|");
-  return { out: out!, compiled: loaded === "true" };
+  return { out: out, compiled: loaded === "true" };
 }
 
 const cached = (): Set<string> => new Set(fs.existsSync(CACHE) ? fs.readdirSync(CACHE, { recursive: true }).map(String).filter((f) => f.endsWith(".js")) : []);
