@@ -44,7 +44,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Deploy
   addition(olds, news) {
     const names = Object.keys(news.files);
     const changed =
-      names.length !== Object.keys(olds.written ?? {}).length || names.some((n) => olds.written?.[n]?.sha256 !== fileDigest(news.files[n]!));
+      names.length !== Object.keys(olds.written ?? {}).length || names.some((n) => olds.written?.[n]?.sha256 !== fileDigest(news.files[n]));
     return { replaces: changed ? ["files"] : [] };
   },
   async create(inputs) {

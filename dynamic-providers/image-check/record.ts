@@ -51,7 +51,7 @@ export async function recordCheck(inputs: ImageCheckInputs, run: CheckRun): Prom
   const store = providerEvidence(inputs.stack, secrets);
   const launchJson = await store.artifact(KIND, "launch.json", launchJsonText(inputs.plan));
   const output = await store.artifact(KIND, `${log.relativePath}@${log.offset}`, line);
-  const digest = run.identity && run.findings ? checkDigest(inputs.plan.planSha256, run.identity as unknown as Record<string, unknown>, run.findings) : null;
+  const digest = run.identity && run.findings ? checkDigest(inputs.plan.planSha256, run.identity, run.findings) : null;
   const record = await store.record({
     kind: KIND,
     subject: { kind: "engine", alias: inputs.engineId },

@@ -89,10 +89,10 @@ describe("dynamic providers: the evidence provider helper", () => {
     it("refuses bad inputs with one failure per property, naming the field", async () => {
       const r = await provider({ inputs: schema }).check!({}, { ...base, port: 70000, timeoutS: -1 });
       expect(r.failures).to.have.length(2);
-      expect(r.failures![0]!.property).to.equal("port");
-      expect(r.failures![0]!.reason).to.match(/^port: .*65535/);
-      expect(r.failures![1]!.property).to.equal("timeoutS");
-      expect(r.failures![1]!.reason).to.match(/^timeoutS: /);
+      expect(r.failures![0].property).to.equal("port");
+      expect(r.failures![0].reason).to.match(/^port: .*65535/);
+      expect(r.failures![1].property).to.equal("timeoutS");
+      expect(r.failures![1].reason).to.match(/^timeoutS: /);
     });
 
     it("does not judge a property a preview does not know yet", async () => {
