@@ -13,8 +13,9 @@ import type { ContainerTarget, DockerCliOptions, DockerDeadlinesS } from "./dock
 export const DOCKER_PROVIDER_TOKEN = "pulumi-docker";
 
 /**
- * The container target of one engine: GPUs, vendor and RDMA devices from the plan's placement, the
- * rest from the stack. Throws when the runtime has no image (config validation requires one).
+ * The container target of one engine, from the stack (GPUs, vendor and RDMA devices stay in the plan's
+ * placement, where the container spec reads them). Throws when the runtime has no image (config
+ * validation requires one).
  */
 export function containerTarget(plan: LaunchPlan, runtime: RuntimeSpec, placement: ContainerPlacement): ContainerTarget {
   if (!runtime.image) {
@@ -22,9 +23,6 @@ export function containerTarget(plan: LaunchPlan, runtime: RuntimeSpec, placemen
   }
   return {
     image: runtime.image,
-    vendor: plan.placement.vendor,
-    gpuIds: [...plan.placement.gpuIds],
-    rdmaDevices: [...plan.placement.rdmaDevices],
     modelDir: placement.modelDir,
     engineId: plan.engineId,
     stack: placement.stack,

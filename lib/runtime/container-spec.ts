@@ -1,5 +1,5 @@
 import { sha256Json } from "../digest";
-import type { LaunchPlan } from "../launch/plan";
+import type { LaunchPlacement, LaunchPlan } from "../launch/plan";
 
 /**
  * The container form of a launch plan: the complete `docker run` argv (pure; no I/O), shared by the
@@ -27,19 +27,16 @@ import type { LaunchPlan } from "../launch/plan";
  * (host indices, e.g. `2,3`) is rewritten to container indices (`0,1`); keeping `2,3` would select GPUs
  * the container does not have. `vendor: "none"` (the simulated fleet: no GPU devices, no toolkit) adds no
  * device flags and passes the plan's environment through unchanged.
+ *
+ * The GPU ids, vendor, visibility variable, transport and RDMA devices are the plan's `placement`,
+ * resolved once with its command; nothing here reads them back out of the plan's environment text.
  */
 
-export type ContainerVendor = "nvidia" | "amd" | "none";
-
+/** How the container is run besides the plan: GPUs, vendor and RDMA devices are the plan's `placement`. */
 export interface ContainerRuntimeOptions {
   /** Immutable image: `sha256:<64 hex>` (an image ID) or `<repo>@sha256:<64 hex>` (a registry digest). */
   readonly image: string;
-  readonly vendor: ContainerVendor;
-  /** Host GPU indices the engine uses; must match the plan's visibility variable when the plan sets one. */
-  readonly gpuIds: ReadonlyArray<number>;
-  /** RDMA device paths (`/dev/infiniband/uverbs0`, `/dev/infiniband/rdma_cm`); required for `UCX_TLS=rc...`. */
-  readonly rdmaDevices?: ReadonlyArray<string>;
-  /** ROCm render nodes, one per GPU id, when they are not `/dev/dri/renderD<128+i>` on this host. */
+  /** ROCm render nodes, one per GPU id of the placement, when they are not `/dev/dri/renderD<128+i>` on this host. */
   readonly renderNodes?: ReadonlyArray<string>;
   /** Checkpoint directory on the host, mounted read-only at `/model`. */
   readonly modelDir: string;
@@ -85,7 +82,11 @@ const IMAGE_ID = /^sha256:[0-9a-f]{64}$/;
 const IMAGE_DIGEST = /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*@sha256:[0-9a-f]{64}$/;
 /** Docker's container-name rule; stack and engine ids are part of the name, so they must fit it. */
 const NAME_PART = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
-const VISIBILITY_VARS = ["CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"] as const;
+/**
+ * Visibility variables an engine's own `engineEnv` may add beside the placement's (config refuses only the
+ * two the program sets): host indices the container does not have, like the placement's.
+ */
+const OTHER_VISIBILITY_VARS = ["CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"] as const;
 
 export function isImageId(image: string): boolean {
   return IMAGE_ID.test(image);
@@ -138,9 +139,9 @@ function rewriteArgs(args: ReadonlyArray<string>, modelDir: string): { args: str
 }
 
 /** Device flags for the selected GPUs; see the module comment for why each vendor gets what. */
-function gpuFlags(opts: ContainerRuntimeOptions): string[] {
-  const ids = opts.gpuIds;
-  switch (opts.vendor) {
+function gpuFlags(placement: LaunchPlacement, opts: ContainerRuntimeOptions): string[] {
+  const ids = placement.gpuIds;
+  switch (placement.vendor) {
     case "nvidia":
       return [...(opts.dockerRuntime ? ["--runtime", opts.dockerRuntime] : []), "--gpus", `"device=${ids.join(",")}"`];
     case "amd": {
@@ -163,21 +164,28 @@ function gpuFlags(opts: ContainerRuntimeOptions): string[] {
   }
 }
 
-/** The container's environment: the plan's, with GPU visibility renumbered for the exposed devices. */
-function containerEnv(plan: LaunchPlan, opts: ContainerRuntimeOptions): Record<string, string> {
+/**
+ * The container's environment: the plan's, with GPU visibility renumbered for the exposed devices. The
+ * placement's own variable is written from its ids; another visibility variable the engine's environment
+ * adds must name the same host GPUs, and is renumbered the same way.
+ */
+function containerEnv(plan: LaunchPlan): Record<string, string> {
+  const { gpuIds, vendor, visibilityVariable } = plan.placement;
   const env: Record<string, string> = { ...plan.env };
-  const hostList = opts.gpuIds.join(",");
-  for (const v of VISIBILITY_VARS) {
-    if (env[v] !== undefined && env[v] !== hostList) {
-      fail(`the plan sets ${v}=${env[v]} but the container is given GPUs ${hostList || "(none)"}; they must agree`);
-    }
-    if (env[v] !== undefined && opts.vendor !== "none") env[v] = opts.gpuIds.map((_, i) => i).join(",");
+  const hostList = gpuIds.join(",");
+  const containerList = gpuIds.map((_, i) => i).join(",");
+  for (const v of OTHER_VISIBILITY_VARS) {
+    if (v === visibilityVariable || env[v] === undefined) continue;
+    if (env[v] !== hostList) fail(`the plan sets ${v}=${env[v]} but the container is given GPUs ${hostList || "(none)"}; they must agree`);
+    if (vendor !== "none") env[v] = containerList;
   }
+  if (vendor !== "none") env[visibilityVariable] = containerList;
   return env;
 }
 
 /** Builds the complete `docker run` argv for one engine. Throws on any inconsistency between plan and options. */
 export function containerSpec(plan: LaunchPlan, opts: ContainerRuntimeOptions): ContainerSpec {
+  const { gpuIds, vendor, transport, rdmaDevices: rdma } = plan.placement;
   if (!isImageId(opts.image) && !isImageDigest(opts.image)) {
     fail(`image ${JSON.stringify(opts.image)} is not immutable: expected sha256:<64 hex> or <repo>@sha256:<64 hex>`);
   }
@@ -187,15 +195,13 @@ export function containerSpec(plan: LaunchPlan, opts: ContainerRuntimeOptions): 
   if (!opts.launchToken || /[\s=]/.test(opts.launchToken)) fail("launch token must be a non-empty word");
   if (!opts.modelDir.startsWith("/")) fail(`model dir ${JSON.stringify(opts.modelDir)} must be an absolute host path`);
   if (!opts.envFile.startsWith("/")) fail(`env file ${JSON.stringify(opts.envFile)} must be an absolute host path`);
-  if (opts.vendor !== "none" && opts.gpuIds.length === 0) fail(`a ${opts.vendor} engine needs its GPU ids; exposing every GPU is not allowed`);
-  if (new Set(opts.gpuIds).size !== opts.gpuIds.length || opts.gpuIds.some((i) => !Number.isInteger(i) || i < 0)) {
-    fail(`GPU ids ${JSON.stringify(opts.gpuIds)} must be distinct non-negative integers`);
+  if (vendor !== "none" && gpuIds.length === 0) fail(`a ${vendor} engine needs its GPU ids; exposing every GPU is not allowed`);
+  if (new Set(gpuIds).size !== gpuIds.length || gpuIds.some((i) => !Number.isInteger(i) || i < 0)) {
+    fail(`GPU ids ${JSON.stringify(gpuIds)} must be distinct non-negative integers`);
   }
-  const rdma = opts.rdmaDevices ?? [];
   for (const d of rdma) if (!d.startsWith("/dev/")) fail(`RDMA device ${JSON.stringify(d)} is not a /dev path`);
-  const rdmaTls = (plan.env.UCX_TLS ?? "").split(",").filter((t) => /^(rc|dc|ud)(_|$)/.test(t));
-  if (rdmaTls.length > 0 && rdma.length === 0) {
-    fail(`the plan's UCX_TLS=${plan.env.UCX_TLS} uses RDMA (${rdmaTls.join(",")}) but no RDMA devices are given to the container`);
+  if (transport === "ucx_rdma" && rdma.length === 0) {
+    fail(`the plan's transport is ucx_rdma (UCX_TLS=${plan.env.UCX_TLS}) but no RDMA devices are given to the container; list them in launch.rdma.devices or the engine's overrides.rdma.devices`);
   }
 
   const [, sub, model, ...rest] = plan.argv;
@@ -203,7 +209,7 @@ export function containerSpec(plan: LaunchPlan, opts: ContainerRuntimeOptions): 
   if (underDir(model, opts.modelDir) !== "") fail(`the plan serves ${model} but the mounted model dir is ${opts.modelDir}`);
   const rewritten = rewriteArgs(rest, opts.modelDir);
   const serveArgs = [CONTAINER_MODEL_DIR, ...rewritten.args];
-  const env = containerEnv(plan, opts);
+  const env = containerEnv(plan);
 
   const name = containerName(opts.stack, opts.engineId);
   const build = (labels: Record<string, string>): string[] => [
@@ -216,7 +222,7 @@ export function containerSpec(plan: LaunchPlan, opts: ContainerRuntimeOptions): 
     "--ipc", "host",
     "--mount", `type=bind,source=${opts.modelDir},target=${CONTAINER_MODEL_DIR},readonly`,
     ...(rewritten.tokenizerMount ? ["--mount", `type=bind,source=${rewritten.tokenizerMount},target=${CONTAINER_TOKENIZER_DIR},readonly`] : []),
-    ...gpuFlags(opts),
+    ...gpuFlags(plan.placement, opts),
     // RDMA: the verbs devices, and unlimited locked memory so UCX can register (pin) the KV cache.
     ...rdma.flatMap((d) => ["--device", d]),
     ...(rdma.length > 0 ? ["--cap-add", "IPC_LOCK", "--ulimit", "memlock=-1:-1"] : []),
@@ -230,7 +236,7 @@ export function containerSpec(plan: LaunchPlan, opts: ContainerRuntimeOptions): 
     [LABELS.stack]: opts.stack,
     [LABELS.engine]: opts.engineId,
     [LABELS.planSha256]: plan.planSha256,
-    [LABELS.gpus]: opts.vendor === "none" ? "" : opts.gpuIds.join(","),
+    [LABELS.gpus]: vendor === "none" ? "" : gpuIds.join(","),
   };
   // The spec hash covers everything that decides what runs; the per-attempt token is left out, so two
   // attempts at the same spec hash equally and a running one can be adopted.

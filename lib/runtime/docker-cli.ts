@@ -335,7 +335,7 @@ export function gpuWait(plan: LaunchPlan, target: ContainerTarget, opts: DockerC
   return dockerGpuWaitScript({
     engineId: plan.engineId,
     stack: target.stack,
-    gpuIds: target.vendor === "none" ? [] : target.gpuIds,
+    gpuIds: plan.placement.vendor === "none" ? [] : plan.placement.gpuIds,
     waitS: d.stop + d.start,
     inspectS: d.inspect,
     stackLabel: LABELS.stack,

@@ -233,7 +233,7 @@ describe("mocks: engine runtime backends", () => {
 
       expect(registered.filter((r) => !r.type.startsWith("test:")).map((r) => `${r.type} ${r.name}`)).to.deep.equal(["command:remote:Command fleet-e1-process"]);
       const plan = renderLaunchPlan(launch());
-      const target = { image: IMAGE, vendor: "nvidia" as const, gpuIds: [2, 3], rdmaDevices: [], modelDir: "/models/tiny", engineId: "e1", stack: "mock" };
+      const target = { image: IMAGE, modelDir: "/models/tiny", engineId: "e1", stack: "mock" };
       const spec = dockerCli.scriptContainerSpec(plan, target, CLI_OPTS);
       const { connection: conn, stdin, ...rest } = byName("fleet-e1-process").inputs;
       expect(rest).to.deep.equal({
@@ -309,7 +309,7 @@ describe("mocks: engine runtime backends", () => {
 
     it("maps every flag of the one container spec and refuses a flag it cannot map", () => {
       const plan = renderLaunchPlan(launch());
-      const spec = dockerCli.scriptContainerSpec(plan, { image: IMAGE, vendor: "nvidia", gpuIds: [2, 3], modelDir: "/models/tiny", engineId: "e1", stack: "mock", dockerRuntime: "nvidia" }, CLI_OPTS);
+      const spec = dockerCli.scriptContainerSpec(plan, { image: IMAGE, modelDir: "/models/tiny", engineId: "e1", stack: "mock", dockerRuntime: "nvidia" }, CLI_OPTS);
       expect(fields.dockerContainerFields(spec)).to.deep.include({ runtime: "nvidia", gpus: '"device=2,3"', envFile: `${RUN_DIR}/container.env` });
       const argv = [...spec.runArgv];
       argv.splice(1, 0, "--privileged", "true");
@@ -349,7 +349,7 @@ describe("mocks: engine runtime backends", () => {
       expect(registered.some((r) => /RemoteImage|RegistryImage|docker:index\/image/.test(r.type))).to.equal(false);
 
       const plan: LaunchPlan = renderLaunchPlan(launch());
-      const target = { image: IMAGE, vendor: "nvidia" as const, gpuIds: [2, 3], modelDir: "/models/tiny", engineId: "e1", stack: "mock" };
+      const target = { image: IMAGE, modelDir: "/models/tiny", engineId: "e1", stack: "mock" };
       const spec = dockerCli.scriptContainerSpec(plan, target, CLI_OPTS);
       const own = fields.dockerContainerSpec(spec, plan.url, DEADLINES);
       // Its own spec hash: docker-cli's reconcile must never adopt a container this backend owns.

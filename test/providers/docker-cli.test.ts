@@ -123,7 +123,7 @@ describe("docker-cli runtime on the local Docker Engine", function () {
     return {
       inputs,
       plan: renderLaunchPlan(inputs),
-      target: { image: over.image ?? image, vendor: "none", gpuIds: [0], modelDir, engineId: id, stack: STACK },
+      target: { image: over.image ?? image, modelDir, engineId: id, stack: STACK },
       opts: { runDir, dockerCommand: over.docker, deadlinesS: { ...DEADLINES, ...over.deadlines } },
       runDir,
     };

@@ -5,7 +5,7 @@ import { containerSpec, ContainerRuntimeOptions, LABELS } from "../../../lib/run
 const IMAGE = `sha256:${"a".repeat(64)}`;
 const DIGEST = `registry.example/vllm/vllm-openai@sha256:${"b".repeat(64)}`;
 
-function inputs(vendor: "nvidia" | "amd" | "none", transport: "tcp" | "ucx_rdma", gpuIds: number[]): LaunchInputs {
+function inputs(vendor: "nvidia" | "amd" | "none", transport: "tcp" | "ucx_rdma", gpuIds: number[], rdmaDevices?: string[]): LaunchInputs {
   return {
     engine: { id: "e1", port: 8100, nixlPort: 5600, gpuIds },
     host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor, gpuCount: 8 },
@@ -23,7 +23,7 @@ function inputs(vendor: "nvidia" | "amd" | "none", transport: "tcp" | "ucx_rdma"
       prefixCaching: true,
       ucxTcpPortRange: "6300-6500",
       kvLeaseDurationS: 30,
-      ...(transport === "ucx_rdma" ? { rdmaHcas: ["mlx5_0:1"] } : {}),
+      ...(transport === "ucx_rdma" ? { rdmaHcas: ["mlx5_0:1"], rdmaDevices } : {}),
     },
   };
 }
@@ -31,8 +31,6 @@ function inputs(vendor: "nvidia" | "amd" | "none", transport: "tcp" | "ucx_rdma"
 function options(plan: LaunchPlan, over: Partial<ContainerRuntimeOptions> = {}): ContainerRuntimeOptions {
   return {
     image: IMAGE,
-    vendor: "nvidia",
-    gpuIds: [2, 3],
     modelDir: "/srv/models/tiny",
     engineId: plan.engineId,
     stack: "dev",
@@ -97,12 +95,8 @@ const TABLE: Row[] = [
 describe("container spec (docker run argv)", () => {
   for (const row of TABLE) {
     it(`renders ${row.name}`, () => {
-      const plan = renderLaunchPlan(inputs(row.vendor, row.transport, row.gpuIds));
-      const spec = containerSpec(plan, options(plan, {
-        vendor: row.vendor,
-        gpuIds: row.gpuIds,
-        ...(row.transport === "ucx_rdma" ? { rdmaDevices: RDMA } : {}),
-      }));
+      const plan = renderLaunchPlan(inputs(row.vendor, row.transport, row.gpuIds, RDMA));
+      const spec = containerSpec(plan, options(plan));
       const argv = spec.runArgv;
       expect(argv.slice(0, 4)).to.deep.equal(["run", "--detach", "--name", "narwhal-dev-e1"]);
       expect(values(argv, "--network")).to.deep.equal(["host"]);
@@ -149,7 +143,7 @@ describe("container spec (docker run argv)", () => {
 
   it("adds --runtime when asked, and accepts a registry digest", () => {
     const plan = renderLaunchPlan(inputs("nvidia", "tcp", [0]));
-    const spec = containerSpec(plan, options(plan, { image: DIGEST, gpuIds: [0], dockerRuntime: "nvidia" }));
+    const spec = containerSpec(plan, options(plan, { image: DIGEST, dockerRuntime: "nvidia" }));
     expect(spec.runArgv.slice(spec.runArgv.indexOf("--runtime"), spec.runArgv.indexOf("--runtime") + 4)).to.deep.equal([
       "--runtime", "nvidia", "--gpus", '"device=0"',
     ]);
@@ -158,7 +152,7 @@ describe("container spec (docker run argv)", () => {
 
   it("passes the plan through unchanged for a simulated host (vendor none)", () => {
     const plan = renderLaunchPlan(inputs("none", "tcp", [0]));
-    const spec = containerSpec(plan, options(plan, { vendor: "none", gpuIds: [0] }));
+    const spec = containerSpec(plan, options(plan));
     expect(spec.env).to.deep.equal(plan.env);
     expect(spec.runArgv).not.to.include("--gpus").and.not.to.include("--device");
   });
@@ -176,41 +170,60 @@ describe("container spec (docker run argv)", () => {
   it("rewrites tokenizer paths: inside the checkpoint to /model, elsewhere to a read-only /tokenizer mount", () => {
     const base = inputs("nvidia", "tcp", [0]);
     const inside = renderLaunchPlan({ ...base, model: { ...base.model, tokenizer: "/srv/models/tiny/tok" } });
-    const s1 = containerSpec(inside, options(inside, { gpuIds: [0] }));
+    const s1 = containerSpec(inside, options(inside));
     expect(s1.serveArgs[s1.serveArgs.indexOf("--tokenizer") + 1]).to.equal("/model/tok");
     expect(values(s1.runArgv, "--mount")).to.have.length(1);
 
     const outside = renderLaunchPlan({ ...base, model: { ...base.model, tokenizer: "/srv/tokenizers/t" } });
-    const s2 = containerSpec(outside, options(outside, { gpuIds: [0] }));
+    const s2 = containerSpec(outside, options(outside));
     expect(s2.serveArgs[s2.serveArgs.indexOf("--tokenizer") + 1]).to.equal("/tokenizer");
     expect(values(s2.runArgv, "--mount")).to.include("type=bind,source=/srv/tokenizers/t,target=/tokenizer,readonly");
 
     const hub = renderLaunchPlan({ ...base, model: { ...base.model, tokenizer: "org/name" } });
-    const s3 = containerSpec(hub, options(hub, { gpuIds: [0] }));
+    const s3 = containerSpec(hub, options(hub));
     expect(s3.serveArgs[s3.serveArgs.indexOf("--tokenizer") + 1]).to.equal("org/name");
   });
 
   it("uses explicit render nodes when given", () => {
     const plan = renderLaunchPlan(inputs("amd", "tcp", [0, 1]));
-    const spec = containerSpec(plan, options(plan, { vendor: "amd", gpuIds: [0, 1], renderNodes: ["/dev/dri/renderD136", "/dev/dri/renderD137"] }));
+    const spec = containerSpec(plan, options(plan, { renderNodes: ["/dev/dri/renderD136", "/dev/dri/renderD137"] }));
     expect(values(spec.runArgv, "--device")).to.deep.equal(["/dev/kfd", "/dev/dri/renderD136", "/dev/dri/renderD137"]);
   });
 
-  const REFUSALS: Array<[string, (plan: LaunchPlan) => Partial<ContainerRuntimeOptions>, RegExp, LaunchInputs?]> = [
-    ["a mutable tag", () => ({ image: "vllm/vllm-openai:latest" }), /not immutable/],
-    ["a short image ID", () => ({ image: "sha256:abc" }), /not immutable/],
-    ["GPU ids that disagree with the plan", () => ({ gpuIds: [0, 1] }), /CUDA_VISIBLE_DEVICES=2,3 but the container is given GPUs 0,1/],
-    ["no GPU ids on a GPU host", () => ({ gpuIds: [] }), /needs its GPU ids/],
-    ["RDMA transport without RDMA devices", () => ({ gpuIds: [2, 3] }), /UCX_TLS=rc,sm,self,cuda_copy uses RDMA \(rc\) but no RDMA devices/, inputs("nvidia", "ucx_rdma", [2, 3])],
-    ["a stack name docker cannot name a container with", () => ({ stack: "my stack" }), /cannot be part of a container name/],
-    ["a model dir other than the plan's", () => ({ modelDir: "/srv/models/other" }), /serves \/srv\/models\/tiny but the mounted model dir is \/srv\/models\/other/],
-    ["the whole of /dev/dri", () => ({ vendor: "amd", renderNodes: ["/dev/dri", "/dev/dri/renderD129"] }), /never mapped/, inputs("amd", "tcp", [2, 3])],
-    ["an engine id other than the plan's", () => ({ engineId: "e2" }), /does not match the plan's e1/],
+  it("renumbers a visibility variable the engine's own environment adds, when it names the placement's GPUs", () => {
+    const base = inputs("amd", "tcp", [2, 3]);
+    const plan = renderLaunchPlan({ ...base, policy: { ...base.policy, engineEnv: { ROCR_VISIBLE_DEVICES: "2,3" } } });
+    const spec = containerSpec(plan, options(plan));
+    expect([spec.env.HIP_VISIBLE_DEVICES, spec.env.ROCR_VISIBLE_DEVICES]).to.deep.equal(["0,1", "0,1"]);
+    expect(spec.labels[LABELS.gpus]).to.equal("2,3");
+  });
+
+  /** The default plan (NVIDIA, GPUs 2,3, TCP) with its placement edited. */
+  const placed = (over: Partial<LaunchPlan["placement"]>) => (): LaunchPlan => {
+    const plan = renderLaunchPlan(inputs("nvidia", "tcp", [2, 3]));
+    return { ...plan, placement: { ...plan.placement, ...over } };
+  };
+  const withEnv = (engineEnv: Record<string, string>) => (): LaunchPlan => {
+    const base = inputs("nvidia", "tcp", [2, 3]);
+    return renderLaunchPlan({ ...base, policy: { ...base.policy, engineEnv } });
+  };
+  const REFUSALS: Array<[string, Partial<ContainerRuntimeOptions>, RegExp, (() => LaunchPlan)?]> = [
+    ["a mutable tag", { image: "vllm/vllm-openai:latest" }, /not immutable/],
+    ["a short image ID", { image: "sha256:abc" }, /not immutable/],
+    ["a visibility variable of the engine's env that names other GPUs than the placement", {}, /ROCR_VISIBLE_DEVICES=0,1 but the container is given GPUs 2,3/, withEnv({ ROCR_VISIBLE_DEVICES: "0,1" })],
+    ["no GPU ids on a GPU host", {}, /a nvidia engine needs its GPU ids/, placed({ gpuIds: [] })],
+    ["a GPU id listed twice", {}, /GPU ids \[2,2\] must be distinct non-negative integers/, placed({ gpuIds: [2, 2] })],
+    ["RDMA transport without RDMA devices", {}, /transport is ucx_rdma \(UCX_TLS=rc,sm,self,cuda_copy\) but no RDMA devices are given to the container/, () => renderLaunchPlan(inputs("nvidia", "ucx_rdma", [2, 3]))],
+    ["an RDMA device outside /dev", {}, /RDMA device "infiniband\/uverbs0" is not a \/dev path/, () => renderLaunchPlan(inputs("nvidia", "ucx_rdma", [2, 3], ["infiniband/uverbs0"]))],
+    ["a stack name docker cannot name a container with", { stack: "my stack" }, /cannot be part of a container name/],
+    ["a model dir other than the plan's", { modelDir: "/srv/models/other" }, /serves \/srv\/models\/tiny but the mounted model dir is \/srv\/models\/other/],
+    ["the whole of /dev/dri", { renderNodes: ["/dev/dri", "/dev/dri/renderD129"] }, /never mapped/, () => renderLaunchPlan(inputs("amd", "tcp", [2, 3]))],
+    ["an engine id other than the plan's", { engineId: "e2" }, /does not match the plan's e1/],
   ];
-  for (const [what, over, message, inp] of REFUSALS) {
+  for (const [what, over, message, makePlan] of REFUSALS) {
     it(`refuses ${what}`, () => {
-      const plan = renderLaunchPlan(inp ?? inputs("nvidia", "tcp", [2, 3]));
-      expect(() => containerSpec(plan, options(plan, over(plan)))).to.throw(message);
+      const plan = makePlan ? makePlan() : renderLaunchPlan(inputs("nvidia", "tcp", [2, 3]));
+      expect(() => containerSpec(plan, options(plan, over))).to.throw(message);
     });
   }
 });

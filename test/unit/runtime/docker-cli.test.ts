@@ -26,7 +26,7 @@ const INPUTS: LaunchInputs = {
   },
 };
 const PLAN = renderLaunchPlan(INPUTS);
-const TARGET: ContainerTarget = { image: IMAGE, vendor: "none", gpuIds: [0], modelDir: "/srv/models/tiny", engineId: "e1", stack: "unit" };
+const TARGET: ContainerTarget = { image: IMAGE, modelDir: "/srv/models/tiny", engineId: "e1", stack: "unit" };
 
 // A docker client stand-in: logs its argv, answers from env, keeps a little state in $FAKE_DIR.
 const FAKE_DOCKER = `#!/bin/bash
