@@ -332,10 +332,8 @@ esac
 /** Engines sharing a GPU start one after the other (lib/runtime/gpu-claims.ts), bounded by stop + start deadlines. */
 export function gpuWait(plan: LaunchPlan, target: ContainerTarget, opts: DockerCliOptions): string {
   const d = opts.deadlinesS;
-  return dockerGpuWaitScript({
-    engineId: plan.engineId,
+  return dockerGpuWaitScript(plan, {
     stack: target.stack,
-    gpuIds: plan.placement.vendor === "none" ? [] : plan.placement.gpuIds,
     waitS: d.stop + d.start,
     inspectS: d.inspect,
     stackLabel: LABELS.stack,

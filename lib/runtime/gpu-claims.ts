@@ -49,16 +49,22 @@ release_gpu_claim() { flock -u 9; exec 9>&-; }
  * no running container of another engine of the stack lists one of its GPUs. Expects `$docker` (the
  * docker command) to be set; every docker call is bounded by `inspectS`.
  */
-export function dockerGpuWaitScript(o: { engineId: string; stack: string; gpuIds: ReadonlyArray<number>; waitS: number; inspectS: number; stackLabel: string; engineLabel: string; gpusLabel: string }): string {
-  if (o.gpuIds.length === 0) return "";
-  return `gpus=' ${o.gpuIds.join(" ")} '
+export function dockerGpuWaitScript(
+  plan: Pick<LaunchPlan, "engineId" | "placement">,
+  o: { stack: string; waitS: number; inspectS: number; stackLabel: string; engineLabel: string; gpusLabel: string },
+): string {
+  // A container on a host without GPUs (vendor "none") is given none and labels none: nothing to wait for.
+  const gpus = plan.placement.vendor === "none" ? [] : plan.placement.gpuIds;
+  if (gpus.length === 0) return "";
+  const engineId = plan.engineId;
+  return `gpus=' ${gpus.join(" ")} '
 gpu_deadline=$(( $(date +%s) + ${o.waitS} ))
 while :; do
   holders=$(timeout -k 5 ${o.inspectS} "$docker" ps --no-trunc --filter ${shq(`label=${o.stackLabel}=${o.stack}`)} --format ${shq(`{{.Label "${o.engineLabel}"}} {{.Label "${o.gpusLabel}"}} {{.ID}}`)}) || {
-    echo "engine ${o.engineId}: could not list the running containers of stack ${o.stack} to check its GPUs are free" >&2; exit 1; }
+    echo "engine ${engineId}: could not list the running containers of stack ${o.stack} to check its GPUs are free" >&2; exit 1; }
   holder=
   while read -r h_engine h_gpus h_id; do
-    [ -n "$h_engine" ] && [ "$h_engine" != ${shq(o.engineId)} ] || continue
+    [ -n "$h_engine" ] && [ "$h_engine" != ${shq(engineId)} ] || continue
     for g in $(printf '%s' "$h_gpus" | tr ',' ' '); do
       case "$gpus" in *" $g "*) holder="engine $h_engine (container $h_id) holds GPU $g" ;; esac
     done
@@ -67,7 +73,7 @@ $holders
 EOF_HOLDERS
   [ -z "$holder" ] && break
   if [ "$(date +%s)" -ge "$gpu_deadline" ]; then
-    echo "engine ${o.engineId}: GPU wait deadline ${o.waitS}s passed and $holder; stop that engine or give the engines disjoint engines[].gpuIds" >&2
+    echo "engine ${engineId}: GPU wait deadline ${o.waitS}s passed and $holder; stop that engine or give the engines disjoint engines[].gpuIds" >&2
     exit 1
   fi
   sleep 0.5

@@ -5,6 +5,12 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { dockerGpuWaitScript } from "../../../lib/runtime/gpu-claims";
 import { LABELS } from "../../../lib/runtime/container-spec";
+import type { LaunchPlacement } from "../../../lib/launch/plan";
+
+const onGpus = (gpuIds: number[], vendor: LaunchPlacement["vendor"] = "nvidia"): { engineId: string; placement: LaunchPlacement } => ({
+  engineId: "e1",
+  placement: { gpuIds, vendor, visibilityVariable: "CUDA_VISIBLE_DEVICES", transport: "tcp", rdmaDevices: [] },
+});
 
 /**
  * The Docker GPU wait under sh, against a stand-in `docker` whose `ps` prints the running containers
@@ -27,7 +33,7 @@ describe("docker GPU wait (run for real under sh with a stand-in docker)", funct
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   function wait(gpuIds: number[], waitS: number): Promise<{ code: number; stderr: string; ms: number }> {
-    const script = `set -eu\ndocker=${dir}/docker\n${dockerGpuWaitScript({ engineId: "e1", stack: "prod", gpuIds, waitS, inspectS: 5, stackLabel: LABELS.stack, engineLabel: LABELS.engine, gpusLabel: LABELS.gpus })}echo started\n`;
+    const script = `set -eu\ndocker=${dir}/docker\n${dockerGpuWaitScript(onGpus(gpuIds), { stack: "prod", waitS, inspectS: 5, stackLabel: LABELS.stack, engineLabel: LABELS.engine, gpusLabel: LABELS.gpus })}echo started\n`;
     const t0 = Date.now();
     return new Promise((resolve) =>
       execFile("sh", ["-c", script], (err, stdout, stderr) => resolve({ code: err ? (err as { code: number }).code : stdout.includes("started") ? 0 : -1, stderr, ms: Date.now() - t0 })),
@@ -57,7 +63,10 @@ describe("docker GPU wait (run for real under sh with a stand-in docker)", funct
     expect(r.stderr).to.equal("engine e1: GPU wait deadline 1s passed and engine e2 (container c-old) holds GPU 1; stop that engine or give the engines disjoint engines[].gpuIds\n");
   });
 
-  it("is empty for an engine without GPUs", () => {
-    expect(dockerGpuWaitScript({ engineId: "e1", stack: "s", gpuIds: [], waitS: 1, inspectS: 1, stackLabel: "a", engineLabel: "b", gpusLabel: "c" })).to.equal("");
+  it("is empty for an engine without GPUs, and on a host without GPUs (vendor none), whose containers label none", () => {
+    const o = { stack: "s", waitS: 1, inspectS: 1, stackLabel: "a", engineLabel: "b", gpusLabel: "c" };
+    expect(dockerGpuWaitScript(onGpus([]), o)).to.equal("");
+    expect(dockerGpuWaitScript(onGpus([0], "none"), o)).to.equal("");
+    expect(dockerGpuWaitScript(onGpus([0]), o)).to.include("gpus=' 0 '");
   });
 });
