@@ -14,7 +14,7 @@ import { loadSshConfig, type SshConfig } from "../../../lib/ssh/ssh-config";
 import type { FleetSecrets } from "../../../components/fleet-inputs";
 import { readLocalFiles } from "../../../entry/local-files";
 
-const spec = parseFleetConfig({
+const RAW = {
   hosts: [
     { alias: "a", destination: "gpu-a", fabricInterface: "fab0" },
     { alias: "b", destination: "gpu-b", fabricInterface: "fab0" },
@@ -24,7 +24,8 @@ const spec = parseFleetConfig({
     { id: "e2", host: "b", gpuIds: [0] },
   ],
   model: { servedName: "tiny", checkpointDir: "/models/tiny" },
-});
+};
+const spec = parseFleetConfig(RAW);
 
 /** Secrets where only the hosts in `keyed` have a key in config. */
 function secrets(keyed: string[]): FleetSecrets {
@@ -70,5 +71,11 @@ describe("entry: local files read for the components", () => {
     fs.mkdirSync(path.join(dir, "id_b"));
     const read = () => readLocalFiles(spec, secrets(["a"]), sshConfig);
     expect(read).to.throw(pulumi.RunError, identityFileMessage("b", path.join(dir, "id_b"), "EISDIR"));
+  });
+
+  it("ends the run naming calibration.adopt.path when the calibration file cannot be read", () => {
+    const absent = path.join(dir, "absent.json");
+    const adopting = parseFleetConfig({ ...RAW, calibration: { enabled: true, adopt: { path: absent } } });
+    expect(() => readLocalFiles(adopting, secrets(["a", "b"]), undefined)).to.throw(pulumi.RunError, `config narwhal-fleet:calibration.adopt.path: cannot read the calibration ${absent} (ENOENT)`);
   });
 });
