@@ -1,11 +1,14 @@
 import * as pulumi from "@pulumi/pulumi";
-import { readStackConfig } from "./components/stack-config";
+import { readStackConfig } from "./entry/stack-config";
+import { readLocalFiles } from "./entry/local-files";
 import { Fleet, EngineSummary, HostSummary } from "./components/fleet";
 import { logAdoptionForecast } from "./entry/adoption-forecast";
 import { engineIdentities as identitiesOf, evidenceByGate, type EngineIdentityOutput, type EvidenceOutput } from "./lib/fleet/stack-outputs";
 
 const { spec, secrets, sshConfig } = readStackConfig();
-const fleet = new Fleet("fleet", { spec, secrets, sshConfig, stack: pulumi.getStack() });
+// Every local file the components need is read here, once: components do no I/O.
+const localFiles = readLocalFiles(spec, secrets, sshConfig);
+const fleet = new Fleet("fleet", { spec, secrets, sshConfig, localFiles, stack: pulumi.getStack() });
 // At preview, what the next up would adopt from a runbook deployment; logged on the fleet.
 logAdoptionForecast(spec, fleet.discovery.hosts, fleet);
 

@@ -1,8 +1,7 @@
-import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { FleetSpec } from "../lib/config";
-import { defaultInputLengths, describeMismatches, sha256Of, type CalibrationAdoptSource } from "../lib/preflight";
+import { defaultInputLengths, describeMismatches, type CalibrationAdoptSource } from "../lib/preflight";
 import type { Attestation } from "../dynamic-providers/attestation/resource";
 import { Calibration } from "../dynamic-providers/calibration/resource";
 import type { Preflight } from "../dynamic-providers/preflight/resource";
@@ -21,26 +20,13 @@ export interface CalibrationArgs {
   routerConnection: pulumi.Input<command.types.input.remote.ConnectionArgs>;
   /** Calibration samples a fleet that passed its preflight. */
   preflight: Preflight;
+  /** `calibration.adopt`, read by the program's entry: the file and the digest of its bytes. */
+  adopt?: CalibrationAdoptSource;
 }
 
 /** Four deadlines' worth of waiting shows the tail without reaching the request timeout. */
 export function defaultObservationBound(slo: FleetSpec["slo"]): number {
   return Math.min(slo.requestTimeoutS, 4 * slo.firstTokenTimeoutS);
-}
-
-/**
- * The file `calibration.adopt` names, with the digest of the bytes read now (and the operator's pin):
- * the provider adopts exactly these bytes or measures.
- */
-function adoptSource(adopt: NonNullable<FleetSpec["calibration"]["adopt"]>): CalibrationAdoptSource {
-  let bytes: Buffer;
-  try {
-    bytes = fs.readFileSync(adopt.path);
-  } catch (err) {
-    // A RunError: the SDK prints its message alone, without frames (see stack-config.ts).
-    throw new pulumi.RunError(`config narwhal-fleet:calibration.adopt.path: cannot read the calibration ${adopt.path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); copy the runbook's calibration file there, or remove the key to calibrate afresh`);
-  }
-  return { path: adopt.path, sha256: sha256Of(bytes), ...(adopt.sha256 ? { pinned: `sha256:${adopt.sha256}` } : {}) };
 }
 
 /**
@@ -86,7 +72,7 @@ export function calibration(name: string, args: CalibrationArgs, opts: pulumi.Cu
       via: via.login,
       viaPrivateKey: via.privateKey,
       viaPassword: via.password,
-      ...(c.adopt ? { adopt: adoptSource(c.adopt) } : {}),
+      ...(args.adopt ? { adopt: args.adopt } : {}),
     },
     pulumi.mergeOptions(opts, { dependsOn: [args.preflight] }),
   );

@@ -1,17 +1,15 @@
-import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config";
 import { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
 import { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
 import { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
-import type { FleetSecrets } from "./stack-config";
+import type { FleetSecrets } from "./fleet-inputs";
 import { renderLaunchPlan, type LaunchInputs } from "../lib/launch/plan";
 import { hostLaunchFacts, resolveEngineLaunch } from "../lib/launch/policy";
 import { hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
 import type { HostLogin } from "../lib/ssh/login";
 import { storedJump } from "../lib/ssh/stored-login";
-import { identityFileMessage } from "../lib/config/local-files";
 import type { SshConfig } from "../lib/ssh/ssh-config";
 import { manifestIdentity } from "../lib/checkpoint/compare";
 import { fleetDocument } from "../lib/fleet/fleet-document";
@@ -23,6 +21,8 @@ export interface DiscoveryArgs {
   stack: string;
   /** The operator's ssh_config, for destinations that are OpenSSH aliases. */
   sshConfig?: SshConfig;
+  /** Per host alias, the key its ssh_config IdentityFile holds (read by the program's entry). */
+  identityKeys: ReadonlyMap<string, pulumi.Output<string>>;
   /**
    * What the resources' names start with: `<prefix>-<alias>`, `<prefix>-replicas`, `<prefix>-config`,
    * the names they had when they sat directly under the Fleet, so existing state keeps them.
@@ -84,7 +84,7 @@ export class Discovery extends pulumi.ComponentResource {
 function discoverHost(name: string, host: HostSpec, args: DiscoveryArgs, opts: pulumi.CustomResourceOptions): HostParts {
   const { spec, secrets } = args;
   const login = resolveLogin(spec, host, args.sshConfig);
-  const privateKey = host.auth === "key" ? (secrets.sshPrivateKey(host.alias) ?? identityFileKey(login, host.alias)) : undefined;
+  const privateKey = host.auth === "key" ? (secrets.sshPrivateKey(host.alias) ?? args.identityKeys.get(host.alias)) : undefined;
   const password = host.auth === "password" ? secrets.sshPassword(host.alias) : undefined;
   const plan = hostDiscoveryPlan(spec, host);
   const discovery = new HostDiscovery(
@@ -192,19 +192,6 @@ function writeDeploymentConfig(name: string, args: DiscoveryArgs, gate: Discover
       return generatedConfig(spec, gate.routerHost, generated, launchPlans, document);
     });
   return new DeploymentConfig(name, { stack: args.stack, files }, opts);
-}
-
-/**
- * The IdentityFile an ssh_config alias names, read once and kept a Pulumi secret. One that exists but
- * cannot be read ends the run with a RunError (its message alone, see stack-config.ts).
- */
-function identityFileKey(login: HostLogin, alias: string): pulumi.Output<string> | undefined {
-  if (!login.identityFile || !fs.existsSync(login.identityFile)) return undefined;
-  try {
-    return pulumi.secret(fs.readFileSync(login.identityFile, "utf8"));
-  } catch (err) {
-    throw new pulumi.RunError(identityFileMessage(alias, login.identityFile, (err as NodeJS.ErrnoException).code));
-  }
 }
 
 function summariseHosts(hosts: ReadonlyMap<string, HostParts>): pulumi.Output<Record<string, HostSummary>> {

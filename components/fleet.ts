@@ -6,7 +6,7 @@ import { kvPeerWiring } from "./peer-wave";
 import type { PeerWave } from "../dynamic-providers/peer-wave/resource";
 import { Engine } from "./engine";
 import type { RunbookOutcome } from "./runtime";
-import type { FleetSecrets } from "./stack-config";
+import type { FleetSecrets, LocalFiles } from "./fleet-inputs";
 import { Discovery, type HostSummary } from "./discovery";
 import type { SshConfig } from "../lib/ssh/ssh-config";
 import { cacheSummary, CacheGroupSummary } from "../lib/fleet/cache-summary";
@@ -31,6 +31,8 @@ export interface FleetArgs {
   stack: string;
   /** The operator's ssh_config, for destinations that are OpenSSH aliases. */
   sshConfig?: SshConfig;
+  /** What the program's entry read from this machine's files (entry/local-files.ts); components read none. */
+  localFiles: LocalFiles;
 }
 
 export interface EngineSummary {
@@ -88,7 +90,7 @@ export class Fleet extends pulumi.ComponentResource {
     super("narwhal:fleet:Fleet", name, {}, opts);
     const { spec } = args;
 
-    this.discovery = new Discovery(`${name}-discovery`, { spec, secrets: args.secrets, stack: args.stack, sshConfig: args.sshConfig, prefix: name }, { parent: this });
+    this.discovery = new Discovery(`${name}-discovery`, { spec, secrets: args.secrets, stack: args.stack, sshConfig: args.sshConfig, identityKeys: args.localFiles.identityKeys, prefix: name }, { parent: this });
     const hosts = this.discovery.hosts;
     this.replicas = this.discovery.replicas;
     const kvPeers = spec.runtime.restartKvPeers ? kvPeerWiring(name, spec, args.secrets.engineApiKey, this) : undefined;
@@ -164,7 +166,7 @@ export class Fleet extends pulumi.ComponentResource {
       .apply((facts) => cacheSummary(spec, facts));
     this.fabric = new FabricMesh(`${name}-fabric`, { spec, stack: args.stack, hosts, engines, cacheGroups: this.cacheGroups }, { parent: this });
     this.attestation = new AttestationMesh(`${name}-attestation`, { spec, stack: args.stack, hosts, engines, replicas: this.replicas, after: [this.fabric.gate] }, { parent: this });
-    this.profiles = new ProfileMesh(`${name}-profiles`, { spec, stack: args.stack, engines, attestations: this.attestation.attestations, engineApiKey: args.secrets.engineApiKey, routerHost: this.routerHost, routerConnection: hosts.get(this.routerHost)!.connection }, { parent: this });
+    this.profiles = new ProfileMesh(`${name}-profiles`, { spec, stack: args.stack, engines, attestations: this.attestation.attestations, engineApiKey: args.secrets.engineApiKey, routerHost: this.routerHost, routerConnection: hosts.get(this.routerHost)!.connection, adopt: args.localFiles.profileAdopt }, { parent: this });
     const hostOf = Object.fromEntries(spec.engines.map((e) => [e.id, e.host]));
     this.sanitisedFleetDocument = this.attestation.fleetDocument.apply((d) => sanitisedFleetDocument(d, hostOf));
     this.preflight = preflight(
@@ -197,6 +199,7 @@ export class Fleet extends pulumi.ComponentResource {
           attestations: this.attestation.attestations,
           fleetDocument: this.attestation.fleetDocument,
           engineApiKey: args.secrets.engineApiKey,
+          adopt: args.localFiles.calibrationAdopt,
           routerHost: this.routerHost,
           routerConnection: hosts.get(this.routerHost)!.connection,
           preflight: this.preflight,

@@ -1,8 +1,7 @@
-import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec } from "../lib/config";
-import { maxNumSeqsOf, NARWHAL_FIT_LIMITS, previousInLane, samplesPath, sha256Hex, sweepRecord, type AdoptSource, type Sweep } from "../lib/profiling";
+import { maxNumSeqsOf, NARWHAL_FIT_LIMITS, previousInLane, sweepRecord, type AdoptSource, type Sweep } from "../lib/profiling";
 import { Profile } from "../dynamic-providers/profile/resource";
 import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry } from "../dynamic-providers/profile/types";
 import { loginInputs } from "./login-inputs";
@@ -23,6 +22,8 @@ export interface ProfilesArgs {
   /** The router host's alias and the connection its commands use (its verified key pinned). */
   routerHost: string;
   routerConnection: pulumi.Input<command.types.input.remote.ConnectionArgs>;
+  /** `profiling.adoptStore`, read by the program's entry: the store and its sidecar with the digests of their bytes. */
+  adopt?: AdoptSource;
 }
 
 /** Per engine, as the stack output shows it. */
@@ -38,23 +39,6 @@ export interface EngineProfileSummary {
 }
 
 /**
- * The store `profiling.adoptStore` names and its sidecar, with the digests of the bytes read now: the
- * provider adopts from exactly these bytes or measures.
- */
-function adoptSource(storePath: string): AdoptSource {
-  const digest = (file: string, what: string) => {
-    try {
-      return `sha256:${sha256Hex(fs.readFileSync(file))}`;
-    } catch (err) {
-      // A RunError: the SDK prints its message alone, without frames (see stack-config.ts).
-      throw new pulumi.RunError(`config narwhal-fleet:profiling.adoptStore: cannot read the ${what} ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); copy the runbook's store and its .samples.json there, or remove the key to profile every engine afresh`);
-    }
-  };
-  const samples = samplesPath(storePath);
-  return { storePath, storeSha256: digest(storePath, "profile store"), samplesPath: samples, samplesSha256: digest(samples, "sample sidecar") };
-}
-
-/**
  * Gate F's profiling half: one Profile per engine once it is attested, measured from the router host
  * (an SSH tunnel to the engine's private URL), concurrently across hosts and GPU groups and one after
  * another within a GPU group; then the store and its sidecar on the router host at `profiles.path`.
@@ -67,8 +51,9 @@ export class ProfileMesh extends pulumi.ComponentResource {
   constructor(name: string, args: ProfilesArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:profiles:ProfileMesh", name, {}, opts);
     const { spec, stack } = args;
-    const { adoptStore, oneAtATime, fitAttempts, ...sweep }: { adoptStore?: string; oneAtATime?: boolean; fitAttempts: number } & Sweep = spec.profiling;
-    const adopt = adoptStore ? adoptSource(adoptStore) : undefined;
+    // adoptStore is read by the entry (args.adopt); the rest of the section is the sweep.
+    const { adoptStore: _read, oneAtATime, fitAttempts, ...sweep }: { adoptStore?: string; oneAtATime?: boolean; fitAttempts: number } & Sweep = spec.profiling;
+    const { adopt } = args;
     const via = loginInputs(args.routerConnection, args.routerHost);
     const placed = args.engines.map(({ spec: e }) => ({ id: e.id, host: e.host, gpuIds: e.gpuIds ?? [] }));
     // Concurrently across hosts and GPU groups (the runbook), or one lane for the whole fleet.

@@ -56,7 +56,7 @@ export function exportAliases(sources: AliasSources): ExportAliases {
   return { hosts, paths, secrets: sources.secrets };
 }
 
-/** Config keys that hold secrets (components/stack-config.ts reads the same ones as Pulumi secrets). */
+/** Config keys that hold secrets (entry/stack-config.ts reads the same ones as Pulumi secrets). */
 const SECRET_KEYS = new Set(["engineApiKey", "sshPrivateKey", "sshPrivateKeys", "sshPasswords", "grafanaAdminPassword"]);
 
 /** Every string inside a config value: secret maps (`sshPasswords`) hold one secret per host. */

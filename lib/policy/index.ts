@@ -60,7 +60,7 @@ export const TYPES = {
   nodejsProvider: "pulumi:providers:pulumi-nodejs",
 } as const;
 
-/** Config keys the program reads only as secrets (components/stack-config.ts); a plain value in the stack file is in cleartext on disk. */
+/** Config keys the program reads only as secrets (entry/stack-config.ts); a plain value in the stack file is in cleartext on disk. */
 export const SECRET_CONFIG_KEYS = ["engineApiKey", "sshPrivateKey", "sshPrivateKeys", "sshPasswords", "grafanaAdminPassword"] as const;
 
 /** The values @pulumi/policy (and the engine) use for a value not known until the update runs. */

@@ -5,6 +5,10 @@
  * test/providers/profile.test.ts measures real simulated engines.
  */
 import { expect } from "chai";
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { PROFILED, fleetConfig, mockSecrets, reveal, settle, useFleetMocks } from "./support/fleet";
 
 const API_KEY = "mock-api-key-attest-0123";
@@ -50,6 +54,29 @@ describe("mocks: profile mesh", () => {
     for (const r of [...profiles, registered.find((r) => r.type === "pulumi-nodejs:dynamic/narwhal:ProfileStore")!]) {
       const plain = JSON.stringify({ ...r.inputs, apiKey: undefined });
       expect(plain, r.name).to.not.include(API_KEY);
+    }
+  });
+
+  it("hands each Profile the adopted store and sidecar with the digests of the bytes read; an unreadable store or sidecar is a config error", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "profile-adopt-"));
+    try {
+      const store = path.join(dir, "profiles.json");
+      const sidecar = path.join(dir, "profiles.samples.json");
+      fs.writeFileSync(store, '{"engines": {}}\n');
+      const sha = (file: string) => "sha256:" + createHash("sha256").update(fs.readFileSync(file)).digest("hex");
+      const adopting = (storePath: string) => fleetConfig({ ...PROFILED, profiling: { ...PROFILED.profiling, adoptStore: storePath } });
+      // The sidecar is read too: without it the store is not adopted.
+      expect(() => mocks.build(adopting(store), mockSecrets(API_KEY))).to.throw(/^config narwhal-fleet:profiling\.adoptStore: cannot read the sample sidecar .*profiles\.samples\.json \(ENOENT\); copy the runbook's store/);
+      fs.writeFileSync(sidecar, '{"samples": []}\n');
+      registered.splice(0);
+      const fleet = mocks.build(adopting(store), mockSecrets(API_KEY));
+      await settle(fleet.profiles.summary);
+      const profiles = registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:Profile");
+      expect(profiles).to.have.lengthOf(3);
+      for (const r of profiles) expect(r.inputs.adopt, r.name).to.deep.equal({ storePath: store, storeSha256: sha(store), samplesPath: sidecar, samplesSha256: sha(sidecar) });
+      expect(() => mocks.build(adopting(path.join(dir, "absent.json")), mockSecrets(API_KEY))).to.throw(/^config narwhal-fleet:profiling\.adoptStore: cannot read the profile store .*absent\.json \(ENOENT\)/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -18,6 +18,7 @@ import * as native from "../../lib/runtime/native";
 import * as fields from "../../lib/runtime/container-fields";
 import { envFile } from "../../lib/shell";
 import { fleetConfig, mockSecrets, type Registered } from "./support/fleet";
+import { NO_LOCAL_FILES } from "../../components/fleet-inputs";
 
 const API_KEY = "mock-runtime-api-key-8c1f0e";
 const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nmockruntimekey\n-----END OPENSSH PRIVATE KEY-----\n";
@@ -511,7 +512,7 @@ describe("mocks: engine runtime backends", () => {
       const cwd = process.cwd();
       process.chdir(knownHostsDir);
       try {
-        const fleet = new Fleet("fleet", { spec, secrets, stack: "mock" });
+        const fleet = new Fleet("fleet", { spec, secrets, localFiles: NO_LOCAL_FILES, stack: "mock" });
         const engines = await promiseOf(fleet.engines);
         expect(Object.values(engines).map((e) => e.pid)).to.deep.equal([undefined, undefined, undefined]);
       } finally {

@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { readStackConfig } from "../../components/stack-config";
+import { readStackConfig } from "../../entry/stack-config";
 import { expectCleanMessage, minimal } from "../unit/config/fixtures";
 
 const P = "narwhal-fleet";

@@ -1,5 +1,5 @@
 /**
- * The keys read apart from the plain schema (components/stack-config.ts): credentials, which stay Pulumi
+ * The keys read apart from the plain schema (entry/stack-config.ts): credentials, which stay Pulumi
  * secrets and never pass through the parser, and the path of a key file. They are described here, in
  * the same form as the rest, so docs/config.md lists every key; a unit test holds the secret ones equal
  * to SECRET_CONFIG_KEYS.

@@ -7,7 +7,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { parseFleetConfig } from "../../../lib/config";
 import { cacheLayoutDigest } from "../../../lib/engine/cache-layout";
 import type { AttestationDocument } from "../../../lib/attestation";
-import type { FleetSecrets } from "../../../components/stack-config";
+import type { FleetSecrets } from "../../../components/fleet-inputs";
+import { readLocalFiles } from "../../../entry/local-files";
 import { ranks } from "../../unit/attestation/fixtures";
 
 /** Resource shape only: under mocks no provider method runs, so this says what is registered, not what happens. */
@@ -209,7 +210,8 @@ type FleetClass = Awaited<ReturnType<typeof mockFleet>>;
 
 /**
  * Inside a describe: mocks set (and the Fleet class loaded) before its tests, the record cleared before
- * each. `build` makes the component "fleet" of stack "mock" from a raw config.
+ * each. `build` makes the component "fleet" of stack "mock" from a raw config, reading the local files
+ * it names first, as the program's entry does.
  */
 export function useFleetMocks(state: StateOf = fleetState) {
   const registered: Registered[] = [];
@@ -218,6 +220,9 @@ export function useFleetMocks(state: StateOf = fleetState) {
     Fleet = await mockFleet(registered, state);
   });
   beforeEach(() => registered.splice(0));
-  const build = (config: Record<string, unknown>, secrets: FleetSecrets): InstanceType<FleetClass> => new Fleet!("fleet", { spec: parseFleetConfig(config), secrets, stack: "mock" });
+  const build = (config: Record<string, unknown>, secrets: FleetSecrets): InstanceType<FleetClass> => {
+    const spec = parseFleetConfig(config);
+    return new Fleet!("fleet", { spec, secrets, localFiles: readLocalFiles(spec, secrets, undefined), stack: "mock" });
+  };
   return { registered, build };
 }

@@ -57,7 +57,7 @@ describe("config: reference page", () => {
   });
 
   it("keeps credentials apart from the plain keys", () => {
-    // components/stack-config.ts reads exactly these apart from the parse.
+    // entry/stack-config.ts reads exactly these apart from the parse.
     expect(Object.keys(CredentialKeysSchema.shape)).to.have.members([...SECRET_CONFIG_KEYS, "sshPrivateKeyFile"]);
     const plain = Object.keys(FleetConfigSchema.shape);
     expect(Object.keys(CredentialKeysSchema.shape).filter((k) => plain.includes(k))).to.deep.equal([]);

@@ -8,21 +8,13 @@ import { CredentialKeysSchema } from "../lib/config/schema";
 import { readOperatorSshConfig } from "../lib/fleet/operator-ssh-config";
 import type { SshConfig, SshConfigFiles } from "../lib/ssh/ssh-config";
 import { cleartextSecretIssues, parseSecretKeyList, SECRET_CONFIG_KEYS } from "../lib/config/secrets";
+import type { FleetSecrets } from "../components/fleet-inputs";
 
 /**
  * Keys read apart from the zod parse: the secrets, and the key file path (a file whose content is one).
  * Taken from the schema that documents them, so a key read here is a key docs/config.md lists.
  */
 const NOT_IN_SCHEMA: readonly string[] = Object.keys(CredentialKeysSchema.shape);
-
-export interface FleetSecrets {
-  readonly engineApiKey: pulumi.Output<string>;
-  /** Key for a host: its own `sshPrivateKeys.<alias>`, else the stack's `sshPrivateKey`. */
-  sshPrivateKey(alias: string): pulumi.Output<string> | undefined;
-  sshPassword(alias: string): pulumi.Output<string> | undefined;
-  /** Grafana's admin password (`grafanaAdminPassword`), needed when monitoring runs as containers. */
-  readonly grafanaAdminPassword?: pulumi.Output<string>;
-}
 
 export interface StackConfig {
   spec: FleetSpec;
