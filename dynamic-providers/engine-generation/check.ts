@@ -5,7 +5,12 @@ import { processIdentityProblem } from "../../lib/engine/generation";
 // The providers that check Gate C inputs import it from here, beside the checks.
 export { hasUnknown } from "../diff";
 
-const nonEmpty = (k: string) => z.string({ error: `${k} must be a non-empty string` }).min(1, { error: `${k} must be a non-empty string` });
+/** A string input that must not be empty, refused as "<k> must be a non-empty string". */
+export const nonEmpty = (k: string) => z.string({ error: `${k} must be a non-empty string` }).min(1, { error: `${k} must be a non-empty string` });
+
+/** A bound in seconds: a finite number above zero. */
+export const positiveSeconds = (k: string) =>
+  z.unknown().refine((t) => typeof t === "number" && Number.isFinite(t) && t > 0, { error: (iss) => `${k} must be a positive number of seconds, got ${JSON.stringify(iss.input)}` });
 
 /** A process identity, judged by the same rule the proof applies (lib/engine/generation.ts). */
 export const processIdentitySchema = z.unknown().superRefine((id, ctx) => {
@@ -22,6 +27,6 @@ export const generationInputs = z.object({
   servedName: nonEmpty("servedName"),
   url: z.unknown().refine((u) => typeof u === "string" && /^https?:\/\/[^/\s]+(\/\S*)?$/.test(u), { error: (iss) => `url must be the engine's http(s) base URL, got ${JSON.stringify(iss.input)}` }),
   processIdentity: processIdentitySchema,
-  probeTimeoutS: z.unknown().refine((t) => typeof t === "number" && Number.isFinite(t) && t > 0, { error: (iss) => `probeTimeoutS must be a positive number of seconds, got ${JSON.stringify(iss.input)}` }),
+  probeTimeoutS: positiveSeconds("probeTimeoutS"),
   apiKey: z.string({ error: "apiKey must be a string" }).optional(),
 });
