@@ -38,7 +38,11 @@ export interface EvidenceProviderSpec<I extends object, O extends Partial<I>> {
   delete?: (id: string, props: O) => Promise<void>;
 }
 
-/** The failures of a zod schema, one per issue, with the property and path named; unknown values pass. */
+/**
+ * The failures of a zod schema, one per issue, with the property named; unknown values pass. zod's own
+ * wording is prefixed with the path; a reason the provider wrote (one that already begins with its path,
+ * or a refinement's) is kept as written, so a provider's refusals read the same whatever checks them.
+ */
 export function schemaFailures(schema: ZodType, news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
   const parsed = schema.safeParse(news);
   if (parsed.success) return [];
@@ -46,7 +50,8 @@ export function schemaFailures(schema: ZodType, news: Record<string, unknown>): 
     .filter((issue) => issue.path.length === 0 || !hasUnknown(news[String(issue.path[0])]))
     .map((issue) => {
       const where = issue.path.map(String).join(".");
-      return { property: String(issue.path[0] ?? ""), reason: where ? `${where}: ${issue.message}` : issue.message };
+      const asWritten = !where || issue.code === "custom" || issue.message.startsWith(`${where} `);
+      return { property: String(issue.path[0] ?? ""), reason: asWritten ? issue.message : `${where}: ${issue.message}` };
     });
 }
 

@@ -14,12 +14,13 @@
  * - delete: nothing remote (the sidecar belongs to its remote command).
  */
 import type * as pulumi from "@pulumi/pulumi";
+import { z } from "zod";
 import { AttestationError, checkAttestation, contractFingerprint, type SidecarAttestation } from "../../lib/attestation";
 import { providerEvidence } from "../evidence";
-import { processIdentityProblem, type Ask, type ProofSubject } from "../../lib/engine/generation";
+import { type Ask, type ProofSubject } from "../../lib/engine/generation";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
-import { hasUnknown } from "../engine-generation/check";
+import { nonEmpty, positiveSeconds, processIdentitySchema } from "../engine-generation/check";
 import { withEngineHttp } from "../engine-generation/http";
 import type { AttestationInputs, AttestationObservation, AttestationOutputs, AttestationRecord } from "./types";
 
@@ -186,30 +187,25 @@ async function record(i: AttestationInputs, reading: Reading, startedAt: string)
   return { relativePath: written.relativePath, digest: written.digest };
 }
 
-export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
-  const failures: pulumi.dynamic.CheckFailure[] = [];
-  const fail = (property: string, reason: string) => failures.push({ property, reason });
-  for (const k of ["engineId", "hostAlias", "version"]) {
-    if (!hasUnknown(news[k]) && (typeof news[k] !== "string" || news[k] === "")) fail(k, `${k} must be a non-empty string`);
-  }
-  for (const k of ["documentDigest", "generationDigest", "planSha256", "cacheLayoutDigest"]) {
-    if (!hasUnknown(news[k]) && !(typeof news[k] === "string" && /^sha256:[0-9a-f]{64}$/.test(news[k]))) fail(k, `${k} must be sha256:<64 hex>, got ${JSON.stringify(news[k])}`);
-  }
-  if (!hasUnknown(news.url) && !(typeof news.url === "string" && /^http:\/\/[^/\s]+\/v1\/attestation$/.test(news.url))) {
-    fail("url", `url must be the sidecar's http://<address>:<port>/v1/attestation, got ${JSON.stringify(news.url)}`);
-  }
-  if (!hasUnknown(news.processIdentity)) {
-    const problem = processIdentityProblem(news.processIdentity);
-    if (problem) fail("processIdentity", problem);
-  }
-  const t = news.probeTimeoutS;
-  if (!hasUnknown(t) && !(typeof t === "number" && Number.isFinite(t) && t > 0)) fail("probeTimeoutS", `probeTimeoutS must be a positive number of seconds, got ${JSON.stringify(t)}`);
-  const s = news.processStartTime;
-  if (!hasUnknown(s) && !(typeof s === "number" && Number.isFinite(s) && s > 0)) fail("processStartTime", `processStartTime must be a positive number, got ${JSON.stringify(s)}`);
-  const sidecar = news.sidecar as { pid?: unknown } | undefined;
-  if (!hasUnknown(sidecar) && !(sidecar && Number.isInteger(sidecar.pid) && (sidecar.pid as number) > 0)) fail("sidecar", `sidecar.pid must be a positive integer, got ${JSON.stringify(sidecar?.pid)}`);
-  return failures;
-}
+const sha256Digest = (k: string) => z.unknown().refine((v) => typeof v === "string" && /^sha256:[0-9a-f]{64}$/.test(v), { error: (iss) => `${k} must be sha256:<64 hex>, got ${JSON.stringify(iss.input)}` });
+
+/** The inputs as the check judges them, in the order their failures are reported; values unknown until apply are judged on the up. */
+const inputs = z.object({
+  engineId: nonEmpty("engineId"),
+  hostAlias: nonEmpty("hostAlias"),
+  version: nonEmpty("version"),
+  documentDigest: sha256Digest("documentDigest"),
+  generationDigest: sha256Digest("generationDigest"),
+  planSha256: sha256Digest("planSha256"),
+  cacheLayoutDigest: sha256Digest("cacheLayoutDigest"),
+  url: z.unknown().refine((u) => typeof u === "string" && /^http:\/\/[^/\s]+\/v1\/attestation$/.test(u), { error: (iss) => `url must be the sidecar's http://<address>:<port>/v1/attestation, got ${JSON.stringify(iss.input)}` }),
+  processIdentity: processIdentitySchema,
+  probeTimeoutS: positiveSeconds("probeTimeoutS"),
+  processStartTime: z.unknown().refine((s) => typeof s === "number" && Number.isFinite(s) && s > 0, { error: (iss) => `processStartTime must be a positive number, got ${JSON.stringify(iss.input)}` }),
+  sidecar: z.unknown().refine((c) => Number.isInteger((c as { pid?: unknown } | undefined)?.pid) && (c as { pid: number }).pid > 0, {
+    error: (iss) => `sidecar.pid must be a positive integer, got ${JSON.stringify((iss.input as { pid?: unknown } | undefined)?.pid)}`,
+  }),
+});
 
 /** What the sidecar answers now; never throws. */
 export async function observe(props: AttestationOutputs): Promise<AttestationObservation> {
@@ -243,7 +239,7 @@ export async function observe(props: AttestationOutputs): Promise<AttestationObs
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<AttestationInputs, AttestationOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
-  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
+  inputs,
 
   async create(inputs) {
     const startedAt = new Date().toISOString();

@@ -11,15 +11,16 @@
  *           refresh watches.
  */
 import type * as pulumi from "@pulumi/pulumi";
+import { z } from "zod";
 import { assembleCacheLayout, cacheConfigFrom, cacheLayoutDigest, type CacheLayoutSourceKind, type RankReport } from "../../lib/engine/cache-layout";
 import { EngineError } from "../../lib/engine/errors";
-import { endpoint, expectOk, liveGeneration, processIdentityProblem, requireProvedGeneration, subjectName, type Ask, type ProofSubject } from "../../lib/engine/generation";
+import { endpoint, expectOk, liveGeneration, requireProvedGeneration, subjectName, type Ask, type ProofSubject } from "../../lib/engine/generation";
 import { ranksFromSimLayout } from "../../lib/engine/layout-sources";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
-import { hasUnknown } from "../engine-generation/check";
+import { processIdentitySchema } from "../engine-generation/check";
 import type { CacheCaptureInputs, CacheCaptureOutputs } from "./types";
 
 export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected", "layoutSource"] as const;
@@ -58,33 +59,30 @@ const RANK_SOURCES: Partial<Record<CacheLayoutSourceKind, (ask: Ask, s: ProofSub
   "sim-endpoint": simEndpointRanks,
 };
 
-/** Per-property problems of the inputs; values unknown until apply are judged on the up. */
-function inputFailures(news: CacheCaptureInputs): pulumi.dynamic.CheckFailure[] {
-  const failures: pulumi.dynamic.CheckFailure[] = [];
-  if (!hasUnknown(news.processIdentity)) {
-    const problem = processIdentityProblem(news.processIdentity);
-    if (problem) failures.push({ property: "processIdentity", reason: problem });
-  }
-  const e = news.expected as unknown as Record<string, unknown> | undefined;
-  if (!hasUnknown(e)) {
-    for (const k of ["blockSize", "tensorParallelSize"]) {
-      if (!(Number.isInteger(e?.[k]) && (e![k] as number) > 0)) failures.push({ property: "expected", reason: `expected.${k} must be a positive integer, got ${JSON.stringify(e?.[k])}` });
-    }
-    for (const k of ["dtype", "kvCacheDtype"]) {
-      if (typeof e?.[k] !== "string" || e[k] === "") failures.push({ property: "expected", reason: `expected.${k} must be a non-empty string, got ${JSON.stringify(e?.[k])}` });
-    }
-  }
-  if (news.layoutSource !== undefined && !hasUnknown(news.layoutSource) && !["sim-endpoint", "engine-log"].includes(news.layoutSource)) {
-    failures.push({ property: "layoutSource", reason: `layoutSource must be "sim-endpoint" or "engine-log", got ${JSON.stringify(news.layoutSource)}` });
-  }
-  return failures;
-}
+const positiveInteger = (k: string) => z.unknown().refine((v) => Number.isInteger(v) && (v as number) > 0, { error: (iss) => `${k} must be a positive integer, got ${JSON.stringify(iss.input)}` });
+const nonEmptyString = (k: string) => z.unknown().refine((v) => typeof v === "string" && v !== "", { error: (iss) => `${k} must be a non-empty string, got ${JSON.stringify(iss.input)}` });
+
+/** The inputs as the check judges them; values unknown until apply are judged on the up. */
+const inputs = z.object({
+  processIdentity: processIdentitySchema,
+  // A missing plan is refused field by field, as an empty one is.
+  expected: z.preprocess(
+    (e) => (typeof e === "object" && e !== null ? e : {}),
+    z.object({
+      blockSize: positiveInteger("expected.blockSize"),
+      tensorParallelSize: positiveInteger("expected.tensorParallelSize"),
+      dtype: nonEmptyString("expected.dtype"),
+      kvCacheDtype: nonEmptyString("expected.kvCacheDtype"),
+    }),
+  ),
+  layoutSource: z.enum(["sim-endpoint", "engine-log"], { error: (iss) => `layoutSource must be "sim-endpoint" or "engine-log", got ${JSON.stringify(iss.input)}` }).optional(),
+});
 
 // An update changes only how the engine is reached: the capture stands.
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheCaptureInputs, CacheCaptureOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
-  inputs: inputFailures,
+  inputs,
   // An explicit default must not read as a change of what the capture was taken against.
   defaults: (news) => ({ ...news, layoutSource: news.layoutSource ?? "sim-endpoint" }),
   // A start command that only runs again (a re-pinned host key) adopts this very process (../diff.ts).

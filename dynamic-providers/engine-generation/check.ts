@@ -1,27 +1,32 @@
-/** Input checks of Gate C's providers: per-property failures, with values unknown during preview let through. */
-import type * as pulumi from "@pulumi/pulumi";
+/** Input checks of Gate C's providers as zod schemas: each issue names its property, and values unknown during preview are let through by the helper. */
+import { z } from "zod";
 import { processIdentityProblem } from "../../lib/engine/generation";
-import { hasUnknown } from "../diff";
 
 // The providers that check Gate C inputs import it from here, beside the checks.
 export { hasUnknown } from "../diff";
 
-/** Per-property problems of EngineGeneration inputs; values unknown until apply are not judged. */
-export function generationInputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
-  const failures: pulumi.dynamic.CheckFailure[] = [];
-  const fail = (property: string, reason: string) => failures.push({ property, reason });
-  for (const k of ["engineId", "hostAlias", "planSha256", "expectedVersion", "servedName"]) {
-    if (!hasUnknown(news[k]) && (typeof news[k] !== "string" || news[k] === "")) fail(k, `${k} must be a non-empty string`);
-  }
-  if (!hasUnknown(news.url) && !(typeof news.url === "string" && /^https?:\/\/[^/\s]+(\/\S*)?$/.test(news.url))) {
-    fail("url", `url must be the engine's http(s) base URL, got ${JSON.stringify(news.url)}`);
-  }
-  if (!hasUnknown(news.processIdentity)) {
-    const problem = processIdentityProblem(news.processIdentity);
-    if (problem) fail("processIdentity", problem);
-  }
-  const t = news.probeTimeoutS;
-  if (!hasUnknown(t) && !(typeof t === "number" && Number.isFinite(t) && t > 0)) fail("probeTimeoutS", `probeTimeoutS must be a positive number of seconds, got ${JSON.stringify(t)}`);
-  if (news.apiKey !== undefined && !hasUnknown(news.apiKey) && typeof news.apiKey !== "string") fail("apiKey", "apiKey must be a string");
-  return failures;
-}
+/** A string input that must not be empty, refused as "<k> must be a non-empty string". */
+export const nonEmpty = (k: string) => z.string({ error: `${k} must be a non-empty string` }).min(1, { error: `${k} must be a non-empty string` });
+
+/** A bound in seconds: a finite number above zero. */
+export const positiveSeconds = (k: string) =>
+  z.unknown().refine((t) => typeof t === "number" && Number.isFinite(t) && t > 0, { error: (iss) => `${k} must be a positive number of seconds, got ${JSON.stringify(iss.input)}` });
+
+/** A process identity, judged by the same rule the proof applies (lib/engine/generation.ts). */
+export const processIdentitySchema = z.unknown().superRefine((id, ctx) => {
+  const problem = processIdentityProblem(id);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+
+/** EngineGeneration inputs, in the order their failures are reported. */
+export const generationInputs = z.object({
+  engineId: nonEmpty("engineId"),
+  hostAlias: nonEmpty("hostAlias"),
+  planSha256: nonEmpty("planSha256"),
+  expectedVersion: nonEmpty("expectedVersion"),
+  servedName: nonEmpty("servedName"),
+  url: z.unknown().refine((u) => typeof u === "string" && /^https?:\/\/[^/\s]+(\/\S*)?$/.test(u), { error: (iss) => `url must be the engine's http(s) base URL, got ${JSON.stringify(iss.input)}` }),
+  processIdentity: processIdentitySchema,
+  probeTimeoutS: positiveSeconds("probeTimeoutS"),
+  apiKey: z.string({ error: "apiKey must be a string" }).optional(),
+});

@@ -17,7 +17,7 @@ import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject }
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
-import { generationInputFailures, hasUnknown } from "./check";
+import { generationInputs, hasUnknown } from "./check";
 import { REFRESH_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
 import { peerChange } from "../../lib/engine/peer-wave";
@@ -52,7 +52,7 @@ function subjectOf(i: EngineGenerationInputs): ProofSubject {
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<EngineGenerationInputs, EngineGenerationOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
-  inputs: (news) => generationInputFailures(news as unknown as Record<string, unknown>),
+  inputs: generationInputs,
 
   async create(inputs) {
     const s = subjectOf(inputs);

@@ -11,6 +11,7 @@
  * - delete: leaves the files: the router's retained evidence.
  */
 import type * as pulumi from "@pulumi/pulumi";
+import { z } from "zod";
 import { evidenceRoot, EvidenceStore } from "../../lib/evidence";
 import { documentBytes, idsProblem, localTarget, ProfileError, publishStore, rowProblem, samplesDocument, storeDocument, type EngineSamples, type FileTarget } from "../../lib/profiling";
 import { SshSession } from "../../lib/ssh/client";
@@ -18,30 +19,38 @@ import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { canonicalJson } from "../../lib/digest";
-import { evidenceProvider } from "../evidence-provider";
+import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { hasUnknown } from "../engine-generation/check";
 import { sftpTarget } from "./sftp";
 import type { ProfileStoreInputs, ProfileStoreOutputs } from "./types";
 
 export const UPDATABLE = ["path", "engineIds", "model", "sweep", "profiles", "router", "routerPrivateKey", "routerPassword", "stack"] as const;
 
-export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
-  const failures: pulumi.dynamic.CheckFailure[] = [];
-  const fail = (property: string, reason: string) => failures.push({ property, reason });
-  const p = news.path;
-  if (!hasUnknown(p) && !(typeof p === "string" && p.startsWith("/") && !p.split("/").includes(".."))) fail("path", `path must be an absolute path on the router host without "..", got ${JSON.stringify(p)}`);
-  if (!hasUnknown(news.profiles) && !hasUnknown(news.engineIds)) {
-    const profiles = news.profiles as ProfileStoreInputs["profiles"];
-    const problem = idsProblem(profiles.map((x) => ({ iid: x.engineId })), news.engineIds as string[]);
-    if (problem) fail("profiles", problem);
-    for (const x of profiles) {
-      const bad = rowProblem(x.row as unknown as Record<string, unknown>);
-      if (bad) fail("profiles", bad);
-      else if (x.row.iid !== x.engineId) fail("profiles", `profile row ${x.row.iid} is filed under engine ${x.engineId}`);
-    }
-  }
-  return failures;
-}
+/** The inputs as the check judges them; values unknown until apply are judged on the up. */
+// Loose: the cross-check below reads the properties the shape does not list.
+const inputs = z
+  .looseObject({
+    path: z.unknown().refine((p) => typeof p === "string" && p.startsWith("/") && !p.split("/").includes(".."), {
+      error: (iss) => `path must be an absolute path on the router host without "..", got ${JSON.stringify(iss.input)}`,
+    }),
+  })
+  .superRefine(
+    (news, ctx) => {
+      const { profiles, engineIds } = news as unknown as Record<string, unknown>;
+      if (hasUnknown(profiles) || hasUnknown(engineIds)) return;
+      const fail = (message: string) => ctx.addIssue({ code: "custom", path: ["profiles"], message });
+      const listed = profiles as ProfileStoreInputs["profiles"];
+      const problem = idsProblem(listed.map((x) => ({ iid: x.engineId })), engineIds as string[]);
+      if (problem) fail(problem);
+      for (const x of listed) {
+        const bad = rowProblem(x.row as unknown as Record<string, unknown>);
+        if (bad) fail(bad);
+        else if (x.row.iid !== x.engineId) fail(`profile row ${x.row.iid} is filed under engine ${x.engineId}`);
+      }
+    },
+    // The profiles are judged against the engine list even when the path is refused.
+    { when: () => true },
+  );
 
 async function withTarget<T>(i: ProfileStoreInputs, fn: (t: FileTarget) => Promise<T>): Promise<T> {
   if (!i.router) return fn(localTarget());
@@ -60,7 +69,7 @@ async function withTarget<T>(i: ProfileStoreInputs, fn: (t: FileTarget) => Promi
 
 /** Builds both documents from the recorded profiles and writes them; exported for tests. */
 export async function writeStore(i: ProfileStoreInputs): Promise<ProfileStoreOutputs> {
-  const problems = inputFailures(i as unknown as Record<string, unknown>);
+  const problems = schemaFailures(inputs, i as unknown as Record<string, unknown>);
   if (problems.length) throw new ProfileError("NARWHAL_PROFILE_STORE", problems.map((f) => `${f.property}: ${f.reason}`).join("; "));
   const evidence = new EvidenceStore(evidenceRoot(process.cwd(), i.stack));
   const entries: Record<string, EngineSamples> = {};
@@ -82,7 +91,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Profil
   // Nothing here was measured: every change rewrites the files in place.
   measuredAgainst: [],
   updatable: UPDATABLE,
-  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
+  inputs,
   // A re-pinned router host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
   compared: (olds, news) => ({ olds, news: { ...news, router: withHostKeyOf(news.router, olds.router) } }),
   async create(inputs) {

@@ -95,6 +95,20 @@ describe("dynamic providers: the evidence provider helper", () => {
       expect(r.failures![1].reason).to.match(/^timeoutS: /);
     });
 
+    it("keeps a reason the provider wrote as written: one naming its own path, or a refinement's", async () => {
+      const written = z.object({
+        host: z.string().min(1, { error: "host must be a non-empty string" }),
+        port: z.unknown().refine((p) => p !== 0, { error: "port 0 is not a port" }),
+        timeoutS: z.number().positive(),
+      });
+      const r = await provider({ inputs: written }).check!({}, { ...base, host: "", port: 0, timeoutS: -1 });
+      expect(r.failures!.slice(0, 2)).to.deep.equal([
+        { property: "host", reason: "host must be a non-empty string" },
+        { property: "port", reason: "port 0 is not a port" },
+      ]);
+      expect(r.failures![2].reason).to.match(/^timeoutS: /);
+    });
+
     it("does not judge a property a preview does not know yet", async () => {
       expect(await provider({ inputs: schema }).check!({}, { ...base, port: UNKNOWN as unknown as number })).to.deep.equal({ inputs: { ...base, port: UNKNOWN } });
     });
