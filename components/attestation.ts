@@ -165,7 +165,7 @@ export class AttestationMesh extends pulumi.ComponentResource {
         planSha256: engine.plan.planSha256,
         cacheLayoutDigest: engine.cache.cacheLayoutDigest,
         sidecar: started,
-        sidecarStartKey: startKeyOf(triggers),
+        sidecarStartKey: startKeyOf(sidecar),
         probeTimeoutS: spec.attestation.startTimeoutS,
         stack,
       },

@@ -48,7 +48,7 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
     startedAt: started.startedAt,
     restartScript: args.plan.apply((p) => nativeRestartScript(p, args.runDir, { stop: args.stopTimeoutS, health: args.healthTimeoutS })),
     resources: [process],
-    startKey: startKeyOf(triggers),
+    startKey: startKeyOf(process),
     adopted: started.apply((s) => s.adopted),
     ...(decision ? { runbook: decision.apply(runbookOutcome) } : {}),
     ...(surveyed ? { runbookAttestation: surveyed.attestation } : {}),
