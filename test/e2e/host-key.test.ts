@@ -61,12 +61,17 @@ describe("e2e: pinned host keys", function () {
       expect(remeasured).to.deep.equal(plannedRemeasure(planned, snapshot));
       expect(remeasured.filter((name) => name !== "fleet-config")).to.deep.equal([]);
       expect(stepList(await plannedChanges(stack, { refresh: true }))).to.deep.equal([]);
-    } finally {
-      // Rotating back is the same path: the refusal, its pin, one up.
+    } catch (err) {
+      // The shared fleet gets its key back either way; the failure that stopped the test is the one to read.
       await restartSshdWithHostKey(target.alias, original);
-      await pinAs();
-      await stack.up({ refresh: true, onOutput: () => undefined });
+      await pinAs().catch(() => undefined);
+      await stack.up({ refresh: true, onOutput: () => undefined }).catch(() => undefined);
+      throw err;
     }
+    // Rotating back is the same path: the refusal, its pin, one up.
+    await restartSshdWithHostKey(target.alias, original);
+    await pinAs();
+    await stack.up({ refresh: true, onOutput: () => undefined });
     expect(stepList(await plannedChanges(stack, { refresh: true }))).to.deep.equal([]);
   });
 });
