@@ -26,8 +26,6 @@ export function currentHostsConfig(projectRoot: string, stack: string): unknown 
     try {
       const doc = yaml.load(fs.readFileSync(file, "utf8")) as { config?: Record<string, unknown> } | undefined;
       hosts = doc?.config?.["narwhal-fleet:hosts"];
-      // `pulumi config set hosts '[…]'` (no --path) stores the list as JSON text, which the SDK parses alike.
-      if (typeof hosts === "string") hosts = JSON.parse(hosts) as unknown;
     } catch {
       hosts = undefined; // the CLI has already parsed this file; a half-written one is read next call
     }

@@ -61,17 +61,12 @@ describe("e2e: pinned host keys", function () {
       expect(remeasured).to.deep.equal(plannedRemeasure(planned, snapshot));
       expect(remeasured.filter((name) => name !== "fleet-config")).to.deep.equal([]);
       expect(stepList(await plannedChanges(stack, { refresh: true }))).to.deep.equal([]);
-    } catch (err) {
-      // The shared fleet gets its key back either way; the failure that stopped the test is the one to read.
+    } finally {
+      // Rotating back is the same path: the refusal, its pin, one up.
       await restartSshdWithHostKey(target.alias, original);
-      await pinAs().catch(() => undefined);
-      await stack.up({ refresh: true, onOutput: () => undefined }).catch(() => undefined);
-      throw err;
+      await pinAs();
+      await stack.up({ refresh: true, onOutput: () => undefined });
     }
-    // Rotating back is the same path: the refusal, its pin, one up.
-    await restartSshdWithHostKey(target.alias, original);
-    await pinAs();
-    await stack.up({ refresh: true, onOutput: () => undefined });
     expect(stepList(await plannedChanges(stack, { refresh: true }))).to.deep.equal([]);
   });
 });

@@ -21,10 +21,6 @@ describe("host keys pinned in the stack's config now", () => {
       setConfiguredHosts(currentHostsConfig(dir, "st"));
       expect(configuredHost("b")).to.deep.equal({ index: 1, hostKey: "ssh-ed25519 AAAAnew" });
       expect(configuredHost("c")).to.deep.equal({ index: 2 });
-      // `pulumi config set hosts '[…]'` without --path stores the list as JSON text: read the same.
-      fs.writeFileSync(file, JSON.stringify({ config: { "narwhal-fleet:hosts": JSON.stringify([{ alias: "a" }, { alias: "b", hostKey: "ssh-ed25519 AAAAtext" }]) } }));
-      setConfiguredHosts(currentHostsConfig(dir, "st"));
-      expect(configuredHost("b")).to.deep.equal({ index: 1, hostKey: "ssh-ed25519 AAAAtext" });
       expect(currentHostsConfig(dir, "other")).to.equal(undefined);
       expect(currentHostsConfig(dir, "../st")).to.equal(undefined);
     } finally {
