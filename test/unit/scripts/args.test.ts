@@ -1,3 +1,5 @@
+import * as os from "node:os";
+import * as path from "node:path";
 import { expect } from "chai";
 import { parseFlags, parseFlagsAndWords, positiveNumber, required, UsageError } from "../../../scripts/args";
 import { parseExportRecordArgs } from "../../../scripts/export-record";
@@ -49,7 +51,8 @@ describe("scripts: command-line flags", () => {
 
 describe("scripts: each command's arguments", () => {
   it("export-record: --stack and --out, a relative --out taken from where the command was called", () => {
-    expect(parseExportRecordArgs(["--stack", "dev", "--out", "export"], "/home/op/work")).to.deep.equal({ stack: "dev", out: "/home/op/work/export" });
+    const caller = path.join(os.tmpdir(), "caller");
+    expect(parseExportRecordArgs(["--stack", "dev", "--out", "export"], caller)).to.deep.equal({ stack: "dev", out: path.join(caller, "export") });
     expect(parseExportRecordArgs(["--out=/tmp/x", "--stack=dev"], "/elsewhere")).to.deep.equal({ stack: "dev", out: "/tmp/x" });
     refused(() => parseExportRecordArgs(["--stack", "dev"], "/"), "--out is required: a folder to write the sanitised copy to");
     refused(() => parseExportRecordArgs(["--out", "x"], "/"), "--stack is required: a stack name");
