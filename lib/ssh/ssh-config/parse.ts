@@ -35,7 +35,7 @@ function words(text: string, where: string): string[] {
   return out;
 }
 
-/** @param file named in errors, e.g. `/home/op/.ssh/config` */
+/** @param file named in errors, e.g. `/fixture/home/.ssh/config` */
 export function parseSshConfigText(text: string, file: string): SshConfigLine[] {
   const lines: SshConfigLine[] = [];
   text.split("\n").forEach((raw, index) => {

@@ -4,7 +4,7 @@ import { resolveLogin } from "../../../lib/fleet/host-plan";
 import type { SshConfigFiles } from "../../../lib/ssh/ssh-config";
 import { accepted, variant } from "../config/fixtures";
 
-const HOME = "/home/op";
+const HOME = "/fixture/home";
 const TOP = `${HOME}/.ssh/config`;
 
 function filesOf(files: Record<string, string>): SshConfigFiles {
@@ -37,7 +37,7 @@ describe("fleet: the operator's ssh_config", () => {
   it("reports a Match exec that could apply to a fleet host as an issue at ssh.configFile naming the host", () => {
     const { issues } = read({ [TOP]: 'Match exec "on-vpn"\n  ProxyJump corp-gw\n' });
     expect(issues.map((i) => [i.path, i.message.split(":")[0]])).to.deep.equal([["ssh.configFile", "host b"]]);
-    expect(issues[0].message).to.include('/home/op/.ssh/config line 1: "Match exec on-vpn" cannot be evaluated by this program');
+    expect(issues[0].message).to.include('/fixture/home/.ssh/config line 1: "Match exec on-vpn" cannot be evaluated by this program');
   });
 
   it("reports an include cycle once, at ssh.configFile, without a config", () => {
@@ -46,7 +46,7 @@ describe("fleet: the operator's ssh_config", () => {
     expect(issues).to.deep.equal([
       {
         path: "ssh.configFile",
-        message: "/home/op/.ssh/loop line 1: Include loop reads /home/op/.ssh/loop again inside itself (/home/op/.ssh/config -> /home/op/.ssh/loop -> /home/op/.ssh/loop); remove one of these Include lines",
+        message: "/fixture/home/.ssh/loop line 1: Include loop reads /fixture/home/.ssh/loop again inside itself (/fixture/home/.ssh/config -> /fixture/home/.ssh/loop -> /fixture/home/.ssh/loop); remove one of these Include lines",
       },
     ]);
   });

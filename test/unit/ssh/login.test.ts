@@ -68,7 +68,7 @@ describe("ssh: first contact, decided in one place", () => {
 
 describe("ssh: sshTarget", () => {
   it("keeps the login and gives a bastion without credentials of its own the host's", () => {
-    expect(sshTarget({ ...login(true, "pinned"), identityFile: "/home/op/.ssh/id" }, OPERATE)).to.deep.equal({
+    expect(sshTarget({ ...login(true, "pinned"), identityFile: "/fixture/home/.ssh/id" }, OPERATE)).to.deep.equal({
       alias: "sim2",
       host: "198.18.0.12",
       port: 22,

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { expandIncludePattern, loadSshConfig, MAX_INCLUDE_DEPTH, resolveSshAlias, type SshConfigFiles } from "../../../lib/ssh/ssh-config";
 
-const HOME = "/home/op";
+const HOME = "/fixture/home";
 
 /** Files in memory, keyed by absolute path; folders are implied by the paths below them. */
 function memoryFiles(files: Record<string, string>, unreadable: string[] = []): SshConfigFiles {
@@ -61,7 +61,7 @@ describe("ssh: ssh_config aliases", () => {
       hostName: "198.18.0.12",
       user: "ops", // the gpu-* block comes first in the file, so its User wins over gpu-a's
       port: 2222,
-      identityFile: "/home/op/.ssh/fleet_ed25519",
+      identityFile: "/fixture/home/.ssh/fleet_ed25519",
       proxyJump: "bastion",
     });
   });
@@ -76,7 +76,7 @@ describe("ssh: ssh_config aliases", () => {
 
   it("keeps a quoted argument with spaces whole and ignores a comment after the value", () => {
     const files = { [`${HOME}/.ssh/config`]: 'Host gpu-a\n  IdentityFile "~/.ssh/my keys/id"  # the lab key\n  User = ops # who\n' };
-    expect(resolve(files, "gpu-a")).to.deep.equal({ ...NOTHING, user: "ops", identityFile: "/home/op/.ssh/my keys/id" });
+    expect(resolve(files, "gpu-a")).to.deep.equal({ ...NOTHING, user: "ops", identityFile: "/fixture/home/.ssh/my keys/id" });
   });
 });
 
@@ -148,7 +148,7 @@ describe("ssh: ssh_config Include", () => {
       [`${HOME}/.ssh/b`]: "Host x\nInclude ~/.ssh/a\n",
     };
     expect(() => resolve(files, "x")).to.throw(
-      `/home/op/.ssh/b line 2: Include ~/.ssh/a reads /home/op/.ssh/a again inside itself (/home/op/.ssh/config -> /home/op/.ssh/a -> /home/op/.ssh/b -> /home/op/.ssh/a); remove one of these Include lines`,
+      `/fixture/home/.ssh/b line 2: Include ~/.ssh/a reads /fixture/home/.ssh/a again inside itself (/fixture/home/.ssh/config -> /fixture/home/.ssh/a -> /fixture/home/.ssh/b -> /fixture/home/.ssh/a); remove one of these Include lines`,
     );
   });
 
@@ -159,13 +159,13 @@ describe("ssh: ssh_config Include", () => {
       return files;
     };
     expect(resolve(chain(MAX_INCLUDE_DEPTH), "deep")).to.deep.equal({ ...NOTHING, user: "bottom" });
-    expect(() => resolve(chain(MAX_INCLUDE_DEPTH + 1), "deep")).to.throw(`/home/op/.ssh/f${MAX_INCLUDE_DEPTH} line 1: Include f${MAX_INCLUDE_DEPTH + 1} nests more than 16 files deep`);
+    expect(() => resolve(chain(MAX_INCLUDE_DEPTH + 1), "deep")).to.throw(`/fixture/home/.ssh/f${MAX_INCLUDE_DEPTH} line 1: Include f${MAX_INCLUDE_DEPTH + 1} nests more than 16 files deep`);
   });
 
   it("refuses an included file that exists but cannot be read, naming the line", () => {
     const files = { [`${HOME}/.ssh/config`]: "Include secret\n", [`${HOME}/.ssh/secret`]: "" };
     const load = () => loadSshConfig(`${HOME}/.ssh/config`, files[`${HOME}/.ssh/config`], { home: HOME, files: memoryFiles(files, [`${HOME}/.ssh/secret`]) });
-    expect(load).to.throw("/home/op/.ssh/config line 1: Include secret: /home/op/.ssh/secret cannot be read (EACCES); make it readable by this user or remove the Include");
+    expect(load).to.throw("/fixture/home/.ssh/config line 1: Include secret: /fixture/home/.ssh/secret cannot be read (EACCES); make it readable by this user or remove the Include");
   });
 });
 
@@ -188,7 +188,7 @@ describe("ssh: ssh_config Match", () => {
 
   it("judges Match user against the User obtained so far, else the local user; localuser against the local user", () => {
     const files = top("Host gpu-a\n  HostName 198.18.0.12\nMatch user op\n  Port 2001\nMatch localuser op !host 198.18.*\n  IdentityFile ~/.ssh/never\nMatch localuser op\n  User ops\nMatch user ops\n  IdentityFile ~/.ssh/ops\n");
-    expect(resolve(files, "gpu-a")).to.deep.equal({ ...NOTHING, hostName: "198.18.0.12", user: "ops", port: 2001, identityFile: "/home/op/.ssh/ops" });
+    expect(resolve(files, "gpu-a")).to.deep.equal({ ...NOTHING, hostName: "198.18.0.12", user: "ops", port: 2001, identityFile: "/fixture/home/.ssh/ops" });
     expect(resolve(files, "gpu-a", { localUser: "ci" })).to.deep.equal({ ...NOTHING, hostName: "198.18.0.12" });
   });
 
@@ -201,7 +201,7 @@ describe("ssh: ssh_config Match", () => {
   it("refuses a Match exec that could apply to the host, with the line and the fix", () => {
     const files = top('Match exec "test -f /tmp/vpn-up"\n  ProxyJump bastion\n');
     expect(() => resolve(files, "gpu-a")).to.throw(
-      `/home/op/.ssh/config line 1: "Match exec test -f /tmp/vpn-up" cannot be evaluated by this program (it would run a command or resolve the network), and no other criterion on the line rules host gpu-a out; ` +
+      `/fixture/home/.ssh/config line 1: "Match exec test -f /tmp/vpn-up" cannot be evaluated by this program (it would run a command or resolve the network), and no other criterion on the line rules host gpu-a out; ` +
         `give the host as "user@address" in the stack config so its ssh_config entry is not read, add a "host" or "originalhost" criterion that excludes it, or point ssh.configFile at a config without this block`,
     );
   });
@@ -212,8 +212,8 @@ describe("ssh: ssh_config Match", () => {
   });
 
   it("refuses malformed Match lines as ssh does", () => {
-    expect(() => resolve(top("Match host\n  User x\n"), "a")).to.throw('/home/op/.ssh/config line 1: Match host needs a value, e.g. "Match host gpu-*"');
-    expect(() => resolve(top("Match all host a\n"), "a")).to.throw('/home/op/.ssh/config line 1: "all" cannot be combined with other Match criteria; write "Match all" alone');
-    expect(() => resolve(top("Match hostname a\n"), "a")).to.throw("/home/op/.ssh/config line 1: Match hostname is not a criterion ssh knows; see ssh_config(5)");
+    expect(() => resolve(top("Match host\n  User x\n"), "a")).to.throw('/fixture/home/.ssh/config line 1: Match host needs a value, e.g. "Match host gpu-*"');
+    expect(() => resolve(top("Match all host a\n"), "a")).to.throw('/fixture/home/.ssh/config line 1: "all" cannot be combined with other Match criteria; write "Match all" alone');
+    expect(() => resolve(top("Match hostname a\n"), "a")).to.throw("/fixture/home/.ssh/config line 1: Match hostname is not a criterion ssh knows; see ssh_config(5)");
   });
 });
