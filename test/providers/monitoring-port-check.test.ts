@@ -8,6 +8,7 @@
  * host network instead, as Grafana's container does, and the check knows it by the container's main pid.
  */
 import { expect } from "chai";
+import { localPrometheus } from "../support/local-prometheus";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import { createServer, type Server } from "node:net";
@@ -72,20 +73,7 @@ describe("monitoring port checks: a replacement refused before it stops the runn
 
     const dir = path.join(tempDir("prometheus-"), "prometheus");
     const port = await freePort();
-    prom = {
-      runtime: "native",
-      dir,
-      command: "prometheus",
-      image: "",
-      containerName: "",
-      bindAddress: "127.0.0.1",
-      port,
-      localUrl: `http://127.0.0.1:${port}`,
-      configDigest: "sha256:port-check",
-      startTimeoutS: 60,
-      stopTimeoutS: 10,
-      hostAlias: "router-1",
-    };
+    prom = localPrometheus(dir, port, { configDigest: "sha256:port-check", hostAlias: "router-1" });
     const files = {
       "prometheus.yml": JSON.stringify(prometheusConfig({ scrapeIntervalS: 5, configDir: dir, freshnessTarget: `127.0.0.1:${fresh.port}` })),
       "rules.yml": JSON.stringify(rulesFile()),

@@ -7,6 +7,7 @@
  * alert firing and clearing. Every process started here is stopped.
  */
 import { expect } from "chai";
+import { localPrometheus } from "../support/local-prometheus";
 import { execFile, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import { createServer, type Server } from "node:net";
@@ -323,19 +324,7 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
 
       const dir = path.join(tempDir("prometheus-"), "prometheus");
       const port = await freePort();
-      prom = {
-        runtime: "native",
-        dir,
-        command: "prometheus",
-        image: "",
-        containerName: "",
-        bindAddress: "127.0.0.1",
-        port,
-        localUrl: `http://127.0.0.1:${port}`,
-        configDigest: "sha256:test",
-        startTimeoutS: 60,
-        stopTimeoutS: 10,
-      };
+      prom = localPrometheus(dir, port, { configDigest: "sha256:test" });
       stops.unshift(prometheusStopScript(prom));
       const files = {
         "prometheus.yml": JSON.stringify(prometheusConfig({ scrapeIntervalS: 1, configDir: dir, freshnessTarget: `127.0.0.1:${fresh.port}` })),
