@@ -213,7 +213,7 @@ export class SshSession {
       hostVerifier: (blob: Buffer) => {
         presented = hostKeyFromBlob(blob);
         if (pinned && pinned.line !== presented.line) {
-          refusal = hostKeyMismatchMessage(target.alias, pinned.fingerprint, presented.fingerprint, { presentedLine: presented.line, index: configured?.index });
+          refusal = hostKeyMismatchMessage(target.alias, pinned.fingerprint, presented.fingerprint, { presentedLine: presented.line, index: configured?.index, listAsText: configured?.listAsText });
           return false;
         }
         if (!pinned && !target.allowFirstContact) {

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { shq } from "../shell";
 
 /** A server's public host key, as OpenSSH prints it (`ssh-ed25519 AAAA…`) and with its fingerprint. */
 export interface HostKey {
@@ -30,19 +31,35 @@ export function fingerprintOfBlob(blob: Buffer): string {
   return "SHA256:" + createHash("sha256").update(blob).digest("base64").replace(/=+$/, "");
 }
 
+/** Where the key to pin goes: the host's place in `hosts` and, when the config holds the list as JSON text, that list. */
+export interface PinFix {
+  presentedLine: string;
+  index?: number;
+  listAsText?: unknown[];
+}
+
 /**
  * The message every host-key refusal uses, so operators see the same words from every resource. With the
  * presented key line it ends with the exact command that pins it; with the host's index in `hosts`, the path.
  */
-export function hostKeyMismatchMessage(alias: string, pinned: string, presented: string, fix?: { presentedLine: string; index?: number }): string {
+export function hostKeyMismatchMessage(alias: string, pinned: string, presented: string, fix?: PinFix): string {
   const changed = `host ${alias}: the SSH host key changed (pinned ${pinned}, presented ${presented}); nothing was run on it. `;
   if (!fix) return changed + `If the host was legitimately reinstalled, update hosts[].hostKey (or clear the recorded key) and run again.`;
-  const at = fix.index === undefined ? `hosts[<index of ${alias}>].hostKey` : `hosts[${fix.index}].hostKey`;
-  return (
-    changed +
-    `If the host was legitimately re-keyed, pin its new key: pulumi config set --path '${at}' '${fix.presentedLine}', ` +
-    `then pulumi preview --refresh and pulumi up --refresh.`
-  );
+  return changed + `If the host was legitimately re-keyed, pin its new key: ${pinCommand(alias, fix)}, then pulumi preview --refresh and pulumi up --refresh.`;
+}
+
+/**
+ * `pulumi config set --path 'hosts[i].hostKey' '<key>'`, or, for a list held as JSON text (which a `--path`
+ * set would replace with a list of the key alone), the same text with the key put in.
+ */
+function pinCommand(alias: string, fix: PinFix): string {
+  const { index, listAsText } = fix;
+  if (index !== undefined && listAsText && typeof listAsText[index] === "object" && listAsText[index] !== null) {
+    const pinnedList = listAsText.map((h, i) => (i === index ? { ...(h as object), hostKey: fix.presentedLine } : h));
+    return `pulumi config set hosts ${shq(JSON.stringify(pinnedList))} (hosts is stored as JSON text, which a --path set would replace)`;
+  }
+  const at = index === undefined ? `hosts[<index of ${alias}>].hostKey` : `hosts[${index}].hostKey`;
+  return `pulumi config set --path ${shq(at)} ${shq(fix.presentedLine)}`;
 }
 
 /**

@@ -23,6 +23,13 @@ describe("host keys pinned in the stack's config now", () => {
       expect(configuredHost("c")).to.deep.equal({ index: 2 });
       expect(currentHostsConfig(dir, "other")).to.equal(undefined);
       expect(currentHostsConfig(dir, "../st")).to.equal(undefined);
+      // `pulumi config set hosts '[…]'` (no --path) stores the list as JSON text: read alike, and kept whole
+      // for the pin command, which must not replace that text with a list of the key alone.
+      fs.writeFileSync(file, JSON.stringify({ config: { "narwhal-fleet:hosts": JSON.stringify([{ alias: "a" }, { alias: "b", hostKey: "ssh-ed25519 AAAAtext" }]) } }));
+      setConfiguredHosts(currentHostsConfig(dir, "st"));
+      expect(configuredHost("b")).to.deep.equal({ index: 1, hostKey: "ssh-ed25519 AAAAtext", listAsText: [{ alias: "a" }, { alias: "b", hostKey: "ssh-ed25519 AAAAtext" }] });
+      setConfiguredHosts("not json");
+      expect(configuredHost("b")).to.equal(undefined);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -38,4 +38,14 @@ describe("ssh: host keys", () => {
     );
     expect(hostKeyMismatchMessage("sim13", "SHA256:old", "SHA256:new", { presentedLine: "ssh-ed25519 AAAAnew" })).to.include("--path 'hosts[<index of sim13>].hostKey'");
   });
+
+  it("pins into the text of a host list stored as JSON text, since a --path set would replace that text", () => {
+    const list = [{ alias: "sim1", destination: "root@h1" }, { alias: "sim13", destination: "o'neil@h2", hostKey: "ssh-ed25519 AAAAold" }];
+    const message = hostKeyMismatchMessage("sim13", "SHA256:old", "SHA256:new", { presentedLine: "ssh-ed25519 AAAAnew", index: 1, listAsText: list });
+    const command = /pin its new key: (pulumi config set hosts .*) \(hosts is stored as JSON text, which a --path set would replace\), then pulumi preview --refresh/.exec(message);
+    expect(command, message).to.not.equal(null);
+    // The value as the shell hands it to pulumi: the same list, with only sim13's key replaced.
+    const argv = execFileSync("sh", ["-c", `printf '%s' ${command![1].slice("pulumi config set hosts ".length)}`], { encoding: "utf8" });
+    expect(JSON.parse(argv)).to.deep.equal([list[0], { ...list[1], hostKey: "ssh-ed25519 AAAAnew" }]);
+  });
 });
