@@ -7,6 +7,7 @@ import { Monitoring } from "../observability";
 import { localAddress, routerUrl } from "../../lib/router/serve";
 import { stackDirOn } from "../../lib/fleet/state-dir";
 import { CommandRecord } from "../../dynamic-providers/command-record/resource";
+import { startKeyOf } from "../runtime/start-key";
 import type { DocumentEngine } from "../../lib/observability/targets";
 import type { FreshnessExpectation } from "../../lib/observability/freshness-exporter";
 
@@ -76,7 +77,15 @@ export class RouterHost extends pulumi.ComponentResource {
     this.records = {
       install: new CommandRecord(
         `${name}-narwhal-record`,
-        { stack: args.stack, kind: "install", hostAlias: args.hostAlias, steps: pulumi.all([stepOf("install", this.install.command)]), observations: { marker: this.install.marker } },
+        {
+          stack: args.stack,
+          kind: "install",
+          hostAlias: args.hostAlias,
+          steps: pulumi.all([stepOf("install", this.install.command)]),
+          observations: { marker: this.install.marker },
+          // A re-run of the install (new login details) adopts the venv and prints the same marker.
+          startKey: startKeyOf(this.install.command),
+        },
         { parent: this },
       ),
       router: new CommandRecord(

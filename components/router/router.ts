@@ -6,6 +6,7 @@ import { localAddress, profileStorePath, routerIdentity, routerPortCheckScript, 
 import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
 import type { NarwhalInstall } from "./install";
 import { lastJsonLine } from "../runtime/stdout";
+import { startKeyOf } from "../runtime/start-key";
 import { Liveness } from "../../dynamic-providers/liveness/resource";
 
 export interface RouterArgs {
@@ -96,7 +97,9 @@ export class Router extends pulumi.ComponentResource {
     }));
     this.identity = options.apply(routerIdentity);
     this.profileStorePath = text.apply((doc) => `${args.runDir}/${profileStorePath(JSON.parse(doc) as Record<string, unknown>)}`);
-    const triggers = [this.documentDigest, this.profileStoreDigest.apply((d) => d ?? "none"), args.install.marker.digest, args.install.marker.binDir, `${args.bindAddress}:${args.port}`, epoch.apply((e) => e ?? "none")];
+    // The install stands for its marker by its start key: a preview cannot know what a re-run install prints,
+    // but knows whether the install is replaced, which is when the router would start from a new one.
+    const triggers = [this.documentDigest, this.profileStoreDigest.apply((d) => d ?? "none"), startKeyOf(args.install.command), `${args.bindAddress}:${args.port}`, epoch.apply((e) => e ?? "none")];
     // Runs whenever the router is about to start on new inputs: a port held by someone else stops the run
     // here, before the serving router is stopped for the swap.
     const portCheck = new command.remote.Command(

@@ -4,11 +4,13 @@
  * every measurement, so the deployment record has an entry for every gate.
  *
  * - create: writes the record (the steps have just finished: their command resources are its inputs).
- * - diff:   a change of any step or observation is a new run, so a new record replaces this one.
+ * - diff:   a change of any step or observation is a new run, so a new record replaces this one; a
+ *           preview holds what a step printed while its command only runs again (`startKey`).
  * - read:   the record is of the past: nothing is re-run (the evidence check still applies).
  * - delete: leaves the record, as every evidence record is left.
  */
 import type * as pulumi from "@pulumi/pulumi";
+import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import type { CommandRecordInputs, CommandRecordOutputs } from "./types";
 
@@ -43,6 +45,7 @@ async function record(inputs: CommandRecordInputs): Promise<CommandRecordOutputs
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CommandRecordInputs, CommandRecordOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: ["stack"],
+  compared: (olds, news) => ({ olds, news: heldWhileStartStands<CommandRecordInputs>(olds, news, ["steps", "observations"], "startKey") }),
   async create(inputs) {
     const outs = await record(inputs);
     return { id: `${inputs.stack}-${inputs.kind}-${outs.evidence.digest.slice(7, 19)}`, outs };

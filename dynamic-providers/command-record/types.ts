@@ -14,6 +14,12 @@ export interface CommandRecordInputs {
   steps: RecordedStep[];
   /** What the steps established (the install marker, the router's start and proof). */
   observations: Record<string, unknown>;
+  /**
+   * For steps whose commands only run again while their triggers stand, and then print what they printed
+   * before (the install adopts its venv): the digest of those triggers (components/runtime/start-key.ts).
+   * While it stands, a preview holds `steps` and `observations`.
+   */
+  startKey?: string;
 }
 
 export interface CommandRecordOutputs extends CommandRecordInputs {

@@ -4,6 +4,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { provider } from "../../dynamic-providers/command-record/provider";
 import type { CommandRecordInputs, CommandRecordOutputs } from "../../dynamic-providers/command-record/types";
+import { UNKNOWN } from "../../dynamic-providers/diff";
 import { EvidenceStore, evidenceRoot, gateOfKind } from "../../lib/evidence";
 
 describe("command record: Gates B and G in the evidence store", () => {
@@ -49,5 +50,25 @@ describe("command record: Gates B and G in the evidence store", () => {
     expect(await provider.diff!("id", outs, rerun)).to.deep.include({ changes: true, replaces: ["steps"] });
     expect(await provider.diff!("id", outs, { ...inputs, stack: "other" })).to.deep.include({ changes: true, replaces: [] });
     expect(await provider.diff!("id", outs, inputs)).to.deep.include({ changes: false });
+  });
+
+  it("holds what a step printed while its command only runs again, and replaces once the command is replaced", async () => {
+    const install: CommandRecordInputs = {
+      stack: "dev",
+      kind: "install",
+      hostAlias: "sim1",
+      steps: [{ name: "install", script: "set -eu\npip install narwhal-inference\n", stdout: '{"digest":"sha256:aa","binDir":"/srv/bin"}\n' }],
+      observations: { marker: { digest: "sha256:aa", binDir: "/srv/bin" } },
+      startKey: "sha256:triggers-1",
+    };
+    const { outs } = (await provider.create(install)) as { outs: CommandRecordOutputs };
+    // A re-pinned host key: the install runs again (a preview cannot know what it will print) under the same triggers.
+    const rerun = { ...install, steps: [{ ...install.steps[0], stdout: UNKNOWN }], observations: { marker: UNKNOWN } };
+    expect(await provider.diff!("id", outs, rerun)).to.deep.include({ changes: false, replaces: [] });
+    // Replaced (new triggers, a key the preview does not know yet): the record is taken again.
+    expect(await provider.diff!("id", outs, { ...rerun, startKey: UNKNOWN })).to.deep.include({ changes: true, replaces: ["steps", "observations"] });
+    // The up diffs with what the command printed: another output is a new record whatever the key.
+    const printedOther = { ...install, steps: [{ ...install.steps[0], stdout: '{"digest":"sha256:bb"}\n' }] };
+    expect(await provider.diff!("id", outs, printedOther)).to.deep.include({ changes: true, replaces: ["steps"] });
   });
 });
