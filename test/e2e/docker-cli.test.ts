@@ -26,7 +26,7 @@ import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
 import { evidenceRoot, EvidenceStore } from "../../lib/evidence";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { hostFiles, hostListeners, onPorts } from "./support/host-leftovers";
-import { API_KEY, E2E_TIME_SCALE, EngineEntry, hostEntries, MODEL, openStack, plainOutputs, PROJECT_ROOT } from "./support/stack";
+import { API_KEY, E2E_TIME_SCALE, EngineEntry, hostEntries, MODEL, openStack, plainOutputs, PROJECT_ROOT, setObjectConfig } from "./support/stack";
 
 const STACK = "e2e-docker";
 const HOST = "simdock";
@@ -233,7 +233,7 @@ echo "$cid"`], { input: text });
     // The destroyed stack's own record of d1's plan is still in its run folder.
     const plan = (JSON.parse((await runInHost(HOST, ["cat", `${runDir("d1")}/launch.json`])).stdout) as { plan: LaunchPlan }).plan;
     const cid = await runbookContainer(plan);
-    await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(ENGINES.map((e) => (e.id === "d1" ? { ...e, runbookRun: RUNBOOK_RUN } : e))) });
+    await setObjectConfig(stack, "engines", ENGINES.map((e) => (e.id === "d1" ? { ...e, runbookRun: RUNBOOK_RUN } : e)));
     try {
       await stack.up(quiet);
       const out = (await stack.outputs()).engines.value as Record<string, EngineOut>;
@@ -250,7 +250,7 @@ echo "$cid"`], { input: text });
       await stack.destroy(quiet);
       expect(await docker("ps", "-aq", "--no-trunc", "--filter", `id=${cid}`)).to.equal("");
     } finally {
-      await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(ENGINES) });
+      await setObjectConfig(stack, "engines", ENGINES);
     }
   });
 

@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { runInHost } from "../../sim/hosts";
-import { PROJECT_ROOT, sharedFleet } from "./support/stack";
+import { PROJECT_ROOT, sharedFleet, setObjectConfig } from "./support/stack";
 import { plannedChanges, type PlannedStep } from "./support/preview";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 
@@ -107,7 +107,7 @@ describe("e2e: fabric edges (Gate D)", function () {
 
   it("plans no measurement when the offered handoff rate moves: only the edges' verdicts are re-judged", async () => {
     const { stack } = await sharedFleet();
-    await stack.setConfig("narwhal-fleet:fabric", { value: JSON.stringify({ handoffRate: 2 }) });
+    await setObjectConfig(stack, "fabric", { handoffRate: 2 });
     try {
       const steps = await plannedChanges(stack);
       // The rate sizes the budget each edge is judged against; no engine, profile or preflight was measured against it.
@@ -124,7 +124,7 @@ describe("e2e: fabric edges (Gate D)", function () {
     const before = (await stack.outputs()).fabric.value as FabricOut;
     const measured = await edgeEvidence(stack);
     try {
-      await stack.setConfig("narwhal-fleet:fabric", { value: JSON.stringify({ headroom: 2.5 }) });
+      await setObjectConfig(stack, "fabric", { headroom: 2.5 });
       const steps = await plannedChanges(stack);
       expect([...steps.keys()].sort()).to.deep.equal([...ORDER.map(resourceName), "fleet-fabric-gate"].sort());
       for (const step of steps.values()) expect(step.op, step.name).to.equal("update");
@@ -139,7 +139,7 @@ describe("e2e: fabric edges (Gate D)", function () {
       for (const id of ORDER) expect(after.edges[id].requiredGbps).to.be.closeTo(before.edges[id].requiredGbps * 2, 1e-12);
 
       // 1000× the first-trial headroom asks 335.5 Gbit/s of a veth: the gate stops `up` and names every edge.
-      await stack.setConfig("narwhal-fleet:fabric", { value: JSON.stringify({ headroom: 1250 }) });
+      await setObjectConfig(stack, "fabric", { headroom: 1250 });
       let failure = "";
       const blocked = await snapshotEvidence(stack);
       await stack.up({ onOutput: () => undefined }).catch((err: Error) => (failure = err.message));

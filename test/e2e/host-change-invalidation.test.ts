@@ -2,7 +2,7 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runInHost } from "../../sim/hosts";
-import { sharedFleet } from "./support/stack";
+import { sharedFleet, getObjectConfig, setObjectConfig } from "./support/stack";
 import { plannedChanges } from "./support/preview";
 import { FLEET_AFTER_ENGINE_PATTERN } from "./support/names";
 import { expectUpWithinPreview } from "./support/remeasured";
@@ -42,9 +42,9 @@ describe("e2e: hardware and fabric address changes on one host", function () {
     const { stack, hosts } = await sharedFleet();
     const [, , c] = hosts;
     const extra = "198.18.0.253";
-    const hostsConfig = JSON.parse((await stack.getConfig("narwhal-fleet:hosts")).value) as Array<Record<string, unknown>>;
+    const hostsConfig = await getObjectConfig<Array<Record<string, unknown>>>(stack, "hosts");
     const choose = (address: string) =>
-      stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hostsConfig.map((h) => (h.alias === c.alias ? { ...h, fabricAddress: address } : h))) });
+      setObjectConfig(stack, "hosts", hostsConfig.map((h) => (h.alias === c.alias ? { ...h, fabricAddress: address } : h)));
     await runInHost(c.alias, ["ip", "addr", "add", `${extra}/24`, "dev", c.fabricInterface]);
     try {
       // The engines still listen on the recorded address: a second one on the interface invalidates nothing.
@@ -74,7 +74,7 @@ describe("e2e: hardware and fabric address changes on one host", function () {
       await choose(c.address);
       await restartPeersThenUp(stack, "e3", { exact: false });
     } finally {
-      await stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hostsConfig) });
+      await setObjectConfig(stack, "hosts", hostsConfig);
       await runInHost(c.alias, ["ip", "addr", "del", `${extra}/24`, "dev", c.fabricInterface]);
     }
     expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);

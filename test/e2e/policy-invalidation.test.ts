@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { sharedFleet } from "./support/stack";
+import { sharedFleet, setObjectConfig } from "./support/stack";
 import { plannedChanges, type PlannedStep } from "./support/preview";
 import { FLEET_AFTER_ENGINE, processEvidence, ROUTER_RESTART, SCRAPE_TARGETS } from "./support/names";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
@@ -24,7 +24,7 @@ describe("e2e: launch policy evidence", function () {
     const { stack, engines, hosts } = await sharedFleet();
     const [, b] = hosts;
     const edited = engines.map((e) => (e.id === "e2" ? { ...e, overrides: { maxNumSeqs: 4 } } : e));
-    await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(edited) });
+    await setObjectConfig(stack, "engines", edited);
     try {
       const steps = await plannedChanges(stack);
       expect(steps.get(`fleet-${b.alias}`)).to.deep.include({ op: "replace", keys: ["policyDigest"] });
@@ -33,7 +33,7 @@ describe("e2e: launch policy evidence", function () {
       expect(touched).to.deep.equal([...processEvidence("e2"), "fleet-e2-image-check", "fleet-e2-process", "fleet-config", "fleet-replicas", `fleet-${b.alias}`, ...FLEET_AFTER_ENGINE, SCRAPE_TARGETS].sort());
       await expectUpStopsAtStalePeers(stack, steps, "e2", { exact: true });
     } finally {
-      await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(engines) });
+      await setObjectConfig(stack, "engines", engines);
     }
     // The old limit back relaunches e2 once more: its peers restart first (the runbook's rule), so the up
     // measures every engine again and the router starts.
@@ -43,7 +43,7 @@ describe("e2e: launch policy evidence", function () {
   it("re-measures only the preflight for an SLO edit: the fleet document is written anew and the router restarted on it", async () => {
     const { stack } = await sharedFleet();
     const row = ["fleet-config", "fleet-preflight", ...ROUTER_RESTART].sort();
-    await stack.setConfig("narwhal-fleet:slo", { value: JSON.stringify({ ttftS: 3 }) });
+    await setObjectConfig(stack, "slo", { ttftS: 3 });
     try {
       const steps = await plannedChanges(stack);
       expect(steps.get("fleet-preflight")?.op).to.equal("replace");

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { sharedFleet } from "./support/stack";
+import { sharedFleet, setObjectConfig } from "./support/stack";
 import { invalidationSummary } from "../../scripts/stack/preview";
 import { replaced, updated } from "./support/report";
 
@@ -10,7 +10,7 @@ describe("e2e: the preview report (npm run invalidated)", function () {
 
   it("lists a fabric budget change as edge verdicts re-judged, apart from replacements, with the required figure old → new", async () => {
     const { stack } = await sharedFleet();
-    await stack.setConfig("narwhal-fleet:fabric", { value: JSON.stringify({ headroom: 2 }) });
+    await setObjectConfig(stack, "fabric", { headroom: 2 });
     try {
       const s = await invalidationSummary(stack);
       expect(replaced(s)).to.deep.equal([]);

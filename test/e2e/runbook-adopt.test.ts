@@ -23,7 +23,7 @@ import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
 import { shellLine, shq } from "../../lib/shell";
 import { launchArgs, sidecarEndpoint, type EngineContract } from "../../lib/attestation";
 import { runbookAttestationDocument } from "../unit/attestation/runbook-document-fixture";
-import { API_KEY, E2E_TIME_SCALE, EngineEntry, hostEntries, openStack, PROFILING, PROJECT_ROOT, sharedFleet } from "./support/stack";
+import { API_KEY, E2E_TIME_SCALE, EngineEntry, hostEntries, openStack, PROFILING, PROJECT_ROOT, sharedFleet, getObjectConfig, setObjectConfig } from "./support/stack";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { awaitHealthy, restartByHand } from "./support/restart";
 
@@ -121,12 +121,12 @@ echo "$pid \${20}"`,
 
   /** The host's key in the stack config, as `npm run import` writes it from NARWHAL_SSH_KNOWN_HOSTS. */
   async function pinHostKey(on: boolean): Promise<void> {
-    const hosts = JSON.parse((await stack.getConfig("narwhal-fleet:hosts")).value) as Array<Record<string, unknown>>;
-    await stack.setConfig("narwhal-fleet:hosts", { value: JSON.stringify(hosts.map(({ hostKey: _, ...h }) => (on ? { ...h, hostKey: host.hostKey } : h))) });
+    const hosts = await getObjectConfig<Array<Record<string, unknown>>>(stack, "hosts");
+    await setObjectConfig(stack, "hosts", hosts.map(({ hostKey: _, ...h }) => (on ? { ...h, hostKey: host.hostKey } : h)));
   }
 
   async function withRunbookRun(on: boolean): Promise<void> {
-    await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(engines.map((e) => (e.id === "e1" && on ? { ...e, runbookRun: RUN } : e))) });
+    await setObjectConfig(stack, "engines", engines.map((e) => (e.id === "e1" && on ? { ...e, runbookRun: RUN } : e)));
   }
 
   before(async () => {
@@ -258,8 +258,8 @@ echo $!`,
       const storeWritten = fs.statSync(path.join(dir, "profiles.json")).mtimeMs;
 
       // The operator's first up: engines, sidecars and the store are taken over, nothing is profiled.
-      await stack.setConfig("narwhal-fleet:engines", { value: JSON.stringify(engines.map((e) => ({ ...e, runbookRun: runOf(e.id) }))) });
-      await stack.setConfig("narwhal-fleet:profiling", { value: JSON.stringify({ ...PROFILING, adoptStore: path.join(dir, "profiles.json") }) });
+      await setObjectConfig(stack, "engines", engines.map((e) => ({ ...e, runbookRun: runOf(e.id) })));
+      await setObjectConfig(stack, "profiling", { ...PROFILING, adoptStore: path.join(dir, "profiles.json") });
       // Its preview, with the host key pinned as the import pins it, says beforehand what that up keeps.
       await pinHostKey(true);
       const forecast = (await stack.preview(quiet)).stdout;
@@ -314,7 +314,7 @@ echo $!`,
       fs.rmSync(dir, { recursive: true, force: true });
       await pinHostKey(false);
       await withRunbookRun(false);
-      await stack.setConfig("narwhal-fleet:profiling", { value: JSON.stringify(PROFILING) });
+      await setObjectConfig(stack, "profiling", PROFILING);
     }
   });
 });

@@ -71,6 +71,20 @@ export async function openStack(name: string, hosts: SimHost[], engines: EngineE
 }
 
 /**
+ * Sets a list or map in the project's namespace as the stack file's own structure, as `pulumi config set
+ * --path` and the stack file written by hand hold it: a `setConfig` of JSON text would store a string,
+ * into which no later `--path` set (the host-key pin a refusal prints) can reach.
+ */
+export async function setObjectConfig(stack: Stack, key: string, value: unknown): Promise<void> {
+  await stack.setAllConfigJson(JSON.stringify({ [`narwhal-fleet:${key}`]: { value: JSON.stringify(value), objectValue: value, secret: false } }));
+}
+
+/** A list or map the stack's config holds, whether set as a structure or as JSON text. */
+export async function getObjectConfig<T>(stack: Stack, key: string): Promise<T> {
+  return JSON.parse((await stack.getConfig(`narwhal-fleet:${key}`)).value) as T;
+}
+
+/**
  * The outputs a stack shows in plaintext. The Automation API decrypts secret outputs (such as
  * `engineApiKey`) when it reads them; those are checked to be secret instead.
  */
