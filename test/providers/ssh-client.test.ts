@@ -2,6 +2,7 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import { SshError, SshSession, withSsh } from "../../lib/ssh/client";
+import { setConfiguredHosts } from "../../lib/ssh/configured-hosts";
 import { OPERATE, sshTarget, type SshTarget } from "../../lib/ssh/login";
 import { simUp, spawnInHost } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
@@ -73,6 +74,24 @@ describe("providers: SSH client against the simulated hosts", function () {
     const err = await failure(SshSession.open(target(b, { jump: target(a, { hostKey: b.hostKey }) })));
     expect(err.code).to.equal("NARWHAL_SSH_HOST_KEY");
     expect(err.message).to.include(`host ${a.alias}:`);
+  });
+
+  it("a re-keyed bastion is pinned as any fleet host is: the refusal names its place in hosts, and the pin lets old inputs hop again", async () => {
+    const [a, b] = hosts as [SimHost, SimHost];
+    // A refresh's login carries the bastion key pinned at the last up; `a` now presents another one.
+    const stale = target(b, { jump: target(a, { hostKey: b.hostKey }) });
+    try {
+      setConfiguredHosts([{ alias: b.alias }, { alias: a.alias }]);
+      const err = await failure(SshSession.open(stale));
+      expect(err.message).to.include(`host ${a.alias}: the SSH host key changed (pinned ${b.fingerprint}, presented ${a.fingerprint})`);
+      expect(err.message).to.include(`pulumi config set --path 'hosts[1].hostKey' '${a.hostKey}'`);
+      // The operator runs that command: the stack file's pin outranks the stale one in the old inputs.
+      setConfiguredHosts([{ alias: b.alias }, { alias: a.alias, hostKey: a.hostKey }]);
+      const name = await withSsh(stale, (s) => s.run("hostname", { timeoutS: 10, name: "hostname" }));
+      expect(name.trim()).to.equal(b.alias);
+    } finally {
+      setConfiguredHosts(undefined);
+    }
   });
 
   it("says the connection was lost, naming the host and the step, when it drops mid-command", async () => {
