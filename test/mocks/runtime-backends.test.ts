@@ -15,6 +15,7 @@ import * as dockerCli from "../../lib/runtime/docker-cli";
 import * as native from "../../lib/runtime/native";
 import * as fields from "../../lib/runtime/container-fields";
 import { envFile } from "../../lib/shell";
+import { sha256Json } from "../../lib/digest";
 import { fleetConfig, mockSecrets, type Registered } from "./support/fleet";
 import { NO_LOCAL_FILES } from "../../components/fleet-inputs";
 import type { KnownHostsWriter } from "../../components/runtime/types";
@@ -511,6 +512,25 @@ describe("mocks: engine runtime backends", () => {
       // Without a host scope, the engine owns its host's provider.
       expect(registered.filter((r) => r.type === "pulumi:providers:docker").map((r) => r.name)).to.deep.equal(["d1-b-docker"]);
       expectNoApiKeyOutsideSecrets();
+    });
+
+    it("hands the generation and the cache capture the digest of the start command's triggers where a re-run adopts the process (native, docker-cli), and none for a docker container", async () => {
+      const plan = renderLaunchPlan(launch());
+      const target = { image: IMAGE, modelDir: "/models/tiny", engineId: "e1", stack: "mock" };
+      const triggers = {
+        native: [plan.planSha256, "0.29.0", EPOCH],
+        "docker-cli": [plan.planSha256, dockerCli.scriptContainerSpec(plan, target, CLI_OPTS).specSha256, EPOCH],
+      };
+      for (const [kind, name] of [["native", "k1"], ["docker-cli", "k2"]] as const) {
+        const e = engine(kind, name);
+        await promiseOf(e.cache.urn);
+        expect(byName(`${name}-process`).inputs.triggers, kind).to.deep.equal(triggers[kind]);
+        expect(byName(`${name}-generation`).inputs.processStartKey, kind).to.equal(sha256Json(triggers[kind]));
+        expect(byName(`${name}-cache`).inputs.processStartKey, kind).to.equal(sha256Json(triggers[kind]));
+      }
+      await promiseOf(engine("docker", "k3").cache.urn);
+      expect(byName("k3-generation").inputs).to.not.have.property("processStartKey");
+      expect(byName("k3-cache").inputs).to.not.have.property("processStartKey");
     });
     it("a docker fleet: one provider per host (named after its discovery), each engine's own GPUs and stack", async () => {
       const { Fleet } = await import("../../components/fleet");
