@@ -108,6 +108,11 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
     { parent },
   );
 
+  // No start key (./start-key.ts): the identity is the Container's id, and a re-pinned host key changes
+  // neither the provider's host nor its sshOpts (the key is in the known_hosts file, not in them), so the
+  // container is left alone and its id stays known in a preview. The commands do run again under the new
+  // connection; of what they print, only `-started`'s start time goes on, to the engine's startedAt
+  // output, which no evidence takes.
   return {
     identity: container.id.apply((containerId) => ({ hostAlias: args.hostAlias, containerId })),
     startedAt: started.stdout.apply((out) => out.trim()),
