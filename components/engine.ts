@@ -9,7 +9,7 @@ import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
 import { checkRuntimeOf, ImageCheck } from "../dynamic-providers/image-check/resource";
 import { loginInputs } from "./login-inputs";
 import { Liveness } from "../dynamic-providers/liveness/resource";
-import { engineProcess, HostScope, ProcessIdentity, type RunbookOutcome } from "./runtime";
+import { engineProcess, HostScope, ProcessIdentity, type KnownHostsWriter, type RunbookOutcome } from "./runtime";
 
 export interface EngineArgs {
   /** The launch inputs, known once the host's discovery has resolved. */
@@ -36,6 +36,8 @@ export interface EngineArgs {
   hostScope?: HostScope;
   /** Local folder of the known_hosts files the docker backend's ssh reads; default `runs/<stack>/ssh` here. */
   knownHostsDir?: string;
+  /** Writes those files, for the docker backend (the program's entry gives it: entry/known-hosts.ts). */
+  writeKnownHosts: KnownHostsWriter;
   /** `engines[].runbookRun`: the runbook launch directory whose running engine may be adopted. */
   runbookRun?: string;
   /**
@@ -125,6 +127,7 @@ export class Engine extends pulumi.ComponentResource {
         placement: { modelDir: args.modelDir, stack: args.stack },
         hostScope: args.hostScope ?? { name: `${name}-${args.hostAlias}`, parent: this },
         knownHostsDir: args.knownHostsDir ?? path.resolve("runs", args.stack, "ssh"),
+        writeKnownHosts: args.writeKnownHosts,
       },
       this,
     );

@@ -6,6 +6,7 @@ import { envFile } from "../../lib/shell";
 import { containerRestartScript } from "../../lib/runtime/restart";
 import { containerTarget, dockerCliOptions } from "../../lib/runtime/container-fields";
 import { lastJsonLine } from "./stdout";
+import { startKeyOf } from "./start-key";
 import { runbookOutcome, runbookSurvey } from "./runbook";
 import type { ContainerProcessArgs, EngineProcess, RunbookAdoption } from "./types";
 
@@ -52,6 +53,9 @@ export function dockerCliProcess(name: string, args: ContainerProcessArgs, paren
       .all([args.plan, started.containerId])
       .apply(([plan, id]) => containerRestartScript(plan, args.runtime.dockerCommand, id, { stop: args.runtime.deadlinesS.stop, health: args.runtime.deadlinesS.start })),
     resources: [process],
+    // Run again without being replaced (a re-pinned host key), the start's reconcile adopts the container
+    // running this plan and spec and prints its id again: the start stands while its triggers do.
+    startKey: startKeyOf(process),
     adopted: started.apply((s) => s.adopted),
     ...(surveyed ? { runbook: surveyed.decision.apply(runbookOutcome), runbookAttestation: surveyed.attestation } : {}),
   };

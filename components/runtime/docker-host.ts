@@ -6,21 +6,22 @@
  * connection helper) does not speak SSH itself. For an `ssh://user@host:port` daemon it spawns the
  * LOCAL `ssh` client, `ssh <sshOpts> -l user -p port -- host docker system dial-stdio`, and talks to the
  * daemon over that process's stdin/stdout. So the key can only be pinned through ssh's own options:
- *   - this program writes the key discovery verified (the connection's `hostKey`) into a known_hosts file
- *     of its own, one per host, `[host]:port <type> <base64>` (plus the bastion's pinned key, if any);
+ *   - the key discovery verified (the connection's `hostKey`) goes into a known_hosts file of the
+ *     program's own, one per host, `[host]:port <type> <base64>` (plus the bastion's pinned key, if any);
  *   - `sshOpts` make that file the only one ssh consults (`UserKnownHostsFile=<file>`,
  *     `GlobalKnownHostsFile=/dev/null`), make a missing or different key fatal
  *     (`StrictHostKeyChecking=yes`), never let ssh rewrite it (`UpdateHostKeys=no`) and never prompt
  *     (`BatchMode=yes`: no password or "continue connecting?" question can hang a deployment).
  * The file is written inside the `apply` that yields `sshOpts`, so the provider, which is configured
- * with the resolved `sshOpts`, cannot dial before the file holds the pinned key. `pulumi destroy` does not
- * run the program and uses the `sshOpts` kept in state, so the file lives in a stable folder
- * (`runs/<stack>/ssh` by default, ignored by git) and is rewritten on every preview and up.
+ * with the resolved `sshOpts`, cannot dial before the file holds the pinned key. Components do no I/O:
+ * the write is the `writeKnownHosts` the program's entry hands down (entry/known-hosts.ts), called in
+ * that same apply. `pulumi destroy` does not run the program and uses the `sshOpts` kept in state, so
+ * the file lives in a stable folder (`runs/<stack>/ssh` by default, ignored by git) and is rewritten on
+ * every preview and up.
  *
  * Authentication is ssh's too: the operator's agent or an ssh_config identity. The program never writes
  * a private key to disk, and password logins cannot work (BatchMode).
  */
-import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import * as docker from "@pulumi/docker";
@@ -29,7 +30,7 @@ import { parseHostKeyLine } from "../../lib/ssh/host-key";
 import { firstContact, type HostLogin, type LoginPurpose } from "../../lib/ssh/login";
 import { readLogin, storedLoginOf, type ConnectionFields } from "../../lib/ssh/stored-login";
 import { shq } from "../../lib/shell";
-import type { HostScope } from "./types";
+import type { HostScope, KnownHostsWriter } from "./types";
 
 /** The docker provider's ssh can learn no key: a host or bastion without a pin is refused (lib/ssh/login.ts). */
 const DOCKER_SSH: LoginPurpose = { kind: "pinned", why: "the docker provider's ssh is only ever run with StrictHostKeyChecking=yes" };
@@ -91,15 +92,6 @@ export function dockerSshOpts(knownHostsFile: string, login: HostLogin): string[
   return opts;
 }
 
-/** Writes the known_hosts file (0600 in a 0700 folder), replacing it in one rename. */
-export function writeKnownHosts(file: string, text: string): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  if (fs.existsSync(file) && fs.readFileSync(file, "utf8") === text) return;
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, text, { mode: 0o600 });
-  fs.renameSync(tmp, file);
-}
-
 interface HostProvider {
   readonly provider: docker.Provider;
   readonly hostAlias: string;
@@ -117,6 +109,7 @@ export function dockerHostProvider(
   hostAlias: string,
   connection: pulumi.Input<command.types.input.remote.ConnectionArgs>,
   knownHostsDir: string,
+  writeKnownHosts: KnownHostsWriter,
 ): docker.Provider {
   const name = `${scope.name}-docker`;
   const byName = made.get(scope.parent) ?? new Map<string, HostProvider>();

@@ -34,7 +34,7 @@ import type { DockerProcessArgs, EngineProcess } from "./types";
 export function dockerProcess(name: string, args: DockerProcessArgs, parent: pulumi.Resource): EngineProcess {
   const d = args.runtime.deadlinesS;
   const opts = dockerCliOptions(args.runtime, args.runDir);
-  const provider = dockerHostProvider(args.hostScope, args.hostAlias, args.connection, args.knownHostsDir);
+  const provider = dockerHostProvider(args.hostScope, args.hostAlias, args.connection, args.knownHostsDir, args.writeKnownHosts);
   const spec = pulumi.all([args.plan, args.placement]).apply(([plan, placement]) =>
     dockerContainerSpec(scriptContainerSpec(plan, containerTarget(plan, args.runtime, placement), opts), plan.url, d),
   );
@@ -108,6 +108,11 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
     { parent },
   );
 
+  // No start key (./start-key.ts): the identity is the Container's id, and a re-pinned host key changes
+  // neither the provider's host nor its sshOpts (the key is in the known_hosts file, not in them), so the
+  // container is left alone and its id stays known in a preview. The commands do run again under the new
+  // connection; of what they print, only `-started`'s start time goes on, to the engine's startedAt
+  // output, which no evidence takes.
   return {
     identity: container.id.apply((containerId) => ({ hostAlias: args.hostAlias, containerId })),
     startedAt: started.stdout.apply((out) => out.trim()),

@@ -103,14 +103,23 @@ export interface HostScope {
   readonly parent: pulumi.Resource;
 }
 
+/**
+ * Writes `text` as the known_hosts file `file` (absolute) on this machine, readable by its owner alone.
+ * Given by the program's entry (entry/known-hosts.ts): components do no I/O, and the docker backend
+ * calls it where the pinned key is first known (docker-host.ts).
+ */
+export type KnownHostsWriter = (file: string, text: string) => void;
+
 /** The docker (@pulumi/docker) backend. */
 export interface DockerProcessArgs extends ContainerProcessArgs {
   hostScope: HostScope;
   /**
-   * Local folder (absolute) for the known_hosts files this program writes with each host's pinned key:
-   * the docker provider reaches the daemon through the local `ssh` client, which reads them.
+   * Local folder (absolute) for the known_hosts files with each host's pinned key: the docker provider
+   * reaches the daemon through the local `ssh` client, which reads them.
    */
   knownHostsDir: string;
+  /** Writes those files. */
+  writeKnownHosts: KnownHostsWriter;
 }
 
 /** Everything {@link engineProcess} may hand to whichever backend `runtime.kind` picks. */

@@ -4,8 +4,6 @@
  * Docker Engine (test/providers/docker-cli.test.ts) and the native ones under sh (test/unit/runtime).
  */
 import { expect } from "chai";
-import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { parseFleetConfig } from "../../lib/config";
@@ -17,8 +15,10 @@ import * as dockerCli from "../../lib/runtime/docker-cli";
 import * as native from "../../lib/runtime/native";
 import * as fields from "../../lib/runtime/container-fields";
 import { envFile } from "../../lib/shell";
+import { sha256Json } from "../../lib/digest";
 import { fleetConfig, mockSecrets, type Registered } from "./support/fleet";
 import { NO_LOCAL_FILES } from "../../components/fleet-inputs";
+import type { KnownHostsWriter } from "../../components/runtime/types";
 
 const API_KEY = "mock-runtime-api-key-8c1f0e";
 const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nmockruntimekey\n-----END OPENSSH PRIVATE KEY-----\n";
@@ -43,6 +43,16 @@ const DISCOVERED = (alias: string) => ({
 
 const registered: Registered[] = [];
 const options = new Map<string, pulumi.ResourceOptions>();
+
+/** Where the docker backend keeps its known_hosts files here: nothing is written under mocks, so no machine's folder. */
+const KNOWN_HOSTS_DIR = "/fixture/known-hosts";
+/** Each known_hosts text the docker backend handed the entry's writer, by file, in the order it did. */
+const knownHostsWrites = new Map<string, string[]>();
+const recordKnownHosts: KnownHostsWriter = (file, text) => {
+  knownHostsWrites.set(file, [...(knownHostsWrites.get(file) ?? []), text]);
+};
+/** Per docker provider, the files written when it was registered: the provider must not dial before its file holds the key. */
+const writtenAtProviderRegistration = new Map<string, string[]>();
 
 function isSecret(value: unknown): boolean {
   return typeof value === "object" && value !== null && (value as Record<string, unknown>)[SECRET_SIG] === "1b47061264138c4ac30d75fd1eb44270";
@@ -109,13 +119,13 @@ describe("mocks: engine runtime backends", () => {
   let rt: typeof import("../../components/runtime");
   let dockerHost: typeof import("../../components/runtime/docker-host");
   let Engine: typeof import("../../components/engine").Engine;
-  let knownHostsDir: string;
 
   before(async () => {
     await pulumi.runtime.setMocks(
       {
         newResource(args) {
           registered.push({ type: args.type, name: args.name, inputs: args.inputs, provider: args.provider });
+          if (args.type === "pulumi:providers:docker") writtenAtProviderRegistration.set(args.name, [...knownHostsWrites.keys()]);
           const create = String(args.inputs.create ?? "");
           const state =
             args.type !== "command:remote:Command"
@@ -141,14 +151,13 @@ describe("mocks: engine runtime backends", () => {
     rt = await import("../../components/runtime");
     dockerHost = await import("../../components/runtime/docker-host");
     Engine = (await import("../../components/engine")).Engine;
-    knownHostsDir = fs.mkdtempSync(path.join(os.tmpdir(), "narwhal-known-hosts-"));
   });
-
-  after(() => fs.rmSync(knownHostsDir, { recursive: true, force: true }));
 
   beforeEach(() => {
     registered.splice(0);
     options.clear();
+    knownHostsWrites.clear();
+    writtenAtProviderRegistration.clear();
   });
 
   /** A parent whose (legacy, inherited) transformation records every child's resource options. */
@@ -182,7 +191,8 @@ describe("mocks: engine runtime backends", () => {
       runtime: runtimeSpec(kind),
       placement: { modelDir: "/models/tiny", stack: "mock" },
       hostScope: over.hostScope ?? { name: "fleet-b", parent: scope() },
-      knownHostsDir,
+      knownHostsDir: KNOWN_HOSTS_DIR,
+      writeKnownHosts: recordKnownHosts,
     };
   }
 
@@ -265,7 +275,7 @@ describe("mocks: engine runtime backends", () => {
   });
 
   describe("docker (@pulumi/docker)", () => {
-    it("makes one provider per host over ssh with the pinned key in a known_hosts file the program writes", async () => {
+    it("makes one provider per host over ssh with the pinned key in a known_hosts file the entry's writer writes first", async () => {
       const parent = scope();
       const hostScope = { name: "fleet-b", parent };
       const e1 = rt.dockerProcess("fleet-e1", processArgs("docker", { hostScope }), scope());
@@ -275,7 +285,7 @@ describe("mocks: engine runtime backends", () => {
 
       const providers = registered.filter((r) => r.type === "pulumi:providers:docker");
       expect(providers.map((p) => p.name)).to.deep.equal(["fleet-b-docker"]);
-      const file = path.join(knownHostsDir, "fleet-b-docker.known_hosts");
+      const file = path.join(KNOWN_HOSTS_DIR, "fleet-b-docker.known_hosts");
       expect(providers[0].inputs.host).to.equal("ssh://ops@198.18.0.12:2222");
       expect(JSON.parse(String(providers[0].inputs.sshOpts))).to.deep.equal([
         "-o", "StrictHostKeyChecking=yes",
@@ -286,8 +296,9 @@ describe("mocks: engine runtime backends", () => {
         "-o", "BatchMode=yes",
         "-o", "ConnectTimeout=10",
       ]);
-      expect(fs.readFileSync(file, "utf8")).to.equal(`[198.18.0.12]:2222 ${HOST_KEY}\n`);
-      expect(fs.statSync(file).mode & 0o777).to.equal(0o600);
+      // Once per provider, not per engine, and written by the time the provider is registered with its sshOpts.
+      expect([...knownHostsWrites]).to.deep.equal([[file, [`[198.18.0.12]:2222 ${HOST_KEY}\n`]]]);
+      expect(writtenAtProviderRegistration.get("fleet-b-docker")).to.deep.equal([file]);
       expect(options.get("fleet-b-docker")).to.include({ parent });
       // Both containers go through that provider.
       const providerRef = `urn:pulumi:mock::narwhal-fleet::test:index:Scope$pulumi:providers:docker::fleet-b-docker::fleet-b-docker-id`;
@@ -298,8 +309,8 @@ describe("mocks: engine runtime backends", () => {
     it("pins a bastion's key too, through a ProxyCommand that runs with the same known_hosts", async () => {
       const proxy = { host: "203.0.113.5", port: 22, user: "jump", hostKey: JUMP_KEY, privateKey: pulumi.secret(SSH_KEY) };
       await settle(rt.dockerProcess("fleet-e1", processArgs("docker", { connection: connection({ proxy }), hostScope: { name: "fleet-j", parent: scope() } }), scope()));
-      const file = path.join(knownHostsDir, "fleet-j-docker.known_hosts");
-      expect(fs.readFileSync(file, "utf8")).to.equal(`[198.18.0.12]:2222 ${HOST_KEY}\n203.0.113.5 ${JUMP_KEY}\n`);
+      const file = path.join(KNOWN_HOSTS_DIR, "fleet-j-docker.known_hosts");
+      expect(knownHostsWrites.get(file)).to.deep.equal([`[198.18.0.12]:2222 ${HOST_KEY}\n203.0.113.5 ${JUMP_KEY}\n`]);
       const opts = JSON.parse(String(byName("fleet-j-docker").inputs.sshOpts)) as string[];
       expect(opts.slice(-2)).to.deep.equal([
         "-o",
@@ -472,7 +483,8 @@ describe("mocks: engine runtime backends", () => {
         runtime: runtimeSpec(kind),
         modelDir: "/models/tiny",
         stack: "mock",
-        knownHostsDir,
+        knownHostsDir: KNOWN_HOSTS_DIR,
+        writeKnownHosts: recordKnownHosts,
       });
     }
 
@@ -501,6 +513,25 @@ describe("mocks: engine runtime backends", () => {
       expect(registered.filter((r) => r.type === "pulumi:providers:docker").map((r) => r.name)).to.deep.equal(["d1-b-docker"]);
       expectNoApiKeyOutsideSecrets();
     });
+
+    it("hands the generation and the cache capture the digest of the start command's triggers where a re-run adopts the process (native, docker-cli), and none for a docker container", async () => {
+      const plan = renderLaunchPlan(launch());
+      const target = { image: IMAGE, modelDir: "/models/tiny", engineId: "e1", stack: "mock" };
+      const triggers = {
+        native: [plan.planSha256, "0.29.0", EPOCH],
+        "docker-cli": [plan.planSha256, dockerCli.scriptContainerSpec(plan, target, CLI_OPTS).specSha256, EPOCH],
+      };
+      for (const [kind, name] of [["native", "k1"], ["docker-cli", "k2"]] as const) {
+        const e = engine(kind, name);
+        await promiseOf(e.cache.urn);
+        expect(byName(`${name}-process`).inputs.triggers, kind).to.deep.equal(triggers[kind]);
+        expect(byName(`${name}-generation`).inputs.processStartKey, kind).to.equal(sha256Json(triggers[kind]));
+        expect(byName(`${name}-cache`).inputs.processStartKey, kind).to.equal(sha256Json(triggers[kind]));
+      }
+      await promiseOf(engine("docker", "k3").cache.urn);
+      expect(byName("k3-generation").inputs).to.not.have.property("processStartKey");
+      expect(byName("k3-cache").inputs).to.not.have.property("processStartKey");
+    });
     it("a docker fleet: one provider per host (named after its discovery), each engine's own GPUs and stack", async () => {
       const { Fleet } = await import("../../components/fleet");
       // e2 on its host's second GPU, so each container's device request is its own.
@@ -508,22 +539,20 @@ describe("mocks: engine runtime backends", () => {
       (config.engines as Array<Record<string, unknown>>)[1].gpuIds = [1];
       const spec = parseFleetConfig(config);
       const secrets = mockSecrets(API_KEY, SSH_KEY);
-      // The default known_hosts folder is runs/<stack>/ssh under the working directory: keep it out of the project.
-      const cwd = process.cwd();
-      process.chdir(knownHostsDir);
-      try {
-        const fleet = new Fleet("fleet", { spec, secrets, localFiles: NO_LOCAL_FILES, stack: "mock" });
-        const engines = await promiseOf(fleet.engines);
-        expect(Object.values(engines).map((e) => e.pid)).to.deep.equal([undefined, undefined, undefined]);
-      } finally {
-        process.chdir(cwd);
-      }
+      const fleet = new Fleet("fleet", { spec, secrets, localFiles: NO_LOCAL_FILES, writeKnownHosts: recordKnownHosts, stack: "mock" });
+      const engines = await promiseOf(fleet.engines);
+      expect(Object.values(engines).map((e) => e.pid)).to.deep.equal([undefined, undefined, undefined]);
       const sorted = (rs: Registered[]) => [...rs].sort((x, y) => x.name.localeCompare(y.name));
       expect(sorted(registered.filter((r) => r.type === "pulumi:providers:docker")).map((r) => [r.name, r.inputs.host])).to.deep.equal([
         ["fleet-a-docker", "ssh://root@198.18.0.11:22"],
         ["fleet-b-docker", "ssh://ops@198.18.0.12:2222"],
       ]);
-      expect(fs.readFileSync(path.join(knownHostsDir, "runs", "mock", "ssh", "fleet-a-docker.known_hosts"), "utf8")).to.equal(`198.18.0.11 ${HOST_KEY}\n`);
+      // The Fleet hands the engines the entry's writer; the files go to runs/<stack>/ssh, the folder destroy finds again.
+      const ssh = path.resolve("runs", "mock", "ssh");
+      expect(Object.fromEntries(knownHostsWrites)).to.deep.equal({
+        [path.join(ssh, "fleet-a-docker.known_hosts")]: [`198.18.0.11 ${HOST_KEY}\n`],
+        [path.join(ssh, "fleet-b-docker.known_hosts")]: [`[198.18.0.12]:2222 ${HOST_KEY}\n`],
+      });
       const containers = sorted(registered.filter((r) => r.type === "docker:index/container:Container"));
       expect(containers.map((c) => [c.name, c.inputs.name, c.inputs.gpus, c.provider?.split("::").pop()])).to.deep.equal([
         ["fleet-e1-container", "narwhal-mock-e1", '"device=0"', "fleet-a-docker-id"],

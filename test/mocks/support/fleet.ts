@@ -222,7 +222,9 @@ export function useFleetMocks(state: StateOf = fleetState) {
   beforeEach(() => registered.splice(0));
   const build = (config: Record<string, unknown>, secrets: FleetSecrets): InstanceType<FleetClass> => {
     const spec = parseFleetConfig(config);
-    return new Fleet!("fleet", { spec, secrets, localFiles: readLocalFiles(spec, secrets, undefined), stack: "mock" });
+    // The docker backend's known_hosts writes are checked in runtime-backends.test.ts; here they are not
+    // made, so a docker fleet leaves the working directory's runs/ alone.
+    return new Fleet!("fleet", { spec, secrets, localFiles: readLocalFiles(spec, secrets, undefined), writeKnownHosts: () => undefined, stack: "mock" });
   };
   return { registered, build };
 }
