@@ -45,9 +45,17 @@ export interface EngineArgs {
    * together; the live proof comes after the wave and is bound to the peers' processes.
    */
   kvPeers?: {
-    peers: pulumi.Input<Record<string, { url: string; processIdentity: ProcessIdentity }>>;
+    /** Each peer field its own input, so a preview that cannot know one peer's identity yet still sees the rest. */
+    peers: Record<string, KvPeer>;
     wave: pulumi.Input<pulumi.Resource[]>;
   };
+}
+
+/** A KV peer as a generation holds it: where it serves, who owns it, and its start command's key (./runtime/start-key.ts). */
+export interface KvPeer {
+  url: pulumi.Input<string>;
+  processIdentity: pulumi.Input<ProcessIdentity>;
+  processStartKey?: pulumi.Input<string | undefined>;
 }
 
 /**
@@ -63,6 +71,8 @@ export class Engine extends pulumi.ComponentResource {
   public readonly pid: pulumi.Output<number | undefined>;
   /** Who owns the endpoint: `{hostAlias, pid}` or `{hostAlias, containerId}`. */
   public readonly identity: pulumi.Output<ProcessIdentity>;
+  /** Where the start command's re-run adopts its process: the digest of what replaces it (./runtime/start-key.ts). */
+  public readonly startKey?: pulumi.Output<string>;
   public readonly startedAt: pulumi.Output<string>;
   /** Stops the engine and starts the same plan again, waiting for /health: what a peer wave runs. */
   public readonly restartScript: pulumi.Output<string>;
@@ -133,6 +143,7 @@ export class Engine extends pulumi.ComponentResource {
     );
     this.url = this.plan.url;
     this.identity = running.identity;
+    this.startKey = running.startKey;
     this.pid = running.identity.apply((id) => id.pid);
     this.startedAt = running.startedAt;
     this.restartScript = running.restartScript;

@@ -10,10 +10,8 @@ import type { FleetSpec } from "../lib/config";
 import { kvComponents } from "../lib/fleet/kv-components";
 import { loginInputs } from "./login-inputs";
 import { PeerWave } from "../dynamic-providers/peer-wave/resource";
-import type { Engine, EngineArgs } from "./engine";
+import type { Engine, EngineArgs, KvPeer } from "./engine";
 import type { ProcessIdentity } from "./runtime";
-
-type Member = { url: string; processIdentity: ProcessIdentity };
 
 /** Slack beyond the stop and start deadlines for one member's restart over SSH. */
 const RESTART_MARGIN_S = 30;
@@ -27,7 +25,15 @@ export interface KvPeerWiring {
 
 export function kvPeerWiring(name: string, spec: FleetSpec, engineApiKey: pulumi.Input<string>, parent: pulumi.Resource): KvPeerWiring {
   const components = kvComponents(spec.engines.map((e) => ({ id: e.id, role: e.role, pin: e.pin })));
-  const [members, resolveMembers] = pulumi.deferredOutput<Record<string, Member>>();
+  // One deferred output per field of each engine, not one for them all: a preview that cannot know one
+  // engine's identity yet (its start only runs again) leaves its key and every other peer known.
+  const deferred = new Map(
+    spec.engines.map((e) => [e.id, { url: pulumi.deferredOutput<string>(), processIdentity: pulumi.deferredOutput<ProcessIdentity>(), processStartKey: pulumi.deferredOutput<string | undefined>() }]),
+  );
+  const peerOf = (id: string): KvPeer => {
+    const d = deferred.get(id)!;
+    return { url: d.url[0], processIdentity: d.processIdentity[0], processStartKey: d.processStartKey[0] };
+  };
   const waves = components.map(() => pulumi.deferredOutput<pulumi.Resource[]>());
   const componentOf = new Map(components.flatMap((c, i) => c.map((id) => [id, i] as const)));
 
@@ -36,12 +42,17 @@ export function kvPeerWiring(name: string, spec: FleetSpec, engineApiKey: pulumi
       const c = componentOf.get(engineId);
       if (c === undefined) return undefined;
       const others = components[c].filter((id) => id !== engineId);
-      return { peers: members.apply((all) => Object.fromEntries(others.map((id) => [id, all[id]]))), wave: waves[c][0] };
+      return { peers: Object.fromEntries(others.map((id) => [id, peerOf(id)])), wave: waves[c][0] };
     },
 
     connect(engines, connectionOf) {
       const byId = new Map(engines.map((e) => [e.id, e]));
-      resolveMembers(pulumi.all(Object.fromEntries(engines.map(({ id, engine }) => [id, pulumi.all([engine.url, engine.identity]).apply(([url, processIdentity]) => ({ url, processIdentity }))]))));
+      for (const { id, engine } of engines) {
+        const d = deferred.get(id)!;
+        d.url[1](engine.url);
+        d.processIdentity[1](engine.identity);
+        d.processStartKey[1](engine.startKey ?? pulumi.output(undefined));
+      }
       return components.map((ids, i) => {
         const logins = new Map(ids.map((id) => byId.get(id)!.host).map((host) => [host, loginInputs(connectionOf(host))]));
         const wave = new PeerWave(

@@ -49,6 +49,12 @@ function subjectOf(i: EngineGenerationInputs): ProofSubject {
   return { engineId: i.engineId, hostAlias: i.hostAlias, url: i.url, processIdentity: i.processIdentity };
 }
 
+/** Each peer whose start only runs again, with the identity it had (../diff.ts): its re-run adopts that process. */
+function heldPeers(olds: EngineGenerationInputs["peers"], news: EngineGenerationInputs["peers"]): EngineGenerationInputs["peers"] {
+  if (!olds || !news || typeof news !== "object") return news;
+  return Object.fromEntries(Object.entries(news).map(([id, p]) => [id, olds[id] && typeof p === "object" ? heldWhileStartStands(olds[id], p, ["processIdentity"], "processStartKey") : p]));
+}
+
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<EngineGenerationInputs, EngineGenerationOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
@@ -100,9 +106,10 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Engine
   compared: (olds, news) => ({ olds, news: heldWhileStartStands<EngineGenerationInputs>(olds, news, ["processIdentity", "adopted"], "processStartKey") }),
 
   // A refresh that saw another generation, or a peer restarted, replaces; a peer added or removed updates.
+  // A peer whose start only runs again is held as its own process is (`compared`).
   addition(olds, news) {
     const moved = olds.observedGeneration !== undefined && olds.observedGeneration !== olds.generationDigest;
-    const peers = peerChange(olds, news.peers, isKnown);
+    const peers = peerChange(olds, heldPeers(olds.peers, news.peers), isKnown);
     return { replaces: [...(moved ? [GENERATION_MOVED] : []), ...(peers === "replace" ? [PEERS_MOVED] : [])], changes: peers === "update" };
   },
 

@@ -1,7 +1,13 @@
+import type * as pulumi from "@pulumi/pulumi";
 import { dynamicResource, type ArgsOf } from "../declare";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
 
-export type EngineGenerationArgs = ArgsOf<EngineGenerationInputs>;
+type Peer = NonNullable<EngineGenerationInputs["peers"]>[string];
+
+/** As declared, but each peer's fields are inputs of their own: one peer not known in a preview leaves the others known. */
+export type EngineGenerationArgs = Omit<ArgsOf<EngineGenerationInputs>, "peers"> & {
+  peers?: Record<string, { [K in keyof Peer]: pulumi.Input<Peer[K]> }>;
+};
 
 /**
  * Gate C evidence that one live engine process serves the checked image and plan: health, exact
@@ -9,7 +15,7 @@ export type EngineGenerationArgs = ArgsOf<EngineGenerationInputs>;
  * generation digest. Replaced when the plan, endpoint, expected version, served name or runtime identity
  * changes, or when a refresh finds another live process (replace key "generation").
  */
-export class EngineGeneration extends dynamicResource<EngineGenerationInputs, EngineGenerationOutputs>()({
+export class EngineGeneration extends dynamicResource<EngineGenerationInputs, EngineGenerationOutputs, EngineGenerationArgs>()({
   type: "EngineGeneration",
   provider: "dynamic-providers/engine-generation/provider.ts",
   outputs: ["generationDigest", "processStartTime", "version", "provedAt", "completionText", "evidence", "observedGeneration", "observedState", "observedDetail", "peerStarts", "observedPeerStarts"],

@@ -30,9 +30,10 @@ export interface EngineGenerationInputs {
   /**
    * With `runtime.restartKvPeers`: the other engines of its KV component. This process holds NIXL
    * handshakes of theirs, so one of them starting anew (another identity here, or another live start on
-   * refresh) replaces this proof (replace key "peers"); a peer joining or leaving only updates it.
+   * refresh) replaces this proof (replace key "peers"); a peer joining or leaving only updates it. A peer's
+   * `processStartKey` lets a preview hold its identity while its start only runs again.
    */
-  peers?: Record<string, { url: string; processIdentity: ProcessIdentity }>;
+  peers?: Record<string, { url: string; processIdentity: ProcessIdentity; processStartKey?: string }>;
 }
 
 /** The capture, written by create and never overwritten. */

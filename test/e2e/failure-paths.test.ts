@@ -44,7 +44,8 @@ describe("e2e: failure paths an operator follows (re-keyed host, unwritable evid
       { id: "e1", host: host.alias, gpuIds: [0], port: 8931, attestationPort: 8941, nixlPort: 6031 },
       { id: "e2", host: host.alias, gpuIds: [1], port: 8932, attestationPort: 8942, nixlPort: 6032 },
     ];
-    stack = await openStack(STACK, [host], engines, { router: { port: 8921 }, observability: { prometheusPort: 9921 } });
+    // restartKvPeers as it defaults: the two engines are each other's KV peers, and a re-keyed host is rotated under both.
+    stack = await openStack(STACK, [host], engines, { router: { port: 8921 }, observability: { prometheusPort: 9921 }, runtime: { restartKvPeers: true } });
     await stack.destroy(quiet);
     // An earlier run may have kept the folder on purpose (retainOnDestroy) or been cut short.
     await runInHost(host.alias, ["rm", "-rf", `/var/lib/narwhal-fleet/${STACK}`]);

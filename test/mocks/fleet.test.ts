@@ -154,11 +154,13 @@ describe("mocks: Fleet component", () => {
     expect(wave.credentials).to.not.deep.equal(reveal(wave.credentials));
     expect(reveal(wave.apiKey)).to.equal(API_KEY).and.not.equal(wave.apiKey);
     // Each proof is bound to the processes of the engines whose handshakes it holds, and waits for the wave.
-    const e2 = registered.find((r) => r.name === "fleet-e2-generation")!;
-    expect(e2.inputs.peers).to.deep.equal({
-      e1: { url: engines.e1.url, processIdentity: { hostAlias: "a", pid: 42 } },
-      e3: { url: engines.e3.url, processIdentity: { hostAlias: "a", pid: 42 } },
+    // With each peer's start key (its own proof's), so a preview can hold a peer whose start only runs again.
+    const generation = (e: string) => registered.find((r) => r.name === `fleet-${e}-generation`)!;
+    expect(generation("e2").inputs.peers).to.deep.equal({
+      e1: { url: engines.e1.url, processIdentity: { hostAlias: "a", pid: 42 }, processStartKey: generation("e1").inputs.processStartKey },
+      e3: { url: engines.e3.url, processIdentity: { hostAlias: "a", pid: 42 }, processStartKey: generation("e3").inputs.processStartKey },
     });
+    expect(generation("e1").inputs.processStartKey).to.match(/^sha256:[0-9a-f]{64}$/).and.not.equal(generation("e3").inputs.processStartKey);
     const at = (name: string) => registered.findIndex((r) => r.name === name);
     for (const e of ["e1", "e2", "e3"]) expect(at(`fleet-${e}-generation`), e).to.be.greaterThan(at("fleet-kv-wave-1"));
   });

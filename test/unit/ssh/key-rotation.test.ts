@@ -99,6 +99,18 @@ describe("ssh: a re-keyed host, pinned again", () => {
       expect(await diff(generation, gen, { ...gen, processIdentity: { hostAlias: "gpu-b", pid: 4243 } })).to.have.property("replaces").that.includes("processIdentity");
     });
 
+    it("keeps a KV peer's generation while the peer's start runs again, and replaces it once the peer is started anew", async () => {
+      const peer = (processIdentity: unknown, processStartKey: unknown) => ({ e1: { url: "http://10.0.0.1:8301", processIdentity, processStartKey } });
+      const withPeers = { ...gen, peers: peer({ hostAlias: "gpu-a", pid: 11 }, "sha256:k1") };
+      expect(await diff(generation, withPeers, { ...withPeers, peers: peer(UNKNOWN, "sha256:k1") })).to.deep.equal(NO_CHANGE);
+      expect(await diff(generation, withPeers, { ...withPeers, peers: peer(UNKNOWN, UNKNOWN) })).to.have.property("replaces").that.deep.equals(["peers"]);
+      expect(await diff(generation, withPeers, { ...withPeers, peers: peer({ hostAlias: "gpu-a", pid: 12 }, "sha256:k1") })).to.have.property("replaces").that.deep.equals(["peers"]);
+      // State written before peers carried a start key: nothing to tell a re-run from a new start by.
+      expect(await diff(generation, { ...gen, peers: { e1: { url: "http://10.0.0.1:8301", processIdentity: { hostAlias: "gpu-a", pid: 11 } } } }, { ...withPeers, peers: peer(UNKNOWN, "sha256:k1") }))
+        .to.have.property("replaces")
+        .that.deep.equals(["peers"]);
+    });
+
     it("keeps the attestation while its sidecar's start runs again", async () => {
       const att = { engineId: "e2", hostAlias: "gpu-b", url: "u", documentDigest: "sha256:d", generationDigest: "sha256:g", processStartTime: 1, version: "0.29.0", processIdentity: identity, planSha256: "sha256:p", cacheLayoutDigest: "sha256:l", sidecar: { pid: 7, startedAt: "t" }, sidecarStartKey: "sha256:k", probeTimeoutS: 60, stack: "dev" };
       expect(await diff(attestation, att, { ...att, sidecar: UNKNOWN })).to.deep.equal(NO_CHANGE);
