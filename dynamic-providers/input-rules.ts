@@ -4,6 +4,7 @@
  * evidence-provider.ts, which keeps these messages as written and lets unknown values through).
  */
 import { z, type ZodType } from "zod";
+import { hasUnknown } from "./diff";
 
 /** A `sha256:` digest as every record and binding writes it. */
 export const isDigest = (v: unknown): v is string => typeof v === "string" && /^sha256:[0-9a-f]{64}$/.test(v);
@@ -35,6 +36,16 @@ export const positiveInteger = (k: string) =>
 /** One of a few words, refused as `<k> must be "a" or "b", got <value>`. */
 export const oneOf = (k: string, words: readonly string[]) =>
   z.unknown().refine((v) => words.includes(v as string), { error: (iss) => `${k} must be ${words.map((w) => JSON.stringify(w)).join(" or ")}, got ${JSON.stringify(iss.input)}` });
+
+/**
+ * A value judged by a rule that returns its problems (often one the library applies elsewhere), once the
+ * value is known: such a rule need not understand the placeholder a preview passes for it.
+ */
+export const judgedBy = (problems: (v: unknown) => string | readonly string[] | undefined) =>
+  z.unknown().superRefine((v, ctx) => {
+    if (hasUnknown(v)) return;
+    for (const message of [problems(v) ?? []].flat()) ctx.addIssue({ code: "custom", message });
+  });
 
 /**
  * A list whose items are each judged by a schema made for that item, so a refusal can name the item by
