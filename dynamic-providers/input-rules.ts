@@ -47,6 +47,9 @@ export const judgedBy = (problems: (v: unknown) => string | readonly string[] | 
     for (const message of [problems(v) ?? []].flat()) ctx.addIssue({ code: "custom", message });
   });
 
+/** A value's fields, read as a plain object's; anything else has none (so each field is refused as missing). */
+export const fieldsOf = (v: unknown): Record<string, unknown> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+
 /**
  * A list whose items are each judged by a schema made for that item, so a refusal can name the item by
  * its id rather than its place; anything but a list is left to the property's other rules.
@@ -54,7 +57,7 @@ export const judgedBy = (problems: (v: unknown) => string | readonly string[] | 
 export const each = (schemaFor: (item: Record<string, unknown>) => ZodType) => (items: unknown, ctx: z.RefinementCtx) => {
   if (!Array.isArray(items)) return;
   for (const raw of items) {
-    const item = raw && typeof raw === "object" ? (raw as Record<string, unknown>) : {};
+    const item = fieldsOf(raw);
     for (const issue of schemaFor(item).safeParse(item).error?.issues ?? []) ctx.addIssue({ code: "custom", message: issue.message });
   }
 };

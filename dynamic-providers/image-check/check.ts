@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { imageCheckProblems, type ImageCheckSpec } from "../../lib/image-check";
 import { hasUnknown } from "../diff";
-import { across, inOrder } from "../input-rules";
+import { across, fieldsOf, inOrder } from "../input-rules";
 import type { ImageCheckInputs } from "./types";
 
 export function specOf(i: ImageCheckInputs): ImageCheckSpec {
@@ -13,7 +13,7 @@ const filled = (v: unknown) => typeof v === "string" && v !== "";
 
 // A missing login is refused field by field, as an empty one is.
 const login = z.preprocess(
-  (l) => (l && typeof l === "object" ? l : {}),
+  fieldsOf,
   z.looseObject({
     host: z.unknown().refine(filled, { error: "login.host must be the host's address" }),
     hostKey: z.unknown().refine(filled, { error: "login.hostKey must be the host key discovery verified" }),
