@@ -3,9 +3,6 @@ import { z } from "zod";
 import { processIdentityProblem } from "../../lib/engine/generation";
 import { nonEmpty, positiveSeconds } from "../input-rules";
 
-// The providers that check Gate C inputs import it from here, beside the checks.
-export { hasUnknown } from "../diff";
-
 /** A process identity, judged by the same rule the proof applies (lib/engine/generation.ts). */
 export const processIdentitySchema = z.unknown().superRefine((id, ctx) => {
   const problem = processIdentityProblem(id);
