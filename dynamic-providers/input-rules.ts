@@ -2,6 +2,9 @@
  * The pieces the providers' input schemas share. Each refuses in the provider's own words, naming the
  * property, so a refusal reads the same whichever provider checks it (see schemaFailures in
  * evidence-provider.ts, which keeps these messages as written and lets unknown values through).
+ *
+ * A property whose rule lets an absent value pass must be marked `.optional()`: zod refuses a missing
+ * key ("expected nonoptional") whenever its schema is not, even one that would accept `undefined`.
  */
 import { z, type ZodType } from "zod";
 import { hasUnknown } from "./diff";
