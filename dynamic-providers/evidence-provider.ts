@@ -55,6 +55,14 @@ export function schemaFailures(schema: ZodType, news: Record<string, unknown>): 
     });
 }
 
+/** The check of a provider that writes its own methods: the inputs as given, with the schema's failures when there are any. */
+export function schemaCheck<I extends object>(schema: ZodType) {
+  return async (_olds: I, news: I): Promise<pulumi.dynamic.CheckResult> => {
+    const failures = schemaFailures(schema, news as Record<string, unknown>);
+    return failures.length ? { inputs: news, failures } : { inputs: news };
+  };
+}
+
 /** The provider object: check, diff and update derived from the spec, always under the evidence integrity rule. */
 export function evidenceProvider<I extends object, O extends Partial<I>>(spec: EvidenceProviderSpec<I, O>): pulumi.dynamic.ResourceProvider {
   const { inputs } = spec;

@@ -20,7 +20,8 @@ import { providerEvidence } from "../evidence";
 import { type Ask, type ProofSubject } from "../../lib/engine/generation";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
-import { nonEmpty, positiveSeconds, processIdentitySchema } from "../engine-generation/check";
+import { processIdentitySchema } from "../engine-generation/check";
+import { nonEmpty, positiveNumber, positiveSeconds, sha256Digest } from "../input-rules";
 import { withEngineHttp } from "../engine-generation/http";
 import type { AttestationInputs, AttestationObservation, AttestationOutputs, AttestationRecord } from "./types";
 
@@ -187,8 +188,6 @@ async function record(i: AttestationInputs, reading: Reading, startedAt: string)
   return { relativePath: written.relativePath, digest: written.digest };
 }
 
-const sha256Digest = (k: string) => z.unknown().refine((v) => typeof v === "string" && /^sha256:[0-9a-f]{64}$/.test(v), { error: (iss) => `${k} must be sha256:<64 hex>, got ${JSON.stringify(iss.input)}` });
-
 /** The inputs as the check judges them, in the order their failures are reported; values unknown until apply are judged on the up. */
 const inputs = z.object({
   engineId: nonEmpty("engineId"),
@@ -201,7 +200,7 @@ const inputs = z.object({
   url: z.unknown().refine((u) => typeof u === "string" && /^http:\/\/[^/\s]+\/v1\/attestation$/.test(u), { error: (iss) => `url must be the sidecar's http://<address>:<port>/v1/attestation, got ${JSON.stringify(iss.input)}` }),
   processIdentity: processIdentitySchema,
   probeTimeoutS: positiveSeconds("probeTimeoutS"),
-  processStartTime: z.unknown().refine((s) => typeof s === "number" && Number.isFinite(s) && s > 0, { error: (iss) => `processStartTime must be a positive number, got ${JSON.stringify(iss.input)}` }),
+  processStartTime: positiveNumber("processStartTime"),
   sidecar: z.unknown().refine((c) => Number.isInteger((c as { pid?: unknown } | undefined)?.pid) && (c as { pid: number }).pid > 0, {
     error: (iss) => `sidecar.pid must be a positive integer, got ${JSON.stringify((iss.input as { pid?: unknown } | undefined)?.pid)}`,
   }),

@@ -21,6 +21,7 @@ import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
 import { processIdentitySchema } from "../engine-generation/check";
+import { positiveInteger } from "../input-rules";
 import type { CacheCaptureInputs, CacheCaptureOutputs } from "./types";
 
 export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected", "layoutSource"] as const;
@@ -59,7 +60,6 @@ const RANK_SOURCES: Partial<Record<CacheLayoutSourceKind, (ask: Ask, s: ProofSub
   "sim-endpoint": simEndpointRanks,
 };
 
-const positiveInteger = (k: string) => z.unknown().refine((v) => Number.isInteger(v) && (v as number) > 0, { error: (iss) => `${k} must be a positive integer, got ${JSON.stringify(iss.input)}` });
 const nonEmptyString = (k: string) => z.unknown().refine((v) => typeof v === "string" && v !== "", { error: (iss) => `${k} must be a non-empty string, got ${JSON.stringify(iss.input)}` });
 
 /** The inputs as the check judges them; values unknown until apply are judged on the up. */

@@ -21,12 +21,12 @@ import * as path from "node:path";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
 import { providerEvidence } from "../evidence";
-import { clientTtftFit, describeMismatches, observationBoundProblem, proposeDeadline, runCalibration, validationPairs, MIN_SAMPLES_PER_GROUP, type AdoptedCalibration, type CalibrationResult, type CalibrationRun, type Pair } from "../../lib/preflight";
-import { evidenceProvider } from "../evidence-provider";
-import { hasUnknown } from "../engine-generation/check";
+import { clientTtftFit, describeMismatches, proposeDeadline, runCalibration, validationPairs, type AdoptedCalibration, type CalibrationResult, type CalibrationRun, type Pair } from "../../lib/preflight";
+import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { documentEngines, timeoutsOf } from "../preflight/plan";
 import { withRoutes } from "../preflight/provider";
 import { lookAtAdoption } from "./adopt";
+import { calibrationInputs } from "./check";
 import { httpSampler, type EngineIdentity } from "./sampler";
 import type { CalibrationAdoption, CalibrationInputs, CalibrationOutputs } from "./types";
 
@@ -39,65 +39,12 @@ export const MEASURED_AGAINST = ["model", "runtime", "engines", "inputLengths", 
 // `adopt` only matters when the calibration is created: a file named later never replaces measured samples.
 export const UPDATABLE = ["stack", "fleetDocument", "observationBoundS", "maxFailuresPerGroup", "routerOverheadS", "schedule", "apiKey", "via", "viaPrivateKey", "viaPassword", "adopt"] as const;
 
-const DIGEST = /^sha256:[0-9a-f]{64}$/;
 const SAMPLER_SOURCE = "dynamic-providers/calibration/sampler.ts";
 
 const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
 
-export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
-  const failures: pulumi.dynamic.CheckFailure[] = [];
-  const fail = (property: string, reason: string) => failures.push({ property, reason });
-  const known = (k: string) => !hasUnknown(news[k]);
-  const engines = known("engines") && Array.isArray(news.engines) ? (news.engines as Array<Record<string, unknown>>) : undefined;
-  if (known("engines") && (!engines || !engines.length)) fail("engines", "engines: expected a non-empty list");
-  for (const e of engines ?? []) {
-    const id = String(e.engineId);
-    for (const k of ["generationDigest", "attestationDigest"]) {
-      if (!hasUnknown(e[k]) && !(typeof e[k] === "string" && DIGEST.test(e[k]))) fail("engines", `engines[${id}].${k} must be sha256:<64 hex>, got ${JSON.stringify(e[k])}`);
-    }
-    if (e.role !== "prefill" && e.role !== "decode") fail("engines", `engines[${id}].role must be "prefill" or "decode", got ${JSON.stringify(e.role)}`);
-    if (!hasUnknown(e.maxModelLen) && !(Number.isInteger(e.maxModelLen) && (e.maxModelLen as number) >= 2)) fail("engines", `engines[${id}].maxModelLen must be an integer of at least 2, got ${JSON.stringify(e.maxModelLen)}`);
-  }
-  if (known("fleetDocument")) {
-    try {
-      const doc = news.fleetDocument as Record<string, unknown>;
-      const ids = documentEngines(doc).map((e) => e.iid);
-      const given = (engines ?? []).map((e) => String(e.engineId));
-      const missing = ids.filter((id) => !given.includes(id));
-      if (engines && missing.length) fail("engines", `engines: no generation, role and context given for ${missing.join(", ")}`);
-      if (known("model") && doc.model !== news.model) fail("model", `model ${JSON.stringify(news.model)} is not the fleet document's ${JSON.stringify(doc.model)}`);
-      const t = timeoutsOf(doc);
-      if (known("observationBoundS")) {
-        const problem = observationBoundProblem(news.observationBoundS as number, t.firstTokenS, t.requestS);
-        if (problem) fail("observationBoundS", problem);
-      }
-      if (num((doc.slo as Record<string, unknown> | undefined)?.ttft_s) === undefined) fail("fleetDocument", "fleetDocument.slo.ttft_s: the client TTFT requirement the deadline must fit is missing");
-    } catch (err) {
-      fail("fleetDocument", (err as Error).message);
-    }
-  }
-  if (known("inputLengths")) {
-    const lens = news.inputLengths;
-    if (!Array.isArray(lens) || !lens.length || !lens.every((n) => Number.isInteger(n) && n >= 1)) fail("inputLengths", `inputLengths must be a non-empty list of positive integers, got ${JSON.stringify(lens)}`);
-    else if (engines?.every((e) => Number.isInteger(e.maxModelLen))) {
-      const context = Math.min(...engines.map((e) => e.maxModelLen as number));
-      const over = lens.filter((n: number) => n + 1 > context);
-      if (over.length) fail("inputLengths", `inputLengths [${over.join(", ")}] leave no output token within the served context ${context}; the longest admitted input is ${context - 1}`);
-    }
-  }
-  if (known("samplesPerGroup") && !(Number.isInteger(news.samplesPerGroup) && (news.samplesPerGroup as number) >= MIN_SAMPLES_PER_GROUP)) fail("samplesPerGroup", `samplesPerGroup must be an integer of at least ${MIN_SAMPLES_PER_GROUP}, got ${JSON.stringify(news.samplesPerGroup)}`);
-  if (known("maxFailuresPerGroup") && !(Number.isInteger(news.maxFailuresPerGroup) && (news.maxFailuresPerGroup as number) >= 1)) fail("maxFailuresPerGroup", `maxFailuresPerGroup must be a positive integer, got ${JSON.stringify(news.maxFailuresPerGroup)}`);
-  if (known("routerOverheadS") && !(num(news.routerOverheadS) !== undefined && (news.routerOverheadS as number) >= 0)) fail("routerOverheadS", `routerOverheadS must be a non-negative number of seconds, got ${JSON.stringify(news.routerOverheadS)}`);
-  if (known("schedule") && news.schedule !== "concurrent" && news.schedule !== "sequential") fail("schedule", `schedule must be "concurrent" or "sequential", got ${JSON.stringify(news.schedule)}`);
-  const adopt = news.adopt as Record<string, unknown> | undefined;
-  if (adopt !== undefined && known("adopt")) {
-    const digest = (v: unknown) => typeof v === "string" && DIGEST.test(v);
-    if (!adopt || typeof adopt.path !== "string" || !adopt.path.startsWith("/") || !digest(adopt.sha256) || (adopt.pinned !== undefined && !digest(adopt.pinned))) {
-      fail("adopt", "adopt must name the calibration to adopt as {path, sha256, pinned?}: an absolute path and sha256:<64 hex> digests of the bytes read and pinned");
-    }
-  }
-  return failures;
-}
+/** Every refusal of the inputs, each naming its property; exported for tests. */
+export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(calibrationInputs, news);
 
 /** Why the engines cannot be calibrated as declared, or why the run's samples do not belong together. */
 function identityProblems(i: CalibrationInputs, before: EngineIdentity[], after: EngineIdentity[]): string[] {
@@ -252,7 +199,7 @@ export function rejudged(olds: CalibrationOutputs, news: CalibrationInputs): Cal
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CalibrationInputs, CalibrationOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
-  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
+  inputs: calibrationInputs,
 
   async create(inputs) {
     const result = await calibrateFleet(inputs);

@@ -1,16 +1,7 @@
 /** Input checks of Gate C's providers as zod schemas: each issue names its property, and values unknown during preview are let through by the helper. */
 import { z } from "zod";
 import { processIdentityProblem } from "../../lib/engine/generation";
-
-// The providers that check Gate C inputs import it from here, beside the checks.
-export { hasUnknown } from "../diff";
-
-/** A string input that must not be empty, refused as "<k> must be a non-empty string". */
-export const nonEmpty = (k: string) => z.string({ error: `${k} must be a non-empty string` }).min(1, { error: `${k} must be a non-empty string` });
-
-/** A bound in seconds: a finite number above zero. */
-export const positiveSeconds = (k: string) =>
-  z.unknown().refine((t) => typeof t === "number" && Number.isFinite(t) && t > 0, { error: (iss) => `${k} must be a positive number of seconds, got ${JSON.stringify(iss.input)}` });
+import { nonEmpty, positiveSeconds } from "../input-rules";
 
 /** A process identity, judged by the same rule the proof applies (lib/engine/generation.ts). */
 export const processIdentitySchema = z.unknown().superRefine((id, ctx) => {

@@ -14,10 +14,10 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject } from "../../lib/engine/generation";
-import { heldWhileStartStands } from "../diff";
+import { hasUnknown, heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
-import { generationInputs, hasUnknown } from "./check";
+import { generationInputs } from "./check";
 import { REFRESH_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
 import { peerChange } from "../../lib/engine/peer-wave";

@@ -20,9 +20,10 @@ import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
 import { ibWriteBwCommands } from "../../lib/fabric/ib-write-bw";
 import { iperf3Commands, iperf3Measurement, parseIperf3Json, type Iperf3Commands, type Iperf3Result } from "../../lib/fabric/iperf3";
 import type { PathFingerprint } from "../../lib/fabric/path";
+import { hasUnknown } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
-import { containsUnknown, edgeInputProblems } from "./check";
+import { edgeInputProblems, edgeInputs } from "./check";
 import { withMeasurementLock } from "./lock";
 import { digestsOf, measure, observe, withSessions, type Run, type Sides } from "./measure";
 import type { EdgeEndpoint, EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs, PathDigests } from "./types";
@@ -128,14 +129,14 @@ const secretsOf = (i: FabricEdgeInputs) => [i.sourcePrivateKey, i.sourcePassword
 function knownEndpoint(n: EdgeEndpoint | undefined, old: EdgeEndpoint | undefined): EdgeEndpoint | undefined {
   if (!n || typeof n !== "object") return n;
   const { fabricAddressChoice: choice, ...rest } = n;
-  const address = containsUnknown(n.fabricAddress) ? (typeof choice === "string" && !containsUnknown(choice) ? choice : old?.fabricAddress) : n.fabricAddress;
+  const address = hasUnknown(n.fabricAddress) ? (typeof choice === "string" && !hasUnknown(choice) ? choice : old?.fabricAddress) : n.fabricAddress;
   return { ...withHostKeyOf(rest, old), fabricAddress: address! };
 }
 
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<FabricEdgeInputs, FabricEdgeOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
-  inputs: (news) => edgeInputProblems(news).map(([property, reason]) => ({ property, reason })),
+  inputs: edgeInputs,
 
   async create(inputs) {
     refuseBadInputs(inputs);
@@ -191,7 +192,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Fabric
   compared(olds, news) {
     // A budget is unknown only in a preview that re-captures an engine's cache; a restart usually keeps
     // the geometry, and `up` diffs again with the real figure, so "unknown" is not announced as a change.
-    const budget = containsUnknown(news.requiredGbps) || containsUnknown(news.budget) ? { requiredGbps: olds.requiredGbps, budget: olds.budget } : {};
+    const budget = hasUnknown(news.requiredGbps) || hasUnknown(news.budget) ? { requiredGbps: olds.requiredGbps, budget: olds.budget } : {};
     return {
       olds: { ...olds, source: knownEndpoint(olds.source, undefined)!, destination: knownEndpoint(olds.destination, undefined)! },
       news: { ...news, ...budget, source: knownEndpoint(news.source, olds.source)!, destination: knownEndpoint(news.destination, olds.destination)! },

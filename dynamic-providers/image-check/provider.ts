@@ -18,40 +18,21 @@ import type * as pulumi from "@pulumi/pulumi";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget, type SshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
-import { imageCheckProblems, ImageCheckError, type CheckFailure, type CheckLogStep, type ImageCheckSpec } from "../../lib/image-check";
-import { evidenceProvider } from "../evidence-provider";
-import { hasUnknown } from "../engine-generation/check";
+import { ImageCheckError, type CheckFailure, type CheckLogStep } from "../../lib/image-check";
+import { evidenceProvider, schemaFailures } from "../evidence-provider";
+import { imageCheckInputs, specOf } from "./check";
 import { MEASURED_AGAINST, UPDATABLE } from "./measured";
 import { recordCheck } from "./record";
 import { runImageCheck, type CheckOutcome } from "./run";
 import type { ImageCheckInputs, ImageCheckOutputs } from "./types";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 
-function specOf(i: ImageCheckInputs): ImageCheckSpec {
-  return { engineId: i.engineId, hostAlias: i.hostAlias, plan: i.plan, runtime: i.runtime, modelDir: i.modelDir, pins: i.pins, dsRequired: i.dsRequired, deadlines: i.deadlines };
-}
-
 function target(i: ImageCheckInputs): SshTarget {
   return sshTarget(readLogin(i.login, { alias: i.hostAlias, privateKey: i.privateKey, password: i.password }), OPERATE);
 }
 
-/** Per-property failures; the spec's own rules once every value it needs is known. */
-export function imageCheckInputFailures(news: ImageCheckInputs): pulumi.dynamic.CheckFailure[] {
-  const failures: pulumi.dynamic.CheckFailure[] = [];
-  if (!hasUnknown(news.stack) && !/^[A-Za-z0-9_.-]+$/.test(String(news.stack))) failures.push({ property: "stack", reason: `stack ${JSON.stringify(news.stack)} cannot name an evidence folder` });
-  const l = news.login as unknown as Record<string, unknown> | undefined;
-  if (!hasUnknown(l)) {
-    if (!l || typeof l.host !== "string" || !l.host) failures.push({ property: "login", reason: "login.host must be the host's address" });
-    if (!l || typeof l.hostKey !== "string" || !l.hostKey) failures.push({ property: "login", reason: "login.hostKey must be the host key discovery verified" });
-    if (!l || !Number.isInteger(l.port)) failures.push({ property: "login", reason: "login.port must be a port number" });
-  }
-  if (!hasUnknown(news.planSha256) && !hasUnknown(news.plan) && news.plan?.planSha256 !== news.planSha256) {
-    failures.push({ property: "planSha256", reason: `planSha256 ${JSON.stringify(news.planSha256)} is not the plan's own hash ${JSON.stringify(news.plan?.planSha256)}` });
-  }
-  const spec = specOf(news);
-  if (!hasUnknown(spec)) failures.push(...imageCheckProblems(spec));
-  return failures;
-}
+/** Every refusal of the inputs, each naming its property; create refuses through it too. */
+export const imageCheckInputFailures = (news: ImageCheckInputs): pulumi.dynamic.CheckFailure[] => schemaFailures(imageCheckInputs, news as unknown as Record<string, unknown>);
 
 /** The failures as one message: each check that failed, then where the output is kept. */
 function failureMessage(failures: ReadonlyArray<CheckFailure>, logPath: string, offset: number, record: string): string {
@@ -105,7 +86,7 @@ async function checkAndRecord(inputs: ImageCheckInputs): Promise<ImageCheckOutpu
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<ImageCheckInputs, ImageCheckOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
-  inputs: imageCheckInputFailures,
+  inputs: imageCheckInputs,
   // A re-pinned host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
   compared: (olds, news) => ({ olds, news: { ...news, login: withHostKeyOf(news.login, olds.login) } }),
   async create(inputs) {

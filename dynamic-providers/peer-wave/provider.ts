@@ -10,12 +10,14 @@
  * - delete: nothing remote (the engines belong to their runtime resources).
  */
 import type * as pulumi from "@pulumi/pulumi";
+import { z } from "zod";
 import { restartedMembers, waveFor, type MemberRecord } from "../../lib/engine/peer-wave";
 import { canonicalJson } from "../../lib/digest";
 import { withSsh } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
-import { hasUnknown } from "../engine-generation/check";
+import { hasUnknown } from "../diff";
+import { schemaCheck } from "../evidence-provider";
 import { observeStarts } from "./observe";
 import type { PeerWaveInputs, PeerWaveOutputs, WaveMember } from "./types";
 
@@ -34,20 +36,24 @@ async function restart(m: WaveMember, news: PeerWaveInputs): Promise<void> {
   }
 }
 
+const engineIds = (members: unknown[]) => members.map((m) => (m as Partial<WaveMember> | null)?.engineId);
+
+/** At least two engines, each once; members that are not a list yet (a preview) are not judged. */
+const waveInputs = z.looseObject({
+  members: z
+    .unknown()
+    .refine((m) => !Array.isArray(m) || m.length >= 2, { error: "a peer wave needs at least two engines" })
+    .refine((m) => !Array.isArray(m) || new Set(engineIds(m)).size === m.length, { error: (iss) => `engine ids repeat: ${engineIds(iss.input as unknown[]).join(", ")}` })
+    .optional(),
+});
+
 /** What only updates: everything but the recorded processes, which the restart check reads. */
 function membershipKey(members: readonly WaveMember[]): string {
   return canonicalJson(members.map(({ processIdentity: _, ...rest }) => rest));
 }
 
 export const provider: pulumi.dynamic.ResourceProvider = {
-  async check(_olds: PeerWaveInputs, news: PeerWaveInputs) {
-    // In a preview, members whose engine is being started anew are not known yet: nothing to check.
-    if (!Array.isArray(news.members)) return { inputs: news };
-    const ids = news.members.map((m) => m?.engineId);
-    if (ids.length < 2) return { inputs: news, failures: [{ property: "members", reason: "a peer wave needs at least two engines" }] };
-    if (new Set(ids).size !== ids.length) return { inputs: news, failures: [{ property: "members", reason: `engine ids repeat: ${ids.join(", ")}` }] };
-    return { inputs: news };
-  },
+  check: schemaCheck<PeerWaveInputs>(waveInputs),
 
   async create(inputs: PeerWaveInputs) {
     const outs: PeerWaveOutputs = { ...inputs, recorded: await record(inputs) };

@@ -21,8 +21,8 @@ import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { forwardedUrl, localForward, type LocalForward } from "../../lib/ssh/forward";
-import { evidenceProvider } from "../evidence-provider";
-import { hasUnknown } from "../engine-generation/check";
+import { evidenceProvider, schemaFailures } from "../evidence-provider";
+import { preflightInputs } from "./check";
 import { httpObserver, type ObservedEngine } from "./observer";
 import { documentEngines, observerSettings, planOf } from "./plan";
 import type { PreflightInputs, PreflightOutputs } from "./types";
@@ -36,38 +36,8 @@ export function strictReplaces(olds: Partial<PreflightOutputs>, news: PreflightI
   return news.strict === true && olds.strict !== true && olds.status === "degraded";
 }
 
-const DIGEST = /^sha256:[0-9a-f]{64}$/;
-
-export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
-  const failures: pulumi.dynamic.CheckFailure[] = [];
-  const fail = (property: string, reason: string) => failures.push({ property, reason });
-  const known = (k: string) => !hasUnknown(news[k]);
-  if (known("fleetDocument")) {
-    try {
-      const doc = news.fleetDocument as Record<string, unknown>;
-      const ids = documentEngines(doc).map((e) => e.iid);
-      if (known("engines") && Array.isArray(news.engines)) {
-        const given = (news.engines as Array<{ engineId: string }>).map((e) => e.engineId);
-        const missing = ids.filter((id) => !given.includes(id));
-        if (missing.length) fail("engines", `engines: no generation, attestation and profile given for ${missing.join(", ")}`);
-      }
-    } catch (err) {
-      fail("fleetDocument", (err as Error).message);
-    }
-  }
-  if (known("engines") && Array.isArray(news.engines)) {
-    for (const e of news.engines as Array<Record<string, unknown>>) {
-      for (const k of ["generationDigest", "attestationDigest", "profileDigest"]) {
-        if (!hasUnknown(e[k]) && !(typeof e[k] === "string" && DIGEST.test(e[k]))) fail("engines", `engines[${String(e.engineId)}].${k} must be sha256:<64 hex>, got ${JSON.stringify(e[k])}`);
-      }
-    }
-  }
-  if (known("pairs") && news.pairs !== "mesh" && news.pairs !== "ring") fail("pairs", `pairs must be "mesh" or "ring", got ${JSON.stringify(news.pairs)}`);
-  if (known("schedule") && news.schedule !== "concurrent" && news.schedule !== "sequential") fail("schedule", `schedule must be "concurrent" or "sequential", got ${JSON.stringify(news.schedule)}`);
-  if (known("strict") && news.strict !== undefined && typeof news.strict !== "boolean") fail("strict", `strict must be true or false, got ${JSON.stringify(news.strict)}`);
-  if (known("repeats") && !(Number.isInteger(news.repeats) && (news.repeats as number) >= 1 && (news.repeats as number) <= 100)) fail("repeats", `repeats must be an integer from 1 to 100, got ${JSON.stringify(news.repeats)}`);
-  return failures;
-}
+/** Every refusal of the inputs, each naming its property; exported for tests. */
+export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(preflightInputs, news);
 
 /** Runs `fn` with engine and sidecar base URLs reachable from where the router will reach them. */
 export async function withRoutes<T, E extends { url: string; attestationUrl?: string }>(i: Pick<PreflightInputs, "via" | "viaPrivateKey" | "viaPassword">, engines: E[], fn: (routed: E[]) => Promise<T>): Promise<T> {
@@ -165,7 +135,7 @@ export async function runGates(i: PreflightInputs, recentLogs?: (iid: string) =>
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<PreflightInputs, PreflightOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
-  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
+  inputs: preflightInputs,
   // Absent `strict` (state from before the setting) is false, not a change.
   compared: (olds, news) => ({ olds: { ...olds, strict: olds.strict ?? false }, news: { ...news, strict: news.strict ?? false } }),
   addition: (olds, news) => ({ replaces: strictReplaces(olds, news) ? ["strict"] : [] }),

@@ -20,7 +20,7 @@ import { readLogin } from "../../lib/ssh/stored-login";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { canonicalJson } from "../../lib/digest";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
-import { hasUnknown } from "../engine-generation/check";
+import { hasUnknown } from "../diff";
 import { sftpTarget } from "./sftp";
 import type { ProfileStoreInputs, ProfileStoreOutputs } from "./types";
 

@@ -29,24 +29,23 @@ import {
   buildRow,
   DEFAULT_FIT_ATTEMPTS,
   emptyRecord,
-  fitLimitsProblem,
   fitProblems,
   identityGenerationDigest,
   measureWithinLimits,
   NARWHAL_FIT_LIMITS,
   Profiler,
   ProfileError,
-  sweepProblems,
   type EngineSamples,
   type MeasureRecord,
   type ProfileRow,
 } from "../../lib/profiling";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
-import { readLogin, type StoredLogin } from "../../lib/ssh/stored-login";
+import { readLogin } from "../../lib/ssh/stored-login";
 import { forwardedUrl, localForward } from "../../lib/ssh/forward";
-import { evidenceProvider } from "../evidence-provider";
-import { hasUnknown } from "../engine-generation/check";
+import { evidenceProvider, schemaFailures } from "../evidence-provider";
+import { hasUnknown } from "../diff";
+import { profileInputs } from "./check";
 import { profileHttp } from "./http";
 import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry, ProfileInputs, ProfileOutputs, ProfileResult } from "./types";
 
@@ -78,56 +77,8 @@ export function limitsReplace(olds: Partial<ProfileOutputs>, news: ProfileInputs
   return fitProblems(olds.row, news.fitLimits ?? NARWHAL_FIT_LIMITS).length > 0;
 }
 
-const DIGEST = /^sha256:[0-9a-f]{64}$/;
-
-export function inputFailures(news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
-  const failures: pulumi.dynamic.CheckFailure[] = [];
-  const fail = (property: string, reason: string) => failures.push({ property, reason });
-  const known = (k: string) => !hasUnknown(news[k]);
-  for (const k of ["engineId", "hostAlias", "servedName", "version"]) {
-    if (known(k) && (typeof news[k] !== "string" || news[k] === "")) fail(k, `${k} must be a non-empty string`);
-  }
-  if (known("url") && !(typeof news.url === "string" && /^http:\/\/[^/\s]+$/.test(news.url))) fail("url", `url must be the engine's http://<address>:<port> base URL, got ${JSON.stringify(news.url)}`);
-  for (const k of ["generationDigest", "planSha256"]) {
-    if (known(k) && !(typeof news[k] === "string" && DIGEST.test(news[k]))) fail(k, `${k} must be sha256:<64 hex>, got ${JSON.stringify(news[k])}`);
-  }
-  for (const k of ["attestationDigest", "launchDigest"]) {
-    if (news[k] != null && known(k) && !(typeof news[k] === "string" && DIGEST.test(news[k]))) fail(k, `${k} must be sha256:<64 hex> when set, got ${JSON.stringify(news[k])}`);
-  }
-  if (news.launchDigest != null && news.attestationDigest == null) fail("launchDigest", "launchDigest comes with the attestation it is part of: set attestationDigest too");
-  const s = news.processStartTime;
-  if (known("processStartTime") && !(typeof s === "number" && Number.isFinite(s) && s > 0)) fail("processStartTime", `processStartTime must be a positive number, got ${JSON.stringify(s)}`);
-  if (known("sweep")) {
-    const problems = news.sweep && typeof news.sweep === "object" ? sweepProblems(news.sweep as never) : ["sweep must be an object"];
-    for (const p of problems) fail("sweep", p);
-  }
-  const m = news.maxNumSeqs;
-  if (m !== undefined && known("maxNumSeqs") && !(Number.isInteger(m) && (m as number) >= 1)) fail("maxNumSeqs", `maxNumSeqs must be a positive integer (the plan's --max-num-seqs), got ${JSON.stringify(m)}`);
-  for (const k of ["probeTimeoutS", "requestTimeoutS"]) {
-    const t = news[k];
-    if (known(k) && !(typeof t === "number" && Number.isFinite(t) && t > 0)) fail(k, `${k} must be a positive number of seconds, got ${JSON.stringify(t)}`);
-  }
-  if (news.fitLimits !== undefined && known("fitLimits")) {
-    const problem = fitLimitsProblem(news.fitLimits);
-    if (problem) fail("fitLimits", problem);
-  }
-  const tries = news.fitAttempts;
-  if (tries !== undefined && known("fitAttempts") && !(Number.isInteger(tries) && (tries as number) >= 1 && (tries as number) <= 10)) fail("fitAttempts", `fitAttempts must be an integer from 1 to 10 (profiling.fitAttempts), got ${JSON.stringify(tries)}`);
-  const adopt = news.adopt as Record<string, unknown> | undefined;
-  if (adopt !== undefined && known("adopt")) {
-    const path = (k: string) => typeof adopt?.[k] === "string" && (adopt[k]).startsWith("/");
-    const digest = (k: string) => typeof adopt?.[k] === "string" && DIGEST.test(adopt[k]);
-    if (!adopt || !path("storePath") || !path("samplesPath") || !digest("storeSha256") || !digest("samplesSha256")) {
-      fail("adopt", "adopt must name the store to adopt as {storePath, storeSha256, samplesPath, samplesSha256}: absolute paths and sha256:<64 hex> digests of the bytes read");
-    }
-  }
-  const via = news.via as StoredLogin | undefined;
-  if (via !== undefined && known("via")) {
-    if (!via || typeof via.host !== "string" || !via.host || !Number.isInteger(via.port) || typeof via.user !== "string" || !via.user) fail("via", "via must name the router host's login {alias, host, port, user, hostKey}");
-    else if (typeof via.hostKey !== "string" || !via.hostKey) fail("via", `via.hostKey: the router host ${via.alias}'s verified key must be pinned`);
-  }
-  return failures;
-}
+/** Every refusal of the inputs, each naming its property; exported for tests. */
+export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(profileInputs, news);
 
 /** Runs `fn` with a base URL that reaches the engine from where measurements must be made. */
 async function withEngineRoute<T>(i: ProfileInputs, fn: (baseUrl: string) => Promise<T>): Promise<T> {
@@ -354,7 +305,7 @@ export async function profileEngine(i: ProfileInputs, log?: (line: string) => vo
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<ProfileInputs, ProfileOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
-  inputs: (news) => inputFailures(news as unknown as Record<string, unknown>),
+  inputs: profileInputs,
   // State written before the limits were inputs was held to the defaults: absent is the default, not a change.
   // A re-pinned router host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
   compared: (olds, news) => ({

@@ -6,16 +6,21 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { compareReplicas, replicaDifferenceMessage } from "../../lib/checkpoint";
 import { checkReplicaShapes } from "../../lib/launch/policy";
-import { UNKNOWN } from "../diff";
+import { hasUnknown } from "../diff";
+import { schemaCheck } from "../evidence-provider";
+import { across } from "../input-rules";
 import type { ReplicaAgreementInputs, ReplicaAgreementOutputs } from "./types";
 
-function problems(inputs: ReplicaAgreementInputs): pulumi.dynamic.CheckFailure[] {
-  const failures: pulumi.dynamic.CheckFailure[] = [];
-  const difference = compareReplicas(inputs.checkpoints);
-  if (difference) failures.push({ property: "checkpoints", reason: replicaDifferenceMessage(difference) });
-  for (const issue of checkReplicaShapes(inputs.engines)) failures.push({ property: "engines", reason: `${issue.path}: ${issue.message}` });
-  return failures;
-}
+/**
+ * One checkpoint snapshot, one accelerator product and one TP shape, judged once every record is known:
+ * during preview a re-discovered host's records are not, and the check runs again on up.
+ */
+const agreementInputs = across((news, refuse) => {
+  if (hasUnknown(news)) return;
+  const difference = compareReplicas(news.checkpoints as ReplicaAgreementInputs["checkpoints"]);
+  if (difference) refuse("checkpoints", replicaDifferenceMessage(difference));
+  for (const issue of checkReplicaShapes(news.engines as ReplicaAgreementInputs["engines"])) refuse("engines", `${issue.path}: ${issue.message}`);
+});
 
 function agreed(inputs: ReplicaAgreementInputs): ReplicaAgreementOutputs {
   return {
@@ -28,11 +33,7 @@ function agreed(inputs: ReplicaAgreementInputs): ReplicaAgreementOutputs {
 }
 
 export const provider: pulumi.dynamic.ResourceProvider = {
-  async check(_olds: ReplicaAgreementInputs, news: ReplicaAgreementInputs) {
-    // During preview a re-discovered host's records are not known yet; the check runs again on up.
-    if (JSON.stringify(news).includes(UNKNOWN)) return { inputs: news };
-    return { inputs: news, failures: problems(news) };
-  },
+  check: schemaCheck<ReplicaAgreementInputs>(agreementInputs),
   async diff(_id: string, olds: ReplicaAgreementOutputs, news: ReplicaAgreementInputs) {
     const changed = JSON.stringify({ e: olds.engines, c: olds.checkpoints }) !== JSON.stringify({ e: news.engines, c: news.checkpoints });
     return { changes: changed, replaces: [] };

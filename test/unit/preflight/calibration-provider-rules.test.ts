@@ -7,6 +7,7 @@
 import { expect } from "chai";
 import { inputFailures, provider, rejudged } from "../../../dynamic-providers/calibration/provider";
 import type { CalibrationInputs, CalibrationOutputs } from "../../../dynamic-providers/calibration/types";
+import { UNKNOWN } from "../../../dynamic-providers/diff";
 
 const D = (c: string) => "sha256:" + c.repeat(64);
 const doc = () => ({
@@ -105,6 +106,14 @@ describe("calibration provider: replacement and input rules", () => {
     far.observationBoundS = 601;
     expect(inputFailures(far as unknown as Record<string, unknown>)).to.deep.equal([{ property: "observationBoundS", reason: "observation bound 601s must be within serving.request_timeout_s 600s" }]);
     expect(inputFailures(inputs() as unknown as Record<string, unknown>)).to.deep.equal([]);
+  });
+
+  it("leaves what a preview cannot know yet to the up, through the provider's check", async () => {
+    const news = { ...inputs(), engines: [{ ...inputs().engines[0], generationDigest: UNKNOWN }, inputs().engines[1]], fleetDocument: UNKNOWN, samplesPerGroup: UNKNOWN, adopt: { path: "/srv/first-token.json", sha256: UNKNOWN } };
+    expect(await provider.check!({}, news)).to.deep.equal({ inputs: news });
+    // An engine that is not known only spares the rules that read it: the document still names the model.
+    const model = await provider.check!({}, { ...inputs(), engines: UNKNOWN, model: "other" });
+    expect(model.failures).to.deep.equal([{ property: "model", reason: 'model "other" is not the fleet document\'s "tiny"' }]);
   });
 
   it("names a calibration file to adopt that is not an absolute path with the digests of its bytes", () => {

@@ -6,6 +6,7 @@ import { expect } from "chai";
 import { failureSummary, inputFailures, provider } from "../../../dynamic-providers/preflight/provider";
 import { planOf, timeoutsOf } from "../../../dynamic-providers/preflight/plan";
 import type { PreflightInputs, PreflightOutputs } from "../../../dynamic-providers/preflight/types";
+import { UNKNOWN } from "../../../dynamic-providers/diff";
 import type { GateResult } from "../../../lib/preflight";
 
 const D = (c: string) => "sha256:" + c.repeat(64);
@@ -67,6 +68,14 @@ describe("preflight provider: replacement and input rules", () => {
     expect(props.some((p) => p.startsWith("pairs:"))).to.equal(true);
     const missing = { ...inputs(), engines: inputs().engines.slice(0, 1) } as unknown as Record<string, unknown>;
     expect(inputFailures(missing).map((f) => f.reason)).to.deep.equal(["engines: no generation, attestation and profile given for e2"]);
+  });
+
+  it("leaves what a preview cannot know yet to the up, through the provider's check", async () => {
+    const engines = [{ ...inputs().engines[0], profileDigest: UNKNOWN }, { ...inputs().engines[1], generationDigest: "abc" }];
+    const news = { ...inputs(), engines, fleetDocument: UNKNOWN, repeats: UNKNOWN };
+    expect(await provider.check!({}, news)).to.deep.equal({ inputs: news });
+    const known = await provider.check!({}, { ...inputs(), engines: UNKNOWN, repeats: 0 });
+    expect(known.failures).to.deep.equal([{ property: "repeats", reason: "repeats must be an integer from 1 to 100, got 0" }]);
   });
 
   it("a failure names each failed gate and its engines or pairs", () => {

@@ -1,0 +1,42 @@
+/** ImageCheck's inputs as a zod schema: where evidence goes, how to log in, and the spec the check runs (lib/image-check). */
+import { z } from "zod";
+import { imageCheckProblems, type ImageCheckSpec } from "../../lib/image-check";
+import { hasUnknown } from "../diff";
+import { across, fieldsOf, inOrder } from "../input-rules";
+import type { ImageCheckInputs } from "./types";
+
+export function specOf(i: ImageCheckInputs): ImageCheckSpec {
+  return { engineId: i.engineId, hostAlias: i.hostAlias, plan: i.plan, runtime: i.runtime, modelDir: i.modelDir, pins: i.pins, dsRequired: i.dsRequired, deadlines: i.deadlines };
+}
+
+const filled = (v: unknown) => typeof v === "string" && v !== "";
+
+// A missing login is refused field by field, as an empty one is.
+const login = z.preprocess(
+  fieldsOf,
+  z.looseObject({
+    host: z.unknown().refine(filled, { error: "login.host must be the host's address" }),
+    hostKey: z.unknown().refine(filled, { error: "login.hostKey must be the host key discovery verified" }),
+    port: z.unknown().refine(Number.isInteger, { error: "login.port must be a port number" }),
+  }),
+);
+
+/** The plan hash is the plan's own, and the spec's own rules hold once every value it needs is known. */
+const againstPlan = across((news, refuse) => {
+  const plan = news.plan as ImageCheckInputs["plan"] | undefined;
+  if (!hasUnknown(plan) && plan?.planSha256 !== news.planSha256) refuse("planSha256", `planSha256 ${JSON.stringify(news.planSha256)} is not the plan's own hash ${JSON.stringify(plan?.planSha256)}`);
+  const spec = specOf(news as unknown as ImageCheckInputs);
+  if (!hasUnknown(spec)) for (const p of imageCheckProblems(spec)) refuse(p.property, p.reason);
+});
+
+/** ImageCheckInputs, in the order their refusals are reported. */
+export const imageCheckInputs = inOrder(
+  z.looseObject({
+    stack: z
+      .unknown()
+      .refine((s) => /^[A-Za-z0-9_.-]+$/.test(String(s)), { error: (iss) => `stack ${JSON.stringify(iss.input)} cannot name an evidence folder` })
+      .optional(),
+    login,
+  }),
+  againstPlan,
+);

@@ -1,0 +1,37 @@
+/** The ReplicaAgreement's check, as its check method runs it: each disagreement named by the list it is in, nothing judged while a record is unknown. */
+import { expect } from "chai";
+import { provider } from "../../../dynamic-providers/replica-agreement/provider";
+import { UNKNOWN } from "../../../dynamic-providers/diff";
+import { buildManifest } from "../../../lib/checkpoint/manifest";
+
+const manifest = (size: number) =>
+  buildManifest({ root: "/models/m", files: [{ path: "config.json", size, sha256: "a".repeat(64), fingerprint: { size, mtimeNs: "1", ctimeNs: "1", inode: "1" } }], scannedAtNs: "1" });
+const engine = (engineIndex: number, host: string, tensorParallelSize: number) => ({ engineIndex, id: `e${engineIndex}`, host, product: "NVIDIA H100 80GB HBM3", tensorParallelSize });
+const inputs = (over: Record<string, unknown> = {}) => ({
+  engines: [engine(0, "h1", 2), engine(1, "h2", 2)],
+  checkpoints: [
+    { host: "h1", manifest: manifest(10) },
+    { host: "h2", manifest: manifest(10) },
+  ],
+  ...over,
+});
+
+describe("replica agreement provider: the check", () => {
+  it("passes replicas that agree", async () => {
+    expect((await provider.check!({}, inputs())).failures ?? []).to.deep.equal([]);
+  });
+
+  it("names the checkpoint difference and the shape that differs", async () => {
+    const news = inputs({ engines: [engine(0, "h1", 2), engine(1, "h2", 1)], checkpoints: [{ host: "h1", manifest: manifest(10) }, { host: "h2", manifest: manifest(11) }] });
+    const failures = (await provider.check!({}, news)).failures!;
+    expect(failures).to.deep.equal([
+      { property: "checkpoints", reason: "checkpoint differs between hosts h1 and h2 at config.json: h1 has 10 bytes, h2 has 11 bytes; stage the same snapshot on every engine host before discovery continues" },
+      { property: "engines", reason: "engines[1].overrides.tensorParallelSize: engine e1 on host h2 runs TP 1, but engine e0 runs TP 2; all replicas must share one TP shape" },
+    ]);
+  });
+
+  it("judges nothing while any record is unknown (a re-discovered host in a preview)", async () => {
+    const news = inputs({ engines: [engine(0, "h1", 2), engine(1, "h2", 1)], checkpoints: UNKNOWN });
+    expect(await provider.check!({}, news)).to.deep.equal({ inputs: news });
+  });
+});
