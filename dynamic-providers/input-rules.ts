@@ -18,6 +18,22 @@ export const isDigest = (v: unknown): v is string => typeof v === "string" && /^
  */
 export const nonEmpty = (k: string) => z.unknown().refine((v) => typeof v === "string" && v !== "", { error: `${k} must be a non-empty string` });
 
+/** A stack name as it names folders here and on the hosts: letters, digits, "_", "." or "-". */
+export const stackName = () =>
+  z.unknown().refine((v) => typeof v === "string" && /^[A-Za-z0-9_.-]+$/.test(v) && v !== "." && v !== "..", {
+    error: (iss) => `stack must be a stack name that can name a folder (letters, digits, "_", "." or "-"), got ${JSON.stringify(iss.input)}`,
+  });
+
+/** An absolute path on a host. */
+export const absolutePath = (k: string) => z.unknown().refine((v) => typeof v === "string" && v.startsWith("/"), { error: (iss) => `${k} must be an absolute path, got ${JSON.stringify(iss.input)}` });
+
+/** A TCP port. */
+export const tcpPort = (k: string) =>
+  z.unknown().refine((n) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 65535, { error: (iss) => `${k} must be a port from 1 to 65535, got ${JSON.stringify(iss.input)}` });
+
+/** A list, whatever its items. */
+export const list = (k: string) => z.unknown().refine(Array.isArray, { error: (iss) => `${k} must be a list, got ${JSON.stringify(iss.input)}` });
+
 /** A bound in seconds: a finite number above zero. */
 export const positiveSeconds = (k: string) =>
   z.unknown().refine((t) => typeof t === "number" && Number.isFinite(t) && t > 0, { error: (iss) => `${k} must be a positive number of seconds, got ${JSON.stringify(iss.input)}` });

@@ -12,6 +12,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
+import { commandRecordInputs } from "./check";
 import type { CommandRecordInputs, CommandRecordOutputs } from "./types";
 
 const MEASURED_AGAINST = ["kind", "hostAlias", "steps", "observations"] as const;
@@ -45,6 +46,7 @@ async function record(inputs: CommandRecordInputs): Promise<CommandRecordOutputs
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CommandRecordInputs, CommandRecordOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: ["stack"],
+  inputs: commandRecordInputs,
   compared: (olds, news) => ({ olds, news: heldWhileStartStands<CommandRecordInputs>(olds, news, ["steps", "observations"], "startKey") }),
   async create(inputs) {
     const outs = await record(inputs);

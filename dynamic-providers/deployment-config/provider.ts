@@ -9,6 +9,7 @@ import { sha256Json } from "../../lib/digest";
 import type { DeploymentConfigInputs, DeploymentConfigOutputs } from "./types";
 import { providerEvidence } from "../evidence";
 import { evidenceProvider } from "../evidence-provider";
+import { deploymentConfigInputs } from "./check";
 
 async function write(inputs: DeploymentConfigInputs): Promise<DeploymentConfigOutputs> {
   const store = providerEvidence(inputs.stack);
@@ -40,6 +41,7 @@ async function write(inputs: DeploymentConfigInputs): Promise<DeploymentConfigOu
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<DeploymentConfigInputs, DeploymentConfigOutputs>({
   measuredAgainst: [],
   updatable: ["stack"],
+  inputs: deploymentConfigInputs,
   // A file added, dropped or changed writes a new record.
   addition(olds, news) {
     const names = Object.keys(news.files);

@@ -9,6 +9,7 @@ import { edgeMatrix, gateProblems, requireGatePassed } from "../../lib/fabric/ma
 import { providerEvidence } from "../evidence";
 import type { FabricGateInputs, FabricGateOutputs } from "./types";
 import { evidenceProvider } from "../evidence-provider";
+import { fabricGateInputs } from "./check";
 
 async function judge(inputs: FabricGateInputs): Promise<FabricGateOutputs> {
   const startedAt = new Date().toISOString();
@@ -33,6 +34,7 @@ async function judge(inputs: FabricGateInputs): Promise<FabricGateOutputs> {
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<FabricGateInputs, FabricGateOutputs>({
   measuredAgainst: [],
   updatable: ["stack", "hosts", "edges"],
+  inputs: fabricGateInputs,
   async create(inputs) {
     const outs = await judge(inputs);
     return { id: `${inputs.stack}-fabric-${outs.evidence.digest.slice(7, 19)}`, outs };

@@ -20,6 +20,7 @@ import { sha256Json } from "../../lib/digest";
 import { shq } from "../../lib/shell";
 import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";
 import { evidenceProvider } from "../evidence-provider";
+import { discoveryInputs } from "./check";
 import { providerEvidence } from "../evidence";
 import type { FacetDigests, HostDiscoveryFacts, HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
 import { claimScript, cleanupScript, stackFolder } from "../../lib/fleet/host-cleanup";
@@ -139,6 +140,7 @@ async function observe(
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<HostDiscoveryInputs, HostDiscoveryOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
+  inputs: discoveryInputs,
 
   async create(inputs) {
     const claim = randomBytes(12).toString("hex");

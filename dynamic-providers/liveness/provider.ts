@@ -11,11 +11,15 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { NOT_SERVING, observeLiveness, restartReason } from "../../lib/liveness";
 import { diffInputs, UNKNOWN } from "../diff";
+import { schemaCheck } from "../evidence-provider";
+import { livenessInputs } from "./check";
 import type { LivenessInputs, LivenessOutputs } from "./types";
 
 const UPDATABLE = ["service", "name", "hostAlias", "url", "healthDeadlineS"] as const;
 
 export const provider: pulumi.dynamic.ResourceProvider = {
+  check: schemaCheck<LivenessInputs>(livenessInputs),
+
   async create(inputs: LivenessInputs) {
     const { randomBytes } = require("node:crypto") as typeof import("node:crypto");
     const epoch = randomBytes(8).toString("hex");
