@@ -5,28 +5,11 @@
 import { expect } from "chai";
 import { provider } from "../../../dynamic-providers/image-check/provider";
 import { UNKNOWN } from "../../../dynamic-providers/diff";
-import { renderLaunchPlan, type LaunchInputs } from "../../../lib/launch/plan";
+import { renderLaunchPlan } from "../../../lib/launch/plan";
+import { launchInputs } from "../launch/inputs";
 
-const launch: LaunchInputs = {
-  engine: { id: "e1", port: 8100, nixlPort: 5600, gpuIds: [0] },
-  host: { alias: "h1", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor: "nvidia", gpuCount: 2 },
-  model: { servedName: "tiny", checkpointDir: "/models/tiny", dtype: "bfloat16", maxPositionEmbeddings: 4096 },
-  policy: {
-    vllmCommand: "vllm",
-    transport: "tcp",
-    dtype: "model",
-    kvCacheDtype: "auto",
-    blockSize: 16,
-    enforceEager: true,
-    maxModelLen: 4096,
-    maxNumSeqs: 8,
-    gpuMemoryUtilization: 0.9,
-    prefixCaching: false,
-    ucxTcpPortRange: "6300-6500",
-    kvLeaseDurationS: 30,
-  },
-};
-const plan = renderLaunchPlan(launch);
+// The host in the launch fixture is "a"; only the plan's own facts (model folder, hash) are compared here.
+const plan = renderLaunchPlan(launchInputs());
 const login = { host: "198.18.0.11", port: 22, user: "narwhal", hostKey: "ssh-ed25519 AAAA", connectTimeoutS: 20 };
 const inputs = (): Record<string, unknown> => ({
   engineId: "e1",
