@@ -7,7 +7,15 @@
  * key ("expected nonoptional") whenever its schema is not, even one that would accept `undefined`.
  */
 import { z, type ZodType } from "zod";
+import { isStackFolderName } from "../lib/stack-name";
 import { hasUnknown } from "./diff";
+
+/** A string with something in it. */
+export const isFilled = (v: unknown): v is string => typeof v === "string" && v !== "";
+
+/** A service's http(s) base URL (an optional path allowed), refused naming whose it is. */
+export const httpBaseUrl = (k: string, whose: string) =>
+  z.unknown().refine((u) => typeof u === "string" && /^https?:\/\/[^/\s]+(\/\S*)?$/.test(u), { error: (iss) => `${k} must be ${whose} http(s) base URL, got ${JSON.stringify(iss.input)}` });
 
 /** A `sha256:` digest as every record and binding writes it. */
 export const isDigest = (v: unknown): v is string => typeof v === "string" && /^sha256:[0-9a-f]{64}$/.test(v);
@@ -16,11 +24,11 @@ export const isDigest = (v: unknown): v is string => typeof v === "string" && /^
  * A string input that must not be empty, refused as "<k> must be a non-empty string". A refinement, not
  * z.string(): a refused type would keep a schema's rules across properties from running.
  */
-export const nonEmpty = (k: string) => z.unknown().refine((v) => typeof v === "string" && v !== "", { error: `${k} must be a non-empty string` });
+export const nonEmpty = (k: string) => z.unknown().refine(isFilled, { error: `${k} must be a non-empty string` });
 
 /** A stack name as it names folders here and on the hosts: letters, digits, "_", "." or "-". */
 export const stackName = () =>
-  z.unknown().refine((v) => typeof v === "string" && /^[A-Za-z0-9_.-]+$/.test(v) && v !== "." && v !== "..", {
+  z.unknown().refine(isStackFolderName, {
     error: (iss) => `stack must be a stack name that can name a folder (letters, digits, "_", "." or "-"), got ${JSON.stringify(iss.input)}`,
   });
 

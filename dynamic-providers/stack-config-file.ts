@@ -1,5 +1,6 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { isStackFolderName } from "../lib/stack-name";
 
 /**
  * The `narwhal-fleet:hosts` list of `Pulumi.<stack>.yaml` in the program directory, as it is now.
@@ -10,7 +11,7 @@ import * as path from "node:path";
  * (config from elsewhere, e.g. an ESC environment); logins then pin what their inputs say.
  */
 export function currentHostsConfig(projectRoot: string, stack: string): unknown {
-  if (!/^[A-Za-z0-9_.-]+$/.test(stack)) return undefined;
+  if (!isStackFolderName(stack)) return undefined;
   const file = path.join(projectRoot, `Pulumi.${stack}.yaml`);
   let stat: fs.Stats;
   try {

@@ -1,7 +1,7 @@
 /** Input checks of Gate C's providers as zod schemas: each issue names its property, and values unknown during preview are let through by the helper. */
 import { z } from "zod";
 import { processIdentityProblem } from "../../lib/engine/generation";
-import { nonEmpty, positiveSeconds } from "../input-rules";
+import { httpBaseUrl, nonEmpty, positiveSeconds } from "../input-rules";
 
 /** A process identity, judged by the same rule the proof applies (lib/engine/generation.ts). */
 export const processIdentitySchema = z.unknown().superRefine((id, ctx) => {
@@ -16,7 +16,7 @@ export const generationInputs = z.object({
   planSha256: nonEmpty("planSha256"),
   expectedVersion: nonEmpty("expectedVersion"),
   servedName: nonEmpty("servedName"),
-  url: z.unknown().refine((u) => typeof u === "string" && /^https?:\/\/[^/\s]+(\/\S*)?$/.test(u), { error: (iss) => `url must be the engine's http(s) base URL, got ${JSON.stringify(iss.input)}` }),
+  url: httpBaseUrl("url", "the engine's"),
   processIdentity: processIdentitySchema,
   probeTimeoutS: positiveSeconds("probeTimeoutS"),
   apiKey: z.string({ error: "apiKey must be a string" }).optional(),

@@ -3,17 +3,16 @@ import { z } from "zod";
 import { INTERFACE_PATTERN, ipProblem } from "../../lib/config/formats";
 import { hasUnknown } from "../diff";
 import { schemaFailures } from "../evidence-provider";
-import { across, fieldsOf, inOrder } from "../input-rules";
+import { across, fieldsOf, inOrder, isFilled } from "../input-rules";
 import type { EdgeEndpoint, FabricEdgeInputs } from "./types";
 
 const positive = (v: unknown): boolean => typeof v === "number" && Number.isFinite(v) && v > 0;
 const wholeIn = (v: unknown, lo: number, hi: number): boolean => Number.isSafeInteger(v) && (v as number) >= lo && (v as number) <= hi;
-const filled = (v: unknown): boolean => typeof v === "string" && v !== "";
 
 const endpointFields = z.looseObject({
-  alias: z.unknown().refine(filled, { error: "alias is empty" }),
-  sshHost: z.unknown().refine(filled, { error: "sshHost is empty" }),
-  hostKey: z.unknown().refine(filled, { error: "hostKey is empty (discovery records it)" }),
+  alias: z.unknown().refine(isFilled, { error: "alias is empty" }),
+  sshHost: z.unknown().refine(isFilled, { error: "sshHost is empty" }),
+  hostKey: z.unknown().refine(isFilled, { error: "hostKey is empty (discovery records it)" }),
   fabricInterface: z.unknown().refine((f) => typeof f === "string" && INTERFACE_PATTERN.test(f), { error: (iss) => `fabricInterface ${JSON.stringify(iss.input)} is not an interface name` }),
   fabricAddress: z.unknown().superRefine((a, ctx) => {
     const ip = typeof a === "string" ? ipProblem(a) : "missing";
@@ -32,7 +31,7 @@ const login = (side: string) =>
   z.unknown().refine(
     (v) => {
       const l = v as Record<string, unknown> | null;
-      return !!l && filled(l.host) && wholeIn(l.port, 1, 65535) && filled(l.user) && positive(l.connectTimeoutS) && wholeIn(l.maxSessions, 1, 64);
+      return !!l && isFilled(l.host) && wholeIn(l.port, 1, 65535) && isFilled(l.user) && positive(l.connectTimeoutS) && wholeIn(l.maxSessions, 1, 64);
     },
     { error: `${side}Login needs host, port (1-65535), user, connectTimeoutS (> 0) and maxSessions (1-64)` },
   );

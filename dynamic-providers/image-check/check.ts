@@ -2,21 +2,20 @@
 import { z } from "zod";
 import { imageCheckProblems, type ImageCheckSpec } from "../../lib/image-check";
 import { hasUnknown } from "../diff";
-import { across, fieldsOf, inOrder } from "../input-rules";
+import { isStackFolderName } from "../../lib/stack-name";
+import { across, fieldsOf, inOrder, isFilled } from "../input-rules";
 import type { ImageCheckInputs } from "./types";
 
 export function specOf(i: ImageCheckInputs): ImageCheckSpec {
   return { engineId: i.engineId, hostAlias: i.hostAlias, plan: i.plan, runtime: i.runtime, modelDir: i.modelDir, pins: i.pins, dsRequired: i.dsRequired, deadlines: i.deadlines };
 }
 
-const filled = (v: unknown) => typeof v === "string" && v !== "";
-
 // A missing login is refused field by field, as an empty one is.
 const login = z.preprocess(
   fieldsOf,
   z.looseObject({
-    host: z.unknown().refine(filled, { error: "login.host must be the host's address" }),
-    hostKey: z.unknown().refine(filled, { error: "login.hostKey must be the host key discovery verified" }),
+    host: z.unknown().refine(isFilled, { error: "login.host must be the host's address" }),
+    hostKey: z.unknown().refine(isFilled, { error: "login.hostKey must be the host key discovery verified" }),
     port: z.unknown().refine(Number.isInteger, { error: "login.port must be a port number" }),
   }),
 );
@@ -34,7 +33,7 @@ export const imageCheckInputs = inOrder(
   z.looseObject({
     stack: z
       .unknown()
-      .refine((s) => /^[A-Za-z0-9_.-]+$/.test(String(s)), { error: (iss) => `stack ${JSON.stringify(iss.input)} cannot name an evidence folder` })
+      .refine(isStackFolderName, { error: (iss) => `stack ${JSON.stringify(iss.input)} cannot name an evidence folder` })
       .optional(),
     login,
   }),

@@ -13,6 +13,7 @@ import { DIGEST_PATTERN, EvidenceArtifactSchema, parseEvidenceRecord, type Evide
 import { createExclusive, ensureFolders, entryAt, firstBadFolder, readNoFollow, refuseFolder, type Entry } from "./safe-fs";
 import { SecretRegistry, type SecretInValue } from "./secrets";
 import { unwritableStoreError } from "./unwritable";
+import { isStackFolderName } from "../stack-name";
 
 /** Options of {@link EvidenceStore}. */
 export interface EvidenceStoreOptions {
@@ -56,7 +57,7 @@ const FOUND: Record<Entry, string> = {
 
 /** `<project>/runs/<stack>/evidence`, the store root of one stack. */
 export function evidenceRoot(projectRoot: string, stack: string): string {
-  if (!/^[A-Za-z0-9_.-]+$/.test(stack) || stack === "." || stack === "..") {
+  if (!isStackFolderName(stack)) {
     throw new EvidenceError("NARWHAL_EVIDENCE_PATH", `stack name ${JSON.stringify(stack)} cannot name a folder: expected letters, digits, "_", "." or "-"`);
   }
   return path.join(path.resolve(projectRoot), "runs", stack, "evidence");

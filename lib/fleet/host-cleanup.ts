@@ -9,13 +9,14 @@
  * a delete removes the folder only while the claim is still its own.
  */
 import { shq } from "../shell";
+import { isStackFolderName } from "../stack-name";
 
 /** The claim file, inside the stack's folder. */
 export const CLAIM_FILE = ".discovery-claim";
 
 /** `<stateDir>/<stack>`, refusing anything that could name a folder other than the stack's own. */
 export function stackFolder(stateDir: string, stack: string): string {
-  if (!stateDir.startsWith("/") || !/^[A-Za-z0-9_.-]+$/.test(stack) || stack === "." || stack === "..") {
+  if (!stateDir.startsWith("/") || !isStackFolderName(stack)) {
     throw new Error(`refusing to clean ${JSON.stringify(stateDir)} / ${JSON.stringify(stack)}: not an absolute stateDir and a plain stack name`);
   }
   return `${stateDir.replace(/\/+$/, "")}/${stack}`;
