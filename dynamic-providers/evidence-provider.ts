@@ -21,10 +21,9 @@ export interface EvidenceProviderSpec<I extends object, O extends Partial<I>> {
   updatable: ReadonlyArray<keyof I & string>;
   /**
    * Bad inputs, refused before anything remote is touched: a zod schema (each issue names its property;
-   * a property whose value is only known after apply is judged on the up, not the preview), or a
-   * function listing per-property failures.
+   * a property whose value is only known after apply is judged on the up, not the preview).
    */
-  inputs?: ZodType | ((news: I) => pulumi.dynamic.CheckFailure[]);
+  inputs?: ZodType;
   /** The inputs as check hands them on, with defaults filled in. */
   defaults?: (news: I) => I;
   create(inputs: I): Promise<{ id: string; outs: O }>;
@@ -68,7 +67,7 @@ export function evidenceProvider<I extends object, O extends Partial<I>>(spec: E
   const { inputs } = spec;
   return withEvidenceIntegrity({
     async check(_olds: I, news: I) {
-      const failures = inputs === undefined ? [] : typeof inputs === "function" ? inputs(news) : schemaFailures(inputs, news as Record<string, unknown>);
+      const failures = inputs === undefined ? [] : schemaFailures(inputs, news as Record<string, unknown>);
       const checked = spec.defaults ? spec.defaults(news) : news;
       return failures.length ? { inputs: checked, failures } : { inputs: checked };
     },

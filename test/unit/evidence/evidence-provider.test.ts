@@ -113,9 +113,9 @@ describe("dynamic providers: the evidence provider helper", () => {
       expect(await provider({ inputs: schema }).check!({}, { ...base, port: UNKNOWN as unknown as number })).to.deep.equal({ inputs: { ...base, port: UNKNOWN } });
     });
 
-    it("takes a function of per-property failures as the check, and fills in defaults", async () => {
+    it("fills in defaults beside the check's failures", async () => {
       const p = provider({
-        inputs: (news) => (news.port === 0 ? [{ property: "port", reason: "port 0 is not a port" }] : []),
+        inputs: z.looseObject({ port: z.unknown().refine((port) => port !== 0, { error: "port 0 is not a port" }) }),
         defaults: (news) => ({ ...news, note: news.note ?? "none" }),
       });
       expect(await p.check!({}, { ...base, port: 0 })).to.deep.equal({ inputs: { ...base, port: 0, note: "none" }, failures: [{ property: "port", reason: "port 0 is not a port" }] });
