@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { readStackConfig } from "./entry/stack-config";
 import { readLocalFiles } from "./entry/local-files";
-import { writeKnownHosts } from "./entry/known-hosts";
+import { knownHostsFiles } from "./entry/known-hosts";
 import { Fleet, EngineSummary, HostSummary } from "./components/fleet";
 import { logAdoptionForecast } from "./entry/adoption-forecast";
 import { engineIdentities as identitiesOf, evidenceByGate, type EngineIdentityOutput, type EvidenceOutput } from "./lib/fleet/stack-outputs";
@@ -10,7 +10,7 @@ const { spec, secrets, sshConfig } = readStackConfig();
 // Every local file the components need is read here, once: components do no I/O.
 const localFiles = readLocalFiles(spec, secrets, sshConfig);
 // And the one local write, the docker backend's known_hosts, is the entry's too, called where the key is known.
-const fleet = new Fleet("fleet", { spec, secrets, sshConfig, localFiles, writeKnownHosts, stack: pulumi.getStack() });
+const fleet = new Fleet("fleet", { spec, secrets, sshConfig, localFiles, knownHosts: knownHostsFiles(pulumi.getStack()), stack: pulumi.getStack() });
 // At preview, what the next up would adopt from a runbook deployment; logged on the fleet.
 logAdoptionForecast(spec, fleet.discovery.hosts, fleet);
 

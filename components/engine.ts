@@ -1,4 +1,3 @@
-import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { RuntimeSpec } from "../lib/config";
@@ -9,7 +8,7 @@ import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
 import { checkRuntimeOf, ImageCheck } from "../dynamic-providers/image-check/resource";
 import { loginInputs } from "./login-inputs";
 import { Liveness } from "../dynamic-providers/liveness/resource";
-import { engineProcess, HostScope, ProcessIdentity, type KnownHostsWriter, type RunbookOutcome } from "./runtime";
+import { engineProcess, HostScope, ProcessIdentity, type KnownHostsFiles, type RunbookOutcome } from "./runtime";
 
 export interface EngineArgs {
   /** The launch inputs, known once the host's discovery has resolved. */
@@ -34,10 +33,8 @@ export interface EngineArgs {
   stack: string;
   /** Where per-host resources (the docker backend's provider) live; default this engine itself, named `<name>-<hostAlias>`. */
   hostScope?: HostScope;
-  /** Local folder of the known_hosts files the docker backend's ssh reads; default `runs/<stack>/ssh` here. */
-  knownHostsDir?: string;
-  /** Writes those files, for the docker backend (the program's entry gives it: entry/known-hosts.ts). */
-  writeKnownHosts: KnownHostsWriter;
+  /** The known_hosts files the docker backend's ssh reads (the program's entry gives them: entry/known-hosts.ts). */
+  knownHosts: KnownHostsFiles;
   /** `engines[].runbookRun`: the runbook launch directory whose running engine may be adopted. */
   runbookRun?: string;
   /**
@@ -136,8 +133,7 @@ export class Engine extends pulumi.ComponentResource {
         runtime: args.runtime,
         placement: { modelDir: args.modelDir, stack: args.stack },
         hostScope: args.hostScope ?? { name: `${name}-${args.hostAlias}`, parent: this },
-        knownHostsDir: args.knownHostsDir ?? path.resolve("runs", args.stack, "ssh"),
-        writeKnownHosts: args.writeKnownHosts,
+        knownHosts: args.knownHosts,
       },
       this,
     );

@@ -5,7 +5,7 @@ import type { DeploymentConfig } from "../dynamic-providers/deployment-config/re
 import { kvPeerWiring } from "./peer-wave";
 import type { PeerWave } from "../dynamic-providers/peer-wave/resource";
 import { Engine } from "./engine";
-import type { KnownHostsWriter, RunbookOutcome } from "./runtime";
+import type { KnownHostsFiles, RunbookOutcome } from "./runtime";
 import type { FleetSecrets, LocalFiles } from "./fleet-inputs";
 import { Discovery, type HostSummary } from "./discovery";
 import type { SshConfig } from "../lib/ssh/ssh-config";
@@ -34,7 +34,7 @@ export interface FleetArgs {
   /** What the program's entry read from this machine's files (entry/local-files.ts); components read none. */
   localFiles: LocalFiles;
   /** The docker backend's known_hosts files, written by the program's entry (entry/known-hosts.ts); components write none. */
-  writeKnownHosts: KnownHostsWriter;
+  knownHosts: KnownHostsFiles;
 }
 
 export interface EngineSummary {
@@ -117,7 +117,7 @@ export class Fleet extends pulumi.ComponentResource {
           kvPeers: kvPeers?.argsFor(e.id),
           // One docker provider per host (docker backend), named after the host's discovery.
           hostScope: { name: `${name}-${e.host}`, parent: this },
-          writeKnownHosts: args.writeKnownHosts,
+          knownHosts: args.knownHosts,
         },
         // Order only: a disagreement stops every start, but no value of the agreement reaches a plan.
         { parent: this, dependsOn: [hosts.get(e.host)!.discovery, this.replicas] },

@@ -14,9 +14,9 @@
  *     (`BatchMode=yes`: no password or "continue connecting?" question can hang a deployment).
  * The file is written inside the `apply` that yields `sshOpts`, so the provider, which is configured
  * with the resolved `sshOpts`, cannot dial before the file holds the pinned key. Components do no I/O:
- * the write is the `writeKnownHosts` the program's entry hands down (entry/known-hosts.ts), called in
+ * the write is the `knownHosts.write` the program's entry hands down (entry/known-hosts.ts), called in
  * that same apply. `pulumi destroy` does not run the program and uses the `sshOpts` kept in state, so
- * the file lives in a stable folder (`runs/<stack>/ssh` by default, ignored by git) and is rewritten on
+ * the file lives in a stable folder (`runs/<stack>/ssh`, ignored by git, chosen by the entry) and is rewritten on
  * every preview and up.
  *
  * Authentication is ssh's too: the operator's agent or an ssh_config identity. The program never writes
@@ -30,7 +30,7 @@ import { parseHostKeyLine } from "../../lib/ssh/host-key";
 import { firstContact, type HostLogin, type LoginPurpose } from "../../lib/ssh/login";
 import { readLogin, storedLoginOf, type ConnectionFields } from "../../lib/ssh/stored-login";
 import { shq } from "../../lib/shell";
-import type { HostScope, KnownHostsWriter } from "./types";
+import type { HostScope, KnownHostsFiles } from "./types";
 
 /** The docker provider's ssh can learn no key: a host or bastion without a pin is refused (lib/ssh/login.ts). */
 const DOCKER_SSH: LoginPurpose = { kind: "pinned", why: "the docker provider's ssh is only ever run with StrictHostKeyChecking=yes" };
@@ -108,8 +108,7 @@ export function dockerHostProvider(
   scope: HostScope,
   hostAlias: string,
   connection: pulumi.Input<command.types.input.remote.ConnectionArgs>,
-  knownHostsDir: string,
-  writeKnownHosts: KnownHostsWriter,
+  knownHosts: KnownHostsFiles,
 ): docker.Provider {
   const name = `${scope.name}-docker`;
   const byName = made.get(scope.parent) ?? new Map<string, HostProvider>();
@@ -119,8 +118,8 @@ export function dockerHostProvider(
     if (existing.hostAlias !== hostAlias) throw new Error(`docker provider ${name} is for host ${existing.hostAlias}, not ${hostAlias}: give each host its own scope name`);
     return existing.provider;
   }
-  if (!path.isAbsolute(knownHostsDir)) throw new Error(`docker backend: known_hosts folder ${JSON.stringify(knownHostsDir)} must be absolute`);
-  const knownHostsFile = path.join(knownHostsDir, `${name.replace(/[^A-Za-z0-9._-]/g, "_")}.known_hosts`);
+  if (!path.isAbsolute(knownHosts.dir)) throw new Error(`docker backend: known_hosts folder ${JSON.stringify(knownHosts.dir)} must be absolute`);
+  const knownHostsFile = path.join(knownHosts.dir, `${name.replace(/[^A-Za-z0-9._-]/g, "_")}.known_hosts`);
   // Only host, port, user and public keys are read out of the connection, so no secret is taken along.
   const login = pulumi.unsecret(pulumi.output(connection).apply((c) => dockerLogin(hostAlias, c as ConnectionFields)));
   const provider = new docker.Provider(
@@ -128,7 +127,7 @@ export function dockerHostProvider(
     {
       host: login.apply(dockerHostUrl),
       sshOpts: login.apply((l) => {
-        writeKnownHosts(knownHostsFile, knownHostsText(l));
+        knownHosts.write(knownHostsFile, knownHostsText(l));
         return dockerSshOpts(knownHostsFile, l);
       }),
     },

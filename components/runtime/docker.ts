@@ -34,7 +34,7 @@ import type { DockerProcessArgs, EngineProcess } from "./types";
 export function dockerProcess(name: string, args: DockerProcessArgs, parent: pulumi.Resource): EngineProcess {
   const d = args.runtime.deadlinesS;
   const opts = dockerCliOptions(args.runtime, args.runDir);
-  const provider = dockerHostProvider(args.hostScope, args.hostAlias, args.connection, args.knownHostsDir, args.writeKnownHosts);
+  const provider = dockerHostProvider(args.hostScope, args.hostAlias, args.connection, args.knownHosts);
   const spec = pulumi.all([args.plan, args.placement]).apply(([plan, placement]) =>
     dockerContainerSpec(scriptContainerSpec(plan, containerTarget(plan, args.runtime, placement), opts), plan.url, d),
   );

@@ -104,22 +104,22 @@ export interface HostScope {
 }
 
 /**
- * Writes `text` as the known_hosts file `file` (absolute) on this machine, readable by its owner alone.
- * Given by the program's entry (entry/known-hosts.ts): components do no I/O, and the docker backend
- * calls it where the pinned key is first known (docker-host.ts).
+ * The known_hosts files the docker backend's ssh reads, one per host, with each host's pinned key. Given
+ * by the program's entry (entry/known-hosts.ts): components do no I/O, and the docker backend calls
+ * `write` where the pinned key is first known (docker-host.ts).
  */
-export type KnownHostsWriter = (file: string, text: string) => void;
+export interface KnownHostsFiles {
+  /** Local folder (absolute) that holds them; a stable one, since `pulumi destroy` dials with the sshOpts in state. */
+  readonly dir: string;
+  /** Writes `text` as the file `file` (in `dir`), readable by its owner alone. */
+  write(file: string, text: string): void;
+}
 
 /** The docker (@pulumi/docker) backend. */
 export interface DockerProcessArgs extends ContainerProcessArgs {
   hostScope: HostScope;
-  /**
-   * Local folder (absolute) for the known_hosts files with each host's pinned key: the docker provider
-   * reaches the daemon through the local `ssh` client, which reads them.
-   */
-  knownHostsDir: string;
-  /** Writes those files. */
-  writeKnownHosts: KnownHostsWriter;
+  /** The known_hosts files the docker provider's local `ssh` reads to reach the daemon. */
+  knownHosts: KnownHostsFiles;
 }
 
 /** Everything {@link engineProcess} may hand to whichever backend `runtime.kind` picks. */

@@ -112,7 +112,7 @@ describe("mocks: an engine with a runbook launch directory", () => {
       modelDir: "/models/tiny",
       stack: "mock",
       runbookRun: RUN,
-      writeKnownHosts: () => expect.fail("only the docker backend writes known_hosts, and a runbook engine never runs on it"),
+      knownHosts: { dir: "/fixture/known-hosts", write: () => expect.fail("only the docker backend writes known_hosts, and a runbook engine never runs on it") },
     });
   }
 

@@ -18,7 +18,8 @@ import { envFile } from "../../lib/shell";
 import { sha256Json } from "../../lib/digest";
 import { fleetConfig, mockSecrets, type Registered } from "./support/fleet";
 import { NO_LOCAL_FILES } from "../../components/fleet-inputs";
-import type { KnownHostsWriter } from "../../components/runtime/types";
+import type { KnownHostsFiles } from "../../components/runtime/types";
+import { knownHostsFiles } from "../../entry/known-hosts";
 
 const API_KEY = "mock-runtime-api-key-8c1f0e";
 const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nmockruntimekey\n-----END OPENSSH PRIVATE KEY-----\n";
@@ -48,7 +49,7 @@ const options = new Map<string, pulumi.ResourceOptions>();
 const KNOWN_HOSTS_DIR = "/fixture/known-hosts";
 /** Each known_hosts text the docker backend handed the entry's writer, by file, in the order it did. */
 const knownHostsWrites = new Map<string, string[]>();
-const recordKnownHosts: KnownHostsWriter = (file, text) => {
+const recordKnownHosts: KnownHostsFiles["write"] = (file, text) => {
   knownHostsWrites.set(file, [...(knownHostsWrites.get(file) ?? []), text]);
 };
 /** Per docker provider, the files written when it was registered: the provider must not dial before its file holds the key. */
@@ -191,8 +192,7 @@ describe("mocks: engine runtime backends", () => {
       runtime: runtimeSpec(kind),
       placement: { modelDir: "/models/tiny", stack: "mock" },
       hostScope: over.hostScope ?? { name: "fleet-b", parent: scope() },
-      knownHostsDir: KNOWN_HOSTS_DIR,
-      writeKnownHosts: recordKnownHosts,
+      knownHosts: { dir: KNOWN_HOSTS_DIR, write: recordKnownHosts },
     };
   }
 
@@ -483,8 +483,7 @@ describe("mocks: engine runtime backends", () => {
         runtime: runtimeSpec(kind),
         modelDir: "/models/tiny",
         stack: "mock",
-        knownHostsDir: KNOWN_HOSTS_DIR,
-        writeKnownHosts: recordKnownHosts,
+        knownHosts: { dir: KNOWN_HOSTS_DIR, write: recordKnownHosts },
       });
     }
 
@@ -539,7 +538,7 @@ describe("mocks: engine runtime backends", () => {
       (config.engines as Array<Record<string, unknown>>)[1].gpuIds = [1];
       const spec = parseFleetConfig(config);
       const secrets = mockSecrets(API_KEY, SSH_KEY);
-      const fleet = new Fleet("fleet", { spec, secrets, localFiles: NO_LOCAL_FILES, writeKnownHosts: recordKnownHosts, stack: "mock" });
+      const fleet = new Fleet("fleet", { spec, secrets, localFiles: NO_LOCAL_FILES, knownHosts: { ...knownHostsFiles("mock"), write: recordKnownHosts }, stack: "mock" });
       const engines = await promiseOf(fleet.engines);
       expect(Object.values(engines).map((e) => e.pid)).to.deep.equal([undefined, undefined, undefined]);
       const sorted = (rs: Registered[]) => [...rs].sort((x, y) => x.name.localeCompare(y.name));
@@ -547,7 +546,7 @@ describe("mocks: engine runtime backends", () => {
         ["fleet-a-docker", "ssh://root@198.18.0.11:22"],
         ["fleet-b-docker", "ssh://ops@198.18.0.12:2222"],
       ]);
-      // The Fleet hands the engines the entry's writer; the files go to runs/<stack>/ssh, the folder destroy finds again.
+      // The Fleet hands the engines the entry's files; they go to runs/<stack>/ssh, the folder destroy finds again.
       const ssh = path.resolve("runs", "mock", "ssh");
       expect(Object.fromEntries(knownHostsWrites)).to.deep.equal({
         [path.join(ssh, "fleet-a-docker.known_hosts")]: [`198.18.0.11 ${HOST_KEY}\n`],

@@ -224,7 +224,7 @@ export function useFleetMocks(state: StateOf = fleetState) {
     const spec = parseFleetConfig(config);
     // The docker backend's known_hosts writes are checked in runtime-backends.test.ts; here they are not
     // made, so a docker fleet leaves the working directory's runs/ alone.
-    return new Fleet!("fleet", { spec, secrets, localFiles: readLocalFiles(spec, secrets, undefined), writeKnownHosts: () => undefined, stack: "mock" });
+    return new Fleet!("fleet", { spec, secrets, localFiles: readLocalFiles(spec, secrets, undefined), knownHosts: { dir: "/fixture/known-hosts", write: () => undefined }, stack: "mock" });
   };
   return { registered, build };
 }
