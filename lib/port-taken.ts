@@ -6,6 +6,7 @@
  * in the port check that runs before a replacement or swap stops the serving process.
  */
 import { shq } from "./shell";
+import { PID_FILE_SH } from "./pid-file";
 
 /**
  * The service's own running process, the one a replacement takes over: a listener that is it (or in its
@@ -44,7 +45,7 @@ export function ownerFromSs(ssLine: string): { pid: number; name: string } | und
 /** Shell that sets `own` to the running own process's pid, or to "" when it is not running. */
 function ownPidLine(own: OwnProcess | undefined): string {
   if (own === undefined) return `own=""`;
-  if ("pidFile" in own) return `own=$(cat ${shq(own.pidFile)} 2>/dev/null || true)\n[ -n "$own" ] && [ -d "/proc/$own" ] || own=""`;
+  if ("pidFile" in own) return `own=$(live_pid ${shq(own.pidFile)} || true)`;
   return `own=$(docker inspect -f '{{if .State.Running}}{{.State.Pid}}{{end}}' ${shq(own.container)} 2>/dev/null || true)`;
 }
 
@@ -89,7 +90,7 @@ fi`;
  */
 export function portCheckScript(t: TakenPort & { readonly own: OwnProcess }): string {
   return `set -eu
-${refuseTakenPortLines(t)}
+${"pidFile" in t.own ? PID_FILE_SH : ""}${refuseTakenPortLines(t)}
 echo free
 `;
 }

@@ -31,24 +31,3 @@ export const SHEBANG_PYTHON_SH = `shebang_python() {
   esac
 }
 `;
-
-/**
- * Shell lines that stop the process group whose leader's pid is in `$run/pid`: SIGTERM, then SIGKILL once
- * `stopTimeoutS` has passed, naming `what` in the message. Expects `run` to be set.
- */
-export function stopProcessGroupLines(what: string, stopTimeoutS: number): string {
-  return `pid=$(cat "$run/pid")
-kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-# A stopped (SIGSTOP) process acts on SIGTERM only once continued.
-kill -CONT "-$pid" 2>/dev/null || kill -CONT "$pid" 2>/dev/null || true
-deadline=$(( $(date +%s) + ${stopTimeoutS} ))
-while kill -0 "$pid" 2>/dev/null; do
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    echo "${what} ignored SIGTERM for ${stopTimeoutS}s; sending SIGKILL" >&2
-    kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-    sleep 0.5
-    break
-  fi
-  sleep 0.2
-done`;
-}

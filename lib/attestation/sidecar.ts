@@ -7,6 +7,7 @@
  * API key, so no credential reaches it.
  */
 import { shellLine, shq } from "../shell";
+import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
 import { NAMES_RUN_FUNCTION } from "../runtime/runbook-survey";
 import type { ProcessIdentity } from "../engine/generation";
 import { AttestationError } from "./errors";
@@ -106,14 +107,13 @@ function runbookTakeoverScript(o: SidecarOptions): string {
   if (o.takeoverRun === undefined) return "";
   const who = `attestation sidecar of engine ${o.engineId}`;
   return `runbook=${shq(o.takeoverRun)}
-${NAMES_RUN_FUNCTION}# Not a zombie: the runbook's sidecar may have been left to an init that does not reap.
-alive() { s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; set -- \${s##*) }; [ "$1" != Z ] && [ "$1" != X ]; }
-holder=$(${listenerPid(o.endpoint.port)})
+${NAMES_RUN_FUNCTION}holder=$(${listenerPid(o.endpoint.port)})
 if [ -n "$holder" ] && [ "$(names_run "$holder" "$runbook")" = yes ]; then
   echo ${shq(`${who}: stopping the runbook's sidecar`)}" (pid $holder, started for $runbook) on port ${o.endpoint.port}" >&2
   kill -TERM "$holder" 2>/dev/null || true
   deadline=$(( $(date +%s) + ${o.stopTimeoutS} ))
-  while alive "$holder"; do
+  # Not a zombie (start_of_pid): the runbook's sidecar may have been left to an init that does not reap.
+  while start_of_pid "$holder" >/dev/null; do
     if [ "$(date +%s)" -ge "$deadline" ]; then kill -KILL "$holder" 2>/dev/null || true; sleep 0.5; break; fi
     sleep 0.2
   done
@@ -128,16 +128,16 @@ fi
 export function sidecarStartScript(o: SidecarOptions): string {
   const who = `attestation sidecar of engine ${o.engineId}`;
   return `set -eu
-run=${shq(o.runDir)}
+${PID_FILE_SH}run=${shq(o.runDir)}
 mkdir -p "$run" && chmod 700 "$run"
 umask 077
-if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
+if running=$(live_pid "$run/pid"); then
   # A start interrupted after launching: adopt the sidecar if it serves this very document, never start twice.
   if [ "$(cat "$run/document.digest" 2>/dev/null)" = ${shq(o.documentDigest)} ] && [ -f "$run/started" ]; then
     cat "$run/started"
     exit 0
   fi
-  echo ${shq(who)}": pid $(cat "$run/pid") already serves another document in $run; stop it first" >&2
+  echo ${shq(who)}": pid $running already serves another document in $run; stop it first" >&2
   exit 1
 fi
 ${runbookTakeoverScript(o)}if curl -sS -o /dev/null --max-time 2 ${shq(o.endpoint.healthUrl)} 2>/dev/null; then
@@ -155,21 +155,21 @@ ${liveOwnerScript(o)}(
   exec setsid ${shellLine(sidecarArgv(o)).replace(shq(LIVE_PID), '"$engine_pid"')} > "$run/sidecar.log" 2>&1 < /dev/null
 ) &
 pid=$!
-echo "$pid" > "$run/pid"
+record_pid "$pid" "$run/pid"
 printf '%s\\n' ${shq(o.documentDigest)} > "$run/document.digest"
 deadline=$(( $(date +%s) + ${o.startTimeoutS} ))
 until curl -fsS -o /dev/null --max-time 2 ${shq(o.endpoint.healthUrl)} 2>/dev/null; do
   if ! kill -0 "$pid" 2>/dev/null; then
     echo ${shq(`${who} exited before answering /health; last log lines:`)} >&2
     tail -n 20 "$run/sidecar.log" >&2
-    rm -f "$run/pid" "$run/document.digest"
+    rm -f "$run/pid" "$run/pid.start" "$run/document.digest"
     exit 1
   fi
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo ${shq(`${who} did not answer /health at ${o.endpoint.healthUrl} within attestation.startTimeoutS ${o.startTimeoutS}s; stopped it. Last log lines:`)} >&2
     tail -n 20 "$run/sidecar.log" >&2
     kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    rm -f "$run/pid" "$run/document.digest"
+    rm -f "$run/pid" "$run/pid.start" "$run/document.digest"
     exit 1
   fi
   sleep 0.3
@@ -182,20 +182,8 @@ cat "$run/started"
 /** Stops the sidecar's process group, SIGKILL after the stop timeout; keeps the document and log for inspection. */
 export function sidecarStopScript(o: Pick<SidecarOptions, "engineId" | "runDir" | "stopTimeoutS">): string {
   return `set -u
-run=${shq(o.runDir)}
-[ -f "$run/pid" ] || exit 0
-pid=$(cat "$run/pid")
-kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-deadline=$(( $(date +%s) + ${o.stopTimeoutS} ))
-while kill -0 "$pid" 2>/dev/null; do
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    echo ${shq(`attestation sidecar of engine ${o.engineId} ignored SIGTERM for ${o.stopTimeoutS}s; sending SIGKILL`)} >&2
-    kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-    sleep 0.5
-    break
-  fi
-  sleep 0.2
-done
-rm -f "$run/pid" "$run/document.digest" "$run/started"
+${PID_FILE_SH}run=${shq(o.runDir)}
+${stopPidFileLines(`attestation sidecar of engine ${o.engineId}`, '"$run/pid"', o.stopTimeoutS)}
+rm -f "$run/pid" "$run/pid.start" "$run/document.digest" "$run/started"
 `;
 }

@@ -6,6 +6,7 @@
  */
 import { shellLine, shq } from "../shell";
 import { portCheckScript, refuseTakenPortLines, type TakenPort } from "../port-taken";
+import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
 import { FRESHNESS_EXPORTER_PY, freshnessArgv, type FreshnessRunOptions } from "./freshness-exporter";
 
 export interface ObservabilityFiles {
@@ -98,10 +99,10 @@ export function prometheusStartScript(o: PrometheusRunOptions): string {
 fi`;
   if (o.runtime === "native") {
     return `set -eu
-dir=${shq(o.dir)}
-if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
+${PID_FILE_SH}dir=${shq(o.dir)}
+if running=$(live_pid "$dir/pid"); then
   if [ "$(cat "$dir/config.digest" 2>/dev/null)" = ${shq(o.configDigest)} ] && [ -f "$dir/started" ]; then cat "$dir/started"; exit 0; fi
-  echo "prometheus: pid $(cat "$dir/pid") already runs another configuration from $dir; stop it first" >&2
+  echo "prometheus: pid $running already runs another configuration from $dir; stop it first" >&2
   exit 1
 fi
 if ! command -v ${shq(o.command)} >/dev/null 2>&1; then
@@ -116,9 +117,9 @@ mkdir -p "$dir/data"
   exec setsid ${shellLine([o.command, ...prometheusArgs(o, `${o.dir}/data`)])} > "$dir/prometheus.log" 2>&1 < /dev/null
 ) &
 pid=$!
-echo "$pid" > "$dir/pid"
+record_pid "$pid" "$dir/pid"
 printf '%s\\n' ${shq(o.configDigest)} > "$dir/config.digest"
-${readyWait(ready, what, o.startTimeoutS, 'kill -0 "$pid" 2>/dev/null', 'tail -n 20 "$dir/prometheus.log" >&2', 'kill -TERM "-$pid" 2>/dev/null || true; rm -f "$dir/pid" "$dir/config.digest"')}
+${readyWait(ready, what, o.startTimeoutS, 'kill -0 "$pid" 2>/dev/null', 'tail -n 20 "$dir/prometheus.log" >&2', 'kill -TERM "-$pid" 2>/dev/null || true; rm -f "$dir/pid" "$dir/pid.start" "$dir/config.digest"')}
 printf '{"pid":%s,"startedAt":"%s"}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$dir/started"
 cat "$dir/started"
 `;
@@ -146,22 +147,15 @@ printf '{"container":"%s"}\\n' "$(docker inspect -f '{{.Id}}' ${name})"
  */
 export function prometheusStopScript(o: Pick<PrometheusRunOptions, "runtime" | "dir" | "containerName" | "stopTimeoutS">): string {
   if (o.runtime === "container") return `docker rm -f -v ${shq(o.containerName)} >/dev/null 2>&1 || true\n`;
-  return stopByPidFileScript(o.dir, o.stopTimeoutS, ["pid", "config.digest", "started"]);
+  return stopByPidFileScript("prometheus", o.dir, o.stopTimeoutS, ["config.digest", "started"]);
 }
 
-/** Stops the process group whose leader `<dir>/pid` names (SIGKILL after the timeout), then removes `files`. */
-function stopByPidFileScript(dir: string, stopTimeoutS: number, files: string[]): string {
+/** Stops the process group whose leader `<dir>/pid` names (SIGKILL after the timeout), then removes its pid file and `files`. */
+function stopByPidFileScript(what: string, dir: string, stopTimeoutS: number, files: string[]): string {
   return `set -u
-dir=${shq(dir)}
-[ -f "$dir/pid" ] || exit 0
-pid=$(cat "$dir/pid")
-kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-deadline=$(( $(date +%s) + ${stopTimeoutS} ))
-while kill -0 "$pid" 2>/dev/null; do
-  if [ "$(date +%s)" -ge "$deadline" ]; then kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true; break; fi
-  sleep 0.2
-done
-rm -f ${files.map((f) => `"$dir/${f}"`).join(" ")}
+${PID_FILE_SH}dir=${shq(dir)}
+${stopPidFileLines(what, '"$dir/pid"', stopTimeoutS)}
+rm -f ${["pid", "pid.start", ...files].map((f) => `"$dir/${f}"`).join(" ")}
 `;
 }
 
@@ -230,15 +224,15 @@ export function freshnessStartScript(o: FreshnessRunOptions): string {
   const what = "evidence freshness exporter";
   const health = `http://127.0.0.1:${o.port}/health`;
   return `set -eu
-dir=${shq(o.dir)}
+${PID_FILE_SH}dir=${shq(o.dir)}
 mkdir -p "$dir"
 cat > "$dir/exporter.py.tmp" <<'NARWHAL_EXPORTER_EOF'
 ${FRESHNESS_EXPORTER_PY}
 NARWHAL_EXPORTER_EOF
-if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
+if running=$(live_pid "$dir/pid"); then
   if cmp -s "$dir/exporter.py" "$dir/exporter.py.tmp"; then rm -f "$dir/exporter.py.tmp"; cat "$dir/started"; exit 0; fi
   rm -f "$dir/exporter.py.tmp"
-  echo "${what}: pid $(cat "$dir/pid") runs another exporter from $dir; stop it first" >&2
+  echo "${what}: pid $running runs another exporter from $dir; stop it first" >&2
   exit 1
 fi
 if ! command -v python3 >/dev/null 2>&1; then
@@ -252,13 +246,13 @@ mv -f "$dir/exporter.py.tmp" "$dir/exporter.py"
   exec setsid ${shellLine(freshnessArgv(o))} > "$dir/exporter.log" 2>&1 < /dev/null
 ) &
 pid=$!
-echo "$pid" > "$dir/pid"
-${readyWait(health, what, o.startTimeoutS, 'kill -0 "$pid" 2>/dev/null', 'tail -n 20 "$dir/exporter.log" >&2', 'kill -TERM "-$pid" 2>/dev/null || true; rm -f "$dir/pid"')}
+record_pid "$pid" "$dir/pid"
+${readyWait(health, what, o.startTimeoutS, 'kill -0 "$pid" 2>/dev/null', 'tail -n 20 "$dir/exporter.log" >&2', 'kill -TERM "-$pid" 2>/dev/null || true; rm -f "$dir/pid" "$dir/pid.start"')}
 printf '{"pid":%s,"startedAt":"%s"}\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$dir/started"
 cat "$dir/started"
 `;
 }
 
 export function freshnessStopScript(o: Pick<FreshnessRunOptions, "dir" | "stopTimeoutS">): string {
-  return stopByPidFileScript(o.dir, o.stopTimeoutS, ["pid", "started"]);
+  return stopByPidFileScript("evidence freshness exporter", o.dir, o.stopTimeoutS, ["started"]);
 }

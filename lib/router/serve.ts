@@ -7,7 +7,8 @@
  * router of the same fleet on another host is the operator's to prevent.
  */
 import { createHash } from "node:crypto";
-import { shellLine, shq, stopProcessGroupLines } from "../shell";
+import { shellLine, shq } from "../shell";
+import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
 import { portCheckScript, refuseTakenPortLines } from "../port-taken";
 
 export interface RouterOptions {
@@ -94,17 +95,17 @@ mv -f "$run/"${shq(storePath)}".tmp" "$run/"${shq(storePath)}
 `;
   const epoch = o.restartEpoch === undefined ? "" : `# liveness epoch ${o.restartEpoch}\n`;
   return `${epoch}set -eu
-run=${shq(o.runDir)}
+${PID_FILE_SH}run=${shq(o.runDir)}
 mkdir -p "$run" && chmod 700 "$run"
 umask 077
-if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
+if running=$(live_pid "$run/pid"); then
   # A start interrupted after launching: adopt the router if it serves this very document and store.
   if [ "$(cat "$run/identity" 2>/dev/null)" = ${shq(identity)} ] && [ -f "$run/started" ]; then
     cat > /dev/null
     cat "$run/started"
     exit 0
   fi
-  echo "router: pid $(cat "$run/pid") already serves another fleet document from $run; stop it first" >&2
+  echo "router: pid $running already serves another fleet document from $run; stop it first" >&2
   exit 1
 fi
 if [ ! -x ${shq(`${o.binDir}/narwhal-serve`)} ]; then
@@ -126,7 +127,7 @@ ${writeStore}(
   exec setsid ${shellLine(routerArgv(o))} > "$run/router.log" 2>&1 < /dev/null
 ) &
 pid=$!
-echo "$pid" > "$run/pid"
+record_pid "$pid" "$run/pid"
 printf '%s\\n' ${shq(identity)} > "$run/identity"
 deadline=$(( $(date +%s) + ${o.startTimeoutS} ))
 while :; do
@@ -135,14 +136,14 @@ while :; do
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "router exited before /health reported ready; last log lines:" >&2
     tail -n 20 "$run/router.log" >&2
-    rm -f "$run/pid" "$run/identity" "$run/router.env"
+    rm -f "$run/pid" "$run/pid.start" "$run/identity" "$run/router.env"
     exit 1
   fi
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo "router did not report ready on ${health} within router.startTimeoutS ${o.startTimeoutS}s (last answer: $body); stopped it. Last log lines:" >&2
     tail -n 20 "$run/router.log" >&2
     kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    rm -f "$run/pid" "$run/identity" "$run/router.env"
+    rm -f "$run/pid" "$run/pid.start" "$run/identity" "$run/router.env"
     exit 1
   fi
   sleep 0.3
@@ -171,10 +172,9 @@ export function routerSwapScript(o: RouterOptions): string {
 /** Stops the router's process group (SIGKILL after the stop timeout) and removes the key file; keeps document, log and journal. */
 export function routerStopScript(o: Pick<RouterOptions, "runDir" | "stopTimeoutS">): string {
   return `set -u
-run=${shq(o.runDir)}
+${PID_FILE_SH}run=${shq(o.runDir)}
 rm -f "$run/router.env"
-[ -f "$run/pid" ] || exit 0
-${stopProcessGroupLines("router", o.stopTimeoutS)}
-rm -f "$run/pid" "$run/identity" "$run/started"
+${stopPidFileLines("router", '"$run/pid"', o.stopTimeoutS)}
+rm -f "$run/pid" "$run/pid.start" "$run/identity" "$run/started"
 `;
 }

@@ -8,7 +8,7 @@ import type { LaunchPlan } from "../launch/plan";
  * this machine claims any of its GPUs, then records its own claim beside its pid. A claim names its
  * machine (machine-id) because the folders of several hosts may sit on one shared filesystem.
  * Bounded: the error names the engine still holding the GPU. Leaves fd 9 locked; the caller releases it once its pid is
- * written (`release_gpu_claim`).
+ * written (`release_gpu_claim`). Expects `PID_FILE_SH` (lib/pid-file.ts) to be defined.
  */
 export function gpuClaimScript(plan: Pick<LaunchPlan, "engineId" | "placement">, waitS: number): string {
   const gpus = plan.placement.gpuIds;
@@ -24,9 +24,9 @@ while :; do
     other=\${other%/}
     [ "$(basename "$other")" = "$(basename "$run")" ] && continue
     [ "$(cat "$other/machine" 2>/dev/null)" = "$machine" ] || continue
-    [ -f "$other/pid" ] && kill -0 "$(cat "$other/pid")" 2>/dev/null || continue
+    other_pid=$(live_pid "$other/pid") || continue
     for g in $(cat "$other/gpus" 2>/dev/null); do
-      case "$gpus" in *" $g "*) holder="engine $(basename "$other") (pid $(cat "$other/pid")) holds GPU $g" ;; esac
+      case "$gpus" in *" $g "*) holder="engine $(basename "$other") (pid $other_pid) holds GPU $g" ;; esac
     done
   done
   [ -z "$holder" ] && break

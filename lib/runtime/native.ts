@@ -1,4 +1,5 @@
-import { shellLine, shq, stopProcessGroupLines } from "../shell";
+import { shellLine, shq } from "../shell";
+import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
 import { launchRecord, type LaunchPlan } from "../launch/plan";
 import { recoveryHintScript } from "./recovery";
 import { gpuClaimScript } from "./gpu-claims";
@@ -34,26 +35,20 @@ export interface RunbookTakeover {
   readonly reason: string;
 }
 
-/** Sets `rb_live` true when the launcher's process still runs (same pid, start ticks and boot). */
+/** Adopts or stops the runbook's launcher while it still runs (same pid, start tick and boot). Expects {@link PID_FILE_SH}. */
 function runbookTakeoverScript(plan: LaunchPlan, t: RunbookTakeover, stopTimeoutS: number): string {
   if (!Number.isInteger(t.pid) || t.pid < 2 || !Number.isInteger(t.startTicks) || !/^[0-9a-f-]+$/.test(t.bootId)) {
     throw new Error(`engine ${plan.engineId}: runbook process identity ${JSON.stringify({ pid: t.pid, startTicks: t.startTicks, bootId: t.bootId })} is malformed`);
   }
   const started = JSON.stringify({ adopted: { launcher: "runbook", run: t.run, planSha256: t.runbookPlanSha256 ?? null } }).slice(1, -1);
   return `rb_pid=${t.pid}
-rb_is_live() {
-  rb_stat=$(cat "/proc/$rb_pid/stat" 2>/dev/null) || return 1
-  [ "$(cat /proc/sys/kernel/random/boot_id)" = ${shq(t.bootId)} ] || return 1
-  set -- \${rb_stat##*) }
-  case $1 in Z|X) return 1 ;; esac
-  [ "\${20}" = ${t.startTicks} ]
-}
-if [ ! -f "$run/pid" ] || ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then
+rb_is_live() { [ "$(start_of_pid "$rb_pid")" = ${shq(`${t.bootId} ${t.startTicks}`)} ]; }
+if ! live_pid "$run/pid" >/dev/null; then
   if ! rb_is_live; then
     echo "engine ${plan.engineId}: the runbook's process $rb_pid is gone; starting the program's engine" >&2
   elif [ ${shq(t.action)} = adopt ]; then
     printf '%s\\n' ${shq(t.reason)} >&2
-    echo "$rb_pid" > "$run/pid"
+    record_pid "$rb_pid" "$run/pid"
     printf '%s\\n' ${shq(plan.planSha256)} > "$run/plan.sha256"
     # The process's own start time: boot time plus its start ticks.
     rb_started=$(( $(awk '/^btime/ {print $2}' /proc/stat) + ${t.startTicks} / $(getconf CLK_TCK) ))
@@ -81,7 +76,7 @@ fi
 /**
  * Launches the plan detached in its own session from the run folder, its key read from the private env
  * file, and records its pid in `$run/pid`. The GPU-claim lock (fd 9) is not passed on to the engine.
- * Expects `run` to be set.
+ * Expects `run` to be set and {@link PID_FILE_SH} defined.
  */
 export function launchLines(plan: LaunchPlan): string {
   return `(
@@ -91,7 +86,7 @@ export function launchLines(plan: LaunchPlan): string {
   exec env ${shellLine(Object.entries(plan.env).map(([k, v]) => `${k}=${v}`))} setsid ${shellLine(plan.argv)} > "$run/engine.log" 2>&1 < /dev/null
 ) &
 pid=$!
-echo "$pid" > "$run/pid"`;
+record_pid "$pid" "$run/pid"`;
 }
 
 /**
@@ -103,18 +98,18 @@ export function startScript(plan: LaunchPlan, opts: NativeRuntimeOptions): strin
   const run = shq(opts.runDir);
   const health = shq(`${plan.url}/health`);
   return `set -eu
-run=${run}
+${PID_FILE_SH}run=${run}
 mkdir -p "$run" && chmod 700 "$run"
 umask 077
 cat > "$run/engine.env"
 printf '%s\\n' ${shq(JSON.stringify(launchRecord(plan)))} > "$run/launch.json"
-${opts.runbook ? runbookTakeoverScript(plan, opts.runbook, opts.stopTimeoutS) : ""}if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
+${opts.runbook ? runbookTakeoverScript(plan, opts.runbook, opts.stopTimeoutS) : ""}if running=$(live_pid "$run/pid"); then
   # A start interrupted after launching: adopt the process if it runs this very plan, never start twice.
   if [ "$(cat "$run/plan.sha256" 2>/dev/null)" = ${shq(plan.planSha256)} ] && [ -f "$run/started" ]; then
     cat "$run/started"
     exit 0
   fi
-  echo "engine ${plan.engineId}: pid $(cat "$run/pid") already runs another launch plan in $run; stop it first" >&2
+  echo "engine ${plan.engineId}: pid $running already runs another launch plan in $run; stop it first" >&2
   exit 1
 fi
 ${gpuClaimScript(plan, opts.gpuWaitS ?? opts.stopTimeoutS + opts.healthTimeoutS)}${launchLines(plan)}
@@ -126,14 +121,14 @@ until curl -fsS -o /dev/null --max-time 2 ${health} 2>/dev/null; do
     echo "engine ${plan.engineId} exited before answering /health; last log lines:" >&2
     tail -n 20 "$run/engine.log" >&2
 ${recoveryHintScript()}
-    rm -f "$run/pid" "$run/plan.sha256" "$run/engine.env"
+    rm -f "$run/pid" "$run/pid.start" "$run/plan.sha256" "$run/engine.env"
     exit 1
   fi
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo "engine ${plan.engineId} did not answer /health within health timeout ${opts.healthTimeoutS}s; stopped it. Last log lines:" >&2
     tail -n 20 "$run/engine.log" >&2
     kill -TERM "-$pid" 2>/dev/null || true
-    rm -f "$run/pid" "$run/plan.sha256" "$run/engine.env"
+    rm -f "$run/pid" "$run/pid.start" "$run/plan.sha256" "$run/engine.env"
     exit 1
   fi
   sleep 0.3
@@ -147,10 +142,9 @@ cat "$run/started"
 export function stopScript(plan: LaunchPlan, opts: NativeRuntimeOptions): string {
   const run = shq(opts.runDir);
   return `set -u
-run=${run}
+${PID_FILE_SH}run=${run}
 rm -f "$run/engine.env"
-[ -f "$run/pid" ] || exit 0
-${stopProcessGroupLines(`engine ${plan.engineId}`, opts.stopTimeoutS)}
-rm -f "$run/pid" "$run/plan.sha256" "$run/started" "$run/gpus" "$run/machine"
+${stopPidFileLines(`engine ${plan.engineId}`, '"$run/pid"', opts.stopTimeoutS)}
+rm -f "$run/pid" "$run/pid.start" "$run/plan.sha256" "$run/started" "$run/gpus" "$run/machine"
 `;
 }

@@ -4,7 +4,8 @@
  * claims and container stay as its start left them, so no secret passes through a restart.
  */
 import type { LaunchPlan } from "../launch/plan";
-import { shq, stopProcessGroupLines } from "../shell";
+import { shq } from "../shell";
+import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
 import { launchLines } from "./native";
 
 export interface RestartDeadlinesS {
@@ -24,10 +25,10 @@ done`;
 /** A native engine: its process group stops, and the same argv starts from its run folder. */
 export function nativeRestartScript(plan: LaunchPlan, runDir: string, d: RestartDeadlinesS): string {
   return `set -eu
-run=${shq(runDir)}
+${PID_FILE_SH}run=${shq(runDir)}
 [ -f "$run/pid" ] && [ -f "$run/engine.env" ] ||
   { echo "engine ${plan.engineId}: nothing to restart in $run (no pid or env file); run pulumi up to start it" >&2; exit 1; }
-${stopProcessGroupLines(`engine ${plan.engineId}`, d.stop)}
+${stopPidFileLines(`engine ${plan.engineId}`, '"$run/pid"', d.stop)}
 ${launchLines(plan)}
 ${healthWait(plan, d.health, `kill -0 "$pid" 2>/dev/null`)}
 printf '{"pid":%s,"startedAt":"%s"}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$run/started"

@@ -8,6 +8,7 @@ import type { LaunchPlan } from "../../../lib/launch/plan";
 import { startScript, stopScript } from "../../../lib/runtime/native";
 import { nativeRestartScript } from "../../../lib/runtime/restart";
 import { writeTestModel } from "../../../sim/engine/testing-model";
+import { pidAlive } from "../../../sim/hosts/exec";
 
 /** A stand-in engine: answers /health and keeps a child, so stopping must take the whole group. */
 const FAKE_ENGINE = `
@@ -95,9 +96,29 @@ describe("native runtime scripts (run for real under sh)", function () {
     const group = execFileSync("pgrep", ["-g", String(pid)], { encoding: "utf8" }).trim().split("\n");
     expect(group.length).to.be.greaterThan(1);
     expect(sh(stopScript(plan, opts())).code).to.equal(0);
-    for (const p of group) expect(fs.existsSync(`/proc/${p}`), `pid ${p}`).to.equal(false);
+    for (const p of group) expect(pidAlive(Number(p)), `pid ${p}`).to.equal(false);
     expect(fs.existsSync(path.join(opts().runDir, "engine.env"))).to.equal(false);
     expect(sh(stopScript(plan, opts())).code, "stopping twice").to.equal(0);
+  });
+
+  it("after a reboot, a pid file naming another process neither blocks the start nor gets that process stopped", async () => {
+    // The files a reboot leaves, their number since handed to a stranger: the record names another boot.
+    const stranger = spawn("sleep", ["300"], { detached: true, stdio: "ignore" });
+    try {
+      fs.mkdirSync(opts().runDir, { recursive: true });
+      fs.writeFileSync(path.join(opts().runDir, "pid"), `${stranger.pid}\n`);
+      fs.writeFileSync(path.join(opts().runDir, "pid.start"), `${stranger.pid} 00000000-0000-0000-0000-000000000000 1\n`);
+      fs.writeFileSync(path.join(opts().runDir, "plan.sha256"), `${plan.planSha256}\n`);
+      const r = sh(startScript(plan, opts()), "VLLM_API_KEY='k'\n");
+      expect(r.code, r.stderr).to.equal(0);
+      const { pid } = JSON.parse(r.stdout.trim()) as { pid: number };
+      expect(pid).to.not.equal(stranger.pid);
+      expect(sh(stopScript(plan, opts())).code).to.equal(0);
+      expect(pidAlive(pid), "the engine stopped").to.equal(false);
+      expect(pidAlive(stranger.pid!), "the stranger still runs").to.equal(true);
+    } finally {
+      stranger.kill("SIGKILL");
+    }
   });
 
   it("names the recovery when vLLM refuses the checkpoint at startup (custom code discovery did not record)", () => {
@@ -129,7 +150,7 @@ describe("native runtime scripts (run for real under sh)", function () {
     expect(r.code, r.stderr).to.equal(0);
     const restarted = JSON.parse(r.stdout.trim()) as { pid: number };
     expect(restarted.pid).to.not.equal(pid);
-    for (const p of group) expect(fs.existsSync(`/proc/${p}`), `old pid ${p}`).to.equal(false);
+    for (const p of group) expect(pidAlive(Number(p)), `old pid ${p}`).to.equal(false);
     expect(fs.readFileSync(path.join(opts().runDir, "pid"), "utf8").trim()).to.equal(String(restarted.pid));
     expect(fs.readFileSync(path.join(opts().runDir, "engine.log"), "utf8")).to.include("key=k3y mode=it's quoted");
     expect(fs.readFileSync(`/proc/${restarted.pid}/cmdline`, "utf8")).to.not.include("k3y");
