@@ -6,9 +6,6 @@
  */
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { readHostKeyPair, restartSshdWithHostKey, restartSshdWithNewHostKey, runInHost, simUp, spawnInHost } from "../../sim/hosts";
 import type { HostKeyPair, SimHost } from "../../sim/hosts";
@@ -96,7 +93,6 @@ describe("e2e: failure paths an operator follows (re-keyed host, unwritable evid
     } finally {
       execFileSync("umount", [root]);
     }
-    fs.writeFileSync(path.join(os.tmpdir(), `${STACK}-unwritable.log`), message);
     expect(message).to.include(`evidence store ${root} refuses writes: the file system is read-only (EROFS); nothing was recorded as measured.`);
     expect(message).to.not.match(/UNAVAILABLE|\.tmp-|\n\s+at /);
     // Nothing was recorded as done: the preview still plans that measurement, and one up takes it.
