@@ -25,7 +25,7 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import * as ts from "typescript";
@@ -138,6 +138,36 @@ function describe(bin: string, ref: string): { id: string; size: number } | unde
   return { id: id, size: Number(size) };
 }
 
+/**
+ * What a failed import says about the machine's daemon: the dockerd processes in the machine's own
+ * network namespace (a docker host's daemon runs in its host's) and the last lines of the log
+ * scripts/setup.sh started it with, so a daemon that died says how.
+ */
+function daemonDiagnosis(): string {
+  const ownNet = readlinkOrEmpty("/proc/self/ns/net");
+  const daemons = readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => readOrEmpty(`/proc/${d}/comm`).trim() === "dockerd" && readlinkOrEmpty(`/proc/${d}/ns/net`) === ownNet);
+  const log = readOrEmpty(join(ROOT, ".tools", "dockerd.log")).trimEnd().split("\n").slice(-10).join("\n");
+  return `the machine's dockerd: ${daemons.length ? `pid ${daemons.join(", ")}` : "no process"}; last lines of .tools/dockerd.log:\n${log || "(none)"}`;
+}
+
+function readOrEmpty(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+function readlinkOrEmpty(link: string): string {
+  try {
+    return readlinkSync(link);
+  } catch {
+    return "";
+  }
+}
+
 /** Builds (or finds) the simulator image and returns its immutable ID. */
 export function buildSimImage(opts: BuildOptions = {}): SimImage {
   const bin = opts.docker ?? "docker";
@@ -188,7 +218,7 @@ export function buildSimImage(opts: BuildOptions = {}): SimImage {
       'tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$rootfs" -cf - . | "$docker" import "${changes[@]}" - "$tag" >/dev/null',
     ].join("\n");
     const r = spawnSync("bash", ["-c", script, "build", rootfs, bin, tag, ...changes], { encoding: "utf8", timeout: 300_000 });
-    if (r.status !== 0) throw new Error(`sim image: docker import failed (exit ${r.status}): ${r.stderr}`);
+    if (r.status !== 0) throw new Error(`sim image: docker import failed (exit ${r.status}): ${r.stderr.trim()}\n${daemonDiagnosis()}`);
     const made = describe(bin, tag);
     if (!made) throw new Error(`sim image: ${tag} is missing after docker import`);
     const seconds = (Date.now() - t0) / 1000;

@@ -4,7 +4,7 @@ import * as path from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { runInHost } from "../../sim/hosts";
 import { PROJECT_ROOT, sharedFleet, setObjectConfig } from "./support/stack";
-import { plannedChanges, type PlannedStep } from "./support/preview";
+import { expectNothingPlanned, plannedChanges, type PlannedStep } from "./support/preview";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 
 interface EdgeOut {
@@ -42,7 +42,7 @@ async function expectUpMeasuresAsPlanned(stack: Stack, steps: Map<string, Planne
   const snapshot = await snapshotEvidence(stack);
   await stack.up({ refresh: true, onOutput: () => undefined });
   expect(await remeasuredSince(snapshot)).to.deep.equal([...plannedRemeasure(steps, snapshot), "fleet-fabric-gate"].sort());
-  expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+  await expectNothingPlanned(stack, { refresh: true });
 }
 
 describe("e2e: fabric edges (Gate D)", function () {
@@ -78,7 +78,7 @@ describe("e2e: fabric edges (Gate D)", function () {
   it("replaces exactly the edges touching a host whose fabric route changed, in a real preview, and up measures only those", async () => {
     const { stack, hosts } = await sharedFleet();
     const c = hosts.find((h) => h.alias === "sim4")!;
-    expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+    await expectNothingPlanned(stack, { refresh: true });
     const touched = [...["sim1->sim4", "sim2->sim4", "sim4->sim1", "sim4->sim2"].map(resourceName), "fleet-fabric-gate", "fleet-preflight"].sort();
     const subnet = "198.18.0.0/24";
     const base = `${subnet} dev ${c.fabricInterface} proto kernel scope link src ${c.address}`;
@@ -116,7 +116,7 @@ describe("e2e: fabric edges (Gate D)", function () {
     } finally {
       await stack.removeConfig("narwhal-fleet:fabric");
     }
-    expect([...(await plannedChanges(stack)).keys()]).to.deep.equal([]);
+    await expectNothingPlanned(stack);
   });
 
   it("re-judges every edge for a budget change and re-measures none; a budget they cannot meet fails up with the diagnosis", async () => {
@@ -156,6 +156,6 @@ describe("e2e: fabric edges (Gate D)", function () {
     expect(await edgeEvidence(stack)).to.deep.equal(measured);
     const restored = (await stack.outputs()).fabric.value as FabricOut;
     for (const id of ORDER) expect(restored.edges[id].verdict).to.equal("met");
-    expect([...(await plannedChanges(stack)).keys()]).to.deep.equal([]);
+    await expectNothingPlanned(stack);
   });
 });

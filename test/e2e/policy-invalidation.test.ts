@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { sharedFleet, setObjectConfig } from "./support/stack";
-import { plannedChanges, type PlannedStep } from "./support/preview";
+import { expectNothingPlanned, plannedChanges, type PlannedStep } from "./support/preview";
 import { FLEET_AFTER_ENGINE, processEvidence, ROUTER_RESTART, SCRAPE_TARGETS } from "./support/names";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 import { expectUpStopsAtStalePeers, restartPeersThenUp } from "./support/relaunch";
@@ -14,7 +14,7 @@ async function expectUpMeasuresAsPlanned(stack: Stack, steps: Map<string, Planne
   const snapshot = await snapshotEvidence(stack);
   await stack.up({ onOutput: () => undefined });
   expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot)).and.deep.equal(["fleet-config", "fleet-preflight", "fleet-router-host-router-record"]);
-  expect([...(await plannedChanges(stack)).keys()]).to.deep.equal([]);
+  await expectNothingPlanned(stack);
 }
 
 describe("e2e: launch policy evidence", function () {

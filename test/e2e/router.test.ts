@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { request } from "undici";
 import { MODEL, sharedFleet } from "./support/stack";
-import { plannedChanges } from "./support/preview";
+import { expectNothingPlanned, plannedChanges } from "./support/preview";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { ROUTER_PROCESS_RESTART } from "./support/names";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
@@ -85,6 +85,6 @@ describe("e2e: the router (Gate G) and its monitoring", function () {
     for (const name of [...before.keys()].filter((n) => /^fleet-(profiles-|preflight$|attestation-e\d$|e\d-generation$)/.test(n))) {
       expect(after.get(name), name).to.deep.equal(before.get(name));
     }
-    expect([...(await plannedChanges(stack)).keys()]).to.deep.equal([]);
+    await expectNothingPlanned(stack);
   });
 });

@@ -1,3 +1,4 @@
+import { expect } from "chai";
 import type { EngineEvent, PreviewOptions, Stack, StepEventMetadata, UpOptions } from "@pulumi/pulumi/automation";
 
 /** One planned step as the engine announces it: the resource's name, the operation and why. */
@@ -6,25 +7,48 @@ export interface PlannedStep {
   type: string;
   op: string;
   keys: string[];
+  /** What the refresh before it saw, for a service probe (lib/liveness.ts): why it is restarted. */
+  observed?: string;
 }
 
 /** Adds one step an event announces, unless it changes nothing or only restates another step. */
-function collect(steps: Map<string, PlannedStep>, m: StepEventMetadata | undefined): void {
+function collect(steps: Map<string, PlannedStep>, m: StepEventMetadata | undefined, observed: ReadonlyMap<string, string>): void {
   // A refresh announces every resource once more as `refresh`: only the plan after it counts.
   // A replacement is announced as `replace` plus its two halves; keep the logical step only.
   if (!m || ["same", "refresh", "create-replacement", "delete-replaced"].includes(m.op)) return;
+  const name = m.urn.split("::").pop()!;
   // Provider resources carry the stack config as their inputs, so any config edit "updates" them;
   // they hold no evidence.
   if (m.type.startsWith("pulumi:providers:")) return;
-  const name = m.urn.split("::").pop()!;
-  steps.set(name, { name, type: m.type, op: m.op, keys: [...(m.keys ?? [])].sort() });
+  steps.set(name, { name, type: m.type, op: m.op, keys: [...(m.keys ?? [])].sort(), ...(observed.has(name) ? { observed: observed.get(name) } : {}) });
 }
 
 /** Runs a real `pulumi preview` and returns every step that is not `same`, keyed by resource name. */
 export async function plannedChanges(stack: Stack, opts: PreviewOptions = {}): Promise<Map<string, PlannedStep>> {
   const steps = new Map<string, PlannedStep>();
-  await stack.preview({ ...opts, onEvent: (e: EngineEvent) => collect(steps, e.resourcePreEvent?.metadata) });
+  const observed = new Map<string, string>();
+  await stack.preview({
+    ...opts,
+    onEvent: (e: EngineEvent) => {
+      // What a service probe saw in the refresh (lib/liveness.ts) is why the plan restarts it.
+      const refreshed = e.resOutputsEvent?.metadata;
+      const detail = (refreshed?.new?.outputs as { observedDetail?: unknown } | undefined)?.observedDetail;
+      if (refreshed?.op === "refresh" && typeof detail === "string") observed.set(refreshed.urn.split("::").pop()!, detail);
+      collect(steps, e.resourcePreEvent?.metadata, observed);
+    },
+  });
   return steps;
+}
+
+/** One line per step: name, operation, replace keys, and what a probe saw, for an assertion's message. */
+export function describeSteps(steps: ReadonlyMap<string, PlannedStep>): string {
+  return [...steps.values()].map((s) => `${s.name} ${s.op}${s.keys.length ? ` [${s.keys.join(", ")}]` : ""}${s.observed ? `: ${s.observed}` : ""}`).join("\n");
+}
+
+/** Runs a real `pulumi preview` and asserts it plans nothing, naming each step it did plan and why. */
+export async function expectNothingPlanned(stack: Stack, opts: PreviewOptions = {}, what = "the preview plans nothing"): Promise<void> {
+  const steps = await plannedChanges(stack, opts);
+  expect([...steps.keys()], `${what}; it planned:\n${describeSteps(steps)}`).to.deep.equal([]);
 }
 
 /**
@@ -33,7 +57,7 @@ export async function plannedChanges(stack: Stack, opts: PreviewOptions = {}): P
  */
 export async function appliedChanges(stack: Stack, opts: UpOptions = {}): Promise<Map<string, PlannedStep>> {
   const steps = new Map<string, PlannedStep>();
-  await stack.up({ onOutput: () => undefined, ...opts, onEvent: (e: EngineEvent) => collect(steps, e.resOutputsEvent?.metadata) });
+  await stack.up({ onOutput: () => undefined, ...opts, onEvent: (e: EngineEvent) => collect(steps, e.resOutputsEvent?.metadata, new Map()) });
   return steps;
 }
 

@@ -7,7 +7,7 @@
  */
 import { expect } from "chai";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { plannedChanges, type PlannedStep } from "./preview";
+import { expectNothingPlanned, plannedChanges, type PlannedStep } from "./preview";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./remeasured";
 import { restartWaveByHand } from "./restart";
 import { SHARED_ENGINES as ENGINES } from "./names";
@@ -51,5 +51,5 @@ export async function restartPeersThenUp(stack: Stack, engine: string, opts: { e
   const remeasured = await remeasuredSince(snapshot);
   expectWithinPlan(remeasured, steps, plannedRemeasure(steps, snapshot), opts.exact);
   for (const id of ENGINES) expect(remeasured, "every engine measured again").to.include(`fleet-profiles-${id}`);
-  expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+  await expectNothingPlanned(stack, { refresh: true });
 }

@@ -9,7 +9,7 @@ import * as path from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { EvidenceStore, evidenceRoot } from "../../../lib/evidence";
 import { expect } from "chai";
-import { plannedChanges, type PlannedStep } from "./preview";
+import { expectNothingPlanned, type PlannedStep } from "./preview";
 import { PROJECT_ROOT } from "./stack";
 
 interface Ref {
@@ -116,6 +116,6 @@ export async function expectUpWithinPreview(stack: Stack, steps: ReadonlyMap<str
   expect(remeasured).to.include(opts.includes);
   expect([...steps.keys()], "resources the preview planned to change").to.include.members(remeasured);
   for (const name of remeasured) expect(name).to.not.match(opts.untouched);
-  expect([...(await plannedChanges(stack, { refresh: true })).keys()]).to.deep.equal([]);
+  await expectNothingPlanned(stack, { refresh: true });
   return remeasured;
 }
