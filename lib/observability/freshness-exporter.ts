@@ -66,13 +66,36 @@ def profile_rows(path):
     return {r.get("iid"): r for r in rows if isinstance(r, dict)}
 
 
+def live_pid(pid_file):
+    """The pid the file names while that very process runs (lib/pid-file.ts's live_pid), else None."""
+    try:
+        pid = int(open(pid_file).read().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        stat = open("/proc/%d/stat" % pid).read()
+        fields = stat[stat.rindex(")") + 2:].split()
+        boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    except (OSError, ValueError):
+        return None
+    if fields[0] in ("Z", "X"):
+        return None
+    try:
+        record = open(pid_file + ".start").read().split()
+    except OSError:
+        record = []
+    if record[:1] == [str(pid)] and record != [str(pid), boot, fields[19]]:
+        return None
+    return pid
+
+
 def router_fresh(expected):
     d = expected["routerDir"]
+    if live_pid(os.path.join(d, "pid")) is None:
+        return False
     try:
-        pid = int(open(os.path.join(d, "pid")).read().strip())
-        os.kill(pid, 0)
         return open(os.path.join(d, "identity")).read().strip() == expected["routerIdentity"]
-    except Exception:
+    except OSError:
         return False
 
 

@@ -30,6 +30,7 @@ import { provider as generationProvider } from "../../dynamic-providers/engine-g
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
 import { writeNarwhalAttestShim } from "../../sim/hosts/narwhal-attest";
+import { pidAlive } from "../../sim/hosts/exec";
 import { runbookAttestationDocument } from "../unit/attestation/runbook-document-fixture";
 import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
@@ -140,14 +141,8 @@ async function rejection(p: Promise<unknown>): Promise<{ code?: string; message:
   throw new Error("expected a rejection");
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+/** Running: not gone, and not a zombie waiting for its reaper (it holds no port or file). */
+const alive = pidAlive;
 
 describe("Gate E: attestation sidecars and the Attestation provider", function () {
   this.timeout(120_000);

@@ -39,6 +39,7 @@ import {
 import { exposedMetrics, metricNames } from "../support/metrics";
 import { envFile } from "../../lib/shell";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
+import { pidAlive } from "../../sim/hosts/exec";
 
 const run = promisify(execFile);
 const API_KEY = "sk-narwhal-router-5c1e9b";
@@ -275,7 +276,7 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       const swapped = lastJson<RouterStarted>(r.stdout);
       expect(swapped.pid).to.not.equal(started.pid);
       expect(swapped.health).to.deep.include({ status: "ok", instances: 2 });
-      expect(fs.existsSync(`/proc/${started.pid}`), "the old router").to.equal(false);
+      expect(pidAlive(started.pid), "the old router").to.equal(false);
       started = swapped;
       router = next;
     });

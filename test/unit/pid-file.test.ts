@@ -4,6 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { PID_FILE_SH, stopPidFileLines } from "../../lib/pid-file";
+import { FRESHNESS_EXPORTER_PY } from "../../lib/observability/freshness-exporter";
 import { shq } from "../../lib/shell";
 import { pidAlive } from "../../sim/hosts/exec";
 
@@ -102,5 +103,38 @@ describe("pid files that name their process and nobody else", () => {
     expect(stop.stderr).to.equal("engine e1 ignored SIGTERM for 1s; sending SIGKILL\n");
     await exited(stubborn);
     expect(pidAlive(stubborn.pid!)).to.equal(false);
+  });
+});
+
+describe("the freshness exporter reads pid files by the same rule", () => {
+  /** Runs the exporter's own live_pid (lib/observability/freshness-exporter.ts) on a pid file. */
+  function exporterLivePid(pidFile: string): string {
+    const r = spawnSync("python3", ["-c", "import sys; ns = {'__name__': 'check'}; exec(sys.stdin.read(), ns); print(ns['live_pid'](sys.argv[1]))", pidFile], {
+      input: FRESHNESS_EXPORTER_PY,
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    expect(r.status, r.stderr).to.equal(0);
+    return r.stdout.trim();
+  }
+
+  it("names the recorded process, and nobody for a recycled number or a record of another boot", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pid-file-exporter-"));
+    const pidFile = path.join(dir, "pid");
+    const child = startLeader();
+    try {
+      sh(`record_pid ${child.pid} ${shq(pidFile)}`);
+      expect(exporterLivePid(pidFile)).to.equal(String(child.pid));
+      const [pid, bootId] = fs.readFileSync(`${pidFile}.start`, "utf8").trim().split(" ");
+      fs.writeFileSync(`${pidFile}.start`, `${pid} ${bootId} 1\n`);
+      expect(exporterLivePid(pidFile), "a recycled number").to.equal("None");
+      fs.writeFileSync(`${pidFile}.start`, `${pid} 00000000-0000-0000-0000-000000000000 1\n`);
+      expect(exporterLivePid(pidFile), "another boot").to.equal("None");
+      fs.rmSync(`${pidFile}.start`);
+      expect(exporterLivePid(pidFile), "a pid file with no record, its process alive").to.equal(String(child.pid));
+    } finally {
+      child.kill("SIGKILL");
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
