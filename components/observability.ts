@@ -9,6 +9,7 @@ import {
   datasourceProvisioning,
   engineTargets,
   fleetDashboard,
+  FRESHNESS_EXPORTER_PY,
   freshnessPortCheckScript,
   grafanaPortCheckScript,
   grafanaStartScript,
@@ -140,7 +141,8 @@ export class Monitoring extends pulumi.ComponentResource {
       { connection: args.connection, create: pulumi.output(args.freshness).apply((f) => writeFilesScript(freshnessRun.dir, { "expected.json": JSON.stringify(f, null, 2) })), addPreviousOutputInEnv: false, logging: "stderr" },
       { parent: this, dependsOn: [args.after] },
     );
-    const freshnessTriggers = [livenessEpoch("freshness", spec.freshnessPort)];
+    // New exporter code replaces the running exporter: its start adopts only an exporter of the same code.
+    const freshnessTriggers = [textDigest(FRESHNESS_EXPORTER_PY), livenessEpoch("freshness", spec.freshnessPort)];
     const freshnessPortCheck = portCheck("freshness", freshnessPortCheckScript(freshnessRun), freshnessTriggers, [expected]);
     new command.remote.Command(
       `${name}-freshness`,

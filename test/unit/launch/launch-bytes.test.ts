@@ -76,15 +76,15 @@ const PINNED = {
   native: [
     {
       launchJson: "sha256:9dac05a720ab3b0f9fe9aabc143522c1624e120ba7a433a9fa94af6ffb257309",
-      restart: "sha256:b1f5a71d90bb55e7cbeed2b295b94144f2b0afb6724f6f9634b35bb7e29f35ff",
-      start: "sha256:c0a15cbc6ceacd4c9789d5d2b52e644bd2e5cbde45dd05e91924bb46be21a7d0",
-      stop: "sha256:ad067e531fff0cbcf90b0eb2d1ee96e3988b36187d17a8c2e0d875a6c4bffe7f",
+      restart: "sha256:decea40f2994737c72952696e4ae2f5b49c5a8d01f1a3dcc914ac03468aec3a3",
+      start: "sha256:bd33abd76f7966e6f863ba867260a0688313f33715347427b681e8dcbac0c43d",
+      stop: "sha256:1ad66bea5a4c985e7a92b86cbd7b3384009612cc9b9624d1b1cd6e0294096d62",
     },
     {
       launchJson: "sha256:ac1234e8945be2b9774b5c21c3f3b53c17985b659d67ce92b44f3eb06602ba03",
-      restart: "sha256:326ee79f0ac2357b696c1643a8c9e843691333f2acbf00175c7a882d4349fc45",
-      start: "sha256:2036f153464ac260f308a693c9ea01591e4282f0e20132ee188e84e0ba1d88f8",
-      stop: "sha256:71339a046bfb28c17b70c1f024863708d75f599d18347e1837b5e6011c0dd53f",
+      restart: "sha256:10cdf54347833797796a31caedc693f1b93e1c6c0ef1e5ff838b59e109298d28",
+      start: "sha256:87096eb481888fec8da225b061e32e165b507fed16c3f1ad3ed8a43433c77eb7",
+      stop: "sha256:1cd5762394ab2f24309d5b4ae5b8d98d02160dc6d334c2a4c35d9a5c7c6e620b",
     },
   ],
   dockerCli: [
