@@ -83,6 +83,14 @@ describe("native runtime scripts (run for real under sh)", function () {
     expect(second.stdout).to.equal(first.stdout);
   });
 
+  it("adopts an engine an earlier version started, whose pid file has no start record: an upgrade restarts nothing", () => {
+    const first = sh(startScript(plan, opts()), "VLLM_API_KEY='k'\n");
+    fs.rmSync(path.join(opts().runDir, "pid.start"));
+    const again = sh(startScript(plan, opts()), "VLLM_API_KEY='k'\n");
+    expect(again.code, again.stderr).to.equal(0);
+    expect(again.stdout).to.equal(first.stdout);
+  });
+
   it("refuses to start over a live process that runs another plan", () => {
     sh(startScript(plan, opts()), "VLLM_API_KEY='k'\n");
     const other = { ...plan, planSha256: "sha256:" + "b".repeat(64) };
