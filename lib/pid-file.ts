@@ -15,8 +15,15 @@ import { shq } from "./shell";
 /**
  * Shell functions, defined once at the top of a script that uses them:
  * - `start_of_pid PID`: prints "<boot id> <start tick>" while PID runs (not a zombie); fails otherwise.
- * - `record_pid PID FILE`: writes FILE.start ("PID <boot id> <start tick>"), then FILE.
+ * - `record_pid PID FILE`: writes FILE, then FILE.start ("PID <boot id> <start tick>"). In that order a
+ *   start cut short between the two leaves a new pid without its record, trusted while alive, never an
+ *   old pid beside a record that would vouch for it.
  * - `live_pid FILE`: prints the pid FILE names while that very process runs; fails otherwise.
+ * - `forget_pid FILE`: removes FILE and its record.
+ * - `stop_group PID WHAT TIMEOUT_S`: SIGTERM (and SIGCONT, since a stopped process acts on SIGTERM only
+ *   once continued) to the process group PID leads, then waits while that same process runs; SIGKILL
+ *   once TIMEOUT_S has passed, saying "WHAT ignored SIGTERM". Returns once it is over, a zombie included:
+ *   a zombie holds no port, GPU or file.
  */
 export const PID_FILE_SH = `start_of_pid() {
   _sp_stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
@@ -25,8 +32,8 @@ export const PID_FILE_SH = `start_of_pid() {
   printf '%s %s\\n' "$(cat /proc/sys/kernel/random/boot_id)" "\${20}"
 }
 record_pid() {
-  printf '%s %s\\n' "$1" "$(start_of_pid "$1" || echo gone)" > "$2.start"
   printf '%s\\n' "$1" > "$2"
+  printf '%s %s\\n' "$1" "$(start_of_pid "$1" || echo gone)" > "$2.start"
 }
 live_pid() {
   _lp=$(cat "$1" 2>/dev/null) || return 1
@@ -39,27 +46,29 @@ live_pid() {
   fi
   printf '%s\\n' "$_lp"
 }
-`;
-
-/**
- * Shell lines that stop the process group whose leader the pid file names, when that process still runs:
- * SIGTERM (and SIGCONT, since a stopped process acts on SIGTERM only once continued), then SIGKILL once
- * `stopTimeoutS` has passed, naming `what`. `pidFileWord` is a shell word (`"$run/pid"`, or a path through
- * `shq`). Expects {@link PID_FILE_SH} to be defined. Removes nothing.
- */
-export function stopPidFileLines(what: string, pidFileWord: string, stopTimeoutS: number): string {
-  return `if pid=$(live_pid ${pidFileWord}); then
-  kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-  kill -CONT "-$pid" 2>/dev/null || kill -CONT "$pid" 2>/dev/null || true
-  deadline=$(( $(date +%s) + ${stopTimeoutS} ))
-  while start_of_pid "$pid" >/dev/null; do
-    if [ "$(date +%s)" -ge "$deadline" ]; then
-      echo ${shq(`${what} ignored SIGTERM for ${stopTimeoutS}s; sending SIGKILL`)} >&2
-      kill -KILL "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+forget_pid() { rm -f "$1" "$1.start"; }
+stop_group() {
+  _sg_start=$(start_of_pid "$1") || return 0
+  kill -TERM "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null || true
+  kill -CONT "-$1" 2>/dev/null || kill -CONT "$1" 2>/dev/null || true
+  _sg_deadline=$(( $(date +%s) + $3 ))
+  while [ "$(start_of_pid "$1")" = "$_sg_start" ]; do
+    if [ "$(date +%s)" -ge "$_sg_deadline" ]; then
+      echo "$2 ignored SIGTERM for $3s; sending SIGKILL" >&2
+      kill -KILL "-$1" 2>/dev/null || kill -KILL "$1" 2>/dev/null || true
       sleep 0.5
-      break
+      return 0
     fi
     sleep 0.2
   done
-fi`;
+}
+`;
+
+/**
+ * Shell lines that stop the process group whose leader the pid file names, when that process still runs
+ * (`stop_group`). `pidFileWord` is a shell word (`"$run/pid"`). Expects {@link PID_FILE_SH} to be defined.
+ * Removes nothing.
+ */
+export function stopPidFileLines(what: string, pidFileWord: string, stopTimeoutS: number): string {
+  return `if pid=$(live_pid ${pidFileWord}); then stop_group "$pid" ${shq(what)} ${stopTimeoutS}; fi`;
 }

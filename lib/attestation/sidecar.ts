@@ -162,14 +162,14 @@ until curl -fsS -o /dev/null --max-time 2 ${shq(o.endpoint.healthUrl)} 2>/dev/nu
   if ! kill -0 "$pid" 2>/dev/null; then
     echo ${shq(`${who} exited before answering /health; last log lines:`)} >&2
     tail -n 20 "$run/sidecar.log" >&2
-    rm -f "$run/pid" "$run/pid.start" "$run/document.digest"
+    forget_pid "$run/pid"; rm -f "$run/document.digest"
     exit 1
   fi
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo ${shq(`${who} did not answer /health at ${o.endpoint.healthUrl} within attestation.startTimeoutS ${o.startTimeoutS}s; stopped it. Last log lines:`)} >&2
     tail -n 20 "$run/sidecar.log" >&2
     kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    rm -f "$run/pid" "$run/pid.start" "$run/document.digest"
+    forget_pid "$run/pid"; rm -f "$run/document.digest"
     exit 1
   fi
   sleep 0.3
@@ -184,6 +184,6 @@ export function sidecarStopScript(o: Pick<SidecarOptions, "engineId" | "runDir" 
   return `set -u
 ${PID_FILE_SH}run=${shq(o.runDir)}
 ${stopPidFileLines(`attestation sidecar of engine ${o.engineId}`, '"$run/pid"', o.stopTimeoutS)}
-rm -f "$run/pid" "$run/pid.start" "$run/document.digest" "$run/started"
+forget_pid "$run/pid"; rm -f "$run/document.digest" "$run/started"
 `;
 }

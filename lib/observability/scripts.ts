@@ -119,7 +119,7 @@ mkdir -p "$dir/data"
 pid=$!
 record_pid "$pid" "$dir/pid"
 printf '%s\\n' ${shq(o.configDigest)} > "$dir/config.digest"
-${readyWait(ready, what, o.startTimeoutS, 'kill -0 "$pid" 2>/dev/null', 'tail -n 20 "$dir/prometheus.log" >&2', 'kill -TERM "-$pid" 2>/dev/null || true; rm -f "$dir/pid" "$dir/pid.start" "$dir/config.digest"')}
+${readyWait(ready, what, o.startTimeoutS, 'kill -0 "$pid" 2>/dev/null', 'tail -n 20 "$dir/prometheus.log" >&2', 'kill -TERM "-$pid" 2>/dev/null || true; forget_pid "$dir/pid"; rm -f "$dir/config.digest"')}
 printf '{"pid":%s,"startedAt":"%s"}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$dir/started"
 cat "$dir/started"
 `;
@@ -150,12 +150,13 @@ export function prometheusStopScript(o: Pick<PrometheusRunOptions, "runtime" | "
   return stopByPidFileScript("prometheus", o.dir, o.stopTimeoutS, ["config.digest", "started"]);
 }
 
-/** Stops the process group whose leader `<dir>/pid` names (SIGKILL after the timeout), then removes its pid file and `files`. */
+/** Stops the process group whose leader `<dir>/pid` names (SIGKILL after the timeout), then forgets the pid and removes `files`. */
 function stopByPidFileScript(what: string, dir: string, stopTimeoutS: number, files: string[]): string {
   return `set -u
 ${PID_FILE_SH}dir=${shq(dir)}
 ${stopPidFileLines(what, '"$dir/pid"', stopTimeoutS)}
-rm -f ${["pid", "pid.start", ...files].map((f) => `"$dir/${f}"`).join(" ")}
+forget_pid "$dir/pid"
+rm -f ${files.map((f) => `"$dir/${f}"`).join(" ")}
 `;
 }
 
@@ -247,7 +248,7 @@ mv -f "$dir/exporter.py.tmp" "$dir/exporter.py"
 ) &
 pid=$!
 record_pid "$pid" "$dir/pid"
-${readyWait(health, what, o.startTimeoutS, 'kill -0 "$pid" 2>/dev/null', 'tail -n 20 "$dir/exporter.log" >&2', 'kill -TERM "-$pid" 2>/dev/null || true; rm -f "$dir/pid" "$dir/pid.start"')}
+${readyWait(health, what, o.startTimeoutS, 'kill -0 "$pid" 2>/dev/null', 'tail -n 20 "$dir/exporter.log" >&2', 'kill -TERM "-$pid" 2>/dev/null || true; forget_pid "$dir/pid"')}
 printf '{"pid":%s,"startedAt":"%s"}\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$dir/started"
 cat "$dir/started"
 `;

@@ -136,14 +136,14 @@ while :; do
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "router exited before /health reported ready; last log lines:" >&2
     tail -n 20 "$run/router.log" >&2
-    rm -f "$run/pid" "$run/pid.start" "$run/identity" "$run/router.env"
+    forget_pid "$run/pid"; rm -f "$run/identity" "$run/router.env"
     exit 1
   fi
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo "router did not report ready on ${health} within router.startTimeoutS ${o.startTimeoutS}s (last answer: $body); stopped it. Last log lines:" >&2
     tail -n 20 "$run/router.log" >&2
     kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    rm -f "$run/pid" "$run/pid.start" "$run/identity" "$run/router.env"
+    forget_pid "$run/pid"; rm -f "$run/identity" "$run/router.env"
     exit 1
   fi
   sleep 0.3
@@ -175,6 +175,6 @@ export function routerStopScript(o: Pick<RouterOptions, "runDir" | "stopTimeoutS
 ${PID_FILE_SH}run=${shq(o.runDir)}
 rm -f "$run/router.env"
 ${stopPidFileLines("router", '"$run/pid"', o.stopTimeoutS)}
-rm -f "$run/pid" "$run/pid.start" "$run/identity" "$run/started"
+forget_pid "$run/pid"; rm -f "$run/identity" "$run/started"
 `;
 }

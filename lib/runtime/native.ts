@@ -42,9 +42,8 @@ function runbookTakeoverScript(plan: LaunchPlan, t: RunbookTakeover, stopTimeout
   }
   const started = JSON.stringify({ adopted: { launcher: "runbook", run: t.run, planSha256: t.runbookPlanSha256 ?? null } }).slice(1, -1);
   return `rb_pid=${t.pid}
-rb_is_live() { [ "$(start_of_pid "$rb_pid")" = ${shq(`${t.bootId} ${t.startTicks}`)} ]; }
 if ! live_pid "$run/pid" >/dev/null; then
-  if ! rb_is_live; then
+  if [ "$(start_of_pid "$rb_pid")" != ${shq(`${t.bootId} ${t.startTicks}`)} ]; then
     echo "engine ${plan.engineId}: the runbook's process $rb_pid is gone; starting the program's engine" >&2
   elif [ ${shq(t.action)} = adopt ]; then
     printf '%s\\n' ${shq(t.reason)} >&2
@@ -57,17 +56,7 @@ if ! live_pid "$run/pid" >/dev/null; then
     exit 0
   else
     printf '%s\\n' ${shq(t.reason)} >&2
-    kill -TERM "-$rb_pid" 2>/dev/null || kill -TERM "$rb_pid" 2>/dev/null || true
-    rb_deadline=$(( $(date +%s) + ${stopTimeoutS} ))
-    while rb_is_live; do
-      if [ "$(date +%s)" -ge "$rb_deadline" ]; then
-        echo "engine ${plan.engineId}: the runbook's process $rb_pid ignored SIGTERM for ${stopTimeoutS}s; sending SIGKILL" >&2
-        kill -KILL "-$rb_pid" 2>/dev/null || kill -KILL "$rb_pid" 2>/dev/null || true
-        sleep 0.5
-        break
-      fi
-      sleep 0.2
-    done
+    stop_group "$rb_pid" "engine ${plan.engineId}: the runbook's process $rb_pid" ${stopTimeoutS}
   fi
 fi
 `;
@@ -121,14 +110,14 @@ until curl -fsS -o /dev/null --max-time 2 ${health} 2>/dev/null; do
     echo "engine ${plan.engineId} exited before answering /health; last log lines:" >&2
     tail -n 20 "$run/engine.log" >&2
 ${recoveryHintScript()}
-    rm -f "$run/pid" "$run/pid.start" "$run/plan.sha256" "$run/engine.env"
+    forget_pid "$run/pid"; rm -f "$run/plan.sha256" "$run/engine.env"
     exit 1
   fi
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo "engine ${plan.engineId} did not answer /health within health timeout ${opts.healthTimeoutS}s; stopped it. Last log lines:" >&2
     tail -n 20 "$run/engine.log" >&2
     kill -TERM "-$pid" 2>/dev/null || true
-    rm -f "$run/pid" "$run/pid.start" "$run/plan.sha256" "$run/engine.env"
+    forget_pid "$run/pid"; rm -f "$run/plan.sha256" "$run/engine.env"
     exit 1
   fi
   sleep 0.3
@@ -145,6 +134,6 @@ export function stopScript(plan: LaunchPlan, opts: NativeRuntimeOptions): string
 ${PID_FILE_SH}run=${run}
 rm -f "$run/engine.env"
 ${stopPidFileLines(`engine ${plan.engineId}`, '"$run/pid"', opts.stopTimeoutS)}
-rm -f "$run/pid" "$run/pid.start" "$run/plan.sha256" "$run/started" "$run/gpus" "$run/machine"
+forget_pid "$run/pid"; rm -f "$run/plan.sha256" "$run/started" "$run/gpus" "$run/machine"
 `;
 }

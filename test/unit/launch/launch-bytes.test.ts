@@ -76,15 +76,15 @@ const PINNED = {
   native: [
     {
       launchJson: "sha256:9dac05a720ab3b0f9fe9aabc143522c1624e120ba7a433a9fa94af6ffb257309",
-      restart: "sha256:decea40f2994737c72952696e4ae2f5b49c5a8d01f1a3dcc914ac03468aec3a3",
-      start: "sha256:bd33abd76f7966e6f863ba867260a0688313f33715347427b681e8dcbac0c43d",
-      stop: "sha256:1ad66bea5a4c985e7a92b86cbd7b3384009612cc9b9624d1b1cd6e0294096d62",
+      restart: "sha256:cbd52254235855ec96c3d7b9754741d5776052de6b4d753e7c0a13d48e4afd71",
+      start: "sha256:7bdeea375cf0382045429d7dee3425f794eb65a4c5f87331aed6c73fd4680576",
+      stop: "sha256:647c1e1cafc3d30662b6951d6f7cfffce5f68c9565cd808db1cd1500f987a0ff",
     },
     {
       launchJson: "sha256:ac1234e8945be2b9774b5c21c3f3b53c17985b659d67ce92b44f3eb06602ba03",
-      restart: "sha256:10cdf54347833797796a31caedc693f1b93e1c6c0ef1e5ff838b59e109298d28",
-      start: "sha256:87096eb481888fec8da225b061e32e165b507fed16c3f1ad3ed8a43433c77eb7",
-      stop: "sha256:1cd5762394ab2f24309d5b4ae5b8d98d02160dc6d334c2a4c35d9a5c7c6e620b",
+      restart: "sha256:e1e79420c5dc4f0627e0e61e9857c9df26dfab8123dfb107737c88edb6a9b249",
+      start: "sha256:49c17e90c38a65467abdf941c29837be67c744c77b91ff3919eeab3808a3eae3",
+      stop: "sha256:12d5041cfea6cdd621ad2a976215e3e11321d28cb2ef61ffe67b429dee656e5b",
     },
   ],
   dockerCli: [
