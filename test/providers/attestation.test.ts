@@ -141,8 +141,6 @@ async function rejection(p: Promise<unknown>): Promise<{ code?: string; message:
   throw new Error("expected a rejection");
 }
 
-/** Running: not gone, and not a zombie waiting for its reaper (it holds no port or file). */
-const alive = pidAlive;
 
 describe("Gate E: attestation sidecars and the Attestation provider", function () {
   this.timeout(120_000);
@@ -168,7 +166,7 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
 
   it("the start script writes the document privately, starts narwhal-attest and waits for its /health", async () => {
     sidecar = await startSidecar(opts);
-    expect(alive(sidecar.pid)).to.equal(true);
+    expect(pidAlive(sidecar.pid)).to.equal(true);
     const file = path.join(opts.runDir, "engine-attestation.json");
     expect(fs.statSync(file).mode & 0o777).to.equal(0o600);
     expect(fs.statSync(opts.runDir).mode & 0o777).to.equal(0o700);
@@ -243,7 +241,7 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
     // What pulumi up does next: the generation is proved again, which gives a new document, so the sidecar is replaced.
     const stopped = await sh(sidecarStopScript(opts));
     expect(stopped.code).to.equal(0);
-    expect(alive(sidecar.pid)).to.equal(false);
+    expect(pidAlive(sidecar.pid)).to.equal(false);
     expect(fs.existsSync(path.join(opts.runDir, "pid"))).to.equal(false);
     const again = await prove("e1", restarted);
     expect(again.generation.generationDigest).to.not.equal(e1.generation.generationDigest);
@@ -339,12 +337,12 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
       const refused = await sh(sidecarStartScript({ ...o, ...(other ? { takeoverRun: other } : {}) }));
       expect(refused.code).to.equal(1);
       expect(refused.stderr).to.contain(`something already answers on ${endpoint.healthUrl}`);
-      expect(alive(child.pid!)).to.equal(true);
+      expect(pidAlive(child.pid!)).to.equal(true);
     }
     const taken = await sh(sidecarStartScript({ ...o, takeoverRun: runbook }));
     expect(taken.code, taken.stderr).to.equal(0);
     expect(taken.stderr).to.contain(`attestation sidecar of engine e1: stopping the runbook's sidecar (pid ${child.pid}, started for ${runbook}) on port ${port}`);
-    expect(alive(child.pid!)).to.equal(false);
+    expect(pidAlive(child.pid!)).to.equal(false);
     const started = JSON.parse(taken.stdout.trim().split("\n").pop()!) as { pid: number; startedAt: string };
 
     const { outs } = await attestation.create({ ...inputs(e1, doc, o, started), document: chosen.document, documentDigest: chosen.digest, runbookDocument: { run: runbook, reason: chosen.reason! } });

@@ -7,36 +7,28 @@ export interface PlannedStep {
   type: string;
   op: string;
   keys: string[];
-  /** What the refresh before it saw, for a service probe (lib/liveness.ts): why it is restarted. */
+  /** What the refresh before it saw, for a resource that probes (lib/liveness.ts): why it is restarted. */
   observed?: string;
 }
 
 /** Adds one step an event announces, unless it changes nothing or only restates another step. */
-function collect(steps: Map<string, PlannedStep>, m: StepEventMetadata | undefined, observed: ReadonlyMap<string, string>): void {
+function collect(steps: Map<string, PlannedStep>, m: StepEventMetadata | undefined): void {
   // A refresh announces every resource once more as `refresh`: only the plan after it counts.
   // A replacement is announced as `replace` plus its two halves; keep the logical step only.
   if (!m || ["same", "refresh", "create-replacement", "delete-replaced"].includes(m.op)) return;
-  const name = m.urn.split("::").pop()!;
   // Provider resources carry the stack config as their inputs, so any config edit "updates" them;
   // they hold no evidence.
   if (m.type.startsWith("pulumi:providers:")) return;
-  steps.set(name, { name, type: m.type, op: m.op, keys: [...(m.keys ?? [])].sort(), ...(observed.has(name) ? { observed: observed.get(name) } : {}) });
+  const name = m.urn.split("::").pop()!;
+  // The state a step starts from is the refreshed one: what a probe saw there is why it restarts.
+  const observed = (m.old?.outputs as { observedDetail?: unknown } | undefined)?.observedDetail;
+  steps.set(name, { name, type: m.type, op: m.op, keys: [...(m.keys ?? [])].sort(), ...(typeof observed === "string" ? { observed } : {}) });
 }
 
 /** Runs a real `pulumi preview` and returns every step that is not `same`, keyed by resource name. */
 export async function plannedChanges(stack: Stack, opts: PreviewOptions = {}): Promise<Map<string, PlannedStep>> {
   const steps = new Map<string, PlannedStep>();
-  const observed = new Map<string, string>();
-  await stack.preview({
-    ...opts,
-    onEvent: (e: EngineEvent) => {
-      // What a service probe saw in the refresh (lib/liveness.ts) is why the plan restarts it.
-      const refreshed = e.resOutputsEvent?.metadata;
-      const detail = (refreshed?.new?.outputs as { observedDetail?: unknown } | undefined)?.observedDetail;
-      if (refreshed?.op === "refresh" && typeof detail === "string") observed.set(refreshed.urn.split("::").pop()!, detail);
-      collect(steps, e.resourcePreEvent?.metadata, observed);
-    },
-  });
+  await stack.preview({ ...opts, onEvent: (e: EngineEvent) => collect(steps, e.resourcePreEvent?.metadata) });
   return steps;
 }
 
@@ -57,7 +49,7 @@ export async function expectNothingPlanned(stack: Stack, opts: PreviewOptions = 
  */
 export async function appliedChanges(stack: Stack, opts: UpOptions = {}): Promise<Map<string, PlannedStep>> {
   const steps = new Map<string, PlannedStep>();
-  await stack.up({ onOutput: () => undefined, ...opts, onEvent: (e: EngineEvent) => collect(steps, e.resOutputsEvent?.metadata, new Map()) });
+  await stack.up({ onOutput: () => undefined, ...opts, onEvent: (e: EngineEvent) => collect(steps, e.resOutputsEvent?.metadata) });
   return steps;
 }
 
