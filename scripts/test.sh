@@ -22,7 +22,16 @@ OWN_HOSTS_E2E=(
 )
 
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+# The suite leaves nothing running: the simulated hosts the providers and e2e layers bring up, and all
+# that runs on them (engines, sidecars, routers, Prometheus), go when it ends, passed or failed.
+# NARWHAL_KEEP_SIM=1 keeps them for a faster rerun (docs/testing.md).
+finish() {
+  rm -rf "$logs"
+  if [ "$layer" != unit ] && [ "$layer" != mocks ] && [ "${NARWHAL_KEEP_SIM:-}" != 1 ]; then
+    node -r ./tools/ts-require.js sim/cli.ts down >/dev/null || echo "scripts/test.sh: taking the simulated hosts down failed; run: npm run sim -- down" >&2
+  fi
+}
+trap finish EXIT
 status=0
 
 run_e2e() {
@@ -43,7 +52,8 @@ run_e2e() {
 
 case "$layer" in
   unit|mocks|providers)
-    exec mocha --reporter scripts/mocha-reporter.js "test/$layer/**/*.test.ts" ;;
+    mocha --reporter scripts/mocha-reporter.js "test/$layer/**/*.test.ts" || status=1
+    exit "$status" ;;
   e2e)
     tsc --noEmit -p .
     run_e2e ;;
