@@ -88,7 +88,7 @@ const FLAGS = new Set(["CPU-freq", "version", "help", "all", "rdma_cm", "report_
 /** strtol(optarg, &end, 0) with perftest's "argument … should be <type>" when anything is left over. */
 function integer(name: string, arg: string, type: string): number {
   const m = /^\s*([+-]?)(0x[0-9a-f]+|0[0-7]*|[1-9][0-9]*)/i.exec(arg);
-  if (!m || m[0].length !== arg.length) fail(` ${name} argument ${arg} should be ${type}\n`);
+  if (!m || m[0].length !== arg.length) fail(` ${name} argument ${arg} should be ${type}\n`, " Parser function exited with Error\n");
   const digits = m[2];
   const v = digits.toLowerCase().startsWith("0x") ? parseInt(digits.slice(2), 16) : digits.length > 1 && digits.startsWith("0") ? parseInt(digits, 8) : parseInt(digits, 10);
   return m[1] === "-" ? -v : v;
