@@ -63,7 +63,7 @@ describe("sim: the simulated HCA and the ib_write_bw stand-in", function () {
     const c = await client("-d mlx5_0 -x 3 -s 4096 -n 1000 -F --report_gbits");
     const s = await serverDone();
     expect([c.code, c.stderr, s.exit]).to.deep.equal([0, "", 0]);
-    const row = /^ 4096       1000             \d+\.\d\d +\d+\.\d\d +\t\t     \d\.\d{6}\n/m.exec(c.stdout);
+    const row = /^ 4096 {7}1000 {13}\d+\.\d\d +\d+\.\d\d +\t\t {5}\d\.\d{6}\n/m.exec(c.stdout);
     expect(row, c.stdout).to.not.equal(null);
     expect(s.log.startsWith("\n************************************\n* Waiting for client to connect... *\n************************************\n")).to.equal(true);
     expect(s.log).to.include(row![0]);
