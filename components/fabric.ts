@@ -4,7 +4,7 @@ import type { EngineSpec, FleetSpec } from "../lib/config";
 import type { HostLogin } from "../lib/ssh/login";
 import { storedJump, type StoredLogin } from "../lib/ssh/stored-login";
 import type { CacheGroupSummary } from "../lib/fleet/cache-summary";
-import { edgeBudget, edgeLockWaitS, meshEdges, meshEngines, type EdgeMatrix, type FabricVerdict } from "../lib/fabric";
+import { edgeBudget, edgeLockWaitS, meshEdges, meshEngines, rdmaLockWaitS, type EdgeMatrix, type FabricVerdict } from "../lib/fabric";
 import { FabricEdge, type EdgeEndpointArgs } from "../dynamic-providers/fabric-edge/resource";
 import { FabricGate } from "../dynamic-providers/fabric-gate/resource";
 import type { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
@@ -73,6 +73,8 @@ export class FabricMesh extends pulumi.ComponentResource {
     let previous: pulumi.Resource[] = args.engines.map((e) => e.engine);
     this.edges = planned.map((e) => {
       const budget = args.cacheGroups.apply((groups) => edgeBudget(e, groups));
+      const rdma = e.transport === "ucx_rdma";
+      // A TCP edge's inputs are what they always were: RDMA's settings go only to RDMA edges.
       const edge = new FabricEdge(
         `${name}-${e.source}-to-${e.destination}`,
         {
@@ -82,8 +84,9 @@ export class FabricMesh extends pulumi.ComponentResource {
           destination: endpoint(e.destination),
           transport: e.transport,
           rdma: e.rdma ?? undefined,
-          tool: { durationS: spec.fabric.durationS, streams: 1 },
+          tool: rdma ? { size: spec.fabric.rdmaMessageBytes, iterations: spec.fabric.rdmaIterations } : { durationS: spec.fabric.durationS, streams: 1 },
           iperfPort: spec.fabric.iperfPort,
+          rdmaPort: rdma ? spec.fabric.rdmaPort : undefined,
           sourceLogin: login(e.source),
           destinationLogin: login(e.destination),
           sourcePrivateKey: hosts.get(e.source)!.connection.privateKey,
@@ -92,7 +95,7 @@ export class FabricMesh extends pulumi.ComponentResource {
           destinationPassword: hosts.get(e.destination)!.connection.password,
           requiredGbps: budget.requiredGbps,
           budget: budget.apply(({ governingEngine, budgetKey, formula }) => ({ governingEngine, budgetKey, formula })),
-          lockWaitS: edgeLockWaitS(spec.fabric.durationS),
+          lockWaitS: rdma ? rdmaLockWaitS() : edgeLockWaitS(spec.fabric.durationS),
         },
         { parent: this, dependsOn: previous },
       );

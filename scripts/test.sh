@@ -19,6 +19,7 @@ OWN_HOSTS_E2E=(
   test/e2e/failure-paths.test.ts   # sim13, sim14
   test/e2e/policy-pack.test.ts     # sim11
   test/e2e/docker-cli.test.ts      # simdock
+  test/e2e/fabric-rdma.test.ts     # sim40, sim41 (with HCAs)
 )
 
 logs=$(mktemp -d)

@@ -9,7 +9,12 @@
  * Overrides, strongest first: explicit options (CLI flags / `simUp` arguments), then a JSON file named
  * by NARWHAL_SIM_TOPOLOGY or `--topology`, else <root>/.sim/topology.json when it exists:
  *   { "hosts": 4, "layouts": { "sim4": "none" }, "passwordAuth": ["sim2"],
- *     "latency": { "sim1": { "decodeBase": 0.02 } }, "startupDelayS": 0.5, "dockerHosts": ["simdock"] }
+ *     "latency": { "sim1": { "decodeBase": 0.02 } }, "startupDelayS": 0.5, "dockerHosts": ["simdock"],
+ *     "rdma": { "sim40": ["mlx5_0"] } }
+ *
+ * `rdma` gives a host an RDMA HCA: a RoCE function on its fabric interface, shown under
+ * /sys/class/infiniband with GIDs derived from its address, and perftest's `ib_write_bw` (a stand-in)
+ * on its PATH (sim/rdma/). A host has one fabric interface, so it has at most one HCA.
  *
  * Docker hosts (`dockerHosts`) are named hosts beside the numbered ones, each running its own Docker
  * Engine inside its namespaces (sim/hosts/docker.ts), so containers started there with `--network host`
@@ -97,6 +102,8 @@ export interface HostSpec {
   readonly startupDelayS: number;
   /** Runs its own Docker Engine (a `dockerHosts` entry); absent on the numbered hosts. */
   readonly dockerEngine?: boolean;
+  /** Its RDMA HCA's name (`rdma`), e.g. ["mlx5_0"]; absent on hosts without one. */
+  readonly rdma?: readonly string[];
 }
 
 export interface Topology {
@@ -166,6 +173,9 @@ export const topologyOverrideSchema = z
     latency: z.record(z.string(), latencyOverride).optional(),
     startupDelayS: z.number().nonnegative().optional(),
     dockerHosts: z.array(z.string()).optional(),
+    rdma: z
+      .record(z.string(), z.array(z.string().regex(/^[A-Za-z0-9_.-]+$/, "an HCA name such as mlx5_0")).max(1, "one HCA per host: a simulated host has one fabric interface"))
+      .optional(),
   })
   .strict();
 export type TopologyOverride = z.infer<typeof topologyOverrideSchema>;
@@ -204,6 +214,7 @@ export function buildTopology(opts: TopologyOptions = {}): Topology {
   const latency = { ...fromFile.latency, ...opts.latency };
   const startupDelayS = opts.startupDelayS ?? fromFile.startupDelayS ?? DEFAULT_STARTUP_DELAY_S;
 
+  const rdma = { ...fromFile.rdma, ...opts.rdma };
   const dockerHosts = opts.dockerHosts ?? fromFile.dockerHosts ?? [];
   const unknownDocker = dockerHosts.filter((a) => DOCKER_HOSTS[a] === undefined);
   if (unknownDocker.length > 0) {
@@ -221,6 +232,7 @@ export function buildTopology(opts: TopologyOptions = {}): Topology {
       passwordAuth: passwordHosts.includes(alias),
       latency: { ...defaultLatency(index), ...latency[alias] },
       startupDelayS,
+      ...(rdma[alias]?.length ? { rdma: rdma[alias] } : {}),
     });
   }
   for (const alias of [...new Set(dockerHosts)]) {
@@ -235,7 +247,16 @@ export function buildTopology(opts: TopologyOptions = {}): Topology {
       latency: { ...BASE_LATENCY, ...latency[alias] },
       startupDelayS,
       dockerEngine: true,
+      ...(rdma[alias]?.length ? { rdma: rdma[alias] } : {}),
     });
+  }
+  const badHca = Object.entries(rdma).filter(([, names]) => names.length > 1 || names.some((n) => !/^[A-Za-z0-9_.-]+$/.test(n)));
+  if (badHca.length > 0) {
+    throw new Error(`rdma for ${badHca.map(([a, n]) => `${a} (${JSON.stringify(n)})`).join(", ")}: give each host at most one HCA name such as "mlx5_0" (a simulated host has one fabric interface)`);
+  }
+  const unknownRdma = Object.keys(rdma).filter((a) => !hosts.some((h) => h.alias === a));
+  if (unknownRdma.length > 0) {
+    throw new Error(`rdma given for ${unknownRdma.join(", ")}, but the fleet has hosts sim1..sim${count}${dockerHosts.length ? ` and ${dockerHosts.join(", ")}` : ""}; raise --hosts`);
   }
   const unknown = Object.keys(layouts).filter((a) => !hosts.some((h) => h.alias === a));
   if (unknown.length > 0) {

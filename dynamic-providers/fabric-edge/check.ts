@@ -45,15 +45,37 @@ const namedByItsEnds = across((i, refuse) => {
   else if (source?.alias === destination?.alias) refuse("edgeId", `edge ${i.edgeId} joins a host to itself: traffic inside one host is not a fabric edge`);
 });
 
+/** The tool's settings are the transport's: iperf3's for tcp, ib_write_bw's (and both HCA ports) for ucx_rdma. */
+const toolOfTransport = across((i, refuse) => {
+  if (hasUnknown(i.tool) || hasUnknown(i.transport)) return;
+  const t = (i.tool ?? null) as Record<string, unknown> | null;
+  if (i.transport === "ucx_rdma") {
+    if (!(wholeIn(t?.size, 1, 2 ** 31) && wholeIn(t?.iterations, 5, 100_000_000))) {
+      refuse("tool", `tool needs size (bytes, 1 or more) and iterations (5 or more) for ucx_rdma, got ${JSON.stringify(i.tool)}`);
+    }
+    const r = i.rdma as FabricEdgeInputs["rdma"] | undefined;
+    const end = (e: unknown) => {
+      const x = e as Record<string, unknown> | null | undefined;
+      return !!x && typeof x.hca === "string" && /^[A-Za-z0-9_.-]+$/.test(x.hca) && wholeIn(x.port, 1, 255) && (x.gidIndex === null || wholeIn(x.gidIndex, 0, 255));
+    };
+    if (!hasUnknown(i.rdma) && !(r && end(r.source) && end(r.destination))) {
+      refuse("rdma", `rdma needs source and destination {hca, port, gidIndex} for ucx_rdma, got ${JSON.stringify(i.rdma ?? null)}`);
+    }
+    if (i.rdmaPort !== undefined && !hasUnknown(i.rdmaPort) && !wholeIn(i.rdmaPort, 1, 65535)) refuse("rdmaPort", `rdmaPort ${JSON.stringify(i.rdmaPort)} (1-65535)`);
+  } else if (i.transport === "tcp" && !(wholeIn(t?.durationS, 1, 3600) && wholeIn(t?.streams, 1, 128))) {
+    refuse("tool", `tool needs durationS (whole seconds, 1-3600) and streams (1-128), got ${JSON.stringify(i.tool)}`);
+  }
+});
+
 /** FabricEdgeInputs, in the order their refusals are reported. */
 export const edgeInputs = inOrder(
   z.looseObject({ source: endpoint("source"), sourceLogin: login("source"), destination: endpoint("destination"), destinationLogin: login("destination") }),
   namedByItsEnds,
   z.looseObject({
     transport: z.unknown().refine((t) => t === "tcp" || t === "ucx_rdma", { error: (iss) => `transport ${JSON.stringify(iss.input)} (tcp or ucx_rdma)` }),
-    tool: z.unknown().refine((t) => wholeIn((t as FabricEdgeInputs["tool"] | null)?.durationS, 1, 3600) && wholeIn((t as FabricEdgeInputs["tool"] | null)?.streams, 1, 128), {
-      error: (iss) => `tool needs durationS (whole seconds, 1-3600) and streams (1-128), got ${JSON.stringify(iss.input)}`,
-    }),
+  }),
+  toolOfTransport,
+  z.looseObject({
     iperfPort: z.unknown().refine((p) => wholeIn(p, 1, 65535), { error: (iss) => `iperfPort ${JSON.stringify(iss.input)} (1-65535)` }),
     requiredGbps: z.unknown().refine((g) => typeof g === "number" && !Number.isNaN(g), { error: (iss) => `requiredGbps ${JSON.stringify(iss.input)} is not a number` }),
     lockWaitS: z.unknown().refine(positive, { error: (iss) => `lockWaitS ${JSON.stringify(iss.input)} (seconds, above 0)` }),

@@ -1,12 +1,10 @@
 /**
- * One directed measurement on the edge's two hosts, and the cheap observation `read` repeats: the SSH
- * sessions, both sides' path observations, the preflight, the iperf3 server and client, and the steps
- * taken, for the evidence record. The provider (./provider.ts) decides what to keep.
+ * One directed TCP measurement on the edge's two hosts, and the cheap observation `read` repeats (for
+ * either transport): both sides' path observations (and, for `ucx_rdma`, their HCA ports: ./rdma-observe.ts),
+ * the preflight, the iperf3 server and client, and the steps taken, for the evidence record. The
+ * provider (./provider.ts) decides what to keep; ./measure-rdma.ts measures RDMA edges.
  */
-import { SshSession, type ExecResult } from "../../lib/ssh/client";
-import { OPERATE, sshTarget, type SshTarget } from "../../lib/ssh/login";
-import { readLogin, type StoredLogin } from "../../lib/ssh/stored-login";
-import { sha256Json } from "../../lib/digest";
+import type { ExecResult } from "../../lib/ssh/client";
 import { shellLine } from "../../lib/shell";
 import { FabricError } from "../../lib/fabric/errors";
 import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
@@ -18,6 +16,7 @@ import {
   clientLifetimeS,
   KILL_GRACE_S,
   NO_IPERF3,
+  type FabricTool,
   preflightScript,
   runDirOf,
   SERVER_LOG_MARK,
@@ -25,89 +24,47 @@ import {
   serverStartScript,
   serverStopScript,
 } from "../../lib/fabric/iperf3-remote";
-import { parsePathObservation, pathFingerprint, pathObservationScript, type PathEnd, type PathFingerprint, type PathObservation } from "../../lib/fabric/path";
-import type { EdgeEndpoint, FabricEdgeInputs, PathDigests } from "./types";
+import { parsePathObservation, pathFingerprint, pathObservationScript, type PathFingerprint, type PathObservation } from "../../lib/fabric/path";
+import { observeRdma, type RdmaSides } from "./rdma-observe";
+import { pathEnd, stepsOf, withSessions, type Session, type Step } from "./session";
+import type { FabricEdgeInputs, PathDigests } from "./types";
+
+export { withSessions } from "./session";
+export type { Step } from "./session";
 
 /** Bounded steps, named so a timeout says which one ran out. */
-const OBSERVE_TIMEOUT_S = 20;
-const PREFLIGHT_TIMEOUT_S = 20;
-const SERVER_START_TIMEOUT_S = SERVER_READY_TIMEOUT_S + 10;
-const SERVER_STOP_TIMEOUT_S = KILL_GRACE_S + 15;
-
-/** An end's login, pinned to the key discovery verified for it (kept on the endpoint, not the login). */
-function target(end: EdgeEndpoint, login: StoredLogin, privateKey?: string, password?: string): SshTarget {
-  return sshTarget(readLogin(login, { alias: end.alias, hostKey: end.hostKey, privateKey, password }), OPERATE);
-}
-
-const pathEnd = (e: EdgeEndpoint): PathEnd => ({ host: e.alias, interface: e.fabricInterface, address: e.fabricAddress });
-
-/** One step as the evidence record lists it. */
-export interface Step {
-  host: string;
-  argv?: string[];
-  scriptSha256?: string;
-  exitStatus: number | null;
-  startedAt: string;
-  endedAt: string;
-}
-
-class Session {
-  readonly steps: Step[] = [];
-  private constructor(
-    readonly ssh: SshSession,
-    readonly alias: string,
-  ) {}
-
-  static async open(t: SshTarget): Promise<Session> {
-    return new Session(await SshSession.open(t), t.alias);
-  }
-
-  /** Runs a script with `sh -s`; the result whatever its exit status. */
-  async script(name: string, text: string, timeoutS: number): Promise<ExecResult> {
-    return this.step({ scriptSha256: sha256Json(text) }, () => this.ssh.exec("sh -s", { stdin: text, timeoutS, name }));
-  }
-
-  async command(name: string, line: string, argv: string[], timeoutS: number): Promise<ExecResult> {
-    return this.step({ argv }, () => this.ssh.exec(line, { timeoutS, name }));
-  }
-
-  private async step(what: Pick<Step, "argv" | "scriptSha256">, run: () => Promise<ExecResult>): Promise<ExecResult> {
-    const startedAt = new Date().toISOString();
-    let exitStatus: number | null = null;
-    try {
-      const r = await run();
-      exitStatus = r.code >= 0 && r.code <= 255 ? r.code : null;
-      return r;
-    } finally {
-      this.steps.push({ host: this.alias, ...what, exitStatus, startedAt, endedAt: new Date().toISOString() });
-    }
-  }
-
-  close(): void {
-    this.ssh.close();
-  }
-}
+export const OBSERVE_TIMEOUT_S = 20;
+export const PREFLIGHT_TIMEOUT_S = 20;
+export const SERVER_START_TIMEOUT_S = SERVER_READY_TIMEOUT_S + 10;
+export const SERVER_STOP_TIMEOUT_S = KILL_GRACE_S + 15;
 
 export interface Sides {
   forward: PathFingerprint;
   back: PathFingerprint;
   seen: { source: PathObservation; destination: PathObservation };
+  /** `ucx_rdma` only: both HCA ports, the GID-to-GID routes, and what stops them carrying the traffic. */
+  rdma: RdmaSides | null;
 }
 
 /** Both hosts' sides of the path, observed at once; no traffic. */
 export async function observe(i: FabricEdgeInputs, src: Session, dst: Session): Promise<Sides> {
   const s = pathEnd(i.source);
   const d = pathEnd(i.destination);
-  const [so, dob] = await Promise.all([
+  const [so, dob, rdma] = await Promise.all([
     src.script("fabric path observation", pathObservationScript(s, d.address), OBSERVE_TIMEOUT_S),
     dst.script("fabric path observation", pathObservationScript(d, s.address), OBSERVE_TIMEOUT_S),
+    i.transport === "ucx_rdma" && i.rdma ? observeRdma(i, i.rdma, src, dst) : null,
   ]);
   const source = parsePathObservation(s.host, so.stdout);
   const destination = parsePathObservation(d.host, dob.stdout);
+  // Both ends' ports go into both directions' fingerprints: either port changing moves the edge.
+  const [sp, dp] = [rdma?.source?.fingerprint, rdma?.destination?.fingerprint];
+  const ports = sp && dp ? { forward: { source: sp, destination: dp }, back: { source: dp, destination: sp } } : undefined;
   return {
-    forward: pathFingerprint(i.transport, s, d, source),
-    back: pathFingerprint(i.transport, d, s, destination),
+    forward: pathFingerprint(i.transport, s, d, source, ports?.forward, rdma?.routes.forward ?? undefined),
+    back: pathFingerprint(i.transport, d, s, destination, ports?.back, rdma?.routes.back ?? undefined),
     seen: { source, destination },
+    rdma,
   };
 }
 
@@ -120,25 +77,13 @@ export function problemsOf(sides: Sides): string[] {
   return [...side(sides.forward, "forward path"), ...side(sides.back, "return path")];
 }
 
-export async function withSessions<T>(i: FabricEdgeInputs, fn: (src: Session, dst: Session) => Promise<T>): Promise<T> {
-  const [src, dst] = await Promise.all([
-    Session.open(target(i.source, i.sourceLogin, i.sourcePrivateKey, i.sourcePassword)),
-    Session.open(target(i.destination, i.destinationLogin, i.destinationPrivateKey, i.destinationPassword)),
-  ]);
-  try {
-    return await fn(src, dst);
-  } finally {
-    src.close();
-    dst.close();
-  }
-}
-
-
-function busyMessage(i: FabricEdgeInputs, host: string, r: ExecResult): string {
+export function busyMessage(i: FabricEdgeInputs, host: string, r: ExecResult, tool: FabricTool = "iperf3"): string {
   const what = r.stdout.trim() || r.stderr.trim();
-  if (r.code === NO_IPERF3) return `edge ${i.edgeId}: host ${host}: ${what}; install iperf3 on every engine host`;
+  const install = tool === "iperf3" ? "iperf3" : "perftest (ib_write_bw)";
+  const portKey = tool === "iperf3" ? "fabric.iperfPort" : "fabric.rdmaPort";
+  if (r.code === NO_IPERF3) return `edge ${i.edgeId}: host ${host}: ${what}; install ${install} on every engine host`;
   if (r.code === BUSY_IPERF3) return `edge ${i.edgeId}: host ${host}: ${what}; another measurement or test traffic is running there, and the mesh is measured one edge at a time while idle`;
-  if (r.code === BUSY_PORT) return `edge ${i.edgeId}: host ${host}: ${what}; choose another fabric.iperfPort or stop that listener`;
+  if (r.code === BUSY_PORT) return `edge ${i.edgeId}: host ${host}: ${what}; choose another ${portKey} or stop that listener`;
   return `edge ${i.edgeId}: host ${host}: the fabric preflight exited ${r.code}: ${what}`;
 }
 
@@ -201,7 +146,7 @@ export async function measure(i: FabricEdgeInputs, commands: Iperf3Commands): Pr
       }
     }
     if (failure) throw failure;
-    const steps = [...src.steps, ...dst.steps].sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0));
+    const steps = stepsOf(src, dst);
     return { sides, clientText: client!.stdout, clientExit: client!.code, serverLog, startedAt, endedAt, steps };
   });
 }

@@ -4,7 +4,9 @@
  * - create: one directed measurement (./measure.ts), holding the measurement lock (./lock.ts): observe both hosts'
  *   sides of the path (MTU, address, `ip route get`, route files), refuse a path that is not the fabric,
  *   check that nothing else uses iperf3 or the port, start the server on the destination, run the client
- *   on the source, stop the server whatever happened, and record everything as evidence. The verdict
+ *   on the source, stop the server whatever happened, and record everything as evidence. A `ucx_rdma`
+ *   edge does the same with ib_write_bw between its HCA ports (./create-rdma.ts), refusing a port that is
+ *   not ACTIVE or lacks its GID index first and reading the port counters around the test. The verdict
  *   against the budget is computed, and kept: "below" is reported by the fleet's fabric gate, so the
  *   figure stays on record and a budget change re-evaluates it without re-measuring.
  * - diff: what the measurement was taken against replaces; the budget, logins and port update.
@@ -15,65 +17,32 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { FabricError } from "../../lib/fabric/errors";
-import { verdictDetail } from "../../lib/fabric/budget";
 import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
-import { ibWriteBwCommands } from "../../lib/fabric/ib-write-bw";
 import { iperf3Commands, iperf3Measurement, parseIperf3Json, type Iperf3Commands, type Iperf3Result } from "../../lib/fabric/iperf3";
-import type { PathFingerprint } from "../../lib/fabric/path";
 import { hasUnknown } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
 import { edgeInputProblems, edgeInputs } from "./check";
 import { withMeasurementLock } from "./lock";
-import { digestsOf, measure, observe, withSessions, type Run, type Sides } from "./measure";
-import type { EdgeEndpoint, EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs, PathDigests } from "./types";
+import { digestsOf, measure, observe, withSessions, type Run } from "./measure";
+import { createRdmaEdge } from "./create-rdma";
+import { fingerprintsOf, recordedInputs, recordVerdict, secretsOf, verdictFields } from "./outcome";
+import type { EdgeEndpoint, EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs, PathDigests, TcpTool } from "./types";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 
 /** What the figure was taken against: a change means the figure no longer describes the path. */
 const MEASURED_AGAINST = ["edgeId", "source", "destination", "transport", "rdma", "tool"] as const;
 /** What only changes how the hosts are reached or what the figure is compared with. */
 const UPDATABLE = [
-  "stack", "iperfPort", "sourceLogin", "destinationLogin", "sourcePrivateKey", "sourcePassword",
+  "stack", "iperfPort", "rdmaPort", "sourceLogin", "destinationLogin", "sourcePrivateKey", "sourcePassword",
   "destinationPrivateKey", "destinationPassword", "requiredGbps", "budget", "lockWaitS",
 ] as const;
-
-/** perftest's defaults for a bandwidth test, used for the RDMA commands an RDMA edge would run. */
-const IB_WRITE_BW_SIZE = 65536;
-const IB_WRITE_BW_ITERATIONS = 5000;
 
 function refuseBadInputs(i: FabricEdgeInputs): void {
   const problems = edgeInputProblems(i);
   if (problems.length) {
     throw new FabricError("NARWHAL_FABRIC_TOOL_SETTINGS", `edge ${i.edgeId}: ${problems.map(([, p]) => p).join("; ")}; nothing was run`);
   }
-}
-
-/** An RDMA edge needs the HCAs: its commands are generated and shown, and nothing is run. */
-function refuseRdma(i: FabricEdgeInputs): never {
-  const r = i.rdma;
-  const missing = !r ? ["rdma ports"] : [r.source.gidIndex === null ? `rdma.gidIndex for ${i.source.alias}` : "", r.destination.gidIndex === null ? `rdma.gidIndex for ${i.destination.alias}` : ""].filter(Boolean);
-  let commands = `the ib_write_bw commands need ${missing.join(" and ")}`;
-  if (r && missing.length === 0) {
-    const c = ibWriteBwCommands({
-      server: { hca: r.destination.hca, port: r.destination.port, gidIndex: r.destination.gidIndex! },
-      client: { hca: r.source.hca, port: r.source.port, gidIndex: r.source.gidIndex! },
-      serverAddress: i.destination.fabricAddress,
-      size: IB_WRITE_BW_SIZE,
-      iterations: IB_WRITE_BW_ITERATIONS,
-    });
-    commands = `server on ${i.destination.alias}: ${c.server.join(" ")}; then client on ${i.source.alias}: ${c.client.join(" ")}`;
-  }
-  throw new FabricError(
-    "NARWHAL_FABRIC_RDMA",
-    `edge ${i.edgeId}: transport ucx_rdma is measured with ib_write_bw on the hosts' HCAs, which needs the RDMA hardware; ` +
-      `this provider measures TCP edges only and ran nothing. The measurement is: ${commands}`,
-  );
-}
-
-/** Only called once {@link measure} refused paths that could not be fingerprinted. */
-function fingerprintsOf(sides: Sides): FabricEdgeOutputs["fingerprint"] {
-  const ok = (f: PathFingerprint) => (f as Extract<PathFingerprint, { ok: true }>).fingerprint;
-  return { forward: ok(sides.forward), return: ok(sides.back) };
 }
 
 /** The edge's evidence record: what it was measured against, every step, the route files, every sample. */
@@ -84,8 +53,7 @@ async function record(
   parsed: { result: Iperf3Result; measurement: EdgeMeasurement } | null,
   verdict: { status: "pass" | "fail" | "invalid"; reasons: string[] },
 ): Promise<{ relativePath: string; digest: string }> {
-  // Named keys only: the inputs also carry the credentials and the engine's serialised provider.
-  const against = Object.fromEntries([...MEASURED_AGAINST, "iperfPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"].map((k) => [k, i[k as keyof FabricEdgeInputs] ?? null]));
+  const against = recordedInputs(i, [...MEASURED_AGAINST, "iperfPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"]);
   const r = parsed?.result;
   return providerEvidence(i.stack, secretsOf(i)).record({
     kind: "fabric-edge",
@@ -112,13 +80,6 @@ async function record(
   });
 }
 
-function verdictFields(m: EdgeMeasurement, requiredGbps: number) {
-  const v = verdictDetail({ gbps: m.gbps, samples: m.samplesGbps }, { requiredGbps });
-  return { verdict: v.verdict, verdictReason: v.reason, marginGbps: v.marginGbps };
-}
-
-const secretsOf = (i: FabricEdgeInputs) => [i.sourcePrivateKey, i.sourcePassword, i.destinationPrivateKey, i.destinationPassword];
-
 /**
  * The fabric address discovery found is unknown whenever a host's discovery is re-taken, for any reason
  * (a policy or checkpoint change). The path is then judged by what is known: the config's side of each
@@ -140,13 +101,14 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Fabric
 
   async create(inputs) {
     refuseBadInputs(inputs);
-    if (inputs.transport === "ucx_rdma") refuseRdma(inputs);
+    if (inputs.transport === "ucx_rdma") return createRdmaEdge(inputs, MEASURED_AGAINST);
+    const tool = inputs.tool as TcpTool;
     const commands = iperf3Commands({
       serverAddress: inputs.destination.fabricAddress,
       clientAddress: inputs.source.fabricAddress,
       port: inputs.iperfPort,
-      durationS: inputs.tool.durationS,
-      streams: inputs.tool.streams,
+      durationS: tool.durationS,
+      streams: tool.streams,
     });
     const run = await withMeasurementLock(process.cwd(), { edge: inputs.edgeId, stack: inputs.stack }, inputs.lockWaitS, () => measure(inputs, commands));
     let result: Iperf3Result;
@@ -171,10 +133,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Fabric
       endedAt: run.endedAt,
     };
     const verdict = verdictFields(measurement, inputs.requiredGbps);
-    const evidence = await record(inputs, run, commands, { result, measurement }, {
-      status: verdict.verdict === "met" ? "pass" : verdict.verdict === "below" ? "fail" : "invalid",
-      reasons: verdict.verdict === "met" ? [] : [verdict.verdictReason],
-    });
+    const evidence = await record(inputs, run, commands, { result, measurement }, recordVerdict(verdict));
     const digests = digestsOf(run.sides);
     const outs: FabricEdgeOutputs = {
       ...inputs,
@@ -208,7 +167,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Fabric
   async read(id, props) {
     const sides = await withSessions(props, (src, dst) => observe(props, src, dst));
     const observed = digestsOf(sides);
-    const observedProblems = [sides.forward, sides.back].flatMap((f) => (f.ok ? [] : [f.reason]));
+    const observedProblems = [...[sides.forward, sides.back].flatMap((f) => (f.ok ? [] : [f.reason])), ...(sides.rdma?.problems ?? [])];
     return { id, props: { ...props, observed, observedProblems } };
   },
 });

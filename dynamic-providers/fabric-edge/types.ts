@@ -19,6 +19,18 @@ export interface EdgeEndpoint {
   fabricAddress: string;
 }
 
+/** iperf3's test length and parallel streams (a TCP edge). */
+export interface TcpTool {
+  durationS: number;
+  streams: number;
+}
+
+/** `ib_write_bw`'s message size (`-s`, bytes) and iterations (`-n`) (an RDMA edge). */
+export interface RdmaTool {
+  size: number;
+  iterations: number;
+}
+
 /** What a directed edge's measurement is taken against, plus how to reach its hosts. */
 export interface FabricEdgeInputs {
   /** Names the evidence folder. */
@@ -30,10 +42,12 @@ export interface FabricEdgeInputs {
   transport: Transport;
   /** HCA ports for `ucx_rdma`; absent for tcp. */
   rdma?: { source: RdmaEnd; destination: RdmaEnd };
-  /** iperf3 test length and parallel streams: part of what the figure means. */
-  tool: { durationS: number; streams: number };
+  /** The tool's settings, part of what the figure means: iperf3's (tcp) or ib_write_bw's (ucx_rdma). */
+  tool: TcpTool | RdmaTool;
   /** The iperf3 server's port on the destination (checked free first); which one is used does not change the figure. */
   iperfPort: number;
+  /** `ucx_rdma`: ib_write_bw's TCP exchange port (`-p`) on the destination, checked free first; default 18515. */
+  rdmaPort?: number;
   /**
    * How to log in to each end: the key and password travel separately, as secrets, and the pinned key and
    * alias are the endpoint's. Stored without them, the bastion with `pinnedHostKey` (see `storedJump`).
@@ -65,7 +79,10 @@ export interface EdgeMeasurement {
   /** Every per-interval sample, Gbit/s, in order (warm-up intervals excluded). */
   samplesGbps: number[];
   sentGbps: number | null;
+  /** iperf3: TCP retransmits; ib_write_bw: the sender HCA port's retransmission counters' growth (null when not exposed). */
   retransmits: number | null;
+  /** Why the figure cannot be judged (an RDMA test whose port counters did not see its traffic); absent when it can. */
+  invalidReason?: string;
   /** The client's start and end on this machine's clock: the serialisation record. */
   startedAt: string;
   endedAt: string;

@@ -32,7 +32,7 @@ import { claimScript, cleanupScript, stackFolder } from "../../lib/fleet/host-cl
  */
 const MEASURED_AGAINST = [
   "host", "port", "user", "fabricInterface",
-  "modelDir", "runtimeRef", "devicePaths", "policyDigest",
+  "modelDir", "runtimeRef", "devicePaths", "policyDigest", "rdmaPorts",
 ] as const;
 /** Inputs that only change how we log in or what the next launch must avoid. */
 const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "runbookRuns", "stack", "stateDir", "retainOnDestroy"] as const;
@@ -99,6 +99,7 @@ async function observe(
       modelDir: i.modelDir,
       runtime: i.runtimeRef,
       devicePaths: i.devicePaths,
+      rdmaPorts: i.rdmaPorts,
       plannedPorts: opts.preLaunch ? i.plannedPorts : [],
       ignorePids: ownPids,
     };
@@ -106,7 +107,9 @@ async function observe(
     const output = await ssh.run(probe.command, { stdin: probe.stdin, timeoutS: probe.timeoutS, name: "discovery probe" });
     const recorded = opts.recordedFabricAddress;
     const facts = parseProbe(output, recorded === undefined ? probeOpts : { ...probeOpts, fabricAddressChoice: undefined });
-    const problems = blockingProblems(recorded === undefined ? facts : { ...facts, errors: facts.errors.filter((e) => e.section !== "fabric") });
+    // A re-observation records what it sees: a moved address or a port gone down is the refresh's finding
+    // (the fabric facet; the edges' fingerprints), not a failed refresh.
+    const problems = blockingProblems(recorded === undefined ? facts : { ...facts, errors: facts.errors.filter((e) => e.section !== "fabric" && e.section !== "rdma") });
     if (problems.length > 0) throw new Error(problems.join("\n"));
     const hashed = await hashCheckpointRemote(ssh, i.modelDir, opts.previous, { timeoutS: CHECKPOINT_TIMEOUT_S });
     // Last, once the observation stands: from here on this discovery's delete owns the stack's folder.
@@ -125,6 +128,7 @@ async function observe(
               : `unresolved: ${facts.fabric.addresses.join(", ") || "no global address"}`,
         model: facts.model!.requirements,
         runtime: facts.runtime,
+        rdma: facts.rdma,
         checkpoint: hashed.manifest,
       },
       rehashed: hashed.rehashed,

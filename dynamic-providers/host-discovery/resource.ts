@@ -11,6 +11,6 @@ export type HostDiscoveryArgs = ArgsOf<HostDiscoveryInputs>;
 export class HostDiscovery extends dynamicResource<HostDiscoveryInputs, HostDiscoveryOutputs>()({
   type: "HostDiscovery",
   provider: "dynamic-providers/host-discovery/provider.ts",
-  outputs: ["hostname", "hostKey", "hostKeyFingerprint", "accelerators", "fabricAddress", "model", "runtime", "checkpoint", "measured", "observed", "factsDigest", "evidence", "observedAt", "measuredHostKey", "claim"],
+  outputs: ["hostname", "hostKey", "hostKeyFingerprint", "accelerators", "fabricAddress", "model", "runtime", "rdma", "checkpoint", "measured", "observed", "factsDigest", "evidence", "observedAt", "measuredHostKey", "claim"],
   secretOutputs: ["privateKey", "password"],
 }) {}

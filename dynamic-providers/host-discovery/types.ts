@@ -4,6 +4,7 @@ import type { RuntimeIdentity } from "../../lib/discovery/runtime";
 import type { PlannedPort } from "../../lib/discovery/listeners";
 import type { CheckpointManifest } from "../../lib/checkpoint";
 import type { RuntimeProbeSpec } from "../../lib/discovery/probe";
+import type { RdmaInventory, RdmaPortRequest } from "../../lib/discovery/rdma";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /**
@@ -32,6 +33,8 @@ export interface HostDiscoveryInputs {
   /** Which runtime's identity to read: the host's vllm command, or the engine image. */
   runtimeRef: RuntimeProbeSpec;
   devicePaths: string[];
+  /** HCA ports this host's `ucx_rdma` engines use: discovery refuses one that is not ACTIVE or lacks its GID index. Absent without RDMA engines. */
+  rdmaPorts?: RdmaPortRequest[];
   /** Ports this host's engines will bind: busy ones stop discovery (our own engines excepted). */
   plannedPorts: PlannedPort[];
   /** The runbook's launch directories on this host: the engines running from them hold their planned ports until adopted or replaced. */
@@ -65,6 +68,12 @@ export interface HostDiscoveryFacts {
   fabricAddress: string;
   model: ModelRequirements;
   runtime: RuntimeIdentity | null;
+  /**
+   * Every HCA under /sys/class/infiniband (ports, state, link layer, rate, MTU, GID table, netdev), as
+   * recorded; null on a discovery made before HCAs were read. Not a facet: an HCA's change moves the
+   * fabric edges that use it (their fingerprints), not the host's discovery.
+   */
+  rdma?: RdmaInventory | null;
   /** Per-file manifest with fingerprints, so re-discovery re-reads only changed files. */
   checkpoint: CheckpointManifest;
 }

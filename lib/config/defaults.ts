@@ -81,7 +81,8 @@ export const PROGRAM_DEFAULTS = {
     prometheusCommand: "prometheus",
   },
   ssh: { maxSessionsPerHost: 4, connectTimeoutS: 10, commandTimeoutS: 120 },
-  fabric: { iperfPort: 5201, durationS: 2 },
+  /** ib_write_bw: perftest's own defaults (`-p 18515`, `-s 65536`, `-n 5000`). */
+  fabric: { iperfPort: 5201, durationS: 2, rdmaPort: 18515, rdmaMessageBytes: 65536, rdmaIterations: 5000 },
   runtime: { deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30, health: 15 } },
   attestation: { command: "narwhal-attest", startTimeoutS: 60 },
   /**

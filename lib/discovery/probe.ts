@@ -20,6 +20,7 @@ import { chooseFabricAddress, parseGlobalAddresses } from "./fabric-address";
 import { SHEBANG_PYTHON_SH } from "../shell";
 import { busyPlannedPorts, Listener, parseListeners, PlannedPort, PortConflict } from "./listeners";
 import { ModelConfigError, modelRequirements, ModelRequirements, parseModelFileSection } from "./model";
+import { RDMA_SH, rdmaSysfsCall, readRdmaSections, type RdmaInventory, type RdmaPortRequest } from "./rdma";
 import {
   DockerRuntimeIdentity,
   dockerRuntimeIdentity,
@@ -114,6 +115,7 @@ devices_probe() {
 }
 
 ${SHEBANG_PYTHON_SH}
+${RDMA_SH}
 runtime_native() {
   section runtime
   echo "kind native"
@@ -192,6 +194,7 @@ probe_main() {
   section fabric
   if [ -n "$_p_iface" ]; then ip -o addr show dev "$_p_iface" scope global 2>&1; fi
   model_probe "$_p_model" "$_p_max"
+  ${rdmaSysfsCall({}).split("\n").join("\n  ")}
   listeners_probe
   devices_probe "$@"
   case "$_p_kind" in
@@ -249,6 +252,8 @@ export interface ProbeOptions {
   readonly ignorePids?: ReadonlyArray<number>;
   /** Name of the package-reading container; a fresh random one by default. */
   readonly probeContainerName?: string;
+  /** HCA ports this host's engines use (`rdma.hcas`): each must be ACTIVE and hold its GID index. */
+  readonly rdmaPorts?: ReadonlyArray<RdmaPortRequest>;
 }
 
 export const DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024;
@@ -327,6 +332,8 @@ export interface HostFacts {
   readonly devices: DeviceCheck | null;
   /** null when no runtime was asked for or it could not be identified (see errors). */
   readonly runtime: RuntimeIdentity | null;
+  /** Every HCA under /sys/class/infiniband (lib/discovery/rdma.ts); null when the probe printed none. */
+  readonly rdma: RdmaInventory | null;
   readonly errors: ReadonlyArray<ProbeSectionError>;
 }
 
@@ -436,6 +443,8 @@ export function parseProbe(output: string, opts: ProbeOptions): HostFacts {
 
   const runtime = opts.runtime ? readRuntime(s, opts.runtime, host, report, attempt) : null;
 
+  const rdma = readRdmaSections(s, opts.rdmaPorts ?? [], report);
+
   return {
     alias: host,
     hostname,
@@ -446,6 +455,7 @@ export function parseProbe(output: string, opts: ProbeOptions): HostFacts {
     portConflicts,
     devices,
     runtime,
+    rdma,
     errors,
   };
 }

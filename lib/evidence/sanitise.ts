@@ -11,6 +11,7 @@
  * | a fleet host's destination, name or address   | `host:<alias>`               |
  * | another `user@host` destination               | `dest:<n>`                   |
  * | another IPv4 or IPv6 literal, also in URLs    | `addr:<n>`                   |
+ * | an RDMA GID: hex (sysfs) or 16 decimal bytes (perftest's `GID:` line) | its address's alias |
  *
  * `<n>` counts distinct values in order of first appearance across the whole export, so one value has
  * one alias in every record. Numbers rather than hashes: a hash of an IPv4 address is reversed by
@@ -67,6 +68,8 @@ const USER_AT_HOST = /(?<![\w.@+:-])([A-Za-z0-9_][A-Za-z0-9_.-]*)@(\[[0-9A-Fa-f:
 const IPV6_BRACKETED = /\[([0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[\w.-]+)?)\]/g;
 const IPV6_BARE = /(?<![\w:.])([0-9A-Fa-f.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*(?:%[\w.-]+)?)(?![\w:])/g;
 const IPV4 = /(?<![\w.])(\d{1,3}(?:\.\d{1,3}){3})(?![\w]|\.\d)/g;
+/** perftest prints a GID as its 16 bytes in decimal (`00:…:255:255:10:00:01:11`), an address in another spelling. */
+const DECIMAL_GID = /(?<![\w:.])(\d{1,3}(?::\d{1,3}){15})(?![\w:.])/g;
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
@@ -76,7 +79,21 @@ function canonicalAddress(text: string): string | undefined {
   if (!isIPv6(text)) return undefined;
   const [address, zone] = text.split("%", 2) as [string, string | undefined];
   const compressed = new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  // An IPv4-mapped address (a RoCE GID, ::ffff:10.0.1.11) is that IPv4 address.
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(compressed);
+  if (mapped && zone === undefined) {
+    const [hi, lo] = [parseInt(mapped[1], 16), parseInt(mapped[2], 16)];
+    return [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join(".");
+  }
   return zone === undefined ? compressed : `${compressed}%${zone}`;
+}
+
+/** The address 16 decimal bytes spell (IPv4 when IPv4-mapped); undefined when they are not bytes. */
+function decimalGidAddress(text: string): string | undefined {
+  const bytes = text.split(":").map(Number);
+  if (bytes.some((b) => b > 255)) return undefined;
+  const groups = Array.from({ length: 8 }, (_, i) => ((bytes[2 * i] << 8) | bytes[2 * i + 1]).toString(16));
+  return canonicalAddress(groups.join(":"));
 }
 
 /**
@@ -156,6 +173,10 @@ export class Sanitiser {
     for (const { regex, alias } of this.paths) s = s.replace(regex, `path:${alias}`);
     s = s.replace(USER_AT_HOST, (whole, _user: string, host: string) => this.destination(whole, host));
     if (this.names) s = s.replace(this.names, (name) => `host:${this.hostByName.get(name.toLowerCase())!}`);
+    s = s.replace(DECIMAL_GID, (whole: string) => {
+      const address = decimalGidAddress(whole);
+      return address === undefined ? whole : (this.address(address) ?? whole);
+    });
     s = s.replace(IPV6_BRACKETED, (whole, inner: string) => this.address(inner) ?? whole);
     s = s.replace(IPV6_BARE, (whole: string) => {
       // "fd00::5." ends a sentence: give back trailing dots and colons until an address remains.

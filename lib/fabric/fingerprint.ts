@@ -82,16 +82,23 @@ function routeMtu(inline: string | undefined, cache: string[]): number | null {
   return value !== undefined && /^\d+$/.test(value) ? Number(value) : null;
 }
 
-/** One end's RDMA port, as `ibv_devinfo` / `show_gids` name it. */
+/** One end's RDMA port, as `ibv_devinfo` / `show_gids` name it, and what sysfs shows of it. */
 export interface RdmaPort {
   /** HCA name, e.g. mlx5_0. */
   readonly hca: string;
   /** HCA port number (1-based). */
   readonly port: number;
-  /** GID table index (RoCE v2 is usually 3 on mlx5). */
-  readonly gidIndex: number;
-  /** The GID at that index, e.g. 0000:0000:0000:0000:0000:ffff:0a00:010b. */
-  readonly gid: string;
+  /** GID table index (RoCE v2 is usually 3 on mlx5); null on InfiniBand when none is configured (no GRH). */
+  readonly gidIndex: number | null;
+  /** The GID at that index, e.g. 0000:0000:0000:0000:0000:ffff:0a00:010b; null with `gidIndex`. */
+  readonly gid: string | null;
+  /** `gid_attrs/types/<i>` ("RoCE v2"), `gid_attrs/ndevs/<i>`, `link_layer`, `state`, `rate` and the active MTU, when observed. */
+  readonly gidType?: string | null;
+  readonly netdev?: string | null;
+  readonly linkLayer?: string | null;
+  readonly state?: string | null;
+  readonly rate?: string | null;
+  readonly activeMtu?: number | null;
 }
 
 export interface LinkFingerprintInputs {
@@ -104,6 +111,11 @@ export interface LinkFingerprintInputs {
   readonly route: string | RouteGet;
   /** Both ends' RDMA ports; required for ucx_rdma, ignored for tcp. */
   readonly rdma?: { readonly source: RdmaPort; readonly destination: RdmaPort };
+  /**
+   * RoCE: `ip route get <destination GID's address> from <source GID's address>` on the source, the path
+   * the RDMA traffic itself is routed on (it must leave by the netdev that owns the source GID). Ignored for tcp.
+   */
+  readonly rdmaRoute?: string | RouteGet;
 }
 
 /** The normalized fingerprint: every field is something that, changed, invalidates the measurement. */
@@ -114,6 +126,8 @@ export interface LinkFingerprint {
   readonly mtu: number;
   readonly route: RouteGet;
   readonly rdma: { readonly source: RdmaPort; readonly destination: RdmaPort } | null;
+  /** RoCE only (absent otherwise, so a TCP edge's digest is what it always was). */
+  readonly rdmaRoute?: RouteGet;
 }
 
 export interface FingerprintResult {
@@ -141,10 +155,12 @@ function checkPort(side: string, p: RdmaPort | undefined, problems: string[]): R
   }
   if (typeof p.hca !== "string" || !/^[A-Za-z0-9_.-]+$/.test(p.hca)) problems.push(`rdma.${side}.hca ${JSON.stringify(p.hca)} (an HCA name such as mlx5_0)`);
   if (!(Number.isSafeInteger(p.port) && p.port >= 1)) problems.push(`rdma.${side}.port ${JSON.stringify(p.port)} (1 or more)`);
-  if (!(Number.isSafeInteger(p.gidIndex) && p.gidIndex >= 0 && p.gidIndex <= 255)) problems.push(`rdma.${side}.gidIndex ${JSON.stringify(p.gidIndex)} (0-255)`);
+  const noGid = p.gidIndex === null && (p.gid === null || p.gid === undefined);
+  if (!noGid && !(Number.isSafeInteger(p.gidIndex) && p.gidIndex! >= 0 && p.gidIndex! <= 255)) problems.push(`rdma.${side}.gidIndex ${JSON.stringify(p.gidIndex)} (0-255)`);
   const gid = typeof p.gid === "string" ? normaliseGid(p.gid) : null;
-  if (gid === null) problems.push(`rdma.${side}.gid ${JSON.stringify(p.gid)} (eight colon-separated hex groups)`);
-  return { hca: p.hca, port: p.port, gidIndex: p.gidIndex, gid: gid ?? String(p.gid) };
+  if (!noGid && gid === null) problems.push(`rdma.${side}.gid ${JSON.stringify(p.gid)} (eight colon-separated hex groups)`);
+  const observed = Object.fromEntries((["gidType", "netdev", "linkLayer", "state", "rate", "activeMtu"] as const).filter((k) => p[k] !== undefined).map((k) => [k, p[k]]));
+  return { hca: p.hca, port: p.port, gidIndex: noGid ? null : p.gidIndex, gid: noGid ? null : (gid ?? String(p.gid)), ...observed };
 }
 
 /** The fingerprint of one directed link, its digest, and what its route says about the path. */
@@ -167,13 +183,15 @@ export function linkFingerprint(i: LinkFingerprintInputs): FingerprintResult {
   if (problems.length) throw new FabricError("NARWHAL_FABRIC_FINGERPRINT", `cannot fingerprint link ${i.source?.host}->${i.destination?.host}: ${problems.join(", ")}`);
 
   const route = typeof i.route === "string" ? parseRouteGet(i.route) : i.route;
+  const rdmaRoute = rdma && i.rdmaRoute !== undefined ? (typeof i.rdmaRoute === "string" ? parseRouteGet(i.rdmaRoute) : i.rdmaRoute) : null;
   const fingerprint: LinkFingerprint = {
     transport: i.transport,
     source: { host: i.source.host, interface: i.source.interface, address: i.source.address },
     destination: { host: i.destination.host, address: i.destination.address },
     mtu: i.mtu,
-    route: { type: route.type, destination: route.destination, gateway: route.gateway, device: route.device, source: route.source, from: route.from, table: route.table, mtu: route.mtu ?? null },
+    route: stableRoute(route),
     rdma,
+    ...(rdmaRoute ? { rdmaRoute: stableRoute(rdmaRoute) } : {}),
   };
 
   const observations: string[] = [];
@@ -182,5 +200,21 @@ export function linkFingerprint(i: LinkFingerprintInputs): FingerprintResult {
   const picked = route.source ?? route.from;
   if (picked !== null && picked !== i.source.address) observations.push(`the route's source address is ${picked}, not the fabric address ${i.source.address}`);
   if (route.type !== "unicast") observations.push(`the route is of type ${route.type}, not unicast: the traffic would not cross the fabric`);
+  if (rdma && rdmaRoute) observations.push(...rdmaRouteProblems(rdma.source, rdmaRoute));
   return { fingerprint, digest: sha256Json(fingerprint), problems: observations };
+}
+
+function stableRoute(r: RouteGet): RouteGet {
+  return { type: r.type, destination: r.destination, gateway: r.gateway, device: r.device, source: r.source, from: r.from, table: r.table, mtu: r.mtu ?? null };
+}
+
+/** RoCE v2 is routed IP/UDP: the GID-to-GID route must leave by the netdev that owns the source GID. */
+function rdmaRouteProblems(source: RdmaPort, route: RouteGet): string[] {
+  const out: string[] = [];
+  const where = `the RDMA route from ${source.hca} port ${source.port}`;
+  if (source.netdev && route.device !== source.netdev) {
+    out.push(`${where} leaves by ${route.device ?? "no device"}, not ${source.netdev}, the netdev of GID index ${source.gidIndex}`);
+  }
+  if (route.type !== "unicast") out.push(`${where} is of type ${route.type}, not unicast`);
+  return out;
 }

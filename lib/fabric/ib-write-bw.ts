@@ -7,8 +7,12 @@
  * client reaches the server's TCP side channel (`-p`, default 18515) on the destination's fabric address
  * to exchange queue-pair data; the traffic itself uses the named HCA port and GID index on each side.
  *
- * Units, as perftest computes them (`print_report_bw`): `MB/sec` is 2^20 bytes per second; with
- * `--report_gbits` the table says `Gb/sec`, which is 10^9 bits per second.
+ * Units, as perftest computes them (`print_report_bw`): `MiB/sec` (`MB/sec` before perftest 6) is 2^20
+ * bytes per second; with `--report_gbits` the table says `Gb/sec`, which is 10^9 bits per second.
+ *
+ * A GID index goes to `-x` on each side. Without one, a RoCE port still needs a GID (perftest would pick
+ * one itself); the caller passes the index UCX would pick, so the figure is taken on the GID the engines
+ * use. InfiniBand without an index runs without a GRH, as UCX does.
  */
 import { FabricError } from "./errors";
 import type { RdmaPort } from "./fingerprint";
@@ -40,9 +44,14 @@ export interface IbWriteBwCommands {
 }
 
 export const IB_WRITE_BW_DEFAULT_TCP_PORT = 18515;
+/** perftest's defaults for a bandwidth test: `-s 65536`, `-n 5000` (DEF_SIZE_BW, DEF_ITERS_WB). */
+export const IB_WRITE_BW_DEFAULT_SIZE = 65536;
+export const IB_WRITE_BW_DEFAULT_ITERATIONS = 5000;
+/** `-x` accepts 0..MAX_GID_IX (64). */
+export const IB_WRITE_BW_MAX_GID_INDEX = 64;
 
 function portArgs(p: Pick<RdmaPort, "hca" | "port" | "gidIndex">): string[] {
-  return ["-d", p.hca, "-i", String(p.port), "-x", String(p.gidIndex)];
+  return ["-d", p.hca, "-i", String(p.port), ...(p.gidIndex === null ? [] : ["-x", String(p.gidIndex)])];
 }
 
 /** Server and client argv for one directed RDMA edge. */
@@ -61,7 +70,9 @@ export function ibWriteBwCommands(s: IbWriteBwSettings): IbWriteBwCommands {
     const p = settings[side];
     if (typeof p.hca !== "string" || !/^[A-Za-z0-9_.-]+$/.test(p.hca)) problems.push(`${side}.hca ${JSON.stringify(p.hca)} (an HCA name such as mlx5_0)`);
     if (!(Number.isSafeInteger(p.port) && p.port >= 1)) problems.push(`${side}.port ${JSON.stringify(p.port)} (1 or more)`);
-    if (!(Number.isSafeInteger(p.gidIndex) && p.gidIndex >= 0 && p.gidIndex <= 255)) problems.push(`${side}.gidIndex ${JSON.stringify(p.gidIndex)} (0-255)`);
+    if (p.gidIndex !== null && !(Number.isSafeInteger(p.gidIndex) && p.gidIndex >= 0 && p.gidIndex <= IB_WRITE_BW_MAX_GID_INDEX)) {
+      problems.push(`${side}.gidIndex ${JSON.stringify(p.gidIndex)} (0-${IB_WRITE_BW_MAX_GID_INDEX}, what ib_write_bw's -x accepts)`);
+    }
   }
   if (typeof settings.serverAddress !== "string" || !/^[0-9A-Za-z:.%_-]+$/.test(settings.serverAddress)) {
     problems.push(`serverAddress ${JSON.stringify(settings.serverAddress)} (an address or host name)`);
@@ -99,8 +110,8 @@ export interface IbWriteBwRow {
 }
 
 export interface IbWriteBwReport {
-  /** The table's unit: `MB/sec` (2^20 B/s) or `Gb/sec` (10^9 bit/s, `--report_gbits`). */
-  readonly unit: "MB/sec" | "Gb/sec";
+  /** The table's unit: `MiB/sec` or, before perftest 6, `MB/sec` (both 2^20 B/s), or `Gb/sec` (10^9 bit/s, `--report_gbits`). */
+  readonly unit: "MiB/sec" | "MB/sec" | "Gb/sec";
   /** One row per message size (several with `-a`), in printed order. */
   readonly rows: ReadonlyArray<IbWriteBwRow>;
   /** The last row's average in Gbit/s: the measurement (a single `-s` run prints one row). */
@@ -118,8 +129,8 @@ export interface IbWriteBwReport {
   readonly remoteGid: string | null;
 }
 
-/** Bytes per second of one unit: perftest's `format_factor` (0x100000 for MB/sec, 125000000 for Gb/sec). */
-const BYTES_PER_UNIT = { "MB/sec": 0x100000, "Gb/sec": 125_000_000 } as const;
+/** Bytes per second of one unit: perftest's `format_factor` (0x100000 for MiB/sec, 125000000 for Gb/sec). */
+const BYTES_PER_UNIT = { "MiB/sec": 0x100000, "MB/sec": 0x100000, "Gb/sec": 125_000_000 } as const;
 
 function toGbps(value: number, unit: IbWriteBwReport["unit"]): number {
   return unit === "Gb/sec" ? value : (value * BYTES_PER_UNIT[unit] * 8) / 1e9;
@@ -136,7 +147,7 @@ function gidAfter(text: string, which: "local" | "remote"): string | null {
   return m?.[1] ?? null;
 }
 
-const HEADER = /^\s*#bytes\s+#iterations\s+BW peak\[(MB\/sec|Gb\/sec)\]\s+BW average\[(?:MB\/sec|Gb\/sec)\]\s+MsgRate\[Mpps\]/m;
+const HEADER = /^\s*#bytes\s+#iterations\s+BW peak\[(MiB\/sec|MB\/sec|Gb\/sec)\]\s+BW average\[(?:MiB\/sec|MB\/sec|Gb\/sec)\]\s+MsgRate\[Mpps\]/m;
 const NUMBER = String.raw`(\d+(?:\.\d+)?)`;
 /** A result row; `--cpu_util` appends one more column, which is not kept. */
 const ROW = new RegExp(String.raw`^\s*(\d+)\s+(\d+)\s+${NUMBER}\s+${NUMBER}\s+${NUMBER}(?:\s+${NUMBER})?\s*$`);

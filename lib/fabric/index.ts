@@ -1,4 +1,4 @@
-/** Gate D's pure logic: budget and verdict, directed edges and the mesh, link fingerprints and path observation, tool argv, scripts and parsers, the edge matrix and gate. */
+/** Gate D's pure logic: budget and verdict, directed edges and the mesh, link fingerprints and path observation, RDMA ends and counters, tool argv, scripts and parsers, the edge matrix and gate. */
 export * from "./errors";
 export * from "./budget";
 export * from "./edges";
@@ -9,3 +9,4 @@ export * from "./iperf3-remote";
 export * from "./matrix";
 export * from "./mesh";
 export * from "./path";
+export * from "./rdma-edge";

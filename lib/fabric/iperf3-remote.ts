@@ -1,9 +1,10 @@
 /**
- * The shell around one iperf3 measurement on the edge's two hosts: check that nothing else is using the
- * hosts' fabric tools, start the server on the destination (bounded, detached from the SSH channel, in
- * its own process group), and stop it afterwards whatever happened, proving nothing is left listening.
+ * The shell around one measurement on the edge's two hosts, for iperf3 (TCP edges) and perftest's
+ * `ib_write_bw` (RDMA edges): check that nothing else is using the hosts' fabric tools, start the server
+ * on the destination (bounded, detached from the SSH channel, in its own process group), and stop it
+ * afterwards whatever happened, proving nothing is left listening.
  *
- * "Running iperf3" is judged by sockets in the host's network namespace (`ss -p`), not by the process
+ * "Running the tool" is judged by sockets in the host's network namespace (`ss -p`), not by the process
  * table: hosts that share a kernel (containers, the simulated fleet) would otherwise see each other's runs.
  */
 import { shellLine, shq } from "../shell";
@@ -35,19 +36,38 @@ export function edgeLockWaitS(durationS: number): number {
   return 2 * serverLifetimeS(durationS) + 60;
 }
 
+/**
+ * Seconds an ib_write_bw client may run: perftest's defaults move 328 MB, under 3 s at 1 Gbit/s; a broken
+ * RDMA path fails after (retry count + 1) × QP timeout, about half a second.
+ */
+export const IB_WRITE_BW_CLIENT_TIMEOUT_S = 60;
+
+/** Seconds an ib_write_bw server may live: listen, serve the one client, exit. */
+export function ibWriteBwServerLifetimeS(): number {
+  return SERVER_READY_TIMEOUT_S + IB_WRITE_BW_CLIENT_TIMEOUT_S + KILL_GRACE_S;
+}
+
+/** Seconds an RDMA edge waits for another edge's measurement before refusing. */
+export function rdmaLockWaitS(): number {
+  return 2 * ibWriteBwServerLifetimeS() + 60;
+}
+
+/** The tools a measurement runs, by the name `ss -p` shows for their sockets. */
+export type FabricTool = "iperf3" | "ib_write_bw";
+
 /** Exit statuses the scripts use, so the provider can name what was busy. */
 export const BUSY_IPERF3 = 75;
 export const BUSY_PORT = 76;
 export const NO_IPERF3 = 77;
 
 /**
- * Run on both hosts before anything starts: iperf3 installed, no iperf3 socket open on the host, and
+ * Run on both hosts before anything starts: the tool installed, no socket of it open on the host, and
  * (on the destination) nothing listening on the port. Prints what it found when it refuses.
  */
-export function preflightScript(port: number | null): string {
+export function preflightScript(port: number | null, tool: FabricTool = "iperf3"): string {
   return [
-    `command -v iperf3 >/dev/null 2>&1 || { echo "iperf3 is not installed (not on PATH)"; exit ${NO_IPERF3}; }`,
-    `busy=$(ss -Htanp 2>/dev/null | grep '"iperf3"'); [ -z "$busy" ] || { printf 'iperf3 is already running here:\\n%s\\n' "$busy"; exit ${BUSY_IPERF3}; }`,
+    `command -v ${tool} >/dev/null 2>&1 || { echo "${tool} is not installed (not on PATH)"; exit ${NO_IPERF3}; }`,
+    `busy=$(ss -Htanp 2>/dev/null | grep '"${tool}"'); [ -z "$busy" ] || { printf '${tool} is already running here:\\n%s\\n' "$busy"; exit ${BUSY_IPERF3}; }`,
     ...(port === null ? [] : [`taken=$(ss -Hltnp ${shq(`sport = :${port}`)} 2>/dev/null); [ -z "$taken" ] || { printf 'port ${port} is taken:\\n%s\\n' "$taken"; exit ${BUSY_PORT}; }`]),
     "exit 0",
   ].join("\n") + "\n";
@@ -63,7 +83,21 @@ const RUN_DIR = /^\/tmp\/narwhal-fabric\.[A-Za-z0-9]{8}$/;
  */
 export function serverStartScript(commands: Iperf3Commands): string {
   const { port, durationS } = commands.settings;
-  const argv = ["timeout", "-k", String(KILL_GRACE_S), String(serverLifetimeS(durationS)), ...commands.server];
+  return detachedServerStartScript({ tool: "iperf3", argv: commands.server, port, lifetimeS: serverLifetimeS(durationS) });
+}
+
+/** A server to run detached on the destination: its argv, the TCP port it listens on, and how long it may live. */
+export interface DetachedServer {
+  readonly tool: FabricTool;
+  readonly argv: ReadonlyArray<string>;
+  readonly port: number;
+  readonly lifetimeS: number;
+}
+
+/** {@link serverStartScript} for any tool. */
+export function detachedServerStartScript(server: DetachedServer): string {
+  const { tool, port } = server;
+  const argv = ["timeout", "-k", String(KILL_GRACE_S), String(server.lifetimeS), ...server.argv];
   const polls = SERVER_READY_TIMEOUT_S * 10;
   return [
     `dir=$(mktemp -d ${RUN_DIR_TEMPLATE}) || exit 70`,
@@ -74,17 +108,17 @@ export function serverStartScript(commands: Iperf3Commands): string {
     "i=0",
     `while [ "$i" -lt ${polls} ]; do`,
     `  [ -n "$(ss -Hltn ${shq(`sport = :${port}`)} 2>/dev/null)" ] && exit 0`,
-    '  kill -0 "$pid" 2>/dev/null || { echo "the iperf3 server exited before listening:" >&2; cat "$dir/server.log" >&2; exit 71; }',
+    `  kill -0 "$pid" 2>/dev/null || { echo "the ${tool} server exited before listening:" >&2; cat "$dir/server.log" >&2; exit 71; }`,
     "  sleep 0.1; i=$((i + 1))",
     "done",
-    `echo "the iperf3 server did not listen on port ${port} within SERVER_READY_TIMEOUT_S=${SERVER_READY_TIMEOUT_S}s:" >&2; cat "$dir/server.log" >&2; exit 72`,
+    `echo "the ${tool} server did not listen on port ${port} within SERVER_READY_TIMEOUT_S=${SERVER_READY_TIMEOUT_S}s:" >&2; cat "$dir/server.log" >&2; exit 72`,
   ].join("\n") + "\n";
 }
 
 /** The run folder {@link serverStartScript} printed; throws when its first line is not one. */
-export function runDirOf(host: string, startOutput: string): string {
+export function runDirOf(host: string, startOutput: string, tool: FabricTool = "iperf3"): string {
   const dir = startOutput.split("\n")[0].trim();
-  if (!RUN_DIR.test(dir)) throw new FabricError("NARWHAL_FABRIC_TOOL_OUTPUT", `host ${host}: the iperf3 server start printed no run folder: ${JSON.stringify(startOutput.slice(0, 200))}`);
+  if (!RUN_DIR.test(dir)) throw new FabricError("NARWHAL_FABRIC_TOOL_OUTPUT", `host ${host}: the ${tool} server start printed no run folder: ${JSON.stringify(startOutput.slice(0, 200))}`);
   return dir;
 }
 
@@ -95,13 +129,13 @@ export const SERVER_LOG_MARK = "@@narwhal-fabric-server-log";
  * Ends the server's process group if it is still there (TERM, then KILL), prints its log after
  * {@link SERVER_LOG_MARK}, removes the run folder, and fails when anything still listens on the port.
  */
-export function serverStopScript(dir: string, port: number): string {
+export function serverStopScript(dir: string, port: number, tool: FabricTool = "iperf3"): string {
   if (!RUN_DIR.test(dir)) throw new FabricError("NARWHAL_FABRIC_TOOL_SETTINGS", `not a measurement run folder: ${JSON.stringify(dir)}`);
   const d = shq(dir);
   return [
     `pid=$(cat ${d}/server.pid 2>/dev/null)`,
     // Only a group whose leader is still our server: a recycled pid is someone else's process.
-    'if [ -n "$pid" ] && tr "\\0" " " </proc/"$pid"/cmdline 2>/dev/null | grep -q iperf3; then',
+    `if [ -n "$pid" ] && tr "\\0" " " </proc/"$pid"/cmdline 2>/dev/null | grep -q ${tool}; then`,
     '  kill -TERM -- "-$pid" 2>/dev/null',
     "  i=0",
     `  while kill -0 "$pid" 2>/dev/null && [ "$i" -lt ${KILL_GRACE_S * 10} ]; do sleep 0.1; i=$((i + 1)); done`,
@@ -110,8 +144,8 @@ export function serverStopScript(dir: string, port: number): string {
     `echo ${SERVER_LOG_MARK}`,
     `cat ${d}/server.log 2>/dev/null`,
     `rm -rf ${d}`,
-    `left=$(ss -Hltnp ${shq(`sport = :${port}`)} 2>/dev/null | grep '"iperf3"')`,
-    `[ -z "$left" ] || { printf 'an iperf3 server still listens on port ${port}:\\n%s\\n' "$left" >&2; exit 73; }`,
+    `left=$(ss -Hltnp ${shq(`sport = :${port}`)} 2>/dev/null | grep '"${tool}"')`,
+    `[ -z "$left" ] || { printf 'an ${tool} server still listens on port ${port}:\\n%s\\n' "$left" >&2; exit 73; }`,
     "exit 0",
   ].join("\n") + "\n";
 }

@@ -45,9 +45,12 @@ export function meshEngines(spec: Pick<FleetSpec, "engines" | "launch">): MeshEn
 }
 
 /**
- * The directed edges in measuring order (./edges.ts), each with one transport. Throws
- * `NARWHAL_FABRIC_EDGE_ENGINES` when the engines an edge joins use different transports, or an RDMA
- * engine names no HCA: KV between them could not move on one measured path.
+ * The directed edges in measuring order (./edges.ts), each with one transport. A fleet may mix TCP and
+ * RDMA engines (Narwhal declares the transport per engine): engines on one host hand KV over shared
+ * memory, so only engines on different hosts that exchange KV must share a transport. An edge joins
+ * every producer on its source with every consumer on its destination, so all of them must. Throws
+ * `NARWHAL_FABRIC_EDGE_ENGINES` when they do not, or an RDMA engine names no HCA: KV between them could
+ * not move on one measured path.
  */
 export function meshEdges(engines: ReadonlyArray<MeshEngine>): MeshEdge[] {
   const byId = new Map(engines.map((e) => [e.id, e]));
@@ -56,7 +59,11 @@ export function meshEdges(engines: ReadonlyArray<MeshEngine>): MeshEdge[] {
     const transports = [...new Set(joined.map((e) => e.transport))];
     if (transports.length !== 1) {
       const list = joined.map((e) => `${e.id} ${e.transport}`).join(", ");
-      throw new FabricError("NARWHAL_FABRIC_EDGE_ENGINES", `edge ${edge.id}: its engines use different transports (${list}); set one launch.transport for engines that exchange KV`);
+      throw new FabricError(
+        "NARWHAL_FABRIC_EDGE_ENGINES",
+        `edge ${edge.id}: its engines use different transports (${list}), and UCX cannot move KV between hosts without a common one; ` +
+          "give engines on different hosts that exchange KV one transport (launch.transport or engines[].overrides.transport), or pin their roles (engines[].pin) so they do not exchange KV",
+      );
     }
     const transport = transports[0];
     if (transport === "tcp") return { ...edge, transport, rdma: null };

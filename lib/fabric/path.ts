@@ -85,6 +85,7 @@ export function pathFingerprint(
   to: Pick<PathEnd, "host" | "address">,
   seen: PathObservation,
   rdma?: LinkFingerprintInputs["rdma"],
+  rdmaRoute?: { readonly text: string; readonly exitStatus: number },
 ): PathFingerprint {
   const reasons: string[] = [];
   if (seen.mtu === null) reasons.push(`interface ${from.interface} has no readable MTU (is it there?)`);
@@ -92,9 +93,10 @@ export function pathFingerprint(
     reasons.push(`address ${from.address} is not on ${from.interface} (it holds ${seen.addresses.length ? seen.addresses.join(", ") : "no global address"})`);
   }
   if (seen.route.exitStatus !== 0) reasons.push(`\`ip route get ${to.address} from ${from.address}\` failed: ${seen.route.text.split("\n")[0]}`);
+  if (rdmaRoute && rdmaRoute.exitStatus !== 0) reasons.push(`the RDMA route (\`ip route get\` between the GIDs' addresses) failed: ${rdmaRoute.text.split("\n")[0]}`);
   if (reasons.length === 0) {
     try {
-      const r = linkFingerprint({ transport, source: from, destination: to, mtu: seen.mtu!, route: seen.route.text, rdma });
+      const r = linkFingerprint({ transport, source: from, destination: to, mtu: seen.mtu!, route: seen.route.text, rdma, ...(rdmaRoute ? { rdmaRoute: rdmaRoute.text } : {}) });
       return { ok: true, ...r };
     } catch (err) {
       reasons.push((err as Error).message);

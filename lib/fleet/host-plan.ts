@@ -4,6 +4,7 @@ import { resolveSshAlias, type SshConfig } from "../ssh/ssh-config";
 import type { HostLogin } from "../ssh/login";
 import type { PlannedPort } from "../discovery/listeners";
 import type { RuntimeProbeSpec } from "../discovery/probe";
+import type { RdmaPortRequest } from "../discovery/rdma";
 import { sha256Json } from "../digest";
 import { engineTransport } from "../launch/plan";
 
@@ -53,6 +54,8 @@ export interface HostDiscoveryPlan {
   readonly modelDir: string;
   readonly runtimeRef: RuntimeProbeSpec;
   readonly devicePaths: string[];
+  /** The HCA ports (`rdma.hcas`) of the host's `ucx_rdma` engines; absent when it has none, as before RDMA was read. */
+  readonly rdmaPorts?: RdmaPortRequest[];
   readonly plannedPorts: PlannedPort[];
   /** Launch directories of the runbook's engines on this host that the program may adopt (`engines[].runbookRun`). */
   readonly runbookRuns: string[];
@@ -84,7 +87,22 @@ export function hostDiscoveryPlan(spec: FleetSpec, host: HostSpec): HostDiscover
     engines: engines.map((e) => ({ id: e.id, gpuIds: e.gpuIds ?? null, overrides: e.overrides ?? null })),
   });
   const runbookRuns = engines.flatMap((e) => (e.runbookRun ? [e.runbookRun] : []));
-  return { modelDir: spec.model.checkpointDir, runtimeRef, devicePaths, plannedPorts, runbookRuns, policyDigest };
+  const rdmaPorts = hostRdmaPorts(spec, engines);
+  return { modelDir: spec.model.checkpointDir, runtimeRef, devicePaths, ...(rdmaPorts.length ? { rdmaPorts } : {}), plannedPorts, runbookRuns, policyDigest };
+}
+
+/** Every `<hca>:<port>` of the engines' RDMA settings with its GID index, once each, in config order. */
+function hostRdmaPorts(spec: FleetSpec, engines: FleetSpec["engines"]): RdmaPortRequest[] {
+  const out: RdmaPortRequest[] = [];
+  for (const e of engines) {
+    const rdma = engineTransport(spec, e).rdma;
+    for (const entry of rdma?.hcas ?? []) {
+      const [hca, port] = entry.split(":");
+      const req = { hca, port: Number(port), gidIndex: rdma?.gidIndex ?? null };
+      if (!out.some((r) => r.hca === req.hca && r.port === req.port && r.gidIndex === req.gidIndex)) out.push(req);
+    }
+  }
+  return out;
 }
 
 function rangeOf(text: string): readonly [number, number] {

@@ -46,6 +46,8 @@ export interface LaunchInputs {
     readonly ucxTcpPortRange: string;
     readonly kvLeaseDurationS: number;
     readonly rdmaHcas?: ReadonlyArray<string>;
+    /** `rdma.gidIndex`: the RoCE GID UCX uses (`UCX_IB_GID_INDEX`), the one Gate D measured; UCX picks one itself when absent. */
+    readonly rdmaGidIndex?: number;
     /** RDMA device nodes a container is given (transport `ucx_rdma`). */
     readonly rdmaDevices?: ReadonlyArray<string>;
     readonly engineArgs?: ReadonlyArray<string>;
@@ -177,6 +179,7 @@ export function renderLaunchPlan(inputs: LaunchInputs): LaunchPlan {
     UCX_TLS: `${transportTls},sm,self,${accelerator}`,
     UCX_NET_DEVICES: policy.transport === "ucx_rdma" ? (policy.rdmaHcas ?? []).join(",") : host.fabricInterface,
     UCX_TCP_PORT_RANGE: policy.ucxTcpPortRange,
+    ...(policy.transport === "ucx_rdma" && policy.rdmaGidIndex !== undefined ? { UCX_IB_GID_INDEX: String(policy.rdmaGidIndex) } : {}),
     [visibility]: gpus.join(","),
     ...(model.ssmConvStateLayoutDS ? { VLLM_SSM_CONV_STATE_LAYOUT: "DS" } : {}),
   };

@@ -113,6 +113,7 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
       ucxTcpPortRange: spec.launch.ucxTcpPortRange,
       kvLeaseDurationS: spec.launch.kvLeaseDurationS,
       rdmaHcas: rdma?.hcas,
+      rdmaGidIndex: rdma?.gidIndex,
       rdmaDevices: rdma?.devices,
       engineArgs: o.engineArgs ?? spec.launch.engineArgs,
       engineEnv: Object.keys(engineEnv).length > 0 ? engineEnv : undefined,

@@ -16,6 +16,7 @@ import { ensureHostKey, fingerprintOf, readPublicKeyLine } from "./keys";
 import { createHostNetwork, deleteHostNetwork, netnsExists, netnsName, netnsPids } from "./network";
 import { hostPaths, HostPaths, knownHostsFile, passwordFile, privateKeyFile, sshConfigFile } from "./paths";
 import { engineSimConfig, writeSimConfig } from "./sim-config";
+import { writeRdmaFiles } from "./rdma";
 import { writeShims } from "./shims";
 import { liveSshdPid, sshBanner, startSshd, writeSshdConfig } from "./sshd";
 import type { GpuVendor, HostSpec } from "../topology";
@@ -56,6 +57,8 @@ export interface SimHost {
   dir: string;
   /** A docker host: runs its own Docker Engine (sim/hosts/docker.ts); its docker CLI talks to that. */
   dockerEngine: boolean;
+  /** Its RDMA HCA (topology `rdma`), e.g. ["mlx5_0"]: port 1 is RoCE on the fabric interface; empty without one. */
+  hcas: string[];
 }
 
 export function describeHost(spec: HostSpec): SimHost {
@@ -85,6 +88,7 @@ export function describeHost(spec: HostSpec): SimHost {
     passwordFile: passwordFile(),
     dir: p.dir,
     dockerEngine: Boolean(spec.dockerEngine),
+    hcas: [...(spec.rdma ?? [])],
   };
 }
 
@@ -122,6 +126,7 @@ export async function writeHostFiles(spec: HostSpec, passwordHash: string, timeS
   fs.chmodSync(p.rootHome, 0o700);
   await ensureHostKey(p.hostKey, spec.alias);
   writePciTree(p.pciDir, spec);
+  writeRdmaFiles(p, spec);
   writeSimConfig(p.simConfig, engineSimConfig(spec, timeScale));
   writeShims(p.binDir, spec, p.simConfig);
   fs.mkdirSync(p.modelsDir, { recursive: true, mode: 0o755 });

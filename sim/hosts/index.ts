@@ -25,6 +25,7 @@ export type { HostKeyPair, SimFleet, SimUpOptions, SimDownOptions, SimDownResult
 export type { SimHost } from "./host";
 export type { SimGpu } from "./inventory";
 export { runInHost, spawnInHost } from "./in-host";
+export { setRdmaPortState, syncRdmaGids } from "./rdma";
 export { loadDockerImage, HOST_DOCKER_SOCKET } from "./docker";
 export { sshExec, sshConnect } from "./ssh-exec";
 export type { SshExecOptions } from "./ssh-exec";

@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { GpuModel, HostSpec } from "../topology";
+import { HCA_PCI_ADDRESS } from "../rdma/sysfs";
 
 export interface SimGpu {
   readonly index: number;
@@ -79,6 +80,8 @@ export function pciDevicesOf(host: HostSpec): PciDevice[] {
   } else if (model?.vendor === "amd") {
     devices.push({ address: "0000:50:00.0", pciClass: "0x130000", vendor: "0x1002", device: "0x74a5" });
   }
+  // A ConnectX-6 Dx in Ethernet (RoCE) mode has an Ethernet class, so nothing counts it as an IB controller (rdma-facts §1.7).
+  if (host.rdma?.length) devices.push({ address: HCA_PCI_ADDRESS, pciClass: "0x020000", vendor: "0x15b3", device: "0x101d", driver: "mlx5_core" });
   devices.push(
     { address: "0000:00:00.0", pciClass: "0x060000", vendor: "0x8086", device: "0x09a2" },
     { address: "0000:30:00.0", pciClass: "0x020000", vendor: "0x8086", device: "0x1592", driver: "ice" },
@@ -117,13 +120,15 @@ export function writePciTree(dir: string, host: HostSpec): void {
  * inside the host (see anchor.ts) with the numbers of /dev/null, so they exist and open harmlessly.
  */
 export function deviceNodesOf(host: HostSpec): string[] {
+  // An HCA's verbs and connection-manager nodes (rdma-facts §1.7), which a container with RDMA maps.
+  const rdma = host.rdma?.length ? ["infiniband/uverbs0", "infiniband/rdma_cm"] : [];
   const model = host.layout.model;
-  if (!model) return [];
+  if (!model) return rdma;
   const n = host.layout.count;
   if (model.vendor === "nvidia") {
-    return ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", ...Array.from({ length: n }, (_, i) => `nvidia${i}`)];
+    return ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", ...Array.from({ length: n }, (_, i) => `nvidia${i}`), ...rdma];
   }
-  return [
+  return [...rdma,
     "kfd",
     ...Array.from({ length: n }, (_, i) => `dri/card${i}`),
     ...Array.from({ length: n }, (_, i) => `dri/renderD${128 + i}`),

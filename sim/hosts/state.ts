@@ -19,6 +19,8 @@ export interface StoredHost {
   startedAt: string;
   /** Docker hosts only (absent on the numbered hosts, as in fleet.json files written before them). */
   dockerEngine?: boolean;
+  /** Hosts with an RDMA HCA only: its name. */
+  rdma?: string[];
 }
 
 export interface FleetState {
@@ -40,12 +42,20 @@ export function writeState(state: FleetState): void {
 
 export function toStored(spec: HostSpec, startedAt: string): StoredHost {
   const { alias, index, address, passwordAuth, latency, startupDelayS } = spec;
-  return { alias, index, address, layout: spec.layout.name, passwordAuth, latency, startupDelayS, startedAt, ...(spec.dockerEngine ? { dockerEngine: true } : {}) };
+  return {
+    alias, index, address, layout: spec.layout.name, passwordAuth, latency, startupDelayS, startedAt,
+    ...(spec.dockerEngine ? { dockerEngine: true } : {}),
+    ...(spec.rdma?.length ? { rdma: [...spec.rdma] } : {}),
+  };
 }
 
 export function fromStored(s: StoredHost): HostSpec {
   const { alias, index, address, passwordAuth, latency, startupDelayS } = s;
-  return { alias, index, address, layout: parseLayout(s.layout), passwordAuth, latency, startupDelayS, ...(s.dockerEngine ? { dockerEngine: true } : {}) };
+  return {
+    alias, index, address, layout: parseLayout(s.layout), passwordAuth, latency, startupDelayS,
+    ...(s.dockerEngine ? { dockerEngine: true } : {}),
+    ...(s.rdma?.length ? { rdma: s.rdma } : {}),
+  };
 }
 
 /** True when a running host can be kept: what its namespaces and sshd were built from is unchanged. */
@@ -54,6 +64,7 @@ export function sameStructure(stored: StoredHost, spec: HostSpec): boolean {
     stored.address === spec.address &&
     stored.layout === spec.layout.name &&
     stored.passwordAuth === spec.passwordAuth &&
-    Boolean(stored.dockerEngine) === Boolean(spec.dockerEngine)
+    Boolean(stored.dockerEngine) === Boolean(spec.dockerEngine) &&
+    (stored.rdma ?? []).join(",") === (spec.rdma ?? []).join(",")
   );
 }

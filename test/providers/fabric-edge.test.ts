@@ -285,19 +285,17 @@ describe("providers: fabric edges measured with iperf3 between simulated hosts",
     expect((await provider.diff!("id", forward, { ...unknown, source: { ...unknown.source, fabricAddressChoice: "198.18.0.16" } })).changes).to.equal(false);
   });
 
-  it("refuses an RDMA edge with the ib_write_bw commands it needs, and bad input, before touching a host", async () => {
-    const away = { sourceLogin: { ...login(hosts.get("sim6")!), host: NOBODY }, destinationLogin: { ...login(hosts.get("sim7")!), host: NOBODY } };
-    const rdma = await failure(
-      provider.create(
-        inputs("sim6", "sim7", { ...away, transport: "ucx_rdma", rdma: { source: { hca: "mlx5_0", port: 1, gidIndex: 3 }, destination: { hca: "mlx5_1", port: 1, gidIndex: 3 } } }),
-      ),
-    );
+  it("refuses an RDMA edge on hosts without an HCA, naming each host, HCA and port, and bad input before touching a host", async () => {
+    const rdmaEdge = { transport: "ucx_rdma" as const, tool: { size: 65536, iterations: 5000 }, rdma: { source: { hca: "mlx5_0", port: 1, gidIndex: 3 }, destination: { hca: "mlx5_1", port: 1, gidIndex: 3 } } };
+    const rdma = await failure(provider.create(inputs("sim6", "sim7", rdmaEdge)));
     expect(rdma.code).to.equal("NARWHAL_FABRIC_RDMA");
     expect(rdma.message).to.equal(
-      "edge sim6->sim7: transport ucx_rdma is measured with ib_write_bw on the hosts' HCAs, which needs the RDMA hardware; this provider measures TCP edges only and ran nothing. " +
-        "The measurement is: server on sim7: ib_write_bw -d mlx5_1 -i 1 -x 3 -s 65536 -n 5000 -p 18515 -F --report_gbits; " +
-        "then client on sim6: ib_write_bw -d mlx5_0 -i 1 -x 3 -s 65536 -n 5000 -p 18515 -F --report_gbits 198.18.0.17",
+      "edge sim6->sim7: host sim6: HCA mlx5_0 port 1: the host has no /sys/class/infiniband (no RDMA driver loaded, or no HCA); " +
+        "host sim7: HCA mlx5_1 port 1: the host has no /sys/class/infiniband (no RDMA driver loaded, or no HCA). Diagnose HCA/GID; nothing was measured",
     );
+    const away = { sourceLogin: { ...login(hosts.get("sim6")!), host: NOBODY }, destinationLogin: { ...login(hosts.get("sim7")!), host: NOBODY } };
+    const tool = await failure(provider.create(inputs("sim6", "sim7", { ...away, ...rdmaEdge, tool: { durationS: 2, streams: 1 } })));
+    expect(tool.message).to.equal('edge sim6->sim7: tool needs size (bytes, 1 or more) and iterations (5 or more) for ucx_rdma, got {"durationS":2,"streams":1}; nothing was run');
     const bad = await failure(provider.create(inputs("sim6", "sim7", { ...away, destination: { ...end(hosts.get("sim7")!), fabricAddress: "sim7.fabric" } })));
     expect(bad.message).to.match(/^edge sim6->sim7: destination fabricAddress "sim7\.fabric": .*; nothing was run$/);
   });

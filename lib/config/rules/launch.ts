@@ -11,6 +11,7 @@ const OWNED_ENV: Record<string, string> = {
   VLLM_NIXL_SIDE_CHANNEL_PORT: "engines[].nixlPort",
   UCX_TLS: "launch.transport",
   UCX_NET_DEVICES: "the fabric interface or rdma.hcas",
+  UCX_IB_GID_INDEX: "rdma.gidIndex",
   CUDA_VISIBLE_DEVICES: "engines[].gpuIds",
   HIP_VISIBLE_DEVICES: "engines[].gpuIds",
   VLLM_API_KEY: "the engineApiKey secret",

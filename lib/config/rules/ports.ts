@@ -65,6 +65,14 @@ function claimsByHost(ctx: RuleInput): Map<string, Claim[]> {
       if (host !== undefined) add(host, { path: ["fabric", "iperfPort"], label: "the iperf3 port", lo: iperf, hi: iperf, defaulted: !ctx.written(["fabric", "iperfPort"]) });
     }
   }
+  // ib_write_bw's exchange port, on every host of a ucx_rdma engine while the fabric is measured.
+  const rdma = ctx.fabric.value.rdmaPort;
+  if (rdma !== undefined && !ctx.launch.failed.has("transport")) {
+    const hosts = ctx.engines.filter((e) => (e.value.overrides?.transport ?? ctx.launch.value.transport) === "ucx_rdma").map((e) => e.value.host);
+    for (const host of new Set(hosts)) {
+      if (host !== undefined) add(host, { path: ["fabric", "rdmaPort"], label: "the ib_write_bw port", lo: rdma, hi: rdma, defaulted: !ctx.written(["fabric", "rdmaPort"]) });
+    }
+  }
   return byHost;
 }
 

@@ -218,7 +218,16 @@ export const FabricSchema = f
       budgetS: f.seconds().default(R.fabric.budgetS).describe("Budget input: seconds a burst may take."),
       headroom: f.num({ min: 1 }).default(R.fabric.headroom).describe("Budget input: safety factor, at least 1."),
       iperfPort: f.port().default(P.fabric.iperfPort).describe("iperf3 server port on every engine host."),
-      durationS: f.seconds().default(P.fabric.durationS).describe("Seconds per directed-edge measurement."),
+      durationS: f.seconds().default(P.fabric.durationS).describe("Seconds per directed-edge iperf3 measurement (`tcp` edges)."),
+      rdmaPort: f
+        .port()
+        .default(P.fabric.rdmaPort)
+        .describe("`ib_write_bw`'s TCP exchange port (`-p`) on every engine host with `ucx_rdma` engines."),
+      rdmaMessageBytes: f.positiveInt().default(P.fabric.rdmaMessageBytes).describe("`ib_write_bw` message size (`-s`), bytes, per `ucx_rdma` edge measurement."),
+      rdmaIterations: f
+        .num({ int: true, min: 5 })
+        .default(P.fabric.rdmaIterations)
+        .describe("`ib_write_bw` iterations (`-n`) per `ucx_rdma` edge measurement; above 20000 perftest measures no peak."),
     },
     "an object of fabric settings",
   )

@@ -50,7 +50,7 @@ describe("config: defaults", () => {
         prometheusCommand: "prometheus",
       },
       ssh: { allowFirstContact: true, maxSessionsPerHost: 4, connectTimeoutS: 10, commandTimeoutS: 120 },
-      fabric: { promptTokens: 1024, handoffRate: 1, burst: 1, budgetS: 1, headroom: 1.25, iperfPort: 5201, durationS: 2 },
+      fabric: { promptTokens: 1024, handoffRate: 1, burst: 1, budgetS: 1, headroom: 1.25, iperfPort: 5201, durationS: 2, rdmaPort: 18515, rdmaMessageBytes: 65536, rdmaIterations: 5000 },
       profiling: {
         prefillLens: [256, 512, 1024, 2048, 4096, 8192, 16384],
         decodeInputLens: [512, 4096, 8192],
@@ -71,7 +71,7 @@ describe("config: defaults", () => {
     const spec = accepted(minimal());
     expect(spec.launch).to.deep.equal(RUNBOOK_DEFAULTS.launch);
     expect(spec.slo).to.deep.equal(RUNBOOK_DEFAULTS.slo);
-    const { iperfPort: _port, durationS: _duration, ...budget } = spec.fabric;
+    const { iperfPort: _port, durationS: _duration, rdmaPort: _rdmaPort, rdmaMessageBytes: _bytes, rdmaIterations: _iterations, ...budget } = spec.fabric;
     expect(budget).to.deep.equal(RUNBOOK_DEFAULTS.fabric);
     // oneAtATime and fitAttempts are the program's, not the runbook's.
     const { oneAtATime: _one, fitAttempts: _tries, ...sweep } = spec.profiling;

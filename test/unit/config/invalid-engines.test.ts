@@ -93,6 +93,20 @@ const CASES: BadCase[] = [
     ],
   },
   {
+    name: "an engine port on ib_write_bw's exchange port, on a host with a ucx_rdma engine only",
+    edit: (c) => {
+      c.engines[0].overrides = { transport: "ucx_rdma", rdma: { hcas: ["mlx5_0:1"] } };
+      c.engines[0].port = 18515;
+      c.engines[1].port = 18515;
+    },
+    issues: [
+      [
+        "engines[0].port",
+        "engine e0's port 18515 clashes with the ib_write_bw port 18515 (its default) on host a; choose a port that no other service on host a uses",
+      ],
+    ],
+  },
+  {
     name: "own-port clash",
     edit: (c) => (c.engines[0].nixlPort = 8100),
     issues: [

@@ -108,6 +108,24 @@ describe("evidence: sanitised export", () => {
     });
   });
 
+  it("replaces the addresses RDMA GIDs carry, in sysfs's hex and perftest's decimal spelling", () => {
+    const [r] = exportSanitised(
+      [
+        sampleRecord({
+          observations: {
+            gid: "0000:0000:0000:0000:0000:ffff:0a4d:000b",
+            perftest: " GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:12",
+            unknown: "00:00:00:00:00:00:00:00:00:00:255:255:10:99:00:01",
+            v6: "253:00:00:119:00:00:00:00:00:00:00:00:00:00:00:17",
+            notAGid: "00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:999",
+          },
+        }),
+      ],
+      ALIASES,
+    );
+    expect(r.observations).to.deep.equal({ gid: "host:sim1", perftest: " GID: host:sim2", unknown: "addr:1", v6: "host:sim1", notAGid: "00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:999" });
+  });
+
   it("gives one value the same alias in every record of an export", () => {
     const first = sampleRecord({ observations: { seen: ["10.1.2.3", "fd00:1::9", "root@10.9.9.9"] } });
     const second = sampleRecord({ observations: { again: ["FD00:1:0::9", "root@10.9.9.9", "10.1.2.3", "10.1.2.4"] } });

@@ -53,7 +53,30 @@ describe("fabric mesh", () => {
       ]),
     );
     expect(e.code).to.equal("NARWHAL_FABRIC_EDGE_ENGINES");
-    expect(e.message).to.equal("edge a->b: its engines use different transports (e1 tcp, e2 ucx_rdma); set one launch.transport for engines that exchange KV");
+    expect(e.message).to.equal(
+      "edge a->b: its engines use different transports (e1 tcp, e2 ucx_rdma), and UCX cannot move KV between hosts without a common one; " +
+        "give engines on different hosts that exchange KV one transport (launch.transport or engines[].overrides.transport), or pin their roles (engines[].pin) so they do not exchange KV",
+    );
+  });
+
+  it("lets a fleet mix TCP and RDMA engines whose KV crosses hosts on one transport: one TCP edge and one RDMA edge", () => {
+    // a: a pinned TCP prefill and a pinned RDMA decode; b: a pinned RDMA prefill and a pinned TCP decode.
+    // KV crosses hosts only tcp->tcp (a->b) and rdma->rdma (b->a); the mixed pairs share a host's memory.
+    const spec = parseFleetConfig({
+      hosts,
+      model,
+      launch: { transport: "tcp" },
+      engines: [
+        { id: "p1", host: "a", gpuIds: [0], role: "prefill", pin: true },
+        { id: "d1", host: "a", gpuIds: [1], role: "decode", pin: true, overrides: { transport: "ucx_rdma", rdma: { hcas: ["mlx5_0:1"], gidIndex: 3 } } },
+        { id: "p2", host: "b", gpuIds: [0], role: "prefill", pin: true, overrides: { transport: "ucx_rdma", rdma: { hcas: ["mlx5_1:1"] } } },
+        { id: "d2", host: "b", gpuIds: [1], role: "decode", pin: true },
+      ],
+    });
+    expect(meshEdges(meshEngines(spec)).map((e) => [e.id, e.producers, e.consumers, e.transport, e.rdma])).to.deep.equal([
+      ["a->b", ["p1"], ["d2"], "tcp", null],
+      ["b->a", ["p2"], ["d1"], "ucx_rdma", { source: { hca: "mlx5_1", port: 1, gidIndex: null }, destination: { hca: "mlx5_0", port: 1, gidIndex: 3 } }],
+    ]);
   });
 
   it("holds an edge to the largest budget among its source's producers, from the cache groups", () => {

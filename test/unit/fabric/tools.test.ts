@@ -44,7 +44,7 @@ describe("ib_write_bw", () => {
     const e = thrown(() => ibWriteBwCommands({ ...settings, client: { hca: "mlx5_0; rm", port: 0, gidIndex: 300 }, iterations: 4, serverAddress: "a b" }));
     expect(e.code).to.equal("NARWHAL_FABRIC_TOOL_SETTINGS");
     expect(e.message).to.equal(
-      'ib_write_bw settings out of range: client.hca "mlx5_0; rm" (an HCA name such as mlx5_0), client.port 0 (1 or more), client.gidIndex 300 (0-255), ' +
+      'ib_write_bw settings out of range: client.hca "mlx5_0; rm" (an HCA name such as mlx5_0), client.port 0 (1 or more), client.gidIndex 300 (0-64, what ib_write_bw\'s -x accepts), ' +
         'serverAddress "a b" (an address or host name), iterations 4 (5 or more)',
     );
   });

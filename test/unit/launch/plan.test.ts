@@ -54,6 +54,13 @@ describe("launch plan", () => {
     expect(withDevices.planSha256).to.equal(renderLaunchPlan({ ...base, policy: { ...base.policy, transport: "ucx_rdma", rdmaHcas: ["mlx5_0:1"] } }).planSha256);
   });
 
+  it("tells UCX the GID index Gate D measured (UCX_IB_GID_INDEX) only when rdma.gidIndex is set, and only for ucx_rdma", () => {
+    const rdma = { ...base.policy, transport: "ucx_rdma" as const, rdmaHcas: ["mlx5_0:1"] };
+    expect(renderLaunchPlan({ ...base, policy: { ...rdma, rdmaGidIndex: 3 } }).env.UCX_IB_GID_INDEX).to.equal("3");
+    expect(renderLaunchPlan({ ...base, policy: rdma }).env).to.not.have.property("UCX_IB_GID_INDEX");
+    expect(renderLaunchPlan({ ...base, policy: { ...base.policy, rdmaGidIndex: 3 } }).env).to.not.have.property("UCX_IB_GID_INDEX");
+  });
+
   it("records the command alone: launchRecord keeps exactly launch.json's fields", () => {
     const plan = renderLaunchPlan(base);
     const record = launchRecord(plan);
