@@ -72,6 +72,8 @@ export interface StartOptions {
 export class SimEngine {
   stdout = "";
   stderr = "";
+  /** The model directory it serves (its config.json is what a capture reads beside the log). */
+  modelDir = "";
   readonly exited: Promise<number | null>;
 
   constructor(
@@ -149,6 +151,7 @@ export async function spawnEngine(o: StartOptions): Promise<SimEngine> {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const engine = new SimEngine(proc, port, sidePort, controlPort);
+  engine.modelDir = o.model;
   running.add(engine);
   return engine;
 }
