@@ -22,7 +22,9 @@ import { assembleCacheLayout, cacheConfigFrom, cacheLayoutDigest } from "../../l
 import { expectOk, liveGeneration, requireProvedGeneration, type ProofSubject } from "../../lib/engine/generation";
 import { checkStartupAgainstMetrics, ranksFromEngineLog } from "../../lib/engine/layout-sources";
 import { modelKvGeometry } from "../../lib/engine/model-kv";
-import { checkLogIsServingProcess, readEngineStartup } from "../../lib/engine/startup-log";
+import { EngineError } from "../../lib/engine/errors";
+import { logTargets, noServingLog } from "../../lib/engine/log-source";
+import { checkLogIsServingProcess, readEngineStartup, type EngineStartup, type LogOrigin } from "../../lib/engine/startup-log";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
@@ -31,7 +33,7 @@ import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
 import { processIdentitySchema } from "../engine-generation/check";
 import { absolutePath, across, fieldsOf, hostLogin, inOrder, isFilled, positiveInteger, positiveSeconds } from "../input-rules";
 import { hasUnknown } from "../diff";
-import { processOnHost, readOnHost } from "./host-read";
+import { HostReader } from "./host-read";
 import type { CacheCaptureInputs, CacheCaptureOutputs, CaptureSources } from "./types";
 
 export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected"] as const;
@@ -43,17 +45,20 @@ function subjectOf(i: CacheCaptureInputs): ProofSubject {
 
 const nonEmptyString = (k: string) => z.unknown().refine(isFilled, { error: (iss) => `${k} must be a non-empty string, got ${JSON.stringify(iss.input)}` });
 
-/** A log file (absolute path) or a container's log (its docker client); which one must match the process identity. */
+/** Log files (absolute paths) or a container's log (its docker client); which one must match the process identity. */
 const engineLog = z.preprocess(
   fieldsOf,
   z.looseObject({ kind: z.unknown() }).superRefine((log, ctx) => {
     const bad = (message: string) => ctx.addIssue({ code: "custom", message });
-    if (log.kind === "file") {
-      if (typeof log.path !== "string" || !log.path.startsWith("/")) bad(`engineLog.path must be the log file's absolute path on the host, got ${JSON.stringify(log.path ?? null)}`);
+    if (log.kind === "files") {
+      const paths = log.paths;
+      if (!Array.isArray(paths) || paths.length === 0 || !paths.every((p) => typeof p === "string" && p.startsWith("/"))) {
+        bad(`engineLog.paths must list the log files' absolute paths on the host, got ${JSON.stringify(paths ?? null)}`);
+      }
     } else if (log.kind === "container") {
       if (!isFilled(log.dockerCommand)) bad(`engineLog.dockerCommand must name the host's docker client, got ${JSON.stringify(log.dockerCommand ?? null)}`);
     } else {
-      bad(`engineLog.kind must be "file" or "container", got ${JSON.stringify(log.kind ?? null)}`);
+      bad(`engineLog.kind must be "files" or "container", got ${JSON.stringify(log.kind ?? null)}`);
     }
   }),
 );
@@ -64,7 +69,7 @@ const logMatchesProcess = across((news, refuse) => {
   const id = fieldsOf(news.processIdentity);
   if (hasUnknown(news.engineLog) || hasUnknown(news.processIdentity)) return;
   if (kind === "container" && id.containerId === undefined) refuse("engineLog", "engineLog is a container's log, but processIdentity names no container");
-  if (kind === "file" && id.containerId !== undefined) refuse("engineLog", "engineLog is a file, but processIdentity names a container: read its log with kind \"container\"");
+  if (kind === "files" && id.containerId !== undefined) refuse("engineLog", "engineLog names files, but processIdentity names a container: read its log with kind \"container\"");
 });
 
 /** The inputs as the check judges them; values unknown until apply are judged on the up. */
@@ -88,6 +93,31 @@ const inputs = inOrder(
   }),
   logMatchesProcess,
 );
+
+/** The errors that say a log is not (or no longer) the serving engine's: another candidate may be. */
+const LOG_REFUSALS = new Set(["NARWHAL_CACHE_LOG", "NARWHAL_CACHE_LOG_ROTATED"]);
+
+/**
+ * The serving engine's log: each candidate in turn, read and checked; for a file, its API server must be
+ * the process serving now (started at `servingStartS`). None passing is an error naming each candidate.
+ */
+async function servingLog(reader: HostReader, i: CacheCaptureInputs, servingStartS: number): Promise<{ startup: EngineStartup; origin: LogOrigin }> {
+  const refusals: Array<{ source: string; error: EngineError }> = [];
+  for (const target of logTargets(i.engineLog, i.processIdentity.containerId)) {
+    try {
+      const { log, origin } = await reader.log(target);
+      const startup = readEngineStartup(log.text, origin);
+      // A container's log is its own since its latest start; a file may hold any start's lines.
+      if (target.kind === "file") checkLogIsServingProcess(startup, await reader.processStart(startup.apiServer.pid), servingStartS, origin);
+      return { startup, origin };
+    } catch (err) {
+      const e = err as EngineError;
+      if (!LOG_REFUSALS.has(e.code)) throw err;
+      refusals.push({ source: target.kind === "file" ? target.path : `docker logs ${target.containerId.slice(0, 12)}`, error: e });
+    }
+  }
+  throw noServingLog(i.hostAlias, refusals);
+}
 
 // An update changes only how the engine is reached: the capture stands.
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheCaptureInputs, CacheCaptureOutputs>({
@@ -115,28 +145,32 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheC
         const metrics = await ask("/metrics");
         expectOk(s, "/metrics", "GET", metrics);
         const config = cacheConfigFrom(s, metrics.body);
-        const host = await readOnHost(inputs, timeoutS);
-        const startup = readEngineStartup(host.log.text, host.origin);
-        // A container's log is its own; a file may have been written by any start, so its writer must be the serving process.
-        if (inputs.engineLog.kind === "file") {
-          checkLogIsServingProcess(startup, await processOnHost(inputs, startup.apiServer.pid, timeoutS, host.commands), live.processStartTime, host.origin);
+        const reader = await HostReader.open(inputs, timeoutS);
+        let found: Awaited<ReturnType<typeof servingLog>>;
+        let configJson: Buffer;
+        try {
+          found = await servingLog(reader, inputs, live.processStartTime);
+          configJson = await reader.config();
+        } finally {
+          reader.close();
         }
-        checkStartupAgainstMetrics(startup, config, host.origin);
-        const model = modelKvGeometry(host.config, inputs.expected.dtype, { host: inputs.hostAlias, dir: inputs.modelDir });
+        const { startup, origin } = found;
+        checkStartupAgainstMetrics(startup, config, origin);
+        const model = modelKvGeometry(configJson, inputs.expected.dtype, { host: inputs.hostAlias, dir: inputs.modelDir });
         const layout = assembleCacheLayout(s, "engine-log", config, ranksFromEngineLog(startup, model, config), inputs.expected);
         // The runbook checks identity before writing: a restart during the capture voids it.
         requireProvedGeneration(s, await liveGeneration(ask, s, inputs.planSha256), inputs.generationDigest, "captured");
         const sources: CaptureSources = {
           log: {
-            source: host.origin.source,
-            readBytes: host.log.readBytes,
-            ...(host.log.totalBytes !== undefined ? { totalBytes: host.log.totalBytes } : {}),
+            source: origin.source,
+            readBytes: origin.readBytes ?? 0,
+            ...(origin.totalBytes !== undefined ? { totalBytes: origin.totalBytes } : {}),
             apiServerPid: startup.apiServer.pid,
             lines: [...startup.lines],
           },
           modelConfig: { path: `${inputs.modelDir.replace(/\/+$/, "")}/config.json`, sha256: `sha256:${model.configSha256}` },
         };
-        return { layout, capturedAt, sources, commands: host.commands };
+        return { layout, capturedAt, sources, commands: reader.commands };
       },
       timeoutS,
     );

@@ -11,19 +11,35 @@ import type { LogOrigin, LogProcess } from "./startup-log";
 
 /** Where an engine's stdout and stderr go, as its runtime arranges it. */
 export type EngineLogSource =
-  /** The native runtime's `<runDir>/engine.log`, or an adopted runbook engine's `<run>/startup.log`. */
-  | { readonly kind: "file"; readonly path: string }
-  /** A container's log, read with `docker logs` (the container is the engine's process identity). */
+  /**
+   * Files a native engine's log may be in, tried in this order: the one whose API server is the serving
+   * process is the engine's (an adopted runbook engine writes where its launcher sent it until a restart
+   * from the run folder moves it there).
+   */
+  | { readonly kind: "files"; readonly paths: ReadonlyArray<string> }
+  /** A container's log, read with `docker logs` since its latest start (the container is the engine's process identity). */
   | { readonly kind: "container"; readonly dockerCommand: string };
 
-/** What the native runtime's engine writes to (lib/runtime/native.ts). */
-export function nativeEngineLog(runDir: string): EngineLogSource {
-  return { kind: "file", path: `${runDir.replace(/\/+$/, "")}/${NATIVE_ENGINE_LOG}` };
+/** One place to read: a file, or one container's log. */
+export type LogTarget = { readonly kind: "file"; readonly path: string } | { readonly kind: "container"; readonly dockerCommand: string; readonly containerId: string };
+
+const clean = (dir: string) => dir.replace(/\/+$/, "");
+
+/**
+ * A native engine's log: the run folder's (lib/runtime/native.ts), and, with a runbook launch directory,
+ * the `startup.log` narwhal's `launch_engine start` writes there.
+ */
+export function nativeEngineLogs(runDir: string, runbookRun?: string): EngineLogSource {
+  return { kind: "files", paths: [`${clean(runDir)}/${NATIVE_ENGINE_LOG}`, ...(runbookRun === undefined ? [] : [`${clean(runbookRun)}/startup.log`])] };
 }
 
-/** What a native engine started by the runbook's launcher (narwhal's `launch_engine start`) writes to. */
-export function runbookEngineLog(run: string): EngineLogSource {
-  return { kind: "file", path: `${run.replace(/\/+$/, "")}/startup.log` };
+/** The places to read for `source`; a container log needs the engine's container id. */
+export function logTargets(source: EngineLogSource, containerId: string | undefined): LogTarget[] {
+  if (source.kind === "files") return source.paths.map((path) => ({ kind: "file", path }));
+  if (!containerId || !/^[0-9a-f]{12,64}$/.test(containerId)) {
+    throw new EngineError("NARWHAL_CACHE_LOG", `a container log needs the engine's container id (12-64 hex digits), got ${JSON.stringify(containerId ?? null)}`);
+  }
+  return [{ kind: "container", dockerCommand: source.dockerCommand, containerId }];
 }
 
 /** The startup lines come first; a log is read up to this many bytes (a bound, named when it bites). */
@@ -40,13 +56,16 @@ export interface LogRead {
   readonly source: string;
 }
 
-/** The read of an engine's log; `containerId` is required for a container log. */
-export function logReadScript(source: EngineLogSource, containerId: string | undefined, timeoutS: number, limitBytes = LOG_READ_LIMIT_BYTES): LogRead {
-  if (source.kind === "file") {
+/**
+ * The read of one log. A container's is read since its latest start (`docker logs --since` its
+ * `State.StartedAt`): `docker restart`, which a peer wave runs, keeps the earlier runs' lines in it.
+ */
+export function logReadScript(target: LogTarget, timeoutS: number, limitBytes = LOG_READ_LIMIT_BYTES): LogRead {
+  if (target.kind === "file") {
     return {
-      source: source.path,
+      source: target.path,
       script: `set -u
-f=${shq(source.path)}
+f=${shq(target.path)}
 if [ ! -e "$f" ]; then echo '${HEADER} missing'; exit 0; fi
 if [ ! -f "$f" ]; then echo '${HEADER} notafile'; exit 0; fi
 if [ ! -r "$f" ]; then echo '${HEADER} unreadable'; exit 0; fi
@@ -55,19 +74,16 @@ exec head -c ${limitBytes} -- "$f"
 `,
     };
   }
-  if (!containerId || !/^[0-9a-f]{12,64}$/.test(containerId)) {
-    throw new EngineError("NARWHAL_CACHE_LOG", `a container log needs the engine's container id (12-64 hex digits), got ${JSON.stringify(containerId ?? null)}`);
-  }
   return {
-    source: `${source.dockerCommand} logs ${containerId.slice(0, 12)}`,
+    source: `${target.dockerCommand} logs ${target.containerId.slice(0, 12)}`,
     script: `set -u
-docker=${shq(source.dockerCommand)}
-id=${shq(containerId)}
-if ! err=$(timeout -k 5 ${timeoutS} "$docker" inspect --format '{{.Id}}' "$id" 2>&1 >/dev/null); then
-  echo '${HEADER} nocontainer'; printf '%s\\n' "$err" >&2; exit 0
+docker=${shq(target.dockerCommand)}
+id=${shq(target.containerId)}
+if ! started=$(timeout -k 5 ${timeoutS} "$docker" inspect --format '{{.State.StartedAt}}' "$id" 2>&1); then
+  echo '${HEADER} nocontainer'; printf '%s\\n' "$started" >&2; exit 0
 fi
-echo '${HEADER} stream'
-timeout -k 5 ${timeoutS} "$docker" logs "$id" 2>&1 | head -c ${limitBytes}
+echo "${HEADER} stream $started"
+timeout -k 5 ${timeoutS} "$docker" logs --since "$started" "$id" 2>&1 | head -c ${limitBytes}
 `,
   };
 }
@@ -77,6 +93,8 @@ export interface LogText {
   /** Bytes read, and the file's size when the host knows it (a container log's is not known). */
   readonly readBytes: number;
   readonly totalBytes?: number;
+  /** A container's latest start (`State.StartedAt`): its log was read from there. */
+  readonly since?: string;
 }
 
 /** The script's output as the log's text, or an error naming host and source when there is no log to read. */
@@ -101,10 +119,21 @@ export function parseLogRead(stdout: string, stderr: string, origin: Pick<LogOri
     case "file":
       return { text, readBytes: Buffer.byteLength(text), totalBytes: Number(head[2]) };
     case "stream":
-      return { text, readBytes: Buffer.byteLength(text) };
+      return { text, readBytes: Buffer.byteLength(text), ...(head[2] ? { since: head[2] } : {}) };
     default:
       return fail(`reading the log printed an unknown header ${JSON.stringify(head.join(" "))}`);
   }
+}
+
+/**
+ * When no candidate log is the serving engine's: the one refusal as it was, or each file with why it was
+ * refused, as one error naming the host.
+ */
+export function noServingLog(host: string, refusals: ReadonlyArray<{ source: string; error: EngineError }>): EngineError {
+  if (refusals.length === 1) return refusals[0].error;
+  const code = refusals.some((r) => r.error.code === "NARWHAL_CACHE_LOG_ROTATED") ? "NARWHAL_CACHE_LOG_ROTATED" : "NARWHAL_CACHE_LOG";
+  const detail = `no log of the serving engine: ${refusals.map((r) => `${r.source}: ${r.error.reason ?? r.error.message}`).join("; ")}`;
+  return new EngineError(code, `host ${host}: ${detail}`, detail);
 }
 
 /** Prints config.json as discovery's probe does: a status line, then its exact bytes in base64. */

@@ -17,8 +17,9 @@ import { provider as generationProvider } from "../../dynamic-providers/engine-g
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
 import { evidenceRoot } from "../../lib/evidence";
 import { renderLaunchPlan, type LaunchInputs, type LaunchPlan } from "../../lib/launch/plan";
-import { nativeEngineLog, type EngineLogSource } from "../../lib/engine/log-source";
+import { nativeEngineLogs, type EngineLogSource } from "../../lib/engine/log-source";
 import { startScript as dockerStartScript, stopScript as dockerStopScript } from "../../lib/runtime/docker-cli";
+import { containerRestartScript } from "../../lib/runtime/restart";
 import { startScript, stopScript } from "../../lib/runtime/native";
 import { envFile } from "../../lib/shell";
 import { SshSession } from "../../lib/ssh/client";
@@ -178,7 +179,7 @@ describe("providers: cache capture from what the engine shows, read over SSH", f
     });
 
     it("captures each TP rank from the engine's log, config.json and /metrics, and records the lines it read", async () => {
-      const inputs = captureInputs(h, proved, nativeEngineLog(runDir));
+      const inputs = captureInputs(h, proved, nativeEngineLogs(runDir));
       expect((await captureProvider.check!({}, inputs)).failures).to.equal(undefined);
       const { id, outs } = await captureProvider.create(inputs);
       const o = outs as CacheCaptureOutputs;
@@ -205,7 +206,7 @@ describe("providers: cache capture from what the engine shows, read over SSH", f
     });
 
     it("refuses a layout that disagrees with the plan, naming each difference", async () => {
-      const err = await rejection(captureProvider.create(captureInputs(h, proved, nativeEngineLog(runDir), { expected: { blockSize: 128, tensorParallelSize: 4, dtype: "float16", kvCacheDtype: "auto" } })));
+      const err = await rejection(captureProvider.create(captureInputs(h, proved, nativeEngineLogs(runDir), { expected: { blockSize: 128, tensorParallelSize: 4, dtype: "float16", kvCacheDtype: "auto" } })));
       expect(err.code).to.equal("NARWHAL_CACHE_LAYOUT_MISMATCH");
       expect(err.message).to.contain("(source engine-log) does not match its plan; nothing was captured:\n  - the engine runs tensor parallel size 2; the plan has 4\n  - block_size 16 (vllm:cache_config_info); the plan has 128\n  - ranks 2, 3 of 4 missing");
     });
@@ -214,7 +215,7 @@ describe("providers: cache capture from what the engine shows, read over SSH", f
       const saved = () => `${runDir}/engine.log.saved`;
       // The engine writes to the file it opened at start: a rotated one is moved back before its content is.
       const restore = async () => must(h, `if [ -e ${log}.1 ]; then mv -f ${log}.1 ${log}; fi; cat ${saved()} > ${log}`);
-      const capture = () => rejection(captureProvider.create(captureInputs(h, proved, nativeEngineLog(runDir))));
+      const capture = (logs: EngineLogSource = nativeEngineLogs(runDir)) => rejection(captureProvider.create(captureInputs(h, proved, logs)));
       before(async () => must(h, `cp ${log} ${saved()}`));
       afterEach(restore);
 
@@ -267,9 +268,26 @@ describe("providers: cache capture from what the engine shows, read over SSH", f
         expect(err.message).to.match(new RegExp(`^host sim1: ${log}: the log was written by API server pid ${process.pid}, started .*, but the serving engine started .* \\(process_start_time_seconds\\): it is another start's log$`));
       });
 
+      it("with several candidate files (a runbook launcher's and the run folder's), takes the one the serving process wrote, and names each when none is", async () => {
+        const stale = `${runDir}/startup.log`;
+        await must(h, `sed 's/(APIServer pid=${pid})/(APIServer pid=${process.pid})/' ${saved()} > ${stale}`);
+        const both = { kind: "files" as const, paths: [stale, log] };
+        const { outs } = await captureProvider.create(captureInputs(h, proved, both));
+        expect((outs as CacheCaptureOutputs).sources.log).to.include({ source: log, apiServerPid: pid });
+        await must(h, `rm ${log}`);
+        const err = await capture(both);
+        expect(err.code).to.equal("NARWHAL_CACHE_LOG_ROTATED");
+        expect(err.message).to.match(
+          new RegExp(
+            `^host sim1: no log of the serving engine: ${stale}: the log was written by API server pid ${process.pid}, started .*: it is another start's log; ` +
+              `${log}: the engine's log does not exist: it was removed or rotated away since the engine started, so its startup lines cannot be read; restart the engine to capture its cache$`,
+          ),
+        );
+      });
+
       it("passes again on the restored log", async () => {
         await restore();
-        const { outs } = await captureProvider.create(captureInputs(h, proved, nativeEngineLog(runDir)));
+        const { outs } = await captureProvider.create(captureInputs(h, proved, nativeEngineLogs(runDir)));
         await expectTruth(h, outs as CacheCaptureOutputs);
       });
     });
@@ -296,7 +314,7 @@ describe("providers: cache capture from what the engine shows, read over SSH", f
       if (h) await simDown({ aliases: ["simdock"] });
     });
 
-    it("captures each TP rank from the container's log, naming the docker logs command it read", async () => {
+    it("captures each TP rank from the container's log since its latest start (a docker restart keeps the earlier run's lines), naming the command it read", async () => {
       const started = await onHost(h, dockerStartScript(plan, target(plan), opts), envFile({ VLLM_API_KEY: API_KEY }));
       expect(started.code, started.stderr).to.equal(0);
       const containerId = (JSON.parse(started.stdout.trim().split("\n").pop()!) as { containerId: string }).containerId;
@@ -305,11 +323,21 @@ describe("providers: cache capture from what the engine shows, read over SSH", f
       expect((await captureProvider.check!({}, inputs)).failures).to.equal(undefined);
       const o = (await captureProvider.create(inputs)).outs as CacheCaptureOutputs;
       await expectTruth(h, o);
-      expect(o.sources.log.source).to.equal(`docker logs ${containerId.slice(0, 12)}`);
+      const since = (await must(h, `docker inspect --format '{{.State.StartedAt}}' ${containerId}`)).trim();
+      expect(o.sources.log.source).to.equal(`docker logs ${containerId.slice(0, 12)} --since ${since}`);
       expect(o.sources.log).to.not.have.property("totalBytes");
-      const logs = (await must(h, `docker logs ${containerId} 2>&1`)).split("\n");
+      const logs = (await must(h, `docker logs --since ${since} ${containerId} 2>&1`)).split("\n");
       for (const l of o.sources.log.lines.filter((x) => !x.text.includes("non-default args"))) expect(logs[l.n - 1], `line ${l.n}`).to.equal(l.text);
       expect(o.sources.log.apiServerPid).to.equal(Number(/^\(APIServer pid=(\d+)\)/.exec(logs[0])![1]));
+
+      // The peer wave's restart (`docker restart`) keeps the first run's lines in the container's log: the
+      // capture reads the latest run alone, and passes for the new generation.
+      const restarted = await onHost(h, containerRestartScript(plan, "docker", containerId, { stop: 10, health: 90 }));
+      expect(restarted.code, restarted.stderr).to.equal(0);
+      expect((await must(h, `docker logs ${containerId} 2>&1`)).match(/vLLM API server version/g)).to.have.length(2);
+      const again = (await captureProvider.create(captureInputs(h, await prove(h, plan, { containerId }), { kind: "container", dockerCommand: "docker" }))).outs as CacheCaptureOutputs;
+      await expectTruth(h, again);
+      expect(again.sources.log.source).to.not.equal(o.sources.log.source);
     });
   });
 });

@@ -47,7 +47,7 @@ function captureInputs(g: EngineGenerationOutputs, over: Partial<CacheCaptureInp
     expected: { blockSize: 16, tensorParallelSize: 2, dtype: "bfloat16", kvCacheDtype: "auto" },
     apiKey: API_KEY,
     login: { host: "192.0.2.1", port: 22, user: "root", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJdD7y3aLq454yWBdwLWbieU1ebz9/cu7/QEXn9OIeZJ", connectTimeoutS: 1 },
-    engineLog: { kind: "file", path: "/srv/runs/e1/engine.log" },
+    engineLog: { kind: "files", paths: ["/srv/runs/e1/engine.log"] },
     modelDir: "/models/tiny",
     ...over,
   };
@@ -190,7 +190,7 @@ describe("Gate C providers against the engine simulator", function () {
     const captured = { ...captureInputs(proved), layout: {} as CacheCaptureOutputs["layout"], cacheLayoutDigest: "sha256:" + "c".repeat(64), capturedAt: proved.provedAt, sources: {} as CacheCaptureOutputs["sources"] };
     expect((await captureProvider.diff!("id", captured, captureInputs(reproved))).replaces).to.deep.equal(["generationDigest", "processIdentity"]);
     // How the host is reached, where the log is and the model dir only update the capture.
-    const moved = captureInputs(proved, { engineLog: { kind: "file", path: "/srv/elsewhere/engine.log" }, modelDir: "/models/other", login: { ...captureInputs(proved).login, port: 2222 } });
+    const moved = captureInputs(proved, { engineLog: { kind: "files", paths: ["/srv/elsewhere/engine.log"] }, modelDir: "/models/other", login: { ...captureInputs(proved).login, port: 2222 } });
     expect(await captureProvider.diff!("id", captured, moved)).to.deep.equal({ changes: true, replaces: [], deleteBeforeReplace: false });
   });
 
@@ -267,12 +267,14 @@ describe("Gate C providers against the engine simulator", function () {
       { property: "expected", reason: 'expected.dtype must be a non-empty string, got ""' },
       { property: "login", reason: "login.host must be the host's address" },
       { property: "login", reason: "login.hostKey must be the host key discovery verified" },
-      { property: "engineLog", reason: 'engineLog.kind must be "file" or "container", got "docker-logs"' },
+      { property: "engineLog", reason: 'engineLog.kind must be "files" or "container", got "docker-logs"' },
       { property: "modelDir", reason: 'modelDir must be an absolute path, got "models/tiny"' },
       { property: "probeTimeoutS", reason: "probeTimeoutS must be a positive number of seconds, got -1" },
     ]);
     const mismatched = await captureProvider.check!({}, { ...captureInputs(proved), engineLog: { kind: "container", dockerCommand: "docker" } });
     expect(mismatched.failures).to.deep.equal([{ property: "engineLog", reason: "engineLog is a container's log, but processIdentity names no container" }]);
+    const relative = await captureProvider.check!({}, { ...captureInputs(proved), engineLog: { kind: "files", paths: ["/srv/runs/e1/engine.log", "startup.log"] } });
+    expect(relative.failures).to.deep.equal([{ property: "engineLog", reason: 'engineLog.paths must list the log files\' absolute paths on the host, got ["/srv/runs/e1/engine.log","startup.log"]' }]);
     const previewed = await captureProvider.check!({}, { ...captureInputs(proved), engineLog: "04da6b54-80e4-46f7-96ec-b56ff0331ba9" as never, login: "04da6b54-80e4-46f7-96ec-b56ff0331ba9" as never });
     expect(previewed.failures).to.equal(undefined);
   });
