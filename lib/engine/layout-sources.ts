@@ -6,7 +6,7 @@
  * | fact                                                    | source                                                        |
  * |---------------------------------------------------------|---------------------------------------------------------------|
  * | which ranks sized a cache; attention backend and layout | each rank's startup lines (startup-log.ts)                    |
- * | TP size                                                  | the API server's `non-default args` line (absent: 1)          |
+ * | TP size                                                  | the API server's `non-default args` line (absent: the workers' ranks) |
  * | NIXL engine id                                           | each rank's `Initializing NIXL worker <id>`                   |
  * | block size, GPU blocks, cache dtype, capacity            | `/metrics` `vllm:cache_config_info` (cache-layout.ts)         |
  * | layers, KV heads, head size, MLA, dtype                  | the model's config.json and the plan's `--dtype` (model-kv.ts) |

@@ -8,7 +8,7 @@
  * | line                                                           | process      | read as                         |
  * |----------------------------------------------------------------|--------------|---------------------------------|
  * | `vLLM API server version V`                                    | APIServer    | the start this log belongs to   |
- * | `non-default args: {… 'tensor_parallel_size': N …}`            | APIServer    | TP size (absent: 1)             |
+ * | `non-default args: {… 'tensor_parallel_size': N …}`            | APIServer    | TP size (absent: the workers')  |
  * | `Using LBHNC KV cache layout.`                                 | EngineCore   | layout, when a rank names none  |
  * | `GPU KV cache size: N tokens, Maximum concurrency for L …: C x` | EngineCore   | capacity, checked with /metrics |
  * | `Using <BACKEND> attention backend out of potential backends`  | each rank    | attention backend               |
@@ -183,7 +183,9 @@ export function readEngineStartup(text: string, origin: LogOrigin): EngineStartu
   const used: LogLine[] = [first.line];
   const api = all.filter((p) => p.process === "APIServer" && p.pid === apiPid);
   const tpLine = api.find((p) => p.message.startsWith("non-default args: ") && TP_ARG.test(p.message));
-  const tp = tpLine ? Number(TP_ARG.exec(tpLine.message)![1]) : 1;
+  // Without the flag, the workers' own names say how many ranks there are (none: the engine core is the one rank).
+  const workerRanks = all.map((p) => WORKER.exec(p.process)?.[3]).filter((r): r is string => r !== undefined).map(Number);
+  const tp = tpLine ? Number(TP_ARG.exec(tpLine.message)![1]) : workerRanks.length ? Math.max(...workerRanks) + 1 : 1;
   // The rest of that line is every non-default flag, which is not the capture's to keep.
   if (tpLine) used.push({ n: tpLine.line.n, text: `${tpLine.line.text.slice(0, tpLine.line.text.indexOf("non-default args: "))}non-default args: {… 'tensor_parallel_size': ${tp} …}` });
 

@@ -58,6 +58,12 @@ describe("engine startup log (vLLM 0.29.0 lines, per TP rank)", () => {
     expect(s.capacity).to.deep.equal({ tokens: 1966080, maxModelLen: 8192, maxConcurrency: 240 });
   });
 
+  it("counts the TP workers when the flags line does not name the size", () => {
+    const s = readEngineStartup(without((l) => l.includes("non-default args")), ORIGIN);
+    expect(s.tensorParallelSize).to.equal(2);
+    expect(s.ranks.map((r) => r.rank)).to.deep.equal([0, 1]);
+  });
+
   it("takes the engine core's layout when a rank names none, and the NIXL worker's backend line when it logged no platform line", () => {
     const s = readEngineStartup(without((l) => /Detected kv cache layout|attention backend out of potential/.test(l)), ORIGIN);
     expect(s.ranks.map((r) => [r.kvCacheLayout, r.attentionBackend])).to.deep.equal([
