@@ -7,7 +7,7 @@
  * Starts `--engines` engine simulators on 127.0.0.1, each with its own known latency model, writes one
  * fleet.json per tool (same engines, same sweep), and runs the two commands one after the other
  * (alternating which goes first each round), so they never measure at the same time. Prints one JSON
- * object: per tool and engine the fitted coefficients, their relative errors against `/sim/truth`, the
+ * object: per tool and engine the fitted coefficients, their relative errors against the simulator's ground truth (its control port's `/truth`), the
  * prediction error of the curves over the swept domain, and each run's wall time.
  */
 import { spawn } from "node:child_process";
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
     );
   }
   const truths: Truth[] = [];
-  for (const e of engines) truths.push(((await http(`${e.url}/sim/truth`)).json as { effective_coefficients: Truth }).effective_coefficients);
+  for (const e of engines) truths.push(((await http(`${e.controlUrl}/truth`)).json as { effective_coefficients: Truth }).effective_coefficients);
   const sweepArgs = [
     "--prefill-lens", SWEEP.prefill.join(","), "--decode-input-lens", SWEEP.decodeInput.join(","), "--decode-concurrency", SWEEP.concurrency.join(","),
     "--decode-tokens", String(SWEEP.decodeTokens), "--prefill-repeats", String(SWEEP.prefillRepeats),

@@ -168,7 +168,8 @@ export class Engine extends pulumi.ComponentResource {
       },
       { parent: this, dependsOn: args.kvPeers ? pulumi.output(args.kvPeers.wave).apply((wave) => [...running.resources, ...wave]) : running.resources },
     );
-    // The cache geometry the live engine actually resolved, bound to the generation it was read from.
+    // The cache geometry the live engine actually resolved (its startup log, /metrics and the model's
+    // config.json), bound to the generation it was read from.
     this.cache = new CacheCapture(
       `${name}-cache`,
       {
@@ -181,6 +182,9 @@ export class Engine extends pulumi.ComponentResource {
         ...(running.startKey ? { processStartKey: running.startKey } : {}),
         expected: this.plan.apply(cacheExpectations),
         apiKey: args.engineApiKey,
+        ...loginInputs(args.connection),
+        engineLog: running.log,
+        modelDir: args.modelDir,
         stack: args.stack,
       },
       { parent: this },

@@ -77,6 +77,17 @@ export const judgedBy = (problems: (v: unknown) => string | readonly string[] | 
 /** A value's fields, read as a plain object's; anything else has none (so each field is refused as missing). */
 export const fieldsOf = (v: unknown): Record<string, unknown> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 
+/** A stored login to a host pinned to the key discovery verified; a missing one is refused field by field, as an empty one is. */
+export const hostLogin = () =>
+  z.preprocess(
+    fieldsOf,
+    z.looseObject({
+      host: z.unknown().refine(isFilled, { error: "login.host must be the host's address" }),
+      hostKey: z.unknown().refine(isFilled, { error: "login.hostKey must be the host key discovery verified" }),
+      port: z.unknown().refine(Number.isInteger, { error: "login.port must be a port number" }),
+    }),
+  );
+
 /**
  * A list whose items are each judged by a schema made for that item, so a refusal can name the item by
  * its id rather than its place; anything but a list is left to the property's other rules.

@@ -49,6 +49,7 @@ export function dockerCliProcess(name: string, args: ContainerProcessArgs, paren
   return {
     identity: started.containerId.apply((containerId) => ({ hostAlias: args.hostAlias, containerId })),
     startedAt: started.startedAt,
+    log: pulumi.output({ kind: "container" as const, dockerCommand: args.runtime.dockerCommand }),
     restartScript: pulumi
       .all([args.plan, started.containerId])
       .apply(([plan, id]) => containerRestartScript(plan, args.runtime.dockerCommand, id, { stop: args.runtime.deadlinesS.stop, health: args.runtime.deadlinesS.start })),

@@ -116,6 +116,7 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
   return {
     identity: container.id.apply((containerId) => ({ hostAlias: args.hostAlias, containerId })),
     startedAt: started.stdout.apply((out) => out.trim()),
+    log: pulumi.output({ kind: "container" as const, dockerCommand: args.runtime.dockerCommand }),
     restartScript: pulumi
       .all([args.plan, container.id])
       .apply(([plan, id]) => containerRestartScript(plan, args.runtime.dockerCommand, id, { stop: d.stop, health: d.start })),

@@ -4,6 +4,7 @@ import type { RunbookDecision } from "../../lib/launch/runbook";
 import { startScript, stopScript, type RunbookTakeover } from "../../lib/runtime/native";
 import { nativeRestartScript } from "../../lib/runtime/restart";
 import { envFile } from "../../lib/shell";
+import { nativeEngineLogs } from "../../lib/engine/log-source";
 import { lastJsonLine } from "./stdout";
 import { startKeyOf } from "./start-key";
 import { runbookOutcome, runbookSurvey } from "./runbook";
@@ -44,6 +45,8 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
   );
   const started = process.stdout.apply((out) => lastJsonLine<{ pid: number; startedAt: string; adopted?: RunbookAdoption }>(out));
   return {
+    // An adopted runbook engine keeps writing where its launcher sent it, until a restart from the run folder.
+    log: pulumi.output(nativeEngineLogs(args.runDir, run)),
     identity: started.pid.apply((pid) => ({ hostAlias: args.hostAlias, pid })),
     startedAt: started.startedAt,
     restartScript: args.plan.apply((p) => nativeRestartScript(p, args.runDir, { stop: args.stopTimeoutS, health: args.healthTimeoutS })),

@@ -11,6 +11,7 @@ import type { RuntimeSpec } from "../../lib/config";
 import type { LaunchPlan } from "../../lib/launch/plan";
 import type { ProcessIdentity } from "../../lib/engine/generation";
 import type { RunbookAttestationSource } from "../../lib/attestation/runbook-document";
+import type { EngineLogSource } from "../../lib/engine/log-source";
 
 export type { ProcessIdentity } from "../../lib/engine/generation";
 
@@ -25,6 +26,8 @@ export interface EngineProcess {
   startedAt: pulumi.Output<string>;
   /** Stops the engine and starts the same plan again (lib/runtime/restart.ts): the peer wave runs it. */
   restartScript: pulumi.Output<string>;
+  /** Where the running engine's stdout and stderr are on its host: Gate C's cache capture reads its startup lines there. */
+  log: pulumi.Output<EngineLogSource>;
   /** Everything the backend registered that later steps must wait for (`dependsOn`). */
   resources: pulumi.Resource[];
   /** Where the start's command is one whose re-run adopts its process: the digest of what replaces it (./start-key.ts). */

@@ -1,131 +1,190 @@
 /**
  * CacheCapture provider methods, loaded at call time by resource.ts (through dynamic-providers/shim.ts).
  *
- * - create: checks that the live process is still the proved generation, reads `vllm:cache_config_info`
- *           from /metrics and the per-rank detail from the layout source, checks it against the plan
- *           and across ranks, checks the generation again, and records the layout and its digest. Any
- *           failure rejects and nothing is recorded;
+ * - check:  per-property problems of the inputs (values unknown during preview are let through);
+ * - create: checks that the live process is still the proved generation; reads `vllm:cache_config_info`
+ *           from /metrics; over the host's SSH login reads the engine's startup log (the run folder's
+ *           file, or `docker logs` of its container) and the model's config.json; refuses a log that is
+ *           not the serving start's whole log (for a file, its API server must be the process serving now,
+ *           by its /proc start time); builds each rank's layout (lib/engine/layout-sources.ts),
+ *           checks it against the plan and across ranks, checks the generation again, and records the
+ *           layout, its digest and the log lines it was read from. Any failure rejects and nothing is
+ *           recorded;
  * - diff:   replaces when the generation digest (or anything else the capture was taken against)
- *           changes; the API key, alias or timeout alone update;
+ *           changes; how the engine and its host are reached (API key, login, log place, model dir,
+ *           timeout) and the alias alone update;
  * - read:   none: the capture stays valid exactly as long as its generation, which EngineGeneration's
  *           refresh watches.
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
-import { assembleCacheLayout, cacheConfigFrom, cacheLayoutDigest, type CacheLayoutSourceKind, type RankReport } from "../../lib/engine/cache-layout";
+import { assembleCacheLayout, cacheConfigFrom, cacheLayoutDigest } from "../../lib/engine/cache-layout";
+import { expectOk, liveGeneration, requireProvedGeneration, type ProofSubject } from "../../lib/engine/generation";
+import { checkStartupAgainstMetrics, ranksFromEngineLog } from "../../lib/engine/layout-sources";
+import { modelKvGeometry } from "../../lib/engine/model-kv";
 import { EngineError } from "../../lib/engine/errors";
-import { endpoint, expectOk, liveGeneration, requireProvedGeneration, subjectName, type Ask, type ProofSubject } from "../../lib/engine/generation";
-import { ranksFromSimLayout } from "../../lib/engine/layout-sources";
+import { logTargets, noServingLog } from "../../lib/engine/log-source";
+import { checkLogIsServingProcess, readEngineStartup, type EngineStartup, type LogOrigin } from "../../lib/engine/startup-log";
+import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
 import { processIdentitySchema } from "../engine-generation/check";
-import { positiveInteger } from "../input-rules";
-import type { CacheCaptureInputs, CacheCaptureOutputs } from "./types";
+import { absolutePath, across, fieldsOf, hostLogin, inOrder, isFilled, positiveInteger, positiveSeconds } from "../input-rules";
+import { hasUnknown } from "../diff";
+import { HostReader } from "./host-read";
+import type { CacheCaptureInputs, CacheCaptureOutputs, CaptureSources } from "./types";
 
-export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected", "layoutSource"] as const;
-export const UPDATABLE = ["apiKey", "hostAlias", "probeTimeoutS", "stack"] as const;
+export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected"] as const;
+export const UPDATABLE = ["apiKey", "hostAlias", "probeTimeoutS", "stack", "login", "privateKey", "password", "engineLog", "modelDir"] as const;
 
 function subjectOf(i: CacheCaptureInputs): ProofSubject {
   return { engineId: i.engineId, hostAlias: i.hostAlias, url: i.url, processIdentity: i.processIdentity };
 }
 
-/** The simulator's layout endpoint; a real vLLM answers 404 there. */
-async function simEndpointRanks(ask: Ask, s: ProofSubject): Promise<RankReport> {
-  const reply = await ask("/sim/cache-layout");
-  if (reply.status === 404) {
-    throw new EngineError(
-      "NARWHAL_CACHE_LAYOUT_SOURCE",
-      `${subjectName(s)}: GET ${endpoint(s, "/sim/cache-layout")} answered 404: the "sim-endpoint" layout source exists only on the ` +
-        `engine simulator; a real vLLM reports its per-rank layout in its log (layout source "engine-log")`,
-    );
-  }
-  expectOk(s, "/sim/cache-layout", "GET", reply);
-  let doc: unknown;
-  try {
-    doc = JSON.parse(reply.body);
-  } catch {
-    throw new EngineError("NARWHAL_CACHE_LAYOUT_SOURCE", `${subjectName(s)}: GET ${endpoint(s, "/sim/cache-layout")} did not answer JSON`);
-  }
-  try {
-    return ranksFromSimLayout(doc);
-  } catch (err) {
-    throw new EngineError("NARWHAL_CACHE_LAYOUT_SOURCE", `${subjectName(s)}: ${(err as Error).message}`);
-  }
-}
+const nonEmptyString = (k: string) => z.unknown().refine(isFilled, { error: (iss) => `${k} must be a non-empty string, got ${JSON.stringify(iss.input)}` });
 
-/** Per-rank detail by source. Only what an HTTP session can read is wired; see lib/engine/layout-sources.ts. */
-const RANK_SOURCES: Partial<Record<CacheLayoutSourceKind, (ask: Ask, s: ProofSubject) => Promise<RankReport>>> = {
-  "sim-endpoint": simEndpointRanks,
-};
+/** Log files (absolute paths) or a container's log (its docker client); which one must match the process identity. */
+const engineLog = z.preprocess(
+  fieldsOf,
+  z.looseObject({ kind: z.unknown() }).superRefine((log, ctx) => {
+    const bad = (message: string) => ctx.addIssue({ code: "custom", message });
+    if (log.kind === "files") {
+      const paths = log.paths;
+      if (!Array.isArray(paths) || paths.length === 0 || !paths.every((p) => typeof p === "string" && p.startsWith("/"))) {
+        bad(`engineLog.paths must list the log files' absolute paths on the host, got ${JSON.stringify(paths ?? null)}`);
+      }
+    } else if (log.kind === "container") {
+      if (!isFilled(log.dockerCommand)) bad(`engineLog.dockerCommand must name the host's docker client, got ${JSON.stringify(log.dockerCommand ?? null)}`);
+    } else {
+      bad(`engineLog.kind must be "files" or "container", got ${JSON.stringify(log.kind ?? null)}`);
+    }
+  }),
+);
 
-const nonEmptyString = (k: string) => z.unknown().refine((v) => typeof v === "string" && v !== "", { error: (iss) => `${k} must be a non-empty string, got ${JSON.stringify(iss.input)}` });
+/** A container's log is read by its container id, a file log belongs to a process. */
+const logMatchesProcess = across((news, refuse) => {
+  const kind = fieldsOf(news.engineLog).kind;
+  const id = fieldsOf(news.processIdentity);
+  if (hasUnknown(news.engineLog) || hasUnknown(news.processIdentity)) return;
+  if (kind === "container" && id.containerId === undefined) refuse("engineLog", "engineLog is a container's log, but processIdentity names no container");
+  if (kind === "files" && id.containerId !== undefined) refuse("engineLog", "engineLog names files, but processIdentity names a container: read its log with kind \"container\"");
+});
 
 /** The inputs as the check judges them; values unknown until apply are judged on the up. */
-const inputs = z.object({
-  processIdentity: processIdentitySchema,
-  // A missing plan is refused field by field, as an empty one is.
-  expected: z.preprocess(
-    (e) => (typeof e === "object" && e !== null ? e : {}),
-    z.object({
-      blockSize: positiveInteger("expected.blockSize"),
-      tensorParallelSize: positiveInteger("expected.tensorParallelSize"),
-      dtype: nonEmptyString("expected.dtype"),
-      kvCacheDtype: nonEmptyString("expected.kvCacheDtype"),
-    }),
-  ),
-  layoutSource: z.enum(["sim-endpoint", "engine-log"], { error: (iss) => `layoutSource must be "sim-endpoint" or "engine-log", got ${JSON.stringify(iss.input)}` }).optional(),
-});
+const inputs = inOrder(
+  z.looseObject({
+    processIdentity: processIdentitySchema,
+    // A missing plan is refused field by field, as an empty one is.
+    expected: z.preprocess(
+      (e) => (typeof e === "object" && e !== null ? e : {}),
+      z.object({
+        blockSize: positiveInteger("expected.blockSize"),
+        tensorParallelSize: positiveInteger("expected.tensorParallelSize"),
+        dtype: nonEmptyString("expected.dtype"),
+        kvCacheDtype: nonEmptyString("expected.kvCacheDtype"),
+      }),
+    ),
+    login: hostLogin(),
+    engineLog,
+    modelDir: absolutePath("modelDir"),
+    probeTimeoutS: positiveSeconds("probeTimeoutS").optional(),
+  }),
+  logMatchesProcess,
+);
+
+/** The errors that say a log is not (or no longer) the serving engine's: another candidate may be. */
+const LOG_REFUSALS = new Set(["NARWHAL_CACHE_LOG", "NARWHAL_CACHE_LOG_ROTATED"]);
+
+/**
+ * The serving engine's log: each candidate in turn, read and checked; for a file, its API server must be
+ * the process serving now (started at `servingStartS`). None passing is an error naming each candidate.
+ */
+async function servingLog(reader: HostReader, i: CacheCaptureInputs, servingStartS: number): Promise<{ startup: EngineStartup; origin: LogOrigin }> {
+  const refusals: Array<{ source: string; error: EngineError }> = [];
+  for (const target of logTargets(i.engineLog, i.processIdentity.containerId)) {
+    try {
+      const { log, origin } = await reader.log(target);
+      const startup = readEngineStartup(log.text, origin);
+      // A container's log is its own since its latest start; a file may hold any start's lines.
+      if (target.kind === "file") checkLogIsServingProcess(startup, await reader.processStart(startup.apiServer.pid), servingStartS, origin);
+      return { startup, origin };
+    } catch (err) {
+      const e = err as EngineError;
+      if (!LOG_REFUSALS.has(e.code)) throw err;
+      refusals.push({ source: target.kind === "file" ? target.path : `docker logs ${target.containerId.slice(0, 12)}`, error: e });
+    }
+  }
+  throw noServingLog(i.hostAlias, refusals);
+}
 
 // An update changes only how the engine is reached: the capture stands.
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheCaptureInputs, CacheCaptureOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
   inputs,
-  // An explicit default must not read as a change of what the capture was taken against.
-  defaults: (news) => ({ ...news, layoutSource: news.layoutSource ?? "sim-endpoint" }),
-  // A start command that only runs again (a re-pinned host key) adopts this very process (../diff.ts).
-  compared: (olds, news) => ({ olds, news: heldWhileStartStands<CacheCaptureInputs>(olds, news, ["processIdentity"], "processStartKey") }),
+  // A start command that only runs again (a re-pinned host key) adopts this very process (../diff.ts), and a
+  // re-pinned host key alone changes nothing here (lib/ssh/host-key.ts).
+  compared: (olds, news) => ({
+    olds,
+    news: { ...heldWhileStartStands<CacheCaptureInputs>(olds, news, ["processIdentity"], "processStartKey"), login: withHostKeyOf(news.login, olds.login) },
+  }),
 
   async create(inputs) {
     const s = subjectOf(inputs);
-    const source = inputs.layoutSource ?? "sim-endpoint";
-    const ranksOf = RANK_SOURCES[source];
-    if (!ranksOf) {
-      throw new EngineError(
-        "NARWHAL_CACHE_LAYOUT_SOURCE",
-        `${subjectName(s)}: layout source ${JSON.stringify(source)} is not wired into the cache-capture provider: it needs the engine's ` +
-          "log, which only an SSH session to the host can read (lib/engine/layout-sources.ts ranksFromEngineLog parses it)",
-      );
-    }
+    const timeoutS = inputs.probeTimeoutS ?? REQUEST_TIMEOUT_S;
+    const startedAt = new Date().toISOString();
     const result = await withEngineHttp(
       s,
       inputs.apiKey,
       async (ask) => {
-        requireProvedGeneration(s, await liveGeneration(ask, s, inputs.planSha256), inputs.generationDigest, "captured");
+        const live = await liveGeneration(ask, s, inputs.planSha256);
+        requireProvedGeneration(s, live, inputs.generationDigest, "captured");
         const capturedAt = new Date().toISOString();
         const metrics = await ask("/metrics");
         expectOk(s, "/metrics", "GET", metrics);
         const config = cacheConfigFrom(s, metrics.body);
-        const layout = assembleCacheLayout(s, source, config, await ranksOf(ask, s), inputs.expected);
+        const reader = await HostReader.open(inputs, timeoutS);
+        let found: Awaited<ReturnType<typeof servingLog>>;
+        let configJson: Buffer;
+        try {
+          found = await servingLog(reader, inputs, live.processStartTime);
+          configJson = await reader.config();
+        } finally {
+          reader.close();
+        }
+        const { startup, origin } = found;
+        checkStartupAgainstMetrics(startup, config, origin);
+        const model = modelKvGeometry(configJson, inputs.expected.dtype, { host: inputs.hostAlias, dir: inputs.modelDir });
+        const layout = assembleCacheLayout(s, "engine-log", config, ranksFromEngineLog(startup, model, config), inputs.expected);
         // The runbook checks identity before writing: a restart during the capture voids it.
         requireProvedGeneration(s, await liveGeneration(ask, s, inputs.planSha256), inputs.generationDigest, "captured");
-        return { layout, capturedAt };
+        const sources: CaptureSources = {
+          log: {
+            source: origin.source,
+            readBytes: origin.readBytes ?? 0,
+            ...(origin.totalBytes !== undefined ? { totalBytes: origin.totalBytes } : {}),
+            apiServerPid: startup.apiServer.pid,
+            lines: [...startup.lines],
+          },
+          modelConfig: { path: `${inputs.modelDir.replace(/\/+$/, "")}/config.json`, sha256: `sha256:${model.configSha256}` },
+        };
+        return { layout, capturedAt, sources, commands: reader.commands };
       },
-      inputs.probeTimeoutS ?? REQUEST_TIMEOUT_S,
+      timeoutS,
     );
     const digest = cacheLayoutDigest(result.layout);
-    const outs: CacheCaptureOutputs = { ...inputs, layoutSource: source, layout: result.layout, cacheLayoutDigest: digest, capturedAt: result.capturedAt };
+    const outs: CacheCaptureOutputs = { ...inputs, layout: result.layout, cacheLayoutDigest: digest, capturedAt: result.capturedAt, sources: result.sources };
     if (inputs.stack) {
-      outs.evidence = await providerEvidence(inputs.stack, [inputs.apiKey]).record({
+      outs.evidence = await providerEvidence(inputs.stack, [inputs.apiKey, inputs.privateKey, inputs.password]).record({
         kind: "cache-capture",
         subject: { kind: "engine", alias: inputs.engineId },
         inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, outs[k]])) as never,
-        commands: [],
-        startedAt: result.capturedAt,
+        commands: result.commands,
+        startedAt,
         endedAt: new Date().toISOString(),
-        observations: { cacheLayoutDigest: digest, layout: result.layout } as never,
+        observations: { cacheLayoutDigest: digest, layout: result.layout, sources: result.sources } as never,
         verdict: { status: "pass", reasons: [] },
         artifacts: [],
       });

@@ -1,7 +1,10 @@
-import type { CacheExpectations, CacheLayout, CacheLayoutSourceKind } from "../../lib/engine/cache-layout";
+import type { CacheExpectations, CacheLayout } from "../../lib/engine/cache-layout";
 import type { ProcessIdentity } from "../../lib/engine/generation";
+import type { EngineLogSource } from "../../lib/engine/log-source";
+import type { LogLine } from "../../lib/engine/startup-log";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 
-/** What the capture is taken against (the proved generation) and how to reach the engine. */
+/** What the capture is taken against (the proved generation) and how to reach the engine and its host. */
 export interface CacheCaptureInputs {
   engineId: string;
   hostAlias: string;
@@ -17,12 +20,35 @@ export interface CacheCaptureInputs {
   expected: CacheExpectations;
   /** Secret: sent as `Authorization: Bearer`. */
   apiKey?: string;
-  /** Where the per-rank detail comes from (lib/engine/layout-sources.ts); default "sim-endpoint". */
-  layoutSource?: CacheLayoutSourceKind;
-  /** Per-request timeout of the capture's probes (default 60 s). */
+  /** How to log in to the engine's host, pinned to the key discovery verified (stored without aliases: `hostAlias` names the host). */
+  login: StoredLogin;
+  /** Secret. */
+  privateKey?: string;
+  /** Secret. */
+  password?: string;
+  /** Where the engine's stdout and stderr go: a file on the host, or its container's log (lib/engine/log-source.ts). */
+  engineLog: EngineLogSource;
+  /** The checkpoint directory on the host: the model's config.json is read from it. */
+  modelDir: string;
+  /** Bound of each probe and each read on the host (default 60 s). */
   probeTimeoutS?: number;
   /** When set, the capture is also written to runs/<stack>/evidence as an immutable record. */
   stack?: string;
+}
+
+/** What the capture read on the host: the log lines each fact came from, and the model config's bytes. */
+export interface CaptureSources {
+  log: {
+    /** The file, or the command that printed the container's log. */
+    source: string;
+    readBytes: number;
+    totalBytes?: number;
+    /** The API server's pid as the log shows it (inside a container, the container's own pid space). */
+    apiServerPid: number;
+    /** Every line a fact was read from, by number. */
+    lines: LogLine[];
+  };
+  modelConfig: { path: string; sha256: string };
 }
 
 export interface CacheCaptureResult {
@@ -30,6 +56,8 @@ export interface CacheCaptureResult {
   /** sha256 over TP size and the per-rank geometry. */
   cacheLayoutDigest: string;
   capturedAt: string;
+  /** What was read, line by line: the record's observations hold the same. */
+  sources: CaptureSources;
   /** The evidence record of this capture, when a stack was given. */
   evidence?: { relativePath: string; digest: string };
 }

@@ -3,22 +3,14 @@ import { z } from "zod";
 import { imageCheckProblems, type ImageCheckSpec } from "../../lib/image-check";
 import { hasUnknown } from "../diff";
 import { isStackFolderName } from "../../lib/stack-name";
-import { across, fieldsOf, inOrder, isFilled } from "../input-rules";
+import { across, hostLogin, inOrder } from "../input-rules";
 import type { ImageCheckInputs } from "./types";
 
 export function specOf(i: ImageCheckInputs): ImageCheckSpec {
   return { engineId: i.engineId, hostAlias: i.hostAlias, plan: i.plan, runtime: i.runtime, modelDir: i.modelDir, pins: i.pins, dsRequired: i.dsRequired, deadlines: i.deadlines };
 }
 
-// A missing login is refused field by field, as an empty one is.
-const login = z.preprocess(
-  fieldsOf,
-  z.looseObject({
-    host: z.unknown().refine(isFilled, { error: "login.host must be the host's address" }),
-    hostKey: z.unknown().refine(isFilled, { error: "login.hostKey must be the host key discovery verified" }),
-    port: z.unknown().refine(Number.isInteger, { error: "login.port must be a port number" }),
-  }),
-);
+const login = hostLogin();
 
 /** The plan hash is the plan's own, and the spec's own rules hold once every value it needs is known. */
 const againstPlan = across((news, refuse) => {

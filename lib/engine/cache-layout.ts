@@ -4,8 +4,8 @@
  * engine's own `vllm:cache_config_info`, and across ranks, with every rank present. Gate D groups
  * engines by this layout; attestation binds it by {@link cacheLayoutDigest}.
  *
- * Where the per-rank detail comes from is pluggable ({@link RankReport}, see layout-sources.ts):
- * block_size, num_gpu_blocks and cache_dtype always come from `/metrics`.
+ * The per-rank detail comes from the engine's startup log and the model's config.json ({@link RankReport},
+ * layout-sources.ts); block_size, num_gpu_blocks and cache_dtype come from `/metrics`.
  */
 import { sha256Json } from "../digest";
 import { EngineError } from "./errors";
@@ -27,7 +27,7 @@ export interface CacheRankLayout {
   readonly dtype: string;
   /** str(cache_config.cache_dtype): auto, fp8, ... */
   readonly cacheDtype: string;
-  /** NHD or HND (NixlConnector forces HND). */
+  /** vLLM 0.29's name as the rank logs it: LBHNC (the old HND, which NixlConnector asks for) or LBNHC (the old NHD). */
   readonly kvCacheLayout: string;
   readonly attentionBackend: string;
   readonly useMla: boolean;
@@ -39,8 +39,8 @@ export interface CacheRankLayout {
   readonly bytesPerToken: number;
 }
 
-/** Names of the layout sources; see layout-sources.ts. */
-export type CacheLayoutSourceKind = "sim-endpoint" | "engine-log";
+/** Where the layout was read; see layout-sources.ts. One source today: what the engine itself shows. */
+export type CacheLayoutSourceKind = "engine-log";
 
 /** What a layout source reports: one entry per rank it saw, and the TP size the engine says it runs. */
 export interface RankReport {

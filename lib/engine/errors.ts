@@ -11,7 +11,10 @@
  * - `NARWHAL_ENGINE_COMPLETION`: the deterministic completion came back without text.
  * - `NARWHAL_ENGINE_RESTARTED`: the live process is not the one that was proved.
  * - `NARWHAL_METRICS_PARSE`: `/metrics` is not the Prometheus text format.
- * - `NARWHAL_CACHE_LAYOUT_SOURCE`: the per-rank cache detail could not be read from its source.
+ * - `NARWHAL_CACHE_LAYOUT_SOURCE`: the cache detail could not be read from `/metrics` or config.json.
+ * - `NARWHAL_CACHE_LOG`: the engine's log could not be read, or lacks a line the capture needs.
+ * - `NARWHAL_CACHE_LOG_ROTATED`: the log is not the serving start's whole log (rotated, truncated, or
+ *   written by another start); nothing is guessed from it.
  * - `NARWHAL_CACHE_LAYOUT_MISMATCH`: the live cache layout disagrees with the plan, with the engine's
  *   own cache config, or across TP ranks, or a rank is missing.
  */
@@ -27,6 +30,8 @@ export type EngineErrorCode =
   | "NARWHAL_ENGINE_RESTARTED"
   | "NARWHAL_METRICS_PARSE"
   | "NARWHAL_CACHE_LAYOUT_SOURCE"
+  | "NARWHAL_CACHE_LOG"
+  | "NARWHAL_CACHE_LOG_ROTATED"
   | "NARWHAL_CACHE_LAYOUT_MISMATCH";
 
 /**

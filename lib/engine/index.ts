@@ -1,6 +1,8 @@
-/** Gate C's pure logic: live-process proof, `/metrics` parsing, generation digest, cache layout. */
+/** Gate C's pure logic: live-process proof, `/metrics` parsing, generation digest, cache layout from the engine's log, config.json and /metrics. */
 export * from "./errors";
 export * from "./prometheus";
 export * from "./generation";
 export * from "./cache-layout";
 export * from "./layout-sources";
+export * from "./startup-log";
+export * from "./model-kv";

@@ -62,6 +62,9 @@ fi
 `;
 }
 
+/** The engine's stdout and stderr, in its run folder: truncated by each start, read by Gate C's cache capture. */
+export const NATIVE_ENGINE_LOG = "engine.log";
+
 /**
  * Launches the plan detached in its own session from the run folder, its key read from the private env
  * file, and records its pid in `$run/pid`. The GPU-claim lock (fd 9) is not passed on to the engine.
@@ -72,7 +75,7 @@ export function launchLines(plan: LaunchPlan): string {
   exec 9>&-
   set -a; . "$run/engine.env"; set +a
   cd "$run"
-  exec env ${shellLine(Object.entries(plan.env).map(([k, v]) => `${k}=${v}`))} setsid ${shellLine(plan.argv)} > "$run/engine.log" 2>&1 < /dev/null
+  exec env ${shellLine(Object.entries(plan.env).map(([k, v]) => `${k}=${v}`))} setsid ${shellLine(plan.argv)} > "$run/${NATIVE_ENGINE_LOG}" 2>&1 < /dev/null
 ) &
 pid=$!
 record_pid "$pid" "$run/pid"`;

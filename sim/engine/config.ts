@@ -109,3 +109,18 @@ export function loadSimConfig(env: NodeJS.ProcessEnv = process.env): SimConfig {
 export function coefficientsFor(config: SimConfig, port: number): LatencyCoefficients {
   return { ...DEFAULT_COEFFICIENTS, ...config.latency.default, ...(config.latency.byPort[String(port)] ?? {}) };
 }
+
+/**
+ * NARWHAL_SIM_CONTROL_PORT: the port of the simulator's control server (control.ts), bound on the
+ * engine's `--host` address; unset or empty means none. Per engine, so it is an environment variable
+ * (the test harness sets it for each engine it starts), not a key of the per-host file.
+ */
+export function controlPort(env: NodeJS.ProcessEnv = process.env): number | null {
+  const raw = env.NARWHAL_SIM_CONTROL_PORT;
+  if (raw === undefined || raw === "") return null;
+  const port = Number(raw);
+  if (!/^\d+$/.test(raw) || port < 1 || port > 65535) {
+    throw new SimConfigError(`NARWHAL_SIM_CONTROL_PORT=${raw}: expected a TCP port number (1-65535)`);
+  }
+  return port;
+}

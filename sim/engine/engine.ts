@@ -7,7 +7,7 @@ import type { LatencyCoefficients, SimConfig } from "./config";
 import { Generator, type SamplingOptions, type Token } from "./generation";
 import type { CacheGeometry } from "./geometry";
 import { now } from "./latency";
-import { warn } from "./log";
+import { apiServer, engineCore } from "./log";
 import type { ModelInfo } from "./model";
 import { KvLoadError, type KvTransferParams, type NixlConnector } from "./nixl";
 import type { Platform } from "./platform";
@@ -68,7 +68,7 @@ export class Engine {
 
   toggleDead(dead = !this.dead): boolean {
     this.dead = dead;
-    warn("core_client.py:562", dead ? "Engine core marked dead (simulated EngineDeadError); /health now returns 503." : "Engine core marked alive again (simulator only).");
+    apiServer.warn("v1/engine/core_client.py:562", dead ? "Engine core marked dead (simulated EngineDeadError); /health now returns 503." : "Engine core marked alive again (simulator only).");
     return dead;
   }
 
@@ -126,7 +126,7 @@ export class Engine {
           nixl.logFailure(err, job.requestId, kv);
           metrics.nixlFailed.inc();
           if (args.kvTransferConfig?.kvLoadFailurePolicy !== "recompute") throw err;
-          warn("scheduler.py:1402", `Recomputing request ${job.requestId} locally after a failed KV load (kv_load_failure_policy=recompute).`);
+          engineCore.warn("v1/core/sched/scheduler.py:1402", `Recomputing request ${job.requestId} locally after a failed KV load (kv_load_failure_policy=recompute).`);
         }
       }
       if (seq.aborted) throw new AbortedError(seq.id);

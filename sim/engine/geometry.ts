@@ -41,12 +41,23 @@ export interface CacheGeometry {
   availableKvCacheBytes: number;
   weightsBytesPerRank: number;
   maxModelLen: number;
+  /** vLLM's `num_blocks / cdiv(max_model_len, block_size)`: how many max-length requests fit at once. */
   maxConcurrency: number;
-  /** "HND" when NixlConnector is configured (it forces HND), else "NHD"; VLLM_KV_CACHE_LAYOUT overrides. */
-  kvCacheLayout: "NHD" | "HND";
+  /** `int(max_concurrency * max_model_len)`: the "GPU KV cache size: N tokens" of the log. */
+  kvCacheSizeTokens: number;
+  /**
+   * vLLM 0.29's KVCacheLayout name: "LBHNC" (the old HND) when NixlConnector asks for it (not for MLA),
+   * else "LBNHC" (the old NHD); VLLM_KV_CACHE_LAYOUT overrides.
+   */
+  kvCacheLayout: KvCacheLayout;
   attentionBackend: string;
   useMla: boolean;
 }
+
+export type KvCacheLayout = "LBNHC" | "LBHNC";
+
+/** VLLM_KV_CACHE_LAYOUT: the enum names, or the old HND/NHD spellings they replace. */
+const LAYOUT_NAMES: Readonly<Record<string, KvCacheLayout>> = { LBNHC: "LBNHC", LBHNC: "LBHNC", NHD: "LBNHC", HND: "LBHNC" };
 
 export function dtypeBytes(dtype: TorchDtype): number {
   return dtype === "float32" ? 4 : 2;
@@ -101,7 +112,8 @@ export function computeGeometry({ args, model, dtype, maxModelLen, platform, kvT
   }
   const numGpuBlocks = Math.floor(available / pageSizeBytes / Math.max(1, kvLayers));
   const capacityTokens = numGpuBlocks * args.blockSize;
-  if (capacityTokens < maxModelLen) {
+  const blocksPerRequest = Math.ceil(maxModelLen / args.blockSize);
+  if (numGpuBlocks < blocksPerRequest) {
     const needed = Math.ceil(maxModelLen / args.blockSize) * pageSizeBytes * kvLayers;
     throw new StartupError(
       "ValueError",
@@ -111,8 +123,8 @@ export function computeGeometry({ args, model, dtype, maxModelLen, platform, kvT
         "or decreasing `max_model_len` when initializing the engine.",
     );
   }
-  const layoutEnv = env.VLLM_KV_CACHE_LAYOUT;
-  const kvCacheLayout = layoutEnv === "NHD" || layoutEnv === "HND" ? layoutEnv : kvTransfer ? "HND" : "NHD";
+  const kvCacheLayout = LAYOUT_NAMES[env.VLLM_KV_CACHE_LAYOUT ?? ""] ?? (kvTransfer && !model.mla ? "LBHNC" : "LBNHC");
+  const maxConcurrency = numGpuBlocks / blocksPerRequest;
   return {
     dtype,
     cacheDtype: args.kvCacheDtype,
@@ -131,21 +143,20 @@ export function computeGeometry({ args, model, dtype, maxModelLen, platform, kvT
     availableKvCacheBytes: available,
     weightsBytesPerRank,
     maxModelLen,
-    maxConcurrency: capacityTokens / maxModelLen,
+    maxConcurrency,
+    kvCacheSizeTokens: Math.trunc(maxConcurrency * maxModelLen),
     kvCacheLayout,
     attentionBackend: platform.attentionBackend,
     useMla: model.mla !== null,
   };
 }
 
-/** The log lines vLLM prints once the cache is sized (kv_cache_utils.py and gpu_worker.py). */
-export function geometryLogLines(g: CacheGeometry): Array<[string, string]> {
-  return [
-    ["gpu_worker.py:298", `Available KV cache memory: ${gib(g.availableKvCacheBytes)} GiB`],
-    ["kv_cache_utils.py:1087", `GPU KV cache size: ${thousands(g.numGpuBlocks * g.blockSize)} tokens`],
-    [
-      "kv_cache_utils.py:1091",
-      `Maximum concurrency for ${thousands(g.maxModelLen)} tokens per request: ${g.maxConcurrency.toFixed(2)}x`,
-    ],
-  ];
+/** `Available KV cache memory: X GiB`, as each worker rank prints it after profiling (gpu_worker.py). */
+export function availableMemoryLine(g: CacheGeometry): string {
+  return `Available KV cache memory: ${gib(g.availableKvCacheBytes)} GiB`;
+}
+
+/** The engine core's one capacity line (kv_cache_utils.py `update_kv_cache_capacity`). */
+export function capacityLine(g: CacheGeometry): string {
+  return `GPU KV cache size: ${thousands(g.kvCacheSizeTokens)} tokens, Maximum concurrency for ${thousands(g.maxModelLen)} tokens per request: ${g.maxConcurrency.toFixed(2)} x`;
 }

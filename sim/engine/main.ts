@@ -4,18 +4,21 @@
  *   node -r <root>/tools/ts-require.js <root>/sim/engine/main.ts serve <model-dir> [vllm flags]
  *   node ... main.ts --version
  *
- * Startup follows vLLM's order: parse flags, load the model config and tokenizer, resolve the platform
- * and cache geometry, "load weights" (startupDelayS × timeScale), open the NIXL side channel, and only
- * then bind the HTTP port, so connections are refused until the engine is ready. See README.md.
+ * Startup follows vLLM's order and prints vLLM 0.29.0's startup lines, each from the process that prints
+ * it in vLLM (log.ts): parse flags, load the model config and tokenizer, resolve the platform and cache
+ * geometry, "load weights" (startupDelayS × timeScale), open the NIXL side channel, and only then bind
+ * the HTTP port, so connections are refused until the engine is ready. With NARWHAL_SIM_CONTROL_PORT the
+ * control port (control.ts) opens last. See README.md.
  */
 import { performance } from "node:perf_hooks";
 import { describeNonDefault, parseServeArgs } from "./args";
 import { BlockPool } from "./block-pool";
-import { coefficientsFor, loadSimConfig, SimConfigError } from "./config";
+import { coefficientsFor, controlPort, loadSimConfig, SimConfigError } from "./config";
+import { ControlServer } from "./control";
 import { Engine } from "./engine";
 import { ArgError, StartupError, USAGE } from "./errors";
-import { computeGeometry, defaultMaxNumSeqs, geometryLogLines } from "./geometry";
-import { info } from "./log";
+import { availableMemoryLine, capacityLine, computeGeometry, defaultMaxNumSeqs } from "./geometry";
+import { apiServer, configureLogging, engineCore, workerLogs } from "./log";
 import { checkModelRuntime, loadModelInfo, resolveDtype, resolveMaxModelLen } from "./model";
 import { NixlConnector } from "./nixl";
 import { compatibilityFactors } from "./nixl-compat";
@@ -41,6 +44,7 @@ function sideChannelPort(env: NodeJS.ProcessEnv): number {
 interface Running {
   nixl: NixlConnector | null;
   server: EngineServer | null;
+  control: ControlServer | null;
   engine: Engine | null;
 }
 
@@ -49,45 +53,54 @@ function handleSignals(running: Running): void {
   const shutdown = () => {
     if (stopping) return;
     stopping = true;
-    process.stdout.write("INFO:     Shutting down\n");
+    apiServer.write("INFO:     Shutting down");
     running.nixl?.close();
-    const closed = running.server ? running.server.close() : Promise.resolve();
-    void closed.then(() => process.stdout.write(`INFO:     Finished server process [${process.pid}]\n`, () => process.exit(0)));
+    const closed = Promise.all([running.server?.close(), running.control?.close()]);
+    void closed.then(() => apiServer.write(`INFO:     Finished server process [${process.pid}]`, process.stdout, () => process.exit(0)));
   };
   process.on("SIGTERM", shutdown);
   process.on("SIGINT", shutdown);
   process.on("SIGUSR2", () => running.engine?.toggleDead());
 }
 
+/** The attention backends vLLM's platform layer weighs, in its order of preference. */
+function candidateBackends(selected: string): string {
+  const all = selected.startsWith("ROCM")
+    ? ["ROCM_AITER_MLA", "TRITON_MLA", "ROCM_ATTN", "TRITON_ATTN"]
+    : selected.endsWith("MLA")
+      ? ["FLASHMLA", "FLASH_ATTN_MLA", "FLASHINFER_MLA", "TRITON_MLA"]
+      : ["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION"];
+  return `[${all.filter((b) => b.endsWith("MLA") === selected.endsWith("MLA")).map((b) => `'${b}'`).join(", ")}]`;
+}
+
 async function serve(argv: readonly string[]): Promise<void> {
   const processStartS = performance.timeOrigin / 1000;
-  const running: Running = { nixl: null, server: null, engine: null };
+  const running: Running = { nixl: null, server: null, control: null, engine: null };
   handleSignals(running);
   const env = process.env;
+  configureLogging(env);
   const args = parseServeArgs(argv);
   const sim = loadSimConfig(env);
-  info("api_server.py:1839", `vLLM API server version ${sim.version}`);
-  info("utils.py:233", `non-default args: ${describeNonDefault(args)}`);
+  const control = controlPort(env);
+  apiServer.info("entrypoints/openai/api_server.py:1839", `vLLM API server version ${sim.version}`);
+  apiServer.info("entrypoints/utils.py:233", `non-default args: ${describeNonDefault(args)}`);
   if (!args.apiKey && env.VLLM_API_KEY) args.apiKey = env.VLLM_API_KEY;
 
   const model = loadModelInfo(args);
   const dtype = resolveDtype(args.dtype, model);
   const maxModelLen = resolveMaxModelLen(args, model, env);
-  info("model.py:547", `Resolved architecture: ${model.architecture}`);
-  info("model.py:1510", `Using max model len ${maxModelLen}`);
+  apiServer.info("config/model.py:547", `Resolved architecture: ${model.architecture}`);
+  apiServer.info("config/model.py:1510", `Using max model len ${maxModelLen}`);
   checkModelRuntime(args, model, env);
   const platform = resolvePlatform(sim, env, model.mla !== null, args.tensorParallelSize);
   const tokenizer = new Tokenizer(args.tokenizer ?? args.model, model.vocabSize, args.trustRemoteCode);
   const kv = args.kvTransferConfig;
   const geometry = computeGeometry({ args, model, dtype, maxModelLen, platform, kvTransfer: kv, env });
-  if (kv && !env.VLLM_KV_CACHE_LAYOUT) info("base.py:160", "NixlConnector setting KV cache layout to HND for better xfer performance.");
-  info("cuda.py:403", `Using ${geometry.attentionBackend} backend.`);
-
-  // "Loading weights": the part of startup the simulator only waits through.
-  const loadStarted = performance.now();
-  await sleep(sim.startupDelayS * sim.timeScale * 1000);
-  for (const [source, line] of geometryLogLines(geometry)) info(source, line);
-  info("llm_engine.py:312", `vllm cache_config_info with initialization after num_gpu_blocks is: ${geometry.numGpuBlocks}`);
+  const workers = workerLogs(args.tensorParallelSize);
+  if (kv && !model.mla && !env.VLLM_KV_CACHE_LAYOUT) {
+    engineCore.info("distributed/kv_transfer/kv_connector/v1/nixl/connector.py:126", "NixlConnector setting KV cache layout to LBHNC for better xfer performance.");
+  }
+  engineCore.info("v1/attention/backends/utils.py:285", `Using ${geometry.kvCacheLayout} KV cache layout.`);
 
   const maxNumSeqs = args.maxNumSeqs ?? defaultMaxNumSeqs(platform);
   const coefficients = coefficientsFor(sim, args.port);
@@ -110,6 +123,7 @@ async function serve(argv: readonly string[]): Promise<void> {
       sideChannelPort: sideChannelPort(env),
       timeScale: sim.timeScale,
       releaseBlocks: (blocks) => scheduler.release(blocks),
+      logs: { core: engineCore, workers },
     });
     running.nixl = nixl;
     try {
@@ -118,6 +132,18 @@ async function serve(argv: readonly string[]): Promise<void> {
       throw new StartupError("RuntimeError", (err as Error).message);
     }
   }
+  for (const w of workers) {
+    w.info(platform.vendor === "amd" ? "platforms/rocm.py:258" : "platforms/cuda.py:403", `Using ${geometry.attentionBackend} attention backend out of potential backends: ${candidateBackends(geometry.attentionBackend)}`);
+  }
+  nixl?.logWorkers();
+
+  // "Loading weights" and profiling memory: the part of startup the simulator only waits through.
+  const loadStarted = performance.now();
+  await sleep(sim.startupDelayS * sim.timeScale * 1000);
+  for (const w of workers) w.info("v1/worker/gpu_worker.py:298", availableMemoryLine(geometry));
+  engineCore.info("v1/core/kv_cache_utils.py:1087", capacityLine(geometry));
+  nixl?.logRegistration();
+
   const servedModelNames = args.servedModelNames.length > 0 ? args.servedModelNames : [args.model];
   const metrics = new EngineMetrics(
     servedModelNames[0],
@@ -142,7 +168,8 @@ async function serve(argv: readonly string[]): Promise<void> {
     processStartS,
   });
   running.engine = engine;
-  info("core.py:210", `init engine (profile, create kv cache, warmup model) took ${((performance.now() - loadStarted) / 1000).toFixed(2)} seconds`);
+  engineCore.info("v1/engine/core.py:210", `init engine (profile, create kv cache, warmup model) took ${((performance.now() - loadStarted) / 1000).toFixed(2)} s`);
+  apiServer.debug("v1/metrics/loggers.py:207", `Engine 000: vllm cache_config_info with initialization after num_gpu_blocks is: ${geometry.numGpuBlocks}`);
 
   const server = new EngineServer(engine);
   running.server = server;
@@ -153,8 +180,17 @@ async function serve(argv: readonly string[]): Promise<void> {
     const e = err as NodeJS.ErrnoException;
     throw new StartupError("OSError", `[Errno 98] error while attempting to bind on address ('${args.host ?? "0.0.0.0"}', ${args.port}): ${e.code === "EADDRINUSE" ? "address already in use" : e.message}`);
   }
-  info("api_server.py:1912", `Starting vLLM API server 0 on http://${args.host ?? "0.0.0.0"}:${args.port}`);
-  process.stdout.write(`INFO:     Started server process [${process.pid}]\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n`);
+  if (control !== null) {
+    const controlServer = new ControlServer(engine);
+    running.control = controlServer;
+    try {
+      await controlServer.listen(args.host, control);
+    } catch (err) {
+      throw new SimConfigError(`NARWHAL_SIM_CONTROL_PORT=${control}: cannot listen on ${args.host ?? "0.0.0.0"}:${control} (${(err as Error).message})`);
+    }
+  }
+  apiServer.info("entrypoints/openai/api_server.py:1912", `Starting vLLM API server 0 on http://${args.host ?? "0.0.0.0"}:${args.port}`);
+  apiServer.write(`INFO:     Started server process [${process.pid}]\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.`);
 }
 
 /** Writes the failure the way vLLM's CLI would and returns the exit status. */
@@ -164,7 +200,8 @@ function report(err: unknown): number {
     return err.exitCode;
   }
   if (err instanceof StartupError) {
-    process.stderr.write(`ERROR [core.py:708] EngineCore failed to start.\n${err.pyType}: ${err.message}\n`);
+    engineCore.log("ERROR", "v1/engine/core.py:708", "EngineCore failed to start.");
+    engineCore.write(`${err.pyType}: ${err.message}`, process.stderr);
     return err.exitCode;
   }
   if (err instanceof SimConfigError) {

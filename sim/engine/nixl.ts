@@ -17,7 +17,7 @@ import type { Server } from "node:net";
 import type { CacheGeometry } from "./geometry";
 import type { KVTransferConfig } from "./kv-transfer-config";
 import { now } from "./latency";
-import { error as logError, info, warn } from "./log";
+import type { ProcessLog } from "./log";
 import { compatibilityHash } from "./nixl-compat";
 import { listenSideChannel, type HandlerResult, type Message, SideChannelClient } from "./side-channel";
 
@@ -86,7 +86,16 @@ export interface NixlOptions {
   timeScale: number;
   /** Gives held blocks back to the scheduler's pool. */
   releaseBlocks: (blocks: readonly number[]) => void;
+  /** Where vLLM's connector halves log: the scheduler in the engine core, a worker per TP rank. */
+  logs: { core: ProcessLog; workers: ReadonlyArray<ProcessLog> };
 }
+
+/** The connector's sources below vllm/ (distributed/kv_transfer/kv_connector/v1/nixl/). */
+const NIXL = "distributed/kv_transfer/kv_connector/v1/nixl";
+
+/** Python's repr of a list of strings: ['FLASH_ATTN']. */
+const pyList = (xs: readonly string[]) => `[${xs.map((x) => `'${x}'`).join(", ")}]`;
+const pyBool = (b: boolean) => (b ? "True" : "False");
 
 interface Held {
   blocks: number[];
@@ -164,7 +173,29 @@ export class NixlConnector {
       const reason = e.code === "EADDRINUSE" ? "Address already in use" : e.message;
       throw new Error(`zmq.error.ZMQError: ${reason} (addr='tcp://${host}:${port}')`);
     }
-    info("nixl_connector.py:512", `NIXL side channel listening on tcp://${host}:${port} (engine_id=${this.engineId})`);
+    this.o.logs.core.info(`${NIXL}/base_scheduler.py:164`, `Initializing NIXL Scheduler ${this.engineId}`);
+  }
+
+  /** What each TP worker's connector logs when it is created (base_worker.py `__init__`). */
+  logWorkers(): void {
+    const g = this.o.geometry;
+    for (const w of this.o.logs.workers) {
+      w.info(`${NIXL}/base_worker.py:231`, `Initializing NIXL worker ${this.engineId}`);
+      w.info(`${NIXL}/base_worker.py:318`, `Detected attention backend(s) ${pyList([g.attentionBackend])}`);
+      w.info(`${NIXL}/base_worker.py:320`, `Detected kv cache layout ${g.kvCacheLayout}`);
+    }
+  }
+
+  /** What each TP worker logs when it registers its KV caches with NIXL (base_worker.py `register_kv_caches`). */
+  logRegistration(): void {
+    const device = this.o.config.kvBufferDevice;
+    for (const w of this.o.logs.workers) {
+      w.info(
+        `${NIXL}/base_worker.py:702`,
+        `Registering KV_Caches. use_mla: ${pyBool(this.o.geometry.useMla)}, kv_buffer_device: ${device}, use_host_buffer: ${pyBool(device === "cpu")}`,
+      );
+    }
+    this.o.logs.core.debug(`${NIXL}/base_scheduler.py:171`, `NIXL compatibility hash: ${this.compatHash}`);
   }
 
   close(): void {
@@ -205,8 +236,8 @@ export class NixlConnector {
   }
 
   private expire(requestId: string): void {
-    warn(
-      "nixl_connector.py:1711",
+    this.o.logs.core.warn(
+      `${NIXL}/base_scheduler.py:611`,
       `Releasing expired KV blocks for request ${requestId} which were retrieved by 0 decode worker(s) within ${this.o.config.kvLeaseDurationS} seconds.`,
     );
     this.forget(requestId, "expired");
@@ -312,13 +343,22 @@ export class NixlConnector {
           `Disable this check using --kv-transfer-config '{"kv_connector_extra_config": {"enforce_handshake_compat": false}}'`,
       );
     }
-    info("nixl_connector.py:668", `NIXL compatibility check passed (hash: ${remoteHash})`);
+    for (const w of this.o.logs.workers) w.info(`${NIXL}/base_worker.py:947`, `NIXL compatibility check passed (hash: ${remoteHash})`);
     const meta = reply.agent_metadata as AgentMetadata;
     if (meta.engine_id !== engineId) {
       throw new KvLoadError("handshake_failed", `RuntimeError: Remote NIXL agent engine ID mismatch. Expected ${engineId},received ${meta.engine_id}.`);
     }
     const problem = this.validateRemote(meta, remoteTp);
     if (problem) throw new KvLoadError("handshake_failed", problem);
+    const localTp = this.o.geometry.tensorParallelSize;
+    const tpRatio = localTp >= remoteTp ? localTp / remoteTp : -(remoteTp / localTp);
+    this.o.logs.workers.forEach((w, rank) =>
+      w.info(
+        `${NIXL}/base_worker.py:1104`,
+        `Transfer plan: TransferTopology(tp_ratio=${tpRatio}, num_kv_heads=${this.o.geometry.numKvHeads}, local_tp=${localTp}, remote_tp=${remoteTp}, ` +
+          `remote_pp=1, local_dcp=1, remote_dcp=1, local_rank=${rank}, remote_block_len=${meta.block_lens[0]})`,
+      ),
+    );
     return meta;
   }
 
@@ -339,7 +379,7 @@ export class NixlConnector {
     if (tpRatio < 0 && remoteTp > meta.num_kv_heads && !meta.use_mla) {
       return `AssertionError: P TP (${remoteTp}) > D TP (${localTp}) is not supported when KV heads are replicated (num_kv_heads=${meta.num_kv_heads}).`;
     }
-    if (!g.useMla && meta.kv_cache_layout !== g.kvCacheLayout && !(this.o.config.enablePermuteLocalKv && meta.kv_cache_layout === "HND")) {
+    if (!g.useMla && meta.kv_cache_layout !== g.kvCacheLayout && !(this.o.config.enablePermuteLocalKv && meta.kv_cache_layout === "LBHNC")) {
       return (
         "RuntimeError: Heterogeneous TP expects same kv_cache_layout. Or enable experimental feature to use HND to NHD " +
         "support by setting 'enable_permute_local_kv'=True in --kv-transfer-config."
@@ -378,6 +418,6 @@ export class NixlConnector {
       remote_host: params.remote_host,
       remote_port: params.remote_port,
     };
-    logError("nixl_connector.py:1032", `NIXL transfer failure: ${err.failureType}. ${err.message} | Context: ${JSON.stringify(context)}`);
+    this.o.logs.workers[0].error(`${NIXL}/base_worker.py:1532`, `NIXL transfer failure: ${err.failureType}. ${err.message} | Context: ${JSON.stringify(context)}`);
   }
 }

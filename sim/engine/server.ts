@@ -1,6 +1,8 @@
 /**
- * The HTTP front end (node:http), shaped like vLLM's OpenAI-compatible API server:
- * routes, API-key guard, JSON and SSE responses. Engine work is delegated to engine.ts.
+ * The HTTP front end (node:http), shaped like vLLM's OpenAI-compatible API server: exactly vLLM 0.29's
+ * routes (anything else is FastAPI's 404 `{"detail":"Not Found"}`), API-key guard, JSON and SSE
+ * responses. Engine work is delegated to engine.ts; what only tests need is on the control port
+ * (control.ts).
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -25,7 +27,6 @@ import {
   usage,
 } from "./openai";
 import { AbortedError } from "./scheduler";
-import { cacheLayoutDocument, SIM_HEADER, truthDocument } from "./sim-routes";
 import type { ChatMessage } from "./tokenizer";
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: unknown) => Promise<void> | void;
@@ -113,9 +114,6 @@ export class EngineServer {
     r("POST", "/tokenize", (_q, res, body) => this.tokenize(res, body));
     r("POST", "/v1/completions", (_q, res, body) => this.completions(res, body));
     r("POST", "/v1/chat/completions", (_q, res, body) => this.chat(res, body));
-    r("GET", "/sim/truth", (_q, res) => sendJson(res, 200, truthDocument(this.engine)));
-    r("GET", "/sim/cache-layout", (_q, res) => sendJson(res, 200, cacheLayoutDocument(this.engine)));
-    r("POST", "/sim/dead", (q, res, body) => this.simDead(q, res, body));
     this.http = createServer((req, res) => void this.dispatch(req, res));
     this.http.keepAliveTimeout = 5000;
   }
@@ -353,15 +351,6 @@ export class EngineServer {
       prompt_logprobs: null,
       kv_transfer_params: kv,
     });
-  }
-
-  private simDead(req: IncomingMessage, res: ServerResponse, body: unknown): void {
-    if (req.headers[SIM_HEADER] !== "1") {
-      return sendJson(res, 403, { detail: `/sim/dead is a simulator-only route; send the header '${SIM_HEADER}: 1' to use it` });
-    }
-    const wanted = (body as { dead?: unknown } | undefined)?.dead;
-    if (wanted !== undefined && typeof wanted !== "boolean") throw badRequest("'dead' must be true or false", "dead");
-    sendJson(res, 200, { dead: this.engine.toggleDead(wanted ?? true) });
   }
 
   listen(host: string | null, port: number): Promise<void> {

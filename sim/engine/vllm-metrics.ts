@@ -23,7 +23,12 @@ export interface LiveCounts {
   kvUsage: () => number;
 }
 
-/** Every CacheConfig field as str() of its Python value, in dataclass order. */
+/**
+ * `vllm:cache_config_info`'s labels (v1/metrics/loggers.py `log_metrics_info`): every CacheConfig field
+ * as str() of its Python value, in dataclass order, then `engine`. The front end copies num_gpu_blocks,
+ * block_size, kv_cache_size_tokens and kv_cache_max_concurrency from the engine core's ready response;
+ * kv_cache_layout is not copied, so the front end's own value, None, is what it shows.
+ */
 export function cacheConfigLabels(args: EngineArgs, g: CacheGeometry): Record<string, string> {
   const py = (b: boolean) => (b ? "True" : "False");
   return {
@@ -47,6 +52,10 @@ export function cacheConfigLabels(args: EngineArgs, g: CacheGeometry): Record<st
     kv_offloading_backend: "None",
     num_gpu_blocks: String(g.numGpuBlocks),
     num_cpu_blocks: "None",
+    kv_cache_size_tokens: String(g.kvCacheSizeTokens),
+    kv_cache_max_concurrency: pyFloat(g.maxConcurrency),
+    kv_cache_layout: "None",
+    engine: "0",
   };
 }
 

@@ -16,7 +16,7 @@ const ROOT = path.resolve(__dirname, "../..");
 /** Fields that hold credentials, per type: state must keep them encrypted. */
 const SECRETS: Record<string, string[]> = {
   Attestation: [],
-  CacheCapture: ["apiKey"],
+  CacheCapture: ["apiKey", "privateKey", "password"],
   Calibration: ["apiKey", "viaPrivateKey", "viaPassword"],
   CommandRecord: [],
   DeploymentConfig: [],

@@ -24,8 +24,7 @@ import {
 import { provider as attestation } from "../../dynamic-providers/attestation/provider";
 import { Attestation } from "../../dynamic-providers/attestation/resource";
 import type { AttestationInputs, AttestationOutputs } from "../../dynamic-providers/attestation/types";
-import { provider as captureProvider } from "../../dynamic-providers/cache-capture/provider";
-import type { CacheCaptureOutputs } from "../../dynamic-providers/cache-capture/types";
+import { captureLocal } from "../support/local-capture";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
@@ -48,7 +47,7 @@ interface Proved {
   argv: string[];
   planSha256: string;
   generation: EngineGenerationOutputs;
-  capture: CacheCaptureOutputs;
+  capture: Awaited<ReturnType<typeof captureLocal>>;
 }
 
 async function prove(id: string, engine: SimEngine, extra: string[] = []): Promise<Proved> {
@@ -56,13 +55,7 @@ async function prove(id: string, engine: SimEngine, extra: string[] = []): Promi
   const subject = { engineId: id, hostAlias: "local", url: engine.url, apiKey: API_KEY, processIdentity: { hostAlias: "local", pid: engine.proc.pid! } };
   const generation = (await generationProvider.create({ ...subject, planSha256, expectedVersion: "0.29.0", servedName: "tiny", probeTimeoutS: 10 })).outs as EngineGenerationOutputs;
   const dtype = extra.includes("--dtype") ? extra[extra.indexOf("--dtype") + 1] : "auto";
-  const capture = (await captureProvider.create({
-    ...subject,
-    generationDigest: generation.generationDigest,
-    planSha256,
-    expected: { blockSize: 16, tensorParallelSize: 2, dtype, kvCacheDtype: "auto" },
-    layoutSource: "sim-endpoint",
-  })).outs as CacheCaptureOutputs;
+  const capture = await captureLocal(id, engine, { blockSize: 16, tensorParallelSize: 2, dtype, kvCacheDtype: "auto" });
   return { id, engine, argv: ["vllm", "serve", "/models/tiny", ...ARGS, ...extra], planSha256, generation, capture };
 }
 

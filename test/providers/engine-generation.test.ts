@@ -1,7 +1,9 @@
 /**
- * Gate C's EngineGeneration and CacheCapture providers against real engine simulator processes on
- * 127.0.0.1: the provider objects' methods are called directly (as the dynamic provider host calls
- * them), plus one round trip through the serialised shim. Every simulator started here is stopped.
+ * Gate C's EngineGeneration provider, and what CacheCapture decides before it reads anything on a host,
+ * against real engine simulator processes on 127.0.0.1: the provider objects' methods are called directly
+ * (as the dynamic provider host calls them), plus one round trip through the serialised shim. Every
+ * simulator started here is stopped. The capture itself (the engine's log over SSH) is proved on
+ * simulated hosts in cache-capture.test.ts.
  */
 import { expect } from "chai";
 import { homedir, tmpdir } from "node:os";
@@ -33,6 +35,7 @@ function generationInputs(engine: SimEngine, over: Partial<EngineGenerationInput
   };
 }
 
+/** Capture inputs whose login leads nowhere: every case here is decided before the capture logs in. */
 function captureInputs(g: EngineGenerationOutputs, over: Partial<CacheCaptureInputs> = {}): CacheCaptureInputs {
   return {
     engineId: g.engineId,
@@ -43,6 +46,9 @@ function captureInputs(g: EngineGenerationOutputs, over: Partial<CacheCaptureInp
     processIdentity: g.processIdentity,
     expected: { blockSize: 16, tensorParallelSize: 2, dtype: "bfloat16", kvCacheDtype: "auto" },
     apiKey: API_KEY,
+    login: { host: "192.0.2.1", port: 22, user: "root", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJdD7y3aLq454yWBdwLWbieU1ebz9/cu7/QEXn9OIeZJ", connectTimeoutS: 1 },
+    engineLog: { kind: "files", paths: ["/srv/runs/e1/engine.log"] },
+    modelDir: "/models/tiny",
     ...over,
   };
 }
@@ -61,7 +67,6 @@ describe("Gate C providers against the engine simulator", function () {
   let model: string;
   let engine: SimEngine;
   let proved: EngineGenerationOutputs;
-  let captured: CacheCaptureOutputs;
 
   before(async () => {
     model = makeModel();
@@ -77,7 +82,7 @@ describe("Gate C providers against the engine simulator", function () {
     const inputs = generationInputs(engine);
     const { id, outs } = await generationProvider.create(inputs);
     proved = outs as EngineGenerationOutputs;
-    const truth = (await http(`${engine.url}/sim/truth`)).json;
+    const truth = (await http(`${engine.controlUrl}/truth`)).json;
     expect(truth.pid).to.equal(engine.proc.pid);
     expect(proved).to.deep.include({ ...inputs, processStartTime: truth.process_start_time_seconds, version: "0.29.0" });
     expect(proved.generationDigest).to.equal(
@@ -117,47 +122,13 @@ describe("Gate C providers against the engine simulator", function () {
     expect((await generationProvider.diff!("id", props as EngineGenerationOutputs, generationInputs(engine))).changes).to.equal(false);
   });
 
-  it("capture records a per-rank layout consistent with the simulator's /sim/cache-layout", async () => {
+  it("capture: check fills in nothing, and an engine whose live process is not the proved one is refused before any login", async () => {
     const inputs = captureInputs(proved);
     const checked = await captureProvider.check!({}, inputs);
-    expect(checked.inputs).to.deep.equal({ ...inputs, layoutSource: "sim-endpoint" });
-    const { id, outs } = await captureProvider.create(checked.inputs);
-    captured = outs as CacheCaptureOutputs;
-    const doc = (await http(`${engine.url}/sim/cache-layout`)).json;
-    const { layout } = captured;
-    expect(layout.tensorParallelSize).to.equal(doc.tensor_parallel_size).and.equal(2);
-    expect(layout.ranks.map((r) => r.rank)).to.deep.equal([0, 1]);
-    for (const r of layout.ranks) {
-      expect(r).to.deep.equal({
-        rank: r.rank,
-        blockSize: doc.block_size,
-        numGpuBlocks: doc.num_gpu_blocks,
-        numLayers: doc.kv_layers,
-        numKvHeads: doc.num_kv_heads,
-        numKvHeadsPerRank: doc.num_kv_heads_per_rank,
-        headSize: doc.head_dim,
-        dtype: doc.dtype,
-        cacheDtype: doc.cache_dtype,
-        kvCacheLayout: "HND",
-        attentionBackend: doc.attention_backend,
-        useMla: false,
-        bytesPerTokenPerLayer: doc.bytes_per_token_per_layer,
-        pageSizeBytes: doc.page_size_bytes,
-        bytesPerToken: doc.bytes_per_token,
-      });
-    }
-    expect(layout.bytesPerTokenAllRanks).to.equal(doc.bytes_per_token_all_ranks);
-    expect(layout.nixl).to.deep.equal({ engineId: doc.engine_id, compatibilityHash: doc.compatibility_hash });
-    expect(layout.cacheConfig.num_gpu_blocks).to.equal(String(doc.num_gpu_blocks));
-    expect(captured.cacheLayoutDigest).to.equal(sha256Json({ tensorParallelSize: 2, ranks: layout.ranks }));
-    expect(id).to.equal(`e1-cache-${captured.cacheLayoutDigest.slice(7, 19)}`);
-    expect(await captureProvider.diff!("id", captured, checked.inputs)).to.deep.equal({ changes: false, replaces: [], deleteBeforeReplace: false });
-  });
-
-  it("capture refuses a layout that disagrees with the plan", async () => {
-    const err = await rejection(captureProvider.create(captureInputs(proved, { expected: { blockSize: 128, tensorParallelSize: 4, dtype: "float16", kvCacheDtype: "auto" } })));
-    expect(err.code).to.equal("NARWHAL_CACHE_LAYOUT_MISMATCH");
-    expect(err.message).to.contain("  - the engine runs tensor parallel size 2; the plan has 4\n  - block_size 16 (vllm:cache_config_info); the plan has 128\n  - ranks 2, 3 of 4 missing");
+    expect(checked).to.deep.equal({ inputs });
+    const err = await rejection(captureProvider.create(captureInputs(proved, { generationDigest: "sha256:" + "0".repeat(64) })));
+    expect(err.code).to.equal("NARWHAL_ENGINE_RESTARTED");
+    expect(err.message).to.contain("nothing was captured");
   });
 
   it("refuses a wrong API key without repeating it", async () => {
@@ -216,7 +187,11 @@ describe("Gate C providers against the engine simulator", function () {
     // The replacement proof of the new process; the capture then replaces because its generation did.
     const reproved = (await generationProvider.create(generationInputs(engine))).outs as EngineGenerationOutputs;
     expect(reproved.generationDigest).to.not.equal(proved.generationDigest);
-    expect((await captureProvider.diff!("id", captured, captureInputs(reproved, { layoutSource: "sim-endpoint" }))).replaces).to.deep.equal(["generationDigest", "processIdentity"]);
+    const captured = { ...captureInputs(proved), layout: {} as CacheCaptureOutputs["layout"], cacheLayoutDigest: "sha256:" + "c".repeat(64), capturedAt: proved.provedAt, sources: {} as CacheCaptureOutputs["sources"] };
+    expect((await captureProvider.diff!("id", captured, captureInputs(reproved))).replaces).to.deep.equal(["generationDigest", "processIdentity"]);
+    // How the host is reached, where the log is and the model dir only update the capture.
+    const moved = captureInputs(proved, { engineLog: { kind: "files", paths: ["/srv/elsewhere/engine.log"] }, modelDir: "/models/other", login: { ...captureInputs(proved).login, port: 2222 } });
+    expect(await captureProvider.diff!("id", captured, moved)).to.deep.equal({ changes: true, replaces: [], deleteBeforeReplace: false });
   });
 
   it("refuses an engine that reports another version and names who owns the endpoint", async () => {
@@ -252,7 +227,7 @@ describe("Gate C providers against the engine simulator", function () {
   });
 
   it("gives up on a dead engine (503) within the bounded wait, and a refresh sees it dead", async () => {
-    const dead = await http(`${engine.url}/sim/dead`, { body: { dead: true }, headers: { "X-Narwhal-Sim": "1" } });
+    const dead = await http(`${engine.controlUrl}/dead`, { body: { dead: true } });
     expect(dead.status).to.equal(200);
     try {
       const started = Date.now();
@@ -263,7 +238,7 @@ describe("Gate C providers against the engine simulator", function () {
       const { props } = await generationProvider.read!("id", proved);
       expect(props).to.include({ observedGeneration: "none", observedState: "dead", observedDetail: "/health answered HTTP 503" });
     } finally {
-      await http(`${engine.url}/sim/dead`, { body: { dead: false }, headers: { "X-Narwhal-Sim": "1" } });
+      await http(`${engine.controlUrl}/dead`, { body: { dead: false } });
     }
   });
 
@@ -281,22 +256,26 @@ describe("Gate C providers against the engine simulator", function () {
       ...captureInputs(proved),
       processIdentity: { hostAlias: "local", containerId: "web-1" },
       expected: { blockSize: 0, tensorParallelSize: 2, dtype: "", kvCacheDtype: "auto" },
-      layoutSource: "docker-logs",
+      login: { port: 22 },
+      engineLog: { kind: "docker-logs" },
+      modelDir: "models/tiny",
+      probeTimeoutS: -1,
     });
     expect(capture.failures).to.deep.equal([
       { property: "processIdentity", reason: 'containerId must be a Docker container id (12-64 lowercase hex digits), got "web-1"' },
       { property: "expected", reason: "expected.blockSize must be a positive integer, got 0" },
       { property: "expected", reason: 'expected.dtype must be a non-empty string, got ""' },
-      { property: "layoutSource", reason: 'layoutSource must be "sim-endpoint" or "engine-log", got "docker-logs"' },
+      { property: "login", reason: "login.host must be the host's address" },
+      { property: "login", reason: "login.hostKey must be the host key discovery verified" },
+      { property: "engineLog", reason: 'engineLog.kind must be "files" or "container", got "docker-logs"' },
+      { property: "modelDir", reason: 'modelDir must be an absolute path, got "models/tiny"' },
+      { property: "probeTimeoutS", reason: "probeTimeoutS must be a positive number of seconds, got -1" },
     ]);
-  });
-
-  it("capture says plainly that the engine-log source is not wired into the provider", async () => {
-    const err = await rejection(captureProvider.create(captureInputs(proved, { layoutSource: "engine-log" })));
-    expect(err.code).to.equal("NARWHAL_CACHE_LAYOUT_SOURCE");
-    expect(err.message).to.equal(
-      'engine e1 on host local: layout source "engine-log" is not wired into the cache-capture provider: it needs the engine\'s log, ' +
-        "which only an SSH session to the host can read (lib/engine/layout-sources.ts ranksFromEngineLog parses it)",
-    );
+    const mismatched = await captureProvider.check!({}, { ...captureInputs(proved), engineLog: { kind: "container", dockerCommand: "docker" } });
+    expect(mismatched.failures).to.deep.equal([{ property: "engineLog", reason: "engineLog is a container's log, but processIdentity names no container" }]);
+    const relative = await captureProvider.check!({}, { ...captureInputs(proved), engineLog: { kind: "files", paths: ["/srv/runs/e1/engine.log", "startup.log"] } });
+    expect(relative.failures).to.deep.equal([{ property: "engineLog", reason: 'engineLog.paths must list the log files\' absolute paths on the host, got ["/srv/runs/e1/engine.log","startup.log"]' }]);
+    const previewed = await captureProvider.check!({}, { ...captureInputs(proved), engineLog: "04da6b54-80e4-46f7-96ec-b56ff0331ba9" as never, login: "04da6b54-80e4-46f7-96ec-b56ff0331ba9" as never });
+    expect(previewed.failures).to.equal(undefined);
   });
 });

@@ -74,11 +74,11 @@ describe("providers: Liveness against the engine simulator", function () {
   it("calls an engine that reports itself dead down (HTTP 503), and one serving again after a restart serving", async () => {
     const engine = await startEngine({ model, args: ARGS });
     const outs = await created(engine);
-    await http(`${engine.url}/sim/dead`, { method: "POST", body: { dead: true }, headers: { "x-narwhal-sim": "1" } });
+    await http(`${engine.controlUrl}/dead`, { body: { dead: true } });
     const seen = await refreshed(outs);
     expect(seen).to.include({ observedState: "down", observedDetail: `${engine.url}/health answered HTTP 503 (the engine reports itself dead)` });
     // The replacement's create mints the epoch that restarts the process; its next refresh finds it serving.
-    await http(`${engine.url}/sim/dead`, { method: "POST", body: { dead: false }, headers: { "x-narwhal-sim": "1" } });
+    await http(`${engine.controlUrl}/dead`, { body: { dead: false } });
     const again = await refreshed((await provider.create(inputsFor(engine))).outs as LivenessOutputs);
     expect(again.observedState).to.equal("serving");
     expect(again.epoch).to.not.equal(outs.epoch);

@@ -130,13 +130,13 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
   });
 
   it("an engine marked dead fails reach in both", async () => {
-    const dead = await http(`${engines[2].url}/sim/dead`, { method: "POST", body: { dead: true }, headers: { "X-Narwhal-Sim": "1" } });
+    const dead = await http(`${engines[2].controlUrl}/dead`, { body: { dead: true } });
     expect(dead.status).to.equal(200);
     try {
       const { mine } = await both({});
       expect(mine.reach).to.equal("fail");
     } finally {
-      await http(`${engines[2].url}/sim/dead`, { method: "POST", body: { dead: false }, headers: { "X-Narwhal-Sim": "1" } });
+      await http(`${engines[2].controlUrl}/dead`, { body: { dead: false } });
     }
   });
 

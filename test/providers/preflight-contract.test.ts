@@ -12,8 +12,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { attestationDocument, documentDigest, engineContract, sidecarEndpoint, sidecarStartScript, sidecarStopScript, type AttestationDocument, type SidecarOptions } from "../../lib/attestation";
-import { provider as captureProvider } from "../../dynamic-providers/cache-capture/provider";
-import type { CacheCaptureOutputs } from "../../dynamic-providers/cache-capture/types";
+import { captureLocal } from "../support/local-capture";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
 import { runGates } from "../../dynamic-providers/preflight/provider";
@@ -54,8 +53,7 @@ async function attest(id: string, engine: SimEngine): Promise<Attested> {
   const planSha256 = "sha256:" + Buffer.from(id.padEnd(32, "-")).toString("hex");
   const subject = { engineId: id, hostAlias: "local", url: engine.url, apiKey: API_KEY, processIdentity: { hostAlias: "local", pid: engine.proc.pid! } };
   const generation = (await generationProvider.create({ ...subject, planSha256, expectedVersion: "0.29.0", servedName: "tiny", probeTimeoutS: 10 })).outs as EngineGenerationOutputs;
-  const capture = (await captureProvider.create({ ...subject, generationDigest: generation.generationDigest, planSha256, expected: { blockSize: 16, tensorParallelSize: 2, dtype: "auto", kvCacheDtype: "auto" }, layoutSource: "sim-endpoint" }))
-    .outs as CacheCaptureOutputs;
+  const capture = await captureLocal(id, engine, { blockSize: 16, tensorParallelSize: 2, dtype: "auto", kvCacheDtype: "auto" });
   const doc = attestationDocument({
     engineId: id,
     plan: { argv: ["vllm", "serve", "/models/tiny", ...ARGS], planSha256, tensorParallelSize: 2 },

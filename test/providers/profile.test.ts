@@ -1,6 +1,6 @@
 /**
  * Gate F's Profile provider against two engine simulators on 127.0.0.1 over real HTTP: the measured
- * curves must recover each engine's ground truth (`/sim/truth`), a prefill curve no quadratic describes
+ * curves must recover each engine's ground truth (the simulator's control port, `GET /truth`), a prefill curve no quadratic describes
  * stops the profile, the store written from the profiles loads in narwhal-inference's own loader, and a
  * restarted engine changes the generation the profile was measured against. Every process is stopped.
  */
@@ -88,7 +88,7 @@ describe("providers: Profile against simulated engines", function () {
     removeTemps();
   });
 
-  it("measures both engines concurrently and recovers each one's /sim/truth coefficients", async () => {
+  it("measures both engines concurrently and recovers each one's ground-truth coefficients", async () => {
     // Load only ever adds delay to what a client times: a busy machine may skew one sweep, so up to
     // MEASURE_TRIES sweeps are taken and the first within tolerance counts (each one's errors are shown).
     for (let attempt = 1; ; attempt++) {
@@ -107,7 +107,7 @@ describe("providers: Profile against simulated engines", function () {
     const outs = await Promise.all(proved.map(async (g, i) => (await profileProvider.create(inputsFor(`e${i}`, g))).outs as ProfileOutputs));
     profiles.push(...outs);
     for (const [i, p] of outs.entries()) {
-      const truth = (await http(`${engines[i].url}/sim/truth`)).json.effective_coefficients as Record<string, number>;
+      const truth = (await http(`${engines[i].controlUrl}/truth`)).json.effective_coefficients as Record<string, number>;
       console.log(`      e${i}: wall ${p.wallSeconds.toFixed(1)} s, fit errors ${JSON.stringify(p.fitErrors)}`);
       console.log(`      row ${JSON.stringify({ a: p.row.ttft_a, b: p.row.ttft_b, c: p.row.ttft_c, kv: p.row.tpot_slope, req: p.row.tpot_request_slope, base: p.row.tpot_intercept })}`);
       console.log(`      truth ${JSON.stringify(truth)}`);

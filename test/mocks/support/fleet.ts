@@ -147,7 +147,7 @@ export function fleetState(type: string, name: string, inputs: Record<string, an
       return { ...inputs, generationDigest: "sha256:" + Buffer.from(String(inputs.engineId).padEnd(32, ".")).toString("hex"), processStartTime: 1754000000.25, version: "0.29.0" };
     case "pulumi-nodejs:dynamic/narwhal:CacheCapture": {
       const rs = ranks(inputs.expected.dtype, 1);
-      const layout = { tensorParallelSize: 1, ranks: rs, bytesPerTokenAllRanks: rs.reduce((n, r) => n + r.bytesPerToken, 0), source: "sim-endpoint", cacheConfig: {}, nixl: null };
+      const layout = { tensorParallelSize: 1, ranks: rs, bytesPerTokenAllRanks: rs.reduce((n, r) => n + r.bytesPerToken, 0), source: "engine-log", cacheConfig: {}, nixl: null };
       return { ...inputs, layout, cacheLayoutDigest: cacheLayoutDigest(layout) };
     }
     case "pulumi-nodejs:dynamic/narwhal:Attestation": {

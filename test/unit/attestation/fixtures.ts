@@ -25,7 +25,7 @@ export function ranks(dtype = "bfloat16", tp = 2): CacheRankLayout[] {
     headSize: 64,
     dtype,
     cacheDtype: "auto",
-    kvCacheLayout: "HND",
+    kvCacheLayout: "LBHNC",
     attentionBackend: "FLASH_ATTN",
     useMla: false,
     bytesPerTokenPerLayer: 2 * (4 / tp) * 64 * 2,

@@ -1,6 +1,4 @@
 import { expect } from "chai";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import {
   assembleCacheLayout,
   cacheConfigFrom,
@@ -12,12 +10,14 @@ import {
   type RankReport,
 } from "../../../lib/engine/cache-layout";
 import type { EngineError } from "../../../lib/engine/errors";
-import { ranksFromEngineLog, ranksFromSimLayout, type ModelKvGeometry } from "../../../lib/engine/layout-sources";
-import { FIXTURES, RECORDED, SIM_STDOUT, SUBJECT } from "./helpers";
+import { checkStartupAgainstMetrics, ranksFromEngineLog, type ModelKvGeometry } from "../../../lib/engine/layout-sources";
+import { readEngineStartup } from "../../../lib/engine/startup-log";
+import { RECORDED, SUBJECT, VLLM_TP2_LOG } from "./helpers";
 
 const EXPECTED = { blockSize: 16, tensorParallelSize: 2, dtype: "bfloat16", kvCacheDtype: "auto" };
 /** Computed independently with Python's json.dumps(sort_keys=True, separators=(",", ":")) and hashlib. */
-const TP2_DIGEST = "sha256:c3492dcd78197b9169ec581d69f0a40939a006b70e718f70fd6cd9bede96113c";
+const TP2_DIGEST = "sha256:81cc9c0b33a27e8c82eb6e5ef59a068d676961f8dc33e959f61720edf856de7e";
+const ORIGIN = { host: "gpu-a", source: "/runs/e1/engine.log", pid: 1001 };
 const MODEL: ModelKvGeometry = { dtype: "bfloat16", kvLayers: 4, numKvHeads: 2, headDim: 64 };
 
 const rank = (r: number): CacheRankLayout => ({
@@ -30,7 +30,7 @@ const rank = (r: number): CacheRankLayout => ({
   headSize: 64,
   dtype: "bfloat16",
   cacheDtype: "auto",
-  kvCacheLayout: "HND",
+  kvCacheLayout: "LBHNC",
   attentionBackend: "FLASH_ATTN",
   useMla: false,
   bytesPerTokenPerLayer: 256,
@@ -49,7 +49,8 @@ function thrown(fn: () => unknown): EngineError {
 
 describe("engine cache layout", () => {
   const config: CacheConfigFacts = cacheConfigFrom(SUBJECT, RECORDED["/metrics"].body);
-  const simDoc = JSON.parse(RECORDED["/sim/cache-layout"].body);
+  const startup = readEngineStartup(VLLM_TP2_LOG, ORIGIN);
+  const report = ranksFromEngineLog(startup, MODEL, config);
 
   it("reads block_size, num_gpu_blocks and cache_dtype from vllm:cache_config_info", () => {
     expect(config).to.include({ blockSize: 16, numGpuBlocks: 4755237, cacheDtype: "auto" });
@@ -66,27 +67,15 @@ describe("engine cache layout", () => {
     );
   });
 
-  it("expands the simulator's layout document to one record per TP rank", () => {
-    expect(ranksFromSimLayout(simDoc)).to.deep.equal({
-      tensorParallelSize: 2,
-      ranks: [rank(0), rank(1)],
-      nixl: { engineId: "ef76ea90-ccd2-4e73-a1c8-3f887e8ff86c", compatibilityHash: "45f9742ac6c6bbe141bbd0b4bfdd758750635822dee8aa3f1fa5ddb7fb4a01f9" },
-    });
-    const err = thrown(() => ranksFromSimLayout({ ...simDoc, head_dim: "64", block_size: undefined }));
-    expect(err.code).to.equal("NARWHAL_CACHE_LAYOUT_SOURCE");
-    expect(err.message).to.equal(
-      "/sim/cache-layout is not the simulator's layout document: head_dim: Invalid input: expected number, received string; block_size: Invalid input: expected number, received undefined",
-    );
-  });
-
   it("assembles the checked layout and its digest", () => {
-    const layout = assembleCacheLayout(SUBJECT, "sim-endpoint", config, ranksFromSimLayout(simDoc), EXPECTED);
+    const layout = assembleCacheLayout(SUBJECT, "engine-log", config, report, EXPECTED);
     expect(layout.ranks).to.deep.equal([rank(0), rank(1)]);
-    expect(layout).to.include({ source: "sim-endpoint", tensorParallelSize: 2, bytesPerTokenAllRanks: simDoc.bytes_per_token_all_ranks });
+    expect(layout).to.include({ source: "engine-log", tensorParallelSize: 2, bytesPerTokenAllRanks: 2048 });
+    expect(layout.nixl).to.deep.equal({ engineId: "5f0c2d8e-3b1a-4c6f-9e27-0d4b8a71c3e5", compatibilityHash: null });
     expect(cacheLayoutDigest(layout)).to.equal(TP2_DIGEST);
   });
 
-  it("keeps the digest to geometry: another source or NIXL engine id gives the same digest", () => {
+  it("keeps the digest to geometry: another NIXL engine id or rank order gives the same digest", () => {
     const other: RankReport = { tensorParallelSize: 2, ranks: [rank(1), rank(0)], nixl: { engineId: "x", compatibilityHash: null } };
     expect(cacheLayoutDigest(assembleCacheLayout(SUBJECT, "engine-log", config, other, EXPECTED))).to.equal(TP2_DIGEST);
     expect(cacheLayoutDigest({ tensorParallelSize: 2, ranks: [rank(0), { ...rank(1), numGpuBlocks: 1 }] })).to.not.equal(TP2_DIGEST);
@@ -98,11 +87,11 @@ describe("engine cache layout", () => {
       ranks: [rank(0), { ...rank(2), attentionBackend: "FLASHINFER" }, rank(0)],
       nixl: null,
     };
-    const err = thrown(() => assembleCacheLayout(SUBJECT, "sim-endpoint", config, report, { blockSize: 128, tensorParallelSize: 2, dtype: "half", kvCacheDtype: "fp8" }));
+    const err = thrown(() => assembleCacheLayout(SUBJECT, "engine-log", config, report, { blockSize: 128, tensorParallelSize: 2, dtype: "half", kvCacheDtype: "fp8" }));
     expect(err.code).to.equal("NARWHAL_CACHE_LAYOUT_MISMATCH");
     expect(err.message).to.equal(
       [
-        "engine e1 on host gpu-a: the live cache layout at http://127.0.0.1:8100 (source sim-endpoint) does not match its plan; nothing was captured:",
+        "engine e1 on host gpu-a: the live cache layout at http://127.0.0.1:8100 (source engine-log) does not match its plan; nothing was captured:",
         "  - the engine runs tensor parallel size 4; the plan has 2",
         "  - block_size 16 (vllm:cache_config_info); the plan has 128",
         '  - cache_dtype "auto" (vllm:cache_config_info); the plan has "fp8"',
@@ -131,39 +120,41 @@ describe("engine cache layout", () => {
   it("treats vLLM's dtype spellings as one dtype, and does not check 'auto'", () => {
     expect(["half", "float16", "fp16", "torch.float16"].map(normaliseDtype)).to.deep.equal(["float16", "float16", "float16", "float16"]);
     expect(["float", "bf16", "BFloat16"].map(normaliseDtype)).to.deep.equal(["float32", "bfloat16", "bfloat16"]);
-    const report = ranksFromSimLayout(simDoc);
     expect(layoutProblems(config, report, { ...EXPECTED, dtype: "auto" })).to.deep.equal([]);
     expect(layoutProblems(config, report, { ...EXPECTED, dtype: "bf16" })).to.deep.equal([]);
   });
 
-  describe("engine-log source (a real vLLM)", () => {
-    it("finds both TP workers of a vLLM startup log and the same geometry as the simulator reports", () => {
-      const log = readFileSync(join(FIXTURES, "vllm-tp2-startup.log"), "utf8");
-      const report = ranksFromEngineLog(log, MODEL, config, 2);
-      expect(report.ranks).to.deep.equal([rank(0), rank(1)]);
-      expect(cacheLayoutDigest(assembleCacheLayout(SUBJECT, "engine-log", config, report, EXPECTED))).to.equal(TP2_DIGEST);
+  describe("ranks from a vLLM 0.29.0 startup log (layout-sources.ts)", () => {
+    it("reads both TP workers' backend and LBHNC layout, and computes heads per rank from the model (never logged)", () => {
+      expect(report).to.deep.equal({ tensorParallelSize: 2, ranks: [rank(0), rank(1)], nixl: { engineId: "5f0c2d8e-3b1a-4c6f-9e27-0d4b8a71c3e5", compatibilityHash: null } });
+      expect(ranksFromEngineLog(startup, { ...MODEL, numKvHeads: 1 }, config).ranks[0]).to.include({ numKvHeadsPerRank: 1, bytesPerTokenPerLayer: 256 });
     });
 
-    it("refuses when a worker never sized its cache", () => {
-      const log = readFileSync(join(FIXTURES, "vllm-tp2-startup.log"), "utf8")
-        .split("\n")
+    it("reports a worker that never sized its cache as a missing rank", () => {
+      const log = VLLM_TP2_LOG.split("\n")
         .filter((l) => !(l.startsWith("(Worker_TP1") && l.includes("Available KV cache memory")))
         .join("\n");
-      expect(layoutProblems(config, ranksFromEngineLog(log, MODEL, config, 2), EXPECTED)).to.deep.equal(["rank 1 of 2 missing"]);
-    });
-
-    it("reads a TP 1 engine's unprefixed lines as rank 0 (the simulator's own log)", () => {
-      const report = ranksFromEngineLog(SIM_STDOUT, MODEL, config, 1);
-      expect(report.ranks).to.have.length(1);
-      expect(report.ranks[0]).to.include({ rank: 0, kvCacheLayout: "HND", attentionBackend: "FLASH_ATTN", numKvHeadsPerRank: 2, bytesPerTokenPerLayer: 512 });
-      expect(ranksFromEngineLog(SIM_STDOUT, MODEL, config, 2).ranks).to.deep.equal([]);
+      expect(layoutProblems(config, ranksFromEngineLog(readEngineStartup(log, ORIGIN), MODEL, config), EXPECTED)).to.deep.equal(["rank 1 of 2 missing"]);
     });
 
     it("sizes fp8 and MLA caches by vLLM's formulas", () => {
-      const fp8 = ranksFromEngineLog(SIM_STDOUT, MODEL, { ...config, cacheDtype: "fp8" }, 1).ranks[0];
-      expect(fp8).to.include({ bytesPerTokenPerLayer: 256, pageSizeBytes: 4096, bytesPerToken: 1024 });
-      const mla = ranksFromEngineLog(SIM_STDOUT, { ...MODEL, mla: { kvLoraRank: 512, qkRopeHeadDim: 64 } }, config, 1).ranks[0];
-      expect(mla).to.include({ useMla: true, bytesPerTokenPerLayer: 1152 });
+      const fp8 = ranksFromEngineLog(startup, MODEL, { ...config, cacheDtype: "fp8" }).ranks[0];
+      expect(fp8).to.include({ bytesPerTokenPerLayer: 128, pageSizeBytes: 2048, bytesPerToken: 512 });
+      const mla = ranksFromEngineLog(startup, { ...MODEL, numKvHeads: 1, headDim: 576, mla: { kvLoraRank: 512, qkRopeHeadDim: 64 } }, config).ranks[0];
+      expect(mla).to.include({ useMla: true, numKvHeadsPerRank: 1, bytesPerTokenPerLayer: 1152 });
+    });
+
+    it("refuses a log whose capacity line is not the serving engine's (kv_cache_size_tokens in /metrics)", () => {
+      checkStartupAgainstMetrics(startup, config, ORIGIN);
+      const other = { ...config, labels: { ...config.labels, kv_cache_size_tokens: "76083776" } };
+      const err = thrown(() => checkStartupAgainstMetrics(startup, other, ORIGIN));
+      expect(err.code).to.equal("NARWHAL_CACHE_LOG_ROTATED");
+      expect(err.message).to.equal(
+        "host gpu-a: /runs/e1/engine.log: the log says 'GPU KV cache size: 76,083,792 tokens', but the serving engine's /metrics has " +
+          'kv_cache_size_tokens="76083776": the log is not the serving process\'s (another start wrote it); nothing was captured',
+      );
+      const { kv_cache_size_tokens: _dropped, ...older } = config.labels;
+      checkStartupAgainstMetrics(startup, { ...config, labels: older }, ORIGIN);
     });
   });
 });

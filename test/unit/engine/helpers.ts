@@ -8,7 +8,8 @@ import type { Ask, ProofSubject, Reply } from "../../../lib/engine/generation";
 
 export const FIXTURES = join(__dirname, "fixtures");
 export const RECORDED: Readonly<Record<string, Reply>> = JSON.parse(readFileSync(join(FIXTURES, "sim-tp2-replies.json"), "utf8"));
-export const SIM_STDOUT = readFileSync(join(FIXTURES, "sim-tp2-stdout.log"), "utf8");
+/** A TP 2 vLLM 0.29.0 startup log, its lines as vllm-restart-facts.md §4 gives them, sized like RECORDED's /metrics. */
+export const VLLM_TP2_LOG = readFileSync(join(FIXTURES, "vllm-tp2-startup.log"), "utf8");
 
 /** process_start_time_seconds in the recorded /metrics (printed as 1.795945792993833e+09). */
 export const RECORDED_START = 1795945792.993833;

@@ -21,7 +21,8 @@ describe("engine /metrics parsing", () => {
   it("reads every vllm:cache_config_info label as a string", () => {
     const labels = cacheConfigInfo(samples)!;
     expect(labels).to.include({ block_size: "16", num_gpu_blocks: "4755237", cache_dtype: "auto", enable_prefix_caching: "True", num_cpu_blocks: "None" });
-    expect(Object.keys(labels)).to.have.length(20);
+    expect(labels).to.include({ kv_cache_size_tokens: "76083792", kv_cache_max_concurrency: "18575.14453125", kv_cache_layout: "None", engine: "0" });
+    expect(Object.keys(labels)).to.have.length(24);
   });
 
   it("reads gauges by name and labels, and KV usage under either name", () => {

@@ -12,7 +12,7 @@ type RankGeometry = Omit<CacheRankLayout, "rank">;
 /** A layout of `tp` identical ranks; bytesPerTokenAllRanks is the hand-computed total, not a sum. */
 export function layout(tp: number, geometry: RankGeometry, bytesPerTokenAllRanks: number): CacheLayout {
   return {
-    source: "sim-endpoint",
+    source: "engine-log",
     tensorParallelSize: tp,
     ranks: Array.from({ length: tp }, (_, rank) => ({ rank, ...geometry })),
     bytesPerTokenAllRanks,
@@ -21,7 +21,7 @@ export function layout(tp: number, geometry: RankGeometry, bytesPerTokenAllRanks
   };
 }
 
-const common = { blockSize: 16, numGpuBlocks: 20000, numLayers: 32, headSize: 128, dtype: "bfloat16", cacheDtype: "auto", kvCacheLayout: "HND", attentionBackend: "FLASH_ATTN", useMla: false } as const;
+const common = { blockSize: 16, numGpuBlocks: 20000, numLayers: 32, headSize: 128, dtype: "bfloat16", cacheDtype: "auto", kvCacheLayout: "LBHNC", attentionBackend: "FLASH_ATTN", useMla: false } as const;
 
 /** MHA, Llama-2-7B-like: 32 KV heads × 128 × 32 layers, bf16: 2·32·128·2 = 16384 B/token/layer. */
 export const MHA_TP1 = layout(1, { ...common, numKvHeads: 32, numKvHeadsPerRank: 32, bytesPerTokenPerLayer: 16384, pageSizeBytes: 262144, bytesPerToken: 524288 }, 524288);

@@ -45,7 +45,14 @@ describe("sim-engine cache geometry", () => {
     expect(g.pageSizeBytes).to.equal(4096 * 16);
     expect(g.bytesPerToken).to.equal(4096 * 32);
     expect(g.numGpuBlocks).to.equal(Math.floor(g.availableKvCacheBytes / g.pageSizeBytes / 32));
-    expect(g.kvCacheLayout).to.equal("NHD");
+    expect(g.kvCacheLayout).to.equal("LBNHC");
+  });
+
+  it("reports capacity as vLLM does: concurrency = blocks / cdiv(max_model_len, block_size), tokens = int(concurrency x max_model_len)", () => {
+    const g = geometry([], { maxModelLen: 1000 });
+    expect(g.maxConcurrency).to.equal(g.numGpuBlocks / 63);
+    expect(g.kvCacheSizeTokens).to.equal(Math.trunc((g.numGpuBlocks / 63) * 1000));
+    expect(g.kvCacheSizeTokens).to.be.lessThan(g.numGpuBlocks * 16);
   });
 
   it("splits KV heads across TP ranks (never below one) and halves bytes for fp8", () => {
@@ -54,10 +61,13 @@ describe("sim-engine cache geometry", () => {
     expect(geometry(["--kv-cache-dtype", "fp8"]).bytesPerTokenPerLayer).to.equal(2 * 8 * 128);
   });
 
-  it("forces HND under NixlConnector unless VLLM_KV_CACHE_LAYOUT says otherwise", () => {
+  it("takes NixlConnector's LBHNC (the old HND) unless the model is MLA or VLLM_KV_CACHE_LAYOUT says otherwise", () => {
     const kv = ["--kv-transfer-config", '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'];
-    expect(geometry(kv).kvCacheLayout).to.equal("HND");
-    expect(geometry(kv, { env: { VLLM_KV_CACHE_LAYOUT: "NHD" } }).kvCacheLayout).to.equal("NHD");
+    expect(geometry(kv).kvCacheLayout).to.equal("LBHNC");
+    expect(geometry(kv, { env: { VLLM_KV_CACHE_LAYOUT: "NHD" } }).kvCacheLayout).to.equal("LBNHC");
+    expect(geometry(kv, { env: { VLLM_KV_CACHE_LAYOUT: "LBNHC" } }).kvCacheLayout).to.equal("LBNHC");
+    expect(geometry([], { env: { VLLM_KV_CACHE_LAYOUT: "HND" } }).kvCacheLayout).to.equal("LBHNC");
+    expect(geometry(kv, { model: { ...LLAMA8B, mla: { kvLoraRank: 512, qkRopeHeadDim: 64 } } }).kvCacheLayout).to.equal("LBNHC");
   });
 
   it("leaves less cache with a lower memory budget, and refuses when nothing is left", () => {

@@ -65,17 +65,22 @@ export interface StartOptions {
   port?: number;
   /** NIXL side-channel port (default: a free one). */
   sidePort?: number;
+  /** The simulator's control port (default: a free one). */
+  controlPort?: number;
 }
 
 export class SimEngine {
   stdout = "";
   stderr = "";
+  /** The model directory it serves (its config.json is what a capture reads beside the log). */
+  modelDir = "";
   readonly exited: Promise<number | null>;
 
   constructor(
     readonly proc: ChildProcess,
     readonly port: number,
     readonly sidePort: number,
+    readonly controlPort = 0,
   ) {
     proc.stdout?.on("data", (d: Buffer) => (this.stdout += d.toString()));
     proc.stderr?.on("data", (d: Buffer) => (this.stderr += d.toString()));
@@ -84,6 +89,11 @@ export class SimEngine {
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** The simulator's control port (sim/engine/control.ts): /truth, /cache-layout, /dead. */
+  get controlUrl(): string {
+    return `http://127.0.0.1:${this.controlPort}`;
   }
 
   /** Resolves when the engine prints its ready line; rejects if it exits first. */
@@ -117,11 +127,20 @@ export class SimEngine {
   }
 }
 
-/** Spawns `main.ts serve <model> --host 127.0.0.1 --port P ...` without waiting for readiness. */
+/**
+ * Spawns `main.ts serve <model> --host 127.0.0.1 --port P ...` without waiting for readiness, with its
+ * control port on a free port of its own.
+ */
 export async function spawnEngine(o: StartOptions): Promise<SimEngine> {
   const port = o.port ?? (await freePort());
   const sidePort = o.sidePort ?? (await freePort());
-  const env = childEnv({ VLLM_NIXL_SIDE_CHANNEL_HOST: "127.0.0.1", VLLM_NIXL_SIDE_CHANNEL_PORT: String(sidePort), ...o.env });
+  const controlPort = o.controlPort ?? (await freePort());
+  const env = childEnv({
+    VLLM_NIXL_SIDE_CHANNEL_HOST: "127.0.0.1",
+    VLLM_NIXL_SIDE_CHANNEL_PORT: String(sidePort),
+    NARWHAL_SIM_CONTROL_PORT: String(controlPort),
+    ...o.env,
+  });
   if (o.sim) {
     const file = join(tempDir("sim-config-"), "sim.json");
     writeFileSync(file, JSON.stringify(o.sim));
@@ -131,7 +150,8 @@ export async function spawnEngine(o: StartOptions): Promise<SimEngine> {
     env,
     stdio: ["ignore", "pipe", "pipe"],
   });
-  const engine = new SimEngine(proc, port, sidePort);
+  const engine = new SimEngine(proc, port, sidePort, controlPort);
+  engine.modelDir = o.model;
   running.add(engine);
   return engine;
 }

@@ -19,9 +19,8 @@ describe("sim-engine HTTP API (vLLM 0.29 shapes, one engine process)", function 
   });
 
   it("logs vLLM's cache lines and the NIXL layout line at startup", () => {
-    expect(engine.stdout).to.match(/GPU KV cache size: [\d,]+ tokens/);
-    expect(engine.stdout).to.contain("Maximum concurrency for 2,048 tokens per request: ");
-    expect(engine.stdout).to.contain("setting KV cache layout to HND");
+    expect(engine.stdout).to.match(/GPU KV cache size: [\d,]+ tokens, Maximum concurrency for 2,048 tokens per request: [\d.]+ x\n/);
+    expect(engine.stdout).to.contain("NixlConnector setting KV cache layout to LBHNC for better xfer performance.");
     expect(engine.stdout).to.not.contain("sekret");
   });
 
@@ -165,14 +164,30 @@ describe("sim-engine HTTP API (vLLM 0.29 shapes, one engine process)", function 
     expect(info![1]).to.contain('cache_dtype="auto"');
     expect(info![1]).to.contain('enable_prefix_caching="True"');
     expect(info![1]).to.match(/num_gpu_blocks="\d+"/);
+    expect(info![1]).to.match(/kv_cache_size_tokens="\d+",kv_cache_max_concurrency="[\d.]+",kv_cache_layout="None",engine="0"$/);
   });
 
-  it("exposes the ground truth and the cache layout on sim-only routes", async () => {
-    const truth = (await http(engine.url + "/sim/truth")).json;
+  it("answers /sim/* on the engine port as vLLM's FastAPI does any unknown path: 404 {detail: Not Found}", async () => {
+    for (const [path, init] of [
+      ["/sim/truth", {}],
+      ["/sim/cache-layout", {}],
+      ["/sim/dead", { body: { dead: true } }],
+      ["/truth", {}],
+      ["/dead", { body: { dead: true } }],
+    ] as const) {
+      const r = await http(engine.url + path, { ...init, headers: { ...auth, "x-narwhal-sim": "1" } });
+      expect([r.status, r.json], path).to.deep.equal([404, { detail: "Not Found" }]);
+    }
+    expect((await http(engine.url + "/health")).status).to.equal(200);
+  });
+
+  it("exposes the ground truth and the cache layout on its control port, not the engine's", async () => {
+    const truth = (await http(engine.controlUrl + "/truth")).json;
     expect(truth.time_scale).to.equal(0.05);
+    expect(truth.pid).to.equal(engine.proc.pid);
     expect(truth.coefficients).to.deep.equal({ prefillA: 2e-8, prefillB: 6e-5, prefillC: 0.005, decodeKv: 3e-6, decodeReq: 0.002, decodeBase: 0.012 });
     expect(truth.effective_coefficients.decodeBase).to.be.closeTo(0.0006, 1e-12);
-    const layout = (await http(engine.url + "/sim/cache-layout")).json;
+    const layout = (await http(engine.controlUrl + "/cache-layout")).json;
     expect(layout).to.include({
       dtype: "bfloat16",
       cache_dtype: "auto",
@@ -182,7 +197,7 @@ describe("sim-engine HTTP API (vLLM 0.29 shapes, one engine process)", function 
       head_dim: 64,
       tensor_parallel_size: 1,
       block_size: 16,
-      kv_cache_layout: "HND",
+      kv_cache_layout: "LBHNC",
       attention_backend: "FLASH_ATTN",
       bytes_per_token_per_layer: 512,
       kv_connector: "NixlConnector",
@@ -191,16 +206,19 @@ describe("sim-engine HTTP API (vLLM 0.29 shapes, one engine process)", function 
     expect(layout.compatibility_hash).to.match(/^[0-9a-f]{64}$/);
     const metrics = (await http(engine.url + "/metrics")).text;
     expect(metrics).to.contain(`num_gpu_blocks="${layout.num_gpu_blocks}"`);
+    expect(metrics).to.contain(`kv_cache_size_tokens="${layout.kv_cache_size_tokens}"`);
+    const unknown = await http(engine.controlUrl + "/sim/truth");
+    expect(unknown.status).to.equal(404);
   });
 
-  it("marks the engine dead via POST /sim/dead (guarded) or SIGUSR2, without killing it", async () => {
-    expect((await http(engine.url + "/sim/dead", { body: {} })).status).to.equal(403);
-    expect((await http(engine.url + "/sim/dead", { body: {}, headers: { "x-narwhal-sim": "1" } })).json).to.deep.equal({ dead: true });
+  it("marks the engine dead via the control port's POST /dead or SIGUSR2, without killing it", async () => {
+    expect((await http(engine.controlUrl + "/dead", { body: { dead: "yes" } })).status).to.equal(400);
+    expect((await http(engine.controlUrl + "/dead", { body: {} })).json).to.deep.equal({ dead: true });
     expect((await http(engine.url + "/health")).status).to.equal(503);
     const refused = await post("/v1/completions", { prompt: "x", max_tokens: 1 });
     expect(refused.status).to.equal(500);
     expect(refused.json.error.type).to.equal("InternalServerError");
-    expect((await http(engine.url + "/sim/dead", { body: { dead: false }, headers: { "x-narwhal-sim": "1" } })).json).to.deep.equal({ dead: false });
+    expect((await http(engine.controlUrl + "/dead", { body: { dead: false } })).json).to.deep.equal({ dead: false });
     expect((await http(engine.url + "/health")).status).to.equal(200);
     engine.proc.kill("SIGUSR2");
     await new Promise((r) => setTimeout(r, 200));

@@ -70,8 +70,8 @@ describe("sim-engine latency model (ground truth within tolerance)", function ()
     return { prompt, n };
   };
 
-  it("reports the coefficients it plays, and the time scale, at /sim/truth", async () => {
-    const truth = (await http(engine.url + "/sim/truth")).json;
+  it("reports the coefficients it plays, and the time scale, on the control port's /truth", async () => {
+    const truth = (await http(engine.controlUrl + "/truth")).json;
     expect(truth.coefficients).to.deep.equal(COEFFICIENTS);
     expect(truth.time_scale).to.equal(TIME_SCALE);
   });

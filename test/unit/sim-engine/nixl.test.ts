@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import type { CacheGeometry } from "../../../sim/engine/geometry";
 import { parseKvTransferConfig } from "../../../sim/engine/kv-transfer-config";
+import { ProcessLog } from "../../../sim/engine/log";
 import { type AgentMetadata, NixlConnector } from "../../../sim/engine/nixl";
 import { compatibilityHash, pythonJsonDumps } from "../../../sim/engine/nixl-compat";
 
@@ -38,6 +39,9 @@ describe("sim-engine NIXL compatibility hash", () => {
   });
 });
 
+/** A log that prints nothing: the validation under test never logs, and a handshake's lines are not this file's subject. */
+const QUIET = Object.assign(new ProcessLog("Worker_TP0", 1), { log: () => undefined });
+
 const GEOMETRY: CacheGeometry = {
   dtype: "bfloat16",
   cacheDtype: "auto",
@@ -57,12 +61,13 @@ const GEOMETRY: CacheGeometry = {
   weightsBytesPerRank: 0,
   maxModelLen: 4096,
   maxConcurrency: 1,
-  kvCacheLayout: "HND",
+  kvCacheSizeTokens: 4096,
+  kvCacheLayout: "LBHNC",
   attentionBackend: "FLASH_ATTN",
   useMla: false,
 };
 
-/** A decode engine (TP 2, HND, block 16) validating a producer's handshake metadata. */
+/** A decode engine (TP 2, LBHNC, block 16) validating a producer's handshake metadata. */
 function consumer(kvJson: Record<string, unknown> = {}, geometry: CacheGeometry = GEOMETRY): NixlConnector {
   return new NixlConnector({
     config: parseKvTransferConfig(JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_both", ...kvJson })),
@@ -72,6 +77,7 @@ function consumer(kvJson: Record<string, unknown> = {}, geometry: CacheGeometry 
     sideChannelPort: 0,
     timeScale: 1,
     releaseBlocks: () => undefined,
+    logs: { core: QUIET, workers: [QUIET, QUIET] },
   });
 }
 
@@ -84,7 +90,7 @@ function producerMeta(tp: number, over: Partial<AgentMetadata> = {}): AgentMetad
     device_id: 0,
     num_blocks: 1000,
     block_lens: Array.from({ length: 32 }, () => page),
-    kv_cache_layout: "HND",
+    kv_cache_layout: "LBHNC",
     block_size: 16,
     attn_backend_name: "FLASH_ATTN",
     tp_size: tp,
@@ -106,8 +112,8 @@ describe("sim-engine NIXL handshake validation (_validate_remote_agent_handshake
     expect(consumer().validateRemote(producerMeta(2), 4)).to.contain("remote tp_size 2 (handshake) != 4 (kv_transfer_params)");
   });
 
-  it("rejects a different KV layout unless enable_permute_local_kv and the remote is HND", () => {
-    const nhd = { ...GEOMETRY, kvCacheLayout: "NHD" as const };
+  it("rejects a different KV layout unless enable_permute_local_kv and the remote is LBHNC (the old HND)", () => {
+    const nhd = { ...GEOMETRY, kvCacheLayout: "LBNHC" as const };
     expect(consumer({}, nhd).validateRemote(producerMeta(2), 2)).to.contain("Heterogeneous TP expects same kv_cache_layout");
     expect(consumer({ enable_permute_local_kv: true }, nhd).validateRemote(producerMeta(2), 2)).to.equal(null);
   });

@@ -12,7 +12,7 @@ import { identityGenerationDigest, storeDocument, type ProfileRow } from "../../
 import { http, type SimEngine } from "./helpers";
 
 export async function simProfileRow(iid: string, e: SimEngine): Promise<ProfileRow> {
-  const truth = (await http(`${e.url}/sim/truth`)).json.effective_coefficients as Record<string, number>;
+  const truth = (await http(`${e.controlUrl}/truth`)).json.effective_coefficients as Record<string, number>;
   const version = (await http(`${e.url}/version`)).json.version as string;
   const start = processStartTime(parsePrometheusText((await http(`${e.url}/metrics`)).text))!;
   return {

@@ -53,7 +53,7 @@ describe("sim-engine startup", function () {
     expect(r.code).to.equal(1);
     expect(r.stderr).to.contain("AssertionError: 3-read Mamba conv transfer requires DS conv state layout. Set VLLM_SSM_CONV_STATE_LAYOUT=DS");
     const ok = await startEngine({ model, env: { VLLM_SSM_CONV_STATE_LAYOUT: "DS" } });
-    const layout = (await (await fetch(ok.url + "/sim/cache-layout")).json()) as { kv_layers: number; hybrid: unknown };
+    const layout = (await (await fetch(ok.controlUrl + "/cache-layout")).json()) as { kv_layers: number; hybrid: unknown };
     expect(layout.kv_layers).to.equal(2);
     expect(layout.hybrid).to.deep.equal({ kda_layers: [1, 2], short_conv_kernel_size: 4 });
   });
@@ -73,7 +73,7 @@ describe("sim-engine startup", function () {
     expect(tooFew.code).to.equal(1);
     expect(tooFew.stderr).to.contain("World size (2) is larger than the number of available GPUs (1)");
     const ok = await startEngine({ model: makeModel(), args: ["-tp", "2"], sim: { gpu: { vendor: "amd", product: "AMD Instinct MI300X", memoryGiB: 192 } }, env: { HIP_VISIBLE_DEVICES: "4,5" } });
-    const layout = (await (await fetch(ok.url + "/sim/cache-layout")).json()) as Record<string, unknown>;
+    const layout = (await (await fetch(ok.controlUrl + "/cache-layout")).json()) as Record<string, unknown>;
     expect(layout).to.deep.include({ attention_backend: "ROCM_ATTN", visible_devices: ["4", "5"], visibility_env: "HIP_VISIBLE_DEVICES", num_kv_heads_per_rank: 1 });
   });
 

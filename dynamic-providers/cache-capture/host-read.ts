@@ -1,0 +1,88 @@
+/**
+ * The capture's reads on the engine's host, over one SSH login: the engine's log, when the process that
+ * wrote it started, and the model's config.json (scripts and their output's meaning:
+ * lib/engine/log-source.ts). Each read is bounded and named, and joins the commands the evidence keeps.
+ */
+import { createHash } from "node:crypto";
+import { EngineError } from "../../lib/engine/errors";
+import {
+  configReadScript,
+  logReadScript,
+  parseConfigRead,
+  parseLogRead,
+  parseProcessStart,
+  processStartScript,
+  type LogTarget,
+  type LogText,
+} from "../../lib/engine/log-source";
+import type { LogOrigin, LogProcess } from "../../lib/engine/startup-log";
+import { SshSession } from "../../lib/ssh/client";
+import { OPERATE, sshTarget } from "../../lib/ssh/login";
+import { readLogin } from "../../lib/ssh/stored-login";
+import type { CacheCaptureInputs } from "./types";
+
+/** One command run on the host, as the evidence record lists it. */
+export interface HostCommand {
+  scriptSha256: string;
+  host: string;
+  exitStatus: number | null;
+  startedAt: string;
+  endedAt: string;
+}
+
+/** One login to the engine's host for the capture's reads; `close` ends it. */
+export class HostReader {
+  readonly commands: HostCommand[] = [];
+
+  private constructor(
+    private readonly ssh: SshSession,
+    private readonly i: CacheCaptureInputs,
+    private readonly timeoutS: number,
+  ) {}
+
+  static async open(i: CacheCaptureInputs, timeoutS: number): Promise<HostReader> {
+    try {
+      const ssh = await SshSession.open(sshTarget(readLogin(i.login, { alias: i.hostAlias, privateKey: i.privateKey, password: i.password }), OPERATE));
+      return new HostReader(ssh, i, timeoutS);
+    } catch (err) {
+      throw new EngineError("NARWHAL_CACHE_LOG", `host ${i.hostAlias}: the cache capture could not log in to read the engine's log: ${(err as Error).message}`);
+    }
+  }
+
+  private async run(script: string, name: string) {
+    const host = this.i.hostAlias;
+    const startedAt = new Date().toISOString();
+    const r = await this.ssh.exec(script, { timeoutS: this.timeoutS, name }).catch((err: Error) => {
+      throw new EngineError("NARWHAL_CACHE_LOG", `host ${host}: ${name}: ${err.message}`, err.message);
+    });
+    const scriptSha256 = `sha256:${createHash("sha256").update(script).digest("hex")}`;
+    this.commands.push({ scriptSha256, host, exitStatus: r.code >= 0 && r.code <= 255 ? r.code : null, startedAt, endedAt: new Date().toISOString() });
+    return r;
+  }
+
+  /** One log's text and where it was read; an error naming the host and the file when there is none. */
+  async log(target: LogTarget): Promise<{ log: LogText; origin: LogOrigin }> {
+    const read = logReadScript(target, this.timeoutS);
+    const r = await this.run(read.script, `reading the engine log ${read.source}`);
+    const host = this.i.hostAlias;
+    const log = parseLogRead(r.stdout, r.stderr, { host, source: read.source });
+    const source = log.since ? `${read.source} --since ${log.since}` : read.source;
+    return { log, origin: { host, source, readBytes: log.readBytes, ...(log.totalBytes !== undefined ? { totalBytes: log.totalBytes } : {}) } };
+  }
+
+  /** Whether `pid` runs on the host, and since when (its /proc entry). */
+  async processStart(pid: number): Promise<LogProcess> {
+    const r = await this.run(processStartScript(pid), `reading when pid ${pid} started`);
+    return parseProcessStart(r.stdout, this.i.hostAlias, pid);
+  }
+
+  /** The model's config.json, its exact bytes. */
+  async config(): Promise<Buffer> {
+    const r = await this.run(configReadScript(this.i.modelDir), `reading ${this.i.modelDir}/config.json`);
+    return parseConfigRead(r.stdout, this.i.hostAlias, this.i.modelDir);
+  }
+
+  close(): void {
+    this.ssh.close();
+  }
+}

@@ -1,0 +1,343 @@
+/**
+ * Gate C's CacheCapture provider as the dynamic provider host calls it, against engines the program's
+ * own start scripts launch on simulated hosts: a native engine on sim1 (its log in the run folder) and a
+ * docker-cli container on simdock (its log from `docker logs`), both read over a real SSH login with the
+ * pinned host key. Each capture is compared with the geometry the simulator says it resolved (its
+ * control port, opened through the plan's environment for this test only). The native log is then cut
+ * the ways a host cuts logs (rotation, copytruncate, removal, another start's content) and each cut must
+ * be refused naming the host and the file, and the capture must pass again once the log is restored.
+ */
+import { expect } from "chai";
+import { randomBytes } from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { provider as captureProvider } from "../../dynamic-providers/cache-capture/provider";
+import type { CacheCaptureInputs, CacheCaptureOutputs } from "../../dynamic-providers/cache-capture/types";
+import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
+import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
+import { evidenceRoot } from "../../lib/evidence";
+import { renderLaunchPlan, type LaunchInputs, type LaunchPlan } from "../../lib/launch/plan";
+import { nativeEngineLogs, type EngineLogSource } from "../../lib/engine/log-source";
+import { startScript as dockerStartScript, stopScript as dockerStopScript } from "../../lib/runtime/docker-cli";
+import { containerRestartScript } from "../../lib/runtime/restart";
+import { startScript, stopScript } from "../../lib/runtime/native";
+import { envFile } from "../../lib/shell";
+import { SshSession } from "../../lib/ssh/client";
+import { OPERATE, sshTarget } from "../../lib/ssh/login";
+import { readLogin, type StoredLogin } from "../../lib/ssh/stored-login";
+import { loadDockerImage, simDown, simUp, sshExec } from "../../sim/hosts";
+import type { SimHost } from "../../sim/hosts";
+import { buildSimImage } from "../../sim/image/build";
+
+const STACK = "provider-cache-capture";
+const API_KEY = "sk-narwhal-capture-3e9b1d";
+const CONTROL_PORT = 9394;
+
+function loginOf(h: SimHost): { login: StoredLogin; privateKey: string } {
+  return { login: { host: h.address, port: h.sshPort, user: h.user, hostKey: h.hostKey, connectTimeoutS: 20 }, privateKey: fs.readFileSync(h.privateKeyPath, "utf8") };
+}
+
+function launch(h: SimHost, id: string, port: number, nixlPort: number): LaunchInputs {
+  return {
+    engine: { id, port, nixlPort, gpuIds: [0, 1] },
+    host: { alias: h.alias, fabricInterface: h.fabricInterface, fabricAddress: h.address, vendor: "nvidia", gpuCount: 2 },
+    model: { servedName: "tiny-llama", checkpointDir: h.modelDir, dtype: "bfloat16", maxPositionEmbeddings: 2048 },
+    policy: {
+      vllmCommand: "vllm",
+      transport: "tcp",
+      dtype: "model",
+      kvCacheDtype: "auto",
+      blockSize: 16,
+      enforceEager: true,
+      maxModelLen: 2048,
+      maxNumSeqs: 8,
+      gpuMemoryUtilization: 0.9,
+      prefixCaching: false,
+      ucxTcpPortRange: "6300-6500",
+      kvLeaseDurationS: 30,
+      // The simulator's own port, so the test can ask what geometry it resolved; nothing the capture reads.
+      engineEnv: { NARWHAL_SIM_CONTROL_PORT: String(CONTROL_PORT), NARWHAL_SIM_TIME_SCALE: "0.05" },
+    },
+  };
+}
+
+/** Runs a script on the host over the program's own SSH client (the start scripts read the env file from stdin). */
+async function onHost(h: SimHost, script: string, stdin = ""): Promise<{ code: number; stdout: string; stderr: string }> {
+  const { login, privateKey } = loginOf(h);
+  const ssh = await SshSession.open(sshTarget(readLogin(login, { alias: h.alias, privateKey }), OPERATE));
+  try {
+    return await ssh.exec(script, { stdin, timeoutS: 120, name: "test step" });
+  } finally {
+    ssh.close();
+  }
+}
+
+async function must(h: SimHost, command: string): Promise<string> {
+  const r = await sshExec(h, command, { timeoutMs: 30_000 });
+  expect(r.code, `${command}: ${r.stderr}`).to.equal(0);
+  return r.stdout;
+}
+
+async function prove(h: SimHost, plan: LaunchPlan, identity: { pid: number } | { containerId: string }): Promise<EngineGenerationOutputs> {
+  const { outs } = await generationProvider.create({
+    engineId: plan.engineId,
+    hostAlias: h.alias,
+    url: plan.url,
+    planSha256: plan.planSha256,
+    expectedVersion: "0.29.0",
+    servedName: "tiny-llama",
+    apiKey: API_KEY,
+    processIdentity: { hostAlias: h.alias, ...identity },
+    probeTimeoutS: 30,
+  });
+  return outs as EngineGenerationOutputs;
+}
+
+function captureInputs(h: SimHost, g: EngineGenerationOutputs, engineLog: EngineLogSource, over: Partial<CacheCaptureInputs> = {}): CacheCaptureInputs {
+  return {
+    engineId: g.engineId,
+    hostAlias: h.alias,
+    url: g.url,
+    generationDigest: g.generationDigest,
+    planSha256: g.planSha256,
+    processIdentity: g.processIdentity,
+    expected: { blockSize: 16, tensorParallelSize: 2, dtype: "bfloat16", kvCacheDtype: "auto" },
+    apiKey: API_KEY,
+    ...loginOf(h),
+    engineLog,
+    modelDir: h.modelDir,
+    probeTimeoutS: 30,
+    stack: STACK,
+    ...over,
+  };
+}
+
+async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
+  try {
+    await p;
+  } catch (err) {
+    return err as Error & { code?: string };
+  }
+  throw new Error("expected the capture to be refused");
+}
+
+/** Each rank's record must be the geometry the simulator resolved (its control port's /cache-layout). */
+async function expectTruth(h: SimHost, outs: CacheCaptureOutputs): Promise<void> {
+  const truth = (await (await fetch(`http://${h.address}:${CONTROL_PORT}/cache-layout`)).json()) as Record<string, any>;
+  expect(outs.layout.tensorParallelSize).to.equal(truth.tensor_parallel_size).and.equal(2);
+  expect(outs.layout.ranks.map((r) => r.rank)).to.deep.equal([0, 1]);
+  for (const r of outs.layout.ranks) {
+    expect(r).to.deep.equal({
+      rank: r.rank,
+      blockSize: truth.block_size,
+      numGpuBlocks: truth.num_gpu_blocks,
+      numLayers: truth.kv_layers,
+      numKvHeads: truth.num_kv_heads,
+      numKvHeadsPerRank: truth.num_kv_heads_per_rank,
+      headSize: truth.head_dim,
+      dtype: truth.dtype,
+      cacheDtype: truth.cache_dtype,
+      kvCacheLayout: "LBHNC",
+      attentionBackend: truth.attention_backend,
+      useMla: false,
+      bytesPerTokenPerLayer: truth.bytes_per_token_per_layer,
+      pageSizeBytes: truth.page_size_bytes,
+      bytesPerToken: truth.bytes_per_token,
+    });
+  }
+  expect(outs.layout.bytesPerTokenAllRanks).to.equal(truth.bytes_per_token_all_ranks);
+  expect(outs.layout.nixl).to.deep.equal({ engineId: truth.engine_id, compatibilityHash: null });
+}
+
+describe("providers: cache capture from what the engine shows, read over SSH", function () {
+  this.timeout(240_000);
+
+  describe("a native engine on sim1 (its run folder's log)", () => {
+    let h: SimHost;
+    let plan: LaunchPlan;
+    let runDir: string;
+    let log: string;
+    let pid: number;
+    let proved: EngineGenerationOutputs;
+    const runtime = () => ({ runDir, healthTimeoutS: 90, stopTimeoutS: 10 });
+
+    before(async () => {
+      const fleet = await simUp({});
+      h = fleet.hosts.find((x) => x.alias === "sim1")!;
+      const id = `cc-${randomBytes(3).toString("hex")}`;
+      plan = renderLaunchPlan(launch(h, id, 8394, 5794));
+      runDir = `/srv/${STACK}/${id}`;
+      log = `${runDir}/engine.log`;
+      const started = await onHost(h, startScript(plan, runtime()), envFile({ VLLM_API_KEY: API_KEY }));
+      expect(started.code, started.stderr).to.equal(0);
+      pid = (JSON.parse(started.stdout.trim().split("\n").pop()!) as { pid: number }).pid;
+      proved = await prove(h, plan, { pid });
+    });
+
+    after(async () => {
+      if (plan) await onHost(h, `${stopScript(plan, runtime())}\nrm -rf /srv/${STACK}`);
+    });
+
+    it("captures each TP rank from the engine's log, config.json and /metrics, and records the lines it read", async () => {
+      const inputs = captureInputs(h, proved, nativeEngineLogs(runDir));
+      expect((await captureProvider.check!({}, inputs)).failures).to.equal(undefined);
+      const { id, outs } = await captureProvider.create(inputs);
+      const o = outs as CacheCaptureOutputs;
+      await expectTruth(h, o);
+      expect(id).to.equal(`${plan.engineId}-cache-${o.cacheLayoutDigest.slice(7, 19)}`);
+      expect(o.layout.source).to.equal("engine-log");
+      expect(o.sources.log).to.include({ source: log, apiServerPid: pid });
+      expect(o.sources.log.totalBytes).to.equal(o.sources.log.readBytes);
+      const logText = await must(h, `cat ${log}`);
+      const byNumber = logText.split("\n");
+      const read = o.sources.log.lines;
+      expect(read.filter((l) => /Available KV cache memory/.test(l.text)).map((l) => l.text.slice(0, 12))).to.deep.equal(["(Worker_TP0 ", "(Worker_TP1 "]);
+      for (const l of read.filter((x) => !x.text.includes("non-default args"))) expect(byNumber[l.n - 1], `line ${l.n}`).to.equal(l.text);
+      expect(o.sources.modelConfig.path).to.equal(`${h.modelDir}/config.json`);
+      expect(o.sources.modelConfig.sha256).to.equal(`sha256:${(await must(h, `sha256sum ${h.modelDir}/config.json`)).split(" ")[0]}`);
+
+      const record = JSON.parse(fs.readFileSync(path.join(evidenceRoot(process.cwd(), STACK), o.evidence!.relativePath), "utf8"));
+      expect(record.kind).to.equal("cache-capture");
+      expect(record.observations.sources).to.deep.equal(o.sources);
+      // The log, config.json, and when the log's API server started.
+      expect(record.commands.map((c: { host: string; exitStatus: number }) => [c.host, c.exitStatus])).to.deep.equal([["sim1", 0], ["sim1", 0], ["sim1", 0]]);
+      expect(JSON.stringify(record)).to.not.contain(API_KEY);
+      expect(await captureProvider.diff!("id", o, inputs)).to.deep.equal({ changes: false, replaces: [], deleteBeforeReplace: false });
+    });
+
+    it("refuses a layout that disagrees with the plan, naming each difference", async () => {
+      const err = await rejection(captureProvider.create(captureInputs(h, proved, nativeEngineLogs(runDir), { expected: { blockSize: 128, tensorParallelSize: 4, dtype: "float16", kvCacheDtype: "auto" } })));
+      expect(err.code).to.equal("NARWHAL_CACHE_LAYOUT_MISMATCH");
+      expect(err.message).to.contain("(source engine-log) does not match its plan; nothing was captured:\n  - the engine runs tensor parallel size 2; the plan has 4\n  - block_size 16 (vllm:cache_config_info); the plan has 128\n  - ranks 2, 3 of 4 missing");
+    });
+
+    describe("a log cut since the start is refused naming the host and the file, never guessed from", () => {
+      const saved = () => `${runDir}/engine.log.saved`;
+      // The engine writes to the file it opened at start: a rotated one is moved back before its content is.
+      const restore = async () => must(h, `if [ -e ${log}.1 ]; then mv -f ${log}.1 ${log}; fi; cat ${saved()} > ${log}`);
+      const capture = (logs: EngineLogSource = nativeEngineLogs(runDir)) => rejection(captureProvider.create(captureInputs(h, proved, logs)));
+      before(async () => must(h, `cp ${log} ${saved()}`));
+      afterEach(restore);
+
+      it("rotated (create mode): the new file holds only what came after", async () => {
+        await must(h, `mv ${log} ${log}.1 && : > ${log}`);
+        let err = await capture();
+        expect([err.code, err.message]).to.deep.equal([
+          "NARWHAL_CACHE_LOG_ROTATED",
+          `host sim1: ${log}: the log is empty: it was truncated or replaced since the engine started (the engine writes its startup lines before it serves)`,
+        ]);
+        await must(h, `printf '(APIServer pid=${pid}) INFO:     198.18.0.1:40000 - "GET /health HTTP/1.1" 200 OK\\n' >> ${log}`);
+        err = await capture();
+        expect(err.code).to.equal("NARWHAL_CACHE_LOG_ROTATED");
+        expect(err.message).to.equal(
+          `host sim1: ${log}: the log's first vLLM line (line 1, "(APIServer pid=${pid}) INFO:     198.18.0.1:40000 - \\"GET /health HTTP/1.1\\" 200 OK") is not the API server's startup line ` +
+            "'vLLM API server version …': it was rotated or truncated since the engine started, so the startup lines it needs are gone; restart the engine to capture its cache",
+        );
+      });
+
+      it("truncated in place (copytruncate) while the engine keeps writing at its offset", async () => {
+        await must(h, `truncate -s 0 ${log}`);
+        // The engine's next lines (SIGUSR2 marks it dead, then alive, each with a warning) land past a hole of NULs.
+        await must(h, `kill -USR2 ${pid}; sleep 0.3; kill -USR2 ${pid}; sleep 0.3`);
+        expect(await must(h, `head -c 1 ${log} | od -An -c`)).to.match(/\\0/);
+        const err = await capture();
+        expect(err.code).to.equal("NARWHAL_CACHE_LOG_ROTATED");
+        expect(err.message).to.match(new RegExp(`^host sim1: ${log}: the log begins with \\d+ NUL bytes: it was truncated while the engine kept writing \\(copytruncate rotation\\)`));
+      });
+
+      it("removed", async () => {
+        await must(h, `rm ${log}`);
+        const err = await capture();
+        expect([err.code, err.message]).to.deep.equal([
+          "NARWHAL_CACHE_LOG",
+          `host sim1: ${log}: the engine's log does not exist: it was removed or rotated away since the engine started, so its startup lines cannot be read; restart the engine to capture its cache`,
+        ]);
+      });
+
+      it("another start's log: its API server no longer runs, or is not the process serving now", async () => {
+        // A process that ran and exited: its pid names no process now.
+        const gone = Number((await must(h, "sh -c 'echo $$'")).trim());
+        await must(h, `sed 's/(APIServer pid=${pid})/(APIServer pid=${gone})/' ${saved()} > ${log}`);
+        let err = await capture();
+        expect(err.code).to.equal("NARWHAL_CACHE_LOG_ROTATED");
+        expect(err.message).to.match(new RegExp(`^host sim1: ${log}: the log was written by API server pid ${gone}, which no longer runs: it is another start's log, not the serving engine's \\(started `));
+        // This test runner runs (the simulated hosts share its process ids), but it is not the engine that serves.
+        await must(h, `sed 's/(APIServer pid=${pid})/(APIServer pid=${process.pid})/' ${saved()} > ${log}`);
+        err = await capture();
+        expect(err.code).to.equal("NARWHAL_CACHE_LOG_ROTATED");
+        expect(err.message).to.match(new RegExp(`^host sim1: ${log}: the log was written by API server pid ${process.pid}, started .*, but the serving engine started .* \\(process_start_time_seconds\\): it is another start's log$`));
+      });
+
+      it("with several candidate files (a runbook launcher's and the run folder's), takes the one the serving process wrote, and names each when none is", async () => {
+        const stale = `${runDir}/startup.log`;
+        await must(h, `sed 's/(APIServer pid=${pid})/(APIServer pid=${process.pid})/' ${saved()} > ${stale}`);
+        const both = { kind: "files" as const, paths: [stale, log] };
+        const { outs } = await captureProvider.create(captureInputs(h, proved, both));
+        expect((outs as CacheCaptureOutputs).sources.log).to.include({ source: log, apiServerPid: pid });
+        await must(h, `rm ${log}`);
+        const err = await capture(both);
+        expect(err.code).to.equal("NARWHAL_CACHE_LOG_ROTATED");
+        expect(err.message).to.match(
+          new RegExp(
+            `^host sim1: no log of the serving engine: ${stale}: the log was written by API server pid ${process.pid}, started .*: it is another start's log; ` +
+              `${log}: the engine's log does not exist: it was removed or rotated away since the engine started, so its startup lines cannot be read; restart the engine to capture its cache$`,
+          ),
+        );
+      });
+
+      it("passes again on the restored log", async () => {
+        await restore();
+        const { outs } = await captureProvider.create(captureInputs(h, proved, nativeEngineLogs(runDir)));
+        await expectTruth(h, outs as CacheCaptureOutputs);
+      });
+    });
+  });
+
+  describe("a docker-cli container on simdock (its log from docker logs)", () => {
+    let h: SimHost;
+    let image: string;
+    let plan: LaunchPlan;
+    const runDir = `/srv/${STACK}/container`;
+    const target = (p: LaunchPlan) => ({ image, modelDir: h.modelDir, engineId: p.engineId, stack: STACK });
+    const opts = { runDir, deadlinesS: { pull: 600, start: 90, stop: 10, inspect: 30 } };
+
+    before(async function () {
+      this.timeout(300_000);
+      [h] = (await simUp({ dockerHosts: ["simdock"], aliases: ["simdock"] })).hosts as [SimHost];
+      image = buildSimImage({ log: () => undefined }).id;
+      await loadDockerImage("simdock", image);
+      plan = renderLaunchPlan(launch(h, `cc-dock-${randomBytes(3).toString("hex")}`, 8395, 5795));
+    });
+
+    after(async () => {
+      if (plan) await onHost(h, dockerStopScript(plan, target(plan), opts));
+      if (h) await simDown({ aliases: ["simdock"] });
+    });
+
+    it("captures each TP rank from the container's log since its latest start (a docker restart keeps the earlier run's lines), naming the command it read", async () => {
+      const started = await onHost(h, dockerStartScript(plan, target(plan), opts), envFile({ VLLM_API_KEY: API_KEY }));
+      expect(started.code, started.stderr).to.equal(0);
+      const containerId = (JSON.parse(started.stdout.trim().split("\n").pop()!) as { containerId: string }).containerId;
+      const g = await prove(h, plan, { containerId });
+      const inputs = captureInputs(h, g, { kind: "container", dockerCommand: "docker" });
+      expect((await captureProvider.check!({}, inputs)).failures).to.equal(undefined);
+      const o = (await captureProvider.create(inputs)).outs as CacheCaptureOutputs;
+      await expectTruth(h, o);
+      const since = (await must(h, `docker inspect --format '{{.State.StartedAt}}' ${containerId}`)).trim();
+      expect(o.sources.log.source).to.equal(`docker logs ${containerId.slice(0, 12)} --since ${since}`);
+      expect(o.sources.log).to.not.have.property("totalBytes");
+      const logs = (await must(h, `docker logs --since ${since} ${containerId} 2>&1`)).split("\n");
+      for (const l of o.sources.log.lines.filter((x) => !x.text.includes("non-default args"))) expect(logs[l.n - 1], `line ${l.n}`).to.equal(l.text);
+      expect(o.sources.log.apiServerPid).to.equal(Number(/^\(APIServer pid=(\d+)\)/.exec(logs[0])![1]));
+
+      // The peer wave's restart (`docker restart`) keeps the first run's lines in the container's log: the
+      // capture reads the latest run alone, and passes for the new generation.
+      const restarted = await onHost(h, containerRestartScript(plan, "docker", containerId, { stop: 10, health: 90 }));
+      expect(restarted.code, restarted.stderr).to.equal(0);
+      expect((await must(h, `docker logs ${containerId} 2>&1`)).match(/vLLM API server version/g)).to.have.length(2);
+      const again = (await captureProvider.create(captureInputs(h, await prove(h, plan, { containerId }), { kind: "container", dockerCommand: "docker" }))).outs as CacheCaptureOutputs;
+      await expectTruth(h, again);
+      expect(again.sources.log.source).to.not.equal(o.sources.log.source);
+    });
+  });
+});
