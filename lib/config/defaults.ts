@@ -83,7 +83,7 @@ export const PROGRAM_DEFAULTS = {
   ssh: { maxSessionsPerHost: 4, connectTimeoutS: 10, commandTimeoutS: 120 },
   fabric: { iperfPort: 5201, durationS: 2 },
   runtime: { deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30, health: 15 } },
-  attestation: { command: "narwhal-attest", startTimeoutS: 60 },
+  attestation: { startTimeoutS: 60 },
   /**
    * Calibration: the router's own overhead added to deadline + prefill in the client TTFT check, and
    * the failed attempts a group may take before the run stops to be diagnosed.

@@ -25,7 +25,6 @@ import { bridgeExists, ensureBridge, forwardRulePresent, listNetns, removeBridge
 import { hostPaths, knownHostsFile, modelsMountPointMarker, privateKeyFile, sshConfigFile } from "./paths";
 import { engineSimConfig, readSimConfig, writeSimConfig } from "./sim-config";
 import { writeSimPythonSite } from "./python-site";
-import { writeNarwhalAttestShim } from "./narwhal-attest";
 import { writeVllmShim } from "./shims";
 import { writeWheelhouse } from "./wheelhouse";
 import { startSshd, stopSshd } from "./sshd";
@@ -106,7 +105,8 @@ export async function simUp(opts: SimUpOptions = {}): Promise<SimFleet> {
           const changed = writeSimConfig(p.simConfig, engineSimConfig(spec, scale ?? current ?? DEFAULT_TIME_SCALE));
           // Hosts built before the Python side of their vLLM existed get it here (idempotent).
           writeSimPythonSite(p);
-          writeNarwhalAttestShim(p.binDir, spec.alias);
+          // Hosts built while the fleet pre-provisioned narwhal-attest lose it: Gate B installs it on engine hosts.
+          fs.rmSync(path.join(p.binDir, "narwhal-attest"), { force: true });
           writeVllmShim(p.binDir, spec, p.simConfig);
           writeWheelhouse(p);
           actions[spec.alias] = changed ? "kept, sim config updated" : "kept";

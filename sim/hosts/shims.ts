@@ -4,8 +4,6 @@
  *   nvidia-smi  NVIDIA hosts only
  *   rocminfo    AMD hosts only
  *   vllm        every host: runs the engine simulator with this host's sim config
- *   narwhal-attest
- *               every host: the pinned narwhal-inference's attestation sidecar (narwhal-attest.ts)
  *   nvidia-container-runtime-hook
  *               docker hosts with NVIDIA GPUs: what the host's own dockerd runs for `--gpus`
  * The folder is bind-mounted over /usr/local/sbin inside the host.
@@ -16,7 +14,6 @@ import * as path from "node:path";
 import { ENGINE_VERSION, PROJECT_ROOT } from "./constants";
 import { deviceNodesOf, gpusOf, SimGpu } from "./inventory";
 import { hostPaths } from "./paths";
-import { writeNarwhalAttestShim } from "./narwhal-attest";
 import type { HostSpec } from "../topology";
 import { shq } from "../../lib/shell";
 
@@ -35,7 +32,6 @@ export function writeShims(dir: string, host: HostSpec, simConfigPath: string): 
   if (vendor === "nvidia") write("nvidia-smi", nvidiaSmiScript(host));
   if (vendor === "amd") write("rocminfo", rocminfoScript(host));
   writeVllmShim(dir, host, simConfigPath);
-  writeNarwhalAttestShim(dir, host.alias);
   if (vendor === "nvidia" && host.dockerEngine) write("nvidia-container-runtime-hook", nvidiaHookScript(host, hostPaths(host.alias).nvidiaHookLog));
 }
 
