@@ -21,7 +21,8 @@ import type { HostSpec } from "../topology";
  * Runs inside the new mount+UTS namespace (propagation private, so nothing leaks to the machine):
  * sets the hostname; bind-mounts the host's fake PCI tree, shims, checkpoint, /etc files and its own
  * /root, /home, /opt and /srv; on GPU hosts rebuilds /dev in a tmpfs with the vendor's device nodes
- * added; gives the host private /tmp, /var/tmp and /dev/shm (docker hosts also /run, and the machine's
+ * added; on AMD hosts adds /sys/class/drm (a tmpfs over /sys/class with each of the kernel's own class
+ * folders bound back, since sysfs takes no new folder); gives the host private /tmp, /var/tmp and /dev/shm (docker hosts also /run, and the machine's
  * cgroup hierarchies). Everything else (/usr, /var, the rest of /etc) is the machine's, shared by all
  * hosts. Prints "ready" on stdout when done, then becomes `sleep infinity`.
  */
@@ -29,6 +30,17 @@ export const ANCHOR_SCRIPT = `
 set -eu
 hostname "$SIM_ALIAS"
 mount --bind "$SIM_PCI_DIR" /sys/bus/pci/devices
+if [ -n "$SIM_SYS_CLASS_DIR" ]; then
+  mkdir -p "$SIM_SYS_CLASS_STAGE"
+  mount --bind /sys/class "$SIM_SYS_CLASS_STAGE"
+  mount -t tmpfs -o mode=755,nosuid,nodev tmpfs /sys/class
+  for c in "$SIM_SYS_CLASS_STAGE"/* "$SIM_SYS_CLASS_DIR"/*; do
+    [ -e "$c" ] || continue
+    mkdir -p "/sys/class/\${c##*/}"
+    mount --bind "$c" "/sys/class/\${c##*/}"
+  done
+  umount "$SIM_SYS_CLASS_STAGE"
+fi
 mount --bind "$SIM_BIN_DIR" "$SIM_SHIM_TARGET"
 mount --bind "$SIM_MODELS_DIR" "$SIM_MODELS_TARGET"
 mount --bind "$SIM_HOME_DIR" /home
@@ -96,6 +108,8 @@ export async function startAnchor(host: HostSpec, p: HostPaths): Promise<number>
     PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     SIM_ALIAS: host.alias,
     SIM_PCI_DIR: p.pciDir,
+    SIM_SYS_CLASS_DIR: host.layout.model?.vendor === "amd" ? p.sysClassDir : "",
+    SIM_SYS_CLASS_STAGE: p.sysClassStage,
     SIM_BIN_DIR: p.binDir,
     SIM_SHIM_TARGET: HOST_SHIM_DIR,
     SIM_MODELS_DIR: p.modelsDir,

@@ -41,6 +41,9 @@ export function hostPaths(alias: string) {
     anchorLog: path.join(dir, "anchor.log"),
     /** Bind-mounted over /sys/bus/pci/devices. */
     pciDir: path.join(dir, "sys", "bus", "pci", "devices"),
+    /** Entries added to /sys/class (AMD hosts: drm/), and where the real /sys/class is held while they are. */
+    sysClassDir: path.join(dir, "sys", "class"),
+    sysClassStage: path.join(dir, "sys-class-stage"),
     /** Bind-mounted over /usr/local/sbin (first on the login PATH). */
     binDir: path.join(dir, "bin"),
     /** Bind-mounted over /models; the checkpoint is models/tiny-llama. */
