@@ -100,7 +100,7 @@ export class AttestationMesh extends pulumi.ComponentResource {
     const { spec, stack } = args;
     const host = args.hosts.get(e.host)!;
     const g = engine.generation;
-    // pulumi.all types at most eight inputs, hence the engine's facts and the host's facts apart.
+    // pulumi.all types at most eight inputs, hence the engine's facts apart from the model and the check's.
     const engineFacts = pulumi.all([engine.plan, engine.cache.layout, engine.cache.cacheLayoutDigest, g.generationDigest, g.version, g.processIdentity, engine.imageCheck.identity]);
     const checkFacts = pulumi.all([host.discovery.model, engine.imageCheck.checkDigest, engine.imageCheck.findings]);
     const program: pulumi.Output<AttestationDocument> = pulumi

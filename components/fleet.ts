@@ -170,7 +170,7 @@ export class Fleet extends pulumi.ComponentResource {
         }),
       )
       .apply((facts) => cacheSummary(spec, facts));
-    // Gate B on every host that runs Narwhal's code; nothing waits on it before the sidecars and the router.
+    // Gate B on every host that runs Narwhal's code: the sidecars and the router wait on their host's install, nothing else does.
     this.narwhalInstalls = narwhalInstalls(name, { spec, stack: args.stack, routerHost: this.routerHost, connectionOf: (alias) => hosts.get(alias)!.connection }, this);
     this.fabric = new FabricMesh(`${name}-fabric`, { spec, stack: args.stack, hosts, engines, cacheGroups: this.cacheGroups }, { parent: this });
     this.attestation = new AttestationMesh(
