@@ -87,7 +87,7 @@ export const deployment = {
 export const fleetDocument = fleet.sanitisedFleetDocument;
 /** Gate G: the router's URL (the router host's fabric address), once the router host is deployed. */
 export const routerUrl = fleet.routerHostResources?.router.url;
-/** Gate B: the installed narwhal revision and the digest of its files. */
+/** Gate B: the router host's installed narwhal revision and the digest of its files (every host's is in its evidence record). */
 export const narwhalInstall = fleet.routerHostResources?.install.marker;
 
 /**
@@ -111,9 +111,9 @@ export const evidence: pulumi.Output<EvidenceOutput> = pulumi
     fleet.attestation.engines,
     fleet.profiles.summary,
     fleet.preflight.evidence,
-    pulumi.all([fleet.routerHostResources?.records.install.evidence, fleet.routerHostResources?.records.router.evidence]),
+    pulumi.all([pulumi.all([...fleet.narwhalInstalls].map(([alias, install]) => install.record.evidence.apply((ref) => ({ alias, ref })))), fleet.routerHostResources?.records.router.evidence]),
   ])
-  .apply(([hostsOut, config, engineRefs, fabric, attested, profiled, preflightRef, [installRef, routerRef]]) =>
+  .apply(([hostsOut, config, engineRefs, fabric, attested, profiled, preflightRef, [installRefs, routerRef]]) =>
     evidenceByGate([
       ...Object.entries(hostsOut).map(([alias, h]) => ({ gate: "A" as const, kind: "discovery", subject: `host ${alias}`, ref: h.evidence })),
       { gate: "A", kind: "deployment-config", subject: `fleet ${pulumi.getStack()}`, ref: config },
@@ -127,7 +127,7 @@ export const evidence: pulumi.Output<EvidenceOutput> = pulumi
       ...Object.entries(attested).map(([id, a]) => ({ gate: "E" as const, kind: "attestation", subject: `engine ${id}`, ref: a.evidence })),
       ...Object.entries(profiled.engines).map(([id, p]) => ({ gate: "F" as const, kind: "profile", subject: `engine ${id}`, ref: p.evidence })),
       { gate: "F", kind: "preflight", subject: `fleet ${pulumi.getStack()}`, ref: preflightRef },
-      { gate: "B", kind: "install", subject: `host ${fleet.routerHost}`, ref: installRef },
+      ...installRefs.map(({ alias, ref }) => ({ gate: "B" as const, kind: "install", subject: `host ${alias}`, ref })),
       { gate: "G", kind: "router", subject: `host ${fleet.routerHost}`, ref: routerRef },
     ]),
   );

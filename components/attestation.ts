@@ -21,6 +21,7 @@ import type { ReplicaAgreement } from "../dynamic-providers/replica-agreement/re
 import type { Engine } from "./engine";
 import { lastJsonLine } from "./runtime/stdout";
 import { startKeyOf } from "./runtime/start-key";
+import type { NarwhalInstall } from "./router/install";
 
 /** What attestation needs of each physical host: the connection its engines were started over, and its discovery. */
 export interface AttestationHost {
@@ -33,6 +34,8 @@ export interface AttestationMeshArgs {
   stack: string;
   hosts: ReadonlyMap<string, AttestationHost>;
   engines: ReadonlyArray<{ spec: EngineSpec; engine: Engine }>;
+  /** Gate B per host alias: each engine host's install, whose `narwhal-attest` its sidecars run (unless `attestation.command`). */
+  installs: ReadonlyMap<string, NarwhalInstall>;
   /** The fleet's accelerator product and TP shape, for the fleet document. */
   replicas: ReplicaAgreement;
   /** Fabric qualification (Gate D): no sidecar starts before it passed. */
@@ -97,12 +100,12 @@ export class AttestationMesh extends pulumi.ComponentResource {
     const { spec, stack } = args;
     const host = args.hosts.get(e.host)!;
     const g = engine.generation;
-    // pulumi.all types at most eight inputs, hence the engine's facts and the host's facts apart.
+    // pulumi.all types at most eight inputs, hence the engine's facts apart from the model and the check's.
     const engineFacts = pulumi.all([engine.plan, engine.cache.layout, engine.cache.cacheLayoutDigest, g.generationDigest, g.version, g.processIdentity, engine.imageCheck.identity]);
-    const hostFacts = pulumi.all([host.discovery.model, host.discovery.runtime, host.discovery.factsDigest]);
+    const checkFacts = pulumi.all([host.discovery.model, engine.imageCheck.checkDigest, engine.imageCheck.findings]);
     const program: pulumi.Output<AttestationDocument> = pulumi
-      .all([engineFacts, hostFacts])
-      .apply(([[plan, layout, cacheLayoutDigest, generationDigest, version, processIdentity, identity], [model, runtime, discoveryDigest]]) =>
+      .all([engineFacts, checkFacts])
+      .apply(([[plan, layout, cacheLayoutDigest, generationDigest, version, processIdentity, identity], [model, checkDigest, findings]]) =>
         attestationDocument({
           engineId: e.id,
           plan,
@@ -111,8 +114,8 @@ export class AttestationMesh extends pulumi.ComponentResource {
           generation: { generationDigest, version, processIdentity },
           model: { architecture: model.architecture, numHiddenLayers: model.numHiddenLayers, configSha256: model.configSha256 },
           imageId: identity.kind === "docker" ? identity.imageId : undefined,
-          transfer: transferFacts(runtime?.packages),
-          discoveryDigest,
+          // The image check read the NIXL versions inside the very runtime (native environment or image) the engine runs.
+          transfer: transferFacts({ checkDigest, findings }),
         }),
       );
     // An adopted runbook engine keeps the document its runbook sidecar served while it is still true of
@@ -120,9 +123,13 @@ export class AttestationMesh extends pulumi.ComponentResource {
     const chosen = pulumi.all([program, engine.runbookAttestation, g.processStartTime]).apply(([own, runbook, start]) => chooseDocument(own, runbook, start));
     const document = chosen.document;
     const digest = chosen.digest;
+    // The sidecar runs from the host's Gate B install unless the operator names a narwhal-attest of their own.
+    const install = spec.attestation.command === undefined ? args.installs.get(e.host) : undefined;
+    if (spec.attestation.command === undefined && !install) throw new pulumi.ResourceError(`engine ${e.id}: host ${e.host} has no narwhal install for its attestation sidecar`, this);
+    const sidecarCommand = spec.attestation.command ?? `${install!.binDir}/narwhal-attest`;
     const sidecarOptions: pulumi.Output<SidecarOptions> = pulumi.all([chosen, engine.plan, g.processIdentity]).apply(([doc, plan, owner]) => ({
       engineId: e.id,
-      command: spec.attestation.command,
+      command: sidecarCommand,
       runDir: `${stackDirOn(spec, e.host, stack)}/attestation/${e.id}`,
       document: doc.text,
       documentDigest: doc.digest,
@@ -133,8 +140,9 @@ export class AttestationMesh extends pulumi.ComponentResource {
       stopTimeoutS: spec.runtime.deadlinesS.stop,
       ...(engine.runbookRun !== undefined ? { takeoverRun: engine.runbookRun } : {}),
     }));
-    // A new document (a new generation, plan or layout), endpoint or command is a new sidecar; anything else re-runs the idempotent start.
-    const triggers = [digest, sidecarOptions.apply((o) => o.endpoint.url), spec.attestation.command];
+    // A new document (a new generation, plan or layout), endpoint, command or install (a new revision) is a new
+    // sidecar; anything else re-runs the idempotent start.
+    const triggers = [digest, sidecarOptions.apply((o) => o.endpoint.url), sidecarCommand, ...(install ? [startKeyOf(install.command)] : [])];
     const sidecar = new command.remote.Command(
       `${name}-sidecar`,
       {
@@ -146,7 +154,7 @@ export class AttestationMesh extends pulumi.ComponentResource {
         logging: "stderr",
       },
       // The replacement binds the same port, so the old sidecar must be gone first.
-      { parent: this, deleteBeforeReplace: true, dependsOn: args.after },
+      { parent: this, deleteBeforeReplace: true, dependsOn: install ? [...args.after, install.command] : args.after },
     );
     const started = sidecar.stdout.apply((out) => lastJsonLine<{ pid: number; startedAt: string }>(out));
     return new Attestation(

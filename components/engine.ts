@@ -6,6 +6,7 @@ import type { RunbookAttestationSource } from "../lib/attestation/runbook-docume
 import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";
 import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
 import { checkRuntimeOf, ImageCheck } from "../dynamic-providers/image-check/resource";
+import { RUNTIME_CHECK_SHA256 } from "../lib/image-check/commands";
 import { loginInputs } from "./login-inputs";
 import { Liveness } from "../dynamic-providers/liveness/resource";
 import { engineProcess, HostScope, ProcessIdentity, type KnownHostsFiles, type RunbookOutcome } from "./runtime";
@@ -103,6 +104,7 @@ export class Engine extends pulumi.ComponentResource {
         modelDir: args.modelDir,
         pins: pulumi.output(args.expectedVersion).apply((vllm) => ({ vllm })),
         dsRequired: pulumi.output(args.launch).apply((l) => (l as LaunchInputs).model.ssmConvStateLayoutDS === true),
+        checkScriptSha256: RUNTIME_CHECK_SHA256,
         deadlines: { inspectS: args.runtime.deadlinesS.inspect, checkS: args.runtime.deadlinesS.start },
       },
       { parent: this },

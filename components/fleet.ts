@@ -14,7 +14,8 @@ import type { RuntimeIdentity } from "../lib/discovery/runtime";
 import { FabricMesh } from "./fabric";
 import { AttestationMesh } from "./attestation";
 import { ProfileMesh } from "./profiles";
-import { RouterHost } from "./router";
+import { RouterHost, type NarwhalInstall } from "./router";
+import { narwhalInstalls } from "./narwhal-installs";
 import { preflight } from "./preflight";
 import type { Preflight } from "../dynamic-providers/preflight/resource";
 import { calibration } from "./calibration";
@@ -79,7 +80,9 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly preflight: Preflight;
   /** Gate F's first-token deadline calibration after preflight, when `calibration.enabled`. */
   public readonly calibration?: Calibration;
-  /** Gates B and G: the narwhal install, the router and monitoring on the router host. */
+  /** Gate B: per host alias, the narwhal install the router host and every engine host's sidecars run from. */
+  public readonly narwhalInstalls: ReadonlyMap<string, NarwhalInstall>;
+  /** Gate G: the router and monitoring on the router host. */
   public readonly routerHostResources: RouterHost;
   /** The fleet document with every engine address replaced by its host alias. */
   public readonly sanitisedFleetDocument: pulumi.Output<Record<string, unknown>>;
@@ -167,8 +170,14 @@ export class Fleet extends pulumi.ComponentResource {
         }),
       )
       .apply((facts) => cacheSummary(spec, facts));
+    // Gate B on every host that runs Narwhal's code: the sidecars and the router wait on their host's install, nothing else does.
+    this.narwhalInstalls = narwhalInstalls(name, { spec, stack: args.stack, routerHost: this.routerHost, connectionOf: (alias) => hosts.get(alias)!.connection }, this);
     this.fabric = new FabricMesh(`${name}-fabric`, { spec, stack: args.stack, hosts, engines, cacheGroups: this.cacheGroups }, { parent: this });
-    this.attestation = new AttestationMesh(`${name}-attestation`, { spec, stack: args.stack, hosts, engines, replicas: this.replicas, after: [this.fabric.gate] }, { parent: this });
+    this.attestation = new AttestationMesh(
+      `${name}-attestation`,
+      { spec, stack: args.stack, hosts, engines, installs: this.narwhalInstalls, replicas: this.replicas, after: [this.fabric.gate] },
+      { parent: this },
+    );
     this.profiles = new ProfileMesh(`${name}-profiles`, { spec, stack: args.stack, engines, attestations: this.attestation.attestations, engineApiKey: args.secrets.engineApiKey, routerHost: this.routerHost, routerConnection: hosts.get(this.routerHost)!.connection, adopt: args.localFiles.profileAdopt }, { parent: this });
     const hostOf = Object.fromEntries(spec.engines.map((e) => [e.id, e.host]));
     this.sanitisedFleetDocument = this.attestation.fleetDocument.apply((d) => sanitisedFleetDocument(d, hostOf));
@@ -217,6 +226,7 @@ export class Fleet extends pulumi.ComponentResource {
         spec,
         stack: args.stack,
         hostAlias: this.routerHost,
+        install: this.narwhalInstalls.get(this.routerHost)!,
         engineEndpoints: pulumi.all(engines.map(({ spec: e, engine }) => engine.url.apply((url) => ({ iid: e.id, url, role: e.role })))),
         engineEvidence: pulumi.all([pulumi.all(engines.map(({ spec: e, engine }) => pulumi.all([engine.url, engine.generation.processStartTime]).apply(([url, processStartTime]) => ({ iid: e.id, url, processStartTime })))), this.attestation.engines]).apply(
           ([proved, attested]) => proved.map((p) => ({ ...p, attestationUrl: attested[p.iid].url, attestationDigest: attested[p.iid].attestationDigest })),

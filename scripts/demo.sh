@@ -15,6 +15,8 @@ pulumi stack select dev
 pulumi up --yes --skip-preview
 printf '\n==> Stack outputs\n'
 pulumi stack output --json
+printf '\n==> Preflight, as narwhal-check decides it (pass, degraded or fail)\n'
+pulumi stack output preflight --json | node -e 'const p = JSON.parse(require("fs").readFileSync(0, "utf8")); console.log(`status: ${p.status}`); for (const s of p.skipped) console.log(`skipped: ${s.gate} (${s.message})`)'
 printf '\n==> One request through the router\n'
 node -r ./tools/ts-require.js scripts/router-request.ts "$(pulumi stack output routerUrl)"
 printf '\n==> Sanitised deployment record\n'

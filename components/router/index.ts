@@ -1,13 +1,12 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { FleetSpec } from "../../lib/config";
-import { NarwhalInstall } from "./install";
+import type { NarwhalInstall } from "./install";
 import { Router } from "./router";
 import { Monitoring } from "../observability";
 import { localAddress, routerUrl } from "../../lib/router/serve";
 import { stackDirOn } from "../../lib/fleet/state-dir";
 import { CommandRecord } from "../../dynamic-providers/command-record/resource";
-import { startKeyOf } from "../runtime/start-key";
 import type { DocumentEngine } from "../../lib/observability/targets";
 import type { FreshnessExpectation } from "../../lib/observability/freshness-exporter";
 
@@ -19,6 +18,8 @@ export interface RouterHostArgs {
   stack: string;
   /** The router host's alias in `hosts`. */
   hostAlias: string;
+  /** Gate B on this host: the install the router and its tools run from (the fleet makes one per host). */
+  install: NarwhalInstall;
   connection: command.types.input.remote.ConnectionArgs;
   /** An address of the router host that clients reach. */
   address: pulumi.Input<string>;
@@ -36,19 +37,19 @@ export interface RouterHostArgs {
   after: pulumi.Input<pulumi.Resource>;
 }
 
-/** Gates B and G on the router host: the narwhal install, the router from it, and monitoring beside it. */
+/** Gate G on the router host: the router from the host's narwhal install (Gate B), and monitoring beside it. */
 export class RouterHost extends pulumi.ComponentResource {
   public readonly install: NarwhalInstall;
   public readonly router: Router;
   public readonly monitoring?: Monitoring;
-  /** The evidence records of Gate B's install and Gate G's router start and proof. */
-  public readonly records: { install: CommandRecord; router: CommandRecord };
+  /** The evidence record of Gate G's router start and proof (Gate B's is the install's own). */
+  public readonly records: { router: CommandRecord };
 
   constructor(name: string, args: RouterHostArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:router:RouterHost", name, {}, opts);
     const { spec } = args;
     const base = stackDirOn(spec, args.hostAlias, args.stack);
-    this.install = new NarwhalInstall(`${name}-narwhal`, { narwhal: spec.router.narwhal, connection: args.connection, installDir: `${base}/narwhal` }, { parent: this });
+    this.install = args.install;
     this.router = new Router(
       `${name}-router`,
       {
@@ -72,22 +73,9 @@ export class RouterHost extends pulumi.ComponentResource {
       },
       { parent: this },
     );
-    // Gates B and G as evidence records: the scripts that ran, what they printed, what they established.
+    // Gate G as an evidence record: the scripts that ran, what they printed, what they established.
     const stepOf = (stepName: string, c: command.remote.Command) => pulumi.all([c.create, c.stdout]).apply(([script, stdout]) => ({ name: stepName, script: script ?? "", stdout }));
     this.records = {
-      install: new CommandRecord(
-        `${name}-narwhal-record`,
-        {
-          stack: args.stack,
-          kind: "install",
-          hostAlias: args.hostAlias,
-          steps: pulumi.all([stepOf("install", this.install.command)]),
-          observations: { marker: this.install.marker },
-          // A re-run of the install (new login details) adopts the venv and prints the same marker.
-          startKey: startKeyOf(this.install.command),
-        },
-        { parent: this },
-      ),
       router: new CommandRecord(
         `${name}-router-record`,
         {

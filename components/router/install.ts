@@ -1,41 +1,61 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import type { RouterSpec } from "../../lib/config";
-import { installKey, installScript, uninstallScript, type InstallMarker, type InstallOptions, type NarwhalSource } from "../../lib/router/install";
+import { installKey, installScript, uninstallScript, venvDir, type InstallMarker, type InstallOptions, type NarwhalSource } from "../../lib/router/install";
 import { shq } from "../../lib/shell";
+import { CommandRecord } from "../../dynamic-providers/command-record/resource";
 import { lastJsonLine } from "../runtime/stdout";
+import { startKeyOf } from "../runtime/start-key";
 
 export interface NarwhalInstallArgs {
   /** `router.narwhal`: the pinned version, or a source bundle with its digest, and where pip finds wheels. */
   narwhal: RouterSpec["narwhal"];
   connection: command.types.input.remote.ConnectionArgs;
-  /** Folder on the router host that holds one subfolder per installed revision. */
+  /** Folder on the host that holds one subfolder per installed revision. */
   installDir: string;
+  /** The host's alias: named in the install's messages and its evidence record. */
+  hostAlias: string;
+  /** Names the evidence folder (runs/<stack>/evidence). */
+  stack: string;
+  /**
+   * Where this install and its record sat in state written before every engine host had an install:
+   * under the router host's component, as `<install name>` and `<install name>-record`.
+   */
+  formerly?: { parent: pulumi.Input<string>; name: string };
 }
 
 /**
- * Gate B on the router host: the approved narwhal-inference revision in its own venv, through one
- * remote command. A source bundle is copied first and its digest checked on the host before pip sees
- * it. A new revision is a new install (its own folder), so everything that runs from the install is
- * replaced with it, and the old folder goes after them.
+ * Gate B on one host: the approved narwhal-inference revision in its own venv, through one remote
+ * command, and the evidence record of what that command ran and printed. A source bundle is copied
+ * first and its digest checked on the host before pip sees it. A new revision is a new install (its own
+ * folder), so everything that runs from the install is replaced with it, and the old folder goes after
+ * them. The router host runs the router and its tools from it, an engine host its attestation sidecars;
+ * a host that is both has this one install.
  */
 export class NarwhalInstall extends pulumi.ComponentResource {
   /** The install marker: revision, installed version, digest of the installed files, bin folder. */
   public readonly marker: pulumi.Output<InstallMarker>;
   /** The command whose success is the install: later gates depend on it. */
   public readonly command: command.remote.Command;
+  /** The install's bin folder, known from the config alone (the marker's `binDir` once it ran). */
+  public readonly binDir: string;
+  /** Gate B's evidence: the install script as it ran and the marker it printed. */
+  public readonly record: CommandRecord;
 
   constructor(name: string, args: NarwhalInstallArgs, opts?: pulumi.ComponentResourceOptions) {
-    super("narwhal:router:NarwhalInstall", name, {}, opts);
+    const formerly = args.formerly ? [{ name: args.formerly.name, parent: args.formerly.parent }] : [];
+    super("narwhal:router:NarwhalInstall", name, {}, pulumi.mergeOptions(opts, { aliases: formerly }));
     const bundle = args.narwhal.sourceBundle;
     const source: NarwhalSource = bundle ? { kind: "bundle", sha256: bundle.sha256 } : { kind: "version", version: args.narwhal.version };
     const options: InstallOptions = {
       source,
+      host: args.hostAlias,
       installDir: args.installDir,
       wheelhouse: args.narwhal.wheelhouse,
       bundlePath: bundle ? `${args.installDir}/bundles/${bundle.sha256}.tar.gz` : undefined,
       timeoutS: args.narwhal.installTimeoutS,
     };
+    this.binDir = `${venvDir(options)}/bin`;
     const dependsOn: pulumi.Resource[] = [];
     if (bundle && options.bundlePath) {
       const folder = new command.remote.Command(
@@ -65,6 +85,20 @@ export class NarwhalInstall extends pulumi.ComponentResource {
       { parent: this, dependsOn },
     );
     this.marker = this.command.stdout.apply((out) => lastJsonLine<InstallMarker>(out));
+    const c = this.command;
+    this.record = new CommandRecord(
+      `${name}-record`,
+      {
+        stack: args.stack,
+        kind: "install",
+        hostAlias: args.hostAlias,
+        steps: pulumi.all([pulumi.all([c.create, c.stdout]).apply(([script, stdout]) => ({ name: "install", script: script ?? "", stdout }))]),
+        observations: { marker: this.marker },
+        // A re-run of the install (new login details) adopts the venv and prints the same marker.
+        startKey: startKeyOf(c),
+      },
+      { parent: this, aliases: args.formerly ? [{ name: `${args.formerly.name}-record`, parent: args.formerly.parent }] : [] },
+    );
     this.registerOutputs({ marker: this.marker });
   }
 }

@@ -1,6 +1,6 @@
 /** ImageCheck's inputs as a zod schema: where evidence goes, how to log in, and the spec the check runs (lib/image-check). */
 import { z } from "zod";
-import { imageCheckProblems, type ImageCheckSpec } from "../../lib/image-check";
+import { imageCheckProblems, RUNTIME_CHECK_SHA256, type ImageCheckSpec } from "../../lib/image-check";
 import { hasUnknown } from "../diff";
 import { isStackFolderName } from "../../lib/stack-name";
 import { across, hostLogin, inOrder } from "../input-rules";
@@ -16,6 +16,10 @@ const login = hostLogin();
 const againstPlan = across((news, refuse) => {
   const plan = news.plan as ImageCheckInputs["plan"] | undefined;
   if (!hasUnknown(plan) && plan?.planSha256 !== news.planSha256) refuse("planSha256", `planSha256 ${JSON.stringify(news.planSha256)} is not the plan's own hash ${JSON.stringify(plan?.planSha256)}`);
+  const script = news.checkScriptSha256;
+  if (script !== undefined && !hasUnknown(script) && script !== RUNTIME_CHECK_SHA256) {
+    refuse("checkScriptSha256", `checkScriptSha256 ${JSON.stringify(script)} is not the runtime check this provider runs (${RUNTIME_CHECK_SHA256})`);
+  }
   const spec = specOf(news as unknown as ImageCheckInputs);
   if (!hasUnknown(spec)) for (const p of imageCheckProblems(spec)) refuse(p.property, p.reason);
 });

@@ -25,6 +25,11 @@ export interface ImageCheckInputs {
   pins: Record<string, string>;
   /** The model needs VLLM_SSM_CONV_STATE_LAYOUT=DS. */
   dsRequired: boolean;
+  /**
+   * The digest of the runtime check's own code (RUNTIME_CHECK_SHA256): findings are what that code read,
+   * so a check by other code (one that reads more, such as the NIXL versions) is other evidence.
+   */
+  checkScriptSha256?: string;
   deadlines: { inspectS: number; checkS: number };
 }
 

@@ -25,10 +25,11 @@ export interface AttestationFacts {
   readonly model: { readonly architecture: string | null; readonly numHiddenLayers: number | null; readonly configSha256: string };
   /** The checked image ID (`sha256:<64 hex>`) of a container engine; absent for a native one. */
   readonly imageId?: string;
-  /** Discovery's runtime facts: the NIXL package version and connector protocol version, when known. */
-  readonly transfer: { readonly nixlVersion: string | null; readonly connectorVersion: number | null };
-  /** HostDiscovery.factsDigest of the engine's host: the source of the runtime facts. */
-  readonly discoveryDigest: string;
+  /**
+   * What the image check read of the runtime the engine runs: the `nixl` package's version and vLLM's
+   * NIXL_CONNECTOR_VERSION (null when that check did not read them), and the check's digest, their source.
+   */
+  readonly transfer: { readonly nixlVersion: string | null; readonly connectorVersion: number | null; readonly checkDigest: string };
 }
 
 export interface AttestationLaunch {
@@ -91,11 +92,13 @@ function flag(argv: ReadonlyArray<string>, name: string): string | undefined {
 const TRANSFER_MODES: Readonly<Record<string, "pull" | "push">> = { NixlConnector: "pull", NixlPullConnector: "pull", NixlPushConnector: "push" };
 
 /**
- * The transfer facts discovery's package list gives (narwhal reads `nixl`, else `nixl-rocm`). The
- * connector protocol version is not in a package list: it stays unknown (0) until a capture reads it.
+ * The transfer facts of the engine's image check: the `nixl` (else `nixl-rocm`) distribution's version, as
+ * narwhal reads it, and NIXL_CONNECTOR_VERSION from the runtime's vLLM source. A check made before the
+ * runtime check read them has none; the contract then leaves both undeclared until the engine is checked again.
  */
-export function transferFacts(packages: Readonly<Record<string, string>> | null | undefined): AttestationFacts["transfer"] {
-  return { nixlVersion: packages?.["nixl"] ?? packages?.["nixl-rocm"] ?? null, connectorVersion: null };
+export function transferFacts(check: { readonly checkDigest: string; readonly findings: { readonly nixl?: { readonly version: string; readonly connectorVersion: number } | null } }): AttestationFacts["transfer"] {
+  const nixl = check.findings.nixl ?? null;
+  return { nixlVersion: nixl?.version ?? null, connectorVersion: nixl?.connectorVersion ?? null, checkDigest: check.checkDigest };
 }
 
 /** The document for one engine; throws `NARWHAL_ATTESTATION_INPUT` naming the engine and the fact that is wrong. */
@@ -160,8 +163,8 @@ export function attestationDocument(facts: AttestationFacts): AttestationDocumen
   const sources: Record<ContractField, string> = {
     engine_version: `engine generation ${generation.generationDigest}`,
     image_digest: `image check ${imageId}`,
-    transfer_version: `host discovery ${facts.discoveryDigest}`,
-    connector_version: `host discovery ${facts.discoveryDigest}`,
+    transfer_version: `image check ${facts.transfer.checkDigest}`,
+    connector_version: `image check ${facts.transfer.checkDigest}`,
     model_architecture: fromModel,
     model_dtype: expected.dtype === "auto" ? fromLayout : fromPlan,
     kv_heads: fromLayout,

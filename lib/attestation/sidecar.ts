@@ -35,7 +35,7 @@ export function sidecarEndpoint(engineUrl: string, attestationPort: number): Sid
 
 export interface SidecarOptions {
   readonly engineId: string;
-  /** The sidecar command: `attestation.command` (default `narwhal-attest`). */
+  /** The sidecar command: the host's Gate B install's `narwhal-attest`, or `attestation.command`. */
   readonly command: string;
   /** Per-engine sidecar folder on the host (0700): document, pid, log. */
   readonly runDir: string;
@@ -147,7 +147,7 @@ fi
 printf '%s\\n' ${shq(o.document)} > "$run/engine-attestation.json.tmp"
 mv -f "$run/engine-attestation.json.tmp" "$run/engine-attestation.json"
 if ! command -v ${shq(o.command)} >/dev/null 2>&1; then
-  echo ${shq(`${who}: ${o.command} is not on this host; install narwhal-inference (Gate B) or set attestation.command`)} >&2
+  echo ${shq(`${who}: ${o.command} is not on this host; its Gate B install of narwhal-inference provides it (or correct attestation.command)`)} >&2
   exit 1
 fi
 ${liveOwnerScript(o)}(

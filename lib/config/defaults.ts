@@ -84,7 +84,7 @@ export const PROGRAM_DEFAULTS = {
   /** ib_write_bw: perftest's own defaults (`-p 18515`, `-s 65536`, `-n 5000`). */
   fabric: { iperfPort: 5201, durationS: 2, rdmaPort: 18515, rdmaMessageBytes: 65536, rdmaIterations: 5000 },
   runtime: { deadlinesS: { pull: 600, start: 300, stop: 60, inspect: 30, health: 15 } },
-  attestation: { command: "narwhal-attest", startTimeoutS: 60 },
+  attestation: { startTimeoutS: 60 },
   /**
    * Calibration: the router's own overhead added to deadline + prefill in the client TTFT check, and
    * the failed attempts a group may take before the run stops to be diagnosed.

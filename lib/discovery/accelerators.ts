@@ -1,9 +1,12 @@
-/** What a host exposes to its engines, from the PCI scan and the vendor's own tool. */
+import { parseDrmSection, renderNodesByGpu } from "./drm";
+
+/** What a host exposes to its engines, from the PCI scan, the vendor's own tool and (AMD) the DRM class tree. */
 export interface AcceleratorInventory {
   readonly vendor: "nvidia" | "amd" | "none";
   /** Product name as the vendor tool prints it, e.g. "NVIDIA H100 80GB HBM3". */
   readonly product: string | null;
-  readonly gpus: ReadonlyArray<{ index: number; busId: string; uuid: string; memoryMiB: number | null }>;
+  /** `renderNode`: an AMD GPU's `/dev/dri/renderD<N>`, read from /sys/class/drm (absent when sysfs shows none). */
+  readonly gpus: ReadonlyArray<{ index: number; busId: string; uuid: string; memoryMiB: number | null; renderNode?: string }>;
   /** Set when the host exposes no GPU: the sentence discovery reports instead of failing silently. */
   readonly notice?: string;
 }
@@ -62,16 +65,17 @@ export const NO_GPU_NOTICE =
   "Inspect GPU PCI device exposure on this engine host. " +
   "(No PCI device of class 0x03 or 0x12 from vendor 0x10de or 0x1002 is visible.)";
 
-/** Combines the PCI scan with the vendor tool's view into one inventory. */
-export function inventoryFrom(sections: { pci?: string; nvidia?: string; rocm?: string }): AcceleratorInventory {
+/** Combines the PCI scan with the vendor tool's view (and, for AMD, the render nodes sysfs shows) into one inventory. */
+export function inventoryFrom(sections: { pci?: string; nvidia?: string; rocm?: string; drm?: string }): AcceleratorInventory {
   const pci = scanPci(sections.pci ?? "");
   const vendor = pci[0]?.vendor;
   if (!vendor) return { vendor: "none", product: null, gpus: [], notice: NO_GPU_NOTICE };
   const gpus = vendor === "nvidia" ? parseNvidiaSmi(sections.nvidia ?? "") : parseRocminfo(sections.rocm ?? "");
+  const render = vendor === "amd" ? renderNodesByGpu(gpus, parseDrmSection(sections.drm ?? "")) : new Map<number, string>();
   return {
     vendor,
     product: gpus[0]?.name ?? null,
-    gpus: gpus.map(({ index, busId, uuid, memoryMiB }) => ({ index, busId, uuid, memoryMiB })),
+    gpus: gpus.map(({ index, busId, uuid, memoryMiB }) => ({ index, busId, uuid, memoryMiB, ...(render.has(index) ? { renderNode: render.get(index)! } : {}) })),
     notice: gpus.length === 0 ? `PCI shows ${vendor} GPUs but ${vendor === "nvidia" ? "nvidia-smi" : "rocminfo"} lists none: is the driver loaded?` : undefined,
   };
 }

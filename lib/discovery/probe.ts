@@ -15,7 +15,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { shq } from "../shell";
 import { AcceleratorInventory, inventoryFrom } from "./accelerators";
-import { DeviceCheck, devicePathProblem, parseDeviceSection } from "./devices";
+import { DeviceCheck, deviceCheck, devicePathProblem, parseDeviceSection } from "./devices";
+import { amdDevicePaths, missingRenderNodes, pickDevicePaths } from "./drm";
 import { chooseFabricAddress, parseGlobalAddresses } from "./fabric-address";
 import { SHEBANG_PYTHON_SH } from "../shell";
 import { busyPlannedPorts, Listener, parseListeners, PlannedPort, PortConflict } from "./listeners";
@@ -99,8 +100,9 @@ listeners_probe() {
   fi
 }
 
+# devices_probe <section> <path>...: each path present (with its stat) or missing.
 devices_probe() {
-  section devices
+  section "$1"; shift
   for _d_path in "$@"; do
     if [ -e "$_d_path" ]; then
       if _d_stat=$(stat -L -c '%a\t%U\t%G\t%F' "$_d_path" 2>/dev/null); then
@@ -112,6 +114,21 @@ devices_probe() {
       printf 'missing\\t%s\\n' "$_d_path"
     fi
   done
+}
+
+# The render nodes sysfs shows, each with the PCI function its device link resolves to, then the ROCm
+# device nodes checked like the declared ones: /dev/kfd and /dev/dri/<each render node>.
+gpu_nodes_probe() {
+  section drm
+  for _g_d in /sys/class/drm/renderD*; do
+    [ -e "$_g_d" ] || continue
+    printf '%s\\t%s\\n' "\${_g_d##*/}" "$(readlink -f "$_g_d/device" 2>/dev/null)"
+  done
+  set -- /dev/kfd
+  for _g_d in /sys/class/drm/renderD*; do
+    if [ -e "$_g_d" ]; then set -- "$@" "/dev/dri/\${_g_d##*/}"; fi
+  done
+  devices_probe gpu_devices "$@"
 }
 
 ${SHEBANG_PYTHON_SH}
@@ -196,7 +213,8 @@ probe_main() {
   model_probe "$_p_model" "$_p_max"
   ${rdmaSysfsCall({}).split("\n").join("\n  ")}
   listeners_probe
-  devices_probe "$@"
+  devices_probe devices "$@"
+  gpu_nodes_probe
   case "$_p_kind" in
     native) runtime_native "$_p_ref" ;;
     docker) runtime_docker "$_p_ref" "$_p_tool" "$_p_name" ;;
@@ -436,10 +454,21 @@ export function parseProbe(output: string, opts: ProbeOptions): HostFacts {
   const portConflicts =
     listeners && opts.plannedPorts ? busyPlannedPorts(listeners, opts.plannedPorts, { host, ignorePids: opts.ignorePids }) : [];
 
-  const devices =
+  const declared =
     opts.devicePaths && opts.devicePaths.length > 0
       ? attempt("devices", () => parseDeviceSection(s.devices ?? "", opts.devicePaths, host))
       : null;
+  // ROCm engines need /dev/kfd and their GPUs' render nodes, as sysfs maps them: checked like declared paths.
+  let devices = declared;
+  if (accelerators.vendor === "amd") {
+    const render = new Map(accelerators.gpus.flatMap((g) => (g.renderNode ? [[g.index, g.renderNode] as const] : [])));
+    for (const missing of missingRenderNodes(accelerators.gpus, render)) report("drm", missing);
+    const seen = attempt("gpu_devices", () => parseDeviceSection(s.gpu_devices ?? "").paths);
+    if (seen) {
+      const gpuPaths = pickDevicePaths(seen, amdDevicePaths(render)).filter((p) => !declared?.paths.some((d) => d.path === p.path));
+      devices = deviceCheck([...(declared?.paths ?? []), ...gpuPaths], host);
+    }
+  }
 
   const runtime = opts.runtime ? readRuntime(s, opts.runtime, host, report, attempt) : null;
 

@@ -16,6 +16,11 @@
  *   connector         KVTransferConfig(**plan's --kv-transfer-config), resolved by KVConnectorFactory
  *   ds-layout         get_conv_state_layout() == "DS", only when the model needs it
  *   tokenizer         AutoTokenizer.from_pretrained(tokenizer, trust_remote_code=<plan>, local_files_only)
+ *   nixl-versions     the engine contract's connector_version and transfer_version, read without
+ *                     importing vLLM (its NIXL package imports torch and zmq): NIXL_CONNECTOR_VERSION from
+ *                     the source of vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py (an `ast`
+ *                     read; older layouts kept it in another v1 module, found by its assignment line), and
+ *                     the `nixl` (else `nixl-rocm`) distribution's version, as narwhal reads it
  */
 
 /** The JSON argument of the check. Paths are as the runtime sees them (host paths, or `/model` in a container). */
@@ -30,8 +35,11 @@ export interface RuntimeCheckRequest {
 
 export const CHECK_LINE_PREFIX = "NARWHAL_CHECK ";
 
-export const RUNTIME_CHECK_PY = String.raw`import importlib.metadata as metadata
+export const RUNTIME_CHECK_PY = String.raw`import ast
+import importlib.metadata as metadata
+import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -120,6 +128,49 @@ def tokenizer():
     report("tokenizer", loaded is not None, path=request["tokenizer"], loaded=type(loaded).__module__ + "." + type(loaded).__name__)
 
 
+def nixl_versions():
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.origin:
+        raise ModuleNotFoundError("No module named 'vllm'")
+    v1 = Path(spec.origin).parent / "distributed" / "kv_transfer" / "kv_connector" / "v1"
+    connector, source = None, None
+    current = v1 / "nixl" / "metadata.py"
+    if current.is_file():
+        for node in ast.parse(current.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.AnnAssign):
+                targets = [node.target]
+            elif isinstance(node, ast.Assign):
+                targets = node.targets
+            else:
+                continue
+            if node.value is not None and any(getattr(t, "id", None) == "NIXL_CONNECTOR_VERSION" for t in targets):
+                connector, source = ast.literal_eval(node.value), str(current)
+    if connector is None and v1.is_dir():
+        for path in sorted(v1.rglob("*.py")):
+            found = re.search(r"^NIXL_CONNECTOR_VERSION\s*(?::\s*int\s*)?=\s*(\d+)", path.read_text(encoding="utf-8", errors="replace"), re.M)
+            if found:
+                connector, source = int(found.group(1)), str(path)
+                break
+    if not (type(connector) is int and connector > 0):
+        connector = None
+    nixl, distribution = None, None
+    for name in ("nixl", "nixl-rocm"):
+        try:
+            nixl, distribution = metadata.version(name), name
+            break
+        except metadata.PackageNotFoundError:
+            pass
+    report(
+        "nixl-versions",
+        connector is not None and bool(nixl),
+        connectorVersion=connector,
+        connectorSource=source,
+        searched=str(v1),
+        nixlVersion=nixl,
+        nixlDistribution=distribution,
+    )
+
+
 for name, check in [
     ("custom-code", custom_code),
     ("packages", packages),
@@ -127,6 +178,7 @@ for name, check in [
     ("connector", connector),
     ("ds-layout", ds_layout),
     ("tokenizer", tokenizer),
+    ("nixl-versions", nixl_versions),
 ]:
     try:
         check()

@@ -8,7 +8,7 @@ import type { ImageIdentityCheck } from "../discovery/runtime";
 import type { NativeIdentity } from "./native-identity";
 import { CHECK_LINE_PREFIX, type RuntimeCheckRequest } from "./python";
 
-export const CHECK_NAMES = ["custom-code", "packages", "vllm-api-version", "connector", "ds-layout", "tokenizer"] as const;
+export const CHECK_NAMES = ["custom-code", "packages", "vllm-api-version", "connector", "ds-layout", "tokenizer", "nixl-versions"] as const;
 export type CheckName = (typeof CHECK_NAMES)[number];
 
 /** One `NARWHAL_CHECK {...}` line of the runtime check. */
@@ -20,7 +20,7 @@ export interface CheckLine {
 }
 
 /** Which check failed; `login` is the SSH login itself, `runtime` a check that stopped without a result. */
-export type FailureKind = "identity" | "package" | "custom-code" | "api-version" | "connector" | "ds-layout" | "tokenizer" | "runtime" | "login";
+export type FailureKind = "identity" | "package" | "custom-code" | "api-version" | "connector" | "ds-layout" | "tokenizer" | "nixl" | "runtime" | "login";
 
 export interface CheckFailure {
   readonly kind: FailureKind;
@@ -39,6 +39,12 @@ export interface RuntimeFindings {
   /** "DS" when required and resolved; null when the model does not need it. */
   readonly dsLayout: string | null;
   readonly customCode: { readonly required: boolean; readonly trusted: boolean; readonly reasons: ReadonlyArray<string> } | null;
+  /**
+   * The engine contract's `connector_version` (vLLM's NIXL_CONNECTOR_VERSION, 9 in 0.29.0) and
+   * `transfer_version` (the `nixl` distribution's version), as the runtime carries them; null when the
+   * check did not read them. Absent from checks made before the runtime check read them.
+   */
+  readonly nixl?: { readonly connectorVersion: number; readonly connectorSource: string; readonly version: string; readonly distribution: string } | null;
 }
 
 /** A remote step's outcome; exitStatus is null when it did not exit on its own. */
@@ -129,6 +135,21 @@ export function judgeRuntimeCheck(where: string, request: RuntimeCheckRequest, r
     fail("tokenizer", `tokenizer ${request.tokenizer} did not load with trust_remote_code=${request.trustRemoteCode ? "True" : "False"}: ${tok.error ?? "it returned None"}`);
   }
 
+  const nixl = line("nixl-versions");
+  if (nixl && !nixl.ok) {
+    if (nixl.error) fail("nixl", `the NIXL versions could not be read: ${nixl.error}`);
+    if (!nixl.error && typeof nixl.connectorVersion !== "number") {
+      fail(
+        "nixl",
+        `the runtime's vLLM (${String(nixl.searched)}) defines no NIXL_CONNECTOR_VERSION, so the engine contract's connector_version cannot be declared; ` +
+          "use a vLLM with the NIXL connector (0.29.0 has it in nixl/metadata.py)",
+      );
+    }
+    if (!nixl.error && typeof nixl.nixlVersion !== "string") {
+      fail("nixl", "the runtime has no nixl (or nixl-rocm) distribution: vLLM's NixlConnector needs it, and the engine contract's transfer_version is its version; install NIXL into the runtime");
+    }
+  }
+
   if (missing.length === 0 && failures.length === 0 && result.exitStatus !== 0) {
     fail("runtime", `the runtime check (${runner}) ${exitWords(result.exitStatus)} although every check passed: ${tail(result.stderr)}`);
   }
@@ -144,6 +165,10 @@ export function judgeRuntimeCheck(where: string, request: RuntimeCheckRequest, r
       customCode:
         custom && !custom.error
           ? { required: custom.required === true, trusted: custom.trusted === true, reasons: Array.isArray(custom.reasons) ? (custom.reasons as unknown[]).map(String) : [] }
+          : null,
+      nixl:
+        passed("nixl-versions") && typeof nixl!.connectorVersion === "number" && typeof nixl!.nixlVersion === "string"
+          ? { connectorVersion: nixl!.connectorVersion, connectorSource: String(nixl!.connectorSource), version: nixl!.nixlVersion, distribution: String(nixl!.nixlDistribution) }
           : null,
     },
     failures,

@@ -17,6 +17,8 @@ export interface LaunchInputs {
     readonly vendor: "nvidia" | "amd" | "none";
     /** How many GPUs discovery found: the TP size when the engine takes them all. */
     readonly gpuCount: number;
+    /** AMD: the render node of each of the engine's GPUs, in `engine.gpuIds` order, as discovery read them from /sys/class/drm. */
+    readonly renderNodes?: ReadonlyArray<string>;
   };
   readonly model: {
     readonly servedName: string;
@@ -70,6 +72,8 @@ export interface LaunchPlacement {
   readonly transport: "tcp" | "ucx_rdma";
   /** RDMA device nodes a container is given; empty on TCP. */
   readonly rdmaDevices: ReadonlyArray<string>;
+  /** AMD: the render node of each GPU, in `gpuIds` order (read from the host, never assumed); empty otherwise. */
+  readonly renderNodes: ReadonlyArray<string>;
 }
 
 /** The serving command for one engine exactly as `launch.json` records it (the runbook's fields). */
@@ -191,6 +195,7 @@ export function renderLaunchPlan(inputs: LaunchInputs): LaunchPlan {
     visibilityVariable: visibility,
     transport: policy.transport,
     rdmaDevices: policy.transport === "ucx_rdma" ? [...(policy.rdmaDevices ?? [])] : [],
+    renderNodes: host.vendor === "amd" ? [...(host.renderNodes ?? [])] : [],
   };
   return { engineId: engine.id, argv, env, url, tensorParallelSize: tp, maxModelLen, planSha256: sha256Json({ argv, env }), placement };
 }

@@ -8,7 +8,8 @@ export interface HostLaunchFacts {
   readonly fabricAddress: string;
   readonly vendor: "nvidia" | "amd" | "none";
   readonly product: string | null;
-  readonly gpus: ReadonlyArray<{ readonly index: number }>;
+  /** `renderNode`: an AMD GPU's render node, read from /sys/class/drm. */
+  readonly gpus: ReadonlyArray<{ readonly index: number; readonly renderNode?: string }>;
   /** Why no GPU is usable, in the runbook's words, when discovery found none. */
   readonly notice?: string;
   readonly model?: {
@@ -63,6 +64,14 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
     }
   }
   const gpus = resolveGpuIds(engine.gpuIds, visible);
+  const renderNodes = gpus.map((id) => facts.gpus.find((g) => g.index === id)?.renderNode);
+  if (facts.vendor === "amd") {
+    for (const [i, id] of gpus.entries()) {
+      if (visible.includes(id) && !renderNodes[i]) {
+        issues.push({ path: `${at}.host`, message: `${who}: GPU ${id} has no render node: discovery found none under /sys/class/drm for its PCI function; restore the device exposure and run discovery again (pulumi up --refresh)` });
+      }
+    }
+  }
   const tp = resolveTensorParallelSize(o.tensorParallelSize ?? spec.launch.tensorParallelSize, gpus);
   if (gpus.length > 0 && (tp > gpus.length || gpus.length % tp !== 0)) {
     const field = o.tensorParallelSize ? `${at}.overrides.tensorParallelSize` : "launch.tensorParallelSize";
@@ -88,6 +97,7 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
       fabricAddress: facts.fabricAddress,
       vendor: facts.vendor,
       gpuCount: visible.length,
+      ...(facts.vendor === "amd" ? { renderNodes: renderNodes.map((n) => n ?? "") } : {}),
     },
     model: {
       servedName: spec.model.servedName,

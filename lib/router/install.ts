@@ -1,7 +1,8 @@
 /**
- * Gate B on the router host: the approved narwhal-inference revision in a venv of its own, as the
- * `create` and `delete` scripts of one remote command. Each revision lives in its own folder, so a new
- * revision installs beside the old one and the old one goes only after everything that ran from it.
+ * Gate B on one host (the router host, and every engine host for its attestation sidecars): the approved
+ * narwhal-inference revision in a venv of its own, as the `create` and `delete` scripts of one remote
+ * command. Each revision lives in its own folder, so a new revision installs beside the old one and the
+ * old one goes only after everything that ran from it. A host without it is installed, not refused.
  */
 import { createHash } from "node:crypto";
 import { shq } from "../shell";
@@ -13,14 +14,16 @@ export type NarwhalSource =
 
 export interface InstallOptions {
   readonly source: NarwhalSource;
-  /** Folder on the router host holding one subfolder per installed revision (0700). */
+  /** The host's alias, named in every message of the script. */
+  readonly host?: string;
+  /** Folder on the host holding one subfolder per installed revision (0700). */
   readonly installDir: string;
   /**
-   * A folder of wheels on the router host (`pip --no-index --find-links`), for hosts that cannot reach
-   * the package index; absent: the index.
+   * A folder of wheels on the host (`pip --no-index --find-links`), for hosts that cannot reach the
+   * package index; absent: the index.
    */
   readonly wheelhouse?: string;
-  /** Where the bundle was copied on the router host (bundle installs only). */
+  /** Where the bundle was copied on the host (bundle installs only). */
   readonly bundlePath?: string;
   /** Bounded wait for pip, seconds. */
   readonly timeoutS: number;
@@ -83,6 +86,7 @@ const MARKER_PY = [
  */
 export function installScript(o: InstallOptions): string {
   const revision = revisionOf(o.source);
+  const who = o.host ? `narwhal install on host ${o.host}` : "narwhal install";
   const folder = `${o.installDir}/${revisionFolder(o.source)}`;
   const pipSource = o.wheelhouse ? `--no-index --find-links ${shq(o.wheelhouse)}` : "";
   const target = o.source.kind === "version" ? shq(`narwhal-inference==${o.source.version}`) : '"$bundle"';
@@ -90,12 +94,12 @@ export function installScript(o: InstallOptions): string {
     o.source.kind === "bundle"
       ? `bundle=${shq(o.bundlePath ?? "")}
 if [ ! -f "$bundle" ]; then
-  echo "narwhal install: the source bundle is not at $bundle on this host" >&2
+  echo "${who}: the source bundle is not at $bundle on this host" >&2
   exit 1
 fi
 found=$(sha256sum "$bundle" | cut -d' ' -f1)
 if [ "$found" != ${shq(o.source.sha256)} ]; then
-  echo "narwhal install: source bundle digest mismatch: router.narwhal.sourceBundle.sha256 is ${o.source.sha256}, the bundle on the host hashes to $found; nothing was installed" >&2
+  echo "${who}: source bundle digest mismatch: router.narwhal.sourceBundle.sha256 is ${o.source.sha256}, the bundle on the host hashes to $found; nothing was installed" >&2
   exit 1
 fi
 `
@@ -124,7 +128,7 @@ fi
 ${PREREQUISITES.map((p) => `command -v ${p.tool} >/dev/null 2>&1 || missing="$missing
   ${p.tool} is missing (needed for ${p.why}); install it"`).join("\n")}
 ${wheelhouseCheck}if [ -n "$missing" ]; then
-  echo "narwhal install: the router host lacks prerequisites:$missing" >&2
+  echo "${who}: the host lacks prerequisites:$missing" >&2
   exit 1
 fi
 ${bundleCheck}folder=${shq(folder)}
@@ -143,7 +147,7 @@ rm -rf "$folder"
 mkdir -p "$folder" && chmod 700 "$folder"
 "$py" -m venv "$venv"
 if ! timeout ${o.timeoutS} "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input ${pipSource} ${target} > "$folder/pip.log" 2>&1; then
-  echo "narwhal install: pip install ${revision} failed or exceeded ${o.timeoutS}s; last lines of $folder/pip.log:" >&2
+  echo "${who}: pip install ${revision} failed or exceeded ${o.timeoutS}s; last lines of $folder/pip.log:" >&2
   tail -n 20 "$folder/pip.log" >&2
   rm -rf "$venv"
   exit 1
@@ -152,7 +156,7 @@ facts=$("$venv/bin/python" -c ${shq(MARKER_PY)})
 ${
   o.source.kind === "version"
     ? `if [ "$(printf '%s' "$facts" | "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["version"])')" != ${shq(o.source.version)} ]; then
-  echo "narwhal install: pip installed $facts, not narwhal-inference ${o.source.version}" >&2
+  echo "${who}: pip installed $facts, not narwhal-inference ${o.source.version}" >&2
   rm -rf "$venv"
   exit 1
 fi

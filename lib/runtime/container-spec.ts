@@ -21,14 +21,15 @@ import type { LaunchPlacement, LaunchPlan } from "../launch/plan";
  *     `--runtime nvidia` alone would honour, handing the engine every GPU on the host. The value carries
  *     literal double quotes because docker parses `--gpus` as CSV and `device=2,3` would split at the comma.
  *     `dockerRuntime: "nvidia"` adds `--runtime nvidia`, as vLLM's docs show, for hosts that need it.
- *   - ROCm: `--device /dev/kfd` plus only the selected render nodes `/dev/dri/renderD<128+i>` (never all
- *     of `/dev/dri`), `--group-add video`, `--security-opt seccomp=unconfined`, `--cap-add SYS_PTRACE`.
+ *   - ROCm: `--device /dev/kfd` plus only the selected GPUs' render nodes, as discovery read them from the
+ *     host's /sys/class/drm (never all of `/dev/dri`, and never `renderD<128+i>` assumed: the kernel numbers
+ *     render nodes in probe order), `--group-add video`, `--security-opt seccomp=unconfined`, `--cap-add SYS_PTRACE`.
  * Inside the container the runtime numbers the exposed GPUs from 0, so the plan's visibility variable
  * (host indices, e.g. `2,3`) is rewritten to container indices (`0,1`); keeping `2,3` would select GPUs
  * the container does not have. `vendor: "none"` (the simulated fleet: no GPU devices, no toolkit) adds no
  * device flags and passes the plan's environment through unchanged.
  *
- * The GPU ids, vendor, visibility variable, transport and RDMA devices are the plan's `placement`,
+ * The GPU ids, vendor, visibility variable, render nodes, transport and RDMA devices are the plan's `placement`,
  * resolved once with its command; nothing here reads them back out of the plan's environment text.
  */
 
@@ -36,8 +37,6 @@ import type { LaunchPlacement, LaunchPlan } from "../launch/plan";
 export interface ContainerRuntimeOptions {
   /** Immutable image: `sha256:<64 hex>` (an image ID) or `<repo>@sha256:<64 hex>` (a registry digest). */
   readonly image: string;
-  /** ROCm render nodes, one per GPU id of the placement, when they are not `/dev/dri/renderD<128+i>` on this host. */
-  readonly renderNodes?: ReadonlyArray<string>;
   /** Checkpoint directory on the host, mounted read-only at `/model`. */
   readonly modelDir: string;
   readonly engineId: string;
@@ -145,8 +144,8 @@ function gpuFlags(placement: LaunchPlacement, opts: ContainerRuntimeOptions): st
     case "nvidia":
       return [...(opts.dockerRuntime ? ["--runtime", opts.dockerRuntime] : []), "--gpus", `"device=${ids.join(",")}"`];
     case "amd": {
-      const nodes = opts.renderNodes ?? ids.map((i) => `/dev/dri/renderD${128 + i}`);
-      if (nodes.length !== ids.length) fail(`renderNodes has ${nodes.length} entries for ${ids.length} GPU ids`);
+      const nodes = placement.renderNodes;
+      if (nodes.length !== ids.length) fail(`the placement has ${nodes.length} render node(s) for GPU ids ${ids.join(",")}; discovery reads them from the host's /sys/class/drm`);
       for (const n of nodes) {
         if (!/^\/dev\/dri\/renderD[0-9]+$/.test(n)) fail(`render node ${JSON.stringify(n)} is not /dev/dri/renderD<N>; the whole of /dev/dri is never mapped`);
       }

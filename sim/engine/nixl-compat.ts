@@ -6,8 +6,11 @@
 import { createHash } from "node:crypto";
 import type { CacheGeometry } from "./geometry";
 
-/** vLLM's NIXL_CONNECTOR_VERSION (4: KV block lease renewal through heartbeats). */
-export const NIXL_CONNECTOR_VERSION = 4;
+/**
+ * vLLM 0.29.0's NIXL_CONNECTOR_VERSION (9: block_strides), the value the simulated vllm package declares in
+ * sim/python/vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py, where the image check reads it.
+ */
+export const NIXL_CONNECTOR_VERSION = 9;
 
 /** Python's json.dumps(obj, sort_keys=True) for a flat dict of str/int/float/bool (vllm hash_factors). */
 export function pythonJsonDumps(factors: Record<string, string | number | boolean>): string {

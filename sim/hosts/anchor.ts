@@ -21,9 +21,9 @@ import type { HostSpec } from "../topology";
  * Runs inside the new mount+UTS namespace (propagation private, so nothing leaks to the machine):
  * sets the hostname; bind-mounts the host's fake PCI tree, shims, checkpoint, /etc files and its own
  * /root, /home, /opt and /srv; on GPU and RDMA hosts rebuilds /dev in a tmpfs with the vendor's device
- * nodes added; on RDMA hosts adds /sys/class/infiniband and /sys/class/infiniband_verbs (a tmpfs over
- * /sys/class with each of the kernel's own class folders bound back, since sysfs takes no new folder);
- * gives the host private /tmp, /var/tmp and /dev/shm (docker hosts also /run, and the machine's
+ * nodes added; on RDMA hosts adds /sys/class/infiniband and /sys/class/infiniband_verbs, on AMD hosts
+ * /sys/class/drm (a tmpfs over /sys/class with each of the kernel's own class folders bound back, since
+ * sysfs takes no new folder); gives the host private /tmp, /var/tmp and /dev/shm (docker hosts also /run, and the machine's
  * cgroup hierarchies). Everything else (/usr, /var, the rest of /etc) is the machine's, shared by all
  * hosts. Prints "ready" on stdout when done, then becomes `sleep infinity`.
  */
@@ -109,7 +109,7 @@ export async function startAnchor(host: HostSpec, p: HostPaths): Promise<number>
     PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     SIM_ALIAS: host.alias,
     SIM_PCI_DIR: p.pciDir,
-    SIM_SYS_CLASS_DIR: host.rdma?.length ? p.sysClassDir : "",
+    SIM_SYS_CLASS_DIR: host.rdma?.length || host.layout.model?.vendor === "amd" ? p.sysClassDir : "",
     SIM_SYS_CLASS_STAGE: p.sysClassStage,
     SIM_BIN_DIR: p.binDir,
     SIM_SHIM_TARGET: HOST_SHIM_DIR,

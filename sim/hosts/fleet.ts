@@ -25,12 +25,21 @@ import { bridgeExists, ensureBridge, forwardRulePresent, listNetns, removeBridge
 import { hostPaths, knownHostsFile, modelsMountPointMarker, privateKeyFile, sshConfigFile } from "./paths";
 import { engineSimConfig, readSimConfig, writeSimConfig } from "./sim-config";
 import { writeSimPythonSite } from "./python-site";
-import { writeNarwhalAttestShim } from "./narwhal-attest";
+import { runInHost } from "./in-host";
 import { writeVllmShim } from "./shims";
 import { writeWheelhouse } from "./wheelhouse";
 import { startSshd, stopSshd } from "./sshd";
 import { fromStored, readState, sameStructure, toStored, writeState } from "./state";
 import { buildTopology, HostSpec, Topology, TopologyOptions } from "../topology";
+
+/**
+ * An AMD host shows its render nodes in /sys/class/drm; one built before it did (its anchor mounted no
+ * such tree) is rebuilt rather than kept.
+ */
+async function hasDrmTree(spec: HostSpec): Promise<boolean> {
+  if (spec.layout.model?.vendor !== "amd") return true;
+  return (await runInHost(spec.alias, ["test", "-e", "/sys/class/drm/version"], { allowFail: true })).code === 0;
+}
 
 export interface SimUpOptions extends TopologyOptions {
   /** Engine time scale for the hosts' sim configs; default $NARWHAL_SIM_TIME_SCALE, else 0.05. */
@@ -100,13 +109,14 @@ export async function simUp(opts: SimUpOptions = {}): Promise<SimFleet> {
       topology.hosts.map(async (spec) => {
         const stored = state.hosts[spec.alias];
         const check = await checkHost(spec.alias, spec.address, spec.dockerEngine);
-        if (stored && isHealthy(check) && sameStructure(stored, spec)) {
+        if (stored && isHealthy(check) && sameStructure(stored, spec) && (await hasDrmTree(spec))) {
           const p = hostPaths(spec.alias);
           const current = fs.existsSync(p.simConfig) ? readSimConfig(p.simConfig).timeScale : undefined;
           const changed = writeSimConfig(p.simConfig, engineSimConfig(spec, scale ?? current ?? DEFAULT_TIME_SCALE));
           // Hosts built before the Python side of their vLLM existed get it here (idempotent).
           writeSimPythonSite(p);
-          writeNarwhalAttestShim(p.binDir, spec.alias);
+          // Hosts built while the fleet pre-provisioned narwhal-attest lose it: Gate B installs it on engine hosts.
+          fs.rmSync(path.join(p.binDir, "narwhal-attest"), { force: true });
           writeVllmShim(p.binDir, spec, p.simConfig);
           writeWheelhouse(p);
           actions[spec.alias] = changed ? "kept, sim config updated" : "kept";

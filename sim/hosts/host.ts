@@ -11,7 +11,7 @@ import { writeEtc } from "./etc";
 import { writeSimPythonSite } from "./python-site";
 import { writeWheelhouse } from "./wheelhouse";
 import { pidAlive, waitFor } from "./exec";
-import { gpusOf, SimGpu, writePciTree } from "./inventory";
+import { gpusOf, SimGpu, writeDrmTree, writePciTree } from "./inventory";
 import { ensureHostKey, fingerprintOf, readPublicKeyLine } from "./keys";
 import { createHostNetwork, deleteHostNetwork, netnsExists, netnsName, netnsPids } from "./network";
 import { hostPaths, HostPaths, knownHostsFile, passwordFile, privateKeyFile, sshConfigFile } from "./paths";
@@ -127,6 +127,7 @@ export async function writeHostFiles(spec: HostSpec, passwordHash: string, timeS
   await ensureHostKey(p.hostKey, spec.alias);
   writePciTree(p.pciDir, spec);
   writeRdmaFiles(p, spec);
+  writeDrmTree(p.sysClassDir, spec);
   writeSimConfig(p.simConfig, engineSimConfig(spec, timeScale));
   writeShims(p.binDir, spec, p.simConfig);
   fs.mkdirSync(p.modelsDir, { recursive: true, mode: 0o755 });

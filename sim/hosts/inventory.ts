@@ -1,6 +1,7 @@
 /**
- * A host's fake accelerator inventory: which GPUs it has (bus ids, UUIDs), and the PCI sysfs tree that
- * is bind-mounted over /sys/bus/pci/devices inside the host.
+ * A host's fake accelerator inventory: which GPUs it has (bus ids, UUIDs), the PCI sysfs tree that is
+ * bind-mounted over /sys/bus/pci/devices inside the host, and on AMD hosts the DRM class tree that is
+ * added as /sys/class/drm.
  *
  * The tree also holds devices a scan must filter out: a host bridge, a NIC and an NVMe drive on every
  * host, plus a same-vendor device that is not a display controller on GPU hosts (an NVSwitch, class
@@ -24,6 +25,12 @@ export interface SimGpu {
   readonly memoryMiB: number;
   /** rocminfo's BDFID: bus<<8 | device<<3 | function. */
   readonly bdfid: number;
+  /**
+   * AMD: the minor of the GPU's render node (`/dev/dri/renderD<minor>`). The kernel numbers render nodes
+   * in the order drivers probe devices, not by PCI address, so the simulated hosts number them in reverse:
+   * GPU i of n has renderD(128 + n - 1 - i), and a reader that assumes renderD(128 + i) finds the wrong one.
+   */
+  readonly renderMinor: number;
 }
 
 export interface PciDevice {
@@ -61,6 +68,7 @@ export function gpusOf(host: HostSpec): SimGpu[] {
       uuid,
       memoryMiB: model.memoryMiB,
       bdfid: bus << 8,
+      renderMinor: 128 + host.layout.count - 1 - index,
     };
   });
 }
@@ -116,6 +124,29 @@ export function writePciTree(dir: string, host: HostSpec): void {
 }
 
 /**
+ * Writes `<dir>/drm` as an AMD host's /sys/class/drm shows it, replacing the old tree: per GPU `card<i>`
+ * and `renderD<minor>`, each with `dev` (major 226) and `device`, a link to the GPU's PCI folder as the
+ * host sees it, so `readlink -f /sys/class/drm/renderD<minor>/device` ends in the GPU's PCI address; and
+ * the class's `version` file. Nothing on hosts of another vendor (they get no /sys/class/drm).
+ */
+export function writeDrmTree(dir: string, host: HostSpec): void {
+  const drm = path.join(dir, "drm");
+  fs.rmSync(drm, { recursive: true, force: true });
+  if (host.layout.model?.vendor !== "amd") return;
+  fs.mkdirSync(drm, { recursive: true });
+  fs.writeFileSync(path.join(drm, "version"), "drm 1.1.0 20060810\n");
+  for (const g of gpusOf(host)) {
+    for (const [name, minor] of [[`card${g.index}`, g.index], [`renderD${g.renderMinor}`, g.renderMinor]] as const) {
+      const d = path.join(drm, name);
+      fs.mkdirSync(d);
+      fs.writeFileSync(path.join(d, "dev"), `226:${minor}\n`);
+      fs.writeFileSync(path.join(d, "uevent"), `MAJOR=226\nMINOR=${minor}\nDEVNAME=dri/${name}\nDEVTYPE=drm_minor\n`);
+      fs.symlinkSync(`/sys/bus/pci/devices/${g.pciAddress}`, path.join(d, "device"));
+    }
+  }
+}
+
+/**
  * Device nodes a GPU host shows under /dev (paths relative to /dev). They are made in a private tmpfs
  * inside the host (see anchor.ts) with the numbers of /dev/null, so they exist and open harmlessly.
  */
@@ -131,6 +162,6 @@ export function deviceNodesOf(host: HostSpec): string[] {
   return [...rdma,
     "kfd",
     ...Array.from({ length: n }, (_, i) => `dri/card${i}`),
-    ...Array.from({ length: n }, (_, i) => `dri/renderD${128 + i}`),
+    ...gpusOf(host).map((g) => `dri/renderD${g.renderMinor}`),
   ];
 }

@@ -41,7 +41,7 @@ export function hostPaths(alias: string) {
     anchorLog: path.join(dir, "anchor.log"),
     /** Bind-mounted over /sys/bus/pci/devices. */
     pciDir: path.join(dir, "sys", "bus", "pci", "devices"),
-    /** RDMA hosts: entries added to /sys/class (infiniband/, infiniband_verbs/), and where the real /sys/class is held while they are. */
+    /** Entries added to /sys/class (RDMA hosts: infiniband/, infiniband_verbs/; AMD hosts: drm/), and where the real /sys/class is held while they are. */
     sysClassDir: path.join(dir, "sys", "class"),
     sysClassStage: path.join(dir, "sys-class-stage"),
     /** Bind-mounted over /usr/local/sbin (first on the login PATH). */

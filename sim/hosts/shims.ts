@@ -4,8 +4,6 @@
  *   nvidia-smi  NVIDIA hosts only
  *   rocminfo    AMD hosts only
  *   vllm        every host: runs the engine simulator with this host's sim config
- *   narwhal-attest
- *               every host: the pinned narwhal-inference's attestation sidecar (narwhal-attest.ts)
  *   nvidia-container-runtime-hook
  *               docker hosts with NVIDIA GPUs: what the host's own dockerd runs for `--gpus`
  *   ib_write_bw hosts with an RDMA HCA: perftest's bandwidth test, a stand-in (sim/rdma/ib-write-bw.ts)
@@ -17,7 +15,6 @@ import * as path from "node:path";
 import { ENGINE_VERSION, PROJECT_ROOT } from "./constants";
 import { deviceNodesOf, gpusOf, SimGpu } from "./inventory";
 import { hostPaths } from "./paths";
-import { writeNarwhalAttestShim } from "./narwhal-attest";
 import type { HostSpec } from "../topology";
 import { shq } from "../../lib/shell";
 
@@ -36,7 +33,6 @@ export function writeShims(dir: string, host: HostSpec, simConfigPath: string): 
   if (vendor === "nvidia") write("nvidia-smi", nvidiaSmiScript(host));
   if (vendor === "amd") write("rocminfo", rocminfoScript(host));
   writeVllmShim(dir, host, simConfigPath);
-  writeNarwhalAttestShim(dir, host.alias);
   if (vendor === "nvidia" && host.dockerEngine) write("nvidia-container-runtime-hook", nvidiaHookScript(host, hostPaths(host.alias).nvidiaHookLog));
   if (host.rdma?.length) write("ib_write_bw", ibWriteBwScript(host));
 }

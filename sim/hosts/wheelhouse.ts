@@ -1,7 +1,7 @@
 /**
  * The pinned narwhal-inference wheels at /srv/narwhal-wheels inside every host. Simulated hosts have no
- * route to a package index (as many GPU hosts don't), so Gate B installs the router from this folder
- * (config `router.narwhal.wheelhouse`). The wheels come from scripts/setup.sh's download and are
+ * route to a package index (as many GPU hosts don't), so Gate B installs from this folder on the router
+ * host and on every engine host (config `router.narwhal.wheelhouse`). The wheels come from scripts/setup.sh's download and are
  * hard-linked (copied across filesystems) into the host's /srv, so a kept host gets them too.
  */
 import * as fs from "node:fs";

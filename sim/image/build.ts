@@ -13,6 +13,9 @@
  *   /opt/narwhal-sim/sim/image/python.js sim/image/python.ts, transpiled: what the program asks of the
  *                                        image's Python (package list, image check, /health probe)
  *   /usr/local/bin/python3               a Node script running it
+ *   <site-packages>/vllm/...             the simulated vllm package's files (sim/python/vllm): the image
+ *                                        check reads NIXL_CONNECTOR_VERSION from its nixl/metadata.py
+ *   <site-packages>/<dist>.dist-info     the distributions' metadata (sim/python/*.dist-info: NIXL)
  * with `ENTRYPOINT ["/usr/local/bin/vllm", "serve"]`, the vLLM image's own entrypoint, so that
  * `docker run <image> <model> [flags]` behaves like `vllm serve <model> [flags]`, and a declared volume
  * at {@link ENGINE_VOLUME}.
@@ -29,6 +32,7 @@ import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileS
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import * as ts from "typescript";
+import { IMAGE_SITE_PACKAGES } from "./python";
 
 const ROOT = join(__dirname, "..", "..");
 export const SIM_IMAGE_REPO = "narwhal-sim/engine";
@@ -93,6 +97,22 @@ function collect(): RootFiles {
 
   const python = readFileSync(join(ROOT, "sim", "image", "python.ts"), "utf8");
   files.set(`${APP}/sim/image/python.js`, { content: Buffer.from(ts.transpileModule(python, { compilerOptions: options, fileName: "python.ts" }).outputText), mode: 0o644 });
+
+  // The Python package side of the simulated vLLM, where a vLLM image keeps it (no compiled files).
+  const simPython = join(ROOT, "sim", "python");
+  const copyTree = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== "__pycache__") copyTree(full);
+      } else if (!entry.name.endsWith(".pyc")) {
+        files.set(`${IMAGE_SITE_PACKAGES}/${relative(simPython, full)}`, { from: full });
+      }
+    }
+  };
+  for (const entry of readdirSync(simPython).sort()) {
+    if (entry === "vllm" || entry.endsWith(".dist-info")) copyTree(join(simPython, entry));
+  }
 
   const zod = join(ROOT, "node_modules", "zod");
   const walk = (dir: string): void => {

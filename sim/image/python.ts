@@ -14,15 +14,45 @@
  * Any other call exits 2 and names itself, so a new use of the image's Python fails loudly instead of
  * passing unseen.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadSimConfig } from "../engine/config";
 import { parseKvTransferConfig } from "../engine/kv-transfer-config";
 import { Tokenizer } from "../engine/tokenizer";
 
-/** The distributions the image holds, as importlib.metadata names them. */
-export function imagePackages(env: NodeJS.ProcessEnv): Record<string, string> {
-  return { vllm: loadSimConfig(env).version };
+/**
+ * The image's site-packages: build.ts copies the simulated vllm package's files (sim/python/vllm) and the
+ * distributions' metadata (sim/python/*.dist-info) there, where a vLLM image's Python keeps them.
+ */
+export const IMAGE_SITE_PACKAGES = "/usr/local/lib/python3.12/dist-packages";
+
+/** vLLM 0.29's file declaring the NIXL connector's protocol version, under site-packages. */
+export const NIXL_METADATA_PY = "vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py";
+
+/** `Name` and `Version` of each `*.dist-info/METADATA` in the image's site-packages. */
+function installedDistributions(site: string): Record<string, string> {
+  if (!existsSync(site)) return {};
+  const out: Record<string, string> = {};
+  for (const entry of readdirSync(site).filter((e) => e.endsWith(".dist-info")).sort()) {
+    const text = readFileSync(join(site, entry, "METADATA"), "utf8");
+    const name = /^Name:\s*(\S+)/m.exec(text)?.[1];
+    const version = /^Version:\s*(\S+)/m.exec(text)?.[1];
+    if (name && version) out[name.toLowerCase()] = version;
+  }
+  return out;
+}
+
+/** The distributions the image holds, as importlib.metadata names them: vllm at the simulator's version, and those installed in site-packages. */
+export function imagePackages(env: NodeJS.ProcessEnv, site = IMAGE_SITE_PACKAGES): Record<string, string> {
+  return { ...installedDistributions(site), vllm: loadSimConfig(env).version };
+}
+
+/** The NIXL connector version as the runtime check reads it: the constant's assignment line in metadata.py. */
+function nixlConnectorVersion(site: string): { version: number | null; source: string | null } {
+  const file = join(site, NIXL_METADATA_PY);
+  if (!existsSync(file)) return { version: null, source: null };
+  const m = /^NIXL_CONNECTOR_VERSION\s*(?::\s*int\s*)?=\s*(\d+)/m.exec(readFileSync(file, "utf8"));
+  return m && Number(m[1]) > 0 ? { version: Number(m[1]), source: file } : { version: null, source: null };
 }
 
 const NIXL_CONNECTOR_CLASS = "vllm.distributed.kv_transfer.kv_connector.v1.nixl_connector.NixlConnector";
@@ -58,7 +88,7 @@ function describe(err: unknown): string {
 }
 
 /** Runs every check of the runtime check in order, printing one line each; returns the exit status. */
-export function runtimeCheck(request: CheckRequest, env: NodeJS.ProcessEnv, print: (line: string) => void): number {
+export function runtimeCheck(request: CheckRequest, env: NodeJS.ProcessEnv, print: (line: string) => void, site = IMAGE_SITE_PACKAGES): number {
   const results: boolean[] = [];
   const report = (check: string, ok: boolean, fields: Json = {}) => {
     results.push(ok);
@@ -78,7 +108,7 @@ export function runtimeCheck(request: CheckRequest, env: NodeJS.ProcessEnv, prin
       report("custom-code", trusted || reasons.length === 0, { required: reasons.length > 0, trusted, reasons });
     }],
     ["packages", () => {
-      const have = imagePackages(env);
+      const have = imagePackages(env, site);
       const observed = Object.fromEntries(Object.keys(request.pins).sort().map((name) => [name, have[name] ?? null]));
       const mismatches = Object.keys(observed)
         .filter((name) => observed[name] !== request.pins[name])
@@ -102,6 +132,19 @@ export function runtimeCheck(request: CheckRequest, env: NodeJS.ProcessEnv, prin
       const vocab = Number(readJson(join(request.model, "config.json"))?.vocab_size ?? 32000);
       new Tokenizer(request.tokenizer, vocab, Boolean(request.trustRemoteCode));
       report("tokenizer", true, { path: request.tokenizer, loaded: TOKENIZER_CLASS });
+    }],
+    ["nixl-versions", () => {
+      const connector = nixlConnectorVersion(site);
+      const have = installedDistributions(site);
+      const distribution = ["nixl", "nixl-rocm"].find((name) => have[name] !== undefined) ?? null;
+      const nixlVersion = distribution ? have[distribution] : null;
+      report("nixl-versions", connector.version !== null && nixlVersion !== null, {
+        connectorVersion: connector.version,
+        connectorSource: connector.source,
+        searched: join(site, "vllm/distributed/kv_transfer/kv_connector/v1"),
+        nixlVersion,
+        nixlDistribution: distribution,
+      });
     }],
   ];
   for (const [name, check] of checks) {

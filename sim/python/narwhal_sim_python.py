@@ -9,7 +9,9 @@ rules as the simulator, so the check and a started engine agree.
 The host harness (sim/hosts/python-site.ts) installs it with a .pth file in the login's user site:
 the folder on sys.path, then `install(<the host's sim-config.json>)`. `install` makes
 importlib.metadata report the simulated distributions, vllm at the version the sim config names (the
-one `vllm --version` and /version report, also after a test edits the file).
+one `vllm --version` and /version report, also after a test edits the file). NIXL is an ordinary
+distribution in this folder (nixl-<version>.dist-info), found on sys.path as pip leaves one, and vLLM's
+NIXL_CONNECTOR_VERSION sits in its 0.29.0 file (vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py).
 """
 
 import json
@@ -21,9 +23,8 @@ from pathlib import Path
 
 # sim/engine/config.ts's default version, used when no sim config is named.
 DEFAULT_VLLM_VERSION = "0.29.0"
-# The other simulated distributions: transformers as the simulated checkpoint's generation_config names
-# it, and NIXL as vLLM 0.29's NixlConnector needs it.
-FIXED_VERSIONS = {"transformers": "4.57.1", "nixl": "0.7.1"}
+# The other simulated distribution: transformers as the simulated checkpoint's generation_config names it.
+FIXED_VERSIONS = {"transformers": "4.57.1"}
 
 _config_path = None
 

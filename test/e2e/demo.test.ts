@@ -25,6 +25,9 @@ describe("e2e: npm run demo", function () {
       throw new Error(`npm run demo failed: ${err.message.split("\n")[0]}\n--- its stdout, last lines:\n${tail(err.stdout)}\n--- its stderr, last lines:\n${tail(err.stderr)}`);
     });
 
+    // A healthy fleet's preflight passes as narwhal-check decides it: nothing skipped, the contract complete.
+    const preflight = stdout.slice(stdout.indexOf("==> Preflight"), stdout.indexOf("==> One request through the router"));
+    expect(preflight.trim().split("\n").slice(1)).to.deep.equal(["status: pass"]);
     const request = stdout.slice(stdout.indexOf("==> One request through the router"));
     const health = JSON.parse(/^health: (.*)$/m.exec(request)![1]) as { status: string; instances: number };
     expect(health).to.deep.include({ status: "ok", instances: 4 });
@@ -33,8 +36,11 @@ describe("e2e: npm run demo", function () {
     expect(stdout).to.match(/deployment record sha256:[0-9a-f]{64}/);
 
     const stack = await devStack();
-    const routerUrl = (await stack.outputs()).routerUrl.value as string;
+    const outputs = await stack.outputs();
+    const routerUrl = outputs.routerUrl.value as string;
     expect(routerUrl).to.equal("http://198.18.0.11:8000");
+    expect((outputs.preflight.value as { status: string }).status).to.equal("pass");
+    expect((outputs.attestation.value as { contract: { undeclared: string[]; contract: Record<string, unknown> } }).contract).to.deep.include({ undeclared: [] });
     // Leave the simulated hosts as the shared fleet found them.
     await stack.destroy({ onOutput: () => undefined });
     expect((await runInHost("sim1", ["ss", "-Hltn", "( sport = :8000 or sport = :8100 or sport = :8103 or sport = :9090 or sport = :9839 )"])).stdout.trim()).to.equal("");

@@ -27,9 +27,10 @@ describe("e2e: discovery evidence follows the host", function () {
       expect(steps.get(`fleet-${b.alias}`)).to.deep.include({ op: "replace", keys: ["checkpoint"] });
       expect(steps.has(`fleet-${a.alias}`), "the unchanged host's discovery").to.equal(false);
       for (const [name, step] of steps) {
-        // Beyond the changed host: the replica check, the generated configuration, what derives from its
-        // engines' plans, and what the fleet measured across them.
-        expect(name, `${step.op} of ${name}`).to.match(new RegExp(`^fleet-(${b.alias}|replicas|config|e2-.*|attestation-e2(-sidecar)?|profiles-e2|${FLEET_AFTER_ENGINE_PATTERN}|router-host-monitoring-targets)$`));
+        // Beyond the changed host: its narwhal install (whose login pins the key discovery verifies), the
+        // replica check, the generated configuration, what derives from its engines' plans, and what the
+        // fleet measured across them.
+        expect(name, `${step.op} of ${name}`).to.match(new RegExp(`^fleet-(${b.alias}(-narwhal-venv)?|replicas|config|e2-.*|attestation-e2(-sidecar)?|profiles-e2|${FLEET_AFTER_ENGINE_PATTERN}|router-host-monitoring-targets)$`));
       }
 
       let failure = "";

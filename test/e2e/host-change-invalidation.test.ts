@@ -60,7 +60,7 @@ describe("e2e: hardware and fabric address changes on one host", function () {
       // Beyond the host: its engine's evidence, the edges that touch it (the endpoints moved) and their gate,
       // what the fleet measured across the engine, and the scrape targets (its URL moved).
       for (const name of steps.keys()) {
-        expect(name).to.match(new RegExp(`^fleet-(${c.alias}|replicas|config|e3-.*|attestation-e3(-sidecar)?|profiles-e3|fabric-.*${c.alias}.*|fabric-gate|${FLEET_AFTER_ENGINE_PATTERN}|router-host-monitoring-targets)$`));
+        expect(name).to.match(new RegExp(`^fleet-(${c.alias}(-narwhal-venv)?|replicas|config|e3-.*|attestation-e3(-sidecar)?|profiles-e3|fabric-.*${c.alias}.*|fabric-gate|${FLEET_AFTER_ENGINE_PATTERN}|router-host-monitoring-targets)$`));
       }
       // The peers meet e3 at a new host:port and handshake with it afresh (vLLM #38840 strikes a restart on
       // the same host:port), so this up converges: e3's evidence and the edges touching its host, nothing else.

@@ -57,8 +57,13 @@ describe("e2e: pinned host keys", function () {
       const applied = await appliedChanges(stack, { refresh: true });
       expect(stepList(applied), "the steps up --refresh took").to.deep.equal(stepList(planned));
       // What a new key changes: the host's commands log in with it (their starts run again and keep their
-      // processes), and the generated configuration lists it.
-      expect(stepList(planned), "the steps the preview forecast").to.deep.equal(["fleet-attestation-e2-sidecar update", "fleet-config replace", "fleet-e2-process update"]);
+      // processes; its narwhal install adopts the venv it made), and the generated configuration lists it.
+      expect(stepList(planned), "the steps the preview forecast").to.deep.equal([
+        "fleet-attestation-e2-sidecar update",
+        "fleet-config replace",
+        "fleet-e2-process update",
+        `fleet-${target.alias}-narwhal-venv update`,
+      ]);
       // Same host, same hardware, same files: a new key measures nothing again. Only the generated
       // configuration, which carries each host's key, is rendered anew, as the preview said.
       const remeasured = await remeasuredSince(snapshot);

@@ -216,7 +216,15 @@ echo "$pid \${20}"`,
     const ids = engines.map((e) => e.id);
     const plans = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await programPlan(id)] as const)));
 
-    // The runbook through Gate F: its engines, each with its own sidecar serving the launch directory's document, ...
+    // The runbook through Gate F: its own narwhal-inference (Gate B as the runbook does it, from the host's
+    // wheelhouse: simulated hosts have no narwhal-attest until something installs it), its engines, each with
+    // its own sidecar serving the launch directory's document, ...
+    const installed = await runInHost(
+      host.alias,
+      ["sh", "-c", "set -eu; rm -rf /srv/runbook/.venv; python3 -m venv /srv/runbook/.venv; /srv/runbook/.venv/bin/pip install --quiet --disable-pip-version-check --no-input --no-index --find-links /srv/narwhal-wheels narwhal-inference==0.7.0"],
+      { timeoutMs: 300_000 },
+    );
+    expect(installed.code, installed.stderr).to.equal(0);
     const runbook: Record<string, { pid: number; sidecarPid: number; digest: string }> = {};
     for (const e of engines) {
       const plan = plans[e.id];
@@ -229,7 +237,7 @@ echo "$pid \${20}"`,
 run=${shq(runOf(e.id))}
 umask 077
 cat > "$run/engine-attestation.json"
-(cd "$run" && exec setsid narwhal-attest --document "$run/engine-attestation.json" --engine-base ${shq(plan.url)} --host ${shq(endpoint.bindHost)} --port ${endpoint.port} --backend vllm > "$run/sidecar.log" 2>&1 < /dev/null) &
+(cd "$run" && exec setsid /srv/runbook/.venv/bin/narwhal-attest --document "$run/engine-attestation.json" --engine-base ${shq(plan.url)} --host ${shq(endpoint.bindHost)} --port ${endpoint.port} --backend vllm > "$run/sidecar.log" 2>&1 < /dev/null) &
 echo $! > "$run/sidecar.pid"
 echo $!`,
           document,
@@ -239,8 +247,8 @@ echo $!`,
       runbook[e.id] = { pid, sidecarPid, digest: (await (await request(endpoint.url)).body.json() as { attestation_digest: string }).attestation_digest };
     }
     // ... then narwhal-profile over the fleet document, binding every row to its engine's attestation. The
-    // document's engine_contract is the one these sidecars attest: narwhal's finalize-fleet would write the
-    // same, but refuses it on simulated hosts, which have no NIXL package to give a transfer version.
+    // document's engine_contract is the one these sidecars attest, complete (the NIXL versions the image
+    // check read): narwhal's finalize-fleet writes the same (test/providers/preflight-contract.test.ts).
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "narwhal-runbook-store-"));
     try {
       const fleet = { ...(fleetDocument as Record<string, unknown>), profiles: { path: path.join(dir, "profiles.json") } };

@@ -5,7 +5,7 @@
  */
 import { expect } from "chai";
 import { documentDigest, type AttestationDocument } from "../../lib/attestation";
-import { CONTAINER_ID, IMAGE_ID, fleetConfig, mockSecrets, reveal, settle, useFleetMocks } from "./support/fleet";
+import { CHECK_DIGEST, CONTAINER_ID, IMAGE_ID, fleetConfig, mockSecrets, reveal, settle, useFleetMocks } from "./support/fleet";
 
 const API_KEY = "mock-api-key-attest-0123";
 
@@ -24,8 +24,8 @@ describe("mocks: attestation mesh", () => {
     it(`a container engine's sidecar (${kind}) runs on its host, watches its container and attests its checked image`, async () => {
       const fleet = build({ kind, image: IMAGE_ID });
       const contract = await settle(fleet.attestation.contract);
-      expect(contract.contract).to.include({ image_digest: IMAGE_ID, model_dtype: "bfloat16", transfer_version: "0.7.1", engine_version: "0.29.0" });
-      expect(contract.undeclared).to.deep.equal(["connector_version"]);
+      expect(contract.contract).to.include({ image_digest: IMAGE_ID, model_dtype: "bfloat16", transfer_version: "0.7.1", connector_version: 9, engine_version: "0.29.0" });
+      expect(contract.undeclared).to.deep.equal([]);
       const sidecars = registered.filter((r) => r.name.endsWith("-sidecar"));
       expect(sidecars.map((r) => r.name).sort()).to.deep.equal(["fleet-attestation-e1-sidecar", "fleet-attestation-e2-sidecar", "fleet-attestation-e3-sidecar"]);
       const e2 = sidecars.find((r) => r.name === "fleet-attestation-e2-sidecar")!.inputs;
@@ -46,6 +46,8 @@ describe("mocks: attestation mesh", () => {
         stack: "mock",
       });
       expect(doc.launch).to.include({ generation_sha256: attestation.generationDigest, plan_sha256: attestation.planSha256, image_id: IMAGE_ID });
+      // The NIXL versions are what the engine's image check read inside its image.
+      expect([doc.sources.transfer_version, doc.sources.connector_version]).to.deep.equal([`image check ${CHECK_DIGEST}`, `image check ${CHECK_DIGEST}`]);
       // The sidecar needs no credential: the key reaches neither it nor its attestation.
       for (const r of registered.filter((r) => r.name.startsWith("fleet-attestation"))) expect(JSON.stringify(r.inputs), r.name).to.not.include(API_KEY);
     });

@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import * as pulumi from "@pulumi/pulumi";
 import { fleetConfig, hostFacts, mockSecrets, reveal, useFleetMocks } from "./support/fleet";
+import { RUNTIME_CHECK_SHA256 } from "../../lib/image-check";
 
 const API_KEY = "mock-api-key-0123456789";
 const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n";
@@ -90,6 +91,7 @@ describe("mocks: Fleet component", () => {
       modelDir: "/models/tiny",
       pins: { vllm: "0.29.0" },
       dsRequired: false,
+      checkScriptSha256: RUNTIME_CHECK_SHA256,
       deadlines: { inspectS: 30, checkS: 300 },
       login: { host: "198.18.0.12", port: 2222, user: "ops", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockKey", connectTimeoutS: 10 },
     });

@@ -86,7 +86,15 @@ function byName(name: string): Registered {
 function launch(over: { id?: string; port?: number; vendor?: "nvidia" | "amd" | "none"; gpuIds?: number[]; rdma?: boolean | string[] } = {}): LaunchInputs {
   return {
     engine: { id: over.id ?? "e1", port: over.port ?? 8100, nixlPort: 5600, gpuIds: over.gpuIds ?? [2, 3] },
-    host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor: over.vendor ?? "nvidia", gpuCount: 4 },
+    host: {
+      alias: "a",
+      fabricInterface: "fab0",
+      fabricAddress: "198.18.0.11",
+      vendor: over.vendor ?? "nvidia",
+      gpuCount: 4,
+      // As discovery reads them from sysfs: GPU i of 4 at renderD(131 - i).
+      ...(over.vendor === "amd" ? { renderNodes: (over.gpuIds ?? [2, 3]).map((i) => `/dev/dri/renderD${131 - i}`) } : {}),
+    },
     model: { servedName: "tiny", checkpointDir: "/models/tiny" },
     policy: {
       vllmCommand: "vllm",
@@ -422,7 +430,7 @@ describe("mocks: engine runtime backends", () => {
       await settle(rt.dockerProcess("fleet-e1", processArgs("docker", { launch: amd }), scope()));
       const a = byName("fleet-e1-container").inputs;
       expect(a).to.deep.include({
-        devices: [{ hostPath: "/dev/kfd" }, { hostPath: "/dev/dri/renderD129" }],
+        devices: [{ hostPath: "/dev/kfd" }, { hostPath: "/dev/dri/renderD130" }],
         groupAdds: ["video"],
         securityOpts: ["seccomp=unconfined"],
         capabilities: { adds: ["SYS_PTRACE"] },

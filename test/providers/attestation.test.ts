@@ -28,7 +28,6 @@ import { captureLocal } from "../support/local-capture";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
-import { writeNarwhalAttestShim } from "../../sim/hosts/narwhal-attest";
 import { pidAlive } from "../../sim/hosts/exec";
 import { runbookAttestationDocument } from "../unit/attestation/runbook-document-fixture";
 import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";
@@ -67,8 +66,7 @@ function documentOf(p: Proved): AttestationDocument {
     cacheLayoutDigest: p.capture.cacheLayoutDigest,
     generation: { generationDigest: p.generation.generationDigest, version: p.generation.version, processIdentity: p.generation.processIdentity },
     model: { architecture: "LlamaForCausalLM", numHiddenLayers: null, configSha256: "c0".repeat(32) },
-    transfer: { nixlVersion: "0.7.1", connectorVersion: 4 },
-    discoveryDigest: "sha256:" + "d1".repeat(32),
+    transfer: { nixlVersion: "0.7.1", connectorVersion: 9, checkDigest: "sha256:" + "d1".repeat(32) },
   });
 }
 
@@ -183,7 +181,7 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
     expect(live.engine).to.deep.equal({ version: "0.29.0", process_start_time_seconds: e1.generation.processStartTime });
     expect(live.launch).to.include({ generation_sha256: e1.generation.generationDigest, plan_sha256: e1.planSha256, cache_layout_sha256: e1.capture.cacheLayoutDigest });
     expect(attested.contract).to.deep.equal(doc.contract);
-    expect(attested.contract).to.include({ model_dtype: "bfloat16", kv_heads: e1.capture.layout.ranks[0].numKvHeads, transfer_mode: "pull", enforce_handshake_compat: true, connector_version: 4 });
+    expect(attested.contract).to.include({ model_dtype: "bfloat16", kv_heads: e1.capture.layout.ranks[0].numKvHeads, transfer_mode: "pull", enforce_handshake_compat: true, connector_version: 9 });
     expect(Math.abs(attested.processClock - e1.generation.processStartTime)).to.be.below(5);
 
     const store = new EvidenceStore(evidenceRoot(ROOT, STACK));
@@ -272,12 +270,9 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
     const e2 = await prove("e2", await startEngine({ model, args: ARGS }));
     const e3 = await prove("e3", await startEngine({ model, args: [...ARGS, "--dtype", "float16"] }), ["--dtype", "float16"]);
     const contracts = [{ engineId: "e1", contract: attested.contract }];
-    // These two run the simulated hosts' shim: the venv's narwhal-inference under the hosts' python3.
-    const bin = tempDir("attest-bin-");
-    writeNarwhalAttestShim(bin, "local");
     for (const p of [e2, e3]) {
       const d = documentOf(p);
-      const o = { ...sidecarOptions(p, d, await freePort(), path.join(path.dirname(opts.runDir), p.id)), command: path.join(bin, "narwhal-attest") };
+      const o = sidecarOptions(p, d, await freePort(), path.join(path.dirname(opts.runDir), p.id));
       const outs = (await attestation.create(inputs(p, d, o, await startSidecar(o)))).outs as AttestationOutputs;
       contracts.push({ engineId: p.id, contract: outs.contract });
     }

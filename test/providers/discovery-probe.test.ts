@@ -21,7 +21,7 @@ const TEST_PORT = 18555;
 function declaredDevices(h: SimHost): string[] {
   const gpu =
     h.vendor === "amd"
-      ? ["/dev/kfd", ...h.gpus.map((g) => `/dev/dri/renderD${128 + g.index}`)]
+      ? ["/dev/kfd", ...h.gpus.map((g) => `/dev/dri/renderD${g.renderMinor}`)]
       : ["/dev/nvidiactl", ...h.gpus.map((g) => `/dev/nvidia${g.index}`)];
   return [...gpu, "/dev/infiniband/uverbs0"];
 }
@@ -90,6 +90,8 @@ describe("discovery probe over SSH (simulated fleet)", function () {
       expect(f.accelerators.vendor).to.equal(h.vendor);
       expect(f.accelerators.product).to.equal(h.gpus[0].product);
       expect(f.accelerators.gpus.map((g) => g.uuid)).to.deep.equal(h.gpus.map((g) => g.uuid));
+      // AMD: each GPU's render node as the host's /sys/class/drm links it (the harness numbers them in reverse).
+      expect(f.accelerators.gpus.map((g) => g.renderNode)).to.deep.equal(h.gpus.map((g) => (h.vendor === "amd" ? `/dev/dri/renderD${g.renderMinor}` : undefined)));
 
       expect(f.fabric).to.deep.equal({ interface: "fab0", addresses: [h.address], address: h.address });
 
@@ -215,7 +217,9 @@ describe("discovery probe over SSH (simulated fleet)", function () {
     const out = await sessions.get("sim3")!.run("sh -s -- 'fab0'", { stdin: PROBE_SCRIPT, timeoutS: 60, name: "discovery probe" });
     const f = parseProbe(out, { alias: "sim3", fabricInterface: "fab0" });
     expect(f.errors).to.deep.equal([]);
-    expect(f).to.include({ hostname: "sim3", model: null, devices: null, runtime: null });
+    expect(f).to.include({ hostname: "sim3", model: null, runtime: null });
+    // An AMD host's own device nodes are checked whatever was declared: /dev/kfd and each GPU's render node.
+    expect(f.devices!.paths.map((p) => [p.path, p.present])).to.deep.equal([["/dev/kfd", true], ...sim3.gpus.map((g) => [`/dev/dri/renderD${g.renderMinor}`, true])]);
     expect(f.accelerators.product).to.equal("AMD Instinct MI300X");
     expect(f.fabric.address).to.equal(sim3.address);
   });

@@ -7,6 +7,7 @@
 import { expect } from "chai";
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { provider } from "../../dynamic-providers/image-check/provider";
 import type { ImageCheckInputs, ImageCheckOutputs } from "../../dynamic-providers/image-check/types";
@@ -16,7 +17,9 @@ import { LaunchInputs, renderLaunchPlan } from "../../lib/launch/plan";
 import { simFleet, writeCheckpoint } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { hostPaths } from "../../sim/hosts/paths";
-import { writeSimPythonSite } from "../../sim/hosts/python-site";
+import { buildSimImage } from "../../sim/image/build";
+import { IMAGE_SITE_PACKAGES, NIXL_METADATA_PY } from "../../sim/image/python";
+import { SIM_PYTHON_DIR, writeSimPythonSite } from "../../sim/hosts/python-site";
 
 const STACK = "provider-image-check";
 const root = evidenceRoot(process.cwd(), STACK);
@@ -109,6 +112,8 @@ describe("providers: image check against simulated host sim1", function () {
       tokenizer: "transformers.tokenization_utils_fast.PreTrainedTokenizerFast",
       dsLayout: null,
       customCode: { required: false, trusted: false, reasons: [] },
+      // The engine contract's NIXL versions, as the host's runtime carries them (the simulated vllm package).
+      nixl: { connectorVersion: 9, connectorSource: path.join(SIM_PYTHON_DIR, "vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py"), version: "0.7.1", distribution: "nixl" },
     });
 
     const store = new EvidenceStore(root);
@@ -130,6 +135,19 @@ describe("providers: image check against simulated host sim1", function () {
     expect(again.checkDigest).to.equal(o.checkDigest);
     expect(again.checkId).to.not.equal(o.checkId);
     expect(parseCheckLog(logText(id)).map((l) => l.checkId)).to.deep.equal([o.checkId, again.checkId]);
+  });
+
+  it("reads the NIXL versions inside the engine image too: a container of the simulator image on the daemon sim1's docker CLI reaches", async () => {
+    const image = buildSimImage({ log: () => undefined }).id;
+    // The daemon is the machine's: the checkpoint it mounts is a folder of the machine's.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "image-check-docker-"));
+    scratch.push(dir);
+    writeCheckpoint(dir);
+    const id = engineId("docker");
+    const base = inputs(h, id, { model: { checkpointDir: dir } });
+    const o = (await provider.create({ ...base, runtime: { kind: "docker", image, dockerCommand: "docker" }, modelDir: dir, pins: { vllm: "0.29.0" } })).outs as ImageCheckOutputs;
+    expect(o.identity).to.deep.include({ kind: "docker", imageId: image });
+    expect(o.findings.nixl).to.deep.equal({ connectorVersion: 9, connectorSource: `${IMAGE_SITE_PACKAGES}/${NIXL_METADATA_PY}`, version: "0.7.1", distribution: "nixl" });
   });
 
   it("fails on a package pin mismatch, names the package, and keeps the earlier log lines", async () => {

@@ -149,10 +149,10 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       const bin = tempDir("bare-path-");
       fs.symlinkSync("/usr/bin/python3", path.join(bin, "python3"));
       fs.symlinkSync("/usr/bin/curl", path.join(bin, "curl"));
-      const other = { ...options, installDir: path.join(tempDir("narwhal-install-"), "narwhal") };
+      const other = { ...options, host: "gpu7", installDir: path.join(tempDir("narwhal-install-"), "narwhal") };
       const r = await sh(installScript(other), "", { PATH: bin }, "/bin/sh");
       expect(r.code).to.equal(1);
-      expect(r.stderr).to.contain("the router host lacks prerequisites");
+      expect(r.stderr).to.contain("narwhal install on host gpu7: the host lacks prerequisites:");
       expect(r.stderr).to.contain("git is missing");
       expect(r.stderr).to.contain("make is missing");
       expect(r.stderr).to.contain("sha256sum is missing");

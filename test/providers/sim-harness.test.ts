@@ -186,6 +186,9 @@ describe("sim host harness", function () {
           for (const g of h.gpus) expect(out).to.match(new RegExp(`^\\s*Uuid:\\s+${g.uuid}$`, "m"));
           expect((await sshExec(h, "command -v nvidia-smi")).code).to.not.equal(0);
           expect(await sh(h, "ls /dev/kfd /dev/dri")).to.contain("renderD128");
+          // /sys/class/drm as amdgpu leaves it: each render node's device is its GPU's PCI function.
+          for (const g of h.gpus) expect(await sh(h, `readlink -f /sys/class/drm/renderD${g.renderMinor}/device`)).to.equal(`/sys/bus/pci/devices/${g.pciAddress}\n`);
+          expect(await sh(h, "ls /sys/class")).to.contain("net");
         });
       }
 

@@ -128,18 +128,21 @@ export const RouterSchema = f
               .optional()
               .describe("Install a local source bundle of an approved commit instead of `version` from the package index."),
             wheelhouse: f
-              .text("an absolute folder path on the router host", (s) => fmt.absolutePathProblem(s, "/srv/wheels"))
+              .text("an absolute folder path on every host that installs it", (s) => fmt.absolutePathProblem(s, "/srv/wheels"))
               .optional()
               .describe(
-                "A folder of wheels on the router host that pip installs from instead of the package index " +
-                  "(`--no-index --find-links`), for hosts without a route to the index.",
+                "A folder of wheels, at this path on the router host and on every engine host, that pip installs from " +
+                  "instead of the package index (`--no-index --find-links`), for hosts without a route to the index.",
               ),
             installTimeoutS: f.seconds().default(P.router.installTimeoutS).describe("Bounded wait for pip, seconds."),
           },
           "an object {version, sourceBundle?, wheelhouse?, installTimeoutS}",
         )
         .prefault({})
-        .describe("The Narwhal package the router runs."),
+        .describe(
+          "Gate B: the approved narwhal-inference revision, installed on the router host (the router and its tools) and " +
+            "on every engine host (its attestation sidecars), one install per host.",
+        ),
     },
     "an object {host, bindAddress, port, startTimeoutS, narwhal}",
   )
@@ -289,12 +292,14 @@ export const AttestationSchema = f
         .text('a command (e.g. "narwhal-attest" or "/opt/narwhal/.venv/bin/narwhal-attest")', (s) =>
           s.startsWith("-") || /[\s\x00-\x1f]/.test(s) ? `found ${show(s)}; expected one command name or path, without spaces` : undefined,
         )
-        .default(P.attestation.command)
-        .describe(
-          "The `narwhal-attest` sidecar narwhal-inference ships, on every engine host: a command on the PATH of the " +
-            "SSH login, as Gate B's install leaves it, or an absolute path such as the install's " +
-            "`.venv/bin/narwhal-attest`. The simulated hosts have it on their PATH.",
-        ),
+        .optional()
+        .meta({
+          description:
+            "A `narwhal-attest` the operator provides on every engine host instead of Gate B's (a command on the PATH of " +
+            "the SSH login, or an absolute path): the program then installs narwhal-inference on the router host only, " +
+            "and a host without the command is refused when its sidecar starts.",
+          defaultText: "the `narwhal-attest` of Gate B's install, which every engine host gets (`router.narwhal`)",
+        }),
       startTimeoutS: f.seconds().default(P.attestation.startTimeoutS).describe("Bounded wait for a sidecar's `/health` after its start, seconds."),
     },
     "an object {command, startTimeoutS}",

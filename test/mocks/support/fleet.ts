@@ -119,6 +119,10 @@ export function hostFacts(alias: unknown): Record<string, unknown> {
   };
 }
 
+/** What every engine's image check read, as its digest names it. */
+export const CHECK_DIGEST = "sha256:" + "ce".repeat(32);
+const VLLM_V1 = "/opt/vllm/lib/python3.12/site-packages/vllm/distributed/kv_transfer/kv_connector/v1";
+
 /** The state each provider would record, consistent enough for the whole mesh (attestation, profiles, preflight). */
 export function fleetState(type: string, name: string, inputs: Record<string, any>): Record<string, unknown> {
   switch (type) {
@@ -139,6 +143,8 @@ export function fleetState(type: string, name: string, inputs: Record<string, an
       return {
         ...inputs,
         vllmApiVersion: "0.29.0",
+        checkDigest: CHECK_DIGEST,
+        findings: { vllmApiVersion: "0.29.0", nixl: { connectorVersion: 9, connectorSource: `${VLLM_V1}/nixl/metadata.py`, version: "0.7.1", distribution: "nixl" } },
         identity: inputs.runtime.kind === "docker" ? { kind: "docker", image: inputs.runtime.image, imageId: IMAGE_ID, resolvedDigest: null } : { kind: "native", command: "vllm" },
       };
     case "pulumi-nodejs:dynamic/narwhal:Liveness":

@@ -37,7 +37,7 @@ describe("engine_contract", () => {
   it("lists what no engine declares, as narwhal's missing() does", () => {
     const bare = (id: string): AttestedContract => ({
       engineId: id,
-      contract: attestationDocument({ ...facts({ id }), transfer: { nixlVersion: null, connectorVersion: null }, model: { architecture: null, numHiddenLayers: 22, configSha256: "c0".repeat(32) } }).contract,
+      contract: attestationDocument({ ...facts({ id }), transfer: { nixlVersion: null, connectorVersion: null, checkDigest: "sha256:" + "d1".repeat(32) }, model: { architecture: null, numHiddenLayers: 22, configSha256: "c0".repeat(32) } }).contract,
     });
     const fleet = engineContract([bare("e1"), bare("e2")]);
     const view = JSON.parse(narwhal(NARWHAL_VIEW, { "c.json": JSON.stringify(fleet.contract) }));

@@ -48,7 +48,7 @@ describe("attestation document", () => {
       engine_version: "0.29.0",
       image_digest: "",
       transfer_version: "0.7.1",
-      connector_version: 4,
+      connector_version: 9,
       model_architecture: "LlamaForCausalLM",
       model_dtype: "bfloat16",
       kv_heads: 4,
@@ -99,8 +99,12 @@ describe("attestation document", () => {
     expect(() => attestationDocument({ ...f, cacheLayoutDigest: "sha256:" + "00".repeat(32) })).to.throw("is not the digest of the captured layout");
   });
 
-  it("leaves facts discovery could not read empty, as narwhal's loader allows", () => {
-    const unknown = attestationDocument({ ...f, transfer: { nixlVersion: null, connectorVersion: null } });
+  it("names the image check as the source of the NIXL versions", () => {
+    expect([doc.sources.transfer_version, doc.sources.connector_version]).to.deep.equal([`image check sha256:${"d1".repeat(32)}`, `image check sha256:${"d1".repeat(32)}`]);
+  });
+
+  it("leaves the NIXL versions of a check made before they were read empty, as narwhal's loader allows", () => {
+    const unknown = attestationDocument({ ...f, transfer: { ...f.transfer, nixlVersion: null, connectorVersion: null } });
     const seen = JSON.parse(narwhal(LOAD, { "doc.json": JSON.stringify(unknown) }));
     expect(seen.missing).to.deep.equal(["connector_version", "transfer_version"]);
     expect(seen.sources).to.not.have.any.keys("connector_version", "transfer_version");

@@ -44,8 +44,7 @@ export function facts(over: { policy?: Partial<LaunchInputs["policy"]>; id?: str
     cacheLayoutDigest: cacheLayoutDigest(layout),
     generation: { generationDigest: "sha256:" + "6e".repeat(32), version: "0.29.0", processIdentity: { hostAlias: "a", pid: over.pid ?? 4242 } },
     model: { architecture: "LlamaForCausalLM", numHiddenLayers: 22, configSha256: "c0".repeat(32) },
-    transfer: { nixlVersion: "0.7.1", connectorVersion: 4 },
-    discoveryDigest: "sha256:" + "d1".repeat(32),
+    transfer: { nixlVersion: "0.7.1", connectorVersion: 9, checkDigest: "sha256:" + "d1".repeat(32) },
   };
 }
 

@@ -61,7 +61,7 @@ describe("config: defaults", () => {
         oneAtATime: false,
         fitAttempts: 3,
       },
-      attestation: { command: "narwhal-attest", startTimeoutS: 60 },
+      attestation: { startTimeoutS: 60 },
       preflight: { pairs: "mesh", repeats: 1, schedule: "concurrent", strict: false },
       calibration: { enabled: false, samplesPerGroup: 100, routerOverheadS: 0.05, maxFailuresPerGroup: 20 },
     });

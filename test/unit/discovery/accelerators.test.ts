@@ -73,6 +73,18 @@ describe("discovery: accelerators", () => {
     expect(inv.notice).to.equal(undefined);
   });
 
+  it("gives each AMD GPU the render node sysfs links to its PCI function, and NVIDIA GPUs none", () => {
+    const drm = "renderD128\t/sys/devices/pci0000:00/0000:00:01.1/0000:19:00.0\nrenderD129\t/sys/devices/pci0000:00/0000:00:01.2/0000:18:00.0\n";
+    const amd = inventoryFrom({ pci: "0000:18:00.0 0x038000 0x1002\n0000:19:00.0 0x038000 0x1002\n", rocm: ROCMINFO, drm });
+    expect(amd.gpus.map((g) => [g.index, g.busId, g.renderNode])).to.deep.equal([
+      [0, "6144", "/dev/dri/renderD129"],
+      [1, "6400", "/dev/dri/renderD128"],
+    ]);
+    const half = inventoryFrom({ pci: "0000:18:00.0 0x038000 0x1002\n", rocm: ROCMINFO, drm: drm.split("\n")[0] });
+    expect(half.gpus.map((g) => g.renderNode)).to.deep.equal([undefined, "/dev/dri/renderD128"]);
+    expect(inventoryFrom({ pci: PCI_NVIDIA, nvidia: NVIDIA_SMI, drm }).gpus.every((g) => !("renderNode" in g))).to.equal(true);
+  });
+
   it("says why when no GPU is exposed", () => {
     const inv = inventoryFrom({ pci: "0000:00:00.0 0x060000 0x8086\n" });
     expect(inv).to.deep.equal({ vendor: "none", product: null, gpus: [], notice: NO_GPU_NOTICE });

@@ -177,6 +177,53 @@ describe("discovery: the whole probe", () => {
     });
   });
 
+  describe("parseProbe on an MI300X host: render nodes read from /sys/class/drm, /dev/kfd and each of them checked", () => {
+    const PCI = "0000:00:00.0 0x060000 0x8086\n0000:10:00.0 0x038000 0x1002\n0000:11:00.0 0x038000 0x1002\n";
+    const agent = (n: number, bdfid: number) => `*******\nAgent ${n}\n*******\n  Name:                    gfx942\n  Uuid:                    GPU-000000000000000${n}\n  Marketing Name:          AMD Instinct MI300X\n  BDFID:                   ${bdfid}\n`;
+    const ROCM = `ROCk module is loaded\n${agent(2, 0x1000)}${agent(3, 0x1100)}`;
+    const DRM = "renderD128\t/sys/bus/pci/devices/0000:11:00.0\nrenderD129\t/sys/bus/pci/devices/0000:10:00.0\n";
+    const node = (path: string) => `present\t${path}\t666\troot\troot\tcharacter special file\n`;
+    /** sim2's recording with an AMD host's sections, and the GPU device nodes the probe found (`missing` ones absent). */
+    function amdOutput(drm: string, missing: string[] = []): string {
+      const gpuDevices = ["/dev/kfd", "/dev/dri/renderD128", "/dev/dri/renderD129"].map((p) => (missing.includes(p) ? `missing\t${p}\n` : node(p))).join("");
+      const out = withSection(withSection(withSection(SIM2_OUTPUT, "pci", PCI), "nvidia", ""), "rocm", ROCM);
+      return out.replace("\n@@end", `\n@@drm\n${drm}\n@@gpu_devices\n${gpuDevices}\n@@end`);
+    }
+    const opts: ProbeOptions = { alias: "sim3", fabricInterface: "fab0" };
+
+    it("gives each GPU the render node of its PCI function and checks /dev/kfd and those nodes", () => {
+      const f = parseProbe(amdOutput(DRM), opts);
+      expect(f.errors).to.deep.equal([]);
+      expect(f.accelerators.gpus.map((g) => [g.index, g.renderNode])).to.deep.equal([
+        [0, "/dev/dri/renderD129"],
+        [1, "/dev/dri/renderD128"],
+      ]);
+      expect(f.devices!.paths.map((p) => [p.path, p.present])).to.deep.equal([
+        ["/dev/kfd", true],
+        ["/dev/dri/renderD129", true],
+        ["/dev/dri/renderD128", true],
+      ]);
+      expect(blockingProblems(f)).to.deep.equal([]);
+    });
+
+    it("refuses a missing /dev/kfd or render node before launch, naming the host and the device", () => {
+      const f = parseProbe(amdOutput(DRM, ["/dev/kfd", "/dev/dri/renderD128"]), opts);
+      expect(f.devices!.missing).to.deep.equal(["/dev/kfd", "/dev/dri/renderD128"]);
+      expect(blockingProblems(f)).to.deep.equal(["Restore the declared device exposure before launch. Missing on host sim3: /dev/kfd, /dev/dri/renderD128."]);
+      // Beside declared transfer devices, one check names them all.
+      const declared = parseProbe(amdOutput(DRM, ["/dev/kfd"]), { ...opts, devicePaths: SIM2.devicePaths });
+      expect(declared.devices!.message).to.equal("Restore the declared device exposure before launch. Missing on host sim3: /dev/infiniband/uverbs0, /dev/kfd.");
+    });
+
+    it("refuses a GPU sysfs shows no render node for, naming the host and the GPU", () => {
+      const f = parseProbe(amdOutput("renderD128\t/sys/bus/pci/devices/0000:11:00.0\n"), opts);
+      expect(f.accelerators.gpus.map((g) => g.renderNode)).to.deep.equal([undefined, "/dev/dri/renderD128"]);
+      expect(blockingProblems(f)).to.deep.equal([
+        "host sim3, probe section drm: AMD GPU 0 (rocminfo BDFID 4096, PCI 10:00.0) has no render node: no /sys/class/drm/renderD* links to that PCI function; is the amdgpu driver bound to it? Restore the declared device exposure before launch.",
+      ]);
+    });
+  });
+
   describe("section errors, named by host and section", () => {
     const table: Array<[string, (o: string) => string, Partial<ProbeOptions>, Array<[string, string | RegExp]>, (f: HostFacts) => void]> = [
       [

@@ -7,6 +7,7 @@ import { provider } from "../../../dynamic-providers/image-check/provider";
 import { UNKNOWN } from "../../../dynamic-providers/diff";
 import { renderLaunchPlan } from "../../../lib/launch/plan";
 import { launchInputs } from "../launch/inputs";
+import { RUNTIME_CHECK_SHA256 } from "../../../lib/image-check";
 
 // The host in the launch fixture is "a"; only the plan's own facts (model folder, hash) are compared here.
 const plan = renderLaunchPlan(launchInputs());
@@ -22,6 +23,7 @@ const inputs = (): Record<string, unknown> => ({
   modelDir: "/models/tiny",
   pins: { vllm: "0.29.0" },
   dsRequired: false,
+  checkScriptSha256: RUNTIME_CHECK_SHA256,
   deadlines: { inspectS: 30, checkS: 300 },
 });
 
@@ -42,6 +44,19 @@ describe("image check provider: the input check", () => {
       { property: "modelDir", reason: 'modelDir "models/tiny" is not the plan\'s model "/models/tiny"' },
       { property: "modelDir", reason: 'modelDir "models/tiny" must be an absolute host path' },
     ]);
+  });
+
+  it("refuses a check script digest other than the check this provider runs", async () => {
+    const other = `sha256:${"ab".repeat(32)}`;
+    expect((await check({ ...inputs(), checkScriptSha256: other })).failures).to.deep.equal([
+      { property: "checkScriptSha256", reason: `checkScriptSha256 "${other}" is not the runtime check this provider runs (${RUNTIME_CHECK_SHA256})` },
+    ]);
+  });
+
+  it("replaces the check when the runtime check's code changes, as it would for a new plan", async () => {
+    const olds = { ...inputs(), checkScriptSha256: undefined };
+    expect(await provider.diff!("id", olds, inputs())).to.deep.equal({ changes: true, replaces: ["checkScriptSha256"], deleteBeforeReplace: false });
+    expect(await provider.diff!("id", inputs(), inputs())).to.deep.include({ changes: false });
   });
 
   it("leaves what a preview cannot know yet to the up", async () => {

@@ -12,6 +12,7 @@ import { NATIVE_IDENTITY_SH, parseNativeIdentity, parseCheckLines, RUNTIME_CHECK
 import { PTH_NAME, pthText, writeSimPythonSite } from "../../../sim/hosts/python-site";
 import type { HostPaths } from "../../../sim/hosts/paths";
 import { writeCheckpoint } from "../../../sim/hosts/checkpoint";
+import { NIXL_CONNECTOR_VERSION } from "../../../sim/engine/nixl-compat";
 
 const PYTHON = "/usr/bin/python3";
 const pythonVersion = spawnSync(PYTHON, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { encoding: "utf8" }).stdout.trim();
@@ -103,7 +104,7 @@ describe("image check: the runtime check against the simulated vllm package", ()
   it("passes, reporting the sim config's version as vllm_api_version and package version", () => {
     const { status, lines } = run();
     expect(status).to.equal(0);
-    expect(Object.keys(lines)).to.deep.equal(["custom-code", "packages", "vllm-api-version", "connector", "ds-layout", "tokenizer"]);
+    expect(Object.keys(lines)).to.deep.equal(["custom-code", "packages", "vllm-api-version", "connector", "ds-layout", "tokenizer", "nixl-versions"]);
     expect(lines["vllm-api-version"]).to.deep.equal({ check: "vllm-api-version", ok: true, version: "0.29.4" });
     expect(lines.packages).to.deep.include({ ok: true, observed: { vllm: "0.29.4" } });
   });
@@ -135,6 +136,54 @@ describe("image check: the runtime check against the simulated vllm package", ()
     expect(status).to.equal(1);
     expect(lines.packages).to.deep.include({ ok: false, mismatches: [{ package: "vllm", expected: "0.29.4", found: null }] });
     expect(lines["vllm-api-version"]).to.deep.equal({ check: "vllm-api-version", ok: false, error: "ModuleNotFoundError: No module named 'vllm'" });
+  });
+
+  it("reads the NIXL versions the simulated runtime carries: vLLM 0.29.0's connector version from its source, nixl from its dist-info", () => {
+    const v1 = path.resolve(__dirname, "../../../sim/python/vllm/distributed/kv_transfer/kv_connector/v1");
+    expect(run().lines["nixl-versions"]).to.deep.equal({
+      check: "nixl-versions",
+      ok: true,
+      connectorVersion: 9,
+      connectorSource: path.join(v1, "nixl", "metadata.py"),
+      searched: v1,
+      nixlVersion: "0.7.1",
+      nixlDistribution: "nixl",
+    });
+    // The engine simulator hashes the same version into its NIXL handshake.
+    expect(NIXL_CONNECTOR_VERSION).to.equal(9);
+  });
+
+  /** A vllm package of its own (only the files the check reads) ahead of the simulated one on the path. */
+  function otherVllm(files: Record<string, string>): Record<string, string> {
+    const dir = path.join(tmp, "other");
+    for (const [name, text] of Object.entries({ "vllm/__init__.py": "", ...files })) {
+      fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+      fs.writeFileSync(path.join(dir, name), text);
+    }
+    return { PYTHONPATH: dir };
+  }
+
+  it("finds the constant of an older layout by its assignment line, and reads no value it would have to run", () => {
+    const v1 = path.join(tmp, "other", "vllm", "distributed", "kv_transfer", "kv_connector", "v1");
+    const old = run({}, otherVllm({ "vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py": "import torch\n\nNIXL_CONNECTOR_VERSION: int = 2\n" }));
+    expect(old.lines["nixl-versions"]).to.deep.include({ ok: true, connectorVersion: 2, connectorSource: path.join(v1, "nixl_connector.py") });
+    const computed = run({}, otherVllm({ "vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py": "import os\nNIXL_CONNECTOR_VERSION = int(os.environ['X'])\n" }));
+    expect(computed.status).to.equal(1);
+    expect(String(computed.lines["nixl-versions"].error)).to.match(/^ValueError: malformed node or string/);
+  });
+
+  it("fails without the constant or without a nixl distribution, naming what it searched", () => {
+    const v1 = path.join(tmp, "other", "vllm", "distributed", "kv_transfer", "kv_connector", "v1");
+    const none = run({}, otherVllm({ "vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py": "VERSION = 9\n" }));
+    expect(none.status).to.equal(1);
+    expect(none.lines["nixl-versions"]).to.deep.equal({ check: "nixl-versions", ok: false, connectorVersion: null, connectorSource: null, searched: v1, nixlVersion: "0.7.1", nixlDistribution: "nixl" });
+    const zero = run({}, otherVllm({ "vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py": "NIXL_CONNECTOR_VERSION: int = 0\n" }));
+    expect(zero.lines["nixl-versions"]).to.deep.include({ ok: false, connectorVersion: null });
+    // Without the simulated site only the other vllm is on the path, and no nixl distribution at all.
+    const noNixl = run({}, otherVllm({ "vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py": "NIXL_CONNECTOR_VERSION: int = 9\n" }), path.join(tmp, "elsewhere"));
+    expect(noNixl.lines["nixl-versions"]).to.deep.include({ ok: false, connectorVersion: 9, nixlVersion: null, nixlDistribution: null });
+    const bare = run({}, {}, path.join(tmp, "elsewhere"));
+    expect(bare.lines["nixl-versions"]).to.deep.equal({ check: "nixl-versions", ok: false, error: "ModuleNotFoundError: No module named 'vllm'" });
   });
 
   it("is installed into root's and narwhal's user site of a host, once", () => {

@@ -20,6 +20,7 @@ const REQUEST: RuntimeCheckRequest = {
   tokenizer: "/models/tiny",
 };
 
+const V1 = "/usr/lib/python3/dist-packages/vllm/distributed/kv_transfer/kv_connector/v1";
 const line = (fields: Record<string, unknown>) => `NARWHAL_CHECK ${JSON.stringify(fields)}`;
 const PASSING = [
   line({ check: "custom-code", ok: true, required: false, trusted: false, reasons: [] }),
@@ -28,6 +29,7 @@ const PASSING = [
   line({ check: "connector", ok: true, name: "NixlConnector", resolved: "vllm.distributed.kv_transfer.kv_connector.v1.nixl_connector.NixlConnector" }),
   line({ check: "ds-layout", ok: true, required: false }),
   line({ check: "tokenizer", ok: true, path: "/models/tiny", loaded: "transformers.LlamaTokenizerFast" }),
+  line({ check: "nixl-versions", ok: true, connectorVersion: 9, connectorSource: `${V1}/nixl/metadata.py`, searched: V1, nixlVersion: "0.7.1", nixlDistribution: "nixl" }),
 ];
 /** The passing output with one check's line replaced. */
 function withLine(check: string, fields: Record<string, unknown>): string {
@@ -50,6 +52,7 @@ describe("image check: reading the runtime check's output", () => {
       tokenizer: "transformers.LlamaTokenizerFast",
       dsLayout: null,
       customCode: { required: false, trusted: false, reasons: [] },
+      nixl: { connectorVersion: 9, connectorSource: `${V1}/nixl/metadata.py`, version: "0.7.1", distribution: "nixl" },
     });
   });
 
@@ -94,16 +97,31 @@ describe("image check: reading the runtime check's output", () => {
       [["api-version", "vllm.version.__version__ could not be read: ModuleNotFoundError: No module named 'vllm'"]],
     ],
     [
+      "a vLLM that declares no NIXL connector version, and no nixl distribution",
+      withLine("nixl-versions", { ok: false, connectorVersion: null, connectorSource: null, searched: V1, nixlVersion: null, nixlDistribution: null }),
+      1,
+      [
+        ["nixl", `the runtime's vLLM (${V1}) defines no NIXL_CONNECTOR_VERSION, so the engine contract's connector_version cannot be declared; use a vLLM with the NIXL connector (0.29.0 has it in nixl/metadata.py)`],
+        ["nixl", "the runtime has no nixl (or nixl-rocm) distribution: vLLM's NixlConnector needs it, and the engine contract's transfer_version is its version; install NIXL into the runtime"],
+      ],
+    ],
+    [
+      "a connector version that is not a literal",
+      withLine("nixl-versions", { ok: false, error: "ValueError: malformed node or string on line 2: <ast.Call object at 0x7f>" }),
+      1,
+      [["nixl", "the NIXL versions could not be read: ValueError: malformed node or string on line 2: <ast.Call object at 0x7f>"]],
+    ],
+    [
       "a runtime that crashed after two checks",
       PASSING.slice(0, 2).join("\n"),
       139,
-      [["runtime", "the runtime check (/usr/bin/python3) exited 139 before reporting vllm-api-version, connector, ds-layout, tokenizer: line 1 | line 2 | Segmentation fault"]],
+      [["runtime", "the runtime check (/usr/bin/python3) exited 139 before reporting vllm-api-version, connector, ds-layout, tokenizer, nixl-versions: line 1 | line 2 | Segmentation fault"]],
     ],
     [
       "a runtime check that ran out of time",
       "",
       124,
-      [["runtime", "the runtime check (/usr/bin/python3) timed out (exit 124) before reporting custom-code, packages, vllm-api-version, connector, ds-layout, tokenizer: line 1 | line 2 | Segmentation fault"]],
+      [["runtime", "the runtime check (/usr/bin/python3) timed out (exit 124) before reporting custom-code, packages, vllm-api-version, connector, ds-layout, tokenizer, nixl-versions: line 1 | line 2 | Segmentation fault"]],
     ],
     [
       "a runtime that exits non-zero although every check passed",
@@ -122,6 +140,8 @@ describe("image check: reading the runtime check's output", () => {
   it("reports no version or classes from checks that failed", () => {
     const { findings } = judgeRuntimeCheck(WHERE, REQUEST, { exitStatus: 1, stdout: withLine("vllm-api-version", { ok: false, error: "x" }), stderr: "" }, "p");
     expect(findings.vllmApiVersion).to.equal(null);
+    expect(findings.nixl).to.deep.equal({ connectorVersion: 9, connectorSource: `${V1}/nixl/metadata.py`, version: "0.7.1", distribution: "nixl" });
+    expect(judgeRuntimeCheck(WHERE, REQUEST, { exitStatus: 1, stdout: withLine("nixl-versions", { ok: false, connectorVersion: 9, nixlVersion: null }), stderr: "" }, "p").findings.nixl).to.equal(null);
     expect(findings.connector).to.equal("vllm.distributed.kv_transfer.kv_connector.v1.nixl_connector.NixlConnector");
   });
 });

@@ -34,20 +34,27 @@ describe("launch plan", () => {
     });
     expect(plan.url).to.equal("http://198.18.0.11:8100");
     expect(plan.planSha256).to.match(/^sha256:[0-9a-f]{64}$/);
-    expect(plan.placement).to.deep.equal({ gpuIds: [0, 1], vendor: "nvidia", visibilityVariable: "CUDA_VISIBLE_DEVICES", transport: "tcp", rdmaDevices: [] });
+    expect(plan.placement).to.deep.equal({ gpuIds: [0, 1], vendor: "nvidia", visibilityVariable: "CUDA_VISIBLE_DEVICES", transport: "tcp", rdmaDevices: [], renderNodes: [] });
   });
 
   it("uses HIP_VISIBLE_DEVICES alone on ROCm, and RDMA devices for ucx_rdma", () => {
     const plan = renderLaunchPlan({
       ...base,
-      host: { ...base.host, vendor: "amd" },
+      host: { ...base.host, vendor: "amd", renderNodes: ["/dev/dri/renderD129", "/dev/dri/renderD128"] },
       policy: { ...base.policy, transport: "ucx_rdma", rdmaHcas: ["mlx5_0:1", "mlx5_1:1"] },
     });
     expect(plan.env.HIP_VISIBLE_DEVICES).to.equal("0,1");
     expect(plan.env).to.not.have.property("CUDA_VISIBLE_DEVICES");
     expect(plan.env.UCX_TLS).to.equal("rc,sm,self,rocm");
     expect(plan.env.UCX_NET_DEVICES).to.equal("mlx5_0:1,mlx5_1:1");
-    expect(plan.placement).to.deep.equal({ gpuIds: [0, 1], vendor: "amd", visibilityVariable: "HIP_VISIBLE_DEVICES", transport: "ucx_rdma", rdmaDevices: [] });
+    expect(plan.placement).to.deep.equal({
+      gpuIds: [0, 1],
+      vendor: "amd",
+      visibilityVariable: "HIP_VISIBLE_DEVICES",
+      transport: "ucx_rdma",
+      rdmaDevices: [],
+      renderNodes: ["/dev/dri/renderD129", "/dev/dri/renderD128"],
+    });
     const withDevices = renderLaunchPlan({ ...base, policy: { ...base.policy, transport: "ucx_rdma", rdmaHcas: ["mlx5_0:1"], rdmaDevices: ["/dev/infiniband/uverbs0"] } });
     expect(withDevices.placement.rdmaDevices).to.deep.equal(["/dev/infiniband/uverbs0"]);
     // Devices are where the engine runs, not what it runs: the command and its hash do not move.

@@ -67,6 +67,19 @@ describe("launch policy", () => {
     ]);
   });
 
+  it("gives a ROCm engine the render nodes discovery read for its GPUs, and refuses a GPU sysfs showed none for", () => {
+    const s = spec([{ id: "e1", host: "a", gpuIds: [1] }, { id: "e2", host: "b" }]);
+    const mi300x = (alias: string, gpus: HostLaunchFacts["gpus"]): HostLaunchFacts => ({ ...h100(alias), vendor: "amd", product: "AMD Instinct MI300X", gpus });
+    const read = mi300x("a", [{ index: 0, renderNode: "/dev/dri/renderD129" }, { index: 1, renderNode: "/dev/dri/renderD128" }]);
+    expect(resolveEngineLaunch(s, s.engines[0], read).host.renderNodes).to.deep.equal(["/dev/dri/renderD128"]);
+    expect(resolveEngineLaunch(s, s.engines[1], read).host.renderNodes).to.deep.equal(["/dev/dri/renderD129", "/dev/dri/renderD128"]);
+    expect(rejection(() => resolveEngineLaunch(s, s.engines[1], mi300x("b", [{ index: 0, renderNode: "/dev/dri/renderD128" }, { index: 1 }])))).to.deep.equal([
+      "engines[1].host: engine e2 on host b: GPU 1 has no render node: discovery found none under /sys/class/drm for its PCI function; restore the device exposure and run discovery again (pulumi up --refresh)",
+    ]);
+    // NVIDIA engines carry none.
+    expect(resolveEngineLaunch(s, s.engines[0], h100("a")).host).to.not.have.property("renderNodes");
+  });
+
   it("appends model requirements and refuses a conflicting layout override", () => {
     const s = spec([{ id: "e1", host: "a", overrides: { engineArgs: ["--max-num-seqs", "2"] } }, { id: "e2", host: "b" }]);
     const facts = { ...h100("a"), model: { dtype: "bfloat16", trustRemoteCode: true, ssmConvStateLayoutDS: true } };
@@ -83,7 +96,7 @@ describe("launch policy", () => {
   it("requires one accelerator product and one TP shape across replicas", () => {
     const s = spec([{ id: "e1", host: "a" }, { id: "e2", host: "b" }]);
     const a = resolveEngineLaunch(s, s.engines[0], h100("a"));
-    const b = resolveEngineLaunch(s, s.engines[1], { ...h100("b", 1), product: "AMD Instinct MI300X", vendor: "amd" });
+    const b = resolveEngineLaunch(s, s.engines[1], { ...h100("b", 1), product: "AMD Instinct MI300X", vendor: "amd", gpus: [{ index: 0, renderNode: "/dev/dri/renderD128" }] });
     expect(checkReplicaShapes([
       { engineIndex: 0, id: "e1", host: "a", product: "NVIDIA H100 80GB HBM3", tensorParallelSize: a.policy.tensorParallelSize! },
       { engineIndex: 1, id: "e2", host: "b", product: "AMD Instinct MI300X", tensorParallelSize: b.policy.tensorParallelSize! },

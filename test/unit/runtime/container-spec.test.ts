@@ -5,10 +5,13 @@ import { containerSpec, ContainerRuntimeOptions, LABELS } from "../../../lib/run
 const IMAGE = `sha256:${"a".repeat(64)}`;
 const DIGEST = `registry.example/vllm/vllm-openai@sha256:${"b".repeat(64)}`;
 
+/** An AMD host's render nodes as its sysfs numbers them: in probe order, GPU i of 8 at renderD(135 - i), not renderD(128 + i). */
+const renderNodeOf = (i: number) => `/dev/dri/renderD${135 - i}`;
+
 function inputs(vendor: "nvidia" | "amd" | "none", transport: "tcp" | "ucx_rdma", gpuIds: number[], rdmaDevices?: string[]): LaunchInputs {
   return {
     engine: { id: "e1", port: 8100, nixlPort: 5600, gpuIds },
-    host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor, gpuCount: 8 },
+    host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor, gpuCount: 8, ...(vendor === "amd" ? { renderNodes: gpuIds.map(renderNodeOf) } : {}) },
     model: { servedName: "tiny", checkpointDir: "/srv/models/tiny", dtype: "bfloat16", maxPositionEmbeddings: 8192 },
     policy: {
       vllmCommand: "/opt/venv/bin/vllm",
@@ -80,13 +83,13 @@ const TABLE: Row[] = [
   {
     name: "ROCm over TCP",
     vendor: "amd", transport: "tcp", gpuIds: [1, 3],
-    devices: ["/dev/kfd", "/dev/dri/renderD129", "/dev/dri/renderD131"], visibility: ["HIP_VISIBLE_DEVICES", "0,1"],
+    devices: ["/dev/kfd", "/dev/dri/renderD134", "/dev/dri/renderD132"], visibility: ["HIP_VISIBLE_DEVICES", "0,1"],
     groupAdd: ["video"], capAdd: ["SYS_PTRACE"], securityOpt: ["seccomp=unconfined"], ulimit: [],
   },
   {
     name: "ROCm over RDMA",
     vendor: "amd", transport: "ucx_rdma", gpuIds: [0, 1, 2, 3],
-    devices: ["/dev/kfd", "/dev/dri/renderD128", "/dev/dri/renderD129", "/dev/dri/renderD130", "/dev/dri/renderD131", ...RDMA],
+    devices: ["/dev/kfd", "/dev/dri/renderD135", "/dev/dri/renderD134", "/dev/dri/renderD133", "/dev/dri/renderD132", ...RDMA],
     visibility: ["HIP_VISIBLE_DEVICES", "0,1,2,3"],
     groupAdd: ["video"], capAdd: ["SYS_PTRACE", "IPC_LOCK"], securityOpt: ["seccomp=unconfined"], ulimit: ["memlock=-1:-1"],
   },
@@ -184,10 +187,11 @@ describe("container spec (docker run argv)", () => {
     expect(s3.serveArgs[s3.serveArgs.indexOf("--tokenizer") + 1]).to.equal("org/name");
   });
 
-  it("uses explicit render nodes when given", () => {
+  it("maps exactly the render nodes discovery read for the engine's GPUs, in GPU order", () => {
     const plan = renderLaunchPlan(inputs("amd", "tcp", [0, 1]));
-    const spec = containerSpec(plan, options(plan, { renderNodes: ["/dev/dri/renderD136", "/dev/dri/renderD137"] }));
-    expect(values(spec.runArgv, "--device")).to.deep.equal(["/dev/kfd", "/dev/dri/renderD136", "/dev/dri/renderD137"]);
+    expect(plan.placement.renderNodes).to.deep.equal(["/dev/dri/renderD135", "/dev/dri/renderD134"]);
+    const spec = containerSpec(plan, options(plan));
+    expect(values(spec.runArgv, "--device")).to.deep.equal(["/dev/kfd", "/dev/dri/renderD135", "/dev/dri/renderD134"]);
   });
 
   it("renumbers a visibility variable the engine's own environment adds, when it names the placement's GPUs", () => {
@@ -201,6 +205,10 @@ describe("container spec (docker run argv)", () => {
   /** The default plan (NVIDIA, GPUs 2,3, TCP) with its placement edited. */
   const placed = (over: Partial<LaunchPlan["placement"]>) => (): LaunchPlan => {
     const plan = renderLaunchPlan(inputs("nvidia", "tcp", [2, 3]));
+    return { ...plan, placement: { ...plan.placement, ...over } };
+  };
+  const amdPlaced = (over: Partial<LaunchPlan["placement"]>) => (): LaunchPlan => {
+    const plan = renderLaunchPlan(inputs("amd", "tcp", [2, 3]));
     return { ...plan, placement: { ...plan.placement, ...over } };
   };
   const withEnv = (engineEnv: Record<string, string>) => (): LaunchPlan => {
@@ -217,7 +225,13 @@ describe("container spec (docker run argv)", () => {
     ["an RDMA device outside /dev", {}, /RDMA device "infiniband\/uverbs0" is not a \/dev path/, () => renderLaunchPlan(inputs("nvidia", "ucx_rdma", [2, 3], ["infiniband/uverbs0"]))],
     ["a stack name docker cannot name a container with", { stack: "my stack" }, /cannot be part of a container name/],
     ["a model dir other than the plan's", { modelDir: "/srv/models/other" }, /serves \/srv\/models\/tiny but the mounted model dir is \/srv\/models\/other/],
-    ["the whole of /dev/dri", { renderNodes: ["/dev/dri", "/dev/dri/renderD129"] }, /never mapped/, () => renderLaunchPlan(inputs("amd", "tcp", [2, 3]))],
+    ["the whole of /dev/dri", {}, /render node "\/dev\/dri" is not \/dev\/dri\/renderD<N>; the whole of \/dev\/dri is never mapped/, amdPlaced({ renderNodes: ["/dev/dri", "/dev/dri/renderD129"] })],
+    [
+      "an AMD placement without the render nodes discovery reads",
+      {},
+      /container spec: the placement has 0 render node\(s\) for GPU ids 2,3; discovery reads them from the host's \/sys\/class\/drm/,
+      amdPlaced({ renderNodes: [] }),
+    ],
     ["an engine id other than the plan's", { engineId: "e2" }, /does not match the plan's e1/],
   ];
   for (const [what, over, message, makePlan] of REFUSALS) {
