@@ -5,8 +5,6 @@
  * record with everything: both ports as sysfs showed them, the commands, the raw output of both sides,
  * the counters before and after. The figure is judged against the same budget as a TCP edge's.
  */
-import { FabricError } from "../../lib/fabric/errors";
-import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
 import { ibWriteBwMeasurement, parseIbWriteBw, type IbWriteBwReport } from "../../lib/fabric/ib-write-bw";
 import { counterProblems } from "../../lib/fabric/rdma-edge";
 import { gidDecimal } from "../../lib/discovery/rdma";
@@ -14,7 +12,7 @@ import { providerEvidence } from "../evidence";
 import { withMeasurementLock } from "./lock";
 import { digestsOf } from "./measure";
 import { measureRdma, type RdmaRun } from "./measure-rdma";
-import { fingerprintsOf, recordedInputs, recordVerdict, secretsOf, verdictFields } from "./outcome";
+import { createdEdge, fingerprintsOf, recordedInputs, refuseRecorded, secretsOf } from "./outcome";
 import type { EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs, RdmaTool } from "./types";
 
 const tail = (text: string, lines = 6) => text.trim().split("\n").slice(-lines).map((l) => l.trim()).filter(Boolean).join(" | ");
@@ -85,15 +83,10 @@ export async function createRdmaEdge(inputs: FabricEdgeInputs, measuredAgainst: 
     unparsed = (err as Error).message;
   }
   if (run.client.exit !== 0 || report === null) {
-    // The failed attempt is kept: the runbook records a blocked gate before anything changes it.
     const said = tail(run.client.stderr) || unparsed || tail(run.client.stdout);
     const server = tail(run.serverLog, 4);
     const reason = `the ib_write_bw client on ${inputs.source.alias} exited ${run.client.exit}: ${said}${server ? `; the server on ${inputs.destination.alias} said: ${server}` : ""}`;
-    const evidence = await record(inputs, measuredAgainst, run, null, { status: "invalid", reasons: [reason] });
-    throw new FabricError(
-      "NARWHAL_FABRIC_TOOL_FAILED",
-      `edge ${inputs.edgeId}: ${reason}. Diagnose ${FABRIC_DIAGNOSIS.join(", ")}; the attempt is recorded in ${evidence.relativePath}`,
-    );
+    return refuseRecorded(inputs, "NARWHAL_FABRIC_TOOL_FAILED", reason, (v) => record(inputs, measuredAgainst, run, null, v));
   }
   const m = ibWriteBwMeasurement(report);
   const last = report.rows[report.rows.length - 1];
@@ -107,18 +100,5 @@ export async function createRdmaEdge(inputs: FabricEdgeInputs, measuredAgainst: 
     endedAt: run.endedAt,
     ...(invalid.length ? { invalidReason: `the measurement did not run where it was configured to: ${invalid.join("; ")}` } : {}),
   };
-  const verdict = verdictFields(measurement, inputs.requiredGbps);
-  const evidence = await record(inputs, measuredAgainst, run, { report, measurement }, recordVerdict(verdict));
-  const digests = digestsOf(run.sides);
-  const outs: FabricEdgeOutputs = {
-    ...inputs,
-    measurement,
-    fingerprint: fingerprintsOf(run.sides),
-    measured: digests,
-    observed: digests,
-    observedProblems: [],
-    ...verdict,
-    evidence,
-  };
-  return { id: `${inputs.source.alias}-to-${inputs.destination.alias}-${evidence.digest.slice(7, 19)}`, outs };
+  return createdEdge(inputs, run.sides, measurement, (v) => record(inputs, measuredAgainst, run, { report, measurement }, v));
 }
