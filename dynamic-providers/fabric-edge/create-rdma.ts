@@ -8,11 +8,9 @@
 import { ibWriteBwMeasurement, parseIbWriteBw, type IbWriteBwReport } from "../../lib/fabric/ib-write-bw";
 import { counterProblems } from "../../lib/fabric/rdma-edge";
 import { gidDecimal } from "../../lib/discovery/rdma";
-import { providerEvidence } from "../evidence";
 import { withMeasurementLock } from "./lock";
-import { digestsOf } from "./measure";
 import { measureRdma, type RdmaRun } from "./measure-rdma";
-import { createdEdge, fingerprintsOf, recordedInputs, refuseRecorded, secretsOf } from "./outcome";
+import { createdEdge, fingerprintsOf, recordEdge, refuseRecorded } from "./outcome";
 import type { EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs, RdmaTool } from "./types";
 
 const tail = (text: string, lines = 6) => text.trim().split("\n").slice(-lines).map((l) => l.trim()).filter(Boolean).join(" | ");
@@ -39,37 +37,28 @@ async function record(
 ) {
   const [s, d] = [run.sides.rdma!.source!, run.sides.rdma!.destination!];
   const expectedMtu = s.facts.activeMtu !== null && d.facts.activeMtu !== null ? Math.min(s.facts.activeMtu, d.facts.activeMtu) : null;
-  return providerEvidence(i.stack, secretsOf(i)).record({
-    kind: "fabric-edge",
-    subject: { kind: "edge", alias: i.edgeId },
-    inputs: { ...recordedInputs(i, [...measuredAgainst, "rdmaPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"]), fingerprint: digestsOf(run.sides) } as never,
-    startingState: {
-      ibWriteBwOnHosts: "none",
-      destinationPortFree: run.commands.settings.tcpPort,
-      ports: { [s.host]: `${s.facts.hca}/${s.facts.port} ${s.facts.state}`, [d.host]: `${d.facts.hca}/${d.facts.port} ${d.facts.state}` },
-    },
-    commands: run.steps,
-    startedAt: run.steps[0]?.startedAt ?? run.startedAt,
-    endedAt: new Date().toISOString(),
-    observations: {
-      fingerprint: fingerprintsOf(run.sides),
-      routeGet: { forward: run.sides.seen.source.route.text, return: run.sides.seen.destination.route.text },
-      rdmaRoute: run.sides.rdma!.routes,
-      routeFiles: { [i.source.alias]: run.sides.seen.source.routeFiles, [i.destination.alias]: run.sides.seen.destination.routeFiles },
-      hca: { source: s.facts, destination: d.facts },
-      gid: { source: s.gid, destination: d.gid },
-      tool: { server: run.commands.server, client: run.commands.client, settings: run.commands.settings },
-      report: parsed?.report ?? null,
-      mtu: { reported: parsed?.report.mtu ?? null, expected: expectedMtu },
-      measurement: parsed?.measurement ?? null,
-      counters: run.counters,
-      client: run.client,
-      serverLog: run.serverLog,
-      budget: { requiredGbps: i.requiredGbps, ...i.budget },
-    } as never,
-    verdict,
-    artifacts: [],
-  });
+  const startingState = {
+    ibWriteBwOnHosts: "none",
+    destinationPortFree: run.commands.settings.tcpPort,
+    ports: { [s.host]: `${s.facts.hca}/${s.facts.port} ${s.facts.state}`, [d.host]: `${d.facts.hca}/${d.facts.port} ${d.facts.state}` },
+  };
+  const against = [...measuredAgainst, "rdmaPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"];
+  return recordEdge(i, run, against, startingState, {
+    fingerprint: fingerprintsOf(run.sides),
+    routeGet: { forward: run.sides.seen.source.route.text, return: run.sides.seen.destination.route.text },
+    rdmaRoute: run.sides.rdma!.routes,
+    routeFiles: { [i.source.alias]: run.sides.seen.source.routeFiles, [i.destination.alias]: run.sides.seen.destination.routeFiles },
+    hca: { source: s.facts, destination: d.facts },
+    gid: { source: s.gid, destination: d.gid },
+    tool: { server: run.commands.server, client: run.commands.client, settings: run.commands.settings },
+    report: parsed?.report ?? null,
+    mtu: { reported: parsed?.report.mtu ?? null, expected: expectedMtu },
+    measurement: parsed?.measurement ?? null,
+    counters: run.counters,
+    client: run.client,
+    serverLog: run.serverLog,
+    budget: { requiredGbps: i.requiredGbps, ...i.budget },
+  }, verdict);
 }
 
 export async function createRdmaEdge(inputs: FabricEdgeInputs, measuredAgainst: ReadonlyArray<string>): Promise<{ id: string; outs: FabricEdgeOutputs }> {

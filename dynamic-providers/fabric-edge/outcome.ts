@@ -3,7 +3,9 @@ import { verdictDetail } from "../../lib/fabric/budget";
 import { FabricError, type FabricErrorCode } from "../../lib/fabric/errors";
 import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
 import type { PathFingerprint } from "../../lib/fabric/path";
+import { providerEvidence } from "../evidence";
 import { digestsOf, type Sides } from "./measure";
+import type { Step } from "./session";
 import type { EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs } from "./types";
 
 type RecordVerdict = { status: "pass" | "fail" | "invalid"; reasons: string[] };
@@ -32,6 +34,32 @@ export const secretsOf = (i: FabricEdgeInputs) => [i.sourcePrivateKey, i.sourceP
 /** The inputs an evidence record names, by key only: the inputs also carry the credentials and the engine's serialised provider. */
 export function recordedInputs(i: FabricEdgeInputs, keys: ReadonlyArray<string>): Record<string, unknown> {
   return Object.fromEntries(keys.map((k) => [k, i[k as keyof FabricEdgeInputs] ?? null]));
+}
+
+/**
+ * An edge's evidence record, for either transport: the inputs it was measured against (by key) with both
+ * directions' path digests, every step, and what the transport observed.
+ */
+export function recordEdge(
+  i: FabricEdgeInputs,
+  run: { sides: Sides; steps: Step[]; startedAt: string },
+  measuredAgainst: ReadonlyArray<string>,
+  startingState: Record<string, unknown>,
+  observations: Record<string, unknown>,
+  verdict: RecordVerdict,
+): Promise<Recorded> {
+  return providerEvidence(i.stack, secretsOf(i)).record({
+    kind: "fabric-edge",
+    subject: { kind: "edge", alias: i.edgeId },
+    inputs: { ...recordedInputs(i, measuredAgainst), fingerprint: digestsOf(run.sides) } as never,
+    startingState: startingState as never,
+    commands: run.steps,
+    startedAt: run.steps[0]?.startedAt ?? run.startedAt,
+    endedAt: new Date().toISOString(),
+    observations: observations as never,
+    verdict,
+    artifacts: [],
+  });
 }
 
 /**
