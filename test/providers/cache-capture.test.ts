@@ -24,46 +24,25 @@ import { startScript, stopScript } from "../../lib/runtime/native";
 import { envFile } from "../../lib/shell";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
-import { readLogin, type StoredLogin } from "../../lib/ssh/stored-login";
+import { readLogin } from "../../lib/ssh/stored-login";
 import { loadDockerImage, simDown, simUp, sshExec } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { buildSimImage } from "../../sim/image/build";
+import { simLaunch, simLogin } from "./support/sim-launch";
 
 const STACK = "provider-cache-capture";
 const API_KEY = "sk-narwhal-capture-3e9b1d";
 const CONTROL_PORT = 9394;
 
-function loginOf(h: SimHost): { login: StoredLogin; privateKey: string } {
-  return { login: { host: h.address, port: h.sshPort, user: h.user, hostKey: h.hostKey, connectTimeoutS: 20 }, privateKey: fs.readFileSync(h.privateKeyPath, "utf8") };
-}
-
 function launch(h: SimHost, id: string, port: number, nixlPort: number): LaunchInputs {
-  return {
-    engine: { id, port, nixlPort, gpuIds: [0, 1] },
-    host: { alias: h.alias, fabricInterface: h.fabricInterface, fabricAddress: h.address, vendor: "nvidia", gpuCount: 2 },
-    model: { servedName: "tiny-llama", checkpointDir: h.modelDir, dtype: "bfloat16", maxPositionEmbeddings: 2048 },
-    policy: {
-      vllmCommand: "vllm",
-      transport: "tcp",
-      dtype: "model",
-      kvCacheDtype: "auto",
-      blockSize: 16,
-      enforceEager: true,
-      maxModelLen: 2048,
-      maxNumSeqs: 8,
-      gpuMemoryUtilization: 0.9,
-      prefixCaching: false,
-      ucxTcpPortRange: "6300-6500",
-      kvLeaseDurationS: 30,
-      // The simulator's own port, so the test can ask what geometry it resolved; nothing the capture reads.
-      engineEnv: { NARWHAL_SIM_CONTROL_PORT: String(CONTROL_PORT), NARWHAL_SIM_TIME_SCALE: "0.05" },
-    },
-  };
+  // The simulator's own port, so the test can ask what geometry it resolved; nothing the capture reads.
+  const engineEnv = { NARWHAL_SIM_CONTROL_PORT: String(CONTROL_PORT), NARWHAL_SIM_TIME_SCALE: "0.05" };
+  return simLaunch(h, { id, port, nixlPort, gpuIds: [0, 1] }, { policy: { engineEnv } });
 }
 
 /** Runs a script on the host over the program's own SSH client (the start scripts read the env file from stdin). */
 async function onHost(h: SimHost, script: string, stdin = ""): Promise<{ code: number; stdout: string; stderr: string }> {
-  const { login, privateKey } = loginOf(h);
+  const { login, privateKey } = simLogin(h);
   const ssh = await SshSession.open(sshTarget(readLogin(login, { alias: h.alias, privateKey }), OPERATE));
   try {
     return await ssh.exec(script, { stdin, timeoutS: 120, name: "test step" });
@@ -103,7 +82,7 @@ function captureInputs(h: SimHost, g: EngineGenerationOutputs, engineLog: Engine
     processIdentity: g.processIdentity,
     expected: { blockSize: 16, tensorParallelSize: 2, dtype: "bfloat16", kvCacheDtype: "auto" },
     apiKey: API_KEY,
-    ...loginOf(h),
+    ...simLogin(h),
     engineLog,
     modelDir: h.modelDir,
     probeTimeoutS: 30,
