@@ -28,6 +28,7 @@ import { readLogin } from "../../lib/ssh/stored-login";
 import { loadDockerImage, simDown, simUp, sshExec } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { buildSimImage } from "../../sim/image/build";
+import { expectSimulatorTruth } from "../support/cache-truth";
 import { simLaunch, simLogin } from "./support/sim-launch";
 
 const STACK = "provider-cache-capture";
@@ -105,27 +106,7 @@ async function expectTruth(h: SimHost, outs: CacheCaptureOutputs): Promise<void>
   const truth = (await (await fetch(`http://${h.address}:${CONTROL_PORT}/cache-layout`)).json()) as Record<string, any>;
   expect(outs.layout.tensorParallelSize).to.equal(truth.tensor_parallel_size).and.equal(2);
   expect(outs.layout.ranks.map((r) => r.rank)).to.deep.equal([0, 1]);
-  for (const r of outs.layout.ranks) {
-    expect(r).to.deep.equal({
-      rank: r.rank,
-      blockSize: truth.block_size,
-      numGpuBlocks: truth.num_gpu_blocks,
-      numLayers: truth.kv_layers,
-      numKvHeads: truth.num_kv_heads,
-      numKvHeadsPerRank: truth.num_kv_heads_per_rank,
-      headSize: truth.head_dim,
-      dtype: truth.dtype,
-      cacheDtype: truth.cache_dtype,
-      kvCacheLayout: "LBHNC",
-      attentionBackend: truth.attention_backend,
-      useMla: false,
-      bytesPerTokenPerLayer: truth.bytes_per_token_per_layer,
-      pageSizeBytes: truth.page_size_bytes,
-      bytesPerToken: truth.bytes_per_token,
-    });
-  }
-  expect(outs.layout.bytesPerTokenAllRanks).to.equal(truth.bytes_per_token_all_ranks);
-  expect(outs.layout.nixl).to.deep.equal({ engineId: truth.engine_id, compatibilityHash: null });
+  expectSimulatorTruth(outs.layout, truth);
 }
 
 describe("providers: cache capture from what the engine shows, read over SSH", function () {
