@@ -29,6 +29,7 @@ import { loadDockerImage, simDown, simUp, sshExec } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { buildSimImage } from "../../sim/image/build";
 import { expectSimulatorTruth } from "../support/cache-truth";
+import { rejection } from "../support/rejection";
 import { simLaunch, simLogin } from "./support/sim-launch";
 
 const STACK = "provider-cache-capture";
@@ -90,15 +91,6 @@ function captureInputs(h: SimHost, g: EngineGenerationOutputs, engineLog: Engine
     stack: STACK,
     ...over,
   };
-}
-
-async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error & { code?: string };
-  }
-  throw new Error("expected the capture to be refused");
 }
 
 /** Each rank's record must be the geometry the simulator resolved (its control port's /cache-layout). */

@@ -20,6 +20,7 @@ import { hostPaths } from "../../sim/hosts/paths";
 import { buildSimImage } from "../../sim/image/build";
 import { IMAGE_SITE_PACKAGES, NIXL_METADATA_PY } from "../../sim/image/python";
 import { SIM_PYTHON_DIR, writeSimPythonSite } from "../../sim/hosts/python-site";
+import { rejection } from "../support/rejection";
 import { simLaunch, simLogin } from "./support/sim-launch";
 
 const STACK = "provider-image-check";
@@ -54,15 +55,6 @@ function simVersion(h: SimHost): string {
 
 const engineId = (label: string) => `ic-${label}-${randomBytes(3).toString("hex")}`;
 const logText = (id: string) => fs.readFileSync(path.join(root, "image-check", "logs", `${id}.jsonl`), "utf8");
-
-async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error & { code?: string };
-  }
-  throw new Error("expected the image check to fail");
-}
 
 describe("providers: image check against simulated host sim1", function () {
   this.timeout(180_000);
