@@ -7,7 +7,7 @@ import { evidenceRoot } from "../../lib/evidence";
 import { runInHost, setRdmaPortState, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { rejection } from "../support/rejection";
-import { edgeEnd, edgeLogin } from "./support/fabric-edge";
+import { edgeBetween } from "./support/fabric-edge";
 
 /**
  * A `ucx_rdma` edge measured with ib_write_bw between two simulated hosts of this file's own, each with
@@ -20,25 +20,14 @@ const PORT1 = "/sys/class/infiniband/mlx5_0/ports/1";
 let hosts: Map<string, SimHost>;
 
 function inputs(from: string, to: string, extra: Partial<FabricEdgeInputs> = {}): FabricEdgeInputs {
-  const [s, d] = [hosts.get(from)!, hosts.get(to)!];
-  const key = fs.readFileSync(s.privateKeyPath, "utf8");
   return {
-    stack: STACK,
-    edgeId: `${from}->${to}`,
-    source: edgeEnd(s),
-    destination: edgeEnd(d),
+    ...edgeBetween(hosts.get(from)!, hosts.get(to)!, STACK),
     transport: "ucx_rdma",
     rdma: { source: { hca: "mlx5_0", port: 1, gidIndex: 3 }, destination: { hca: "mlx5_0", port: 1, gidIndex: 3 } },
     tool: { size: 65536, iterations: 5000 },
     iperfPort: 5201,
     rdmaPort: 18515,
-    sourceLogin: edgeLogin(s),
-    destinationLogin: edgeLogin(d),
-    sourcePrivateKey: key,
-    destinationPrivateKey: key,
     requiredGbps: 0.5,
-    budget: { governingEngine: "e1", budgetKey: "g1", formula: "test budget" },
-    lockWaitS: 60,
     ...extra,
   };
 }

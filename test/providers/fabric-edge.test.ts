@@ -12,7 +12,7 @@ import { evidenceRoot } from "../../lib/evidence";
 import { runInHost, simDown, simUp, spawnInHost } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { rejection } from "../support/rejection";
-import { edgeEnd, edgeLogin } from "./support/fabric-edge";
+import { edgeBetween, edgeEnd, edgeLogin } from "./support/fabric-edge";
 
 /**
  * The fabric edge provider's own methods, called as the engine calls them, against two simulated hosts
@@ -26,24 +26,12 @@ const NOBODY = "198.18.0.250";
 let hosts: Map<string, SimHost>;
 
 function inputs(from: string, to: string, extra: Partial<FabricEdgeInputs> = {}): FabricEdgeInputs {
-  const s = hosts.get(from)!;
-  const d = hosts.get(to)!;
-  const key = fs.readFileSync(s.privateKeyPath, "utf8");
   return {
-    stack: STACK,
-    edgeId: `${from}->${to}`,
-    source: edgeEnd(s),
-    destination: edgeEnd(d),
+    ...edgeBetween(hosts.get(from)!, hosts.get(to)!, STACK),
     transport: "tcp",
     tool: { durationS: 1, streams: 1 },
     iperfPort: PORT,
-    sourceLogin: edgeLogin(s),
-    destinationLogin: edgeLogin(d),
-    sourcePrivateKey: key,
-    destinationPrivateKey: key,
     requiredGbps: 1,
-    budget: { governingEngine: "e1", budgetKey: "g1", formula: "test budget" },
-    lockWaitS: 60,
     ...extra,
   };
 }
