@@ -5,16 +5,12 @@
  * record with everything: both ports as sysfs showed them, the commands, the raw output of both sides,
  * the counters before and after. The figure is judged against the same budget as a TCP edge's.
  */
-import { FabricError } from "../../lib/fabric/errors";
-import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
 import { ibWriteBwMeasurement, parseIbWriteBw, type IbWriteBwReport } from "../../lib/fabric/ib-write-bw";
 import { counterProblems } from "../../lib/fabric/rdma-edge";
 import { gidDecimal } from "../../lib/discovery/rdma";
-import { providerEvidence } from "../evidence";
 import { withMeasurementLock } from "./lock";
-import { digestsOf } from "./measure";
 import { measureRdma, type RdmaRun } from "./measure-rdma";
-import { fingerprintsOf, recordedInputs, recordVerdict, secretsOf, verdictFields } from "./outcome";
+import { createdEdge, fingerprintsOf, recordEdge, refuseRecorded } from "./outcome";
 import type { EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs, RdmaTool } from "./types";
 
 const tail = (text: string, lines = 6) => text.trim().split("\n").slice(-lines).map((l) => l.trim()).filter(Boolean).join(" | ");
@@ -41,37 +37,28 @@ async function record(
 ) {
   const [s, d] = [run.sides.rdma!.source!, run.sides.rdma!.destination!];
   const expectedMtu = s.facts.activeMtu !== null && d.facts.activeMtu !== null ? Math.min(s.facts.activeMtu, d.facts.activeMtu) : null;
-  return providerEvidence(i.stack, secretsOf(i)).record({
-    kind: "fabric-edge",
-    subject: { kind: "edge", alias: i.edgeId },
-    inputs: { ...recordedInputs(i, [...measuredAgainst, "rdmaPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"]), fingerprint: digestsOf(run.sides) } as never,
-    startingState: {
-      ibWriteBwOnHosts: "none",
-      destinationPortFree: run.commands.settings.tcpPort,
-      ports: { [s.host]: `${s.facts.hca}/${s.facts.port} ${s.facts.state}`, [d.host]: `${d.facts.hca}/${d.facts.port} ${d.facts.state}` },
-    },
-    commands: run.steps,
-    startedAt: run.steps[0]?.startedAt ?? run.startedAt,
-    endedAt: new Date().toISOString(),
-    observations: {
-      fingerprint: fingerprintsOf(run.sides),
-      routeGet: { forward: run.sides.seen.source.route.text, return: run.sides.seen.destination.route.text },
-      rdmaRoute: run.sides.rdma!.routes,
-      routeFiles: { [i.source.alias]: run.sides.seen.source.routeFiles, [i.destination.alias]: run.sides.seen.destination.routeFiles },
-      hca: { source: s.facts, destination: d.facts },
-      gid: { source: s.gid, destination: d.gid },
-      tool: { server: run.commands.server, client: run.commands.client, settings: run.commands.settings },
-      report: parsed?.report ?? null,
-      mtu: { reported: parsed?.report.mtu ?? null, expected: expectedMtu },
-      measurement: parsed?.measurement ?? null,
-      counters: run.counters,
-      client: run.client,
-      serverLog: run.serverLog,
-      budget: { requiredGbps: i.requiredGbps, ...i.budget },
-    } as never,
-    verdict,
-    artifacts: [],
-  });
+  const startingState = {
+    ibWriteBwOnHosts: "none",
+    destinationPortFree: run.commands.settings.tcpPort,
+    ports: { [s.host]: `${s.facts.hca}/${s.facts.port} ${s.facts.state}`, [d.host]: `${d.facts.hca}/${d.facts.port} ${d.facts.state}` },
+  };
+  const against = [...measuredAgainst, "rdmaPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"];
+  return recordEdge(i, run, against, startingState, {
+    fingerprint: fingerprintsOf(run.sides),
+    routeGet: { forward: run.sides.seen.source.route.text, return: run.sides.seen.destination.route.text },
+    rdmaRoute: run.sides.rdma!.routes,
+    routeFiles: { [i.source.alias]: run.sides.seen.source.routeFiles, [i.destination.alias]: run.sides.seen.destination.routeFiles },
+    hca: { source: s.facts, destination: d.facts },
+    gid: { source: s.gid, destination: d.gid },
+    tool: { server: run.commands.server, client: run.commands.client, settings: run.commands.settings },
+    report: parsed?.report ?? null,
+    mtu: { reported: parsed?.report.mtu ?? null, expected: expectedMtu },
+    measurement: parsed?.measurement ?? null,
+    counters: run.counters,
+    client: run.client,
+    serverLog: run.serverLog,
+    budget: { requiredGbps: i.requiredGbps, ...i.budget },
+  }, verdict);
 }
 
 export async function createRdmaEdge(inputs: FabricEdgeInputs, measuredAgainst: ReadonlyArray<string>): Promise<{ id: string; outs: FabricEdgeOutputs }> {
@@ -85,15 +72,10 @@ export async function createRdmaEdge(inputs: FabricEdgeInputs, measuredAgainst: 
     unparsed = (err as Error).message;
   }
   if (run.client.exit !== 0 || report === null) {
-    // The failed attempt is kept: the runbook records a blocked gate before anything changes it.
     const said = tail(run.client.stderr) || unparsed || tail(run.client.stdout);
     const server = tail(run.serverLog, 4);
     const reason = `the ib_write_bw client on ${inputs.source.alias} exited ${run.client.exit}: ${said}${server ? `; the server on ${inputs.destination.alias} said: ${server}` : ""}`;
-    const evidence = await record(inputs, measuredAgainst, run, null, { status: "invalid", reasons: [reason] });
-    throw new FabricError(
-      "NARWHAL_FABRIC_TOOL_FAILED",
-      `edge ${inputs.edgeId}: ${reason}. Diagnose ${FABRIC_DIAGNOSIS.join(", ")}; the attempt is recorded in ${evidence.relativePath}`,
-    );
+    return refuseRecorded(inputs, "NARWHAL_FABRIC_TOOL_FAILED", reason, (v) => record(inputs, measuredAgainst, run, null, v));
   }
   const m = ibWriteBwMeasurement(report);
   const last = report.rows[report.rows.length - 1];
@@ -107,18 +89,5 @@ export async function createRdmaEdge(inputs: FabricEdgeInputs, measuredAgainst: 
     endedAt: run.endedAt,
     ...(invalid.length ? { invalidReason: `the measurement did not run where it was configured to: ${invalid.join("; ")}` } : {}),
   };
-  const verdict = verdictFields(measurement, inputs.requiredGbps);
-  const evidence = await record(inputs, measuredAgainst, run, { report, measurement }, recordVerdict(verdict));
-  const digests = digestsOf(run.sides);
-  const outs: FabricEdgeOutputs = {
-    ...inputs,
-    measurement,
-    fingerprint: fingerprintsOf(run.sides),
-    measured: digests,
-    observed: digests,
-    observedProblems: [],
-    ...verdict,
-    evidence,
-  };
-  return { id: `${inputs.source.alias}-to-${inputs.destination.alias}-${evidence.digest.slice(7, 19)}`, outs };
+  return createdEdge(inputs, run.sides, measurement, (v) => record(inputs, measuredAgainst, run, { report, measurement }, v));
 }

@@ -1,8 +1,15 @@
-/** What both transports' `create` share: the verdict from a kept measurement, the fingerprints, the secrets. */
+/** What both transports' `create` share: the verdict from a kept measurement, the fingerprints, the secrets, the outputs. */
 import { verdictDetail } from "../../lib/fabric/budget";
+import { FabricError, type FabricErrorCode } from "../../lib/fabric/errors";
+import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
 import type { PathFingerprint } from "../../lib/fabric/path";
-import type { Sides } from "./measure";
+import { providerEvidence } from "../evidence";
+import { digestsOf, type Sides } from "./measure";
+import type { Step } from "./session";
 import type { EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs } from "./types";
+
+type RecordVerdict = { status: "pass" | "fail" | "invalid"; reasons: string[] };
+type Recorded = { relativePath: string; digest: string };
 
 /** The edge's verdict against `requiredGbps`; a measurement that carries its own invalidity stays invalid. */
 export function verdictFields(m: EdgeMeasurement, requiredGbps: number): Pick<FabricEdgeOutputs, "verdict" | "verdictReason" | "marginGbps"> {
@@ -12,7 +19,7 @@ export function verdictFields(m: EdgeMeasurement, requiredGbps: number): Pick<Fa
 }
 
 /** The evidence record's status for a verdict. */
-export function recordVerdict(v: Pick<FabricEdgeOutputs, "verdict" | "verdictReason">): { status: "pass" | "fail" | "invalid"; reasons: string[] } {
+export function recordVerdict(v: Pick<FabricEdgeOutputs, "verdict" | "verdictReason">): RecordVerdict {
   return { status: v.verdict === "met" ? "pass" : v.verdict === "below" ? "fail" : "invalid", reasons: v.verdict === "met" ? [] : [v.verdictReason] };
 }
 
@@ -27,4 +34,62 @@ export const secretsOf = (i: FabricEdgeInputs) => [i.sourcePrivateKey, i.sourceP
 /** The inputs an evidence record names, by key only: the inputs also carry the credentials and the engine's serialised provider. */
 export function recordedInputs(i: FabricEdgeInputs, keys: ReadonlyArray<string>): Record<string, unknown> {
   return Object.fromEntries(keys.map((k) => [k, i[k as keyof FabricEdgeInputs] ?? null]));
+}
+
+/**
+ * An edge's evidence record, for either transport: the inputs it was measured against (by key) with both
+ * directions' path digests, every step, and what the transport observed.
+ */
+export function recordEdge(
+  i: FabricEdgeInputs,
+  run: { sides: Sides; steps: Step[]; startedAt: string },
+  measuredAgainst: ReadonlyArray<string>,
+  startingState: Record<string, unknown>,
+  observations: Record<string, unknown>,
+  verdict: RecordVerdict,
+): Promise<Recorded> {
+  return providerEvidence(i.stack, secretsOf(i)).record({
+    kind: "fabric-edge",
+    subject: { kind: "edge", alias: i.edgeId },
+    inputs: { ...recordedInputs(i, measuredAgainst), fingerprint: digestsOf(run.sides) } as never,
+    startingState: startingState as never,
+    commands: run.steps,
+    startedAt: run.steps[0]?.startedAt ?? run.startedAt,
+    endedAt: new Date().toISOString(),
+    observations: observations as never,
+    verdict,
+    artifacts: [],
+  });
+}
+
+/**
+ * A failed attempt: kept as an invalid record first (the runbook records a blocked gate before anything
+ * changes it), then refused with the record's path.
+ */
+export async function refuseRecorded(i: FabricEdgeInputs, code: FabricErrorCode, reason: string, record: (v: RecordVerdict) => Promise<Recorded>): Promise<never> {
+  const evidence = await record({ status: "invalid", reasons: [reason] });
+  throw new FabricError(code, `edge ${i.edgeId}: ${reason}. Diagnose ${FABRIC_DIAGNOSIS.join(", ")}; the attempt is recorded in ${evidence.relativePath}`);
+}
+
+/** A kept measurement judged, recorded, and returned as the edge's id and outputs. */
+export async function createdEdge(
+  i: FabricEdgeInputs,
+  sides: Sides,
+  measurement: EdgeMeasurement,
+  record: (v: RecordVerdict) => Promise<Recorded>,
+): Promise<{ id: string; outs: FabricEdgeOutputs }> {
+  const verdict = verdictFields(measurement, i.requiredGbps);
+  const evidence = await record(recordVerdict(verdict));
+  const digests = digestsOf(sides);
+  const outs: FabricEdgeOutputs = {
+    ...i,
+    measurement,
+    fingerprint: fingerprintsOf(sides),
+    measured: digests,
+    observed: digests,
+    observedProblems: [],
+    ...verdict,
+    evidence,
+  };
+  return { id: `${i.source.alias}-to-${i.destination.alias}-${evidence.digest.slice(7, 19)}`, outs };
 }

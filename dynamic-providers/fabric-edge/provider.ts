@@ -17,16 +17,14 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { FabricError } from "../../lib/fabric/errors";
-import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
 import { iperf3Commands, iperf3Measurement, parseIperf3Json, type Iperf3Commands, type Iperf3Result } from "../../lib/fabric/iperf3";
 import { hasUnknown } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
-import { providerEvidence } from "../evidence";
 import { edgeInputProblems, edgeInputs } from "./check";
 import { withMeasurementLock } from "./lock";
 import { digestsOf, measure, observe, withSessions, type Run } from "./measure";
 import { createRdmaEdge } from "./create-rdma";
-import { fingerprintsOf, recordedInputs, recordVerdict, secretsOf, verdictFields } from "./outcome";
+import { createdEdge, fingerprintsOf, recordEdge, refuseRecorded, verdictFields } from "./outcome";
 import type { EdgeEndpoint, EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs, PathDigests, TcpTool } from "./types";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 
@@ -53,31 +51,20 @@ async function record(
   parsed: { result: Iperf3Result; measurement: EdgeMeasurement } | null,
   verdict: { status: "pass" | "fail" | "invalid"; reasons: string[] },
 ): Promise<{ relativePath: string; digest: string }> {
-  const against = recordedInputs(i, [...MEASURED_AGAINST, "iperfPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"]);
   const r = parsed?.result;
-  return providerEvidence(i.stack, secretsOf(i)).record({
-    kind: "fabric-edge",
-    subject: { kind: "edge", alias: i.edgeId },
-    inputs: { ...against, fingerprint: digestsOf(run.sides) } as never,
-    startingState: { iperf3OnHosts: "none", destinationPortFree: commands.settings.port },
-    commands: run.steps,
-    startedAt: run.steps[0]?.startedAt ?? run.startedAt,
-    endedAt: new Date().toISOString(),
-    observations: {
-      fingerprint: fingerprintsOf(run.sides),
-      routeGet: { forward: run.sides.seen.source.route.text, return: run.sides.seen.destination.route.text },
-      routeFiles: { [i.source.alias]: run.sides.seen.source.routeFiles, [i.destination.alias]: run.sides.seen.destination.routeFiles },
-      tool: { server: commands.server, client: commands.client, version: r?.version ?? null, protocol: r?.protocol ?? null, streams: r?.streams ?? null },
-      measurement: parsed?.measurement ?? null,
-      intervals: r?.intervals ?? null,
-      cpu: r?.cpu ?? null,
-      client: r ? JSON.parse(run.clientText.slice(run.clientText.indexOf("{"), run.clientText.lastIndexOf("}") + 1)) : run.clientText,
-      serverLog: run.serverLog,
-      budget: { requiredGbps: i.requiredGbps, ...i.budget },
-    } as never,
-    verdict,
-    artifacts: [],
-  });
+  const against = [...MEASURED_AGAINST, "iperfPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"];
+  return recordEdge(i, run, against, { iperf3OnHosts: "none", destinationPortFree: commands.settings.port }, {
+    fingerprint: fingerprintsOf(run.sides),
+    routeGet: { forward: run.sides.seen.source.route.text, return: run.sides.seen.destination.route.text },
+    routeFiles: { [i.source.alias]: run.sides.seen.source.routeFiles, [i.destination.alias]: run.sides.seen.destination.routeFiles },
+    tool: { server: commands.server, client: commands.client, version: r?.version ?? null, protocol: r?.protocol ?? null, streams: r?.streams ?? null },
+    measurement: parsed?.measurement ?? null,
+    intervals: r?.intervals ?? null,
+    cpu: r?.cpu ?? null,
+    client: r ? JSON.parse(run.clientText.slice(run.clientText.indexOf("{"), run.clientText.lastIndexOf("}") + 1)) : run.clientText,
+    serverLog: run.serverLog,
+    budget: { requiredGbps: i.requiredGbps, ...i.budget },
+  }, verdict);
 }
 
 /**
@@ -115,13 +102,8 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Fabric
     try {
       result = parseIperf3Json(run.clientText);
     } catch (err) {
-      // The failed attempt is kept: the runbook records a blocked gate before anything changes it.
       const reason = `the iperf3 client on ${inputs.source.alias} exited ${run.clientExit}: ${(err as Error).message}`;
-      const evidence = await record(inputs, run, commands, null, { status: "invalid", reasons: [reason] });
-      throw new FabricError(
-        (err as FabricError).code ?? "NARWHAL_FABRIC_TOOL_OUTPUT",
-        `edge ${inputs.edgeId}: ${reason}. Diagnose ${FABRIC_DIAGNOSIS.join(", ")}; the attempt is recorded in ${evidence.relativePath}`,
-      );
+      return refuseRecorded(inputs, (err as FabricError).code ?? "NARWHAL_FABRIC_TOOL_OUTPUT", reason, (v) => record(inputs, run, commands, null, v));
     }
     const m = iperf3Measurement(result);
     const measurement: EdgeMeasurement = {
@@ -132,20 +114,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Fabric
       startedAt: run.startedAt,
       endedAt: run.endedAt,
     };
-    const verdict = verdictFields(measurement, inputs.requiredGbps);
-    const evidence = await record(inputs, run, commands, { result, measurement }, recordVerdict(verdict));
-    const digests = digestsOf(run.sides);
-    const outs: FabricEdgeOutputs = {
-      ...inputs,
-      measurement,
-      fingerprint: fingerprintsOf(run.sides),
-      measured: digests,
-      observed: digests,
-      observedProblems: [],
-      ...verdict,
-      evidence,
-    };
-    return { id: `${inputs.source.alias}-to-${inputs.destination.alias}-${evidence.digest.slice(7, 19)}`, outs };
+    return createdEdge(inputs, run.sides, measurement, (v) => record(inputs, run, commands, { result, measurement }, v));
   },
 
   compared(olds, news) {

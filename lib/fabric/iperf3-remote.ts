@@ -97,7 +97,7 @@ export interface DetachedServer {
 /** {@link serverStartScript} for any tool. */
 export function detachedServerStartScript(server: DetachedServer): string {
   const { tool, port } = server;
-  const argv = ["timeout", "-k", String(KILL_GRACE_S), String(server.lifetimeS), ...server.argv];
+  const argv = boundedArgv(server.argv, server.lifetimeS);
   const polls = SERVER_READY_TIMEOUT_S * 10;
   return [
     `dir=$(mktemp -d ${RUN_DIR_TEMPLATE}) || exit 70`,
@@ -150,7 +150,7 @@ export function serverStopScript(dir: string, port: number, tool: FabricTool = "
   ].join("\n") + "\n";
 }
 
-/** The client's argv on the source, bounded by `timeout`. */
-export function clientArgv(commands: Iperf3Commands): string[] {
-  return ["timeout", "-k", String(KILL_GRACE_S), String(clientLifetimeS(commands.settings.durationS)), ...commands.client];
+/** A tool's argv run under `timeout`: TERM after `lifetimeS`, KILL after the grace. */
+export function boundedArgv(argv: ReadonlyArray<string>, lifetimeS: number): string[] {
+  return ["timeout", "-k", String(KILL_GRACE_S), String(lifetimeS), ...argv];
 }

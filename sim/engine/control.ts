@@ -15,6 +15,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Engine } from "./engine";
+import { closeServer, listenOn, sendJson } from "./http";
 
 export function truthDocument(engine: Engine): Record<string, unknown> {
   const p = engine.parts;
@@ -87,12 +88,6 @@ export function cacheLayoutDocument(engine: Engine): Record<string, unknown> {
   };
 }
 
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const text = JSON.stringify(value);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-  res.end(text);
-}
-
 async function readJson(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -130,19 +125,10 @@ export class ControlServer {
   }
 
   listen(host: string | null, port: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.http.once("error", reject);
-      this.http.listen({ host: host ?? undefined, port }, () => {
-        this.http.off("error", reject);
-        resolve();
-      });
-    });
+    return listenOn(this.http, host, port);
   }
 
   close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.http.close(() => resolve());
-      this.http.closeAllConnections();
-    });
+    return closeServer(this.http);
   }
 }

@@ -8,6 +8,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { EngineDeadError, type Engine, type Job, type JobResult } from "./engine";
 import type { SamplingOptions, Token } from "./generation";
+import { closeServer, listenOn, sendJson } from "./http";
 import { KvLoadError } from "./nixl";
 import {
   ApiError,
@@ -32,12 +33,6 @@ import type { ChatMessage } from "./tokenizer";
 type Handler = (req: IncomingMessage, res: ServerResponse, body: unknown) => Promise<void> | void;
 
 const MAX_BODY_BYTES = 64 * 2 ** 20;
-
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const text = JSON.stringify(value);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-  res.end(text);
-}
 
 function sendEmpty(res: ServerResponse, status: number): void {
   res.writeHead(status, { "content-length": 0 });
@@ -354,19 +349,10 @@ export class EngineServer {
   }
 
   listen(host: string | null, port: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.http.once("error", reject);
-      this.http.listen({ host: host ?? undefined, port }, () => {
-        this.http.off("error", reject);
-        resolve();
-      });
-    });
+    return listenOn(this.http, host, port);
   }
 
   close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.http.close(() => resolve());
-      this.http.closeAllConnections();
-    });
+    return closeServer(this.http);
   }
 }

@@ -24,46 +24,27 @@ import { startScript, stopScript } from "../../lib/runtime/native";
 import { envFile } from "../../lib/shell";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
-import { readLogin, type StoredLogin } from "../../lib/ssh/stored-login";
+import { readLogin } from "../../lib/ssh/stored-login";
 import { loadDockerImage, simDown, simUp, sshExec } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { buildSimImage } from "../../sim/image/build";
+import { expectSimulatorTruth } from "../support/cache-truth";
+import { rejection } from "../support/rejection";
+import { simLaunch, simLogin } from "./support/sim-launch";
 
 const STACK = "provider-cache-capture";
 const API_KEY = "sk-narwhal-capture-3e9b1d";
 const CONTROL_PORT = 9394;
 
-function loginOf(h: SimHost): { login: StoredLogin; privateKey: string } {
-  return { login: { host: h.address, port: h.sshPort, user: h.user, hostKey: h.hostKey, connectTimeoutS: 20 }, privateKey: fs.readFileSync(h.privateKeyPath, "utf8") };
-}
-
 function launch(h: SimHost, id: string, port: number, nixlPort: number): LaunchInputs {
-  return {
-    engine: { id, port, nixlPort, gpuIds: [0, 1] },
-    host: { alias: h.alias, fabricInterface: h.fabricInterface, fabricAddress: h.address, vendor: "nvidia", gpuCount: 2 },
-    model: { servedName: "tiny-llama", checkpointDir: h.modelDir, dtype: "bfloat16", maxPositionEmbeddings: 2048 },
-    policy: {
-      vllmCommand: "vllm",
-      transport: "tcp",
-      dtype: "model",
-      kvCacheDtype: "auto",
-      blockSize: 16,
-      enforceEager: true,
-      maxModelLen: 2048,
-      maxNumSeqs: 8,
-      gpuMemoryUtilization: 0.9,
-      prefixCaching: false,
-      ucxTcpPortRange: "6300-6500",
-      kvLeaseDurationS: 30,
-      // The simulator's own port, so the test can ask what geometry it resolved; nothing the capture reads.
-      engineEnv: { NARWHAL_SIM_CONTROL_PORT: String(CONTROL_PORT), NARWHAL_SIM_TIME_SCALE: "0.05" },
-    },
-  };
+  // The simulator's own port, so the test can ask what geometry it resolved; nothing the capture reads.
+  const engineEnv = { NARWHAL_SIM_CONTROL_PORT: String(CONTROL_PORT), NARWHAL_SIM_TIME_SCALE: "0.05" };
+  return simLaunch(h, { id, port, nixlPort, gpuIds: [0, 1] }, { policy: { engineEnv } });
 }
 
 /** Runs a script on the host over the program's own SSH client (the start scripts read the env file from stdin). */
 async function onHost(h: SimHost, script: string, stdin = ""): Promise<{ code: number; stdout: string; stderr: string }> {
-  const { login, privateKey } = loginOf(h);
+  const { login, privateKey } = simLogin(h);
   const ssh = await SshSession.open(sshTarget(readLogin(login, { alias: h.alias, privateKey }), OPERATE));
   try {
     return await ssh.exec(script, { stdin, timeoutS: 120, name: "test step" });
@@ -103,7 +84,7 @@ function captureInputs(h: SimHost, g: EngineGenerationOutputs, engineLog: Engine
     processIdentity: g.processIdentity,
     expected: { blockSize: 16, tensorParallelSize: 2, dtype: "bfloat16", kvCacheDtype: "auto" },
     apiKey: API_KEY,
-    ...loginOf(h),
+    ...simLogin(h),
     engineLog,
     modelDir: h.modelDir,
     probeTimeoutS: 30,
@@ -112,41 +93,12 @@ function captureInputs(h: SimHost, g: EngineGenerationOutputs, engineLog: Engine
   };
 }
 
-async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error & { code?: string };
-  }
-  throw new Error("expected the capture to be refused");
-}
-
 /** Each rank's record must be the geometry the simulator resolved (its control port's /cache-layout). */
 async function expectTruth(h: SimHost, outs: CacheCaptureOutputs): Promise<void> {
   const truth = (await (await fetch(`http://${h.address}:${CONTROL_PORT}/cache-layout`)).json()) as Record<string, any>;
   expect(outs.layout.tensorParallelSize).to.equal(truth.tensor_parallel_size).and.equal(2);
   expect(outs.layout.ranks.map((r) => r.rank)).to.deep.equal([0, 1]);
-  for (const r of outs.layout.ranks) {
-    expect(r).to.deep.equal({
-      rank: r.rank,
-      blockSize: truth.block_size,
-      numGpuBlocks: truth.num_gpu_blocks,
-      numLayers: truth.kv_layers,
-      numKvHeads: truth.num_kv_heads,
-      numKvHeadsPerRank: truth.num_kv_heads_per_rank,
-      headSize: truth.head_dim,
-      dtype: truth.dtype,
-      cacheDtype: truth.cache_dtype,
-      kvCacheLayout: "LBHNC",
-      attentionBackend: truth.attention_backend,
-      useMla: false,
-      bytesPerTokenPerLayer: truth.bytes_per_token_per_layer,
-      pageSizeBytes: truth.page_size_bytes,
-      bytesPerToken: truth.bytes_per_token,
-    });
-  }
-  expect(outs.layout.bytesPerTokenAllRanks).to.equal(truth.bytes_per_token_all_ranks);
-  expect(outs.layout.nixl).to.deep.equal({ engineId: truth.engine_id, compatibilityHash: null });
+  expectSimulatorTruth(outs.layout, truth);
 }
 
 describe("providers: cache capture from what the engine shows, read over SSH", function () {

@@ -6,6 +6,8 @@ import type { FabricEdgeInputs, FabricEdgeOutputs } from "../../dynamic-provider
 import { evidenceRoot } from "../../lib/evidence";
 import { runInHost, setRdmaPortState, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
+import { rejection } from "../support/rejection";
+import { edgeBetween } from "./support/fabric-edge";
 
 /**
  * A `ucx_rdma` edge measured with ib_write_bw between two simulated hosts of this file's own, each with
@@ -17,42 +19,17 @@ const HOSTS = ["sim40", "sim41"];
 const PORT1 = "/sys/class/infiniband/mlx5_0/ports/1";
 let hosts: Map<string, SimHost>;
 
-function end(h: SimHost) {
-  return { alias: h.alias, sshHost: h.address, hostKey: h.hostKey, fabricInterface: h.fabricInterface, fabricAddress: h.address };
-}
-
 function inputs(from: string, to: string, extra: Partial<FabricEdgeInputs> = {}): FabricEdgeInputs {
-  const [s, d] = [hosts.get(from)!, hosts.get(to)!];
-  const key = fs.readFileSync(s.privateKeyPath, "utf8");
-  const login = (h: SimHost) => ({ host: h.address, port: h.sshPort, user: h.user, connectTimeoutS: 20, maxSessions: 4 });
   return {
-    stack: STACK,
-    edgeId: `${from}->${to}`,
-    source: end(s),
-    destination: end(d),
+    ...edgeBetween(hosts.get(from)!, hosts.get(to)!, STACK),
     transport: "ucx_rdma",
     rdma: { source: { hca: "mlx5_0", port: 1, gidIndex: 3 }, destination: { hca: "mlx5_0", port: 1, gidIndex: 3 } },
     tool: { size: 65536, iterations: 5000 },
     iperfPort: 5201,
     rdmaPort: 18515,
-    sourceLogin: login(s),
-    destinationLogin: login(d),
-    sourcePrivateKey: key,
-    destinationPrivateKey: key,
     requiredGbps: 0.5,
-    budget: { governingEngine: "e1", budgetKey: "g1", formula: "test budget" },
-    lockWaitS: 60,
     ...extra,
   };
-}
-
-async function failure(p: Promise<unknown>): Promise<Error & { code?: string }> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error & { code?: string };
-  }
-  throw new Error("expected a failure");
 }
 
 const readEvidence = (relativePath: string): Record<string, any> => JSON.parse(fs.readFileSync(path.join(evidenceRoot(process.cwd(), STACK), relativePath), "utf8"));
@@ -143,7 +120,7 @@ describe("providers: RDMA fabric edges measured with ib_write_bw between simulat
     const xmit = await counter("sim40", "counters/port_xmit_data");
     setRdmaPortState("sim41", "down");
     try {
-      const e = await failure(provider.create(inputs("sim40", "sim41")));
+      const e = await rejection(provider.create(inputs("sim40", "sim41")));
       expect(e.code).to.equal("NARWHAL_FABRIC_RDMA");
       expect(e.message).to.equal(
         "edge sim40->sim41: host sim41: HCA mlx5_0 port 1 is 1: DOWN (phys_state 3: Disabled), not 4: ACTIVE; RDMA traffic cannot use it: " +
@@ -166,12 +143,12 @@ describe("providers: RDMA fabric edges measured with ib_write_bw between simulat
   });
 
   it("refuses a GID index that is empty or past the table, naming host, HCA and port", async () => {
-    const empty = await failure(provider.create(inputs("sim40", "sim41", { rdma: { source: { hca: "mlx5_0", port: 1, gidIndex: 3 }, destination: { hca: "mlx5_0", port: 1, gidIndex: 9 } } })));
+    const empty = await rejection(provider.create(inputs("sim40", "sim41", { rdma: { source: { hca: "mlx5_0", port: 1, gidIndex: 3 }, destination: { hca: "mlx5_0", port: 1, gidIndex: 9 } } })));
     expect(empty.code).to.equal("NARWHAL_FABRIC_RDMA");
     expect(empty.message).to.match(/^edge sim40->sim41: host sim41: HCA mlx5_0 port 1 has no GID at index 9 \(the slot is empty, the all-zero GID\); set rdma\.gidIndex to one of: .*3 \(198\.18\.0\.51, RoCE v2\)\. Diagnose HCA\/GID; nothing was measured$/);
-    const past = await failure(provider.create(inputs("sim40", "sim41", { rdma: { source: { hca: "mlx5_0", port: 1, gidIndex: 255 }, destination: { hca: "mlx5_0", port: 1, gidIndex: 3 } } })));
+    const past = await rejection(provider.create(inputs("sim40", "sim41", { rdma: { source: { hca: "mlx5_0", port: 1, gidIndex: 255 }, destination: { hca: "mlx5_0", port: 1, gidIndex: 3 } } })));
     expect(past.message).to.match(/^edge sim40->sim41: host sim40: HCA mlx5_0 port 1 has no GID index 255: its GID table has 255 entries; /);
-    const family = await failure(provider.create(inputs("sim40", "sim41", { rdma: { source: { hca: "mlx5_0", port: 1, gidIndex: 1 }, destination: { hca: "mlx5_0", port: 1, gidIndex: 3 } } })));
+    const family = await rejection(provider.create(inputs("sim40", "sim41", { rdma: { source: { hca: "mlx5_0", port: 1, gidIndex: 1 }, destination: { hca: "mlx5_0", port: 1, gidIndex: 3 } } })));
     expect(family.message).to.include("GID index 1 on sim40 mlx5_0 port 1 is IPv6 (fe80:0000:0000:0000:004e:57ff:fe00:0028) but GID index 3 on sim41 mlx5_0 port 1 is IPv4");
     expect(await toolLeft()).to.deep.equal([]);
   });
@@ -192,7 +169,7 @@ describe("providers: RDMA fabric edges measured with ib_write_bw between simulat
     const timeouts = await counter("sim40", "hw_counters/local_ack_timeout_err");
     await runInHost("sim41", ["iptables", "-w", "5", "-I", "INPUT", "-p", "tcp", "--dport", "4791", "-j", "DROP"]);
     try {
-      const e = await failure(provider.create(inputs("sim40", "sim41")));
+      const e = await rejection(provider.create(inputs("sim40", "sim41")));
       expect(e.code).to.equal("NARWHAL_FABRIC_TOOL_FAILED");
       expect(e.message).to.match(
         /^edge sim40->sim41: the ib_write_bw client on sim40 exited 1: Completion with error at client \| Failed status-transport retry counter exceeded \(12\): wr_id 0 syndrom 0x81 \| scnt=\d+, ccnt=0 \| Failed to complete run_iter_bw function successfully; the server on sim41 said: .*Failed to exchange data between server and clients\. Diagnose route, .*; the attempt is recorded in (fabric-edge\/[0-9a-f]{64}\.json)$/,

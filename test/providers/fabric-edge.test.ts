@@ -11,6 +11,8 @@ import { UNKNOWN } from "../../dynamic-providers/diff";
 import { evidenceRoot } from "../../lib/evidence";
 import { runInHost, simDown, simUp, spawnInHost } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
+import { rejection } from "../support/rejection";
+import { edgeBetween, edgeEnd, edgeLogin } from "./support/fabric-edge";
 
 /**
  * The fabric edge provider's own methods, called as the engine calls them, against two simulated hosts
@@ -23,48 +25,19 @@ const NOBODY = "198.18.0.250";
 
 let hosts: Map<string, SimHost>;
 
-function end(h: SimHost) {
-  return { alias: h.alias, sshHost: h.address, hostKey: h.hostKey, fabricInterface: h.fabricInterface, fabricAddress: h.address };
-}
-
-function login(h: SimHost) {
-  return { host: h.address, port: h.sshPort, user: h.user, connectTimeoutS: 20, maxSessions: 4 };
-}
-
 function inputs(from: string, to: string, extra: Partial<FabricEdgeInputs> = {}): FabricEdgeInputs {
-  const s = hosts.get(from)!;
-  const d = hosts.get(to)!;
-  const key = fs.readFileSync(s.privateKeyPath, "utf8");
   return {
-    stack: STACK,
-    edgeId: `${from}->${to}`,
-    source: end(s),
-    destination: end(d),
+    ...edgeBetween(hosts.get(from)!, hosts.get(to)!, STACK),
     transport: "tcp",
     tool: { durationS: 1, streams: 1 },
     iperfPort: PORT,
-    sourceLogin: login(s),
-    destinationLogin: login(d),
-    sourcePrivateKey: key,
-    destinationPrivateKey: key,
     requiredGbps: 1,
-    budget: { governingEngine: "e1", budgetKey: "g1", formula: "test budget" },
-    lockWaitS: 60,
     ...extra,
   };
 }
 
 async function create(i: FabricEdgeInputs): Promise<FabricEdgeOutputs> {
   return (await provider.create(i)).outs as FabricEdgeOutputs;
-}
-
-async function failure(p: Promise<unknown>): Promise<Error & { code?: string }> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error & { code?: string };
-  }
-  throw new Error("expected a failure");
 }
 
 /** iperf3 anywhere near these hosts: a socket in either namespace, or a process bound to either address. */
@@ -167,7 +140,7 @@ describe("providers: fabric edges measured with iperf3 between simulated hosts",
     try {
       fs.writeFileSync(file, JSON.stringify({ pid: holder.pid, token: "other", edge: "sim1->sim2", stack: "other-stack", since: "2026-01-01T00:00:00.000Z" }), { flag: "wx" });
       const t0 = Date.now();
-      const e = await failure(provider.create(inputs("sim6", "sim7", { lockWaitS: 1 })));
+      const e = await rejection(provider.create(inputs("sim6", "sim7", { lockWaitS: 1 })));
       expect(Date.now() - t0).to.be.within(900, 10_000);
       expect(e.code).to.equal("NARWHAL_FABRIC_BUSY");
       expect(e.message).to.equal(
@@ -188,7 +161,7 @@ describe("providers: fabric edges measured with iperf3 between simulated hosts",
     const listener = spawnInHost("sim7", ["python3", "-c", `import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("${d.address}", ${PORT})); s.listen(); time.sleep(60)`]);
     try {
       await runInHost("sim7", `for i in $(seq 50); do ss -Hltn 'sport = :${PORT}' | grep -q . && exit 0; sleep 0.1; done; exit 1`);
-      const e = await failure(provider.create(inputs("sim6", "sim7")));
+      const e = await rejection(provider.create(inputs("sim6", "sim7")));
       expect(e.code).to.equal("NARWHAL_FABRIC_BUSY");
       expect(e.message).to.match(new RegExp(`^edge sim6->sim7: host sim7: port ${PORT} is taken:\\n.*python3.*; choose another fabric.iperfPort or stop that listener$`, "s"));
     } finally {
@@ -197,7 +170,7 @@ describe("providers: fabric edges measured with iperf3 between simulated hosts",
     const other = spawnInHost("sim6", ["iperf3", "-s", "-B", hosts.get("sim6")!.address, "-p", "5299", "-1"]);
     try {
       await runInHost("sim6", "for i in $(seq 50); do ss -Hltn 'sport = :5299' | grep -q . && exit 0; sleep 0.1; done; exit 1");
-      const e = await failure(provider.create(inputs("sim6", "sim7")));
+      const e = await rejection(provider.create(inputs("sim6", "sim7")));
       expect(e.code).to.equal("NARWHAL_FABRIC_BUSY");
       expect(e.message).to.include("edge sim6->sim7: host sim6: iperf3 is already running here:").and.include("measured one edge at a time while idle");
     } finally {
@@ -217,7 +190,7 @@ describe("providers: fabric edges measured with iperf3 between simulated hosts",
     expect(slow.verdict).to.equal("below");
     expect(readEvidence(slow.evidence.relativePath).verdict.status).to.equal("fail");
 
-    const e = await failure(gate.create(gateInputs([slow, reverse])));
+    const e = await rejection(gate.create(gateInputs([slow, reverse])));
     expect(e.code).to.equal("NARWHAL_FABRIC_GATE");
     const figure = Number(slow.measurement.gbps.toPrecision(4));
     expect(e.message).to.equal(
@@ -228,7 +201,7 @@ describe("providers: fabric edges measured with iperf3 between simulated hosts",
     );
 
     // A lower budget is an update: the stored figure is judged again, with no login (the hosts are not even reachable).
-    const cheaper = { ...inputs("sim6", "sim7", { requiredGbps: 0.25 }), sourceLogin: { ...login(hosts.get("sim6")!), host: NOBODY } };
+    const cheaper = { ...inputs("sim6", "sim7", { requiredGbps: 0.25 }), sourceLogin: { ...edgeLogin(hosts.get("sim6")!), host: NOBODY } };
     const d = await provider.diff!("id", slow, cheaper);
     expect(d).to.deep.equal({ changes: true, replaces: [], deleteBeforeReplace: false });
     const { outs } = (await provider.update!("id", slow, cheaper)) as { outs: FabricEdgeOutputs };
@@ -287,16 +260,16 @@ describe("providers: fabric edges measured with iperf3 between simulated hosts",
 
   it("refuses an RDMA edge on hosts without an HCA, naming each host, HCA and port, and bad input before touching a host", async () => {
     const rdmaEdge = { transport: "ucx_rdma" as const, tool: { size: 65536, iterations: 5000 }, rdma: { source: { hca: "mlx5_0", port: 1, gidIndex: 3 }, destination: { hca: "mlx5_1", port: 1, gidIndex: 3 } } };
-    const rdma = await failure(provider.create(inputs("sim6", "sim7", rdmaEdge)));
+    const rdma = await rejection(provider.create(inputs("sim6", "sim7", rdmaEdge)));
     expect(rdma.code).to.equal("NARWHAL_FABRIC_RDMA");
     expect(rdma.message).to.equal(
       "edge sim6->sim7: host sim6: HCA mlx5_0 port 1: the host has no /sys/class/infiniband (no RDMA driver loaded, or no HCA); " +
         "host sim7: HCA mlx5_1 port 1: the host has no /sys/class/infiniband (no RDMA driver loaded, or no HCA). Diagnose HCA/GID; nothing was measured",
     );
-    const away = { sourceLogin: { ...login(hosts.get("sim6")!), host: NOBODY }, destinationLogin: { ...login(hosts.get("sim7")!), host: NOBODY } };
-    const tool = await failure(provider.create(inputs("sim6", "sim7", { ...away, ...rdmaEdge, tool: { durationS: 2, streams: 1 } })));
+    const away = { sourceLogin: { ...edgeLogin(hosts.get("sim6")!), host: NOBODY }, destinationLogin: { ...edgeLogin(hosts.get("sim7")!), host: NOBODY } };
+    const tool = await rejection(provider.create(inputs("sim6", "sim7", { ...away, ...rdmaEdge, tool: { durationS: 2, streams: 1 } })));
     expect(tool.message).to.equal('edge sim6->sim7: tool needs size (bytes, 1 or more) and iterations (5 or more) for ucx_rdma, got {"durationS":2,"streams":1}; nothing was run');
-    const bad = await failure(provider.create(inputs("sim6", "sim7", { ...away, destination: { ...end(hosts.get("sim7")!), fabricAddress: "sim7.fabric" } })));
+    const bad = await rejection(provider.create(inputs("sim6", "sim7", { ...away, destination: { ...edgeEnd(hosts.get("sim7")!), fabricAddress: "sim7.fabric" } })));
     expect(bad.message).to.match(/^edge sim6->sim7: destination fabricAddress "sim7\.fabric": .*; nothing was run$/);
   });
 });

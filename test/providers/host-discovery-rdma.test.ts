@@ -2,10 +2,11 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { provider } from "../../dynamic-providers/host-discovery/provider";
-import type { HostDiscoveryInputs, HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/types";
+import type { HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/types";
 import { evidenceRoot } from "../../lib/evidence";
 import { setRdmaPortState, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
+import { discoveryFailure, discoveryInputs } from "./support/host-discovery";
 
 /**
  * Discovery reads each host's HCAs from sysfs and refuses a configured HCA port that cannot carry RDMA
@@ -13,38 +14,6 @@ import type { SimHost } from "../../sim/hosts";
  * without one.
  */
 const HOSTS = ["sim40", "sim42"];
-
-function inputs(h: SimHost, extra: Partial<HostDiscoveryInputs> = {}): HostDiscoveryInputs {
-  return {
-    alias: h.alias,
-    host: h.address,
-    port: h.sshPort,
-    user: h.user,
-    privateKey: fs.readFileSync(h.privateKeyPath, "utf8"),
-    pinnedHostKey: h.hostKey,
-    allowFirstContact: false,
-    connectTimeoutS: 10,
-    maxSessions: 4,
-    fabricInterface: h.fabricInterface,
-    modelDir: h.modelDir,
-    runtimeRef: { kind: "native", vllmCommand: "vllm" },
-    devicePaths: [],
-    plannedPorts: [],
-    policyDigest: "sha256:" + "0".repeat(64),
-    stack: "provider-tests",
-    stateDir: "/var/lib/narwhal-fleet",
-    ...extra,
-  };
-}
-
-async function failure(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    return (err as Error).message;
-  }
-  throw new Error("expected discovery to fail");
-}
 
 describe("providers: host discovery of RDMA HCAs", function () {
   this.timeout(120_000);
@@ -59,7 +28,7 @@ describe("providers: host discovery of RDMA HCAs", function () {
 
   it("records the host's HCA: port state, link layer, rate, MTU, GID table and netdev, in its outputs and evidence", async () => {
     const h = hosts.get("sim40")!;
-    const { outs } = await provider.create(inputs(h, { rdmaPorts: [{ hca: "mlx5_0", port: 1, gidIndex: 3 }], devicePaths: ["/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"] }));
+    const { outs } = await provider.create(discoveryInputs(h, { rdmaPorts: [{ hca: "mlx5_0", port: 1, gidIndex: 3 }], devicePaths: ["/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"] }));
     const o = outs as HostDiscoveryOutputs;
     expect(o.rdma!.present).to.equal(true);
     expect(o.rdma!.devices.map((d) => d.name)).to.deep.equal(["mlx5_0"]);
@@ -89,19 +58,19 @@ describe("providers: host discovery of RDMA HCAs", function () {
   });
 
   it("records that a host without an HCA has none, and asks nothing of it when no engine there uses RDMA", async () => {
-    const { outs } = await provider.create(inputs(hosts.get("sim42")!));
+    const { outs } = await provider.create(discoveryInputs(hosts.get("sim42")!));
     expect((outs as HostDiscoveryOutputs).rdma).to.deep.equal({ present: false, devices: [], ibvDevinfo: false });
-    expect(await failure(provider.create(inputs(hosts.get("sim42")!, { rdmaPorts: [{ hca: "mlx5_0", port: 1, gidIndex: null }] })))).to.equal(
+    expect(await discoveryFailure(provider.create(discoveryInputs(hosts.get("sim42")!, { rdmaPorts: [{ hca: "mlx5_0", port: 1, gidIndex: null }] })))).to.equal(
       "host sim42, probe section rdma: HCA mlx5_0 port 1: the host has no /sys/class/infiniband (no RDMA driver loaded, or no HCA)",
     );
   });
 
   it("refuses a port that is down, a GID index that does not exist and an HCA the host lacks, naming host, HCA and port; a refresh still succeeds", async () => {
     const h = hosts.get("sim40")!;
-    const { outs } = await provider.create(inputs(h, { rdmaPorts: [{ hca: "mlx5_0", port: 1, gidIndex: 3 }] }));
+    const { outs } = await provider.create(discoveryInputs(h, { rdmaPorts: [{ hca: "mlx5_0", port: 1, gidIndex: 3 }] }));
     setRdmaPortState("sim40", "down");
     try {
-      expect(await failure(provider.create(inputs(h, { rdmaPorts: [{ hca: "mlx5_0", port: 1, gidIndex: 3 }] })))).to.equal(
+      expect(await discoveryFailure(provider.create(discoveryInputs(h, { rdmaPorts: [{ hca: "mlx5_0", port: 1, gidIndex: 3 }] })))).to.equal(
         "host sim40, probe section rdma: HCA mlx5_0 port 1 is 1: DOWN (phys_state 3: Disabled), not 4: ACTIVE; RDMA traffic cannot use it: bring the port up (cable, netdev fab0, subnet manager) before measuring",
       );
       // A refresh records what it sees; the edges that use the port are what move.
@@ -109,10 +78,10 @@ describe("providers: host discovery of RDMA HCAs", function () {
     } finally {
       setRdmaPortState("sim40", "active");
     }
-    expect(await failure(provider.create(inputs(h, { rdmaPorts: [{ hca: "mlx5_0", port: 1, gidIndex: 7 }] })))).to.match(
+    expect(await discoveryFailure(provider.create(discoveryInputs(h, { rdmaPorts: [{ hca: "mlx5_0", port: 1, gidIndex: 7 }] })))).to.match(
       /^host sim40, probe section rdma: HCA mlx5_0 port 1 has no GID at index 7 \(the slot is empty, the all-zero GID\); set rdma\.gidIndex to one of: .*3 \(198\.18\.0\.50, RoCE v2\)$/,
     );
-    expect(await failure(provider.create(inputs(h, { rdmaPorts: [{ hca: "mlx5_1", port: 1, gidIndex: null }] })))).to.equal(
+    expect(await discoveryFailure(provider.create(discoveryInputs(h, { rdmaPorts: [{ hca: "mlx5_1", port: 1, gidIndex: null }] })))).to.equal(
       "host sim40, probe section rdma: HCA mlx5_1 port 1: there is no HCA mlx5_1 in /sys/class/infiniband (found: mlx5_0); check rdma.hcas",
     );
   });

@@ -1,44 +1,12 @@
 import { expect } from "chai";
-import * as fs from "node:fs";
 import { provider } from "../../dynamic-providers/host-discovery/provider";
-import type { HostDiscoveryInputs, HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/types";
+import type { HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/types";
 import { NO_GPU_NOTICE } from "../../lib/discovery/accelerators";
 import { runInHost, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
+import { discoveryFailure, discoveryInputs } from "./support/host-discovery";
 
 /** The discovery provider's own methods, called as the engine calls them, against simulated hosts. */
-function inputs(h: SimHost, extra: Partial<HostDiscoveryInputs> = {}): HostDiscoveryInputs {
-  return {
-    alias: h.alias,
-    host: h.address,
-    port: h.sshPort,
-    user: h.user,
-    privateKey: fs.readFileSync(h.privateKeyPath, "utf8"),
-    pinnedHostKey: h.hostKey,
-    allowFirstContact: false,
-    connectTimeoutS: 10,
-    maxSessions: 4,
-    fabricInterface: h.fabricInterface,
-    modelDir: h.modelDir,
-    runtimeRef: { kind: "native", vllmCommand: "vllm" },
-    devicePaths: [],
-    plannedPorts: [],
-    policyDigest: "sha256:" + "0".repeat(64),
-    stack: "provider-tests",
-    stateDir: "/var/lib/narwhal-fleet",
-    ...extra,
-  };
-}
-
-async function failure(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    return (err as Error).message;
-  }
-  throw new Error("expected discovery to fail");
-}
-
 describe("providers: host discovery against the simulated hosts", function () {
   this.timeout(120_000);
   let hosts: Map<string, SimHost>;
@@ -52,7 +20,7 @@ describe("providers: host discovery against the simulated hosts", function () {
   });
 
   it("records an NVIDIA host's GPUs, fabric address, model and checkpoint, with evidence", async () => {
-    const { outs } = await provider.create(inputs(hosts.get("sim1")!));
+    const { outs } = await provider.create(discoveryInputs(hosts.get("sim1")!));
     const o = outs as HostDiscoveryOutputs;
     expect(o.hostname).to.equal("sim1");
     expect(o.accelerators.vendor).to.equal("nvidia");
@@ -64,26 +32,26 @@ describe("providers: host discovery against the simulated hosts", function () {
   });
 
   it("reads an AMD host through rocminfo", async () => {
-    const { outs } = await provider.create(inputs(hosts.get("sim3")!));
+    const { outs } = await provider.create(discoveryInputs(hosts.get("sim3")!));
     expect((outs as HostDiscoveryOutputs).accelerators).to.deep.include({ vendor: "amd", product: "AMD Instinct MI300X" });
   });
 
   it("says, in the runbook's words, when a host exposes no GPU", async () => {
-    const { outs } = await provider.create(inputs(hosts.get("sim5")!));
+    const { outs } = await provider.create(discoveryInputs(hosts.get("sim5")!));
     expect((outs as HostDiscoveryOutputs).accelerators).to.deep.include({ vendor: "none", notice: NO_GPU_NOTICE });
   });
 
   it("refuses a fabric interface with no global address, and asks for a choice among several", async () => {
     const h = hosts.get("sim2")!;
-    expect(await failure(provider.create(inputs(h, { fabricInterface: "lo" })))).to.include(
+    expect(await discoveryFailure(provider.create(discoveryInputs(h, { fabricInterface: "lo" })))).to.include(
       "host sim2, probe section fabric: fabric interface lo has no global address; check hosts[].fabricInterface or bring the interface up",
     );
     await runInHost(h.alias, ["ip", "addr", "add", "198.18.0.112/24", "dev", h.fabricInterface]);
     try {
-      expect(await failure(provider.create(inputs(h)))).to.include(
+      expect(await discoveryFailure(provider.create(discoveryInputs(h)))).to.include(
         "host sim2, probe section fabric: fabric interface fab0 has several global addresses (198.18.0.12, 198.18.0.112); choose one with hosts[].fabricAddress",
       );
-      const { outs } = await provider.create(inputs(h, { fabricAddressChoice: "198.18.0.12" }));
+      const { outs } = await provider.create(discoveryInputs(h, { fabricAddressChoice: "198.18.0.12" }));
       expect((outs as HostDiscoveryOutputs).fabricAddress).to.equal("198.18.0.12");
     } finally {
       await runInHost(h.alias, ["ip", "addr", "del", "198.18.0.112/24", "dev", h.fabricInterface]);
@@ -92,7 +60,7 @@ describe("providers: host discovery against the simulated hosts", function () {
 
   it("refuses a host whose key is not the pinned one, before running anything", async () => {
     const [a, b] = [hosts.get("sim1")!, hosts.get("sim2")!];
-    expect(await failure(provider.create(inputs(a, { pinnedHostKey: b.hostKey })))).to.include(
+    expect(await discoveryFailure(provider.create(discoveryInputs(a, { pinnedHostKey: b.hostKey })))).to.include(
       `host sim1: the SSH host key changed (pinned ${b.fingerprint}, presented ${a.fingerprint}); nothing was run on it.`,
     );
   });

@@ -20,30 +20,14 @@ import { hostPaths } from "../../sim/hosts/paths";
 import { buildSimImage } from "../../sim/image/build";
 import { IMAGE_SITE_PACKAGES, NIXL_METADATA_PY } from "../../sim/image/python";
 import { SIM_PYTHON_DIR, writeSimPythonSite } from "../../sim/hosts/python-site";
+import { rejection } from "../support/rejection";
+import { simLaunch, simLogin } from "./support/sim-launch";
 
 const STACK = "provider-image-check";
 const root = evidenceRoot(process.cwd(), STACK);
 
 function launch(h: SimHost, id: string, model: Partial<LaunchInputs["model"]> = {}): LaunchInputs {
-  return {
-    engine: { id, port: 8391, nixlPort: 5791, gpuIds: [0] },
-    host: { alias: h.alias, fabricInterface: h.fabricInterface, fabricAddress: h.address, vendor: "nvidia", gpuCount: 2 },
-    model: { servedName: "tiny-llama", checkpointDir: h.modelDir, dtype: "bfloat16", maxPositionEmbeddings: 2048, ...model },
-    policy: {
-      vllmCommand: "vllm",
-      transport: "tcp",
-      dtype: "model",
-      kvCacheDtype: "auto",
-      blockSize: 16,
-      enforceEager: true,
-      maxModelLen: 2048,
-      maxNumSeqs: 8,
-      gpuMemoryUtilization: 0.9,
-      prefixCaching: false,
-      ucxTcpPortRange: "6300-6500",
-      kvLeaseDurationS: 30,
-    },
-  };
+  return simLaunch(h, { id, port: 8391, nixlPort: 5791, gpuIds: [0] }, { model });
 }
 
 function inputs(h: SimHost, id: string, extra: { model?: Partial<LaunchInputs["model"]> } & Partial<ImageCheckInputs> = {}): ImageCheckInputs {
@@ -53,8 +37,7 @@ function inputs(h: SimHost, id: string, extra: { model?: Partial<LaunchInputs["m
     engineId: id,
     hostAlias: h.alias,
     stack: STACK,
-    login: { host: h.address, port: h.sshPort, user: h.user, hostKey: h.hostKey, connectTimeoutS: 20 },
-    privateKey: fs.readFileSync(h.privateKeyPath, "utf8"),
+    ...simLogin(h),
     plan,
     planSha256: plan.planSha256,
     runtime: { kind: "native", vllmCommand: "vllm" },
@@ -72,15 +55,6 @@ function simVersion(h: SimHost): string {
 
 const engineId = (label: string) => `ic-${label}-${randomBytes(3).toString("hex")}`;
 const logText = (id: string) => fs.readFileSync(path.join(root, "image-check", "logs", `${id}.jsonl`), "utf8");
-
-async function rejection(p: Promise<unknown>): Promise<Error & { code?: string }> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error & { code?: string };
-  }
-  throw new Error("expected the image check to fail");
-}
 
 describe("providers: image check against simulated host sim1", function () {
   this.timeout(180_000);

@@ -21,31 +21,14 @@ import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-gen
 import { provider as attestation } from "../../dynamic-providers/attestation/provider";
 import type { AttestationOutputs } from "../../dynamic-providers/attestation/types";
 import { ranks } from "../unit/attestation/fixtures";
+import { simLaunch } from "./support/sim-launch";
 
 const ALIAS = "sim50";
 const API_KEY = "sk-narwhal-install-7c21e0";
 const STACK_DIR = "/var/lib/narwhal-fleet/provider-narwhal-install";
 
 function launch(h: SimHost): LaunchInputs {
-  return {
-    engine: { id: "e50", port: 8395, nixlPort: 5795, gpuIds: [0] },
-    host: { alias: h.alias, fabricInterface: h.fabricInterface, fabricAddress: h.address, vendor: "nvidia", gpuCount: 2 },
-    model: { servedName: "tiny-llama", checkpointDir: h.modelDir, dtype: "bfloat16", maxPositionEmbeddings: 2048 },
-    policy: {
-      vllmCommand: "vllm",
-      transport: "tcp",
-      dtype: "model",
-      kvCacheDtype: "auto",
-      blockSize: 16,
-      enforceEager: true,
-      maxModelLen: 2048,
-      maxNumSeqs: 8,
-      gpuMemoryUtilization: 0.9,
-      prefixCaching: false,
-      ucxTcpPortRange: "6300-6500",
-      kvLeaseDurationS: 30,
-    },
-  };
+  return simLaunch(h, { id: "e50", port: 8395, nixlPort: 5795, gpuIds: [0] });
 }
 
 /** A remote command with `stdin` as a here-document: how a script that reads its secret from stdin runs over sshExec. */

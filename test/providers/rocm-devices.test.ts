@@ -6,44 +6,13 @@
  * is missing, naming host and device. Takes sim51 down at the end.
  */
 import { expect } from "chai";
-import * as fs from "node:fs";
 import { provider } from "../../dynamic-providers/host-discovery/provider";
-import type { HostDiscoveryInputs, HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/types";
+import type { HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/types";
 import { runInHost, simDown, simUp, sshExec } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
+import { discoveryFailure, discoveryInputs } from "./support/host-discovery";
 
 const ALIAS = "sim51";
-
-function inputs(h: SimHost): HostDiscoveryInputs {
-  return {
-    alias: h.alias,
-    host: h.address,
-    port: h.sshPort,
-    user: h.user,
-    privateKey: fs.readFileSync(h.privateKeyPath, "utf8"),
-    pinnedHostKey: h.hostKey,
-    allowFirstContact: false,
-    connectTimeoutS: 10,
-    maxSessions: 4,
-    fabricInterface: h.fabricInterface,
-    modelDir: h.modelDir,
-    runtimeRef: { kind: "native", vllmCommand: "vllm" },
-    devicePaths: [],
-    plannedPorts: [],
-    policyDigest: "sha256:" + "0".repeat(64),
-    stack: "provider-tests",
-    stateDir: "/var/lib/narwhal-fleet",
-  };
-}
-
-async function failure(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    return (err as Error).message;
-  }
-  throw new Error("expected discovery to fail");
-}
 
 describe("providers: ROCm render nodes and /dev/kfd on an AMD host (sim51)", function () {
   this.timeout(180_000);
@@ -66,7 +35,7 @@ describe("providers: ROCm render nodes and /dev/kfd on an AMD host (sim51)", fun
   });
 
   it("gives each GPU the render node of its PCI function, and passes with /dev/kfd and both nodes present", async () => {
-    const o = (await provider.create(inputs(host))).outs as HostDiscoveryOutputs;
+    const o = (await provider.create(discoveryInputs(host))).outs as HostDiscoveryOutputs;
     expect(o.accelerators.gpus.map((g) => [g.index, g.renderNode])).to.deep.equal([
       [0, "/dev/dri/renderD129"],
       [1, "/dev/dri/renderD128"],
@@ -76,16 +45,16 @@ describe("providers: ROCm render nodes and /dev/kfd on an AMD host (sim51)", fun
   it("refuses the host while /dev/kfd is missing, and then while GPU 1's render node is, naming host and device", async () => {
     await runInHost(ALIAS, ["rm", "/dev/kfd"]);
     try {
-      expect(await failure(provider.create(inputs(host)))).to.include("Restore the declared device exposure before launch. Missing on host sim51: /dev/kfd.");
+      expect(await discoveryFailure(provider.create(discoveryInputs(host)))).to.include("Restore the declared device exposure before launch. Missing on host sim51: /dev/kfd.");
     } finally {
       await runInHost(ALIAS, ["mknod", "-m", "0666", "/dev/kfd", "c", "1", "3"]);
     }
     await runInHost(ALIAS, ["rm", "/dev/dri/renderD128"]);
     try {
-      expect(await failure(provider.create(inputs(host)))).to.include("Restore the declared device exposure before launch. Missing on host sim51: /dev/dri/renderD128.");
+      expect(await discoveryFailure(provider.create(discoveryInputs(host)))).to.include("Restore the declared device exposure before launch. Missing on host sim51: /dev/dri/renderD128.");
     } finally {
       await runInHost(ALIAS, ["mknod", "-m", "0666", "/dev/dri/renderD128", "c", "1", "3"]);
     }
-    expect(((await provider.create(inputs(host))).outs as HostDiscoveryOutputs).accelerators.vendor).to.equal("amd");
+    expect(((await provider.create(discoveryInputs(host))).outs as HostDiscoveryOutputs).accelerators.vendor).to.equal("amd");
   });
 });

@@ -9,10 +9,9 @@ import {
   type CacheRankLayout,
   type RankReport,
 } from "../../../lib/engine/cache-layout";
-import type { EngineError } from "../../../lib/engine/errors";
 import { checkStartupAgainstMetrics, ranksFromEngineLog, type ModelKvGeometry } from "../../../lib/engine/layout-sources";
 import { readEngineStartup } from "../../../lib/engine/startup-log";
-import { RECORDED, SUBJECT, VLLM_TP2_LOG } from "./helpers";
+import { RECORDED, SUBJECT, thrown, VLLM_TP2_LOG } from "./helpers";
 
 const EXPECTED = { blockSize: 16, tensorParallelSize: 2, dtype: "bfloat16", kvCacheDtype: "auto" };
 /** Computed independently with Python's json.dumps(sort_keys=True, separators=(",", ":")) and hashlib. */
@@ -37,15 +36,6 @@ const rank = (r: number): CacheRankLayout => ({
   pageSizeBytes: 4096,
   bytesPerToken: 1024,
 });
-
-function thrown(fn: () => unknown): EngineError {
-  try {
-    fn();
-  } catch (err) {
-    return err as EngineError;
-  }
-  throw new Error("expected an error");
-}
 
 describe("engine cache layout", () => {
   const config: CacheConfigFacts = cacheConfigFrom(SUBJECT, RECORDED["/metrics"].body);

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { EngineError } from "../../../lib/engine/errors";
 import type { Ask, ProofSubject, Reply } from "../../../lib/engine/generation";
 
 export const FIXTURES = join(__dirname, "fixtures");
@@ -53,4 +54,14 @@ export function replay(overrides: Record<string, Reply | Error | Array<Reply | E
 export function metricsWithStart(start: number | undefined): Reply {
   const body = RECORDED["/metrics"].body.replace(/^process_start_time_seconds .*\n/m, start === undefined ? "" : `process_start_time_seconds ${start}\n`);
   return { status: 200, body };
+}
+
+/** The error `fn` throws; a call that returns fails the test. */
+export function thrown(fn: () => unknown): EngineError {
+  try {
+    fn();
+  } catch (err) {
+    return err as EngineError;
+  }
+  throw new Error("expected an error");
 }

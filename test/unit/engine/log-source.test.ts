@@ -19,19 +19,11 @@ import {
   parseProcessStart,
   processStartScript,
 } from "../../../lib/engine/log-source";
+import { thrown } from "./helpers";
 
 function sh(script: string): { stdout: string; stderr: string; code: number | null } {
   const r = spawnSync("/bin/sh", ["-c", script], { encoding: "utf8" });
   return { stdout: r.stdout, stderr: r.stderr, code: r.status };
-}
-
-function thrown(fn: () => unknown): EngineError {
-  try {
-    fn();
-  } catch (err) {
-    return err as EngineError;
-  }
-  throw new Error("expected an error");
 }
 
 describe("engine log and model config reads (lib/engine/log-source.ts)", () => {

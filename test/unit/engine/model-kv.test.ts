@@ -1,20 +1,11 @@
 import { expect } from "chai";
 import { createHash } from "node:crypto";
-import type { EngineError } from "../../../lib/engine/errors";
 import { modelKvGeometry } from "../../../lib/engine/model-kv";
 import { TEST_MODEL_CONFIG } from "../../../sim/engine/testing-model";
+import { thrown } from "./helpers";
 
 const SOURCE = { host: "gpu-a", dir: "/models/tiny/" };
 const json = (over: Record<string, unknown> = {}) => JSON.stringify({ ...TEST_MODEL_CONFIG, ...over });
-
-function thrown(fn: () => unknown): EngineError {
-  try {
-    fn();
-  } catch (err) {
-    return err as EngineError;
-  }
-  throw new Error("expected an error");
-}
 
 describe("model KV geometry from config.json (what no log line carries)", () => {
   it("reads layers, total KV heads and head size, and keeps the exact bytes' sha256", () => {

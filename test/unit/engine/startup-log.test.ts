@@ -1,18 +1,8 @@
 import { expect } from "chai";
-import type { EngineError } from "../../../lib/engine/errors";
 import { checkLogIsServingProcess, logLines, readEngineStartup, type LogOrigin } from "../../../lib/engine/startup-log";
-import { VLLM_TP2_LOG } from "./helpers";
+import { thrown, VLLM_TP2_LOG } from "./helpers";
 
 const ORIGIN: LogOrigin = { host: "gpu-a", source: "/runs/e1/engine.log" };
-
-function thrown(fn: () => unknown): EngineError {
-  try {
-    fn();
-  } catch (err) {
-    return err as EngineError;
-  }
-  throw new Error("expected an error");
-}
 
 /** The fixture without the lines `drop` matches. */
 const without = (drop: (line: string) => boolean) =>

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { iperf3Commands } from "../../../lib/fabric/iperf3";
-import { clientArgv, edgeLockWaitS, preflightScript, runDirOf, serverLifetimeS, serverStartScript, serverStopScript } from "../../../lib/fabric/iperf3-remote";
+import { boundedArgv, clientLifetimeS, edgeLockWaitS, preflightScript, runDirOf, serverLifetimeS, serverStartScript, serverStopScript } from "../../../lib/fabric/iperf3-remote";
 
 const commands = iperf3Commands({ serverAddress: "10.0.1.12", clientAddress: "10.0.1.11", port: 5201, durationS: 2 });
 
@@ -8,7 +8,7 @@ describe("iperf3 on the edge's hosts", () => {
   it("bounds the server and the client by timeout, and runs the server in its own session", () => {
     const start = serverStartScript(commands);
     expect(start).to.include(`setsid 'timeout' '-k' '5' '${serverLifetimeS(2)}' 'iperf3' '-s' '-B' '10.0.1.12' '-p' '5201' '-1' >"$dir/server.log" 2>&1 </dev/null &`);
-    expect(clientArgv(commands)).to.deep.equal(["timeout", "-k", "5", "22", "iperf3", "-c", "10.0.1.12", "-B", "10.0.1.11", "-p", "5201", "-t", "2", "-J"]);
+    expect(boundedArgv(commands.client, clientLifetimeS(commands.settings.durationS))).to.deep.equal(["timeout", "-k", "5", "22", "iperf3", "-c", "10.0.1.12", "-B", "10.0.1.11", "-p", "5201", "-t", "2", "-J"]);
     expect(serverLifetimeS(2)).to.equal(37);
     expect(edgeLockWaitS(2)).to.equal(134);
   });

@@ -18,27 +18,11 @@ import {
 import { LaunchInputs, renderLaunchPlan } from "../../../lib/launch/plan";
 import { startScript } from "../../../lib/runtime/native";
 import { shq } from "../../../lib/shell";
+import { launchInputs } from "../launch/inputs";
 
 const IMAGE = `sha256:${"a".repeat(64)}`;
-const launch: LaunchInputs = {
-  engine: { id: "e1", port: 8100, nixlPort: 5600, gpuIds: [0] },
-  host: { alias: "h1", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor: "nvidia", gpuCount: 2 },
-  model: { servedName: "tiny", checkpointDir: "/models/tiny", dtype: "bfloat16", maxPositionEmbeddings: 4096 },
-  policy: {
-    vllmCommand: "vllm",
-    transport: "tcp",
-    dtype: "model",
-    kvCacheDtype: "auto",
-    blockSize: 16,
-    enforceEager: true,
-    maxModelLen: 4096,
-    maxNumSeqs: 8,
-    gpuMemoryUtilization: 0.9,
-    prefixCaching: false,
-    ucxTcpPortRange: "6300-6500",
-    kvLeaseDurationS: 30,
-  },
-};
+const base = launchInputs({ blockSize: 16, maxModelLen: 4096 });
+const launch: LaunchInputs = { ...base, engine: { ...base.engine, gpuIds: [0] }, host: { ...base.host, alias: "h1" }, model: { ...base.model, maxPositionEmbeddings: 4096 } };
 
 function spec(over: Partial<ImageCheckSpec> = {}, model: Partial<LaunchInputs["model"]> = {}): ImageCheckSpec {
   return {

@@ -12,6 +12,7 @@ import { parseProcessStart, processStartScript } from "../../../lib/engine/log-s
 import { modelKvGeometry } from "../../../lib/engine/model-kv";
 import { processStartTime, parsePrometheusText } from "../../../lib/engine/prometheus";
 import { checkLogIsServingProcess, readEngineStartup } from "../../../lib/engine/startup-log";
+import { expectSimulatorTruth } from "../../support/cache-truth";
 import { http, KV_BOTH, makeModel, removeTemps, startEngine, stopAll, type SimEngine } from "./helpers";
 
 const SUBJECT = { engineId: "e1", hostAlias: "local", url: "http://127.0.0.1" };
@@ -47,27 +48,7 @@ describe("capture from the simulator's own startup log", function () {
       expect(startup.ranks.map((r) => r.availableKvCacheGiB)).to.deep.equal(Array(tp).fill(Number((truth.available_kv_cache_bytes / 2 ** 30).toFixed(2))));
       expect(startup.capacity).to.deep.equal({ tokens: truth.kv_cache_size_tokens, maxModelLen: 4096, maxConcurrency: Number(truth.max_concurrency.toFixed(2)) });
       expect(layout.tensorParallelSize).to.equal(truth.tensor_parallel_size);
-      for (const r of layout.ranks) {
-        expect(r).to.deep.equal({
-          rank: r.rank,
-          blockSize: truth.block_size,
-          numGpuBlocks: truth.num_gpu_blocks,
-          numLayers: truth.kv_layers,
-          numKvHeads: truth.num_kv_heads,
-          numKvHeadsPerRank: truth.num_kv_heads_per_rank,
-          headSize: truth.head_dim,
-          dtype: truth.dtype,
-          cacheDtype: truth.cache_dtype,
-          kvCacheLayout: "LBHNC",
-          attentionBackend: truth.attention_backend,
-          useMla: false,
-          bytesPerTokenPerLayer: truth.bytes_per_token_per_layer,
-          pageSizeBytes: truth.page_size_bytes,
-          bytesPerToken: truth.bytes_per_token,
-        });
-      }
-      expect(layout.bytesPerTokenAllRanks).to.equal(truth.bytes_per_token_all_ranks);
-      expect(layout.nixl).to.deep.equal({ engineId: truth.engine_id, compatibilityHash: null });
+      expectSimulatorTruth(layout, truth);
     });
   }
 

@@ -1,0 +1,33 @@
+/** The discovery provider's inputs for a simulated host, as the fleet gives them, for the provider tests. */
+import * as fs from "node:fs";
+import type { HostDiscoveryInputs } from "../../../dynamic-providers/host-discovery/types";
+import type { SimHost } from "../../../sim/hosts";
+import { rejection } from "../../support/rejection";
+
+export function discoveryInputs(h: SimHost, extra: Partial<HostDiscoveryInputs> = {}): HostDiscoveryInputs {
+  return {
+    alias: h.alias,
+    host: h.address,
+    port: h.sshPort,
+    user: h.user,
+    privateKey: fs.readFileSync(h.privateKeyPath, "utf8"),
+    pinnedHostKey: h.hostKey,
+    allowFirstContact: false,
+    connectTimeoutS: 10,
+    maxSessions: 4,
+    fabricInterface: h.fabricInterface,
+    modelDir: h.modelDir,
+    runtimeRef: { kind: "native", vllmCommand: "vllm" },
+    devicePaths: [],
+    plannedPorts: [],
+    policyDigest: "sha256:" + "0".repeat(64),
+    stack: "provider-tests",
+    stateDir: "/var/lib/narwhal-fleet",
+    ...extra,
+  };
+}
+
+/** The message discovery refused with. */
+export async function discoveryFailure(p: Promise<unknown>): Promise<string> {
+  return (await rejection(p, "discovery to fail")).message;
+}

@@ -1,0 +1,27 @@
+/**
+ * What the provider tests that start an engine on a simulated host share: its launch inputs (the
+ * simulated tiny-llama at its 2048 positions, with the runbook's default policy) and the host's stored
+ * login with its private key.
+ */
+import * as fs from "node:fs";
+import type { LaunchInputs } from "../../../lib/launch/plan";
+import type { StoredLogin } from "../../../lib/ssh/stored-login";
+import type { SimHost } from "../../../sim/hosts";
+import { launchInputs } from "../../unit/launch/inputs";
+
+export function simLaunch(
+  h: SimHost,
+  engine: LaunchInputs["engine"],
+  over: { model?: Partial<LaunchInputs["model"]>; policy?: Partial<LaunchInputs["policy"]> } = {},
+): LaunchInputs {
+  return {
+    engine,
+    host: { alias: h.alias, fabricInterface: h.fabricInterface, fabricAddress: h.address, vendor: "nvidia", gpuCount: 2 },
+    model: { servedName: "tiny-llama", checkpointDir: h.modelDir, dtype: "bfloat16", maxPositionEmbeddings: 2048, ...over.model },
+    policy: launchInputs({ blockSize: 16, maxModelLen: 2048, ...over.policy }).policy,
+  };
+}
+
+export function simLogin(h: SimHost): { login: StoredLogin; privateKey: string } {
+  return { login: { host: h.address, port: h.sshPort, user: h.user, hostKey: h.hostKey, connectTimeoutS: 20 }, privateKey: fs.readFileSync(h.privateKeyPath, "utf8") };
+}
