@@ -49,6 +49,7 @@ export const PREREQUISITES: ReadonlyArray<{ tool: string; why: string }> = [
   { tool: "make", why: "the runbook's Narwhal targets" },
   { tool: "curl", why: "health checks of the router and engines" },
   { tool: "sha256sum", why: "the install digest" },
+  { tool: "flock", why: "one install at a time in a state folder hosts share" },
 ];
 
 export function revisionOf(source: NarwhalSource): string {
@@ -135,6 +136,13 @@ ${bundleCheck}folder=${shq(folder)}
 venv="$folder/venv"
 marker="$folder/install.json"
 mkdir -p ${shq(o.installDir)} && chmod 700 ${shq(o.installDir)}
+# Hosts whose state folder is one shared filesystem (NFS homes, or simulated hosts sharing /var) install
+# one at a time: the first installs, the next ones adopt its marker below instead of racing its venv.
+exec 9>>${shq(`${o.installDir}/.install.lock`)}
+if ! flock -w ${o.timeoutS} 9; then
+  echo "${who}: another install in ${o.installDir} still held its lock after ${o.timeoutS}s; wait for it or stop it, then run pulumi up again" >&2
+  exit 1
+fi
 if [ -f "$marker" ] && [ -x "$venv/bin/narwhal-serve" ]; then
   # A finished install of this very revision is adopted when its files still hash as recorded.
   now=$("$venv/bin/python" -c ${shq(MARKER_PY)} 2>/dev/null || true)

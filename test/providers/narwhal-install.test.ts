@@ -68,8 +68,10 @@ describe("providers: Gate B on an engine host (sim50), installed from its wheelh
   it("has no narwhal-attest of its own and no route to the package index: nothing is pre-provisioned", async () => {
     const found = await ssh("command -v narwhal-attest");
     expect(found.code, found.stdout).to.not.equal(0);
-    const index = await ssh("curl -sS -o /dev/null --max-time 5 https://pypi.org/simple/ 2>&1");
-    expect(index.code).to.not.equal(0);
+    // No default route: nothing beyond the simulated bridge is reachable (and nothing here tries).
+    const routes = await ssh("ip -4 route show default; ip -6 route show default");
+    expect(routes.code, routes.stderr).to.equal(0);
+    expect(routes.stdout.trim()).to.equal("");
   });
 
   it("installs the approved revision from the host's wheelhouse and records it in the marker", async () => {
@@ -91,6 +93,15 @@ describe("providers: Gate B on an engine host (sim50), installed from its wheelh
     expect(r.code, r.stderr).to.equal(0);
     expect(lastJson<InstallMarker>(r.stdout)).to.deep.equal(marker);
     expect(Date.now() - started).to.be.below(30_000);
+  });
+
+  it("installs once when hosts share the state folder: concurrent installs take turns, and the later ones adopt the first", async () => {
+    // Two installs of one folder at once, as engine hosts whose stateDir is one shared filesystem run them.
+    const shared = { ...options, installDir: `${STACK_DIR}/shared` };
+    const [a, b] = await Promise.all([ssh(installScript(shared), 700_000), ssh(installScript(shared), 700_000)]);
+    expect(a.code, a.stderr).to.equal(0);
+    expect(b.code, b.stderr).to.equal(0);
+    expect(lastJson<InstallMarker>(a.stdout)).to.deep.equal(lastJson<InstallMarker>(b.stdout));
   });
 
   it("names a wheelhouse the host lacks before touching anything", async () => {
