@@ -45,6 +45,9 @@ function harnessProcesses(marker: string): string[] {
   return found;
 }
 
+/** How long the stand-in engine started over SSH may take to show in /proc. */
+const MARKER_SEEN_TIMEOUT_MS = 10_000;
+
 describe("sim harness lifecycle (down/up through the CLI)", function () {
   this.timeout(120_000);
   let recorded: SimHost[];
@@ -70,8 +73,11 @@ describe("sim harness lifecycle (down/up through the CLI)", function () {
   it("down kills sshd, sessions and engines in every namespace, and removes namespaces, bridge and rule", async () => {
     const sim1 = recorded.find((h) => h.alias === "sim1")!;
     // A stand-in for an engine a deployment left running on the host.
-    await sshExec(sim1, `setsid ${marker} </dev/null >/dev/null 2>&1 &`);
-    expect(harnessProcesses(marker).some((p) => p.includes(marker))).to.equal(true);
+    await sshExec(sim1, `setsid -f ${marker} </dev/null >/dev/null 2>&1`);
+    // The login returns once the fork is made; on a busy machine the child may take a moment to show.
+    const seenBy = Date.now() + MARKER_SEEN_TIMEOUT_MS;
+    while (!harnessProcesses(marker).some((p) => p.includes(marker)) && Date.now() < seenBy) await new Promise((r) => setTimeout(r, 100));
+    expect(harnessProcesses(marker).some((p) => p.includes(marker)), `the stand-in engine on sim1 within ${MARKER_SEEN_TIMEOUT_MS} ms`).to.equal(true);
     const modelsWasOurs = fs.existsSync(modelsMountPointMarker());
 
     const result = JSON.parse(await simCli("down", "--json"));
