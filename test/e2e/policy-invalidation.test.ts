@@ -29,8 +29,9 @@ describe("e2e: launch policy evidence", function () {
       const steps = await plannedChanges(stack);
       expect(steps.get(`fleet-${b.alias}`)).to.deep.include({ op: "replace", keys: ["policyDigest"] });
       const touched = [...steps.keys()].sort();
-      // A new max_num_seqs is a new profiling limit too: the engine's profile is measured again.
-      expect(touched).to.deep.equal([...processEvidence("e2"), "fleet-e2-image-check", "fleet-e2-process", "fleet-config", "fleet-replicas", `fleet-${b.alias}`, ...FLEET_AFTER_ENGINE, SCRAPE_TARGETS].sort());
+      // A new max_num_seqs is a new profiling limit too: the engine's profile is measured again. The host's
+      // narwhal install logs in with the key its discovery verifies, so it updates with that discovery.
+      expect(touched).to.deep.equal([...processEvidence("e2"), "fleet-e2-image-check", "fleet-e2-process", "fleet-config", "fleet-replicas", `fleet-${b.alias}`, `fleet-${b.alias}-narwhal-venv`, ...FLEET_AFTER_ENGINE, SCRAPE_TARGETS].sort());
       await expectUpStopsAtStalePeers(stack, steps, "e2", { exact: true });
     } finally {
       await setObjectConfig(stack, "engines", engines);
