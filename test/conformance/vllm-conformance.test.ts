@@ -1,21 +1,20 @@
 /**
- * The engine simulator against the independent vLLM conformance probe, which ships beside the project
- * (`../shared/tools/vllm-conformance.mjs`), not in it: `.ci/run` runs this file, `npm test` does not, so
- * the suite needs nothing outside the repository. Another copy of the probe: NARWHAL_VLLM_CONFORMANCE.
+ * The engine simulator against the independent vLLM conformance probe, which ships beside the project,
+ * not in it: `.ci/run` runs this file and names the probe in NARWHAL_VLLM_CONFORMANCE; `npm test` does not
+ * run it, so the suite needs nothing outside the repository.
  */
 import { expect } from "chai";
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
-import { http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll } from "../unit/sim-engine/helpers";
+import { http, KV_BOTH, makeModel, removeTemps, startEngine, stopAll } from "../unit/sim-engine/helpers";
 
-const PROBE = process.env.NARWHAL_VLLM_CONFORMANCE ?? resolve(ROOT, "../shared/tools/vllm-conformance.mjs");
+const PROBE = process.env.NARWHAL_VLLM_CONFORMANCE ?? "";
 const PROBE_TIMEOUT_MS = 50_000;
 
 describe("sim-engine against the independent vLLM conformance probe", function () {
   this.timeout(120_000);
   before(function () {
-    if (!existsSync(PROBE)) throw new Error(`the conformance probe is not at ${PROBE}; set NARWHAL_VLLM_CONFORMANCE to its path`);
+    if (!PROBE || !existsSync(PROBE)) throw new Error(`the conformance probe is not at ${JSON.stringify(PROBE)}; set NARWHAL_VLLM_CONFORMANCE to its path (.ci/run does)`);
   });
   after(async () => {
     await stopAll();
