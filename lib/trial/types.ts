@@ -167,3 +167,44 @@ export interface ReconcileTolerance {
 }
 
 export type TrialVerdict = "pass" | "slo-miss" | "unreconciled";
+
+/** One comparison of the client's records with a server-side count. */
+export interface ReconcileCheck {
+  name: string;
+  client: number;
+  /** The server's figure; null when it could not be read. */
+  server: number | null;
+  ok: boolean;
+  detail: string;
+}
+
+export interface Reconciliation {
+  status: "reconciled" | "unreconciled";
+  /** For `unreconciled`: each cause it can see, named first (`client saturation: ...`, `failed scrape: ...`). */
+  causes: string[];
+  checks: ReconcileCheck[];
+  tolerance: ReconcileTolerance;
+}
+
+/** Measured against predicted: relative differences of median TTFT and TPOT, and whether either passes the bound. */
+export interface Departure {
+  ttft: number;
+  tpot: number;
+  bound: number;
+  flagged: boolean;
+}
+
+/** A `load-trial` evidence record's observations: what the report and the deployment record read. */
+export interface TrialObservations {
+  point: TrialPoint;
+  slo: TrialSlo;
+  summary: TrialSummary;
+  prediction: Prediction;
+  departure: Departure;
+  /** The prediction at rates from near zero to the range's maximum, for the report's curve. */
+  predictedCurve: Array<{ rate: number; ttftS: number; tpotS: number }>;
+  range: ProfiledRange;
+  reconciliation: Reconciliation;
+  verdict: TrialVerdict;
+  reasons: string[];
+}
