@@ -90,4 +90,6 @@ export const PROGRAM_DEFAULTS = {
    * the failed attempts a group may take before the run stops to be diagnosed.
    */
   calibration: { routerOverheadS: 0.05, maxFailuresPerGroup: 20 },
+  /** Gate G's trial: a request's bound, the drain's, and how a point is judged (docs/trial.md). */
+  trial: { requestTimeoutS: 120, drainTimeoutS: 120, minGoodFraction: 0.9, predictionBound: 0.5 },
 } as const;

@@ -24,4 +24,5 @@ export type {
   AttestationSpec,
   PreflightSpec,
   CalibrationSpec,
+  TrialSpec,
 } from "./types";

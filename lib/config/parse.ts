@@ -189,6 +189,7 @@ export function parseFleetConfig(raw: unknown): FleetSpec {
     attestation: section("attestation"),
     preflight: section("preflight"),
     calibration: section("calibration"),
+    trial: section("trial"),
   };
   for (const rule of RULES) rule(input, (path, message) => problems.push({ path, message }));
 
@@ -230,5 +231,6 @@ function resolve(input: RuleInput): FleetSpec {
     attestation: full(input.attestation),
     preflight: full(input.preflight),
     calibration: full(input.calibration),
+    trial: full(input.trial),
   };
 }

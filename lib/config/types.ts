@@ -32,6 +32,7 @@ export type ProfilingSpec = z.output<typeof s.ProfilingSchema>;
 export type AttestationSpec = z.output<typeof s.AttestationSchema>;
 export type PreflightSpec = z.output<typeof s.PreflightSchema>;
 export type CalibrationSpec = z.output<typeof s.CalibrationSchema>;
+export type TrialSpec = z.output<typeof s.TrialSchema>;
 
 /** The whole stack config after parsing, defaults and cross-field checks. */
 export interface FleetSpec {
@@ -63,4 +64,6 @@ export interface FleetSpec {
   preflight: PreflightSpec;
   /** Gate F's first-token deadline calibration (opt-in). */
   calibration: CalibrationSpec;
+  /** Gate G's capacity trial points. */
+  trial: TrialSpec;
 }

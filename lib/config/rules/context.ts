@@ -43,6 +43,7 @@ export interface RuleInput {
   readonly attestation: Section<z.output<typeof s.AttestationSchema>>;
   readonly preflight: Section<z.output<typeof s.PreflightSchema>>;
   readonly calibration: Section<z.output<typeof s.CalibrationSchema>>;
+  readonly trial: Section<z.output<typeof s.TrialSchema>>;
 }
 
 export type Report = (path: PathSegment[], message: string) => void;

@@ -4,7 +4,7 @@ import { engineRules } from "./engines";
 import { hostRules } from "./hosts";
 import { launchRules } from "./launch";
 import { portRules } from "./ports";
-import { calibrationRules, profilingRules, routerRules, runtimeRules, sloRules } from "./sections";
+import { calibrationRules, profilingRules, routerRules, runtimeRules, sloRules, trialRules } from "./sections";
 
 export type { RuleInput, Section, Report } from "./context";
 
@@ -18,4 +18,5 @@ export const RULES: readonly Rule[] = [
   routerRules,
   profilingRules,
   calibrationRules,
+  trialRules,
 ];

@@ -87,3 +87,29 @@ export const calibrationRules: Rule = (ctx, report) => {
   check(ctx.launch.value.maxModelLen, "launch.maxModelLen");
   ctx.engines.forEach((engine, i) => check(engine.value.overrides?.maxModelLen, `engine ${engineName(ctx, i)}'s overrides.maxModelLen`));
 };
+
+/**
+ * Trial points are named once, and ask for prompts within the prefill sweep the profiles are measured
+ * over (the provider checks the measured rows themselves once they exist) and within the served context.
+ */
+export const trialRules: Rule = (ctx, report) => {
+  const points = ctx.trial.value.points ?? [];
+  const lens = ctx.profiling.value.prefillLens;
+  const maxModelLen = ctx.launch.value.maxModelLen;
+  const seen = new Map<string, number>();
+  points.forEach((p, i) => {
+    if (!p) return;
+    const first = seen.get(p.id);
+    if (first !== undefined) report(["trial", "points", i, "id"], `"${p.id}" is already the id of trial.points[${first}]; point ids must be unique`);
+    else seen.set(p.id, i);
+    (p.mix ?? []).forEach((c, j) => {
+      if (!c) return;
+      if (lens?.length && (c.promptTokens < Math.min(...lens) || c.promptTokens > Math.max(...lens))) {
+        report(["trial", "points", i, "mix", j, "promptTokens"], `found ${c.promptTokens}, outside the profiled prompt range [${Math.min(...lens)}, ${Math.max(...lens)}] (profiling.prefillLens); choose a length within it or profile a wider sweep`);
+      }
+      if (maxModelLen !== undefined && c.promptTokens + c.outputTokens > maxModelLen) {
+        report(["trial", "points", i, "mix", j, "outputTokens"], `prompt ${c.promptTokens} + output ${c.outputTokens} tokens exceed launch.maxModelLen ${maxModelLen}`);
+      }
+    });
+  });
+};

@@ -7,7 +7,7 @@ import * as f from "../fields";
 import { engineSchema } from "./engines";
 import { HostSchema } from "./hosts";
 import { LaunchSchema } from "./launch";
-import { AttestationSchema, CalibrationSchema, PreflightSchema, FabricSchema, ModelSchema, ObservabilitySchema, ProfilingSchema, RouterSchema, RuntimeSchema, SloSchema, SshSchema } from "./sections";
+import { AttestationSchema, CalibrationSchema, TrialSchema, PreflightSchema, FabricSchema, ModelSchema, ObservabilitySchema, ProfilingSchema, RouterSchema, RuntimeSchema, SloSchema, SshSchema } from "./sections";
 
 export { HostSchema } from "./hosts";
 export { engineSchema } from "./engines";
@@ -29,6 +29,7 @@ export const SECTIONS = {
   attestation: AttestationSchema,
   preflight: PreflightSchema,
   calibration: CalibrationSchema,
+  trial: TrialSchema,
 } as const;
 
 /** Every config key the parser reads, in the order problems are reported. */
@@ -57,6 +58,7 @@ export const FleetConfigSchema = f.strict(
     attestation: AttestationSchema.prefault({}),
     preflight: PreflightSchema.prefault({}),
     calibration: CalibrationSchema.prefault({}),
+    trial: TrialSchema.prefault({}),
   },
   "an object of fleet config keys",
 );

@@ -387,3 +387,43 @@ export const CalibrationSchema = f
     "an object {enabled, samplesPerGroup, inputLengths?, observationBoundS?, routerOverheadS, maxFailuresPerGroup, adopt?}",
   )
   .describe("Gate F's first-token deadline calibration after preflight, opt-in.");
+
+const TrialClassSchema = f.strict(
+  {
+    promptTokens: f.positiveInt().describe("Prompt length of this class's requests, tokens (sent as token ids, which the router sizes exactly)."),
+    outputTokens: f.positiveInt().describe("Output length of this class's requests, tokens (`max_tokens` with `ignore_eos`)."),
+    weight: f.num({ gt: 0 }).default(1).describe("Relative share of the point's requests."),
+  },
+  "an object {promptTokens, outputTokens, weight}",
+);
+
+const TrialPointSchema = f.strict(
+  {
+    id: f.matching(/^[a-z0-9][a-z0-9-]{0,39}$/, 'lowercase letters, digits and "-" (e.g. "low")').describe("Names the point's resource and evidence."),
+    rate: f.num({ gt: 0, unit: "requests per second" }).describe("Offered rate, requests per second: arrivals never wait for replies (open loop)."),
+    requests: f.positiveInt().describe("Requests the point sends."),
+    arrival: f.choice(["poisson", "constant"] as const).default("poisson").describe("Gaps between arrivals: exponential (`vllm bench serve`'s default) or constant."),
+    seed: f.num({ int: true, min: 0 }).default(0).describe("Seeds the arrivals, the mix and the prompts, so a point replays exactly."),
+    mix: f.list(TrialClassSchema, "a list of {promptTokens, outputTokens, weight}", { min: 1 }).describe("The workload: prompt and output lengths within the profiled ranges."),
+  },
+  "an object {id, rate, requests, arrival, seed, mix}",
+);
+
+export const TrialSchema = f
+  .strict(
+    {
+      points: f
+        .list(TrialPointSchema, "a list of trial points")
+        .default(() => [])
+        .describe("Gate G's capacity trial points, run one after another once the router serves (docs/trial.md)."),
+      requestTimeoutS: f.seconds().default(P.trial.requestTimeoutS).describe("One request's bound, from its send to its last token."),
+      drainTimeoutS: f.seconds().default(P.trial.drainTimeoutS).describe("How long a point waits for in-flight requests to finish and the engines to idle, before and after it."),
+      minGoodFraction: f.num({ gt: 0, max: 1 }).default(P.trial.minGoodFraction).describe("Share of requests within `slo.ttftS` and `slo.tpotS` a reconciled point needs to pass."),
+      predictionBound: f
+        .num({ gt: 0 })
+        .default(P.trial.predictionBound)
+        .describe("Relative difference between measured and profile-predicted median TTFT or TPOT beyond which the report flags a point."),
+    },
+    "an object {points, requestTimeoutS, drainTimeoutS, minGoodFraction, predictionBound}",
+  )
+  .describe("Gate G's capacity trial through the private path.");

@@ -4,7 +4,7 @@
  */
 import { DIGEST, rejectsEach, type BadCase } from "./fixtures";
 
-const KNOWN_KEYS = "hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation, preflight, calibration";
+const KNOWN_KEYS = "hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation, preflight, calibration, trial";
 const MUTABLE = "pin an image ID (sha256:…) or a digest (repo@sha256:…)";
 
 const CASES: BadCase[] = [
