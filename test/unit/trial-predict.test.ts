@@ -1,7 +1,12 @@
 import { expect } from "chai";
+import { execFileSync } from "node:child_process";
+import { resolve } from "node:path";
+import { prefillTime, tokenInterval } from "../../lib/preflight/judge";
 import { decodeRequestLimit, departure, predictedCurve, predictPoint, profiledRange, rangeProblems, type PredictEngine } from "../../lib/trial/predict";
 import type { TrialPoint } from "../../lib/trial/types";
 import { row, summary } from "./trial-fixtures";
+
+const PYTHON = resolve(__dirname, "../../.tools/venv/bin/python");
 
 const pd = (prefill = [row("p0")], decode = [row("d0")]): PredictEngine[] => [
   ...prefill.map((r) => ({ role: "prefill" as const, row: r })),
@@ -71,8 +76,22 @@ describe("trial prediction from the profile fits", () => {
     expect(p.e2elS).to.be.closeTo(wait + es + tau + (0.75 * 49 + 0.25 * 199) * tau, 1e-9);
   });
 
+  it("prices rows exactly as narwhal-inference's Profile does (prefill_time, token_interval, decode_request_limit)", () => {
+    const r = row("d0", { ttft_a: 1e-8, tpot_slope: 1e-6, decode_max_kv_tokens: 9050, kv_capacity_tokens: 20000, ttft_block_tokens: 16, ttft_split: 0.003 });
+    const py = `
+import json, sys
+from narwhal.profiling.model import Profile
+p = Profile(**json.loads(sys.argv[1]))
+print(json.dumps([p.prefill_time(500), p.prefill_time(8), p.prefill_time(512), p.token_interval(5 * 550, 5), p.decode_request_limit(905), p.decode_request_limit(100000), p.decode_request_limit(300)]))`;
+    const theirs = JSON.parse(execFileSync(PYTHON, ["-c", py, JSON.stringify(r)], { encoding: "utf8" })) as number[];
+    const ours = [prefillTime(r, 500), prefillTime(r, 8), prefillTime(r, 512), tokenInterval(r, 5 * 550, 5), decodeRequestLimit(r, 905), decodeRequestLimit(r, 100000), decodeRequestLimit(r, 300)];
+    expect(ours).to.deep.equal(theirs);
+  });
+
   it("is monotonic in rate: TTFT, TPOT and the resident batch never fall as the rate rises", () => {
     const engines = pd([row("p0", { ttft_a: 1e-8 })], [row("d0", { tpot_slope: 1e-6 })]);
+    const batches = [0.5, 1, 2, 3, 4, 5].map((rate) => predictPoint(engines, point({ rate })).decodeRequestsPerEngine);
+    for (let i = 1; i < batches.length; i++) expect(batches[i]).to.be.greaterThan(batches[i - 1]);
     const curve = predictedCurve(engines, point());
     expect(curve).to.have.length(12);
     for (let i = 1; i < curve.length; i++) {
