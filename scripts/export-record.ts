@@ -1,14 +1,15 @@
 /**
  * `npm run export-record -- --stack <name> --out <dir>`: writes the stack's per-gate deployment record
  * into its evidence store, then a sanitised copy of it, of every record and of the text artifacts under
- * `<dir>` (lib/evidence/export.ts). Host aliases come from the stack config; the stack's secrets are
+ * `<dir>` (lib/evidence/export.ts), and prints each gate's status with the steps that failed it (a
+ * capacity-trial point with its trial verdict). Host aliases come from the stack config; the stack's secrets are
  * read (decrypted with the stack's passphrase) only to be redacted. Exits 2 on bad arguments, 1 on failure.
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseFleetConfig } from "../lib/config";
-import { EvidenceStore, evidenceRoot, exportAliases, exportDeploymentRecord, sourceRevision, splitStackConfig, type DiscoveredHost } from "../lib/evidence";
+import { EvidenceStore, evidenceRoot, exportAliases, exportDeploymentRecord, gateLines, sourceRevision, splitStackConfig, type DiscoveredHost } from "../lib/evidence";
 import { parseFlags, parseOrExit, required } from "./args";
 import { PROJECT_ROOT, selectStack } from "./stack/select";
 
@@ -50,7 +51,11 @@ async function main(): Promise<void> {
     process.stdout.write(
       `deployment record ${result.index.digest} (${result.index.relativePath} in the evidence store)\n` +
         `exported ${Object.keys(result.files).length} sanitised files to ${args.out}` +
-        (Object.keys(result.withheld).length ? `; ${Object.keys(result.withheld).length} binary artifacts withheld (see manifest.json)\n` : "\n"),
+        (Object.keys(result.withheld).length ? `; ${Object.keys(result.withheld).length} binary artifacts withheld (see manifest.json)\n` : "\n") +
+        // Aliases only: a step subject is a host, engine, edge or point alias, never an address.
+        gateLines(result.deployment)
+          .map((l) => `${l}\n`)
+          .join(""),
     );
   } catch (e) {
     process.stderr.write(`export of stack ${args.stack} failed: ${(e as Error).message}\n`);

@@ -52,7 +52,7 @@ async function main(): Promise<void> {
     const out = path.resolve(args.out ?? path.join(root, "..", "report.html"));
     await fsp.mkdir(path.dirname(out), { recursive: true });
     await fsp.writeFile(out, renderReport(data), "utf8");
-    const counts = `${data.profiles.length} profile(s), ${data.fabric ? data.fabric.cells.length : 0} fabric edge(s), ${data.preflight ? "preflight" : "no preflight"}, ${data.identities.length} engine(s), ${data.invalid.length} invalid record(s)`;
+    const counts = `${data.profiles.length} profile(s), ${data.fabric ? data.fabric.cells.length : 0} fabric edge(s), ${data.preflight ? "preflight" : "no preflight"}, ${data.identities.length} engine(s), ${data.capacity?.points.length ?? 0} trial point(s), ${data.invalid.length} invalid record(s)`;
     process.stdout.write(`${out}\n${counts}\n`);
   } catch (e) {
     process.stderr.write(`report of stack ${args.stack} failed: ${(e as Error).message}\n`);

@@ -6,6 +6,7 @@
  */
 import { GATES, gateOfKind, type GateId } from "./gates";
 import { evidenceRecord, type EvidenceRecord, type EvidenceVerdict } from "./record";
+import { LOAD_TRIAL_KIND, trialStep, type TrialStepSummary } from "./trial-step";
 
 /** A record read back from the store, with where it is and the digest that proves it unchanged. */
 export interface StoredRecord {
@@ -35,7 +36,10 @@ export interface GateStep {
   startingState?: unknown;
   commands: StepCommand[];
   artifacts: Array<{ name: string; path: string; sha256: string; bytes: number }>;
+  /** For a trial point (`load-trial`), decided by the trial's own verdict: see trial-step.ts. */
   verdict: EvidenceVerdict;
+  /** A trial point's id, offered rate and trial verdict. */
+  trial?: TrialStepSummary;
   startedAt: string;
   endedAt: string;
   /** The record's path in the evidence store and its digest. */
@@ -79,6 +83,7 @@ function hostsOf(record: EvidenceRecord, engineHosts: EngineHosts): string[] {
 }
 
 function stepOf({ relativePath, digest, record }: StoredRecord, engineHosts: EngineHosts): GateStep {
+  const judged = record.kind === LOAD_TRIAL_KIND ? trialStep(record.subject.alias, record.observations, record.verdict) : { verdict: record.verdict };
   return {
     kind: record.kind,
     subject: `${record.subject.kind} ${record.subject.alias}`,
@@ -93,7 +98,7 @@ function stepOf({ relativePath, digest, record }: StoredRecord, engineHosts: Eng
       ...(c.signal ? { signal: c.signal } : {}),
     })),
     artifacts: record.artifacts.map((a) => ({ name: a.name, path: a.relativePath, sha256: a.sha256, bytes: a.bytes })),
-    verdict: record.verdict,
+    ...judged,
     startedAt: record.startedAt,
     endedAt: record.endedAt,
     record: { relativePath, digest },
@@ -136,6 +141,18 @@ export function deploymentRecord(stack: string, records: readonly StoredRecord[]
     }),
     unassigned: steps.filter((s) => gateOfKind(s.kind) === undefined).sort(byTime),
   };
+}
+
+/**
+ * One line per gate for the export command's output: its status and, when it fails, the current steps
+ * that failed it (a trial point names its trial verdict), so `slo-miss` is seen without opening the file.
+ */
+export function gateLines(index: DeploymentRecord): string[] {
+  return index.gates.map((g) => {
+    const failing = g.steps.filter((s) => s.current && (s.verdict.status === "fail" || s.verdict.status === "invalid"));
+    const which = failing.map((s) => `${s.kind} ${s.subject}${s.trial ? ` (${s.trial.verdict})` : ""}`);
+    return `Gate ${g.gate}: ${g.status}${which.length ? `: ${which.join(", ")}` : ""}`;
+  });
 }
 
 /**

@@ -32,6 +32,8 @@ export interface ExportResult {
   readonly files: Record<string, string>;
   /** Artifacts left out, by store path, and why. */
   readonly withheld: Record<string, string>;
+  /** The private (unsanitised) per-gate index that was stored. */
+  readonly deployment: DeploymentRecord;
 }
 
 const sha256 = (bytes: Buffer | string) => `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
@@ -105,5 +107,5 @@ export async function exportDeploymentRecord(options: ExportOptions): Promise<Ex
     else put(path.posix.join("artifacts", relativePath.replace("/artifacts/", "/")), sanitiser.text(text));
   }
   fs.writeFileSync(path.join(outDir, "manifest.json"), JSON.stringify({ stack, files, withheld }, null, 2) + "\n", { flag: "wx" });
-  return { index: written, files, withheld };
+  return { index: written, files, withheld, deployment: index };
 }

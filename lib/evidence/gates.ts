@@ -21,7 +21,7 @@ export const GATES: readonly GateInfo[] = [
   { gate: "D", title: "Prove the transfer fabric against the serving cache", kinds: ["fabric-edge", "fabric-matrix"] },
   { gate: "E", title: "Attest the live engine processes", kinds: ["attestation"] },
   { gate: "F", title: "Profile once and run the live KV contract", kinds: ["profile", "profile-store", "preflight", "calibration"] },
-  { gate: "G", title: "Start the service and validate capacity through the private path", kinds: ["router", "observability"] },
+  { gate: "G", title: "Start the service and validate capacity through the private path", kinds: ["router", "observability", "load-trial"] },
 ];
 
 const BY_KIND = new Map(GATES.flatMap((g) => g.kinds.map((k) => [k, g.gate] as const)));

@@ -25,6 +25,7 @@ export {
   DEPLOYMENT_RECORD_KIND,
   deploymentRecord,
   deploymentRecordEvidence,
+  gateLines,
   type DeploymentRecord,
   type EngineHosts,
   type GateEntry,
@@ -33,5 +34,6 @@ export {
   type StepCommand,
   type StoredRecord,
 } from "./deployment-record";
+export { LOAD_TRIAL_KIND, trialStep, type TrialStepSummary } from "./trial-step";
 export { exportDeploymentRecord, storedRecords, type ExportOptions, type ExportResult } from "./export";
 export { exportAliases, splitStackConfig, type AliasSources, type DiscoveredHost } from "./export-aliases";

@@ -21,6 +21,7 @@ export const EVIDENCE_KINDS = [
   "preflight",
   "calibration",
   "router",
+  "load-trial",
   "deployment-record",
 ] as const;
 

@@ -6,20 +6,15 @@
 import type { FabricVerdict } from "../../fabric/budget";
 import { GATES, type GateName } from "../../preflight/types";
 import type { ProfileRow } from "../../profiling";
+import { capacityView } from "./capacity-view";
+import { num, obj, str } from "./guards";
+import { provenance } from "./provenance";
 import type { Chosen, Selection } from "./select";
-import type { FabricView, HeatCell, IdentityRow, InvalidEvidence, PreflightCell, PreflightView, ProfileView, Provenance, ReportData, StoredRecord } from "./types";
+import type { FabricView, HeatCell, IdentityRow, InvalidEvidence, PreflightCell, PreflightView, ProfileView, ReportData, StoredRecord } from "./types";
 
-type Json = Record<string, unknown>;
-const obj = (v: unknown): Json | undefined => (v && typeof v === "object" && !Array.isArray(v) ? (v as Json) : undefined);
-const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
-const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
 const tuples = (v: unknown, width: number): Array<number[]> | null =>
   Array.isArray(v) && v.every((t) => Array.isArray(t) && t.length === width && t.every((x) => num(x) !== null)) ? (v as number[][]) : null;
 
-export function provenance(c: Chosen): Provenance {
-  const r = c.stored.record;
-  return { relativePath: c.stored.relativePath, digest: c.stored.digest, startedAt: r.startedAt, endedAt: r.endedAt, status: r.verdict.status, reasons: r.verdict.reasons, chosenBy: c.chosenBy };
-}
 
 const sorted = (m: ReadonlyMap<string, Chosen> | undefined): Chosen[] => [...(m ?? new Map<string, Chosen>()).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, c]) => c);
 
@@ -167,6 +162,7 @@ export function reportData(i: ReportInputs): ReportData {
   const preflight = sorted(i.selection.get("preflight"))[0];
   const fabric = matrix ? fabricView(matrix, i.byPath) : undefined;
   const gates = preflight ? preflightView(preflight) : undefined;
+  const trials = sorted(i.selection.get("load-trial"));
   return {
     stack: i.stack,
     generatedAt: i.generatedAt,
@@ -175,6 +171,7 @@ export function reportData(i: ReportInputs): ReportData {
     ...(fabric ? { fabric } : {}),
     ...(gates ? { preflight: gates } : {}),
     identities: identities(i.selection),
+    ...(trials.length ? { capacity: capacityView(trials) } : {}),
     invalid: i.invalid,
   };
 }

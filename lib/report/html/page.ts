@@ -3,6 +3,8 @@
  * Content-Security-Policy that forbids every fetch, so it opens from disk anywhere and shows only what
  * it holds. Every value from the store goes through `esc`.
  */
+import { CAPACITY_LEGEND, tpotChart, ttftChart } from "./capacity-chart";
+import { capacityTable } from "./capacity-table";
 import { esc } from "./escape";
 import { heatmap } from "./heatmap";
 import { identityTable } from "./identity-table";
@@ -11,7 +13,7 @@ import { decodeChart, levelLegend, prefillChart } from "./profile-chart";
 import { provenanceLine, when } from "./provenance";
 import { figure } from "./scale";
 import { STYLE } from "./style";
-import type { ProfileView, ReportData } from "./types";
+import type { CapacityView, ProfileView, ReportData } from "./types";
 
 /** No source is allowed anything but the inline style: no image, font, frame or connection from anywhere. */
 export const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'";
@@ -26,6 +28,16 @@ function profileSection(v: ProfileView): string {
     `<section class="profile" data-engine="${esc(v.engineId)}"><h3>${esc(v.engineId)}</h3>${provenanceLine(v.provenance)}<p class="meta">${esc(errors)}</p>${problem}` +
     `<div class="charts">${prefillChart(v)}${decodeChart(v)}</div><p class="meta">decode lines and points by active requests: ${levelLegend(v)}</p></section>`
   );
+}
+
+/** Gate G's capacity trial; only a store holding `load-trial` records has the section at all. */
+function capacitySection(v: CapacityView): string {
+  const drawn = v.points.length
+    ? `<p class="meta">${esc(`${v.points.length} trial point${v.points.length === 1 ? "" : "s"}, each run open loop through the SSH tunnel to the router, its client records reconciled with the router's and engines' counters before an SLO miss counts as a capacity verdict.`)}</p>` +
+      `<div class="charts">${ttftChart(v)}${tpotChart(v)}</div><p class="meta">${esc(CAPACITY_LEGEND)}</p>${capacityTable(v)}`
+    : "";
+  const unreadable = v.unreadable.length ? `<ul class="invalid">${v.unreadable.map((i) => `<li><code>${esc(i.relativePath)}</code>: ${esc(i.reason)}</li>`).join("")}</ul>` : "";
+  return `<section class="capacity" id="capacity"><h2>Capacity trial (Gate G)</h2>${drawn}${unreadable}</section>`;
 }
 
 export function renderReport(d: ReportData): string {
@@ -52,6 +64,7 @@ export function renderReport(d: ReportData): string {
 <h2>Fabric edges against budget</h2>${fabric}
 <h2>Preflight gates</h2>${preflight}
 <h2>Engines: generation and attestation</h2>${engines}
+${d.capacity ? capacitySection(d.capacity) : ""}
 <h2>Invalid evidence</h2>${invalid}
 </body></html>
 `;

@@ -42,7 +42,10 @@ export function selectRecords(records: readonly StoredRecord[], pointers?: Reado
   return out;
 }
 
-/** Every `{relativePath, digest}` object anywhere in a stack's outputs: the evidence its resources hold. */
+/**
+ * Every `{relativePath, digest}` object anywhere in a stack's outputs: the evidence its resources hold
+ * (each engine's, the preflight's, and each trial point's `capacity.points.<id>.evidence`).
+ */
 export function evidencePointers(outputs: unknown): Map<string, string> {
   const found = new Map<string, string>();
   const walk = (v: unknown): void => {

@@ -14,5 +14,9 @@ svg text{font:11px system-ui,sans-serif;fill:#1d2329}svg .axis-title{font-size:1
 table{border-collapse:collapse;font-size:12.5px}th,td{border:1px solid #d6dce2;padding:3px 7px;text-align:left}
 .preflight td{text-align:center;min-width:46px}
 .gate-ok,.status-pass{background:#d8f0dd}.gate-fail,.status-fail,.status-invalid{background:#f6d3d3}.gate-skip,.status-info{background:#eceff2}
+.slo{stroke:#b23b3b;stroke-width:1.4;stroke-dasharray:6 4}.predicted{fill:none;stroke:#1f6fb2;stroke-width:1.6;stroke-dasharray:2 3}
+.measured-p50{fill:#1d2329}.measured-p99{fill:#fff;stroke:#d9730d;stroke-width:1.6}.measured.not-pass{stroke:#b23b3b;stroke-width:2.4}
+.departure{fill:none;stroke:#9b3fb5;stroke-width:1.6}.point-label{font-size:10.5px;fill:#b23b3b}
+.capacity td.departs{background:#efe0f5}.capacity .reasons ul{margin:0;padding-left:16px}
 .empty-note{color:#6b7680;font-style:italic}
 `;

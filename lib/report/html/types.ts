@@ -93,6 +93,39 @@ export interface IdentityRow {
   readonly profileGenerationDigest?: string | null;
 }
 
+/** One capacity-trial point (a `load-trial` record) as the report draws it; a figure the record lacks is null. */
+export interface TrialPointView {
+  readonly pointId: string;
+  readonly provenance: Provenance;
+  /** The configured offered rate, requests per second: the x of every mark. */
+  readonly offeredRate: number;
+  readonly requests: number | null;
+  /** The send rate the client kept (`achieved_send_rate`) and the completions per second (`request_throughput`). */
+  readonly achievedRate: number | null;
+  readonly throughput: number | null;
+  readonly p50TtftMs: number | null;
+  readonly p99TtftMs: number | null;
+  readonly p50TpotMs: number | null;
+  readonly goodFraction: number | null;
+  /** Failed requests (`failed`). */
+  readonly errors: number | null;
+  readonly predicted: { readonly ttftMs: number; readonly tpotMs: number } | null;
+  readonly departure: { readonly ttft: number; readonly tpot: number; readonly bound: number; readonly flagged: boolean } | null;
+  readonly slo: { readonly ttftMs: number; readonly tpotMs: number } | null;
+  /** The prediction from near zero to the profiled range's maximum rate. */
+  readonly curve: ReadonlyArray<{ readonly rate: number; readonly ttftMs: number; readonly tpotMs: number }>;
+  /** `pass`, `slo-miss`, `unreconciled`, or what else the record says (anything but `pass` is marked). */
+  readonly verdict: string;
+  /** The verdict's reasons, then each reconciliation cause not already among them. */
+  readonly reasons: readonly string[];
+}
+
+/** Gate G's capacity trial: its points in offered-rate order, and the records that could not be drawn. */
+export interface CapacityView {
+  readonly points: readonly TrialPointView[];
+  readonly unreadable: readonly InvalidEvidence[];
+}
+
 export interface InvalidEvidence {
   readonly relativePath: string;
   readonly reason: string;
@@ -107,5 +140,7 @@ export interface ReportData {
   readonly fabric?: FabricView;
   readonly preflight?: PreflightView;
   readonly identities: readonly IdentityRow[];
+  /** Absent when the store holds no `load-trial` record: the page then has no capacity section. */
+  readonly capacity?: CapacityView;
   readonly invalid: readonly InvalidEvidence[];
 }

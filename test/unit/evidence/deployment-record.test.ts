@@ -1,6 +1,7 @@
 import { expect } from "chai";
-import { GATES, deploymentRecord, deploymentRecordEvidence, gateOfKind, parseEvidenceRecord, type StoredRecord } from "../../../lib/evidence";
+import { GATES, deploymentRecord, deploymentRecordEvidence, gateLines, gateOfKind, parseEvidenceRecord, type StoredRecord } from "../../../lib/evidence";
 import { EVIDENCE_KINDS } from "../../../lib/evidence/record";
+import { TRIAL_POINTS, trialRecord } from "../../fixtures/report/trial";
 import { sampleRecord } from "./helpers";
 
 const REV = "9b0cc90e0d1f2a3b4c5d6e7f8091a2b3c4d5e6f7";
@@ -29,6 +30,7 @@ function edge(status: "pass" | "fail") {
 describe("evidence: deployment record", () => {
   it("puts every kind the store knows in exactly one gate, in runbook order", () => {
     expect(GATES.map((g) => g.gate)).to.deep.equal(["A", "B", "C", "D", "E", "F", "G"]);
+    expect(GATES.find((g) => g.gate === "G")!.kinds).to.deep.equal(["router", "observability", "load-trial"]);
     const unclaimed = EVIDENCE_KINDS.filter((k) => k !== "deployment-record" && gateOfKind(k) === undefined);
     expect(unclaimed).to.deep.equal([]);
     const all = GATES.flatMap((g) => g.kinds);
@@ -100,5 +102,72 @@ describe("evidence: deployment record", () => {
     expect(a.verdict.reasons).to.include("Gate D failed: Prove the transfer fabric against the serving cache");
     expect(a.verdict.reasons).to.include("Gate B has no evidence record");
     expect(() => deploymentRecordEvidence(deploymentRecord("dev", []), REV)).to.throw("stack dev has no evidence records to put in a deployment record");
+  });
+
+  describe("Gate G's capacity trial", () => {
+    const router = sampleRecord({ kind: "router", subject: { kind: "fleet", alias: "dev" }, commands: [], startedAt: "2026-11-29T14:30:00.000Z", endedAt: "2026-11-29T14:30:05.000Z" });
+    const point = (n: number, i: number, verdictOverride?: string) => {
+      const r = trialRecord("dev", TRIAL_POINTS[i], []);
+      if (verdictOverride !== undefined) (r.observations as { verdict: string }).verdict = verdictOverride;
+      return stored(n, r);
+    };
+
+    it("carries each point as a step with its trial verdict mapped, and fails the gate on a slo-miss or unreconciled point", () => {
+      const index = deploymentRecord("dev", [stored(1, router), point(2, 0), point(3, 1), point(4, 2), point(5, 3)]);
+      const gateG = index.gates.find((g) => g.gate === "G")!;
+      expect(gateG.status).to.equal("fail");
+      const trials = gateG.steps.filter((s) => s.kind === "load-trial");
+      expect(trials.map((s) => [s.subject, s.trial, s.verdict.status])).to.deep.equal([
+        ["fleet p1", { point: "p1", offeredRate: 1, verdict: "pass" }, "pass"],
+        ["fleet p2", { point: "p2", offeredRate: 3, verdict: "pass" }, "pass"],
+        ["fleet p3", { point: "p3", offeredRate: 5, verdict: "slo-miss" }, "fail"],
+        ["fleet p4", { point: "p4", offeredRate: 6, verdict: "unreconciled" }, "fail"],
+      ]);
+      expect(trials[0].verdict.reasons).to.deep.equal([]);
+      expect(trials[2].verdict.reasons.slice(0, 2)).to.deep.equal(["trial point p3: slo-miss", TRIAL_POINTS[2].reasons![0]]);
+      // The reconciliation's causes are kept beside the verdict's reasons, each once.
+      expect(trials[3].verdict.reasons.slice(0, 4)).to.deep.equal(["trial point p4: unreconciled", ...TRIAL_POINTS[3].reasons!, ...TRIAL_POINTS[3].causes!]);
+      expect(trials.map((s) => s.artifacts)).to.deep.equal([[], [], [], []]);
+      expect(gateLines(index).at(-1)).to.equal("Gate G: fail: load-trial fleet p3 (slo-miss), load-trial fleet p4 (unreconciled)");
+      expect(deploymentRecordEvidence(index, REV).verdict.reasons).to.include("Gate G failed: Start the service and validate capacity through the private path");
+    });
+
+    it("passes Gate G only when every current point passes, whatever the record's own verdict says", () => {
+      const passing = deploymentRecord("dev", [stored(1, router), point(2, 0), point(3, 1)]);
+      expect(passing.gates.find((g) => g.gate === "G")!.status).to.equal("pass");
+      expect(gateLines(passing).at(-1)).to.equal("Gate G: pass");
+      // A record that says pass while its trial says slo-miss is a failed point.
+      const lying = point(4, 2);
+      lying.record.verdict = { status: "pass", reasons: [] };
+      expect(deploymentRecord("dev", [stored(1, router), point(2, 0), lying]).gates.find((g) => g.gate === "G")!.status).to.equal("fail");
+      // A record the provider failed for another reason stays failed though its trial passed.
+      const broken = point(5, 0);
+      broken.record.verdict = { status: "fail", reasons: ["tunnel.log could not be stored"] };
+      const step = deploymentRecord("dev", [broken]).gates.find((g) => g.gate === "G")!.steps[0];
+      expect(step.verdict).to.deep.equal({ status: "fail", reasons: ["tunnel.log could not be stored"] });
+    });
+
+    it("treats a trial record without a verdict as invalid evidence, never a pass", () => {
+      const none = point(6, 0, undefined);
+      delete (none.record.observations as { verdict?: string }).verdict;
+      const odd = point(7, 1, "excellent");
+      const gateG = deploymentRecord("dev", [stored(1, router), none, odd]).gates.find((g) => g.gate === "G")!;
+      expect(gateG.status).to.equal("fail");
+      expect(gateG.steps.filter((s) => s.kind === "load-trial").map((s) => [s.trial!.verdict, s.verdict.status, s.verdict.reasons[0]])).to.deep.equal([
+        ["missing", "invalid", "trial point p1: the record carries no trial verdict (observations.verdict)"],
+        ["missing", "invalid", 'trial point p2: unknown trial verdict "excellent"'],
+      ]);
+    });
+
+    it("lets a re-run point supersede its earlier run, so a point that now passes passes the gate", () => {
+      const miss = point(2, 2);
+      const rerun = stored(3, { ...trialRecord("dev", { ...TRIAL_POINTS[2], verdict: "pass", reasons: [], at: "2026-11-29T15:10:00.000Z" }, []) });
+      const gateG = deploymentRecord("dev", [stored(1, router), miss, rerun]).gates.find((g) => g.gate === "G")!;
+      expect(gateG.steps.filter((s) => s.kind === "load-trial").map((s) => [s.trial!.verdict, s.current])).to.deep.equal([
+        ["slo-miss", false],
+        ["pass", true],
+      ]);
+      expect(gateG.status).to.equal("pass");
+    });
   });
 });

@@ -4,6 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseFleetConfig } from "../../../lib/config";
 import { EvidenceStore, exportAliases, exportDeploymentRecord, splitStackConfig, type ExportAliases } from "../../../lib/evidence";
+import { TRIAL_ARTIFACTS, TRIAL_POINTS, trialRecord } from "../../fixtures/report/trial";
 import { filesUnder, rejectionOf, sampleRecord, tempDirs } from "./helpers";
 
 const API_KEY = "nw-live-7f3a9c2e51b84d06a1e2";
@@ -148,6 +149,33 @@ describe("evidence: deployment record export", () => {
       expect(`sha256:${createHash("sha256").update(fs.readFileSync(path.join(out, name))).digest("hex")}`, name).to.equal(digest);
     }
     expect(Object.values(manifest.withheld)).to.deep.equal(["binary content cannot be sanitised"]);
+  });
+
+  it("carries a capacity-trial point into Gate G with its trial verdict, its reasons and its six artifacts, sanitised", async () => {
+    const store = new EvidenceStore(dirs.root());
+    const point = TRIAL_POINTS[2];
+    const artifacts = [];
+    for (const name of TRIAL_ARTIFACTS) {
+      const text = name === "tunnel.log" ? "ssh -N -L 127.0.0.1:41234:10.77.0.11:8080 ubuntu@10.77.0.11\nforward up\n" : `{"point":"${point.id}","file":"${name}"}\n`;
+      artifacts.push(await store.writeArtifact("load-trial", name, text));
+    }
+    const written = await store.write(trialRecord("dev", point, artifacts));
+    const out = path.join(dirs.tmp(), "export");
+    const result = await exportDeploymentRecord({ store, stack: "dev", aliases, outDir: out, sourceRevision: REV });
+
+    const index = JSON.parse(fs.readFileSync(path.join(out, "deployment-record.json"), "utf8"));
+    const gateG = index.gates.find((g: { gate: string }) => g.gate === "G");
+    expect(gateG.status).to.equal("fail");
+    expect(gateG.steps).to.have.length(1);
+    const step = gateG.steps[0];
+    expect(step).to.deep.include({ kind: "load-trial", subject: "fleet p3", trial: { point: "p3", offeredRate: 5, verdict: "slo-miss" }, record: written });
+    expect(step.verdict).to.deep.equal({ status: "fail", reasons: ["trial point p3: slo-miss", point.reasons![0], `slo-miss: ${point.reasons![0]}`] });
+    expect(step.artifacts.map((a: { name: string }) => a.name)).to.deep.equal(TRIAL_ARTIFACTS);
+    for (const a of artifacts) expect(result.files, a.name).to.have.property(path.posix.join("artifacts", a.relativePath.replace("/artifacts/", "/")));
+    // The tunnel's log names the router's private address; the export names its host instead.
+    const tunnel = fs.readFileSync(path.join(out, "artifacts", artifacts[5].relativePath.replace("/artifacts/", "/")), "utf8");
+    expect(tunnel).to.equal("ssh -N -L 127.0.0.1:41234:host:sim1:8080 host:sim1\nforward up\n");
+    expect(result.deployment.gates.find((g) => g.gate === "G")!.status).to.equal("fail");
   });
 
   it("keeps the private index in the store, the same one for the same evidence, and never mixes two exports in one folder", async () => {

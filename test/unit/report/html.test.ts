@@ -5,6 +5,7 @@ import * as path from "node:path";
 import { EvidenceStore } from "../../../lib/evidence";
 import { collectReport, CONTENT_SECURITY_POLICY, esc, evidencePointers, heldGenerations, renderReport, type ReportData } from "../../../lib/report/html";
 import { attrsOf, chartOf, elements, FIXTURE_STACK, FIXTURE_STORE, recordsOf, stored } from "../../fixtures/report/page";
+import { predictTpotS, predictTtftS, TRIAL_ARTIFACTS, TRIAL_CURVE, TRIAL_POINTS, TRIAL_SLO, trialRecord } from "../../fixtures/report/trial";
 
 const ENGINES = ["e1", "e2", "e3", "e4"];
 const NOW = new Date("2026-11-29T15:00:00.000Z");
@@ -163,6 +164,12 @@ describe("evidence report: the page built from a fixture store", () => {
     for (const { record } of recordsOf("attestation")) expect(html).to.include(`title="${record.observations.attestationDigest}"`);
   });
 
+  it("has no capacity section when the store holds no load-trial record", () => {
+    expect(data.capacity).to.equal(undefined);
+    expect(html).to.not.include("Capacity trial");
+    expect(html).to.not.match(/data-chart="capacity-/);
+  });
+
   it("says when each record was measured and which record it is", () => {
     for (const [, p] of profiles()) expect(html).to.include(`<time datetime="${p.record.startedAt}">`);
     expect(html).to.include(`<time datetime="${recordsOf("fabric-matrix")[0].record.endedAt}">`);
@@ -252,5 +259,127 @@ describe("evidence report: stores that are not as written", () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("evidence report: the capacity trial (Gate G)", () => {
+  let root: string;
+  let written: Map<string, { relativePath: string; digest: string }>;
+  let data: ReportData;
+  let html: string;
+  before(async () => {
+    root = tmpCopy();
+    const store = new EvidenceStore(root);
+    written = new Map();
+    for (const p of TRIAL_POINTS) {
+      const artifacts = [];
+      for (const name of TRIAL_ARTIFACTS) artifacts.push(await store.writeArtifact("load-trial", name, `${p.id} ${name}\n`));
+      written.set(p.id, await store.write(trialRecord(FIXTURE_STACK, p, artifacts)));
+    }
+    data = await collectReport(store, { stack: FIXTURE_STACK, now: NOW });
+    html = renderReport(data);
+  });
+  after(() => fs.rmSync(path.dirname(root), { recursive: true, force: true }));
+
+  it("draws each point's median and p99 TTFT and median TPOT at its offered rate", () => {
+    expect(html).to.include(`<h2>Capacity trial (Gate G)</h2>`);
+    const ttft = chartOf(html, "capacity-ttft", "fleet");
+    const tpot = chartOf(html, "capacity-tpot", "fleet");
+    const read = (c: typeof ttft, cls: string) =>
+      elements(c.body, "circle", cls).map((e) => {
+        const [x, y] = c.value(Number(e.attrs.cx), Number(e.attrs.cy));
+        expect(x).to.be.closeTo(Number(e.attrs["data-x"]), c.tolerance[0]);
+        expect(y).to.be.closeTo(Number(e.attrs["data-y"]), c.tolerance[1]);
+        return [e.attrs["data-point"], Number(e.attrs["data-x"]), Number(e.attrs["data-y"])];
+      });
+    expect(read(ttft, "measured-p50")).to.deep.equal(TRIAL_POINTS.map((p) => [p.id, p.rate, p.p50TtftMs]));
+    expect(read(ttft, "measured-p99")).to.deep.equal(TRIAL_POINTS.map((p) => [p.id, p.rate, p.p99TtftMs]));
+    expect(read(tpot, "measured-p50")).to.deep.equal(TRIAL_POINTS.map((p) => [p.id, p.rate, p.p50TpotMs]));
+    expect(elements(tpot.body, "circle", "measured-p99")).to.deep.equal([]);
+  });
+
+  it("draws the SLO as a horizontal line at its bound on each chart", () => {
+    for (const [chart, bound] of [["capacity-ttft", TRIAL_SLO.ttftS * 1000], ["capacity-tpot", TRIAL_SLO.tpotS * 1000]] as const) {
+      const c = chartOf(html, chart, "fleet");
+      const [line] = elements(c.body, "line", "slo");
+      expect(elements(c.body, "line", "slo"), chart).to.have.length(1);
+      expect(Number(line.attrs["data-y"])).to.equal(bound);
+      expect(line.attrs.y1).to.equal(line.attrs.y2);
+      expect(c.value(Number(line.attrs.x1), Number(line.attrs.y1))[1]).to.be.closeTo(bound, c.tolerance[1]);
+      expect(line.title).to.equal(`SLO: ${chart === "capacity-ttft" ? "TTFT" : "TPOT"} ≤ ${bound} ms (points p1, p2, p3, p4)`);
+    }
+  });
+
+  it("draws the predicted curve from the stored prediction, cut where it leaves the chart", () => {
+    for (const [chart, predict] of [["capacity-ttft", predictTtftS], ["capacity-tpot", predictTpotS]] as const) {
+      const c = chartOf(html, chart, "fleet");
+      const [curve] = elements(c.body, "polyline", "predicted");
+      const pts = curve.attrs.points.split(" ").map((xy) => c.value(...(xy.split(",").map(Number) as [number, number])));
+      // One vertex per stored curve point, in order, up to the last one inside the frame.
+      const yTop = Number(c.svg["data-domain"].split(" ")[3]);
+      const inside = TRIAL_CURVE.filter((q) => predict(q.rate) * 1000 <= yTop);
+      expect(pts).to.have.length(inside.length);
+      expect(inside.length).to.be.greaterThan(10);
+      pts.forEach(([rate, ms], i) => {
+        expect(rate).to.be.closeTo(inside[i].rate, c.tolerance[0]);
+        expect(ms, `${chart} at ${inside[i].rate} req/s`).to.be.closeTo(predict(inside[i].rate) * 1000, c.tolerance[1]);
+      });
+    }
+    // TTFT's prediction grows without bound towards 8 req/s: the line stops, and says where.
+    const [ttftCurve] = elements(chartOf(html, "capacity-ttft", "fleet").body, "polyline", "predicted");
+    expect(ttftCurve.title).to.match(/^predicted TTFT from the stored profile fits \(points p1, p2, p3, p4\); above \d+ ms from [\d.]+ req\/s, off the chart$/);
+  });
+
+  it("marks and labels the point that departs from prediction and every point that does not pass", () => {
+    const c = chartOf(html, "capacity-ttft", "fleet");
+    const rings = elements(c.body, "circle", "departure");
+    expect(rings.map((r) => r.attrs["data-point"])).to.deep.equal(["p2"]);
+    expect(rings[0].title).to.equal("p2 departs from prediction: TTFT +34.6%, TPOT +3.8% (bound 25%)");
+    const labels = [...c.body.matchAll(/<text class="point-label" data-point="([^"]+)"[^>]*>([^<]*)<\/text>/g)].map((m) => [m[1], m[2]]);
+    expect(labels).to.deep.equal([
+      ["p2", "p2: departs"],
+      ["p3", "p3: slo-miss"],
+      ["p4", "p4: unreconciled"],
+    ]);
+    const notPass = elements(c.body, "circle", "not-pass").map((e) => e.attrs["data-point"]);
+    expect([...new Set(notPass)]).to.deep.equal(["p3", "p4"]);
+  });
+
+  it("tabulates every point's figures, prediction, departure, verdict and reasons, escaped", () => {
+    const rows = Object.fromEntries([...html.matchAll(/<tr data-point="([^"]+)"([^>]*)>(.*?)<\/tr>/g)].map((m) => [m[1], { attrs: attrsOf(m[2]), cells: [...m[3].matchAll(/<t[hd][^>]*>(.*?)<\/t[hd]>/g)].map((c) => c[1]) }]));
+    expect(Object.keys(rows)).to.deep.equal(["p1", "p2", "p3", "p4"]);
+    expect(rows.p1.cells.slice(0, 10)).to.deep.equal(["p1", "1 / 0.995", "170 / 260", "22", "100%", "0 of 40", "165.7 / 22", "within: TTFT +2.6%, TPOT +0.0% (bound 25%)", "pass", ""]);
+    expect(rows.p2.attrs["data-departs"]).to.equal("true");
+    expect(rows.p2.cells[7]).to.equal("flagged: TTFT +34.6%, TPOT +3.8% (bound 25%)");
+    expect(rows.p3.attrs).to.deep.include({ "data-verdict": "slo-miss", class: "not-pass" });
+    expect(rows.p3.cells[8]).to.equal("slo-miss");
+    expect(rows.p3.cells[9]).to.equal(`<ul><li>${esc(TRIAL_POINTS[2].reasons![0])}</li></ul>`);
+    expect(rows.p4.cells[5]).to.equal("3 of 40");
+    expect(rows.p4.cells[9]).to.equal(`<ul>${[...TRIAL_POINTS[3].reasons!, ...TRIAL_POINTS[3].causes!].map((r) => `<li>${esc(r)}</li>`).join("")}</ul>`);
+    expect(html).to.include("failed scrape: &lt;e2&gt; /metrics answered 503 &amp; was skipped");
+    expect(html).to.not.include("<e2>");
+    expect(rows.p1.cells[10]).to.include("(newest in the store)");
+  });
+
+  it("shows only the points the stack's capacity output points at, as held by the stack", async () => {
+    const held = (id: string) => ({ verdict: "pass", offeredRate: 1, evidence: written.get(id)! });
+    const outputs = { capacity: { value: { points: { p1: held("p1"), p3: held("p3") } }, secret: false } };
+    const d = await collectReport(new EvidenceStore(root), { stack: FIXTURE_STACK, pointers: evidencePointers(outputs) });
+    expect(d.capacity!.points.map((p) => [p.pointId, p.provenance.chosenBy])).to.deep.equal([
+      ["p1", "stack"],
+      ["p3", "stack"],
+    ]);
+  });
+
+  it("lists a trial record it cannot place against offered rate instead of drawing it", async () => {
+    const store = new EvidenceStore(root);
+    const broken = trialRecord(FIXTURE_STACK, { ...TRIAL_POINTS[0], id: "p9", at: "2026-11-29T14:50:00.000Z" }, []);
+    const o = broken.observations as { point: Record<string, unknown> };
+    delete o.point.rate;
+    const w = await store.write(broken);
+    const d = await collectReport(store, { stack: FIXTURE_STACK });
+    expect(d.capacity!.unreadable).to.deep.equal([{ relativePath: w.relativePath, reason: "its observations carry no point.rate, so it cannot be placed against offered rate" }]);
+    expect(d.capacity!.points.map((p) => p.pointId)).to.deep.equal(["p1", "p2", "p3", "p4"]);
+    expect(renderReport(d)).to.include(`<li><code>${w.relativePath}</code>: its observations carry no point.rate`);
   });
 });

@@ -35,7 +35,7 @@ describe("npm run report", function () {
   it("writes the page of a stack's evidence store offline, and says what it holds", async () => {
     const r = await report(["--stack", stack, "--offline", "--out", out]);
     expect(r.code, r.stderr).to.equal(0);
-    expect(r.stdout).to.equal(`${out}\n4 profile(s), 6 fabric edge(s), preflight, 4 engine(s), 0 invalid record(s)\n`);
+    expect(r.stdout).to.equal(`${out}\n4 profile(s), 6 fabric edge(s), preflight, 4 engine(s), 0 trial point(s), 0 invalid record(s)\n`);
     const page = fs.readFileSync(out, "utf8");
     expect(page).to.include(`content="${esc(CONTENT_SECURITY_POLICY)}"`);
     expect(page).to.include(`Evidence report: stack ${stack}`);
