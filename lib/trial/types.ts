@@ -82,11 +82,14 @@ export interface TrialSlo {
   tpotS: number;
 }
 
+/** mean_, median_, std_, p50_, p90_, p99_ for ttft, tpot, itl, e2el, in ms (`p99_ttft_ms` and so on): a mapped type, since an index signature cannot take a union of literals. */
+export type TrialStatFields = Record<`${"mean" | "median" | "std" | "p50" | "p90" | "p99"}_${"ttft" | "tpot" | "itl" | "e2el"}_ms`, number>;
+
 /**
  * The point's figures, under `vllm bench serve`'s key names (`p99_ttft_ms`, ...) so a `--save-result` JSON
  * diffs field by field, plus the client's own lag. Latency statistics are over successful requests only.
  */
-export interface TrialSummary {
+export interface TrialSummary extends TrialStatFields {
   duration: number;
   completed: number;
   failed: number;
@@ -102,8 +105,6 @@ export interface TrialSummary {
   max_concurrent_requests: number;
   /** requests / (last send - first send): the offered rate the client actually kept. */
   achieved_send_rate: number;
-  /** mean_, median_, std_, p50_, p90_, p99_ for ttft, tpot, itl, e2el, in ms: `p99_ttft_ms` and so on. */
-  [stat: `${"mean" | "median" | "std" | "p50" | "p90" | "p99"}_${"ttft" | "tpot" | "itl" | "e2el"}_ms`]: number;
   p50_send_lag_ms: number;
   p99_send_lag_ms: number;
   max_send_lag_ms: number;
