@@ -4,6 +4,7 @@ import { readLocalFiles } from "./entry/local-files";
 import { knownHostsFiles } from "./entry/known-hosts";
 import { Fleet, EngineSummary, HostSummary } from "./components/fleet";
 import { logAdoptionForecast } from "./entry/adoption-forecast";
+import { capacityOutput } from "./components/trial";
 import { engineIdentities as identitiesOf, evidenceByGate, type EngineIdentityOutput, type EvidenceOutput } from "./lib/fleet/stack-outputs";
 
 const { spec, secrets, sshConfig } = readStackConfig();
@@ -78,6 +79,11 @@ if (calibrated) {
     },
   });
 }
+/**
+ * Gate G's capacity trial: per point, its verdict (`pass`, `slo-miss`, `unreconciled`), offered and
+ * achieved rate, headline latencies against the profile fits' prediction, and its evidence record.
+ */
+export const capacity = capacityOutput(fleet.trialPoints);
 /** The role-to-host plan, as the runbook's `deploy_hosts.py plan` prints it. */
 export const deployment = {
   router: fleet.routerHost,
@@ -111,9 +117,13 @@ export const evidence: pulumi.Output<EvidenceOutput> = pulumi
     fleet.attestation.engines,
     fleet.profiles.summary,
     fleet.preflight.evidence,
-    pulumi.all([pulumi.all([...fleet.narwhalInstalls].map(([alias, install]) => install.record.evidence.apply((ref) => ({ alias, ref })))), fleet.routerHostResources?.records.router.evidence]),
+    pulumi.all([
+      pulumi.all([...fleet.narwhalInstalls].map(([alias, install]) => install.record.evidence.apply((ref) => ({ alias, ref })))),
+      fleet.routerHostResources?.records.router.evidence,
+      pulumi.all(fleet.trialPoints.map((t) => pulumi.all([t.point, t.evidence]).apply(([point, ref]) => ({ id: point.id, ref })))),
+    ]),
   ])
-  .apply(([hostsOut, config, engineRefs, fabric, attested, profiled, preflightRef, [installRefs, routerRef]]) =>
+  .apply(([hostsOut, config, engineRefs, fabric, attested, profiled, preflightRef, [installRefs, routerRef, trialRefs]]) =>
     evidenceByGate([
       ...Object.entries(hostsOut).map(([alias, h]) => ({ gate: "A" as const, kind: "discovery", subject: `host ${alias}`, ref: h.evidence })),
       { gate: "A", kind: "deployment-config", subject: `fleet ${pulumi.getStack()}`, ref: config },
@@ -129,6 +139,7 @@ export const evidence: pulumi.Output<EvidenceOutput> = pulumi
       { gate: "F", kind: "preflight", subject: `fleet ${pulumi.getStack()}`, ref: preflightRef },
       ...installRefs.map(({ alias, ref }) => ({ gate: "B" as const, kind: "install", subject: `host ${alias}`, ref })),
       { gate: "G", kind: "router", subject: `host ${fleet.routerHost}`, ref: routerRef },
+      ...trialRefs.map(({ id, ref }) => ({ gate: "G" as const, kind: "load-trial", subject: `trial ${id}`, ref })),
     ]),
   );
 

@@ -22,6 +22,8 @@ import { calibration } from "./calibration";
 import type { Calibration } from "../dynamic-providers/calibration/resource";
 import { sanitisedFleetDocument } from "../lib/fleet/sanitised-document";
 import { stackDirOn } from "../lib/fleet/state-dir";
+import { capacityTrial } from "./trial";
+import type { LoadTrial } from "../dynamic-providers/load-trial/resource";
 
 export type { HostSummary } from "./discovery";
 
@@ -84,6 +86,8 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly narwhalInstalls: ReadonlyMap<string, NarwhalInstall>;
   /** Gate G: the router and monitoring on the router host. */
   public readonly routerHostResources: RouterHost;
+  /** Gate G's capacity trial: one LoadTrial per `trial.points` entry, in order, after the router's proof. */
+  public readonly trialPoints: LoadTrial[];
   /** The fleet document with every engine address replaced by its host alias. */
   public readonly sanitisedFleetDocument: pulumi.Output<Record<string, unknown>>;
   /** With `runtime.restartKvPeers`: one restart wave per KV component. */
@@ -242,6 +246,11 @@ export class Fleet extends pulumi.ComponentResource {
         after: this.preflight,
       },
       { parent: this },
+    );
+    this.trialPoints = capacityTrial(
+      `${name}-trial`,
+      { spec, stack: args.stack, engines, profiles: this.profiles, routerHost: this.routerHost, router: this.routerHostResources, connectionOf: (alias) => hosts.get(alias)!.connection },
+      this,
     );
     this.registerOutputs({ hosts: this.hosts, engines: this.engines });
   }

@@ -8,7 +8,7 @@ export const GATE_TITLES: Record<Gate, string> = {
   D: "Gate D: fabric",
   E: "Gate E: attestation",
   F: "Gate F: profiles, preflight, calibration",
-  G: "Gate G: router and monitoring",
+  G: "Gate G: router, monitoring and capacity trial",
   other: "other resources",
 };
 
@@ -35,6 +35,7 @@ const DYNAMIC: Record<string, EvidenceKind> = {
   ProfileStore: { kind: "profile store", gate: "F" },
   Preflight: { kind: "preflight", gate: "F" },
   Calibration: { kind: "first-token calibration", gate: "F" },
+  LoadTrial: { kind: "capacity trial point", gate: "G" },
 };
 
 /** Gates B and G run as command scripts; their one dynamic resource is the record each keeps. */

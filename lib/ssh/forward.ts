@@ -13,10 +13,13 @@ export interface LocalForward {
   close(): Promise<void>;
 }
 
-export async function localForward(session: SshSession, host: string, port: number): Promise<LocalForward> {
+/** `log`, when given, hears of each connection carried and each the far end refused: a trial keeps it as the tunnel's log. */
+export async function localForward(session: SshSession, host: string, port: number, log?: (line: string) => void): Promise<LocalForward> {
   const sockets = new Set<Socket>();
+  let carried = 0;
   const server: Server = createServer((local) => {
     sockets.add(local);
+    carried++;
     local.once("close", () => sockets.delete(local));
     local.pause();
     session.openTcp(host, port).then(
@@ -29,7 +32,10 @@ export async function localForward(session: SshSession, host: string, port: numb
         remote.once("close", () => local.destroy());
         local.resume();
       },
-      () => local.destroy(),
+      (err: Error) => {
+        log?.(`connection ${carried} to ${host}:${port} refused: ${err.message}`);
+        local.destroy();
+      },
     );
   });
   await new Promise<void>((resolve, reject) => {
@@ -40,6 +46,7 @@ export async function localForward(session: SshSession, host: string, port: numb
     port: (server.address() as { port: number }).port,
     close: () =>
       new Promise<void>((resolve) => {
+        log?.(`closed after ${carried} connection(s)`);
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),

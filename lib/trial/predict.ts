@@ -194,20 +194,20 @@ const fmt = (x: number): string => String(Number(x.toPrecision(4)));
 export function rangeProblems(point: TrialPoint, range: ProfiledRange, index?: number): string[] {
   const at = index === undefined ? `trial.points[id=${point.id}]` : `trial.points[${index}]`;
   const problems: string[] = [];
-  if (!(point.rate > 0)) problems.push(`point ${point.id}: ${at}.rate is ${point.rate}; give a positive offered rate in requests per second`);
+  if (!(point.rate > 0)) problems.push(`${at}.rate is ${point.rate}; give a positive offered rate in requests per second`);
   else if (point.rate > range.maxRate) {
     problems.push(
-      `point ${point.id}: ${at}.rate ${fmt(point.rate)} req/s is above ${fmt(range.maxRate)} req/s, the highest rate for this mix whose predicted decode batch stays within the profiled decode requests and KV tokens with prefill below saturation; lower the rate, or profile a wider decode sweep (more concurrency) or add engines`,
+      `${at}.rate ${fmt(point.rate)} req/s is above ${fmt(range.maxRate)} req/s, the highest rate for this mix whose predicted decode batch stays within the profiled decode requests and KV tokens with prefill below saturation; lower the rate, or profile a wider decode sweep (more concurrency) or add engines`,
     );
   }
   point.mix.forEach((c, j) => {
     const [pLo, pHi] = range.promptTokens;
     if (c.promptTokens < pLo || c.promptTokens > pHi) {
-      problems.push(`point ${point.id}: ${at}.mix[${j}].promptTokens ${c.promptTokens} is outside the profiled prefill sweep [${pLo}, ${pHi}]; use a prompt length within it, or profile a wider prefill sweep`);
+      problems.push(`${at}.mix[${j}].promptTokens ${c.promptTokens} is outside the profiled prefill sweep [${pLo}, ${pHi}]; use a prompt length within it, or profile a wider prefill sweep`);
     }
     const [oLo, oHi] = range.outputTokens;
     if (c.outputTokens < oLo || c.outputTokens > oHi) {
-      problems.push(`point ${point.id}: ${at}.mix[${j}].outputTokens ${c.outputTokens} is outside the profiled decode outputs [${oLo}, ${oHi}]; use an output length within it, or profile a wider decode sweep`);
+      problems.push(`${at}.mix[${j}].outputTokens ${c.outputTokens} is outside the profiled decode outputs [${oLo}, ${oHi}]; use an output length within it, or profile a wider decode sweep`);
     }
   });
   return problems;

@@ -8,6 +8,7 @@
  * cumulative delays are: request i is due at the sum of gaps 0..i. A point of N requests therefore spans N
  * gaps, and N / (time of the last send) is the offered rate when the schedule is kept.
  */
+import { pointProblems } from "./point";
 import { mulberry32 } from "./random";
 import type { ScheduledRequest, TrialPoint, WorkloadClass } from "./types";
 
@@ -51,23 +52,9 @@ function pickClass(mix: WorkloadClass[], totalWeight: number, u: number): Worklo
   return [...mix].reverse().find((c) => c.weight > 0) ?? mix[mix.length - 1];
 }
 
-const positiveInt = (x: number) => Number.isInteger(x) && x >= 1;
 
 /** Refuses a point no schedule can be built from, naming the field (the config schema refuses these first). */
 export function checkPoint(point: TrialPoint): void {
-  const at = `trial point ${JSON.stringify(point.id)}`;
-  const fail = (field: string, found: unknown, want: string) => {
-    throw new Error(`${at}: ${field} is ${JSON.stringify(found)}; it must be ${want}.`);
-  };
-  if (!(Number.isFinite(point.rate) && point.rate > 0)) fail("rate", point.rate, "a finite number of requests per second above 0");
-  if (!positiveInt(point.requests)) fail("requests", point.requests, "a whole number of at least 1");
-  if (point.arrival !== "poisson" && point.arrival !== "constant") fail("arrival", point.arrival, `"poisson" or "constant"`);
-  if (!Number.isInteger(point.seed)) fail("seed", point.seed, "a whole number");
-  if (!Array.isArray(point.mix) || point.mix.length === 0) fail("mix", point.mix, "a list of at least one workload class");
-  point.mix.forEach((c, i) => {
-    if (!positiveInt(c.promptTokens)) fail(`mix[${i}].promptTokens`, c.promptTokens, "a whole number of at least 1");
-    if (!positiveInt(c.outputTokens)) fail(`mix[${i}].outputTokens`, c.outputTokens, "a whole number of at least 1");
-    if (!(Number.isFinite(c.weight) && c.weight >= 0)) fail(`mix[${i}].weight`, c.weight, "a finite number of at least 0");
-  });
-  if (!(point.mix.reduce((s, c) => s + c.weight, 0) > 0)) fail("mix", point.mix.map((c) => c.weight), "weights with a sum above 0");
+  const problems = pointProblems(point);
+  if (problems.length) throw new Error(`trial point ${JSON.stringify(point.id)}: ${problems.join("; ")}`);
 }

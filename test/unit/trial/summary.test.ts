@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { achievedSendRate, maxConcurrent, percentile, summarise, type ClientRun, type RequestRecord } from "../../lib/trial";
+import { achievedSendRate, maxConcurrent, percentile, summarise, type ClientRun, type RequestRecord } from "../../../lib/trial";
 
 // Times are multiples of 1/16 s, exact in binary, so inclusive SLO bounds compare exactly.
 const rec = (over: Partial<RequestRecord> & Pick<RequestRecord, "index" | "dueS" | "sentS" | "endS">): RequestRecord => ({

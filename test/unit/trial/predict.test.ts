@@ -1,12 +1,12 @@
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
-import { prefillTime, tokenInterval } from "../../lib/preflight/judge";
-import { decodeRequestLimit, departure, predictedCurve, predictPoint, profiledRange, rangeProblems, type PredictEngine } from "../../lib/trial/predict";
-import type { TrialPoint } from "../../lib/trial/types";
-import { row, summary } from "./trial-fixtures";
+import { prefillTime, tokenInterval } from "../../../lib/preflight/judge";
+import { decodeRequestLimit, departure, predictedCurve, predictPoint, profiledRange, rangeProblems, type PredictEngine } from "../../../lib/trial/predict";
+import type { TrialPoint } from "../../../lib/trial/types";
+import { row, summary } from "./fixtures";
 
-const PYTHON = resolve(__dirname, "../../.tools/venv/bin/python");
+const PYTHON = resolve(__dirname, "../../../.tools/venv/bin/python");
 
 const pd = (prefill = [row("p0")], decode = [row("d0")]): PredictEngine[] => [
   ...prefill.map((r) => ({ role: "prefill" as const, row: r })),
@@ -143,17 +143,17 @@ describe("trial profiled range", () => {
     const p = point({ rate: 9, mix: [{ promptTokens: 500, outputTokens: 100, weight: 1 }, { promptTokens: 8000, outputTokens: 2000, weight: 1 }] });
     const range = { promptTokens: [16, 4096] as [number, number], outputTokens: [1, 1024] as [number, number], maxRate: 7.619 };
     expect(rangeProblems(p, range, 2)).to.deep.equal([
-      "point p1: trial.points[2].rate 9 req/s is above 7.619 req/s, the highest rate for this mix whose predicted decode batch stays within the profiled decode requests and KV tokens with prefill below saturation; lower the rate, or profile a wider decode sweep (more concurrency) or add engines",
-      "point p1: trial.points[2].mix[1].promptTokens 8000 is outside the profiled prefill sweep [16, 4096]; use a prompt length within it, or profile a wider prefill sweep",
-      "point p1: trial.points[2].mix[1].outputTokens 2000 is outside the profiled decode outputs [1, 1024]; use an output length within it, or profile a wider decode sweep",
+      "trial.points[2].rate 9 req/s is above 7.619 req/s, the highest rate for this mix whose predicted decode batch stays within the profiled decode requests and KV tokens with prefill below saturation; lower the rate, or profile a wider decode sweep (more concurrency) or add engines",
+      "trial.points[2].mix[1].promptTokens 8000 is outside the profiled prefill sweep [16, 4096]; use a prompt length within it, or profile a wider prefill sweep",
+      "trial.points[2].mix[1].outputTokens 2000 is outside the profiled decode outputs [1, 1024]; use an output length within it, or profile a wider decode sweep",
     ]);
-    expect(rangeProblems(point({ mix: [{ promptTokens: 8, outputTokens: 100, weight: 1 }] }), range)[0]).to.match(/^point p1: trial\.points\[id=p1\]\.mix\[0\]\.promptTokens 8 is outside/);
+    expect(rangeProblems(point({ mix: [{ promptTokens: 8, outputTokens: 100, weight: 1 }] }), range)[0]).to.match(/^trial\.points\[id=p1\]\.mix\[0\]\.promptTokens 8 is outside/);
   });
 
   it("refuses to predict outside the range, with code NARWHAL_TRIAL_RANGE", () => {
     const err = caught(() => predictPoint(pd(), point({ rate: 8 }), 0));
     expect(err.code).to.equal("NARWHAL_TRIAL_RANGE");
-    expect(err.message).to.match(/^point p1: trial\.points\[0\]\.rate 8 req\/s is above 7\.619 req\/s/);
+    expect(err.message).to.match(/^trial\.points\[0\]\.rate 8 req\/s is above 7\.619 req\/s/);
   });
 
   it("needs a profiled engine of each role", () => {

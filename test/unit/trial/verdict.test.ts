@@ -1,8 +1,8 @@
 import { expect } from "chai";
-import { DEFAULT_TOLERANCE } from "../../lib/trial/reconcile";
-import type { Reconciliation } from "../../lib/trial/types";
-import { judgePoint } from "../../lib/trial/verdict";
-import { summary } from "./trial-fixtures";
+import { DEFAULT_TOLERANCE } from "../../../lib/trial/reconcile";
+import type { Reconciliation } from "../../../lib/trial/types";
+import { judgePoint } from "../../../lib/trial/verdict";
+import { summary } from "./fixtures";
 
 const reconciled: Reconciliation = { status: "reconciled", causes: [], checks: [], tolerance: DEFAULT_TOLERANCE };
 const figures = { completed: 98, failed: 2, good: 90, good_fraction: 0.9, median_ttft_ms: 120, p99_ttft_ms: 480, median_tpot_ms: 25, p99_tpot_ms: 41 };

@@ -1,6 +1,6 @@
 import { expect } from "chai";
-import { countersFromPrometheus, engineCounters, routerCounters, TRIAL_QUERIES, type QueryReply, type TrialQuery, type VectorSample } from "../../lib/trial/counters";
-import { Counter, Gauge, Registry } from "../../sim/engine/metrics";
+import { countersFromPrometheus, engineCounters, routerCounters, TRIAL_QUERIES, type QueryReply, type TrialQuery, type VectorSample } from "../../../lib/trial/counters";
+import { Counter, Gauge, Registry } from "../../../sim/engine/metrics";
 
 /**
  * An engine's /metrics in vLLM 0.29's exposition (prometheus_client): `model_name` and `engine` labels,

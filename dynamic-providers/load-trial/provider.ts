@@ -1,0 +1,221 @@
+/**
+ * LoadTrial provider methods, loaded at call time by resource.ts (through dynamic-providers/shim.ts).
+ *
+ * - check:  the point (rate, count, arrival, mix) and, once the profile rows are known, the point against
+ *           the range they cover, before anything remote is touched;
+ * - create: logs in to the router host, forwards loopback ports to the router's private address, every
+ *           engine and Prometheus (never a direct connection to a private address), runs the point
+ *           (lib/trial/run.ts) and keeps every request, summary, snapshot and the tunnel's log as one
+ *           `load-trial` record; a point that could not run keeps what it saw (verdict fail) and fails;
+ * - diff:   the point, the SLO, the engines' generations, the profile store and the serving router
+ *           replace it (the next point runs); credentials, bounds and judgement thresholds only update;
+ * - update: re-judges the kept figures against a new goodput fraction or prediction bound.
+ */
+import type * as pulumi from "@pulumi/pulumi";
+import { sha256Json } from "../../lib/digest";
+import { evidenceProvider, schemaFailures } from "../evidence-provider";
+import { loadTrialInputs } from "./check";
+import type { LoadTrialInputs, LoadTrialOutputs } from "./types";
+import { runTrial, type EdgeSnapshot, type HostProbes, type TrialOutcome, type TrialRoutes } from "../../lib/trial/run";
+import { fetchGet } from "../../lib/trial/http";
+import { departure } from "../../lib/trial/predict";
+import { judgePoint } from "../../lib/trial/verdict";
+import { SshSession } from "../../lib/ssh/client";
+import { OPERATE, sshTarget } from "../../lib/ssh/login";
+import { readLogin } from "../../lib/ssh/stored-login";
+import { localForward } from "../../lib/ssh/forward";
+import { providerEvidence } from "../evidence";
+
+export const MEASURED_AGAINST = ["point", "model", "slo", "routerUrl", "routerPid", "routerStartedAt", "fleetDocumentDigest", "engines", "profileStoreDigest"] as const;
+export const UPDATABLE = ["stack", "prometheus", "scrapeIntervalS", "routerHost", "via", "viaPrivateKey", "viaPassword", "hosts", "hostPrivateKeys", "hostPasswords", "requestTimeoutS", "drainTimeoutS", "minGoodFraction", "predictionBound"] as const;
+
+const SOCKETS_TIMEOUT_S = 20;
+
+/** Every refusal of the inputs, each naming its property; exported for tests. */
+export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(loadTrialInputs, news);
+
+/** What each host shows of its sockets: the summary and the TCP states by count. */
+const SOCKETS_SCRIPT = "ss -s; echo; ss -tanH | awk '{print $1}' | sort | uniq -c";
+
+/** The pids listening on a port, and each one's parent: the router may listen from a worker it started. */
+const listenerScript = (port: number) =>
+  `for p in $(ss -ltnpH "sport = :${port}" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do echo "$p $(awk '{print $4}' /proc/$p/stat 2>/dev/null) $(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null | cut -c1-120)"; done`;
+
+/** Why the port's listeners are not the router's process, from listenerScript's lines; undefined when they are. */
+export function listenerProblem(out: string, port: number, routerPid: number, hostAlias: string): string | undefined {
+  const rows = out
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => {
+      const [pid, ppid, ...cmd] = l.split(" ");
+      return { pid: Number(pid), ppid: Number(ppid), cmd: cmd.join(" ").trim() };
+    });
+  if (!rows.length) return `listener conflict: nothing listens on port ${port} of ${hostAlias}, where the router ${routerPid} should`;
+  const foreign = rows.filter((r) => r.pid !== routerPid && r.ppid !== routerPid);
+  if (!foreign.length) return undefined;
+  return `listener conflict: port ${port} of ${hostAlias} is held by ${foreign.map((r) => `pid ${r.pid} (${r.cmd || "unknown"})`).join(", ")}, not the router ${routerPid}`;
+}
+
+interface Opened {
+  routes: TrialRoutes;
+  hosts: HostProbes;
+  tunnelLog: string[];
+  close(): Promise<void>;
+}
+
+/** The router host's login and one loopback forward per private address the trial reads. */
+async function openRoutes(i: LoadTrialInputs): Promise<Opened> {
+  const tunnelLog: string[] = [];
+  const note = (line: string) => tunnelLog.push(`${new Date().toISOString()} ${line}`);
+  const session = await SshSession.open(sshTarget(readLogin(i.via, { privateKey: i.viaPrivateKey, password: i.viaPassword }), OPERATE));
+  note(`ssh session to ${i.routerHost} (${i.via.user}@${i.via.host}:${i.via.port})`);
+  const forwards: Array<{ close(): Promise<void> }> = [];
+  const forward = async (what: string, hostPort: string): Promise<string> => {
+    const u = new URL(`http://${hostPort}`);
+    const host = u.hostname.replace(/^\[|\]$/g, "");
+    const f = await localForward(session, host, Number(u.port || 80), (line) => note(`${what}: ${line}`));
+    forwards.push(f);
+    note(`${what}: forward 127.0.0.1:${f.port} -> ${hostPort} via ${i.routerHost}`);
+    return `http://127.0.0.1:${f.port}`;
+  };
+  const close = async () => {
+    await Promise.all(forwards.map((f) => f.close()));
+    session.close();
+    note("tunnel closed");
+  };
+  try {
+    const router = await forward("router", new URL(i.routerUrl).host);
+    const engines = [];
+    for (const e of i.engines) engines.push({ iid: e.engineId, role: e.role, base: await forward(`engine ${e.engineId}`, new URL(e.url).host) });
+    const prometheus = i.prometheus ? await forward("prometheus", i.prometheus) : undefined;
+    const routerPort = Number(new URL(i.routerUrl).port || 80);
+    const hosts: HostProbes = {
+      async sockets() {
+        const out: Record<string, string> = {};
+        for (const h of i.hosts) {
+          const s = h.alias === i.routerHost ? session : await SshSession.open(sshTarget(readLogin(h.login, { privateKey: i.hostPrivateKeys?.[h.alias], password: i.hostPasswords?.[h.alias] }), OPERATE));
+          try {
+            out[h.alias] = (await s.exec(SOCKETS_SCRIPT, { timeoutS: SOCKETS_TIMEOUT_S, name: "socket summary (ss)" })).stdout;
+          } finally {
+            if (s !== session) s.close();
+          }
+        }
+        return out;
+      },
+      async listener() {
+        const r = await session.exec(listenerScript(routerPort), { timeoutS: SOCKETS_TIMEOUT_S, name: "router port listener (ss -ltnp)" });
+        return listenerProblem(r.stdout, routerPort, i.routerPid, i.routerHost);
+      },
+    };
+    return { routes: { router, engines, ...(prometheus ? { prometheus } : {}) }, hosts, tunnelLog, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n";
+
+/** The manifest: what the point was bound to and how it was sent. */
+function manifest(i: LoadTrialInputs, opened: Pick<Opened, "routes"> | undefined, outcome: TrialOutcome | undefined): Record<string, unknown> {
+  return {
+    point: i.point,
+    model: i.model,
+    slo: i.slo,
+    fleetDocumentDigest: i.fleetDocumentDigest,
+    router: { host: i.routerHost, pid: i.routerPid, startedAt: i.routerStartedAt },
+    profileStoreDigest: i.profileStoreDigest,
+    engines: i.engines.map((e) => ({ engineId: e.engineId, role: e.role, host: e.hostAlias, generationDigest: e.generationDigest, profileDigest: sha256Json(e.row) })),
+    tunnel: { via: i.routerHost, forwards: opened ? ["router", ...opened.routes.engines.map((e) => `engine ${e.iid}`), ...(opened.routes.prometheus ? ["prometheus"] : [])] : [] },
+    client: { ...(outcome?.run.settings ?? {}), requestTimeoutS: i.requestTimeoutS, drainTimeoutS: i.drainTimeoutS, window: outcome ? { start: outcome.run.start, end: outcome.run.end } : null },
+  };
+}
+
+const snapshotOf = (s: EdgeSnapshot | undefined) => s ?? null;
+
+/** Runs the point and keeps it; exported for tests and `npm run trial`, which call it as the provider host would. */
+export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string; log?: (line: string) => void } = {}): Promise<Omit<LoadTrialOutputs, keyof LoadTrialInputs>> {
+  const failures = inputFailures(i as unknown as Record<string, unknown>);
+  if (failures.length) throw new Error(`trial point ${i.point?.id ?? "?"}: ${failures.map((f) => f.reason).join("; ")}`);
+  const startedAt = new Date().toISOString();
+  const t0 = Date.now();
+  const store = providerEvidence(i.stack, [i.viaPrivateKey, i.viaPassword, ...Object.values(i.hostPrivateKeys ?? {}), ...Object.values(i.hostPasswords ?? {})]);
+  let opened: Opened | undefined;
+  let outcome: TrialOutcome | undefined;
+  let failure: Error | undefined;
+  try {
+    opened = await openRoutes(i);
+    outcome = await runTrial(fetchGet, opened.routes, opened.hosts, {
+      point: i.point,
+      model: i.model,
+      slo: i.slo,
+      profiles: i.engines.map((e) => ({ iid: e.engineId, role: e.role, row: e.row })),
+      requestTimeoutS: i.requestTimeoutS,
+      drainTimeoutS: i.drainTimeoutS,
+      scrapeIntervalS: i.scrapeIntervalS,
+      minGoodFraction: i.minGoodFraction,
+      predictionBound: i.predictionBound,
+      requestIdPrefix: `trial-${i.point.id}-${t0.toString(36)}-`,
+      log: opts.log,
+    });
+  } catch (e) {
+    failure = e as Error;
+  } finally {
+    await opened?.close().catch(() => undefined);
+  }
+  const artifacts = [
+    await store.artifact("load-trial", "manifest.json", json(manifest(i, opened, outcome))),
+    await store.artifact("load-trial", "requests.json", json(outcome?.run.records ?? [])),
+    await store.artifact("load-trial", "summary.json", json(outcome?.observations.summary ?? null)),
+    await store.artifact("load-trial", "snapshots-before.json", json(snapshotOf(outcome?.before))),
+    await store.artifact("load-trial", "snapshots-after.json", json(snapshotOf(outcome?.after))),
+    await store.artifact("load-trial", "tunnel.log", (opened?.tunnelLog ?? ["no tunnel was opened"]).join("\n") + "\n"),
+  ];
+  const o = outcome?.observations;
+  const verdict = failure || !o ? { status: "fail" as const, reasons: [failure?.message ?? "the point did not run"] } : { status: o.verdict === "pass" ? ("pass" as const) : ("fail" as const), reasons: o.reasons };
+  const written = await store.record({
+    kind: "load-trial",
+    subject: { kind: "fleet", alias: opts.subject ?? i.point.id },
+    inputs: JSON.parse(JSON.stringify({ point: i.point, model: i.model, slo: i.slo, routerUrl: i.routerUrl, routerPid: i.routerPid, routerStartedAt: i.routerStartedAt, fleetDocumentDigest: i.fleetDocumentDigest, engines: i.engines.map((e) => ({ engineId: e.engineId, role: e.role, generationDigest: e.generationDigest })), profileStoreDigest: i.profileStoreDigest })),
+    commands: [],
+    startedAt,
+    endedAt: new Date().toISOString(),
+    observations: o ? JSON.parse(JSON.stringify(o)) : { error: failure?.message ?? "the point did not run" },
+    verdict,
+    artifacts,
+  });
+  if (failure || !outcome || !o) throw new Error(`trial point ${i.point.id}: ${failure?.message ?? "did not run"} (what it saw is kept as ${written.relativePath})`);
+  return {
+    verdict: o.verdict,
+    reasons: o.reasons,
+    summary: o.summary,
+    prediction: o.prediction,
+    departure: o.departure,
+    range: o.range,
+    reconciliation: o.reconciliation,
+    window: { start: outcome.run.start, end: outcome.run.end },
+    evidence: { relativePath: written.relativePath, digest: written.digest },
+    ranAt: startedAt,
+    wallSeconds: (Date.now() - t0) / 1000,
+  };
+}
+
+/** A new goodput fraction or prediction bound re-judges the kept figures; nothing is sent again. */
+export function rejudged(olds: LoadTrialOutputs, news: LoadTrialInputs): LoadTrialOutputs {
+  const judged = judgePoint({ summary: olds.summary, reconciliation: olds.reconciliation, minGoodFraction: news.minGoodFraction, slo: news.slo });
+  return { ...olds, ...news, verdict: judged.verdict, reasons: judged.reasons, departure: departure(olds.prediction, olds.summary, news.predictionBound) };
+}
+
+export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<LoadTrialInputs, LoadTrialOutputs>({
+  measuredAgainst: MEASURED_AGAINST,
+  updatable: UPDATABLE,
+  inputs: loadTrialInputs,
+
+  async create(inputs) {
+    const result = await runLoadTrial(inputs);
+    return { id: `load-trial-${inputs.point.id}-${Date.parse(result.ranAt)}`, outs: { ...inputs, ...result } };
+  },
+
+  update: rejudged,
+});
