@@ -19,6 +19,8 @@ printf '\n==> Preflight, as narwhal-check decides it (pass, degraded or fail)\n'
 pulumi stack output preflight --json | node -e 'const p = JSON.parse(require("fs").readFileSync(0, "utf8")); console.log(`status: ${p.status}`); for (const s of p.skipped) console.log(`skipped: ${s.gate} (${s.message})`)'
 printf '\n==> One request through the router\n'
 node -r ./tools/ts-require.js scripts/router-request.ts "$(pulumi stack output routerUrl)"
+printf '\n==> Capacity trial, through an SSH tunnel to the router\n'
+pulumi stack output capacity --json | node -r ./tools/ts-require.js scripts/capacity-lines.ts
 printf '\n==> Sanitised deployment record\n'
 out="$NARWHAL_ROOT/runs/dev/export-$(date -u +%Y%m%dT%H%M%SZ)"
 node -r ./tools/ts-require.js scripts/export-record.ts --stack dev --out "$out"

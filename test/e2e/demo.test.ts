@@ -3,8 +3,11 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { LocalWorkspace, PulumiCommand } from "@pulumi/pulumi/automation";
 import * as path from "node:path";
+import * as fs from "node:fs";
 import { runInHost } from "../../sim/hosts";
 import { PROJECT_ROOT } from "./support/stack";
+import { describeSteps, plannedChanges } from "./support/preview";
+import type { CapacityPoint } from "../../lib/trial/capacity";
 
 const run = promisify(execFile);
 const tail = (text = "", lines = 40) => text.trimEnd().split("\n").slice(-lines).join("\n");
@@ -41,6 +44,30 @@ describe("e2e: npm run demo", function () {
     expect(routerUrl).to.equal("http://198.18.0.11:8000");
     expect((outputs.preflight.value as { status: string }).status).to.equal("pass");
     expect((outputs.attestation.value as { contract: { undeclared: string[]; contract: Record<string, unknown> } }).contract).to.deep.include({ undeclared: [] });
+    // Gate G's trial point ran through the tunnel, reconciled, and its record is Gate G's.
+    const capacity = outputs.capacity.value as { points: Record<string, CapacityPoint> };
+    expect(Object.keys(capacity.points)).to.deep.equal(["low"]);
+    const low = capacity.points.low;
+    expect(low.verdict, low.reasons.join("; ")).to.equal("pass");
+    expect(low.errors).to.equal(0);
+    expect(low.achievedRate).to.be.within(1, 4);
+    expect(low.p50TtftMs).to.be.greaterThan(0);
+    expect(stdout).to.match(/^low: pass, 2\/s offered/m);
+    expect((outputs.evidence.value as Record<string, Array<{ kind: string }>>).G.map((e) => e.kind)).to.include("load-trial");
+
+    // The runbook's repeat-work row: a new offered rate runs that point again, and nothing else.
+    const config = path.join(PROJECT_ROOT, "Pulumi.dev.yaml");
+    const original = fs.readFileSync(config, "utf8");
+    try {
+      expect(original.match(/^ {8}rate: 2$/gm), "the demo's one trial point").to.have.length(1);
+      fs.writeFileSync(config, original.replace(/^ {8}rate: 2$/m, "        rate: 3"));
+      const steps = await plannedChanges(stack);
+      expect([...steps.keys()], describeSteps(steps)).to.deep.equal(["fleet-trial-low"]);
+      expect(steps.get("fleet-trial-low")).to.deep.include({ op: "replace", keys: ["point"] });
+    } finally {
+      fs.writeFileSync(config, original);
+    }
+
     // Leave the simulated hosts as the shared fleet found them.
     await stack.destroy({ onOutput: () => undefined });
     expect((await runInHost("sim1", ["ss", "-Hltn", "( sport = :8000 or sport = :8100 or sport = :8103 or sport = :9090 or sport = :9839 )"])).stdout.trim()).to.equal("");

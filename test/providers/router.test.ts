@@ -40,6 +40,9 @@ import { exposedMetrics, metricNames } from "../support/metrics";
 import { envFile } from "../../lib/shell";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
 import { pidAlive } from "../../sim/hosts/exec";
+import { runTrial, type HostProbes, type TrialOptions, type TrialRoutes } from "../../lib/trial/run";
+import { fetchGet } from "../../lib/trial/http";
+import type { ProfileRow } from "../../lib/profiling";
 
 const run = promisify(execFile);
 const API_KEY = "sk-narwhal-router-5c1e9b";
@@ -403,6 +406,48 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       await waitFor(["d0/attestation", "d0/profile"], "the alert for d0 once its sidecar answers 503");
       vouching.d0 = true;
       await waitFor([], "cleared once the sidecar vouches again");
+    });
+
+    it("Gate G's trial point runs through the real router and reconciles with the router's, engines' and Prometheus' own counters", async () => {
+      const rows = (JSON.parse(store) as { profiles: ProfileRow[] }).profiles;
+      const routes: TrialRoutes = {
+        router: `http://127.0.0.1:${router.port}`,
+        engines: [
+          { iid: "p0", role: "prefill", base: prefill.url },
+          { iid: "d0", role: "decode", base: decode.url },
+        ],
+        prometheus: prom.localUrl,
+      };
+      const hosts: HostProbes = { sockets: async () => ({ local: spawnSync("ss", ["-s"], { encoding: "utf8" }).stdout }), listener: async () => undefined };
+      const options: TrialOptions = {
+        point: { id: "t1", rate: 3, requests: 9, arrival: "poisson", seed: 1, mix: [{ promptTokens: 256, outputTokens: 8, weight: 1 }] },
+        model: "tiny",
+        slo: { ttftS: 4, tpotS: 0.2 },
+        profiles: rows.map((row) => ({ iid: row.iid, role: row.iid === "p0" ? "prefill" : "decode", row })),
+        requestTimeoutS: 30,
+        drainTimeoutS: 30,
+        scrapeIntervalS: 1,
+        minGoodFraction: 0.9,
+        predictionBound: 0.5,
+        requestIdPrefix: "trial-t1-",
+      };
+      const ran = await runTrial(fetchGet, routes, hosts, options);
+      const o = ran.observations;
+      expect(o.reconciliation.status, o.reconciliation.causes.join("; ")).to.equal("reconciled");
+      expect(ran.run.records.map((r) => r.status)).to.deep.equal(Array(9).fill("ok"));
+      expect(o.summary.completed).to.equal(9);
+      expect(o.summary.total_output_tokens).to.equal(72);
+      expect(o.verdict).to.be.oneOf(["pass", "slo-miss"]);
+      expect(ran.before.direct.router!.offered + 9).to.equal(ran.after.direct.router!.offered);
+      expect(ran.after.prometheus, "Prometheus' reading after the point").to.not.equal(undefined);
+      expect(o.predictedCurve.length).to.be.greaterThan(1);
+
+      // Prometheus unreachable and a foreign process on the router's port: the point is unreconciled, never a pass.
+      const blind = await runTrial(fetchGet, { ...routes, prometheus: `http://127.0.0.1:${await freePort()}` }, { ...hosts, listener: async () => `listener conflict: port ${router.port} of local is held by pid 1 (init), not the router` }, { ...options, point: { ...options.point, id: "t2", requests: 3 } });
+      expect(blind.observations.verdict).to.equal("unreconciled");
+      const causes = blind.observations.reconciliation.causes;
+      expect(causes.some((c) => c.startsWith("failed scrape:")), causes.join("; ")).to.equal(true);
+      expect(causes.some((c) => c.startsWith("listener conflict:")), causes.join("; ")).to.equal(true);
     });
 
     it("the dashboard queries only metrics the live router and engines export", async () => {
