@@ -149,14 +149,22 @@ function cornerMix(prompt: [number, number], output: [number, number]): Share[] 
   return [{ p: 1, prompt: prompt[1], output: output[1] }];
 }
 
+const measured = (xs: ReadonlyArray<number | null | undefined>): number[] => xs.filter((x): x is number => typeof x === "number" && Number.isFinite(x));
+/**
+ * The range's ends over every row that measured them. A row without a bound covers every length on that
+ * side, as Narwhal's `covers_prefill` and `covers_output` read a bound it does not carry.
+ */
+const lowest = (xs: ReadonlyArray<number | null | undefined>): number => Math.max(1, ...measured(xs));
+const highest = (xs: ReadonlyArray<number | null | undefined>): number => (measured(xs).length ? Math.min(...measured(xs)) : Number.MAX_SAFE_INTEGER);
+
 /**
  * The workload range the rows cover. `maxRate` is for `mix` (a point's own mix); without one it is for
  * the longest prompt and output in range, the most demanding single class, so it is a safe lower bound.
  */
 export function profiledRange(engines: readonly PredictEngine[], mix?: readonly WorkloadClass[]): ProfiledRange {
   const rows = split(engines);
-  const promptTokens: [number, number] = [Math.max(...rows.prefill.map((r) => r.prefill_min_tokens)), Math.min(...rows.prefill.map((r) => r.prefill_max_tokens))];
-  const outputTokens: [number, number] = [Math.max(...rows.decode.map((r) => r.decode_min_output_tokens)), Math.min(...rows.decode.map((r) => r.decode_max_output_tokens))];
+  const promptTokens: [number, number] = [lowest(rows.prefill.map((r) => r.prefill_min_tokens)), highest(rows.prefill.map((r) => r.prefill_max_tokens))];
+  const outputTokens: [number, number] = [lowest(rows.decode.map((r) => r.decode_min_output_tokens)), highest(rows.decode.map((r) => r.decode_max_output_tokens))];
   const classes = mix ? shares(mix) : cornerMix(promptTokens, outputTokens);
   return { promptTokens, outputTokens, maxRate: maxRate(rows, classes) };
 }
