@@ -69,6 +69,7 @@ export function capacityTrial(name: string, args: TrialArgs, parent: pulumi.Reso
           drainTimeoutS: spec.trial.drainTimeoutS,
           minGoodFraction: spec.trial.minGoodFraction,
           predictionBound: spec.trial.predictionBound,
+          routerOverheadS: spec.calibration.routerOverheadS,
         },
         // One point at a time: each starts from a drained fleet, never beside another's load.
         { parent, dependsOn: previous ? [...after, previous] : after },

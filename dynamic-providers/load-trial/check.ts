@@ -55,6 +55,7 @@ export const loadTrialInputs = inOrder(
     profileStoreDigest: sha256Digest("profileStoreDigest"),
     minGoodFraction: z.unknown().refine((v) => typeof v === "number" && v > 0 && v <= 1, { error: (iss) => `minGoodFraction must be in (0, 1], got ${JSON.stringify(iss.input)}` }),
     predictionBound: positiveNumber("predictionBound"),
+    routerOverheadS: z.unknown().refine((v) => typeof v === "number" && Number.isFinite(v) && v >= 0, { error: (iss) => `routerOverheadS must be a non-negative number of seconds, got ${JSON.stringify(iss.input)}` }),
     slo: z.looseObject({ ttftS: positiveSeconds("slo.ttftS"), tpotS: positiveSeconds("slo.tpotS") }),
   }),
   pointShape,

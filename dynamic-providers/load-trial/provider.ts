@@ -18,7 +18,7 @@ import { loadTrialInputs } from "./check";
 import type { LoadTrialInputs, LoadTrialOutputs } from "./types";
 import { runTrial, type EdgeSnapshot, type HostProbes, type TrialOutcome, type TrialRoutes } from "../../lib/trial/run";
 import { fetchGet } from "../../lib/trial/http";
-import { departure } from "../../lib/trial/predict";
+import { departure, throughRouter } from "../../lib/trial/predict";
 import { judgePoint } from "../../lib/trial/verdict";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
@@ -27,7 +27,7 @@ import { localForward } from "../../lib/ssh/forward";
 import { providerEvidence } from "../evidence";
 
 export const MEASURED_AGAINST = ["point", "model", "slo", "routerUrl", "routerPid", "routerStartedAt", "fleetDocumentDigest", "engines", "profileStoreDigest"] as const;
-export const UPDATABLE = ["stack", "prometheus", "scrapeIntervalS", "routerHost", "via", "viaPrivateKey", "viaPassword", "hosts", "hostPrivateKeys", "hostPasswords", "requestTimeoutS", "drainTimeoutS", "minGoodFraction", "predictionBound"] as const;
+export const UPDATABLE = ["stack", "prometheus", "scrapeIntervalS", "routerHost", "via", "viaPrivateKey", "viaPassword", "hosts", "hostPrivateKeys", "hostPasswords", "requestTimeoutS", "drainTimeoutS", "minGoodFraction", "predictionBound", "routerOverheadS"] as const;
 
 const SOCKETS_TIMEOUT_S = 20;
 
@@ -156,6 +156,7 @@ export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string;
       scrapeIntervalS: i.scrapeIntervalS,
       minGoodFraction: i.minGoodFraction,
       predictionBound: i.predictionBound,
+      routerOverheadS: i.routerOverheadS,
       requestIdPrefix: `trial-${i.point.id}-${t0.toString(36)}-`,
       log: opts.log,
     });
@@ -204,7 +205,8 @@ export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string;
 /** A new goodput fraction or prediction bound re-judges the kept figures; nothing is sent again. */
 export function rejudged(olds: LoadTrialOutputs, news: LoadTrialInputs): LoadTrialOutputs {
   const judged = judgePoint({ summary: olds.summary, reconciliation: olds.reconciliation, minGoodFraction: news.minGoodFraction, slo: news.slo });
-  return { ...olds, ...news, verdict: judged.verdict, reasons: judged.reasons, departure: departure(olds.prediction, olds.summary, news.predictionBound) };
+  const prediction = throughRouter(olds.prediction, news.routerOverheadS - (olds.routerOverheadS ?? 0));
+  return { ...olds, ...news, verdict: judged.verdict, reasons: judged.reasons, prediction, departure: departure(prediction, olds.summary, news.predictionBound) };
 }
 
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<LoadTrialInputs, LoadTrialOutputs>({

@@ -49,6 +49,8 @@ export interface LoadTrialInputs {
   drainTimeoutS: number;
   minGoodFraction: number;
   predictionBound: number;
+  /** The router's overhead added to the predicted first token (`calibration.routerOverheadS`). */
+  routerOverheadS: number;
 }
 
 export interface LoadTrialOutputs extends LoadTrialInputs {

@@ -263,6 +263,15 @@ export function predictedCurve(engines: readonly PredictEngine[], point: TrialPo
 }
 
 /**
+ * The prediction as the client sees it through the router: the router's own overhead (the one
+ * `calibration.routerOverheadS` states for the client TTFT check) added to every first token.
+ */
+export function throughRouter<P extends { ttftS: number }>(p: P, routerOverheadS: number): P {
+  const e2el = "e2elS" in p && typeof p.e2elS === "number" ? { e2elS: p.e2elS + routerOverheadS } : {};
+  return { ...p, ttftS: p.ttftS + routerOverheadS, ...e2el };
+}
+
+/**
  * Measured medians against the prediction: |measured − predicted| / predicted for TTFT and TPOT, flagged
  * when either passes `bound`. With no successful request the medians read 0 and depart by 1.
  */

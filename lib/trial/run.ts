@@ -7,7 +7,7 @@
 import { parsePrometheusText, gaugeValue } from "../engine/prometheus";
 import { runPoint } from "./client";
 import { summarise } from "./summary";
-import { departure, predictedCurve, predictPoint, profiledRange } from "./predict";
+import { departure, predictedCurve, predictPoint, profiledRange, throughRouter } from "./predict";
 import { engineCounters, routerCounters } from "./counters";
 import { reconcile, DEFAULT_TOLERANCE } from "./reconcile";
 import { judgePoint } from "./verdict";
@@ -48,6 +48,8 @@ export interface TrialOptions {
   scrapeIntervalS: number;
   minGoodFraction: number;
   predictionBound: number;
+  /** Added to the predicted first token: the router's overhead on the client's path. */
+  routerOverheadS: number;
   requestIdPrefix: string;
   log?: (line: string) => void;
 }
@@ -152,7 +154,7 @@ export async function runTrial(get: HttpGet, routes: TrialRoutes, hosts: HostPro
   const log = o.log ?? (() => undefined);
   const engines = o.profiles.map((p) => ({ role: p.role, row: p.row }));
   const range = profiledRange(engines, o.point.mix);
-  const prediction = predictPoint(engines, o.point);
+  const prediction = throughRouter(predictPoint(engines, o.point), o.routerOverheadS);
   log(`trial ${o.point.id}: draining, then ${o.point.requests} requests at ${o.point.rate}/s`);
   const before = await edge(get, routes, hosts, o);
   const run = await runPoint({ baseUrl: routes.router, model: o.model, point: o.point, vocabSize: TRIAL_VOCABULARY, requestTimeoutS: o.requestTimeoutS, requestIdPrefix: o.requestIdPrefix });
@@ -176,7 +178,7 @@ export async function runTrial(get: HttpGet, routes: TrialRoutes, hosts: HostPro
     summary,
     prediction,
     departure: departure(prediction, summary, o.predictionBound),
-    predictedCurve: predictedCurve(engines, o.point),
+    predictedCurve: predictedCurve(engines, o.point).map((c) => throughRouter(c, o.routerOverheadS)),
     range,
     reconciliation,
     verdict: judged.verdict,

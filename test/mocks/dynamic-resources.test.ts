@@ -26,6 +26,7 @@ const SECRETS: Record<string, string[]> = {
   HostDiscovery: ["privateKey", "password"],
   ImageCheck: ["privateKey", "password"],
   Liveness: [],
+  LoadTrial: ["viaPrivateKey", "viaPassword", "hostPrivateKeys", "hostPasswords"],
   PeerWave: ["credentials", "apiKey"],
   Preflight: ["apiKey", "viaPrivateKey", "viaPassword"],
   Profile: ["apiKey", "viaPrivateKey", "viaPassword"],

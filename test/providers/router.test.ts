@@ -429,6 +429,7 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
         scrapeIntervalS: 1,
         minGoodFraction: 0.9,
         predictionBound: 0.5,
+        routerOverheadS: 0.05,
         requestIdPrefix: "trial-t1-",
       };
       const ran = await runTrial(fetchGet, routes, hosts, options);

@@ -359,7 +359,7 @@ export const CalibrationSchema = f
       routerOverheadS: f
         .num({ min: 0, unit: "seconds" })
         .default(P.calibration.routerOverheadS)
-        .describe("Router overhead added to deadline + measured prefill in the client TTFT check, seconds."),
+        .describe("Router overhead added to deadline + measured prefill in the client TTFT check, and to each trial point's predicted TTFT, seconds."),
       maxFailuresPerGroup: f
         .positiveInt()
         .default(P.calibration.maxFailuresPerGroup)

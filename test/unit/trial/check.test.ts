@@ -30,6 +30,7 @@ function inputs(over: Partial<LoadTrialInputs> = {}): LoadTrialInputs {
     drainTimeoutS: 120,
     minGoodFraction: 0.9,
     predictionBound: 0.5,
+    routerOverheadS: 0.05,
     ...over,
   };
 }
@@ -66,5 +67,7 @@ describe("load trial: check", () => {
     const old = { ...inputs(), verdict: "pass", reasons: [], summary: summary({ good_fraction: 0.85, completed: 20 }), reconciliation, prediction: { ttftS: 0.1, tpotS: 0.02, e2elS: 1, decodeRequestsPerEngine: 1, prefillUtilisation: 0.1 } } as unknown as LoadTrialOutputs;
     expect(rejudged(old, inputs({ minGoodFraction: 0.9 })).verdict).to.equal("slo-miss");
     expect(rejudged(old, inputs({ minGoodFraction: 0.8 })).verdict).to.equal("pass");
+    // A new router overhead moves the predicted first token by the difference, and the departure with it.
+    expect(rejudged(old, inputs({ routerOverheadS: 0.15 })).prediction.ttftS).to.be.closeTo(0.2, 1e-9);
   });
 });
