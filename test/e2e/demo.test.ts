@@ -64,9 +64,20 @@ describe("e2e: npm run demo", function () {
       const steps = await plannedChanges(stack);
       expect([...steps.keys()], describeSteps(steps)).to.deep.equal(["fleet-trial-low"]);
       expect(steps.get("fleet-trial-low")).to.deep.include({ op: "replace", keys: ["point"] });
+      // A new profile runs every point again: the sweep replaces each profile, the store, and the point bound to it.
+      fs.writeFileSync(config, original.replace(/^ {4}prefillRepeats: 3$/m, "    prefillRepeats: 4"));
+      const resweep = await plannedChanges(stack);
+      for (const e of ["e1", "e2", "e3", "e4"]) expect(resweep.get(`fleet-profiles-${e}`)?.op, describeSteps(resweep)).to.equal("replace");
+      expect(resweep.get("fleet-trial-low")?.op, describeSteps(resweep)).to.equal("replace");
+      expect([...resweep.keys()].filter((n) => /fabric|attestation-e|-generation$/.test(n)), "the fabric, attestations and generations stay").to.deep.equal([]);
     } finally {
       fs.writeFileSync(config, original);
     }
+
+    // An ad-hoc point from the stack's state, which it leaves as it was.
+    const adhoc = await run("npm", ["run", "--silent", "trial", "--", "--stack", "dev", "--rate", "1", "--requests", "4"], { cwd: PROJECT_ROOT, env: process.env, timeout: 300_000 });
+    expect(adhoc.stdout).to.match(/^adhoc-\S+: pass\b/m);
+    expect(adhoc.stdout).to.match(/^offered 1\/s, sent [0-9.]+\/s, 4 completed, 0 failed/m);
 
     // Leave the simulated hosts as the shared fleet found them.
     await stack.destroy({ onOutput: () => undefined });
