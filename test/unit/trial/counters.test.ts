@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { countersFromPrometheus, engineCounters, routerCounters, TRIAL_QUERIES, type QueryReply, type TrialQuery, type VectorSample } from "../../../lib/trial/counters";
 import { Counter, Gauge, Registry } from "../../../sim/engine/metrics";
+import { caught } from "./fixtures";
 
 /**
  * An engine's /metrics in vLLM 0.29's exposition (prometheus_client): `model_name` and `engine` labels,
@@ -80,15 +81,6 @@ narwhal_failed_total{reason="timeout"} 1
 # TYPE narwhal_cancelled_total counter
 narwhal_cancelled_total 0
 `;
-
-function caught(f: () => unknown): { code?: string; message: string } {
-  try {
-    f();
-  } catch (err) {
-    return err as { code?: string; message: string };
-  }
-  throw new Error("expected an error");
-}
 
 describe("trial counters from /metrics", () => {
   it("sums an engine's series over vLLM's engine label, by finished_reason, ignoring _created", () => {

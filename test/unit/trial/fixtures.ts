@@ -58,3 +58,13 @@ export function summary(over: Partial<TrialSummary> = {}): TrialSummary {
   for (const s of STATS) for (const m of METRICS) base[`${s}_${m}_ms`] = 0;
   return { ...(base as unknown as TrialSummary), ...over };
 }
+
+/** The error `f` throws (its code and message); fails the test when it throws none. */
+export function caught(f: () => unknown): { code?: string; message: string } {
+  try {
+    f();
+  } catch (err) {
+    return err as { code?: string; message: string };
+  }
+  throw new Error("expected an error");
+}

@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 import { prefillTime, tokenInterval } from "../../../lib/preflight/judge";
 import { decodeRequestLimit, departure, predictedCurve, predictPoint, profiledRange, rangeProblems, type PredictEngine } from "../../../lib/trial/predict";
 import type { TrialPoint } from "../../../lib/trial/types";
-import { row, summary } from "./fixtures";
+import { caught, row, summary } from "./fixtures";
 
 const PYTHON = resolve(__dirname, "../../../.tools/venv/bin/python");
 
@@ -15,15 +15,6 @@ const pd = (prefill = [row("p0")], decode = [row("d0")]): PredictEngine[] => [
 
 function point(over: Partial<TrialPoint> = {}): TrialPoint {
   return { id: "p1", rate: 2, requests: 100, arrival: "poisson", seed: 7, mix: [{ promptTokens: 500, outputTokens: 100, weight: 1 }], ...over };
-}
-
-function caught(f: () => unknown): { code?: string; message: string } {
-  try {
-    f();
-  } catch (err) {
-    return err as { code?: string; message: string };
-  }
-  throw new Error("expected an error");
 }
 
 describe("trial prediction from the profile fits", () => {
