@@ -86,7 +86,7 @@ export const EvidenceHttpSchema = z.strictObject({
   method: z.enum(["GET", "POST", "PUT", "DELETE", "HEAD", "PATCH"]),
   /** `engine e0`, `sidecar e0`, `router sim1`: who answered, by alias. */
   target: name(128),
-  path: z.string().regex(/^\/[A-Za-z0-9._~\/:-]*$/, 'expected a path such as "/v1/models", without a query'),
+  path: z.string().regex(/^\/[A-Za-z0-9._~/:-]*$/, 'expected a path such as "/v1/models", without a query'),
   requests: z.number().int().min(1),
 });
 
