@@ -4,6 +4,7 @@
  * within the same named timeout. undici is required at call time, never captured.
  */
 import type { Dispatcher } from "undici";
+import { noteHttp } from "../lib/evidence/http-journal";
 
 export interface EngineReply {
   status: number;
@@ -22,16 +23,40 @@ export function engineHeaders(apiKey: string | undefined, json: boolean): Record
 /** A GET without a body, else a POST of the body as JSON; the whole reply within `timeoutS`. */
 export async function sendJson(agent: Dispatcher, url: string, headers: Record<string, string>, body: unknown, timeoutS: number, method: "GET" | "POST" = body === undefined ? "GET" : "POST"): Promise<EngineReply> {
   const { request } = require("undici") as typeof import("undici");
-  const res = await request(url, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    dispatcher: agent,
-    signal: AbortSignal.timeout(timeoutS * 1000),
-    headersTimeout: timeoutS * 1000,
-    bodyTimeout: timeoutS * 1000,
-  });
-  return { status: res.statusCode, text: await res.body.text() };
+  const startedAt = new Date().toISOString();
+  try {
+    const res = await request(url, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      dispatcher: agent,
+      signal: AbortSignal.timeout(timeoutS * 1000),
+      headersTimeout: timeoutS * 1000,
+      bodyTimeout: timeoutS * 1000,
+    });
+    const text = await res.body.text();
+    noteHttp({ method, url, status: res.statusCode, startedAt, endedAt: new Date().toISOString(), body: text });
+    return { status: res.statusCode, text };
+  } catch (err) {
+    noteHttp({ method, url, status: null, startedAt, endedAt: new Date().toISOString() });
+    throw err;
+  }
+}
+
+/**
+ * A streamed POST, noted for the step's commands once its answer's head is in (its status) or it failed
+ * without one (null). What the stream then carries is the caller's to judge.
+ */
+export async function notedStream<T extends { statusCode: number }>(url: string, sent: Promise<T>): Promise<T> {
+  const startedAt = new Date().toISOString();
+  try {
+    const res = await sent;
+    noteHttp({ method: "POST", url, status: res.statusCode, startedAt, endedAt: new Date().toISOString() });
+    return res;
+  } catch (err) {
+    noteHttp({ method: "POST", url, status: null, startedAt, endedAt: new Date().toISOString() });
+    throw err;
+  }
 }
 
 /** Whether a request failed for want of an answer in time (abort signal or undici's own timeouts). */

@@ -16,6 +16,8 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { AttestationError, checkAttestation, contractFingerprint, type SidecarAttestation } from "../../lib/attestation";
+import type { EvidenceCommand } from "../../lib/evidence/record";
+import { journalled } from "../http-evidence";
 import { providerEvidence } from "../evidence";
 import { type Ask, type ProofSubject } from "../../lib/engine/generation";
 import { heldWhileStartStands } from "../diff";
@@ -162,14 +164,14 @@ async function readSidecar(i: AttestationInputs): Promise<Reading> {
   );
 }
 
-async function record(i: AttestationInputs, reading: Reading, startedAt: string): Promise<{ relativePath: string; digest: string }> {
+async function record(i: AttestationInputs, reading: Reading, startedAt: string, commands: EvidenceCommand[] = []): Promise<{ relativePath: string; digest: string }> {
   const store = providerEvidence(i.stack!);
   const artifact = await store.artifact("attestation", "engine-attestation.json", reading.text);
   const written = await store.record({
     kind: "attestation",
     subject: { kind: "engine", alias: i.engineId },
     inputs: JSON.parse(JSON.stringify(Object.fromEntries(MEASURED_AGAINST.map((k) => [k, i[k]])))),
-    commands: [],
+    commands,
     startedAt,
     endedAt: new Date().toISOString(),
     observations: JSON.parse(
@@ -242,8 +244,9 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Attest
 
   async create(inputs) {
     const startedAt = new Date().toISOString();
-    const reading = await readSidecar(inputs);
-    const evidence = inputs.stack ? await record(inputs, reading, startedAt) : undefined;
+    const read = await journalled({ [inputs.url]: `sidecar ${inputs.engineId}` }, () => readSidecar(inputs));
+    const reading = read.value;
+    const evidence = inputs.stack ? await record(inputs, reading, startedAt, read.journal.commands()) : undefined;
     if (reading.problems.length) {
       throw new AttestationError(
         "NARWHAL_ATTESTATION_MISMATCH",

@@ -29,6 +29,7 @@ import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
+import { GATE_C_CAPTURES, captureArtifacts, journalled } from "../http-evidence";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
 import { processIdentitySchema } from "../engine-generation/check";
 import { absolutePath, across, fieldsOf, hostLogin, inOrder, isFilled, positiveInteger, positiveSeconds } from "../input-rules";
@@ -135,7 +136,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheC
     const s = subjectOf(inputs);
     const timeoutS = inputs.probeTimeoutS ?? REQUEST_TIMEOUT_S;
     const startedAt = new Date().toISOString();
-    const result = await withEngineHttp(
+    const captured = await journalled({ [inputs.url]: `engine ${inputs.engineId}` }, () => withEngineHttp(
       s,
       inputs.apiKey,
       async (ask) => {
@@ -173,20 +174,23 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheC
         return { layout, capturedAt, sources, commands: reader.commands };
       },
       timeoutS,
-    );
+    ), GATE_C_CAPTURES);
+    const result = captured.value;
     const digest = cacheLayoutDigest(result.layout);
     const outs: CacheCaptureOutputs = { ...inputs, layout: result.layout, cacheLayoutDigest: digest, capturedAt: result.capturedAt, sources: result.sources };
     if (inputs.stack) {
-      outs.evidence = await providerEvidence(inputs.stack, [inputs.apiKey, inputs.privateKey, inputs.password]).record({
+      const store = providerEvidence(inputs.stack, [inputs.apiKey, inputs.privateKey, inputs.password]);
+      outs.evidence = await store.record({
         kind: "cache-capture",
         subject: { kind: "engine", alias: inputs.engineId },
         inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, outs[k]])) as never,
-        commands: result.commands,
+        commands: [...captured.journal.commands(), ...result.commands],
         startedAt,
         endedAt: new Date().toISOString(),
         observations: { cacheLayoutDigest: digest, layout: result.layout, sources: result.sources } as never,
         verdict: { status: "pass", reasons: [] },
-        artifacts: [],
+        // The engine's answers the capture read (/metrics' cache_config_info) and checked identity with.
+        artifacts: await captureArtifacts(store, "cache-capture", captured.journal),
       });
     }
     return { id: `${inputs.engineId}-cache-${digest.slice(7, 19)}`, outs };

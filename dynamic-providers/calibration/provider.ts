@@ -24,7 +24,9 @@ import { providerEvidence } from "../evidence";
 import { clientTtftFit, describeMismatches, proposeDeadline, runCalibration, validationPairs, type AdoptedCalibration, type CalibrationResult, type CalibrationRun, type Pair } from "../../lib/preflight";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { documentEngines, timeoutsOf } from "../preflight/plan";
-import { withRoutes } from "../preflight/provider";
+import { nameEngines, withRoutes } from "../preflight/provider";
+import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
+import type { EvidenceCommand } from "../../lib/evidence/record";
 import { lookAtAdoption } from "./adopt";
 import { calibrationInputs } from "./check";
 import { httpSampler, type EngineIdentity } from "./sampler";
@@ -61,7 +63,7 @@ function identityProblems(i: CalibrationInputs, before: EngineIdentity[], after:
 /** How the record's figures came about: sampled now, or adopted from an earlier calibration file. */
 type Origin = { run: CalibrationRun | undefined; adoption?: CalibrationAdoption } | { adopted: AdoptedCalibration; adoption: CalibrationAdoption; bytes: Buffer };
 
-async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: Pair[], origin: Origin, identities: { before: EngineIdentity[]; after: EngineIdentity[] }, verdict: { status: "pass" | "fail"; reasons: string[] }, result: CalibrationResult | undefined, startedAt: string) {
+async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: Pair[], origin: Origin, identities: { before: EngineIdentity[]; after: EngineIdentity[] }, verdict: { status: "pass" | "fail"; reasons: string[] }, result: CalibrationResult | undefined, startedAt: string, commands: EvidenceCommand[] = []) {
   const store = providerEvidence(i.stack, [i.apiKey, i.viaPrivateKey, i.viaPassword]);
   const artifact = (name: string, value: unknown) => store.artifact("calibration", name, JSON.stringify(value, null, 2) + "\n");
   const run = "run" in origin ? origin.run : undefined;
@@ -78,7 +80,7 @@ async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: 
     kind: "calibration",
     subject: { kind: "fleet", alias: i.stack },
     inputs: JSON.parse(JSON.stringify({ fleetDocumentDigest, model: i.model, runtime: i.runtime, engines: i.engines, paths, inputLengths: i.inputLengths, samplesPerGroup: i.samplesPerGroup, observationBoundS: i.observationBoundS, schedule: i.schedule })),
-    commands: [],
+    commands,
     startedAt,
     endedAt: new Date().toISOString(),
     observations: JSON.parse(JSON.stringify({ result: result ?? null, ...adopted, ...refused, incomplete: run?.incomplete ?? [], failures: run?.groups.flatMap((g) => g.failures.map((f) => `${g.producer} -> ${g.consumer} at ${g.inputTokens}: ${f}`)) ?? [] })),
@@ -118,7 +120,9 @@ export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<Calibra
   const identities = { before: [] as EngineIdentity[], after: [] as EngineIdentity[] };
   let run: CalibrationRun | undefined;
   let problems: string[] = [];
-  await withRoutes(i, endpoints, async (routed) => {
+  const journal = new HttpJournal({});
+  await withHttpJournal(journal, () => withRoutes(i, endpoints, async (routed) => {
+    nameEngines(journal, routed);
     const sampler = httpSampler({ engines: routed, model: i.model, apiKey: i.apiKey, timeouts: { healthS: t.healthS, prefillS: t.prefillS, tokenizeS: t.tokenizeS, observationBoundS: i.observationBoundS, requestS: t.requestS } });
     try {
       identities.before = await Promise.all(routed.map((e) => sampler.identity(e.iid)));
@@ -130,7 +134,7 @@ export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<Calibra
     } finally {
       await sampler.close();
     }
-  });
+  }));
   let result: CalibrationResult | undefined;
   if (!problems.length && run) {
     try {
@@ -139,7 +143,7 @@ export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<Calibra
       problems = [(err as Error).message];
     }
   }
-  const evidence = i.stack ? await record(i, fleetDocumentDigest, paths, { run, ...(adoption ? { adoption } : {}) }, identities, { status: problems.length ? "fail" : "pass", reasons: problems }, result, startedAt) : undefined;
+  const evidence = i.stack ? await record(i, fleetDocumentDigest, paths, { run, ...(adoption ? { adoption } : {}) }, identities, { status: problems.length ? "fail" : "pass", reasons: problems }, result, startedAt, journal.commands()) : undefined;
   const notAdopted = adoption ? `; ${i.adopt!.path} was not adopted: ${describeMismatches(adoption.mismatches)}` : "";
   if (problems.length || !result) throw new Error(`calibration: ${problems.join("; ")}${evidence ? ` (every sample and failure kept as ${evidence.relativePath})` : ""}${notAdopted}`);
   return outputsOf({

@@ -11,7 +11,7 @@ import { processStartTime, parsePrometheusText } from "../../lib/engine/promethe
 import type { Pair, SampleRecord, Sampler } from "../../lib/preflight";
 import { sseEvents, streamedTokens } from "../../lib/profiling";
 import { handoffOf, streamError } from "../preflight/observer";
-import { engineHeaders, sendJson, timedOut } from "../engine-request";
+import { engineHeaders, notedStream, sendJson, timedOut } from "../engine-request";
 
 /** Text whose token ids seed every probe prompt, so each id is one the engine's own tokenizer made. */
 export const SEED_TEXT = "calibration probe benchmark ".repeat(8);
@@ -118,13 +118,13 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
       let firstToken: number | null = null;
       let tokens = 0;
       try {
-        const res = await request(`${url(p.consumer)}/v1/completions`, {
+        const res = await notedStream(`${url(p.consumer)}/v1/completions`, request(`${url(p.consumer)}/v1/completions`, {
           method: "POST",
           headers: headers(true),
           body: JSON.stringify({ ...body, prompt: ids, max_tokens: 1, min_tokens: 1, stream: true, return_token_ids: true, kv_transfer_params: handoff }),
           dispatcher: agent,
           signal: AbortSignal.any([bound.signal, AbortSignal.timeout(o.timeouts.requestS * 1000)]),
-        });
+        }));
         if (res.statusCode !== 200) return failed("engine_error", `decode on ${p.consumer} answered ${res.statusCode}: ${(await res.body.text()).slice(0, 300)}`);
         for await (const event of sseEvents(res.body as AsyncIterable<Uint8Array>)) {
           if (event.done) continue;

@@ -5,6 +5,7 @@
  */
 import type { Dispatcher } from "undici";
 import { endpoint, httpFailure, type Ask, type ProofSubject } from "../../lib/engine/generation";
+import { noteHttp } from "../../lib/evidence/http-journal";
 
 /** The runbook's `urlopen(..., timeout=60)`: the longest any single probe may take. */
 export const REQUEST_TIMEOUT_S = 60;
@@ -26,8 +27,10 @@ export function engineHttp(subject: ProofSubject, apiKey: string | undefined, ti
     const headers: Record<string, string> = { accept: "application/json, text/plain, */*" };
     if (apiKey) headers.authorization = `Bearer ${apiKey}`;
     if (body !== undefined) headers["content-type"] = "application/json";
+    const url = endpoint(subject, path);
+    const startedAt = new Date().toISOString();
     try {
-      const res = await request(endpoint(subject, path), {
+      const res = await request(url, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -39,8 +42,11 @@ export function engineHttp(subject: ProofSubject, apiKey: string | undefined, ti
         headersTimeout: t * 1000,
         bodyTimeout: t * 1000,
       });
-      return { status: res.statusCode, body: await res.body.text() };
+      const text = await res.body.text();
+      noteHttp({ method, url, status: res.statusCode, startedAt, endedAt: new Date().toISOString(), body: text });
+      return { status: res.statusCode, body: text };
     } catch (err) {
+      noteHttp({ method, url, status: null, startedAt, endedAt: new Date().toISOString() });
       throw httpFailure(subject, path, method, err, t);
     }
   };

@@ -17,6 +17,7 @@ import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject }
 import { hasUnknown, heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
+import { GATE_C_CAPTURES, captureArtifacts, journalled } from "../http-evidence";
 import { generationInputs } from "./check";
 import { REFRESH_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
@@ -63,12 +64,18 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Engine
   async create(inputs) {
     const s = subjectOf(inputs);
     const startedAt = new Date().toISOString();
-    const { proof, provedAt } = await withEngineHttp(s, inputs.apiKey, async (ask) => {
-      await waitForHealth(ask, s, inputs.probeTimeoutS);
-      const provedAt = new Date().toISOString();
-      const proof = await proveLiveProcess(ask, s, { version: inputs.expectedVersion, servedName: inputs.servedName, planSha256: inputs.planSha256 });
-      return { proof, provedAt };
-    });
+    const proved = await journalled(
+      { [inputs.url]: `engine ${inputs.engineId}` },
+      () =>
+        withEngineHttp(s, inputs.apiKey, async (ask) => {
+          await waitForHealth(ask, s, inputs.probeTimeoutS);
+          const provedAt = new Date().toISOString();
+          const proof = await proveLiveProcess(ask, s, { version: inputs.expectedVersion, servedName: inputs.servedName, planSha256: inputs.planSha256 });
+          return { proof, provedAt };
+        }),
+      GATE_C_CAPTURES,
+    );
+    const { proof, provedAt } = proved.value;
     const outs: EngineGenerationOutputs = {
       ...inputs,
       generationDigest: proof.generationDigest,
@@ -80,11 +87,12 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Engine
     const peerStarts = await peerStartsOf(inputs);
     if (peerStarts) outs.peerStarts = peerStarts;
     if (inputs.stack) {
-      outs.evidence = await providerEvidence(inputs.stack, [inputs.apiKey]).record({
+      const store = providerEvidence(inputs.stack, [inputs.apiKey]);
+      outs.evidence = await store.record({
         kind: "generation",
         subject: { kind: "engine", alias: inputs.engineId },
         inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, inputs[k]])) as never,
-        commands: [],
+        commands: proved.journal.commands(),
         startedAt,
         endedAt: new Date().toISOString(),
         observations: {
@@ -96,7 +104,8 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Engine
           ...(inputs.adopted ? { adopted: inputs.adopted } : {}),
         },
         verdict: { status: "pass", reasons: [] },
-        artifacts: [],
+        // The answers the proof was judged on, as the engine gave them.
+        artifacts: await captureArtifacts(store, "generation", proved.journal),
       });
     }
     return { id: `${inputs.engineId}-${proof.generationDigest.slice(7, 19)}`, outs };

@@ -12,7 +12,7 @@ import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
 import { attestationProblems, type Observer, type Probe, type TransferRecord } from "../../lib/preflight";
 import { identityGenerationDigest, sseEvents, streamedTokens } from "../../lib/profiling";
-import { engineHeaders, sendJson, timedOut } from "../engine-request";
+import { engineHeaders, notedStream, sendJson, timedOut } from "../engine-request";
 
 export const PROBE_PROMPT = "benchmark ".repeat(64);
 export const PACE_PROMPT = "benchmark ".repeat(4096);
@@ -238,14 +238,14 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
       const firstTimer = setTimeout(() => first.abort(new Timeout("first token")), o.timeouts.firstTokenS * 1000);
       const started = performance.now();
       try {
-        const res = await request(`${dst.url}/v1/completions`, {
+        const res = await notedStream(`${dst.url}/v1/completions`, request(`${dst.url}/v1/completions`, {
           method: "POST",
           headers: headers(true, true),
           body: JSON.stringify({ ...attempt, stream: true, return_token_ids: true, stream_interval: 1, kv_transfer_params: handoff }),
           dispatcher: agent,
           signal: AbortSignal.any([overall, first.signal]),
           bodyTimeout: o.timeouts.decodeReadS * 1000,
-        });
+        }));
         if (res.statusCode !== 200) {
           clearTimeout(firstTimer);
           return fail("transfer_failed", `decode leg on ${p.consumer} answered ${res.statusCode}: ${(await res.body.text()).slice(0, 300)}`);

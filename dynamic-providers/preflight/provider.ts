@@ -13,6 +13,8 @@
  *           on over a degraded run replaces it;
  * - read:   a preflight is a measurement of the past: nothing is re-probed.
  */
+import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
+import type { EvidenceCommand } from "../../lib/evidence/record";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
 import { providerEvidence } from "../evidence";
@@ -60,6 +62,14 @@ export async function withRoutes<T, E extends { url: string; attestationUrl?: st
   }
 }
 
+/** Names each engine's (and its sidecar's) answers by its id in the step's commands, routed or not. */
+export function nameEngines(journal: HttpJournal, engines: ReadonlyArray<{ iid: string; url: string; attestationUrl?: string }>): void {
+  for (const e of engines) {
+    journal.name(e.url, `engine ${e.iid}`);
+    if (e.attestationUrl) journal.name(e.attestationUrl, `sidecar ${e.iid}`);
+  }
+}
+
 /** Who a failed line is about: an engine id or a `producer -> consumer` pair at its start. */
 export function failureSummary(results: readonly GateResult[]): string {
   return failedGates(results)
@@ -70,7 +80,7 @@ export function failureSummary(results: readonly GateResult[]): string {
     .join("; ");
 }
 
-async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: RunSummary, fleetDocumentDigest: string, startedAt: string) {
+async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: RunSummary, fleetDocumentDigest: string, startedAt: string, commands: EvidenceCommand[] = []) {
   const store = providerEvidence(i.stack, [i.apiKey, i.viaPrivateKey, i.viaPassword]);
   const artifacts = [await store.artifact("preflight", "transfers.json", JSON.stringify(outcome.transfers, null, 2) + "\n"), await store.artifact("preflight", "fleet.json", JSON.stringify(i.fleetDocument, null, 2) + "\n")];
   const failed = failedGates(outcome.gates);
@@ -78,7 +88,7 @@ async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: Ru
     kind: "preflight",
     subject: { kind: "fleet", alias: i.stack },
     inputs: JSON.parse(JSON.stringify({ fleetDocumentDigest, engines: i.engines, profileStoreDigest: i.profileStoreDigest, fabricEdges: i.fabricEdges, pairs: i.pairs, repeats: i.repeats, schedule: i.schedule, strict: i.strict ?? false })),
-    commands: [],
+    commands,
     startedAt,
     endedAt: new Date().toISOString(),
     observations: JSON.parse(JSON.stringify({ gates: outcome.gates, rounds: outcome.rounds, status: summary.status, narwhal: summary.narwhal, skipped: summary.skipped, warnings: summary.warnings })),
@@ -100,16 +110,18 @@ export async function runGates(i: PreflightInputs, recentLogs?: (iid: string) =>
   const plan = planOf(doc, i.profiles, { pairs: i.pairs, repeats: i.repeats, schedule: i.schedule });
   const recorded = new Map(i.engines.map((e) => [e.engineId, e]));
   const engines: ObservedEngine[] = documentEngines(doc).map((e) => ({ iid: e.iid, url: e.url, ...(e.attestationUrl ? { attestationUrl: e.attestationUrl } : {}), attestationDigest: recorded.get(e.iid)?.attestationDigest }));
-  const outcome = await withRoutes(i, engines, async (routed) => {
+  const journal = new HttpJournal({});
+  const outcome = await withHttpJournal(journal, () => withRoutes(i, engines, async (routed) => {
+    nameEngines(journal, routed);
     const observer = httpObserver({ engines: routed, ...observerSettings(doc, i.apiKey), ...(recentLogs ? { recentLogs } : {}) });
     try {
       return await runPreflight(plan, observer);
     } finally {
       await observer.close();
     }
-  });
+  }));
   const summary = runSummary(outcome.gates);
-  const evidence = i.stack ? await record(i, outcome, summary, fleetDocumentDigest, startedAt) : undefined;
+  const evidence = i.stack ? await record(i, outcome, summary, fleetDocumentDigest, startedAt, journal.commands()) : undefined;
   const kept = evidence ? ` (gate lines, probes and engine logs kept as ${evidence.relativePath})` : "";
   if (summary.status === "fail") {
     throw new Error(`preflight failed: ${failureSummary(outcome.gates)}; the router is not started on it${kept}`);

@@ -6,7 +6,7 @@
 import { performance } from "node:perf_hooks";
 import type { EngineClient, Reply, StreamChunk } from "../../lib/profiling";
 import { SseSplitter } from "../../lib/profiling";
-import { engineHeaders, sendJson, timedOut } from "../engine-request";
+import { engineHeaders, notedStream, sendJson, timedOut } from "../engine-request";
 
 export interface ProfileHttp extends EngineClient {
   close(): Promise<void>;
@@ -39,7 +39,7 @@ export function profileHttp(baseUrl: string, apiKey: string | undefined, label: 
       const abort = new AbortController();
       const timer = setTimeout(() => abort.abort(new Error(`no complete stream within ${t} s`)), t * 1000);
       try {
-        const res = await request(`${baseUrl}${path}`, { method: "POST", headers: headers(true), body: JSON.stringify(body), dispatcher: agent, signal: abort.signal, headersTimeout: t * 1000, bodyTimeout: t * 1000 });
+        const res = await notedStream(`${baseUrl}${path}`, request(`${baseUrl}${path}`, { method: "POST", headers: headers(true), body: JSON.stringify(body), dispatcher: agent, signal: abort.signal, headersTimeout: t * 1000, bodyTimeout: t * 1000 }));
         if (res.statusCode !== 200) return { status: res.statusCode, errorBody: await res.body.text() };
         const split = new SseSplitter();
         const utf8 = new TextDecoder();

@@ -46,6 +46,7 @@ import { forwardedUrl, localForward } from "../../lib/ssh/forward";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { hasUnknown } from "../diff";
 import { profileInputs } from "./check";
+import { HttpJournal, currentHttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { profileHttp } from "./http";
 import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry, ProfileInputs, ProfileOutputs, ProfileResult } from "./types";
 
@@ -115,7 +116,8 @@ async function record(i: ProfileInputs, entry: Record<string, unknown>, startedA
     kind: "profile",
     subject: { kind: "engine", alias: i.engineId },
     inputs: JSON.parse(JSON.stringify(Object.fromEntries(MEASURED_AGAINST.map((k) => [k, i[k]])))),
-    commands: [],
+    // Every request this create has sent so far, each path summarised (a sweep sends thousands).
+    commands: currentHttpJournal()?.commands() ?? [],
     startedAt,
     endedAt: new Date().toISOString(),
     observations: JSON.parse(JSON.stringify(observations)),
@@ -143,6 +145,7 @@ async function sweepOnce(i: ProfileInputs, binding: ReturnType<typeof bindingOf>
   const raw: MeasureRecord = emptyRecord();
   try {
     const m = await withEngineRoute(i, async (base) => {
+      currentHttpJournal()?.name(base, `engine ${i.engineId}`);
       const http = profileHttp(base, i.apiKey, label, Math.max(...i.sweep.decodeConcurrency, i.maxNumSeqs ?? 1) + 2);
       try {
         return await new Profiler(http, { iid: i.engineId, model: i.servedName, sweep: i.sweep, maxNumSeqs: i.maxNumSeqs, processStartTime: i.processStartTime, probeTimeoutS: i.probeTimeoutS, requestTimeoutS: i.requestTimeoutS, log }, raw).run();
@@ -320,7 +323,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Profil
   addition: (olds, news) => ({ replaces: limitsReplace(olds, news) ? ["fitLimits"] : [] }),
 
   async create(inputs) {
-    const result = await profileEngine(inputs);
+    const result = await withHttpJournal(new HttpJournal({ [inputs.url]: `engine ${inputs.engineId}` }), () => profileEngine(inputs));
     const outs: ProfileOutputs = { ...inputs, ...result };
     return { id: `${inputs.engineId}-profile-${result.profileDigest.slice(7, 19)}`, outs };
   },

@@ -5,7 +5,7 @@
  * index, which is itself stored as a `deployment-record` record so it is as immutable as what it lists.
  */
 import { GATES, gateOfKind, type GateId } from "./gates";
-import { evidenceRecord, type EvidenceRecord, type EvidenceVerdict } from "./record";
+import { evidenceRecord, type EvidenceHttp, type EvidenceRecord, type EvidenceVerdict } from "./record";
 import { LOAD_TRIAL_KIND, trialStep, type TrialStepSummary } from "./trial-step";
 
 /** A record read back from the store, with where it is and the digest that proves it unchanged. */
@@ -20,9 +20,35 @@ export interface StepCommand {
   host: string;
   argv?: string[];
   scriptSha256?: string;
+  /** HTTP requests to an engine, sidecar or router, by alias; repeats are one command with a count. */
+  http?: EvidenceHttp;
+  /** With `http`: how many requests saw each status (`none`: no answer). */
+  httpStatuses?: Record<string, number>;
+  /** A process's exit status; for `http`, 0 when every answer was 2xx, 1 otherwise, null when one got none. */
   exitStatus: number | null;
   signal?: string;
 }
+
+/** The revisions a step was taken with. */
+export interface StepRevisions {
+  /** This program's source revision (revision.ts). */
+  program: string;
+  /**
+   * The Narwhal revision installed (the install marker's `revision`) on the step's hosts, for the steps
+   * that run Narwhal code or are judged by it ({@link NARWHAL_KINDS}); null for the others, and when no
+   * install record is in the store. Distinct revisions on the step's hosts are listed comma-separated.
+   */
+  narwhal: string | null;
+}
+
+/**
+ * Where a step started from. A record that says what it found before it changed anything keeps that
+ * (`recorded`); otherwise it is the previous record of the same kind and subject, or nothing before.
+ */
+export type StartingState =
+  | { kind: "recorded"; value: unknown }
+  | { kind: "previous-record"; record: { relativePath: string; digest: string; verdict: EvidenceVerdict["status"]; endedAt: string } }
+  | { kind: "nothing-before"; note: string };
 
 /** One measurement within a gate. */
 export interface GateStep {
@@ -32,14 +58,16 @@ export interface GateStep {
   /** Every host alias the step touched: its subject's hosts and the hosts its commands ran on. */
   hosts: string[];
   sourceRevision: string;
-  /** Absent when the measurement had nothing to record before it started. */
-  startingState?: unknown;
+  revisions: StepRevisions;
+  startingState: StartingState;
   commands: StepCommand[];
   artifacts: Array<{ name: string; path: string; sha256: string; bytes: number }>;
   /** For a trial point (`load-trial`), decided by the trial's own verdict: see trial-step.ts. */
   verdict: EvidenceVerdict;
   /** A trial point's id, offered rate and trial verdict. */
   trial?: TrialStepSummary;
+  /** Why the step passed only in part (a preflight whose observations say `degraded`): its gate is `degraded`. */
+  degraded?: string[];
   startedAt: string;
   endedAt: string;
   /** The record's path in the evidence store and its digest. */
@@ -51,8 +79,11 @@ export interface GateStep {
   current: boolean;
 }
 
-/** `not-recorded`: the store holds no record of the gate (it has not run, or it keeps no store record). */
-export type GateStatus = "pass" | "fail" | "info" | "not-recorded";
+/**
+ * `degraded`: every current step passed, but one passed only in part (a preflight that skipped checks);
+ * `not-recorded`: the store holds no record of the gate (it has not run, or it keeps no store record).
+ */
+export type GateStatus = "pass" | "degraded" | "fail" | "info" | "not-recorded";
 
 export interface GateEntry {
   gate: GateId;
@@ -82,23 +113,44 @@ function hostsOf(record: EvidenceRecord, engineHosts: EngineHosts): string[] {
   return [...new Set([...fromSubject, ...record.commands.map((c) => c.host)])].sort();
 }
 
+/** Kinds whose steps run Narwhal code or are judged by it: their revisions name the Narwhal installed. */
+export const NARWHAL_KINDS: ReadonlySet<string> = new Set(["install", "attestation", "profile", "profile-store", "preflight", "calibration", "router", "load-trial"]);
+/** The kind whose record's `observations.marker.revision` is the Narwhal revision installed on its host. */
+export const INSTALL_KIND = "install";
+
+const obj = (v: unknown): Record<string, unknown> | undefined => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
+
+/** The preflight's own word on a partial run: observations.status `degraded`, with what it skipped. */
+function degradedOf(record: EvidenceRecord): string[] | undefined {
+  if (record.kind !== "preflight") return undefined;
+  const o = obj(record.observations);
+  if (o?.status !== "degraded") return undefined;
+  const skipped = Array.isArray(o.skipped) ? o.skipped.map(obj).filter((x) => x !== undefined) : [];
+  const reasons = skipped.map((x) => `${String(x.gate ?? "a gate")} skipped: ${String(x.message ?? "no reason given")}`);
+  return reasons.length ? reasons : record.verdict.reasons.length ? [...record.verdict.reasons] : ["preflight status degraded"];
+}
+
 function stepOf({ relativePath, digest, record }: StoredRecord, engineHosts: EngineHosts): GateStep {
   const judged = record.kind === LOAD_TRIAL_KIND ? trialStep(record.subject.alias, record.observations, record.verdict) : { verdict: record.verdict };
+  const degraded = degradedOf(record);
   return {
     kind: record.kind,
     subject: `${record.subject.kind} ${record.subject.alias}`,
     hosts: hostsOf(record, engineHosts),
     sourceRevision: record.sourceRevision,
-    ...(record.startingState === undefined ? {} : { startingState: record.startingState }),
+    revisions: { program: record.sourceRevision, narwhal: null },
+    startingState: record.startingState === undefined ? { kind: "nothing-before", note: "" } : { kind: "recorded", value: record.startingState },
     commands: record.commands.map((c) => ({
       host: c.host,
       ...(c.argv ? { argv: c.argv } : {}),
       ...(c.scriptSha256 ? { scriptSha256: c.scriptSha256 } : {}),
+      ...(c.http ? { http: c.http, httpStatuses: c.httpStatuses ?? {} } : {}),
       exitStatus: c.exitStatus,
       ...(c.signal ? { signal: c.signal } : {}),
     })),
     artifacts: record.artifacts.map((a) => ({ name: a.name, path: a.relativePath, sha256: a.sha256, bytes: a.bytes })),
     ...judged,
+    ...(degraded ? { degraded } : {}),
     startedAt: record.startedAt,
     endedAt: record.endedAt,
     record: { relativePath, digest },
@@ -106,19 +158,66 @@ function stepOf({ relativePath, digest, record }: StoredRecord, engineHosts: Eng
   };
 }
 
-/** Marks every step but the last of each kind and subject as superseded. */
+/**
+ * Marks every step but the last of each kind and subject as superseded, and gives each step that
+ * recorded no starting state of its own the one before it: the previous record of its kind and subject.
+ */
 function markSuperseded(steps: GateStep[]): void {
   const latest = new Map<string, GateStep>();
-  for (const step of [...steps].sort(byTime)) latest.set(`${step.kind}\0${step.subject}`, step);
+  for (const step of [...steps].sort(byTime)) {
+    const key = `${step.kind}\0${step.subject}`;
+    const before = latest.get(key);
+    if (step.startingState.kind !== "recorded") {
+      step.startingState = before
+        ? { kind: "previous-record", record: { relativePath: before.record.relativePath, digest: before.record.digest, verdict: before.verdict.status, endedAt: before.endedAt } }
+        : { kind: "nothing-before", note: `no earlier ${step.kind} record of ${step.subject} in this stack's evidence store` };
+    }
+    latest.set(key, step);
+  }
   const keep = new Set(latest.values());
   for (const step of steps) step.current = keep.has(step);
 }
 
-/** A gate fails when any current step failed or is invalid; passes when every current step passed or only informs. */
+/** Host alias -> its install records' Narwhal revisions, with when each started. */
+type Installs = Map<string, Array<{ startedAt: string; revision: string }>>;
+
+function installsOf(records: readonly StoredRecord[]): Installs {
+  const out: Installs = new Map();
+  for (const { record } of records) {
+    if (record.kind !== INSTALL_KIND || record.subject.kind !== "host") continue;
+    const revision = obj(obj(record.observations)?.marker)?.revision;
+    if (typeof revision !== "string" || revision === "") continue;
+    const list = out.get(record.subject.alias) ?? [];
+    list.push({ startedAt: record.startedAt, revision });
+    out.set(record.subject.alias, list.sort((a, b) => (a.startedAt < b.startedAt ? -1 : 1)));
+  }
+  return out;
+}
+
+/**
+ * The Narwhal revision a step ran with: on each of its hosts (every install host for a fleet-wide step),
+ * the latest install begun before the step ended, else the earliest one.
+ */
+function narwhalRevision(step: GateStep, installs: Installs): string | null {
+  if (!NARWHAL_KINDS.has(step.kind)) return null;
+  const hosts = step.hosts.filter((h) => installs.has(h));
+  const seen = new Set<string>();
+  for (const host of hosts.length ? hosts : [...installs.keys()]) {
+    const list = installs.get(host)!;
+    seen.add((list.filter((x) => x.startedAt <= step.endedAt).at(-1) ?? list[0]).revision);
+  }
+  return seen.size ? [...seen].sort().join(", ") : null;
+}
+
+/**
+ * A gate fails when any current step failed or is invalid; is degraded when a current step passed only
+ * in part; passes when every current step passed or only informs.
+ */
 function statusOf(all: readonly GateStep[]): GateStatus {
   const steps = all.filter((s) => s.current);
   if (steps.length === 0) return "not-recorded";
   if (steps.some((s) => s.verdict.status === "fail" || s.verdict.status === "invalid")) return "fail";
+  if (steps.some((s) => s.degraded !== undefined)) return "degraded";
   return steps.some((s) => s.verdict.status === "pass") ? "pass" : "info";
 }
 
@@ -130,8 +229,11 @@ const byTime = (a: GateStep, b: GateStep) =>
  * about an engine name its host when `engineHosts` knows it.
  */
 export function deploymentRecord(stack: string, records: readonly StoredRecord[], engineHosts: EngineHosts = {}): DeploymentRecord {
-  const steps = records.filter((r) => r.record.kind !== DEPLOYMENT_RECORD_KIND && r.record.stack === stack).map((r) => stepOf(r, engineHosts));
+  const own = records.filter((r) => r.record.kind !== DEPLOYMENT_RECORD_KIND && r.record.stack === stack);
+  const steps = own.map((r) => stepOf(r, engineHosts));
   markSuperseded(steps);
+  const installs = installsOf(own);
+  for (const step of steps) step.revisions.narwhal = narwhalRevision(step, installs);
   return {
     stack,
     sourceRevisions: [...new Set(steps.map((s) => s.sourceRevision))].sort(),
@@ -149,7 +251,7 @@ export function deploymentRecord(stack: string, records: readonly StoredRecord[]
  */
 export function gateLines(index: DeploymentRecord): string[] {
   return index.gates.map((g) => {
-    const failing = g.steps.filter((s) => s.current && (s.verdict.status === "fail" || s.verdict.status === "invalid"));
+    const failing = g.steps.filter((s) => s.current && (s.verdict.status === "fail" || s.verdict.status === "invalid" || (g.status === "degraded" && s.degraded)));
     const which = failing.map((s) => `${s.kind} ${s.subject}${s.trial ? ` (${s.trial.verdict})` : ""}`);
     return `Gate ${g.gate}: ${g.status}${which.length ? `: ${which.join(", ")}` : ""}`;
   });
@@ -165,7 +267,10 @@ export function deploymentRecordEvidence(index: DeploymentRecord, sourceRevision
   if (all.length === 0) throw new Error(`stack ${index.stack} has no evidence records to put in a deployment record`);
   const last = all.map((s) => s.endedAt).sort().at(-1)!;
   const failed = index.gates.filter((g) => g.status === "fail").map((g) => `Gate ${g.gate} failed: ${g.title}`);
-  const missing = index.gates.filter((g) => g.status === "not-recorded").map((g) => `Gate ${g.gate} has no evidence record`);
+  const missing = [
+    ...index.gates.filter((g) => g.status === "degraded").map((g) => `Gate ${g.gate} is degraded: ${g.steps.flatMap((s) => (s.current ? (s.degraded ?? []) : [])).join("; ")}`.slice(0, 4000)),
+    ...index.gates.filter((g) => g.status === "not-recorded").map((g) => `Gate ${g.gate} has no evidence record`),
+  ];
   return evidenceRecord({
     kind: DEPLOYMENT_RECORD_KIND,
     subject: { kind: "fleet", alias: index.stack },

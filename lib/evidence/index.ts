@@ -10,6 +10,7 @@ export {
   parseEvidenceRecord,
   type EvidenceArtifact,
   type EvidenceCommand,
+  type EvidenceHttp,
   type EvidenceKind,
   type EvidenceRecord,
   type EvidenceRecordFields,
@@ -19,7 +20,8 @@ export {
 export { EvidenceStore, evidenceRoot, type EvidenceStoreOptions, type ListedRecord, type VerifyResult, type WrittenRecord } from "./store";
 export { SecretRegistry, type SecretEncoding } from "./secrets";
 export { REDACTED, Sanitiser, exportSanitised, type ExportAliases } from "./sanitise";
-export { sourceRevision } from "./revision";
+export { sourceRevision, treeRevision } from "./revision";
+export { HttpJournal, currentHttpJournal, exitStatusOf, noteHttp, withHttpJournal, type HttpCapture, type HttpExchange } from "./http-journal";
 export { GATES, gateOfKind, type GateId, type GateInfo } from "./gates";
 export {
   DEPLOYMENT_RECORD_KIND,
@@ -31,7 +33,10 @@ export {
   type GateEntry,
   type GateStatus,
   type GateStep,
+  type StartingState,
   type StepCommand,
+  type StepRevisions,
+  NARWHAL_KINDS,
   type StoredRecord,
 } from "./deployment-record";
 export { LOAD_TRIAL_KIND, trialStep, type TrialStepSummary } from "./trial-step";

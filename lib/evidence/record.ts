@@ -40,9 +40,10 @@ export const DIGEST_PATTERN = /^sha256:[0-9a-f]{64}$/;
 /**
  * A full git revision (SHA-1 or SHA-256 object name), with `-dirty` when the working tree had changes.
  * Abbreviated revisions are refused: the runbook asks for the full one, and a short one can become
- * ambiguous later.
+ * ambiguous later. Outside a git checkout it is `narwhal-fleet@<package version>+tree:<sha256 prefix>`,
+ * the digest of the program's source files (revision.ts).
  */
-export const REVISION_PATTERN = /^(?:[0-9a-f]{40}|[0-9a-f]{64})(?:-dirty)?$/;
+export const REVISION_PATTERN = /^(?:(?:[0-9a-f]{40}|[0-9a-f]{64})(?:-dirty)?|narwhal-fleet@[0-9A-Za-z.+-]+\+tree:[0-9a-f]{16,64})$/;
 
 const digest = z.string().regex(DIGEST_PATTERN, 'expected "sha256:" and 64 lowercase hex digits');
 // UTC only ("...Z"), so timestamps compare as strings and read the same on every host.
@@ -73,14 +74,35 @@ export const EvidenceSubjectSchema = z.strictObject({
     .regex(/^[A-Za-z0-9][A-Za-z0-9._:>-]*$/, 'expected an alias: letters, digits and "._:->"'),
 });
 
+/** `200`, `503`, ...: an HTTP status seen, or `none` for a request that got no answer (refused, timed out). */
+export const HTTP_STATUS_KEY = /^(?:[1-5][0-9]{2}|none)$/;
+
 /**
- * One command the measurement ran. Either its argv, or the digest of the script it ran (scripts can be
- * long, and the script text itself can be stored as an artifact).
+ * An HTTP request the measurement sent, with the engine or host alias it went to (never its address) and
+ * the path without its query. Requests of one method, target and path are one command: `requests` counts
+ * them and `httpStatuses` counts each status seen, so a profile's thousands of completions stay one line.
+ */
+export const EvidenceHttpSchema = z.strictObject({
+  method: z.enum(["GET", "POST", "PUT", "DELETE", "HEAD", "PATCH"]),
+  /** `engine e0`, `sidecar e0`, `router sim1`: who answered, by alias. */
+  target: name(128),
+  path: z.string().regex(/^\/[A-Za-z0-9._~/:-]*$/, 'expected a path such as "/v1/models", without a query'),
+  requests: z.number().int().min(1),
+});
+
+/**
+ * One command the measurement ran: its argv, the digest of the script it ran (scripts can be long, and
+ * the script text itself can be stored as an artifact), or the HTTP requests it sent. An HTTP command's
+ * exit status says how its requests ended, as a process's would: 0 when every one was answered 2xx, 1
+ * when one was answered otherwise, null when one got no answer.
  */
 export const EvidenceCommandSchema = z
   .strictObject({
     argv: z.array(z.string()).min(1).optional(),
     scriptSha256: digest.optional(),
+    http: EvidenceHttpSchema.optional(),
+    /** Status -> how many requests saw it; with `http` only, and summing to its `requests`. */
+    httpStatuses: z.record(z.string().regex(HTTP_STATUS_KEY, 'expected an HTTP status such as "200", or "none"'), z.number().int().min(1)).optional(),
     /** Alias of the host it ran on; the management workstation is `local`. */
     host: name(128),
     /** Exit status; null when the process did not exit on its own (a signal or a timeout ended it). */
@@ -91,8 +113,12 @@ export const EvidenceCommandSchema = z
     endedAt: timestamp,
   })
   .superRefine((command, ctx) => {
-    if ((command.argv === undefined) === (command.scriptSha256 === undefined)) {
-      ctx.addIssue({ code: "custom", path: [], message: "expected exactly one of argv and scriptSha256" });
+    const forms = [command.argv, command.scriptSha256, command.http].filter((f) => f !== undefined).length;
+    if (forms !== 1) ctx.addIssue({ code: "custom", path: [], message: "expected exactly one of argv, scriptSha256 and http" });
+    if (command.http === undefined && command.httpStatuses !== undefined) ctx.addIssue({ code: "custom", path: ["httpStatuses"], message: "httpStatuses goes with http only" });
+    if (command.http !== undefined) {
+      const counted = Object.values(command.httpStatuses ?? {}).reduce((a, b) => a + b, 0);
+      if (counted !== command.http.requests) ctx.addIssue({ code: "custom", path: ["httpStatuses"], message: `expected the statuses of all ${command.http.requests} requests, got ${counted}` });
     }
     inOrder(command, ctx);
   });
@@ -139,8 +165,8 @@ export const EvidenceRecordSchema = z
     commands: z.array(EvidenceCommandSchema),
     startedAt: timestamp,
     endedAt: timestamp,
-    /** Git revision of this program, passed in by the caller. */
-    sourceRevision: z.string().regex(REVISION_PATTERN, "expected a full git revision (40 or 64 hex digits, optionally -dirty)"),
+    /** Revision of this program, passed in by the caller (revision.ts). */
+    sourceRevision: z.string().regex(REVISION_PATTERN, 'expected a full git revision (40 or 64 hex digits, optionally -dirty) or "narwhal-fleet@<version>+tree:<hex>"'),
     /** Raw observations, as measured. */
     observations: z.json(),
     verdict: EvidenceVerdictSchema,
@@ -150,6 +176,8 @@ export const EvidenceRecordSchema = z
 
 /** One evidence record (see {@link EvidenceRecordSchema}). */
 export type EvidenceRecord = z.infer<typeof EvidenceRecordSchema>;
+/** The HTTP requests of one command. */
+export type EvidenceHttp = z.infer<typeof EvidenceHttpSchema>;
 /** One command of a record. */
 export type EvidenceCommand = z.infer<typeof EvidenceCommandSchema>;
 /** One artifact of a record. */

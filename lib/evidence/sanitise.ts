@@ -229,7 +229,12 @@ export class Sanitiser {
         stack: this.text(record.stack),
         inputs: json(record.inputs, "inputs"),
         ...(record.startingState === undefined ? {} : { startingState: json(record.startingState, "startingState") }),
-        commands: record.commands.map((c, i) => ({ ...c, host: this.text(c.host), ...(c.argv ? { argv: json(c.argv, "commands", i, "argv") } : {}) })),
+        commands: record.commands.map((c, i) => ({
+          ...c,
+          host: this.text(c.host),
+          ...(c.argv ? { argv: json(c.argv, "commands", i, "argv") } : {}),
+          ...(c.http ? { http: { ...c.http, target: this.text(c.http.target), path: this.text(c.http.path) } } : {}),
+        })),
         observations: json(record.observations, "observations"),
         verdict: { ...record.verdict, reasons: record.verdict.reasons.map((reason) => this.text(reason)) },
         artifacts: record.artifacts.map((a) => ({ ...a, name: this.text(a.name) })),

@@ -9,6 +9,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { DeploymentRecord } from "../../lib/evidence";
+import { ExportedDeploymentRecordSchema, STEP_FIELDS } from "../../lib/evidence/export-schema";
+import { NARWHAL_KINDS } from "../../lib/evidence/deployment-record";
 import { API_KEY, PROJECT_ROOT, sharedFleet } from "./support/stack";
 
 function filesUnder(dir: string): string[] {
@@ -41,7 +43,25 @@ describe("e2e: sanitised export of the deployment record", function () {
       for (const v of [API_KEY, keyLine, PROJECT_ROOT, "/var/lib/narwhal-fleet", hosts[0].modelDir, "root@"]) expect(text, `${file}: ${v}`).not.to.include(v);
     }
 
-    const index = JSON.parse(fs.readFileSync(path.join(out, "deployment-record.json"), "utf8")) as DeploymentRecord;
+    const raw: unknown = JSON.parse(fs.readFileSync(path.join(out, "deployment-record.json"), "utf8"));
+    const shape = ExportedDeploymentRecordSchema.safeParse(raw);
+    expect(shape.success, JSON.stringify(shape.error?.issues.slice(0, 5))).to.equal(true);
+    const index = raw as DeploymentRecord;
+    for (const step of [...index.gates.flatMap((g) => g.steps), ...index.unassigned]) {
+      for (const field of STEP_FIELDS) expect(step, `${step.kind} ${step.subject}: ${field}`).to.have.property(field);
+      if (NARWHAL_KINDS.has(step.kind)) expect(step.revisions.narwhal, `${step.kind} ${step.subject}: Narwhal revision`).to.be.a("string");
+      else expect(step.revisions.narwhal, `${step.kind} ${step.subject}`).to.equal(null);
+    }
+    // Steps that talk HTTP to engines list their requests, by alias, with their statuses.
+    for (const kind of ["generation", "cache-capture", "attestation", "profile", "preflight"]) {
+      const steps = index.gates.flatMap((g) => g.steps).filter((s) => s.current && s.kind === kind);
+      expect(steps.length, kind).to.be.greaterThan(0);
+      for (const s of steps) expect(s.commands.some((c) => c.http !== undefined && Object.keys(c.httpStatuses ?? {}).length > 0), `${kind} ${s.subject} HTTP commands`).to.equal(true);
+    }
+    // Gate C keeps the engine's answers its proof and capture were judged on.
+    for (const s of index.gates.find((g) => g.gate === "C")!.steps.filter((x) => x.current && (x.kind === "generation" || x.kind === "cache-capture"))) {
+      expect(s.artifacts.map((a) => a.name).some((n) => / GET \/metrics -> 200$/.test(n)), `${s.kind} ${s.subject} keeps /metrics`).to.equal(true);
+    }
     const aliases = new Set(hosts.map((h) => h.alias));
     for (const gate of ["A", "B", "C", "D", "E", "F", "G"] as const) {
       const entry = index.gates.find((g) => g.gate === gate)!;
@@ -50,7 +70,7 @@ describe("e2e: sanitised export of the deployment record", function () {
         // Only fleet-wide steps (the generated config, the edge matrix) may name no host.
         if (!step.subject.startsWith("fleet ")) expect(step.hosts.length, `${step.kind} ${step.subject}`).to.be.greaterThan(0);
         for (const h of step.hosts) expect(aliases.has(h) || h === "local", `${step.subject} names host ${h}`).to.equal(true);
-        expect(step.sourceRevision).to.match(/^[0-9a-f]{40}(?:-dirty)?$/);
+        expect(step.sourceRevision).to.match(/^(?:[0-9a-f]{40}(?:-dirty)?|narwhal-fleet@\S+\+tree:[0-9a-f]{16})$/);
         for (const c of step.commands) expect(c.exitStatus === null || Number.isInteger(c.exitStatus), `${step.subject} exit status`).to.equal(true);
       }
     }

@@ -152,7 +152,16 @@ describe("providers: cache capture from what the engine shows, read over SSH", f
       expect(record.kind).to.equal("cache-capture");
       expect(record.observations.sources).to.deep.equal(o.sources);
       // The log, config.json, and when the log's API server started.
-      expect(record.commands.map((c: { host: string; exitStatus: number }) => [c.host, c.exitStatus])).to.deep.equal([["sim1", 0], ["sim1", 0], ["sim1", 0]]);
+      const commands = record.commands as Array<{ host: string; exitStatus: number; http?: { method: string; target: string; path: string; requests: number }; httpStatuses?: Record<string, number> }>;
+      expect(commands.filter((c) => !c.http).map((c) => [c.host, c.exitStatus])).to.deep.equal([["sim1", 0], ["sim1", 0], ["sim1", 0]]);
+      // Its requests to the engine, by alias: the identity checks before and after, and the metrics read.
+      const http = commands.filter((c) => c.http);
+      expect(http.map((c) => `${c.http!.method} ${c.http!.target} ${c.http!.path}`)).to.include.members([`GET engine ${inputs.engineId} /metrics`, `GET engine ${inputs.engineId} /version`]);
+      for (const c of http) expect(c).to.deep.include({ host: "local", exitStatus: 0, httpStatuses: { "200": c.http!.requests } });
+      expect(JSON.stringify(http)).to.not.match(/\d+\.\d+\.\d+\.\d+/);
+      // The engine's /metrics answer the capture read is kept, byte for byte, as an artifact.
+      const metrics = (record.artifacts as Array<{ name: string; relativePath: string }>).find((a) => a.name === `engine ${inputs.engineId}: GET /metrics -> 200`)!;
+      expect(fs.readFileSync(path.join(evidenceRoot(process.cwd(), STACK), metrics.relativePath), "utf8")).to.match(/vllm:cache_config_info/);
       expect(JSON.stringify(record)).to.not.contain(API_KEY);
       expect(await captureProvider.diff!("id", o, inputs)).to.deep.equal({ changes: false, replaces: [], deleteBeforeReplace: false });
     });

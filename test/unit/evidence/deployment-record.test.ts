@@ -47,7 +47,8 @@ describe("evidence: deployment record", () => {
       subject: "host sim1",
       hosts: ["sim1"],
       sourceRevision: REV,
-      startingState: { discovery: "none" },
+      revisions: { program: REV, narwhal: null },
+      startingState: { kind: "recorded", value: { discovery: "none" } },
       record: { relativePath: `discovery/${"1".repeat(64)}.json`, digest: `sha256:${"1".repeat(64)}` },
       current: true,
     });

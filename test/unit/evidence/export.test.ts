@@ -127,7 +127,7 @@ describe("evidence: deployment record export", () => {
     const gateD = index.gates.find((g: { gate: string }) => g.gate === "D");
     expect(gateD.status).to.equal("pass");
     expect(gateD.steps[0].hosts).to.deep.equal(["sim1", "sim2"]);
-    expect(gateD.steps[0].startingState).to.deep.equal({ engines: "idle", lock: "path:run/fabric.lock" });
+    expect(gateD.steps[0].startingState).to.deep.equal({ kind: "recorded", value: { engines: "idle", lock: "path:run/fabric.lock" } });
     expect(gateD.steps[0].commands).to.deep.equal([
       { host: "sim1", argv: ["iperf3", "-c", "host:sim2", "-B", "host:sim1"], exitStatus: 0 },
       { host: "sim2", argv: ["curl", "-H", "Authorization: Bearer secret:redacted", "http://host:sim2:8000/health"], exitStatus: 7 },

@@ -30,10 +30,10 @@ describe("evidence: the record shape", () => {
   });
 
   const refused: Array<[string, unknown, string[]]> = [
-    ["an abbreviated revision", sampleRecord({ sourceRevision: "9b0cc90" }), ["  - sourceRevision: expected a full git revision (40 or 64 hex digits, optionally -dirty)"]],
+    ["an abbreviated revision", sampleRecord({ sourceRevision: "9b0cc90" }), ["  - sourceRevision: expected a full git revision (40 or 64 hex digits, optionally -dirty) or \"narwhal-fleet@<version>+tree:<hex>\""]],
     ["a kind that is not a folder name", sampleRecord({ kind: "../x" }), ['  - kind: expected a kind such as "discovery": lowercase letters, digits and "-"']],
     ["a local time", sampleRecord({ startedAt: "2025-01-31T13:00:00+01:00" }), ['  - startedAt: expected an ISO 8601 UTC time such as "2025-01-31T12:00:00.000Z"']],
-    ["a command with both argv and a script", sampleRecord({ commands: [{ ...command, scriptSha256: `sha256:${"a".repeat(64)}` }] }), ["  - commands[0]: expected exactly one of argv and scriptSha256"]],
+    ["a command with both argv and a script", sampleRecord({ commands: [{ ...command, scriptSha256: `sha256:${"a".repeat(64)}` }] }), ["  - commands[0]: expected exactly one of argv, scriptSha256 and http"]],
     ["a command that ends before it starts", sampleRecord({ commands: [{ ...command, endedAt: "2025-01-31T11:00:00.000Z" }] }), ["  - commands[0].endedAt: ends (2025-01-31T11:00:00.000Z) before it starts (2025-01-31T12:00:00.000Z)"]],
     ["an invalid verdict without reasons", sampleRecord({ verdict: { status: "invalid", reasons: [] } }), ['  - verdict.reasons: a "invalid" verdict needs at least one reason']],
     ["a value JSON cannot hold", sampleRecord({ observations: { a: Number.NaN, b: undefined } as never }), ["  - observations: Invalid input"]],
