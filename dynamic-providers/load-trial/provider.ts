@@ -25,6 +25,8 @@ import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { localForward } from "../../lib/ssh/forward";
 import { providerEvidence } from "../evidence";
+import { currentHttpJournal, HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
+import type { EvidenceCommand } from "../../lib/evidence/record";
 
 export const MEASURED_AGAINST = ["point", "model", "slo", "routerUrl", "routerPid", "routerStartedAt", "fleetDocumentDigest", "engines", "profileStoreDigest"] as const;
 export const UPDATABLE = ["stack", "prometheus", "scrapeIntervalS", "routerHost", "via", "viaPrivateKey", "viaPassword", "hosts", "hostPrivateKeys", "hostPasswords", "requestTimeoutS", "drainTimeoutS", "minGoodFraction", "predictionBound", "routerOverheadS"] as const;
@@ -61,12 +63,21 @@ interface Opened {
   routes: TrialRoutes;
   hosts: HostProbes;
   tunnelLog: string[];
+  /** What ran on the hosts (socket summaries, the listener check), for the record's commands. */
+  commands: EvidenceCommand[];
   close(): Promise<void>;
 }
 
 /** The router host's login and one loopback forward per private address the trial reads. */
 async function openRoutes(i: LoadTrialInputs): Promise<Opened> {
   const tunnelLog: string[] = [];
+  const commands: EvidenceCommand[] = [];
+  const exec = async (s: SshSession, host: string, script: string, name: string) => {
+    const startedAt = new Date().toISOString();
+    const r = await s.exec(script, { timeoutS: SOCKETS_TIMEOUT_S, name });
+    commands.push({ host, argv: ["sh", "-c", script], exitStatus: r.code >= 0 && r.code <= 255 ? r.code : null, startedAt, endedAt: new Date().toISOString() });
+    return r;
+  };
   const note = (line: string) => tunnelLog.push(`${new Date().toISOString()} ${line}`);
   const session = await SshSession.open(sshTarget(readLogin(i.via, { privateKey: i.viaPrivateKey, password: i.viaPassword }), OPERATE));
   note(`ssh session to ${i.routerHost} (${i.via.user}@${i.via.host}:${i.via.port})`);
@@ -76,6 +87,7 @@ async function openRoutes(i: LoadTrialInputs): Promise<Opened> {
     const host = u.hostname.replace(/^\[|\]$/g, "");
     const f = await localForward(session, host, Number(u.port || 80), (line) => note(`${what}: ${line}`));
     forwards.push(f);
+    currentHttpJournal()?.name(`http://127.0.0.1:${f.port}`, what);
     note(`${what}: forward 127.0.0.1:${f.port} -> ${hostPort} via ${i.routerHost}`);
     return `http://127.0.0.1:${f.port}`;
   };
@@ -96,7 +108,7 @@ async function openRoutes(i: LoadTrialInputs): Promise<Opened> {
         for (const h of i.hosts) {
           const s = h.alias === i.routerHost ? session : await SshSession.open(sshTarget(readLogin(h.login, { privateKey: i.hostPrivateKeys?.[h.alias], password: i.hostPasswords?.[h.alias] }), OPERATE));
           try {
-            out[h.alias] = (await s.exec(SOCKETS_SCRIPT, { timeoutS: SOCKETS_TIMEOUT_S, name: "socket summary (ss)" })).stdout;
+            out[h.alias] = (await exec(s, h.alias, SOCKETS_SCRIPT, "socket summary (ss)")).stdout;
           } finally {
             if (s !== session) s.close();
           }
@@ -104,11 +116,11 @@ async function openRoutes(i: LoadTrialInputs): Promise<Opened> {
         return out;
       },
       async listener() {
-        const r = await session.exec(listenerScript(routerPort), { timeoutS: SOCKETS_TIMEOUT_S, name: "router port listener (ss -ltnp)" });
+        const r = await exec(session, i.routerHost, listenerScript(routerPort), "router port listener (ss -ltnp)");
         return listenerProblem(r.stdout, routerPort, i.routerPid, i.routerHost);
       },
     };
-    return { routes: { router, engines, ...(prometheus ? { prometheus } : {}) }, hosts, tunnelLog, close };
+    return { routes: { router, engines, ...(prometheus ? { prometheus } : {}) }, hosts, tunnelLog, commands, close };
   } catch (e) {
     await close();
     throw e;
@@ -144,21 +156,24 @@ export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string;
   let opened: Opened | undefined;
   let outcome: TrialOutcome | undefined;
   let failure: Error | undefined;
+  const journal = new HttpJournal({});
   try {
-    opened = await openRoutes(i);
-    outcome = await runTrial(fetchGet, opened.routes, opened.hosts, {
-      point: i.point,
-      model: i.model,
-      slo: i.slo,
-      profiles: i.engines.map((e) => ({ iid: e.engineId, role: e.role, row: e.row })),
-      requestTimeoutS: i.requestTimeoutS,
-      drainTimeoutS: i.drainTimeoutS,
-      scrapeIntervalS: i.scrapeIntervalS,
-      minGoodFraction: i.minGoodFraction,
-      predictionBound: i.predictionBound,
-      routerOverheadS: i.routerOverheadS,
-      requestIdPrefix: `trial-${i.point.id}-${t0.toString(36)}-`,
-      log: opts.log,
+    await withHttpJournal(journal, async () => {
+      opened = await openRoutes(i);
+      outcome = await runTrial(fetchGet, opened.routes, opened.hosts, {
+        point: i.point,
+        model: i.model,
+        slo: i.slo,
+        profiles: i.engines.map((e) => ({ iid: e.engineId, role: e.role, row: e.row })),
+        requestTimeoutS: i.requestTimeoutS,
+        drainTimeoutS: i.drainTimeoutS,
+        scrapeIntervalS: i.scrapeIntervalS,
+        minGoodFraction: i.minGoodFraction,
+        predictionBound: i.predictionBound,
+        routerOverheadS: i.routerOverheadS,
+        requestIdPrefix: `trial-${i.point.id}-${t0.toString(36)}-`,
+        log: opts.log,
+      });
     });
   } catch (e) {
     failure = e as Error;
@@ -179,7 +194,7 @@ export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string;
     kind: "load-trial",
     subject: { kind: "fleet", alias: opts.subject ?? i.point.id },
     inputs: JSON.parse(JSON.stringify({ point: i.point, model: i.model, slo: i.slo, routerUrl: i.routerUrl, routerPid: i.routerPid, routerStartedAt: i.routerStartedAt, fleetDocumentDigest: i.fleetDocumentDigest, engines: i.engines.map((e) => ({ engineId: e.engineId, role: e.role, generationDigest: e.generationDigest })), profileStoreDigest: i.profileStoreDigest })),
-    commands: [],
+    commands: [...(opened?.commands ?? []), ...journal.commands()],
     startedAt,
     endedAt: new Date().toISOString(),
     observations: o ? JSON.parse(JSON.stringify(o)) : { error: failure?.message ?? "the point did not run" },

@@ -6,6 +6,7 @@
  * is bounded: no request outlives `trial.requestTimeoutS` from its send, and the whole point ends by the
  * last due time + `trial.requestTimeoutS` + POINT_BOUND_MARGIN_S. undici is required at call time.
  */
+import { noteHttp } from "../evidence/http-journal";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import type { Pool } from "undici";
 import { SseSplitter } from "../profiling/sse";
@@ -117,6 +118,8 @@ export async function runPoint(o: RunPointOptions): Promise<ClientRun> {
     } finally {
       clearTimeout(timer);
       open.delete(abort);
+      // The point's record lists its completions as one command with a count per status (none: no answer).
+      noteHttp({ method: "POST", url: `${url.origin}${path}`, status: httpStatus ?? null, startedAt: new Date(Date.now() - (now() - sentS) * 1000).toISOString(), endedAt: new Date().toISOString() });
     }
   };
 
