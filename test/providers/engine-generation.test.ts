@@ -14,6 +14,9 @@ import { provider as generationProvider } from "../../dynamic-providers/engine-g
 import { EngineGeneration } from "../../dynamic-providers/engine-generation/resource";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
 import { sha256Json } from "../../lib/digest";
+import { evidenceRoot } from "../../lib/evidence";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, startEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";
 
 const API_KEY = "sk-narwhal-test-7c1f9e";
@@ -92,6 +95,20 @@ describe("Gate C providers against the engine simulator", function () {
     expect(proved.completionText).to.be.a("string").and.not.equal("");
     expect(Date.parse(proved.provedAt)).to.be.closeTo(Date.now(), 30_000);
     expect(proved).to.not.have.property("observedGeneration");
+  });
+
+  it("records what the proof sent, by alias with its statuses, and keeps the engine's answers it was judged on", async () => {
+    const stack = "provider-generation-evidence";
+    const { outs } = await generationProvider.create(generationInputs(engine, { stack }));
+    const root = evidenceRoot(process.cwd(), stack);
+    const record = JSON.parse(fs.readFileSync(path.join(root, (outs as EngineGenerationOutputs).evidence!.relativePath), "utf8"));
+    const http = (record.commands as Array<{ host: string; exitStatus: number; http?: { method: string; target: string; path: string; requests: number } }>).filter((c) => c.http);
+    expect(http.map((c) => `${c.http!.method} ${c.http!.target} ${c.http!.path}`)).to.include.members(["GET engine e1 /version", "GET engine e1 /metrics"]);
+    for (const c of http) expect(c).to.deep.include({ host: "local", exitStatus: 0 });
+    const metrics = (record.artifacts as Array<{ name: string; relativePath: string }>).find((a) => a.name === "engine e1: GET /metrics -> 200");
+    expect(metrics, JSON.stringify(record.artifacts.map((a: { name: string }) => a.name))).to.not.equal(undefined);
+    expect(fs.readFileSync(path.join(root, metrics!.relativePath), "utf8")).to.match(/^process_start_time_seconds /m);
+    expect(JSON.stringify(record)).to.not.contain(API_KEY);
   });
 
   it("is deterministic: a second proof of the same process gives the same digest and text", async () => {
