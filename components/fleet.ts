@@ -237,6 +237,16 @@ export class Fleet extends pulumi.ComponentResource {
         ),
         connection: routerParts.connection,
         address: routerParts.discovery.fabricAddress,
+        fleetHosts: spec.hosts.map((h) => {
+          const parts = hosts.get(h.alias)!;
+          return {
+            alias: h.alias,
+            connection: parts.connection,
+            routerDir: `${stackDirOn(spec, h.alias, args.stack)}/router`,
+            engineIds: spec.engines.filter((e) => e.host === h.alias).map((e) => e.id),
+            addresses: [parts.discovery.fabricAddress, pulumi.output(parts.connection).apply((c) => c.host)],
+          };
+        }),
         fleetDocument: this.attestation.fleetDocument,
         // The profile store is already on the router host, where the document's profiles.path points; a new store restarts the router.
         profileStoreDigest: this.profiles.store.storeDigest,

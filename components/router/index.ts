@@ -2,7 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { FleetSpec } from "../../lib/config";
 import type { NarwhalInstall } from "./install";
-import { Router } from "./router";
+import { Router, type FleetHostForCheck } from "./router";
 import { Monitoring } from "../observability";
 import { localAddress, routerUrl } from "../../lib/router/serve";
 import { stackDirOn } from "../../lib/fleet/state-dir";
@@ -23,6 +23,8 @@ export interface RouterHostArgs {
   connection: command.types.input.remote.ConnectionArgs;
   /** An address of the router host that clients reach. */
   address: pulumi.Input<string>;
+  /** Every fleet host, for the one-controller check before the router starts. */
+  fleetHosts?: readonly FleetHostForCheck[];
   fleetDocument: pulumi.Input<Record<string, unknown>>;
   /** Every engine's id, URL and role, for the scrape targets. */
   engineEndpoints: pulumi.Input<DocumentEngine[]>;
@@ -70,6 +72,7 @@ export class RouterHost extends pulumi.ComponentResource {
         startTimeoutS: spec.router.startTimeoutS,
         stopTimeoutS: spec.runtime.deadlinesS.stop,
         healthDeadlineS: spec.runtime.deadlinesS.health,
+        fleetHosts: args.fleetHosts,
       },
       { parent: this },
     );

@@ -3,6 +3,7 @@ import * as command from "@pulumi/command";
 import { envFile } from "../../lib/shell";
 import { ENGINE_API_KEY_ENV } from "../../lib/fleet/fleet-document";
 import { localAddress, profileStorePath, routerIdentity, routerPortCheckScript, routerStartScript, routerStopScript, routerSwapScript, routerUrl, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
+import { controllerCheckScript, documentEngines, engineAddressOf, enginePortOf } from "../../lib/router/controller-check";
 import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
 import type { NarwhalInstall } from "./install";
 import { lastJsonLine } from "../runtime/stdout";
@@ -35,6 +36,19 @@ export interface RouterArgs {
   stopTimeoutS: number;
   /** A refresh's `/health` probe of the router waits this long before it calls the router hung. */
   healthDeadlineS: number;
+  /** Every fleet host, where the one-controller check looks for another router serving these engines. */
+  fleetHosts?: readonly FleetHostForCheck[];
+}
+
+export interface FleetHostForCheck {
+  alias: string;
+  connection: command.types.input.remote.ConnectionArgs;
+  /** This stack's router folder on that host (where its router would work, were it the router host). */
+  routerDir: string;
+  /** The ids of the engines that run on this host. */
+  engineIds: readonly string[];
+  /** The host's addresses (fabric, login): a connection from one is that host's own check to judge. */
+  addresses: readonly pulumi.Input<string>[];
 }
 
 /** A router bound to loopback answers only on its host: the program cannot probe it, so it has no liveness. */
@@ -61,6 +75,8 @@ export class Router extends pulumi.ComponentResource {
   /** The profile store's path on the router host, where the document's `profiles.path` points. */
   public readonly profileStorePath: pulumi.Output<string>;
   public readonly process: command.remote.Command;
+  /** The one-controller check on each fleet host, run before the router starts. */
+  public readonly controllerChecks: command.remote.Command[];
   /** The proof's command: one completion through the router, its health and models. */
   public readonly proofCommand: command.remote.Command;
   /** Whether the router still serves, as a refresh sees it: a new epoch starts it again (none for a loopback bind). */
@@ -107,6 +123,32 @@ export class Router extends pulumi.ComponentResource {
       { connection: args.connection, create: routerPortCheckScript({ runDir: args.runDir, port: args.port, hostAlias: args.hostAlias }), triggers, addPreviousOutputInEnv: false, logging: "stderr" },
       { parent: this, dependsOn: [args.after, args.install.command] },
     );
+    // Exactly one controller per fleet: on every fleet host, no other narwhal-serve may serve these engines.
+    // Runs with the port check, before the serving router is stopped for a swap.
+    const allAddresses = pulumi.all((args.fleetHosts ?? []).flatMap((h) => h.addresses.map((a) => pulumi.output(a))));
+    const controllerChecks = (this.controllerChecks = (args.fleetHosts ?? []).map(
+      (h) =>
+        new command.remote.Command(
+          `${name}-controller-check-${h.alias}`,
+          {
+            connection: h.connection,
+            create: pulumi.all([text, allAddresses]).apply(([doc, addresses]) => {
+              const engines = documentEngines(JSON.parse(doc) as Record<string, unknown>);
+              return controllerCheckScript({
+                hostAlias: h.alias,
+                ownRouterDir: h.routerDir,
+                engineAddresses: engines.map((e) => engineAddressOf(e.url)),
+                localEngines: engines.filter((e) => h.engineIds.includes(e.id)).map((e) => ({ id: e.id, port: enginePortOf(e.url) })),
+                fleetAddresses: [...new Set(addresses)],
+              });
+            }),
+            triggers,
+            addPreviousOutputInEnv: false,
+            logging: "stderr",
+          },
+          { parent: this, dependsOn: [args.after, args.install.command] },
+        ),
+    ));
     // A new document or store is an update that swaps the router in place (stop, then start), run once the
     // preflight that judged them passed. A replacement would be deleted at the start of every up that
     // restarts an engine (the engine's process is deleted before its replacement, and with it whatever
@@ -123,7 +165,7 @@ export class Router extends pulumi.ComponentResource {
         logging: "stderr",
       },
       // A replacement (`up --replace`) binds the same port, so the old router must be gone first: after the port check.
-      { parent: this, deleteBeforeReplace: true, dependsOn: [args.after, args.install.command, portCheck] },
+      { parent: this, deleteBeforeReplace: true, dependsOn: [args.after, args.install.command, portCheck, ...controllerChecks] },
     );
     this.started = this.process.stdout.apply((out) => lastJsonLine<RouterStarted>(out));
     const proof = new command.remote.Command(

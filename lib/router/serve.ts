@@ -3,8 +3,8 @@
  * remote command. Start writes the fleet document and profile store (0600, written then renamed), reads
  * the engine API key from stdin into a 0600 environment file, refuses a port something else already
  * serves, adopts a router of this very document after an interruption, and waits (bounded) for
- * `/health` to report every engine. Exactly one router per fleet is this host's invariant only: a
- * router of the same fleet on another host is the operator's to prevent.
+ * `/health` to report every engine. That no other router serves the same engines, on any fleet host, is
+ * checked before this start by lib/router/controller-check.ts.
  */
 import { createHash } from "node:crypto";
 import { shellLine, shq } from "../shell";

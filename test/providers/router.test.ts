@@ -20,6 +20,7 @@ import { ENGINE_API_KEY_ENV, fleetDocument } from "../../lib/fleet/fleet-documen
 import { installScript, uninstallScript, type InstallMarker, type InstallOptions } from "../../lib/router/install";
 import { routerIdentity, routerStartScript, routerStopScript, routerSwapScript, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
 import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
+import { controllerCheckScript, documentEngines, engineAddressOf, enginePortOf } from "../../lib/router/controller-check";
 import { journalBeside } from "../../components/router/router";
 import {
   engineTargets,
@@ -282,6 +283,52 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       expect(pidAlive(started.pid), "the old router").to.equal(false);
       started = swapped;
       router = next;
+    });
+
+    it("one controller: another stack's check refuses the serving narwhal-serve, naming host, port, pid and command; this stack's own passes", async () => {
+      const engines = documentEngines(document);
+      const check = (ownRouterDir: string) =>
+        controllerCheckScript({
+          hostAlias: "local",
+          ownRouterDir,
+          engineAddresses: engines.map((e) => engineAddressOf(e.url)),
+          localEngines: engines.map((e) => ({ id: e.id, port: enginePortOf(e.url) })),
+          fleetAddresses: [],
+        });
+      const own = await sh(check(router.runDir));
+      expect(own.code, own.stderr).to.equal(0);
+      expect(lastJson<{ routers: number[] }>(own.stdout).routers).to.not.include(started.pid);
+      const other = await sh(check(path.join(tempDir("router-run-"), "router")));
+      expect(other.code, other.stdout).to.equal(1);
+      expect(other.stderr.trim().split("\n")).to.have.length(1);
+      expect(other.stderr).to.contain(`router: another Narwhal router already serves this fleet's engine(s) ${engines.map((e) => engineAddressOf(e.url)).join(", ")}: host local, port ${router.port}, pid ${started.pid} (`);
+      // The command line is cut to 200 characters: the venv's path is long, narwhal-serve's name comes first.
+      expect(other.stderr).to.match(/pid \d+ \([^)]*narwhal-serve[^)]*\); exactly one controller may be active for a fleet/);
+    });
+
+    it("narwhal's lifecycle drain is a restart workflow: a drained engine that did not restart is not readmitted", async () => {
+      // Why Gate D and F re-measures do not drain their engines through the router (docs/gates.md): a second
+      // router over the same engines, so the serving one keeps its placement.
+      const probe = { ...router, runDir: path.join(tempDir("router-run-"), "router"), port: await freePort(), profileStore: store, profileStoreDigest: undefined };
+      stops.push(routerStopScript(probe));
+      const r = await sh(routerStartScript(probe), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
+      expect(r.code, r.stderr).to.equal(0);
+      const base = `http://127.0.0.1:${probe.port}/narwhal/lifecycle`;
+      const post = async (what: string, body: unknown) => {
+        const res = await fetch(`${base}/${what}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+        return { status: res.status, doc: (await res.json()) as { error: string; engines: Record<string, { state: string; accepts_new: boolean; restart_required: boolean; error: string }> } };
+      };
+      // Every drain through the API expects the engine's process to be replaced (restart_required); this
+      // fleet has no engine_contract, so the drain itself is refused, and still holds the engine out.
+      const drained = await post("drain", { engines: ["p0"], deadline_s: 30 });
+      expect(drained.status, JSON.stringify(drained.doc)).to.equal(503);
+      expect(drained.doc.engines.p0).to.deep.include({ state: "blocked", accepts_new: false, restart_required: true });
+      const readmit = await post("readmit", { engines: ["p0"] });
+      expect(readmit.status).to.equal(409);
+      expect(readmit.doc.engines.p0.state).to.equal("blocked");
+      expect(readmit.doc.engines.p0.accepts_new).to.equal(false);
+      const stop = await sh(routerStopScript(probe));
+      expect(stop.code, stop.stderr).to.equal(0);
     });
   });
 
