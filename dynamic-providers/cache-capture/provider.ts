@@ -8,8 +8,8 @@
  *           not the serving start's whole log (for a file, its API server must be the process serving now,
  *           by its /proc start time); builds each rank's layout (lib/engine/layout-sources.ts),
  *           checks it against the plan and across ranks, checks the generation again, and records the
- *           layout, its digest and the log lines it was read from. Any failure rejects and nothing is
- *           recorded;
+ *           layout, its digest and the log lines it was read from. A failure is recorded as a `fail`
+ *           record with what it ran and read (../failed-attempt.ts), then rejects naming that record;
  * - diff:   replaces when the generation digest (or anything else the capture was taken against)
  *           changes; how the engine and its host are reached (API key, login, log place, model dir,
  *           timeout) and the alias alone update;
@@ -34,6 +34,7 @@ import { processIdentitySchema } from "../engine-generation/check";
 import { absolutePath, across, fieldsOf, hostLogin, inOrder, isFilled, positiveInteger, positiveSeconds } from "../input-rules";
 import { hasUnknown } from "../diff";
 import { HostReader } from "./host-read";
+import { capturingAsk, keepFailedAttempt, newAttempt } from "../failed-attempt";
 import type { CacheCaptureInputs, CacheCaptureOutputs, CaptureSources } from "./types";
 
 export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected"] as const;
@@ -135,17 +136,20 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheC
     const s = subjectOf(inputs);
     const timeoutS = inputs.probeTimeoutS ?? REQUEST_TIMEOUT_S;
     const startedAt = new Date().toISOString();
+    // What the capture ran and read is kept as it goes; a failed capture is recorded with it before it is refused.
+    const attempt = newAttempt();
     const result = await withEngineHttp(
       s,
       inputs.apiKey,
-      async (ask) => {
+      async (direct) => {
+        const ask = capturingAsk(direct, attempt);
         const live = await liveGeneration(ask, s, inputs.planSha256);
         requireProvedGeneration(s, live, inputs.generationDigest, "captured");
         const capturedAt = new Date().toISOString();
         const metrics = await ask("/metrics");
         expectOk(s, "/metrics", "GET", metrics);
         const config = cacheConfigFrom(s, metrics.body);
-        const reader = await HostReader.open(inputs, timeoutS);
+        const reader = await HostReader.open(inputs, timeoutS, attempt);
         let found: Awaited<ReturnType<typeof servingLog>>;
         let configJson: Buffer;
         try {
@@ -173,6 +177,12 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheC
         return { layout, capturedAt, sources, commands: reader.commands };
       },
       timeoutS,
+    ).catch((err: unknown) =>
+      keepFailedAttempt(
+        err,
+        { stack: inputs.stack, secrets: [inputs.apiKey, inputs.privateKey, inputs.password], kind: "cache-capture", subject: { kind: "engine", alias: inputs.engineId }, inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, inputs[k] ?? null])) },
+        attempt,
+      ),
     );
     const digest = cacheLayoutDigest(result.layout);
     const outs: CacheCaptureOutputs = { ...inputs, layout: result.layout, cacheLayoutDigest: digest, capturedAt: result.capturedAt, sources: result.sources };

@@ -4,7 +4,8 @@
  * - check:  validates the inputs (unknown values during preview pass through);
  * - create: waits (bounded by probeTimeoutS) for `/health`, then runs the runbook's live proof: /health,
  *           /version, /v1/models, /metrics process_start_time_seconds, one 32-token temperature-0
- *           completion. Its outputs are the capture; any failed check rejects and nothing is recorded;
+ *           completion. Its outputs are the capture; a failed check is recorded as a `fail` record with
+ *           every answer it got (../failed-attempt.ts), then rejects naming that record;
  * - read:   re-probes cheaply (/health, /metrics, /version) and records what it saw in observedGeneration,
  *           observedState and observedDetail, never touching the capture;
  * - diff:   replaces when what the proof was taken against changed, or when a refresh saw another live
@@ -17,6 +18,7 @@ import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject }
 import { hasUnknown, heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
+import { capturingAsk, keepFailedAttempt, newAttempt } from "../failed-attempt";
 import { generationInputs } from "./check";
 import { REFRESH_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
@@ -63,12 +65,17 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Engine
   async create(inputs) {
     const s = subjectOf(inputs);
     const startedAt = new Date().toISOString();
-    const { proof, provedAt } = await withEngineHttp(s, inputs.apiKey, async (ask) => {
+    // Every answer is kept while the proof runs; a failed proof is recorded with them before it is refused.
+    const attempt = newAttempt();
+    const { proof, provedAt } = await withEngineHttp(s, inputs.apiKey, async (direct) => {
+      const ask = capturingAsk(direct, attempt);
       await waitForHealth(ask, s, inputs.probeTimeoutS);
       const provedAt = new Date().toISOString();
       const proof = await proveLiveProcess(ask, s, { version: inputs.expectedVersion, servedName: inputs.servedName, planSha256: inputs.planSha256 });
       return { proof, provedAt };
-    });
+    }).catch((err: unknown) =>
+      keepFailedAttempt(err, { stack: inputs.stack, secrets: [inputs.apiKey], kind: "generation", subject: { kind: "engine", alias: inputs.engineId }, inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, inputs[k] ?? null])) }, attempt),
+    );
     const outs: EngineGenerationOutputs = {
       ...inputs,
       generationDigest: proof.generationDigest,
