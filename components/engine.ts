@@ -188,6 +188,7 @@ export class Engine extends pulumi.ComponentResource {
         engineLog: running.log,
         modelDir: args.modelDir,
         stack: args.stack,
+        runDir: args.runDir,
       },
       { parent: this },
     );

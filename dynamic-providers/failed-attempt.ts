@@ -4,9 +4,10 @@
  * error reaches the user. The error keeps its class and code; its message gains the record's path.
  */
 import type { EvidenceArtifact, EvidenceCommand, EvidenceSubject } from "../lib/evidence";
+import type { KeptAttempt } from "../lib/runtime/attempts";
 import type { Ask } from "../lib/engine/generation";
 import { createHash } from "node:crypto";
-import { providerEvidence, type EvidenceRef } from "./evidence";
+import { providerEvidence, type EvidenceRef, type ProviderEvidence } from "./evidence";
 
 /** The most of one capture kept: a /metrics page or a log tail says what it must in far less. */
 export const CAPTURE_LIMIT_BYTES = 256 * 1024;
@@ -108,4 +109,38 @@ async function recordFailure(error: Error, step: FailedStep, attempt: Attempt): 
     verdict: { status: "fail", reasons: reasonsOf(error) },
     artifacts,
   });
+}
+
+/** A failed attempt a remote step kept on its host, as a later record lists it (verdict `fail`, its log an artifact). */
+export interface ListedAttempt {
+  id: string;
+  verdict: "fail";
+  reason: string;
+  exitStatus: number | null;
+  startedAt: string;
+  endedAt: string;
+  command: string;
+  /** The artifact holding the attempt's log tail. */
+  log: string;
+}
+
+/**
+ * The failed attempts kept on a host (lib/runtime/attempts.ts), as the next successful record of that step
+ * carries them: each log tail an artifact named `<step>/attempts/<id>/<log>`, each attempt an entry.
+ */
+export async function listedAttempts(
+  evidence: ProviderEvidence,
+  kind: string,
+  step: string,
+  logName: string,
+  kept: ReadonlyArray<KeptAttempt>,
+): Promise<{ artifacts: EvidenceArtifact[]; failedAttempts: ListedAttempt[] }> {
+  const artifacts: EvidenceArtifact[] = [];
+  const failedAttempts: ListedAttempt[] = [];
+  for (const a of kept) {
+    const log = await evidence.artifact(kind, `${step}/attempts/${a.id}/${logName}`, a.logTail);
+    artifacts.push(log);
+    failedAttempts.push({ id: a.id, verdict: "fail", reason: a.reason || "no reason was kept", exitStatus: a.exitStatus, startedAt: a.startedAt, endedAt: a.endedAt, command: a.command, log: log.relativePath });
+  }
+  return { artifacts, failedAttempts };
 }

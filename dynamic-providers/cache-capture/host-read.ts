@@ -20,6 +20,8 @@ import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import type { CacheCaptureInputs } from "./types";
 import { capture, newAttempt, scriptCommand, type Attempt } from "../failed-attempt";
+import { ATTEMPTS_DIR, listAttemptsScript, parseKeptAttempts, type KeptAttempt } from "../../lib/runtime/attempts";
+import { NATIVE_ENGINE_LOG } from "../../lib/runtime/native";
 
 /** One command run on the host, as the evidence record lists it. */
 export interface HostCommand {
@@ -86,6 +88,12 @@ export class HostReader {
   async config(): Promise<Buffer> {
     const r = await this.run(configReadScript(this.i.modelDir), `reading ${this.i.modelDir}/config.json`);
     return parseConfigRead(r.stdout, this.i.hostAlias, this.i.modelDir);
+  }
+
+  /** The failed starts kept in the engine's run folder (lib/runtime/attempts.ts), none when it has none. */
+  async keptAttempts(runDir: string): Promise<KeptAttempt[]> {
+    const r = await this.run(listAttemptsScript(runDir, NATIVE_ENGINE_LOG), `listing the failed starts kept in ${runDir}/${ATTEMPTS_DIR}`);
+    return parseKeptAttempts(r.stdout);
   }
 
   close(): void {

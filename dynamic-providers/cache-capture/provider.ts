@@ -34,7 +34,9 @@ import { processIdentitySchema } from "../engine-generation/check";
 import { absolutePath, across, fieldsOf, hostLogin, inOrder, isFilled, positiveInteger, positiveSeconds } from "../input-rules";
 import { hasUnknown } from "../diff";
 import { HostReader } from "./host-read";
-import { capturingAsk, keepFailedAttempt, newAttempt } from "../failed-attempt";
+import { capturingAsk, keepFailedAttempt, listedAttempts, newAttempt } from "../failed-attempt";
+import type { KeptAttempt } from "../../lib/runtime/attempts";
+import { NATIVE_ENGINE_LOG } from "../../lib/runtime/native";
 import type { CacheCaptureInputs, CacheCaptureOutputs, CaptureSources } from "./types";
 
 export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected"] as const;
@@ -152,9 +154,11 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheC
         const reader = await HostReader.open(inputs, timeoutS, attempt);
         let found: Awaited<ReturnType<typeof servingLog>>;
         let configJson: Buffer;
+        let kept: KeptAttempt[] = [];
         try {
           found = await servingLog(reader, inputs, live.processStartTime);
           configJson = await reader.config();
+          if (inputs.runDir) kept = await reader.keptAttempts(inputs.runDir);
         } finally {
           reader.close();
         }
@@ -174,7 +178,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheC
           },
           modelConfig: { path: `${inputs.modelDir.replace(/\/+$/, "")}/config.json`, sha256: `sha256:${model.configSha256}` },
         };
-        return { layout, capturedAt, sources, commands: reader.commands };
+        return { layout, capturedAt, sources, commands: reader.commands, kept };
       },
       timeoutS,
     ).catch((err: unknown) =>
@@ -187,16 +191,19 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheC
     const digest = cacheLayoutDigest(result.layout);
     const outs: CacheCaptureOutputs = { ...inputs, layout: result.layout, cacheLayoutDigest: digest, capturedAt: result.capturedAt, sources: result.sources };
     if (inputs.stack) {
-      outs.evidence = await providerEvidence(inputs.stack, [inputs.apiKey, inputs.privateKey, inputs.password]).record({
+      const evidence = providerEvidence(inputs.stack, [inputs.apiKey, inputs.privateKey, inputs.password]);
+      // The engine's failed starts kept on its host (lib/runtime/attempts.ts) join the record of the start that served.
+      const failed = await listedAttempts(evidence, "cache-capture", "engine-start", NATIVE_ENGINE_LOG, result.kept);
+      outs.evidence = await evidence.record({
         kind: "cache-capture",
         subject: { kind: "engine", alias: inputs.engineId },
         inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, outs[k]])) as never,
         commands: result.commands,
         startedAt,
         endedAt: new Date().toISOString(),
-        observations: { cacheLayoutDigest: digest, layout: result.layout, sources: result.sources } as never,
+        observations: { cacheLayoutDigest: digest, layout: result.layout, sources: result.sources, failedAttempts: failed.failedAttempts } as never,
         verdict: { status: "pass", reasons: [] },
-        artifacts: [],
+        artifacts: failed.artifacts,
       });
     }
     return { id: `${inputs.engineId}-cache-${digest.slice(7, 19)}`, outs };
