@@ -21,7 +21,7 @@ import { nativeEngineLogs, type EngineLogSource } from "../../lib/engine/log-sou
 import { startScript as dockerStartScript, stopScript as dockerStopScript } from "../../lib/runtime/docker-cli";
 import { containerRestartScript } from "../../lib/runtime/restart";
 import { startScript, stopScript } from "../../lib/runtime/native";
-import { envFile } from "../../lib/shell";
+import { envFile, shq } from "../../lib/shell";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
@@ -31,6 +31,7 @@ import { buildSimImage } from "../../sim/image/build";
 import { expectSimulatorTruth } from "../support/cache-truth";
 import { rejection } from "../support/rejection";
 import { keptAttempt } from "../support/kept-attempt";
+import { ATTEMPTS_SH } from "../../lib/runtime/attempts";
 import { simLaunch, simLogin } from "./support/sim-launch";
 
 const STACK = "provider-cache-capture";
@@ -156,6 +157,27 @@ describe("providers: cache capture from what the engine shows, read over SSH", f
       expect(record.commands.map((c: { host: string; exitStatus: number }) => [c.host, c.exitStatus])).to.deep.equal([["sim1", 0], ["sim1", 0], ["sim1", 0]]);
       expect(JSON.stringify(record)).to.not.contain(API_KEY);
       expect(await captureProvider.diff!("id", o, inputs)).to.deep.equal({ changes: false, replaces: [], deleteBeforeReplace: false });
+    });
+
+    it("lists the failed starts kept in the engine's run folder as failed attempts of its record, with their logs", async () => {
+      // A failed start as the start script keeps it (lib/runtime/native.ts): its log, exit status and command line.
+      await must(h, `cd ${runDir} && mkdir failed && printf 'RuntimeError: CUDA out of memory\\n' > failed/engine.log && sh -c ${shq(`${ATTEMPTS_SH}keep_attempt "$PWD/attempts" 2026-01-02T03:04:05Z 1 'engine exited before answering /health' 'vllm serve /models/m' "$PWD/failed/engine.log"`)} && rmdir failed`);
+      try {
+        const { outs } = await captureProvider.create(captureInputs(h, proved, nativeEngineLogs(runDir), { runDir }));
+        const o = outs as CacheCaptureOutputs;
+        const store = evidenceRoot(process.cwd(), STACK);
+        const record = JSON.parse(fs.readFileSync(path.join(store, o.evidence!.relativePath), "utf8"));
+        expect(record.verdict.status).to.equal("pass");
+        const [failed, ...others] = record.observations.failedAttempts;
+        expect(others).to.deep.equal([]);
+        expect(failed).to.deep.include({ verdict: "fail", exitStatus: 1, reason: "engine exited before answering /health", command: "vllm serve /models/m", startedAt: "2026-01-02T03:04:05.000Z" });
+        expect(fs.readFileSync(path.join(store, failed.log), "utf8")).to.equal("RuntimeError: CUDA out of memory");
+        expect(record.artifacts.map((a: { name: string }) => a.name)).to.deep.equal([`engine-start/attempts/${failed.id}/engine.log`]);
+        // The listing is one more command the capture ran, with its exit status.
+        expect(record.commands).to.have.length(4);
+      } finally {
+        await must(h, `rm -rf ${runDir}/attempts`);
+      }
     });
 
     it("refuses a layout that disagrees with the plan, naming each difference", async () => {
