@@ -105,7 +105,7 @@ async function recordFailure(error: Error, step: FailedStep, attempt: Attempt): 
     commands: attempt.commands,
     startedAt: attempt.startedAt,
     endedAt: new Date().toISOString(),
-    observations: { ...(step.observations ?? {}), error: { ...(typeof code === "string" ? { code } : {}), message: error.message, exitStatus: exitStatusOf(error) } } as never,
+    observations: { ...(step.observations ?? {}), error: { ...(typeof code === "string" ? { code } : {}), message: error.message, exitStatus: exitStatusOf(error) } },
     verdict: { status: "fail", reasons: reasonsOf(error) },
     artifacts,
   });

@@ -95,13 +95,13 @@ export function parseKeptAttempts(stdout: string): KeptAttempt[] {
     if (f[0] !== ATTEMPT_LINE || f.length !== 8) continue;
     const status = f[2] === "-" ? null : Number(f[2]);
     kept.push({
-      id: f[1]!,
+      id: f[1],
       exitStatus: status !== null && Number.isInteger(status) && status >= 0 && status <= 255 ? status : null,
-      startedAt: isoTime(f[3]!),
-      endedAt: isoTime(f[4]!),
-      reason: decode(f[5]!),
-      command: decode(f[6]!),
-      logTail: decode(f[7]!),
+      startedAt: isoTime(f[3]),
+      endedAt: isoTime(f[4]),
+      reason: decode(f[5]),
+      command: decode(f[6]),
+      logTail: decode(f[7]),
     });
   }
   return kept;

@@ -300,8 +300,8 @@ describe("docker-cli runtime on the local Docker Engine", function () {
     // The removed container's whole log and inspect output are kept as the failed attempt; the start stopped it, so no exit status.
     const [kept] = parseKeptAttempts(sh(listAttemptsScript(e.runDir, "engine.log")).stdout);
     expect(kept).to.deep.include({ exitStatus: null });
-    expect(kept!.reason).to.match(/did not answer \/health within the start deadline of 3s/);
-    expect(kept!.logTail).to.include("vLLM API server version");
+    expect(kept.reason).to.match(/did not answer \/health within the start deadline of 3s/);
+    expect(kept.logTail).to.include("vLLM API server version");
   });
 
   it("a container that exits before /health is reported with its log and removed", async () => {
@@ -316,12 +316,12 @@ describe("docker-cli runtime on the local Docker Engine", function () {
     const attempts = join(e.runDir, "attempts");
     const [dirName, ...others] = readdirSync(attempts);
     expect(others).to.deep.equal([]);
-    const kept = join(attempts, dirName!);
+    const kept = join(attempts, dirName);
     expect(r.stderr).to.include(`the failed attempt's evidence is kept in ${kept}`);
     expect(readFileSync(join(kept, "engine.log"), "utf8")).to.include("max_model_len");
     const inspect = JSON.parse(readFileSync(join(kept, "inspect.json"), "utf8")) as Array<{ State: { ExitCode: number }; Config: { Labels: Record<string, string> } }>;
-    expect(inspect[0]!.State.ExitCode).to.equal(1);
-    expect(inspect[0]!.Config.Labels[LABELS.engine]).to.equal("e6");
+    expect(inspect[0].State.ExitCode).to.equal(1);
+    expect(inspect[0].Config.Labels[LABELS.engine]).to.equal("e6");
     expect(readFileSync(join(kept, "exit-status"), "utf8")).to.equal("1\n");
     expect(readFileSync(join(kept, "command"), "utf8")).to.match(/^docker run /).and.include("<launch token>").and.not.include(API_KEY);
     expect(readFileSync(join(kept, "reason"), "utf8")).to.match(/is exited \(exit code 1\) before answering \/health/);

@@ -181,11 +181,11 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
     };
     // Each engine's log where its runtime writes it, on an engine host reached over SSH (here sim1 holds all three).
     const [h] = (await simUp({ aliases: ["sim1"] })).hosts;
-    const { login, privateKey } = simLogin(h!);
+    const { login, privateKey } = simLogin(h);
     const logDir = "/srv/provider-tests/preflight-logs";
     for (const iid of ids) {
       const text = Buffer.from(`${byId.get(iid)!.stderr.slice(-2000)}\n${iid}: last line before the failing gate\n`).toString("base64");
-      const r = await sshExec(h!, `mkdir -p ${logDir} && echo ${text} | base64 -d > ${logDir}/${iid}.log`, { timeoutMs: 30_000 });
+      const r = await sshExec(h, `mkdir -p ${logDir} && echo ${text} | base64 -d > ${logDir}/${iid}.log`, { timeoutMs: 30_000 });
       expect(r.code, r.stderr).to.equal(0);
     }
     const engineLogs = ids.map((iid) => ({ engineId: iid, hostAlias: "sim1", login, engineLog: { kind: "files" as const, paths: [`${logDir}/missing.log`, `${logDir}/${iid}.log`] } }));
@@ -201,7 +201,7 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
     const tails = JSON.parse(text).observations.engineLogs as Array<{ engineId: string; source: string; log: string }>;
     expect(tails.map((k) => [k.engineId, k.source])).to.deep.equal(ids.map((iid) => [iid, `host sim1: ${logDir}/${iid}.log`]));
     for (const k of tails) expect(fs.readFileSync(path.join(store, k.log), "utf8")).to.match(new RegExp(`${k.engineId}: last line before the failing gate\\n$`));
-    await sshExec(h!, `rm -rf ${logDir}`, { timeoutMs: 30_000 });
+    await sshExec(h, `rm -rf ${logDir}`, { timeoutMs: 30_000 });
     const passed = await runGates({ ...inputs, fleetDocument: writeFleet({}).doc });
     expect(passed.gates.every((g) => g.verdict === "pass")).to.equal(true);
     expect(passed.rounds).to.equal(6);

@@ -169,14 +169,14 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       const [listed, ...more] = parseKeptAttempts(retried.stdout);
       expect(more).to.deep.equal([]);
       expect(listed).to.deep.include({ id: kept, exitStatus: 1, reason: "pip install narwhal-inference==0.7.0 failed or exceeded 300s" });
-      expect(listed!.command).to.contain(`${folder}/venv/bin/pip install`).and.contain(other.wheelhouse!);
+      expect(listed.command).to.contain(`${folder}/venv/bin/pip install`).and.contain(other.wheelhouse!);
       expect(lastJson<InstallMarker>(retried.stdout).version).to.equal(VERSION);
       // The install's record lists it as a failed attempt with its log (the CommandRecord of Gate B).
       const cwd = process.cwd();
       const project = tempDir("install-record-");
       process.chdir(project);
       try {
-        const { outs } = await commandRecordProvider.create!({ stack: "dev", kind: "install", hostAlias: "router", steps: [{ name: "install", script: installScript(other), stdout: retried.stdout }], observations: {} });
+        const { outs } = await commandRecordProvider.create({ stack: "dev", kind: "install", hostAlias: "router", steps: [{ name: "install", script: installScript(other), stdout: retried.stdout }], observations: {} });
         const store = evidenceRoot(project, "dev");
         const record = JSON.parse(fs.readFileSync(path.join(store, outs.evidence.relativePath), "utf8"));
         const [entry] = record.observations.failedAttempts;

@@ -56,7 +56,7 @@ describe("replica agreement provider: the check", () => {
       const news = inputs({ engines: [engine(0, "h1", 2), engine(1, "h2", 1)], checkpoints: [{ host: "h1", manifest: manifest(10) }, { host: "h2", manifest: manifest(11) }], stack: "dev" });
       const failures = (await provider.check!({}, news)).failures!;
       expect(failures.map((f) => f.property)).to.deep.equal(["checkpoints", "engines"]);
-      const { record, artifacts } = keptAttempt(failures[1]!.reason, "dev", dir);
+      const { record, artifacts } = keptAttempt(failures[1].reason, "dev", dir);
       expect(record).to.deep.include({ kind: "replica-agreement", subject: { kind: "fleet", alias: "dev" }, commands: [] });
       expect(record.verdict.status).to.equal("fail");
       expect(record.verdict.reasons).to.have.length(2);
@@ -65,7 +65,7 @@ describe("replica agreement provider: the check", () => {
         { host: "h1", modelTreeSha256: manifest(10).modelTreeSha256 },
         { host: "h2", modelTreeSha256: manifest(11).modelTreeSha256 },
       ]);
-      expect(JSON.parse(artifacts["checkpoints.json"]!)).to.deep.equal(JSON.parse(JSON.stringify(news.checkpoints)));
+      expect(JSON.parse(artifacts["checkpoints.json"])).to.deep.equal(JSON.parse(JSON.stringify(news.checkpoints)));
     });
 
     it("writes nothing when the replicas agree", async () => {

@@ -152,7 +152,7 @@ describe("native runtime scripts (run for real under sh)", function () {
     const attempts = path.join(opts().runDir, "attempts");
     const [kept, ...others] = fs.readdirSync(attempts);
     expect(others).to.deep.equal([]);
-    const keptDir = path.join(attempts, kept!);
+    const keptDir = path.join(attempts, kept);
     expect(fs.readFileSync(path.join(keptDir, "engine.log"), "utf8")).to.equal("CUDA out of memory on rank 0\n");
     expect(fs.readFileSync(path.join(keptDir, "exit-status"), "utf8")).to.equal("3\n");
     expect(fs.readFileSync(path.join(keptDir, "command"), "utf8")).to.equal(`${launchCommandLine(failing)}\n`).and.include("exit 3").and.not.include("VLLM_API_KEY");
@@ -168,7 +168,7 @@ describe("native runtime scripts (run for real under sh)", function () {
     const listed = parseKeptAttempts(sh(listAttemptsScript(opts().runDir, "engine.log")).stdout);
     expect(listed).to.have.length(1);
     expect(listed[0]).to.deep.include({ id: kept, exitStatus: 3, reason: "engine e1 exited before answering /health", logTail: "CUDA out of memory on rank 0" });
-    expect(listed[0]!.command).to.equal(launchCommandLine(failing));
+    expect(listed[0].command).to.equal(launchCommandLine(failing));
   });
 
   it("gives up on an engine that never answers, within the named health timeout, and leaves nothing", () => {
