@@ -72,7 +72,7 @@ export class Discovery extends pulumi.ComponentResource {
 
     this.hosts = new Map(spec.hosts.map((h) => [h.alias, discoverHost(`${prefix}-${h.alias}`, h, args, moved)]));
     this.launches = spec.engines.map((e) => ({ spec: e, launch: launchFor(spec, e, this.hosts.get(e.host)!.discovery) }));
-    this.replicas = agreeOnReplicas(`${prefix}-replicas`, spec, this.hosts, this.launches, moved);
+    this.replicas = agreeOnReplicas(`${prefix}-replicas`, spec, this.hosts, this.launches, args.stack, moved);
     this.routerHost = spec.router.host ?? spec.engines[0].host;
     this.deploymentConfig = writeDeploymentConfig(`${prefix}-config`, args, this, moved);
     this.summary = summariseHosts(this.hosts);
@@ -143,6 +143,7 @@ function agreeOnReplicas(
   spec: FleetSpec,
   hosts: ReadonlyMap<string, HostParts>,
   launches: ReadonlyArray<{ spec: EngineSpec; launch: pulumi.Output<LaunchInputs> }>,
+  stack: string,
   opts: pulumi.CustomResourceOptions,
 ): ReplicaAgreement {
   const engineHosts = [...new Set(spec.engines.map((e) => e.host))];
@@ -159,6 +160,7 @@ function agreeOnReplicas(
         })),
       )),
       checkpoints: pulumi.all(engineHosts.map((alias) => hosts.get(alias)!.discovery.checkpoint.apply((m) => ({ host: alias, manifest: manifestIdentity(m) })))),
+      stack,
     },
     opts,
   );

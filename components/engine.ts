@@ -5,6 +5,7 @@ import { cacheExpectations, launchRecord, renderLaunchPlan, LaunchInputs, Launch
 import type { RunbookAttestationSource } from "../lib/attestation/runbook-document";
 import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";
 import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
+import type { EngineLogAccess } from "../dynamic-providers/preflight/engine-logs";
 import { checkRuntimeOf, ImageCheck } from "../dynamic-providers/image-check/resource";
 import { RUNTIME_CHECK_SHA256 } from "../lib/image-check/commands";
 import { loginInputs } from "./login-inputs";
@@ -86,6 +87,10 @@ export class Engine extends pulumi.ComponentResource {
   public readonly liveness: Liveness;
   public readonly generation: EngineGeneration;
   public readonly cache: CacheCapture;
+  /** Where the engine's log is and the login to its host: what the preflight reads a failing engine's log tail with. */
+  public readonly logAccess: pulumi.Output<EngineLogAccess>;
+  /** That login's secrets (a Pulumi secret). */
+  public readonly hostSecrets: pulumi.Output<{ privateKey?: string; password?: string }>;
 
   constructor(name: string, args: EngineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:engine:Engine", name, {}, opts);
@@ -188,9 +193,19 @@ export class Engine extends pulumi.ComponentResource {
         engineLog: running.log,
         modelDir: args.modelDir,
         stack: args.stack,
+        runDir: args.runDir,
       },
       { parent: this },
     );
+    const login = loginInputs(args.connection);
+    this.logAccess = pulumi.all([this.plan.engineId, login.login, running.log, identity]).apply(([engineId, stored, engineLog, id]) => ({
+      engineId,
+      hostAlias: args.hostAlias,
+      login: stored,
+      engineLog,
+      ...(id.containerId ? { containerId: id.containerId } : {}),
+    }));
+    this.hostSecrets = pulumi.secret(pulumi.all([login.privateKey, login.password]).apply(([privateKey, password]) => ({ ...(privateKey ? { privateKey } : {}), ...(password ? { password } : {}) })));
     this.registerOutputs({ plan: this.plan, url: this.url, pid: this.pid, identity: this.identity, startedAt: this.startedAt });
   }
 }

@@ -65,6 +65,11 @@ export function preflight(name: string, args: PreflightArgs, opts: pulumi.Custom
       via: via.login,
       viaPrivateKey: via.privateKey,
       viaPassword: via.password,
+      // A failing gate line keeps the log tail of each engine it names, read over its host's login.
+      engineLogs: pulumi.all(args.engines.map(({ engine }) => engine.logAccess)),
+      engineHostSecrets: pulumi.secret(
+        pulumi.all(args.engines.map(({ engine }) => pulumi.all([engine.logAccess.hostAlias, engine.hostSecrets]))).apply((hosts) => Object.fromEntries(hosts)),
+      ),
     },
     pulumi.mergeOptions(opts, { dependsOn: [args.profiles.store] }),
   );

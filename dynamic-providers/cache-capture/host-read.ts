@@ -3,7 +3,6 @@
  * wrote it started, and the model's config.json (scripts and their output's meaning:
  * lib/engine/log-source.ts). Each read is bounded and named, and joins the commands the evidence keeps.
  */
-import { createHash } from "node:crypto";
 import { EngineError } from "../../lib/engine/errors";
 import {
   configReadScript,
@@ -20,6 +19,9 @@ import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import type { CacheCaptureInputs } from "./types";
+import { capture, newAttempt, scriptCommand, type Attempt } from "../failed-attempt";
+import { ATTEMPTS_DIR, listAttemptsScript, parseKeptAttempts, type KeptAttempt } from "../../lib/runtime/attempts";
+import { NATIVE_ENGINE_LOG } from "../../lib/runtime/native";
 
 /** One command run on the host, as the evidence record lists it. */
 export interface HostCommand {
@@ -32,18 +34,22 @@ export interface HostCommand {
 
 /** One login to the engine's host for the capture's reads; `close` ends it. */
 export class HostReader {
-  readonly commands: HostCommand[] = [];
-
   private constructor(
     private readonly ssh: SshSession,
     private readonly i: CacheCaptureInputs,
     private readonly timeoutS: number,
+    private readonly attempt: Attempt,
   ) {}
 
-  static async open(i: CacheCaptureInputs, timeoutS: number): Promise<HostReader> {
+  /** Every command run so far, as the evidence record lists it (a failed capture's record too). */
+  get commands(): HostCommand[] {
+    return this.attempt.commands as HostCommand[];
+  }
+
+  static async open(i: CacheCaptureInputs, timeoutS: number, attempt: Attempt = newAttempt()): Promise<HostReader> {
     try {
       const ssh = await SshSession.open(sshTarget(readLogin(i.login, { alias: i.hostAlias, privateKey: i.privateKey, password: i.password }), OPERATE));
-      return new HostReader(ssh, i, timeoutS);
+      return new HostReader(ssh, i, timeoutS, attempt);
     } catch (err) {
       throw new EngineError("NARWHAL_CACHE_LOG", `host ${i.hostAlias}: the cache capture could not log in to read the engine's log: ${(err as Error).message}`);
     }
@@ -53,10 +59,12 @@ export class HostReader {
     const host = this.i.hostAlias;
     const startedAt = new Date().toISOString();
     const r = await this.ssh.exec(script, { timeoutS: this.timeoutS, name }).catch((err: Error) => {
+      this.attempt.commands.push(scriptCommand(script, host, null, startedAt));
       throw new EngineError("NARWHAL_CACHE_LOG", `host ${host}: ${name}: ${err.message}`, err.message);
     });
-    const scriptSha256 = `sha256:${createHash("sha256").update(script).digest("hex")}`;
-    this.commands.push({ scriptSha256, host, exitStatus: r.code >= 0 && r.code <= 255 ? r.code : null, startedAt, endedAt: new Date().toISOString() });
+    this.attempt.commands.push(scriptCommand(script, host, r.code, startedAt));
+    // What each read printed is kept while the capture runs: a refused log is the evidence of the refusal.
+    capture(this.attempt, name, r.stderr ? `${r.stdout}\n[stderr]\n${r.stderr}` : r.stdout);
     return r;
   }
 
@@ -80,6 +88,12 @@ export class HostReader {
   async config(): Promise<Buffer> {
     const r = await this.run(configReadScript(this.i.modelDir), `reading ${this.i.modelDir}/config.json`);
     return parseConfigRead(r.stdout, this.i.hostAlias, this.i.modelDir);
+  }
+
+  /** The failed starts kept in the engine's run folder (lib/runtime/attempts.ts), none when it has none. */
+  async keptAttempts(runDir: string): Promise<KeptAttempt[]> {
+    const r = await this.run(listAttemptsScript(runDir, NATIVE_ENGINE_LOG), `listing the failed starts kept in ${runDir}/${ATTEMPTS_DIR}`);
+    return parseKeptAttempts(r.stdout);
   }
 
   close(): void {

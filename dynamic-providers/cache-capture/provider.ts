@@ -8,8 +8,8 @@
  *           not the serving start's whole log (for a file, its API server must be the process serving now,
  *           by its /proc start time); builds each rank's layout (lib/engine/layout-sources.ts),
  *           checks it against the plan and across ranks, checks the generation again, and records the
- *           layout, its digest and the log lines it was read from. Any failure rejects and nothing is
- *           recorded;
+ *           layout, its digest and the log lines it was read from. A failure is recorded as a `fail`
+ *           record with what it ran and read (../failed-attempt.ts), then rejects naming that record;
  * - diff:   replaces when the generation digest (or anything else the capture was taken against)
  *           changes; how the engine and its host are reached (API key, login, log place, model dir,
  *           timeout) and the alias alone update;
@@ -29,12 +29,16 @@ import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
-import { GATE_C_CAPTURES, captureArtifacts, journalled } from "../http-evidence";
+import { GATE_C_CAPTURES, captureArtifacts } from "../http-evidence";
+import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
 import { processIdentitySchema } from "../engine-generation/check";
 import { absolutePath, across, fieldsOf, hostLogin, inOrder, isFilled, positiveInteger, positiveSeconds } from "../input-rules";
 import { hasUnknown } from "../diff";
 import { HostReader } from "./host-read";
+import { capturingAsk, keepFailedAttempt, listedAttempts, newAttempt } from "../failed-attempt";
+import type { KeptAttempt } from "../../lib/runtime/attempts";
+import { NATIVE_ENGINE_LOG } from "../../lib/runtime/native";
 import type { CacheCaptureInputs, CacheCaptureOutputs, CaptureSources } from "./types";
 
 export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected"] as const;
@@ -136,22 +140,29 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheC
     const s = subjectOf(inputs);
     const timeoutS = inputs.probeTimeoutS ?? REQUEST_TIMEOUT_S;
     const startedAt = new Date().toISOString();
-    const captured = await journalled({ [inputs.url]: `engine ${inputs.engineId}` }, () => withEngineHttp(
+    // What the capture ran and read is kept as it goes (its requests journalled for the record's commands);
+    // a failed capture is recorded with it before it is refused.
+    const attempt = newAttempt();
+    const journal = new HttpJournal({ [inputs.url]: `engine ${inputs.engineId}` }, GATE_C_CAPTURES);
+    const result = await withHttpJournal(journal, () => withEngineHttp(
       s,
       inputs.apiKey,
-      async (ask) => {
+      async (direct) => {
+        const ask = capturingAsk(direct, attempt);
         const live = await liveGeneration(ask, s, inputs.planSha256);
         requireProvedGeneration(s, live, inputs.generationDigest, "captured");
         const capturedAt = new Date().toISOString();
         const metrics = await ask("/metrics");
         expectOk(s, "/metrics", "GET", metrics);
         const config = cacheConfigFrom(s, metrics.body);
-        const reader = await HostReader.open(inputs, timeoutS);
+        const reader = await HostReader.open(inputs, timeoutS, attempt);
         let found: Awaited<ReturnType<typeof servingLog>>;
         let configJson: Buffer;
+        let kept: KeptAttempt[] = [];
         try {
           found = await servingLog(reader, inputs, live.processStartTime);
           configJson = await reader.config();
+          if (inputs.runDir) kept = await reader.keptAttempts(inputs.runDir);
         } finally {
           reader.close();
         }
@@ -171,26 +182,34 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheC
           },
           modelConfig: { path: `${inputs.modelDir.replace(/\/+$/, "")}/config.json`, sha256: `sha256:${model.configSha256}` },
         };
-        return { layout, capturedAt, sources, commands: reader.commands };
+        return { layout, capturedAt, sources, commands: reader.commands, kept };
       },
       timeoutS,
-    ), GATE_C_CAPTURES);
-    const result = captured.value;
+    )).catch((err: unknown) => {
+      attempt.commands.push(...journal.commands());
+      return keepFailedAttempt(
+        err,
+        { stack: inputs.stack, secrets: [inputs.apiKey, inputs.privateKey, inputs.password], kind: "cache-capture", subject: { kind: "engine", alias: inputs.engineId }, inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, inputs[k] ?? null])) },
+        attempt,
+      );
+    });
     const digest = cacheLayoutDigest(result.layout);
     const outs: CacheCaptureOutputs = { ...inputs, layout: result.layout, cacheLayoutDigest: digest, capturedAt: result.capturedAt, sources: result.sources };
     if (inputs.stack) {
-      const store = providerEvidence(inputs.stack, [inputs.apiKey, inputs.privateKey, inputs.password]);
-      outs.evidence = await store.record({
+      const evidence = providerEvidence(inputs.stack, [inputs.apiKey, inputs.privateKey, inputs.password]);
+      // The engine's failed starts kept on its host (lib/runtime/attempts.ts) join the record of the start that served.
+      const failed = await listedAttempts(evidence, "cache-capture", "engine-start", NATIVE_ENGINE_LOG, result.kept);
+      outs.evidence = await evidence.record({
         kind: "cache-capture",
         subject: { kind: "engine", alias: inputs.engineId },
         inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, outs[k]])) as never,
-        commands: [...captured.journal.commands(), ...result.commands],
+        commands: [...journal.commands(), ...result.commands],
         startedAt,
         endedAt: new Date().toISOString(),
-        observations: { cacheLayoutDigest: digest, layout: result.layout, sources: result.sources } as never,
+        observations: { cacheLayoutDigest: digest, layout: result.layout, sources: result.sources, failedAttempts: failed.failedAttempts } as never,
         verdict: { status: "pass", reasons: [] },
-        // The engine's answers the capture read (/metrics' cache_config_info) and checked identity with.
-        artifacts: await captureArtifacts(store, "cache-capture", captured.journal),
+        // The engine's answers the capture read (/metrics' cache_config_info) and checked identity with, and its kept failed starts.
+        artifacts: [...(await captureArtifacts(evidence, "cache-capture", journal)), ...failed.artifacts],
       });
     }
     return { id: `${inputs.engineId}-cache-${digest.slice(7, 19)}`, outs };

@@ -34,6 +34,11 @@ export interface CacheCaptureInputs {
   probeTimeoutS?: number;
   /** When set, the capture is also written to runs/<stack>/evidence as an immutable record. */
   stack?: string;
+  /**
+   * The engine's run folder on the host: the record lists the failed starts kept in its `attempts/`.
+   * Read at create only, so it is in neither diff list: a moved folder alone re-captures nothing.
+   */
+  runDir?: string;
 }
 
 /** What the capture read on the host: the log lines each fact came from, and the model config's bytes. */

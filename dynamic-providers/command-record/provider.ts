@@ -17,15 +17,25 @@ import type { CommandRecordInputs, CommandRecordOutputs } from "./types";
 
 const MEASURED_AGAINST = ["kind", "hostAlias", "steps", "observations"] as const;
 
+/** The log each kind's scripts keep with a failed attempt: pip's for the install, narwhal-serve's for the router. */
+const STEP_LOGS: Record<CommandRecordInputs["kind"], string> = { install: "pip.log", router: "router.log" };
+
 async function record(inputs: CommandRecordInputs): Promise<CommandRecordOutputs> {
   const { providerEvidence } = require("../evidence") as typeof import("../evidence");
   const { textDigest } = require("../../lib/router/serve") as typeof import("../../lib/router/serve");
   const store = providerEvidence(inputs.stack);
   const recordedAt = new Date().toISOString();
+  const { parseKeptAttempts } = require("../../lib/runtime/attempts") as typeof import("../../lib/runtime/attempts");
+  const { listedAttempts } = require("../failed-attempt") as typeof import("../failed-attempt");
   const artifacts = [];
+  const failedAttempts = [];
   for (const s of inputs.steps) {
     artifacts.push(await store.artifact(inputs.kind, `${s.name}.sh`, s.script));
     artifacts.push(await store.artifact(inputs.kind, `${s.name}.stdout`, s.stdout));
+    // The failed attempts the step's script kept on the host and listed (lib/runtime/attempts.ts).
+    const listed = await listedAttempts(store, inputs.kind, s.name, STEP_LOGS[inputs.kind], parseKeptAttempts(s.stdout));
+    artifacts.push(...listed.artifacts);
+    failedAttempts.push(...listed.failedAttempts.map((a) => ({ step: s.name, ...a })));
   }
   const written = await store.record({
     kind: inputs.kind,
@@ -36,7 +46,7 @@ async function record(inputs: CommandRecordInputs): Promise<CommandRecordOutputs
     commands: inputs.steps.map((s) => ({ scriptSha256: textDigest(s.script), host: inputs.hostAlias, exitStatus: 0, startedAt: recordedAt, endedAt: recordedAt })),
     startedAt: recordedAt,
     endedAt: recordedAt,
-    observations: JSON.parse(JSON.stringify(inputs.observations)),
+    observations: { ...JSON.parse(JSON.stringify(inputs.observations)), failedAttempts },
     verdict: { status: "pass", reasons: [] },
     artifacts,
   });

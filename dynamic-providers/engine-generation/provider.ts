@@ -4,7 +4,8 @@
  * - check:  validates the inputs (unknown values during preview pass through);
  * - create: waits (bounded by probeTimeoutS) for `/health`, then runs the runbook's live proof: /health,
  *           /version, /v1/models, /metrics process_start_time_seconds, one 32-token temperature-0
- *           completion. Its outputs are the capture; any failed check rejects and nothing is recorded;
+ *           completion. Its outputs are the capture; a failed check is recorded as a `fail` record with
+ *           every answer it got (../failed-attempt.ts), then rejects naming that record;
  * - read:   re-probes cheaply (/health, /metrics, /version) and records what it saw in observedGeneration,
  *           observedState and observedDetail, never touching the capture;
  * - diff:   replaces when what the proof was taken against changed, or when a refresh saw another live
@@ -17,7 +18,9 @@ import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject }
 import { hasUnknown, heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
-import { GATE_C_CAPTURES, captureArtifacts, journalled } from "../http-evidence";
+import { GATE_C_CAPTURES, captureArtifacts } from "../http-evidence";
+import { capturingAsk, keepFailedAttempt, newAttempt } from "../failed-attempt";
+import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { generationInputs } from "./check";
 import { REFRESH_TIMEOUT_S, withEngineHttp } from "./http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
@@ -64,18 +67,22 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Engine
   async create(inputs) {
     const s = subjectOf(inputs);
     const startedAt = new Date().toISOString();
-    const proved = await journalled(
-      { [inputs.url]: `engine ${inputs.engineId}` },
-      () =>
-        withEngineHttp(s, inputs.apiKey, async (ask) => {
-          await waitForHealth(ask, s, inputs.probeTimeoutS);
-          const provedAt = new Date().toISOString();
-          const proof = await proveLiveProcess(ask, s, { version: inputs.expectedVersion, servedName: inputs.servedName, planSha256: inputs.planSha256 });
-          return { proof, provedAt };
-        }),
-      GATE_C_CAPTURES,
-    );
-    const { proof, provedAt } = proved.value;
+    // Every request is journalled for the record's commands, and every answer kept: a failed proof is
+    // recorded with both before it is refused.
+    const attempt = newAttempt();
+    const journal = new HttpJournal({ [inputs.url]: `engine ${inputs.engineId}` }, GATE_C_CAPTURES);
+    const { proof, provedAt } = await withHttpJournal(journal, () =>
+      withEngineHttp(s, inputs.apiKey, async (direct) => {
+        const ask = capturingAsk(direct, attempt);
+        await waitForHealth(ask, s, inputs.probeTimeoutS);
+        const provedAt = new Date().toISOString();
+        const proof = await proveLiveProcess(ask, s, { version: inputs.expectedVersion, servedName: inputs.servedName, planSha256: inputs.planSha256 });
+        return { proof, provedAt };
+      }),
+    ).catch((err: unknown) => {
+      attempt.commands.push(...journal.commands());
+      return keepFailedAttempt(err, { stack: inputs.stack, secrets: [inputs.apiKey], kind: "generation", subject: { kind: "engine", alias: inputs.engineId }, inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, inputs[k] ?? null])) }, attempt);
+    });
     const outs: EngineGenerationOutputs = {
       ...inputs,
       generationDigest: proof.generationDigest,
@@ -92,7 +99,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Engine
         kind: "generation",
         subject: { kind: "engine", alias: inputs.engineId },
         inputs: Object.fromEntries(MEASURED_AGAINST.map((k) => [k, inputs[k]])) as never,
-        commands: proved.journal.commands(),
+        commands: journal.commands(),
         startedAt,
         endedAt: new Date().toISOString(),
         observations: {
@@ -105,7 +112,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Engine
         },
         verdict: { status: "pass", reasons: [] },
         // The answers the proof was judged on, as the engine gave them.
-        artifacts: await captureArtifacts(store, "generation", proved.journal),
+        artifacts: await captureArtifacts(store, "generation", journal),
       });
     }
     return { id: `${inputs.engineId}-${proof.generationDigest.slice(7, 19)}`, outs };

@@ -22,6 +22,7 @@ import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";
 import { evidenceProvider } from "../evidence-provider";
 import { discoveryInputs } from "./check";
 import { providerEvidence } from "../evidence";
+import { capture, exitStatusOf, keepFailedAttempt, newAttempt, scriptCommand, type Attempt } from "../failed-attempt";
 import type { FacetDigests, HostDiscoveryFacts, HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
 import { claimScript, cleanupScript, stackFolder } from "../../lib/fleet/host-cleanup";
 
@@ -76,7 +77,7 @@ interface Observation {
  */
 async function observe(
   i: HostDiscoveryInputs,
-  opts: { recordedHostKey?: string; previous?: CheckpointManifest; preLaunch: boolean; recordedFabricAddress?: string; claim?: string },
+  opts: { recordedHostKey?: string; previous?: CheckpointManifest; preLaunch: boolean; recordedFabricAddress?: string; claim?: string; attempt?: Attempt },
 ): Promise<Observation> {
   const startedAt = new Date().toISOString();
   const ssh = await SshSession.open(target(i, opts.recordedHostKey));
@@ -104,7 +105,15 @@ async function observe(
       ignorePids: ownPids,
     };
     const probe = probeCommand(probeOpts);
-    const output = await ssh.run(probe.command, { stdin: probe.stdin, timeoutS: probe.timeoutS, name: "discovery probe" });
+    const probeStarted = new Date().toISOString();
+    const output = await ssh.run(probe.command, { stdin: probe.stdin, timeoutS: probe.timeoutS, name: "discovery probe" }).catch((err: unknown) => {
+      opts.attempt?.commands.push(scriptCommand(probe.stdin, i.alias, exitStatusOf(err), probeStarted));
+      throw err;
+    });
+    if (opts.attempt) {
+      opts.attempt.commands.push(scriptCommand(probe.stdin, i.alias, 0, probeStarted));
+      capture(opts.attempt, "discovery-probe.txt", output);
+    }
     const recorded = opts.recordedFabricAddress;
     const facts = parseProbe(output, recorded === undefined ? probeOpts : { ...probeOpts, fabricAddressChoice: undefined });
     // A re-observation records what it sees: a moved address or a port gone down is the refresh's finding
@@ -148,7 +157,11 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<HostDi
 
   async create(inputs) {
     const claim = randomBytes(12).toString("hex");
-    const seen = await observe(inputs, { preLaunch: true, claim });
+    const attempt = newAttempt();
+    const { privateKey: _key, password: _password, ...asGiven } = inputs;
+    const seen = await observe(inputs, { preLaunch: true, claim, attempt }).catch((err: unknown) =>
+      keepFailedAttempt(err, { stack: inputs.stack, secrets: [inputs.privateKey, inputs.password], kind: "discovery", subject: { kind: "host", alias: inputs.alias }, inputs: { ...asGiven, plannedPorts: sha256Json(inputs.plannedPorts) } }, attempt),
+    );
     const facets = facetsOf(seen.facts);
     const factsDigest = sha256Json(facets);
     const { privateKey: _k, password: _p, ...measuredAgainst } = inputs;

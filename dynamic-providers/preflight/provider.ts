@@ -26,6 +26,7 @@ import { forwardedUrl, localForward, type LocalForward } from "../../lib/ssh/for
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { preflightInputs } from "./check";
 import { httpObserver, type ObservedEngine } from "./observer";
+import { engineLogTails, enginesNamed, type LogTail } from "./engine-logs";
 import { documentEngines, observerSettings, planOf } from "./plan";
 import type { PreflightInputs, PreflightOutputs } from "./types";
 
@@ -80,9 +81,16 @@ export function failureSummary(results: readonly GateResult[]): string {
     .join("; ");
 }
 
-async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: RunSummary, fleetDocumentDigest: string, startedAt: string, commands: EvidenceCommand[] = []) {
-  const store = providerEvidence(i.stack, [i.apiKey, i.viaPrivateKey, i.viaPassword]);
+async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: RunSummary, fleetDocumentDigest: string, startedAt: string, tails: LogTail[] = [], commands: EvidenceCommand[] = []) {
+  const store = providerEvidence(i.stack, [i.apiKey, i.viaPrivateKey, i.viaPassword, ...Object.values(i.engineHostSecrets ?? {}).flatMap((s) => [s.privateKey, s.password])]);
   const artifacts = [await store.artifact("preflight", "transfers.json", JSON.stringify(outcome.transfers, null, 2) + "\n"), await store.artifact("preflight", "fleet.json", JSON.stringify(i.fleetDocument, null, 2) + "\n")];
+  // Each engine a failed line names: its log tail as read once the gates ran (engine-logs.ts).
+  const engineLogs = [];
+  for (const t of tails) {
+    const log = await store.artifact("preflight", `engine-logs/${t.engineId}.log`, t.text);
+    artifacts.push(log);
+    engineLogs.push({ engineId: t.engineId, source: t.source, log: log.relativePath });
+  }
   const failed = failedGates(outcome.gates);
   const written = await store.record({
     kind: "preflight",
@@ -91,7 +99,7 @@ async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: Ru
     commands,
     startedAt,
     endedAt: new Date().toISOString(),
-    observations: JSON.parse(JSON.stringify({ gates: outcome.gates, rounds: outcome.rounds, status: summary.status, narwhal: summary.narwhal, skipped: summary.skipped, warnings: summary.warnings })),
+    observations: JSON.parse(JSON.stringify({ gates: outcome.gates, rounds: outcome.rounds, status: summary.status, narwhal: summary.narwhal, skipped: summary.skipped, warnings: summary.warnings, engineLogs })),
     // A degraded run keeps its skips as the verdict's reasons; it fails only when the stack asked for strict.
     verdict: stopsDeployment(summary.status, i.strict ?? false)
       ? { status: "fail", reasons: failed.length ? failed.flatMap((g) => g.lines.filter((l) => l.status === "fail").map((l) => `${g.gate}: ${l.message}`)) : summary.skipped.map((s) => `${s.gate} skipped: ${s.message}`) }
@@ -110,18 +118,35 @@ export async function runGates(i: PreflightInputs, recentLogs?: (iid: string) =>
   const plan = planOf(doc, i.profiles, { pairs: i.pairs, repeats: i.repeats, schedule: i.schedule });
   const recorded = new Map(i.engines.map((e) => [e.engineId, e]));
   const engines: ObservedEngine[] = documentEngines(doc).map((e) => ({ iid: e.iid, url: e.url, ...(e.attestationUrl ? { attestationUrl: e.attestationUrl } : {}), attestationDigest: recorded.get(e.iid)?.attestationDigest }));
+  // With the engines' log places and host logins, a failed transfer keeps both engines' logs as it fails,
+  // and every engine a failed line names has its log tail kept after the run (the runbook's window).
+  const tails = i.engineLogs?.length ? engineLogTails(i.engineLogs, i.engineHostSecrets) : undefined;
+  const fromHosts = recentLogs ?? (tails ? async (iid: string) => (await tails.tail(iid)).text : undefined);
+  let outcome: PreflightOutcome;
+  const logTails: LogTail[] = [];
   const journal = new HttpJournal({});
-  const outcome = await withHttpJournal(journal, () => withRoutes(i, engines, async (routed) => {
-    nameEngines(journal, routed);
-    const observer = httpObserver({ engines: routed, ...observerSettings(doc, i.apiKey), ...(recentLogs ? { recentLogs } : {}) });
-    try {
-      return await runPreflight(plan, observer);
-    } finally {
-      await observer.close();
+  try {
+    outcome = await withHttpJournal(journal, () =>
+      withRoutes(i, engines, async (routed) => {
+        nameEngines(journal, routed);
+        const observer = httpObserver({ engines: routed, ...observerSettings(doc, i.apiKey), ...(fromHosts ? { recentLogs: fromHosts } : {}) });
+        try {
+          return await runPreflight(plan, observer);
+        } finally {
+          await observer.close();
+        }
+      }),
+    );
+    if (tails) {
+      const failedLines = failedGates(outcome.gates).flatMap((g) => g.lines.filter((l) => l.status === "fail").map((l) => l.message));
+      const named = new Set(failedLines.flatMap((m) => enginesNamed(m, i.engines.map((e) => e.engineId))));
+      for (const id of named) logTails.push(await tails.tail(id));
     }
-  }));
+  } finally {
+    await tails?.close();
+  }
   const summary = runSummary(outcome.gates);
-  const evidence = i.stack ? await record(i, outcome, summary, fleetDocumentDigest, startedAt, journal.commands()) : undefined;
+  const evidence = i.stack ? await record(i, outcome, summary, fleetDocumentDigest, startedAt, logTails, journal.commands()) : undefined;
   const kept = evidence ? ` (gate lines, probes and engine logs kept as ${evidence.relativePath})` : "";
   if (summary.status === "fail") {
     throw new Error(`preflight failed: ${failureSummary(outcome.gates)}; the router is not started on it${kept}`);

@@ -13,5 +13,5 @@ export class Preflight extends dynamicResource<PreflightInputs, PreflightOutputs
   type: "Preflight",
   provider: "dynamic-providers/preflight/provider.ts",
   outputs: ["fleetDocumentDigest", "gates", "status", "narwhal", "skipped", "warnings", "transfers", "rounds", "evidence", "ranAt", "wallSeconds"],
-  secretOutputs: ["apiKey", "viaPrivateKey", "viaPassword"],
+  secretOutputs: ["apiKey", "viaPrivateKey", "viaPassword", "engineHostSecrets"],
 }) {}

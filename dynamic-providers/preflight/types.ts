@@ -1,6 +1,7 @@
 import type { GateNote, GateResult, PairMode, RunStatus, RunSummary, ScheduleMode, TransferRecord } from "../../lib/preflight";
 import type { ProfileRow } from "../../lib/profiling";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
+import type { EngineHostSecrets, EngineLogAccess } from "./engine-logs";
 
 /** One engine as preflight checks it: where it is and which generation, attestation and profile it must be. */
 export interface PreflightEngine {
@@ -30,6 +31,14 @@ export interface PreflightInputs {
   /** Fail on a degraded run too (`preflight.strict`); a failed run always fails. Absent = false. */
   strict?: boolean;
   apiKey: string;
+  /**
+   * Where each engine's log is and the login to its host: when a gate line fails, the tail of each engine
+   * it names is kept with the record. Read at create only (in neither diff list): how logs are reached
+   * changes no verdict.
+   */
+  engineLogs?: EngineLogAccess[];
+  /** The engine hosts' SSH secrets, by host alias. */
+  engineHostSecrets?: EngineHostSecrets;
   /** Probes run from the router host's network position when set. */
   via?: StoredLogin;
   viaPrivateKey?: string;

@@ -8,6 +8,8 @@ export interface ReplicaAgreementInputs {
   engines: ReplicaEngine[];
   /** The checkpoint manifest discovery recorded on each engine host. */
   checkpoints: Array<{ host: string; manifest: ManifestIdentity & { modelTreeSha256: string } }>;
+  /** When set, a disagreement is kept in runs/<stack>/evidence before it is refused. */
+  stack?: string;
 }
 
 export interface ReplicaAgreementOutputs extends ReplicaAgreementInputs {

@@ -238,7 +238,7 @@ export async function waitForHealth(ask: Ask, s: ProofSubject, timeoutS: number,
   }
   throw new EngineError(
     "NARWHAL_ENGINE_NOT_HEALTHY",
-    `${subjectName(s)}: /health at ${s.url} did not answer 200 within ${timeoutS} s (last: ${last}); nothing was recorded. ` +
+    `${subjectName(s)}: /health at ${s.url} did not answer 200 within ${timeoutS} s (last: ${last}); no proof was taken. ` +
       `Check that the engine runs (${describeOwner(s.processIdentity)}) and read its log for the cause.`,
     last,
   );

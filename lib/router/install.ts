@@ -6,6 +6,10 @@
  */
 import { createHash } from "node:crypto";
 import { shq } from "../shell";
+import { ATTEMPTS_DIR, ATTEMPTS_SH } from "../runtime/attempts";
+
+/** pip's output of the latest install, in the revision's folder; a failed one's is kept in `attempts/` (lib/runtime/attempts.ts). */
+export const INSTALL_LOG = "pip.log";
 
 /** What is installed: a released version from the package index, or a source bundle checked by digest. */
 export type NarwhalSource =
@@ -112,8 +116,12 @@ fi
 fi
 `
     : "";
+  const pipArgs = `install --quiet --disable-pip-version-check --no-input ${pipSource} ${target}`;
+  const pipLine = `"$venv/bin/pip" ${pipArgs}`;
+  // The command line a kept attempt names, with the folder spelt out.
+  const pipCommand = `${folder}/venv/bin/pip ${pipArgs.replace('"$bundle"', shq(o.bundlePath ?? ""))}`;
   return `set -eu
-missing=""
+${ATTEMPTS_SH}missing=""
 py=""
 for candidate in python3.13 python3.12 python3.11 python3; do
   if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c ${shq(VERSION_CHECK)} 2>/dev/null; then py=$(command -v "$candidate"); break; fi
@@ -147,16 +155,22 @@ if [ -f "$marker" ] && [ -x "$venv/bin/narwhal-serve" ]; then
   # A finished install of this very revision is adopted when its files still hash as recorded.
   now=$("$venv/bin/python" -c ${shq(MARKER_PY)} 2>/dev/null || true)
   if [ -n "$now" ] && [ "$("$venv/bin/python" -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.loads(sys.argv[2]); print(a["revision"] == sys.argv[3] and a["digest"] == b["digest"])' "$marker" "$now" ${shq(revision)})" = True ]; then
+    list_attempts "$folder/${ATTEMPTS_DIR}" ${INSTALL_LOG}
     cat "$marker"
     exit 0
   fi
 fi
-rm -rf "$folder"
+# Only what this install makes goes: the venv and marker. Failed attempts kept beside them stay.
+rm -rf "$venv" "$marker" "$folder/${INSTALL_LOG}"
 mkdir -p "$folder" && chmod 700 "$folder"
+attempt_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 "$py" -m venv "$venv"
-if ! timeout ${o.timeoutS} "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input ${pipSource} ${target} > "$folder/pip.log" 2>&1; then
-  echo "${who}: pip install ${revision} failed or exceeded ${o.timeoutS}s; last lines of $folder/pip.log:" >&2
-  tail -n 20 "$folder/pip.log" >&2
+pip_status=0
+timeout ${o.timeoutS} ${pipLine} > "$folder/${INSTALL_LOG}" 2>&1 || pip_status=$?
+if [ "$pip_status" -ne 0 ]; then
+  echo "${who}: pip install ${revision} failed (exit $pip_status) or exceeded ${o.timeoutS}s; last lines of $folder/${INSTALL_LOG}:" >&2
+  tail -n 20 "$folder/${INSTALL_LOG}" >&2
+  keep_attempt "$folder/${ATTEMPTS_DIR}" "$attempt_started" "$pip_status" ${shq(`pip install ${revision} failed or exceeded ${o.timeoutS}s`)} ${shq(pipCommand)} "$folder/${INSTALL_LOG}"
   rm -rf "$venv"
   exit 1
 fi
@@ -165,20 +179,28 @@ ${
   o.source.kind === "version"
     ? `if [ "$(printf '%s' "$facts" | "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["version"])')" != ${shq(o.source.version)} ]; then
   echo "${who}: pip installed $facts, not narwhal-inference ${o.source.version}" >&2
+  keep_attempt "$folder/${ATTEMPTS_DIR}" "$attempt_started" 0 "pip installed $facts, not narwhal-inference ${o.source.version}" ${shq(pipCommand)} "$folder/${INSTALL_LOG}"
   rm -rf "$venv"
   exit 1
 fi
 `
     : ""
-}printf '%s' "$facts" | "$venv/bin/python" -c 'import json,sys,datetime; f=json.load(sys.stdin); print(json.dumps({"revision": sys.argv[1], "version": f["version"], "digest": f["digest"], "python": f["python"], "binDir": sys.argv[2], "installedAt": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}))' ${shq(revision)} "$venv/bin" > "$marker.tmp"
+}list_attempts "$folder/${ATTEMPTS_DIR}" ${INSTALL_LOG}
+printf '%s' "$facts" | "$venv/bin/python" -c 'import json,sys,datetime; f=json.load(sys.stdin); print(json.dumps({"revision": sys.argv[1], "version": f["version"], "digest": f["digest"], "python": f["python"], "binDir": sys.argv[2], "installedAt": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}))' ${shq(revision)} "$venv/bin" > "$marker.tmp"
 mv -f "$marker.tmp" "$marker"
 cat "$marker"
 `;
 }
 
-/** Removes the revision's folder (venv, marker, pip log); the other revisions stay. */
+/**
+ * Removes what the install made in the revision's folder (venv, marker, pip log) and the folder once
+ * nothing else is in it; failed attempts kept there stay (they go with the stack's folder on the host).
+ * The other revisions stay.
+ */
 export function uninstallScript(o: Pick<InstallOptions, "installDir" | "source">): string {
+  const folder = shq(`${o.installDir}/${revisionFolder(o.source)}`);
   return `set -eu
-rm -rf ${shq(`${o.installDir}/${revisionFolder(o.source)}`)}
+rm -rf ${folder}/venv ${folder}/install.json ${folder}/install.json.tmp ${folder}/${INSTALL_LOG}
+rmdir ${folder} 2>/dev/null || true
 `;
 }

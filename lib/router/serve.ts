@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import { shellLine, shq } from "../shell";
 import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
 import { portCheckScript, refuseTakenPortLines } from "../port-taken";
+import { ATTEMPTS_DIR, ATTEMPTS_SH } from "../runtime/attempts";
 
 export interface RouterOptions {
   /** The router's folder on its host (0700): fleet.json, profiles, env file, pid, log, journal. */
@@ -121,7 +122,8 @@ cat > "$run/router.env.tmp"
 mv -f "$run/router.env.tmp" "$run/router.env"
 printf '%s\\n' ${shq(o.fleetDocument)} > "$run/fleet.json.tmp"
 mv -f "$run/fleet.json.tmp" "$run/fleet.json"
-${writeStore}(
+${writeStore}${ATTEMPTS_SH}attempt_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+(
   set -a; . "$run/router.env"; set +a
   cd "$run"
   exec setsid ${shellLine(routerArgv(o))} > "$run/router.log" 2>&1 < /dev/null
@@ -134,8 +136,10 @@ while :; do
   body=$(curl -fsS --max-time 2 ${shq(health)} 2>/dev/null || true)
   case "$body" in *'"status":"ok"'*) break ;; esac
   if ! kill -0 "$pid" 2>/dev/null; then
-    echo "router exited before /health reported ready; last log lines:" >&2
+    status=0; wait "$pid" 2>/dev/null || status=$?
+    echo "router exited (status $status) before /health reported ready; last log lines:" >&2
     tail -n 20 "$run/router.log" >&2
+    ${keepRouterAttempt(o, '"$status"', "router exited before /health reported ready")}
     forget_pid "$run/pid"; rm -f "$run/identity" "$run/router.env"
     exit 1
   fi
@@ -143,14 +147,24 @@ while :; do
     echo "router did not report ready on ${health} within router.startTimeoutS ${o.startTimeoutS}s (last answer: $body); stopped it. Last log lines:" >&2
     tail -n 20 "$run/router.log" >&2
     kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    ${keepRouterAttempt(o, "''", `router did not report ready within router.startTimeoutS ${o.startTimeoutS}s; stopped it`)}
     forget_pid "$run/pid"; rm -f "$run/identity" "$run/router.env"
     exit 1
   fi
   sleep 0.3
 done
 printf '{"pid":%s,"startedAt":"%s","health":%s}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$body" > "$run/started"
+list_attempts "$run/${ATTEMPTS_DIR}" ${ROUTER_LOG}
 cat "$run/started"
 `;
+}
+
+/** narwhal-serve's output, in the router's folder; a failed start's is kept in `attempts/` (lib/runtime/attempts.ts), never overwritten. */
+export const ROUTER_LOG = "router.log";
+
+/** Keeps a failed start's log, exit status and command line; the next start writes a fresh log. */
+function keepRouterAttempt(o: RouterOptions, status: string, reason: string): string {
+  return `keep_attempt "$run/${ATTEMPTS_DIR}" "$attempt_started" ${status} ${shq(reason)} ${shq(shellLine(routerArgv(o)))} "$run/${ROUTER_LOG}"`;
 }
 
 /**

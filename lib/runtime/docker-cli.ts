@@ -1,6 +1,7 @@
 import { shq } from "../shell";
 import { dockerGpuWaitScript } from "./gpu-claims";
 import { launchRecord, type LaunchPlan } from "../launch/plan";
+import { ATTEMPTS_DIR, ATTEMPTS_SH } from "./attempts";
 import { containerSpec, ContainerRuntimeOptions, ContainerSpec, isImageId, LABELS } from "./container-spec";
 
 /**
@@ -16,8 +17,9 @@ import { containerSpec, ContainerRuntimeOptions, ContainerSpec, isImageId, LABEL
  *   - reconcile (start's first step, and `reconcileScript`): of this engine's containers (labels
  *     `narwhal.fleet/stack` + `narwhal.fleet/engine`), one that is running with the same plan hash and the
  *     same container spec hash is adopted; every other one is stopped and removed;
- *   - a start that fails or is interrupted (deadline, health timeout, INT/TERM/HUP) removes the containers
- *     of its own launch token before it exits, so it never touches another attempt's container; whatever
+ *   - a start that fails or is interrupted (deadline, health timeout, INT/TERM/HUP) keeps each container's
+ *     `docker logs` and `docker inspect` in `<runDir>/attempts/<start>-<pid>/` (lib/runtime/attempts.ts), then
+ *     removes the containers of its own launch token before it exits, so it never touches another attempt's container; whatever
  *     the daemon finishes creating after that is removed by the next start, stop or reconcile;
  *   - stop removes every container of this engine (by label) with its anonymous volumes, then the private
  *     env file.
@@ -70,6 +72,9 @@ export interface RunbookContainerTakeover {
   /** Why: printed where the operator reads the up's log. */
   readonly reason: string;
 }
+
+/** A kept failed start's files beside its `engine.log` (the container's whole `docker logs`), in `attempts/<start>-<pid>/`. */
+export const ATTEMPT_FILES = { inspect: "inspect.json" } as const;
 
 export const RUN_FILES = {
   envFile: "container.env",
@@ -125,7 +130,7 @@ plan_sha=${shq(plan.planSha256)}
 spec_sha=${shq(spec.specSha256)}
 l_stack=${shq(`label=${LABELS.stack}=${target.stack}`)}
 l_engine=${shq(`label=${LABELS.engine}=${target.engineId}`)}
-say() { printf 'docker-cli engine %s: %s\\n' "$engine" "$*" >&2; }
+say() { last_said="$*"; printf 'docker-cli engine %s: %s\\n' "$engine" "$*" >&2; }
 die() { say "$*"; exit 1; }
 # dk DEADLINE SECONDS WHAT ARGS...: one docker client call bounded by timeout(1). An overrun is reported
 # naming the call and its deadline, and returns 124 so that callers can tell it from docker's own errors.
@@ -149,6 +154,21 @@ remove_container() {
     [ -z "$rc_left" ] || return 1
   fi
 }
+# keep_container ID REASON: keeps a failed container's docker logs and inspect output as a failed attempt
+# (lib/runtime/attempts.ts) before anything removes it.
+${ATTEMPTS_SH}attempt_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+run_line=
+keep_container() {
+  kc_tmp="$run/.attempt.$$"
+  mkdir -p "$kc_tmp"
+  dk_inspect "logs $1" logs "$1" > "$kc_tmp/${RUN_FILES.log}" 2>&1 || true
+  dk_inspect "inspect $1" inspect "$1" > "$kc_tmp/${ATTEMPT_FILES.inspect}" 2>/dev/null || true
+  # The container's own exit code when it exited; none when the start stopped it (a deadline, a signal).
+  kc_state=$(dk_inspect "inspect $1" inspect --format '{{.State.Status}} {{.State.ExitCode}}' "$1" 2>/dev/null) || kc_state=
+  case $kc_state in "exited "*) kc_status=\${kc_state#exited } ;; *) kc_status= ;; esac
+  keep_attempt "$run/${ATTEMPTS_DIR}" "$attempt_started" "$kc_status" "$2" "$run_line" "$kc_tmp/${RUN_FILES.log}" "$kc_tmp/${ATTEMPT_FILES.inspect}"
+  rmdir "$kc_tmp" 2>/dev/null || true
+}
 # reconcile: of this engine's containers, adopt one running this plan and spec; stop and remove the rest.
 adopted=; adopted_token=; adopted_started=; removed=
 rb_adopted=; rb_started=; rb_record=
@@ -166,6 +186,8 @@ reconcile() {
       adopted=$rc_id; adopted_token=\${4:-}; adopted_started=\${5:-}
     else
       say "removing container $rc_id (running=\${1:-}, plan \${2:-}, spec \${3:-}, launch token \${4:-}): not this engine's current launch"
+      # A stopped one is an earlier start that failed and was cut off before it cleaned up: its evidence first.
+      [ "\${1:-}" = true ] || keep_container "$rc_id" "container of launch token \${4:-} found stopped by a later start or reconcile"
       remove_container "$rc_id" || die "could not remove container $rc_id; nothing was started"
       removed="$removed $rc_id"
     fi
@@ -188,6 +210,8 @@ export function startScript(plan: LaunchPlan, target: ContainerTarget, opts: Doc
   const d = opts.deadlinesS;
   const image = target.image;
   const launchJson = JSON.stringify({ plan: launchRecord(plan), container: { ...spec, launchToken: "(per attempt: see launch-token)" } });
+  // The docker run a kept attempt names (the token is the attempt's, in its inspect output).
+  const runLine = [opts.dockerCommand ?? "docker", ...spec.runArgv.map((w) => w.split(TOKEN_MARKER).join("<launch token>"))].join(" ");
   const imageCheck = isImageId(image)
     ? `image_id=$(dk_inspect "image inspect $image" image inspect --format '{{.Id}}' "$image") || {
   [ $? -ne 124 ] || die "image identity check did not finish; nothing was started"
@@ -211,16 +235,22 @@ ${prelude(plan, target, opts, spec)}image=${shq(image)}
 health=${shq(`${plan.url}/health`)}
 mkdir -p "$run" && chmod 700 "$run"
 
-# A start that fails or is interrupted removes what it launched (or adopted and found unhealthy).
+# A start that fails or is interrupted removes what it launched (or adopted and found unhealthy), after
+# keeping each container's log and inspect output as the failed attempt's evidence (lib/runtime/attempts.ts).
 attempt=
+run_line=${shq(runLine)}
 on_exit() {
   st=$?
   set +e
   trap - EXIT INT TERM HUP
   if [ "$st" -ne 0 ] && [ -n "$attempt" ]; then
+    why=\${last_said:-the start exited $st}
     say "start failed (exit $st); removing the containers of launch token $attempt"
     ids=$(dk_inspect "ps (launch token $attempt)" ps -aq --no-trunc --filter "$l_engine" --filter "label=${LABELS.launchToken}=$attempt")
-    for id in $ids; do remove_container "$id" || say "could not remove $id; the next start, stop or reconcile removes it"; done
+    for id in $ids; do
+      keep_container "$id" "$why"
+      remove_container "$id" || say "could not remove $id; the next start, stop or reconcile removes it"
+    done
   fi
   exit "$st"
 }

@@ -3,6 +3,7 @@ import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
 import { launchRecord, type LaunchPlan } from "../launch/plan";
 import { recoveryHintScript } from "./recovery";
 import { gpuClaimScript } from "./gpu-claims";
+import { ATTEMPTS_DIR, ATTEMPTS_SH } from "./attempts";
 
 /**
  * Shell scripts that run an engine as a native process on its host. They are the `create` and
@@ -62,7 +63,10 @@ fi
 `;
 }
 
-/** The engine's stdout and stderr, in its run folder: truncated by each start, read by Gate C's cache capture. */
+/**
+ * The engine's stdout and stderr, in its run folder: written afresh by each start, read by Gate C's cache
+ * capture. A failed start's log is moved into `attempts/` first (./attempts.ts), so no start overwrites it.
+ */
 export const NATIVE_ENGINE_LOG = "engine.log";
 
 /**
@@ -104,15 +108,18 @@ ${opts.runbook ? runbookTakeoverScript(plan, opts.runbook, opts.stopTimeoutS) : 
   echo "engine ${plan.engineId}: pid $running already runs another launch plan in $run; stop it first" >&2
   exit 1
 fi
-${gpuClaimScript(plan, opts.gpuWaitS ?? opts.stopTimeoutS + opts.healthTimeoutS)}${launchLines(plan)}
+${gpuClaimScript(plan, opts.gpuWaitS ?? opts.stopTimeoutS + opts.healthTimeoutS)}${ATTEMPTS_SH}attempt_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+${launchLines(plan)}
 printf '%s\\n' ${shq(plan.planSha256)} > "$run/plan.sha256"
 release_gpu_claim
 deadline=$(( $(date +%s) + ${opts.healthTimeoutS} ))
 until curl -fsS -o /dev/null --max-time 2 ${health} 2>/dev/null; do
   if ! kill -0 "$pid" 2>/dev/null; then
-    echo "engine ${plan.engineId} exited before answering /health; last log lines:" >&2
+    status=0; wait "$pid" 2>/dev/null || status=$?
+    echo "engine ${plan.engineId} exited (status $status) before answering /health; last log lines:" >&2
     tail -n 20 "$run/engine.log" >&2
 ${recoveryHintScript()}
+    ${keepLine(plan, '"$status"', `engine ${plan.engineId} exited before answering /health`)}
     forget_pid "$run/pid"; rm -f "$run/plan.sha256" "$run/engine.env"
     exit 1
   fi
@@ -120,6 +127,7 @@ ${recoveryHintScript()}
     echo "engine ${plan.engineId} did not answer /health within health timeout ${opts.healthTimeoutS}s; stopped it. Last log lines:" >&2
     tail -n 20 "$run/engine.log" >&2
     kill -TERM "-$pid" 2>/dev/null || true
+    ${keepLine(plan, "''", `engine ${plan.engineId} did not answer /health within health timeout ${opts.healthTimeoutS}s; stopped it`)}
     forget_pid "$run/pid"; rm -f "$run/plan.sha256" "$run/engine.env"
     exit 1
   fi
@@ -128,6 +136,21 @@ done
 printf '{"pid":%s,"startedAt":"%s"}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$run/started"
 cat "$run/started"
 `;
+}
+
+/** The command line a start ran, as its kept attempt names it: the plan's environment and argv (the key is in the env file). */
+export function launchCommandLine(plan: LaunchPlan): string {
+  return `env ${shellLine(Object.entries(plan.env).map(([k, v]) => `${k}=${v}`))} ${shellLine(plan.argv)}`;
+}
+
+/**
+ * Keeps a failed start's log, exit status and command line in `$run/attempts/<start>-<pid>/` (./attempts.ts):
+ * the next start writes a fresh `engine.log`, never over this one. Expects `attempt_started` and {@link ATTEMPTS_SH}.
+ */
+export function keepLine(plan: LaunchPlan, status: string, reason: string, log: "move" | "copy" = "move"): string {
+  const keep = `keep_attempt "$run/${ATTEMPTS_DIR}" "$attempt_started" ${status} ${shq(reason)} ${shq(launchCommandLine(plan))}`;
+  // A process that still runs keeps writing its log: the attempt takes a copy of what it wrote so far.
+  return log === "move" ? `${keep} "$run/${NATIVE_ENGINE_LOG}"` : `${keep} && cp "$run/${NATIVE_ENGINE_LOG}" "$kept_attempt/" 2>/dev/null || true`;
 }
 
 /** Stops the engine's process group, escalating to SIGKILL after the stop timeout; removes the key file. */

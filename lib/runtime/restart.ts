@@ -6,18 +6,22 @@
 import type { LaunchPlan } from "../launch/plan";
 import { shq } from "../shell";
 import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
-import { launchLines } from "./native";
+import { keepLine, launchLines } from "./native";
+import { ATTEMPTS_SH } from "./attempts";
 
 export interface RestartDeadlinesS {
   readonly stop: number;
   readonly health: number;
 }
 
-function healthWait(plan: LaunchPlan, healthTimeoutS: number, alive: string): string {
+/** `keep(reason)`: shell lines that keep the failed restart's evidence before the script exits (native: its log). */
+function healthWait(plan: LaunchPlan, healthTimeoutS: number, alive: string, keep: (reason: string, exited: boolean) => string = () => ":"): string {
+  const exited = `engine ${plan.engineId} exited after its restart, before answering /health`;
+  const late = `engine ${plan.engineId} did not answer /health within health timeout ${healthTimeoutS}s of its restart`;
   return `deadline=$(( $(date +%s) + ${healthTimeoutS} ))
 until curl -fsS -o /dev/null --max-time 2 ${shq(`${plan.url}/health`)} 2>/dev/null; do
-  ${alive} || { echo "engine ${plan.engineId} exited after its restart, before answering /health" >&2; exit 1; }
-  [ "$(date +%s)" -lt "$deadline" ] || { echo "engine ${plan.engineId} did not answer /health within health timeout ${healthTimeoutS}s of its restart" >&2; exit 1; }
+  ${alive} || { echo "${exited}" >&2; ${keep(exited, true)}; exit 1; }
+  [ "$(date +%s)" -lt "$deadline" ] || { echo "${late}" >&2; ${keep(late, false)}; exit 1; }
   sleep 0.3
 done`;
 }
@@ -29,8 +33,11 @@ ${PID_FILE_SH}run=${shq(runDir)}
 [ -f "$run/pid" ] && [ -f "$run/engine.env" ] ||
   { echo "engine ${plan.engineId}: nothing to restart in $run (no pid or env file); run pulumi up to start it" >&2; exit 1; }
 ${stopPidFileLines(`engine ${plan.engineId}`, '"$run/pid"', d.stop)}
+${ATTEMPTS_SH}attempt_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 ${launchLines(plan)}
-${healthWait(plan, d.health, `kill -0 "$pid" 2>/dev/null`)}
+${healthWait(plan, d.health, `kill -0 "$pid" 2>/dev/null`, (reason, exited) =>
+    // A late engine still runs (the wave decides what to do with it): its log is copied, not moved, and has no status yet.
+    exited ? `status=0; wait "$pid" 2>/dev/null || status=$?; ${keepLine(plan, '"$status"', reason)}` : `${keepLine(plan, "''", reason, "copy")}`)}
 printf '{"pid":%s,"startedAt":"%s"}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$run/started"
 cat "$run/started"
 `;

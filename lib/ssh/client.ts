@@ -70,6 +70,8 @@ export class SshError extends Error {
   constructor(
     readonly code: "NARWHAL_SSH_HOST_KEY" | "NARWHAL_SSH_CONNECT" | "NARWHAL_SSH_TIMEOUT" | "NARWHAL_SSH_EXEC" | "NARWHAL_SSH_LOST",
     message: string,
+    /** A remote command's exit status, when that is what failed (`run`). */
+    readonly exitStatus?: number,
   ) {
     super(message);
   }
@@ -308,7 +310,7 @@ export class SshSession {
   async run(command: string, opts: { stdin?: string; timeoutS: number; name: string }): Promise<string> {
     const r = await this.exec(command, opts);
     if (r.code !== 0) {
-      throw new SshError("NARWHAL_SSH_EXEC", `host ${this.target.alias}: ${opts.name} exited ${r.code}: ${r.stderr.trim().split("\n").slice(-5).join(" | ")}`);
+      throw new SshError("NARWHAL_SSH_EXEC", `host ${this.target.alias}: ${opts.name} exited ${r.code}: ${r.stderr.trim().split("\n").slice(-5).join(" | ")}`, r.code);
     }
     return r.stdout;
   }

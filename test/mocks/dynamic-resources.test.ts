@@ -28,7 +28,7 @@ const SECRETS: Record<string, string[]> = {
   Liveness: [],
   LoadTrial: ["viaPrivateKey", "viaPassword", "hostPrivateKeys", "hostPasswords"],
   PeerWave: ["credentials", "apiKey"],
-  Preflight: ["apiKey", "viaPrivateKey", "viaPassword"],
+  Preflight: ["apiKey", "viaPrivateKey", "viaPassword", "engineHostSecrets"],
   Profile: ["apiKey", "viaPrivateKey", "viaPassword"],
   ProfileStore: ["routerPrivateKey", "routerPassword"],
   ReplicaAgreement: [],

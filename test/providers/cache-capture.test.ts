@@ -21,7 +21,7 @@ import { nativeEngineLogs, type EngineLogSource } from "../../lib/engine/log-sou
 import { startScript as dockerStartScript, stopScript as dockerStopScript } from "../../lib/runtime/docker-cli";
 import { containerRestartScript } from "../../lib/runtime/restart";
 import { startScript, stopScript } from "../../lib/runtime/native";
-import { envFile } from "../../lib/shell";
+import { envFile, shq } from "../../lib/shell";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
@@ -30,6 +30,8 @@ import type { SimHost } from "../../sim/hosts";
 import { buildSimImage } from "../../sim/image/build";
 import { expectSimulatorTruth } from "../support/cache-truth";
 import { rejection } from "../support/rejection";
+import { keptAttempt } from "../support/kept-attempt";
+import { ATTEMPTS_SH } from "../../lib/runtime/attempts";
 import { simLaunch, simLogin } from "./support/sim-launch";
 
 const STACK = "provider-cache-capture";
@@ -166,17 +168,57 @@ describe("providers: cache capture from what the engine shows, read over SSH", f
       expect(await captureProvider.diff!("id", o, inputs)).to.deep.equal({ changes: false, replaces: [], deleteBeforeReplace: false });
     });
 
+    it("lists the failed starts kept in the engine's run folder as failed attempts of its record, with their logs", async () => {
+      // A failed start as the start script keeps it (lib/runtime/native.ts): its log, exit status and command line.
+      await must(h, `cd ${runDir} && mkdir failed && printf 'RuntimeError: CUDA out of memory\\n' > failed/engine.log && sh -c ${shq(`${ATTEMPTS_SH}keep_attempt "$PWD/attempts" 2026-01-02T03:04:05Z 1 'engine exited before answering /health' 'vllm serve /models/m' "$PWD/failed/engine.log"`)} && rmdir failed`);
+      try {
+        const { outs } = await captureProvider.create(captureInputs(h, proved, nativeEngineLogs(runDir), { runDir }));
+        const o = outs as CacheCaptureOutputs;
+        const store = evidenceRoot(process.cwd(), STACK);
+        const record = JSON.parse(fs.readFileSync(path.join(store, o.evidence!.relativePath), "utf8"));
+        expect(record.verdict.status).to.equal("pass");
+        const [failed, ...others] = record.observations.failedAttempts;
+        expect(others).to.deep.equal([]);
+        expect(failed).to.deep.include({ verdict: "fail", exitStatus: 1, reason: "engine exited before answering /health", command: "vllm serve /models/m", startedAt: "2026-01-02T03:04:05.000Z" });
+        expect(fs.readFileSync(path.join(store, failed.log), "utf8")).to.equal("RuntimeError: CUDA out of memory");
+        expect(record.artifacts.map((a: { name: string }) => a.name)).to.deep.equal([`engine-start/attempts/${failed.id}/engine.log`]);
+        // The listing is one more command the capture ran, with its exit status.
+        expect(record.commands).to.have.length(4);
+      } finally {
+        await must(h, `rm -rf ${runDir}/attempts`);
+      }
+    });
+
     it("refuses a layout that disagrees with the plan, naming each difference", async () => {
       const err = await rejection(captureProvider.create(captureInputs(h, proved, nativeEngineLogs(runDir), { expected: { blockSize: 128, tensorParallelSize: 4, dtype: "float16", kvCacheDtype: "auto" } })));
       expect(err.code).to.equal("NARWHAL_CACHE_LAYOUT_MISMATCH");
       expect(err.message).to.contain("(source engine-log) does not match its plan; nothing was captured:\n  - the engine runs tensor parallel size 2; the plan has 4\n  - block_size 16 (vllm:cache_config_info); the plan has 128\n  - ranks 2, 3 of 4 missing");
+      // The failed capture is kept before the error is seen: its reasons, the commands with their exit
+      // statuses, the log and config.json as read and the engine's answers.
+      const { record, artifacts } = keptAttempt(err.message, STACK);
+      expect(record).to.deep.include({ kind: "cache-capture", subject: { kind: "engine", alias: plan.engineId } });
+      expect(record.verdict.status).to.equal("fail");
+      expect(record.verdict.reasons).to.include("- ranks 2, 3 of 4 missing");
+      expect(record.inputs.expected).to.deep.equal({ blockSize: 128, tensorParallelSize: 4, dtype: "float16", kvCacheDtype: "auto" });
+      expect(record.commands.map((c: { host: string; exitStatus: number }) => [c.host, c.exitStatus])).to.deep.equal([["sim1", 0], ["sim1", 0], ["sim1", 0]]);
+      expect(artifacts[`reading the engine log ${log}`]).to.contain(`(APIServer pid=${pid})`);
+      expect(artifacts["GET /metrics"]).to.match(/^HTTP 200\n/).and.contain("vllm:cache_config_info");
+      expect(JSON.stringify(record) + Object.values(artifacts).join("")).to.not.contain(API_KEY);
     });
 
     describe("a log cut since the start is refused naming the host and the file, never guessed from", () => {
       const saved = () => `${runDir}/engine.log.saved`;
       // The engine writes to the file it opened at start: a rotated one is moved back before its content is.
       const restore = async () => must(h, `if [ -e ${log}.1 ]; then mv -f ${log}.1 ${log}; fi; cat ${saved()} > ${log}`);
-      const capture = (logs: EngineLogSource = nativeEngineLogs(runDir)) => rejection(captureProvider.create(captureInputs(h, proved, logs)));
+      // Each refusal is kept as a fail record with the log as read; the message is compared without the record's path.
+      const capture = async (logs: EngineLogSource = nativeEngineLogs(runDir)) => {
+        const err = await rejection(captureProvider.create(captureInputs(h, proved, logs)));
+        const { record, artifacts } = keptAttempt(err.message, STACK);
+        expect(record.verdict.status).to.equal("fail");
+        expect(record.observations.error.code).to.equal(err.code);
+        expect(Object.keys(artifacts).some((name) => name.startsWith("reading the engine log "))).to.equal(true);
+        return { code: err.code, message: err.message.replace(/\nthe failed attempt is kept as \S+$/, "") };
+      };
       before(async () => must(h, `cp ${log} ${saved()}`));
       afterEach(restore);
 

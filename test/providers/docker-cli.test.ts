@@ -10,7 +10,7 @@
  */
 import { expect } from "chai";
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,6 +22,7 @@ import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../.
 import { parseSurvey, runbookListenerPidsScript, surveyScript } from "../../lib/runtime/runbook-survey";
 import { runbookEnv, runbookPlan, writeRunbookRun } from "../unit/launch/runbook-record";
 import { envFile } from "../../lib/shell";
+import { listAttemptsScript, parseKeptAttempts } from "../../lib/runtime/attempts";
 import { buildSimImage } from "../../sim/image/build";
 import { writeTestModel } from "../../sim/engine/testing-model";
 
@@ -296,6 +297,11 @@ describe("docker-cli runtime on the local Docker Engine", function () {
     expect(r.stderr).to.match(/container [0-9a-f]{64} did not answer \/health within the start deadline of 3s \(runtime.deadlinesS.start\)/);
     expect(containers("e5")).to.deep.equal([]);
     expect(readFileSync(join(e.runDir, "engine.log"), "utf8")).to.include("vLLM API server version");
+    // The removed container's whole log and inspect output are kept as the failed attempt; the start stopped it, so no exit status.
+    const [kept] = parseKeptAttempts(sh(listAttemptsScript(e.runDir, "engine.log")).stdout);
+    expect(kept).to.deep.include({ exitStatus: null });
+    expect(kept.reason).to.match(/did not answer \/health within the start deadline of 3s/);
+    expect(kept.logTail).to.include("vLLM API server version");
   });
 
   it("a container that exits before /health is reported with its log and removed", async () => {
@@ -306,6 +312,22 @@ describe("docker-cli runtime on the local Docker Engine", function () {
     expect(r.stderr).to.match(/container [0-9a-f]{64} is exited \(exit code 1\) before answering \/health/);
     expect(r.stderr).to.include("max_model_len");
     expect(containers("e6")).to.deep.equal([]);
+    // Kept before the removal: docker logs, docker inspect, the container's exit code and the docker run it was.
+    const attempts = join(e.runDir, "attempts");
+    const [dirName, ...others] = readdirSync(attempts);
+    expect(others).to.deep.equal([]);
+    const kept = join(attempts, dirName);
+    expect(r.stderr).to.include(`the failed attempt's evidence is kept in ${kept}`);
+    expect(readFileSync(join(kept, "engine.log"), "utf8")).to.include("max_model_len");
+    const inspect = JSON.parse(readFileSync(join(kept, "inspect.json"), "utf8")) as Array<{ State: { ExitCode: number }; Config: { Labels: Record<string, string> } }>;
+    expect(inspect[0].State.ExitCode).to.equal(1);
+    expect(inspect[0].Config.Labels[LABELS.engine]).to.equal("e6");
+    expect(readFileSync(join(kept, "exit-status"), "utf8")).to.equal("1\n");
+    expect(readFileSync(join(kept, "command"), "utf8")).to.match(/^docker run /).and.include("<launch token>").and.not.include(API_KEY);
+    expect(readFileSync(join(kept, "reason"), "utf8")).to.match(/is exited \(exit code 1\) before answering \/health/);
+    // A retry (here the stop a destroy runs) never removes the kept attempt.
+    expect(stop(e).status).to.equal(0);
+    expect(readdirSync(attempts)).to.deep.equal([dirName]);
   });
 
   it("refuses a wrong image ID, naming both IDs, and starts nothing", async () => {

@@ -17,6 +17,7 @@ import { sha256Json } from "../../lib/digest";
 import { evidenceRoot } from "../../lib/evidence";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { keptAttempt } from "../support/kept-attempt";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, startEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";
 
 const API_KEY = "sk-narwhal-test-7c1f9e";
@@ -226,6 +227,24 @@ describe("Gate C providers against the engine simulator", function () {
     }
   });
 
+  it("keeps a failed proof as a fail record with every answer it got, before the error is seen", async () => {
+    const old = await startEngine({ model: makeModel(), args: ["--served-model-name", "tiny"], sim: { version: "0.28.0" } });
+    try {
+      const err = await rejection(generationProvider.create(generationInputs(old, { engineId: "e2", apiKey: undefined, stack: "provider-tests" })));
+      expect(err.code).to.equal("NARWHAL_ENGINE_VERSION");
+      const { record, artifacts } = keptAttempt(err.message, "provider-tests");
+      expect(record).to.deep.include({ kind: "generation", subject: { kind: "engine", alias: "e2" } });
+      expect(record.verdict.status).to.equal("fail");
+      expect(record.verdict.reasons[0]).to.contain(`/version at ${old.url} returned "0.28.0"; the checked image expects "0.29.0"`);
+      expect(record.observations.error.code).to.equal("NARWHAL_ENGINE_VERSION");
+      expect(record.inputs).to.include({ engineId: "e2", planSha256: PLAN, expectedVersion: "0.29.0" });
+      expect(artifacts["GET /health"]).to.match(/^HTTP 200\n/);
+      expect(artifacts["GET /version"]).to.match(/^HTTP 200\n/).and.contain("0.28.0");
+    } finally {
+      await old.stop();
+    }
+  });
+
   it("gives up on an endpoint where nothing listens within the bounded wait", async () => {
     const port = await freePort();
     const started = Date.now();
@@ -238,7 +257,7 @@ describe("Gate C providers against the engine simulator", function () {
     expect(err.code).to.equal("NARWHAL_ENGINE_NOT_HEALTHY");
     expect(err.message).to.equal(
       `engine e3 on host local: /health at http://127.0.0.1:${port} did not answer 200 within 1.5 s (last: connection refused (ECONNREFUSED)); ` +
-        "nothing was recorded. Check that the engine runs (pid 999999 on host local) and read its log for the cause.",
+        "no proof was taken. Check that the engine runs (pid 999999 on host local) and read its log for the cause.",
     );
     expect(took).to.be.within(1000, 3000);
   });

@@ -5,6 +5,7 @@ import { NO_GPU_NOTICE } from "../../lib/discovery/accelerators";
 import { runInHost, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { discoveryFailure, discoveryInputs } from "./support/host-discovery";
+import { keptAttempt } from "../support/kept-attempt";
 
 /** The discovery provider's own methods, called as the engine calls them, against simulated hosts. */
 describe("providers: host discovery against the simulated hosts", function () {
@@ -43,9 +44,18 @@ describe("providers: host discovery against the simulated hosts", function () {
 
   it("refuses a fabric interface with no global address, and asks for a choice among several", async () => {
     const h = hosts.get("sim2")!;
-    expect(await discoveryFailure(provider.create(discoveryInputs(h, { fabricInterface: "lo" })))).to.include(
-      "host sim2, probe section fabric: fabric interface lo has no global address; check hosts[].fabricInterface or bring the interface up",
-    );
+    const refused = await discoveryFailure(provider.create(discoveryInputs(h, { fabricInterface: "lo" })));
+    const reason = "host sim2, probe section fabric: fabric interface lo has no global address; check hosts[].fabricInterface or bring the interface up";
+    expect(refused).to.include(reason);
+    // The failed attempt is kept before the error is seen: the probe it ran, its exit status and what it printed.
+    const { record, artifacts } = keptAttempt(refused, "provider-tests");
+    expect(record).to.deep.include({ kind: "discovery", subject: { kind: "host", alias: "sim2" } });
+    expect(record.verdict.status).to.equal("fail");
+    expect(record.verdict.reasons).to.include(reason);
+    expect(record.inputs.fabricInterface).to.equal("lo");
+    expect(record.commands.map((c: { host: string; exitStatus: number }) => [c.host, c.exitStatus])).to.deep.equal([["sim2", 0]]);
+    expect(artifacts["discovery-probe.txt"]).to.match(/fabric/);
+    expect(JSON.stringify(record)).to.not.include("PRIVATE KEY");
     await runInHost(h.alias, ["ip", "addr", "add", "198.18.0.112/24", "dev", h.fabricInterface]);
     try {
       expect(await discoveryFailure(provider.create(discoveryInputs(h)))).to.include(

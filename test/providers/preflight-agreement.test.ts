@@ -13,6 +13,8 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runGates } from "../../dynamic-providers/preflight/provider";
+import { simUp, sshExec } from "../../sim/hosts";
+import { simLogin } from "./support/sim-launch";
 import { parseNarwhalReport, runPreflight, runSummary, type GateProfile } from "../../lib/preflight";
 import type { ProfileRow } from "../../lib/profiling";
 import { http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
@@ -177,13 +179,29 @@ describe("providers: preflight agrees with narwhal-check per gate", function () 
       schedule: "concurrent" as const,
       apiKey: API_KEY,
     };
+    // Each engine's log where its runtime writes it, on an engine host reached over SSH (here sim1 holds all three).
+    const [h] = (await simUp({ aliases: ["sim1"] })).hosts;
+    const { login, privateKey } = simLogin(h);
+    const logDir = "/srv/provider-tests/preflight-logs";
+    for (const iid of ids) {
+      const text = Buffer.from(`${byId.get(iid)!.stderr.slice(-2000)}\n${iid}: last line before the failing gate\n`).toString("base64");
+      const r = await sshExec(h, `mkdir -p ${logDir} && echo ${text} | base64 -d > ${logDir}/${iid}.log`, { timeoutMs: 30_000 });
+      expect(r.code, r.stderr).to.equal(0);
+    }
+    const engineLogs = ids.map((iid) => ({ engineId: iid, hostAlias: "sim1", login, engineLog: { kind: "files" as const, paths: [`${logDir}/missing.log`, `${logDir}/${iid}.log`] } }));
     let message = "";
-    await runGates(inputs).catch((err: Error) => (message = err.message));
+    await runGates({ ...inputs, engineLogs, engineHostSecrets: { sim1: { privateKey } } }).catch((err: Error) => (message = err.message));
     expect(message).to.match(/^preflight failed: model \(e0, e1, e2\); pace \(e0, e1, e2\); tokenize \(e0, e1, e2\); the router is not started on it \(gate lines, probes and engine logs kept as (\S+)\)$/);
-    const record = path.join(ROOT, "runs", "provider-tests", "evidence", /kept as (\S+)\)$/.exec(message)![1]);
+    const store = path.join(ROOT, "runs", "provider-tests", "evidence");
+    const record = path.join(store, /kept as (\S+)\)$/.exec(message)![1]);
     const text = fs.readFileSync(record, "utf8");
-    expect(text).to.not.include(API_KEY);
+    expect(text).to.not.include(API_KEY).and.not.include("PRIVATE KEY");
     expect(JSON.parse(text).verdict.status).to.equal("fail");
+    // Every engine a failing line names has its log tail kept, read from the first of its log places that exists.
+    const tails = JSON.parse(text).observations.engineLogs as Array<{ engineId: string; source: string; log: string }>;
+    expect(tails.map((k) => [k.engineId, k.source])).to.deep.equal(ids.map((iid) => [iid, `host sim1: ${logDir}/${iid}.log`]));
+    for (const k of tails) expect(fs.readFileSync(path.join(store, k.log), "utf8")).to.match(new RegExp(`${k.engineId}: last line before the failing gate\\n$`));
+    await sshExec(h, `rm -rf ${logDir}`, { timeoutMs: 30_000 });
     const passed = await runGates({ ...inputs, fleetDocument: writeFleet({}).doc });
     expect(passed.gates.every((g) => g.verdict === "pass")).to.equal(true);
     expect(passed.rounds).to.equal(6);

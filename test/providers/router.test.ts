@@ -39,6 +39,9 @@ import {
 } from "../../lib/observability";
 import { exposedMetrics, metricNames } from "../support/metrics";
 import { envFile } from "../../lib/shell";
+import { parseKeptAttempts } from "../../lib/runtime/attempts";
+import { provider as commandRecordProvider } from "../../dynamic-providers/command-record/provider";
+import { evidenceRoot } from "../../lib/evidence";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
 import { pidAlive } from "../../sim/hosts/exec";
 import { runTrial, type HostProbes, type TrialOptions, type TrialRoutes } from "../../lib/trial/run";
@@ -147,6 +150,46 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       expect(again.digest).to.not.equal("");
       expect(fs.readFileSync(record, "utf8")).to.not.contain("tampered");
       marker = again;
+    });
+
+    it("keeps a failed install's pip.log per attempt: the retry removes only the venv it made, and lists the kept attempt", async () => {
+      const other: InstallOptions = { ...options, installDir: path.join(tempDir("narwhal-install-"), "narwhal"), wheelhouse: tempDir("empty-wheelhouse-") };
+      const failed = await sh(installScript(other));
+      expect(failed.code).to.equal(1);
+      const folder = `${other.installDir}/narwhal-inference-0.7.0`;
+      const [kept, ...others] = fs.readdirSync(`${folder}/attempts`);
+      expect(others).to.deep.equal([]);
+      const keptLog = fs.readFileSync(`${folder}/attempts/${kept}/pip.log`, "utf8");
+      expect(keptLog).to.match(/No matching distribution found for narwhal-inference==0\.7\.0/);
+      expect(fs.readFileSync(`${folder}/attempts/${kept}/exit-status`, "utf8")).to.equal("1\n");
+      expect(fs.existsSync(`${folder}/venv`)).to.equal(false);
+      // The retry with the wheels: it installs, the failed attempt's log stays as it was, and its stdout lists it before the marker.
+      const retried = await sh(installScript({ ...other, wheelhouse: options.wheelhouse }));
+      expect(retried.code, retried.stderr).to.equal(0);
+      expect(fs.readFileSync(`${folder}/attempts/${kept}/pip.log`, "utf8")).to.equal(keptLog);
+      const [listed, ...more] = parseKeptAttempts(retried.stdout);
+      expect(more).to.deep.equal([]);
+      expect(listed).to.deep.include({ id: kept, exitStatus: 1, reason: "pip install narwhal-inference==0.7.0 failed or exceeded 300s" });
+      expect(listed.command).to.contain(`${folder}/venv/bin/pip install`).and.contain(other.wheelhouse!);
+      expect(lastJson<InstallMarker>(retried.stdout).version).to.equal(VERSION);
+      // The install's record lists it as a failed attempt with its log (the CommandRecord of Gate B).
+      const cwd = process.cwd();
+      const project = tempDir("install-record-");
+      process.chdir(project);
+      try {
+        const { outs } = await commandRecordProvider.create({ stack: "dev", kind: "install", hostAlias: "router", steps: [{ name: "install", script: installScript(other), stdout: retried.stdout }], observations: {} });
+        const store = evidenceRoot(project, "dev");
+        const record = JSON.parse(fs.readFileSync(path.join(store, outs.evidence.relativePath), "utf8"));
+        const [entry] = record.observations.failedAttempts;
+        expect(entry).to.deep.include({ step: "install", id: kept, verdict: "fail", exitStatus: 1 });
+        expect(fs.readFileSync(path.join(store, entry.log), "utf8")).to.equal(keptLog.replace(/\n$/, ""));
+        expect(record.artifacts.map((a: { name: string }) => a.name)).to.include(`install/attempts/${kept}/pip.log`);
+      } finally {
+        process.chdir(cwd);
+      }
+      // The destroy removes what the install made; the kept attempt stays.
+      expect((await sh(uninstallScript(other))).code).to.equal(0);
+      expect(fs.readdirSync(folder)).to.deep.equal(["attempts"]);
     });
 
     it("names every missing prerequisite at once and installs nothing", async () => {

@@ -164,7 +164,7 @@ describe("engine live proof", () => {
       expect(err.code).to.equal("NARWHAL_ENGINE_NOT_HEALTHY");
       expect(err.message).to.equal(
         "engine e1 on host gpu-a: /health at http://127.0.0.1:8100 did not answer 200 within 3 s (last: connection refused (ECONNREFUSED)); " +
-          "nothing was recorded. Check that the engine runs (pid 4242 on host gpu-a) and read its log for the cause.",
+          "no proof was taken. Check that the engine runs (pid 4242 on host gpu-a) and read its log for the cause.",
       );
       expect(clock.slept.reduce((a, b) => a + b, 0)).to.be.at.most(3000);
     });

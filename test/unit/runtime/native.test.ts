@@ -5,8 +5,9 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { LaunchPlan } from "../../../lib/launch/plan";
-import { startScript, stopScript } from "../../../lib/runtime/native";
+import { launchCommandLine, startScript, stopScript } from "../../../lib/runtime/native";
 import { nativeRestartScript } from "../../../lib/runtime/restart";
+import { listAttemptsScript, parseKeptAttempts } from "../../../lib/runtime/attempts";
 import { writeTestModel } from "../../../sim/engine/testing-model";
 import { pidAlive } from "../../../sim/hosts/exec";
 
@@ -143,12 +144,42 @@ describe("native runtime scripts (run for real under sh)", function () {
     expect(r.stderr).to.include("hint: the checkpoint needs custom code (auto_map) that discovery did not record: re-run discovery (pulumi up --refresh)");
   });
 
+  it("keeps a failed start's log, exit status and command line per attempt; the retry writes a fresh log and lists the kept one", () => {
+    const failing = { ...plan, argv: ["sh", "-c", "echo 'CUDA out of memory on rank 0'; exit 3"] };
+    const failed = sh(startScript(failing, opts()), "VLLM_API_KEY='k'\n");
+    expect(failed.code).to.equal(1);
+    expect(failed.stderr).to.include("engine e1 exited (status 3) before answering /health");
+    const attempts = path.join(opts().runDir, "attempts");
+    const [kept, ...others] = fs.readdirSync(attempts);
+    expect(others).to.deep.equal([]);
+    const keptDir = path.join(attempts, kept);
+    expect(fs.readFileSync(path.join(keptDir, "engine.log"), "utf8")).to.equal("CUDA out of memory on rank 0\n");
+    expect(fs.readFileSync(path.join(keptDir, "exit-status"), "utf8")).to.equal("3\n");
+    expect(fs.readFileSync(path.join(keptDir, "command"), "utf8")).to.equal(`${launchCommandLine(failing)}\n`).and.include("exit 3").and.not.include("VLLM_API_KEY");
+    expect(failed.stderr).to.include(`the failed attempt's evidence is kept in ${keptDir}`);
+    // The retry (the plan as it should be) starts, and the failed attempt stays as it was.
+    const retried = sh(startScript(plan, opts()), "VLLM_API_KEY='k'\n");
+    expect(retried.code, retried.stderr).to.equal(0);
+    expect(fs.readFileSync(path.join(keptDir, "engine.log"), "utf8")).to.equal("CUDA out of memory on rank 0\n");
+    expect(fs.readFileSync(path.join(opts().runDir, "engine.log"), "utf8")).to.not.include("CUDA out of memory");
+    // A stop (the destroy, a replacement) removes what the start made, never the kept attempt.
+    sh(stopScript(plan, opts()));
+    expect(fs.readdirSync(attempts)).to.deep.equal([kept]);
+    const listed = parseKeptAttempts(sh(listAttemptsScript(opts().runDir, "engine.log")).stdout);
+    expect(listed).to.have.length(1);
+    expect(listed[0]).to.deep.include({ id: kept, exitStatus: 3, reason: "engine e1 exited before answering /health", logTail: "CUDA out of memory on rank 0" });
+    expect(listed[0].command).to.equal(launchCommandLine(failing));
+  });
+
   it("gives up on an engine that never answers, within the named health timeout, and leaves nothing", () => {
     const silent = { ...plan, argv: ["sleep", "300"] };
     const r = sh(startScript(silent, { ...opts(), healthTimeoutS: 2 }), "VLLM_API_KEY='k'\n");
     expect(r.code).to.equal(1);
     expect(r.stderr).to.include("engine e1 did not answer /health within health timeout 2s; stopped it.");
     expect(fs.existsSync(path.join(opts().runDir, "pid"))).to.equal(false);
+    // Its log is kept with no exit status: the start stopped it.
+    const [kept] = parseKeptAttempts(sh(listAttemptsScript(opts().runDir, "engine.log")).stdout);
+    expect(kept).to.deep.include({ exitStatus: null, reason: "engine e1 did not answer /health within health timeout 2s; stopped it" });
   });
 
   it("restarts in place for a peer wave: the old group gone, the same plan and key in a new one, /health waited for", () => {
