@@ -181,9 +181,10 @@ describe("providers: cache capture from what the engine shows, read over SSH", f
         expect(others).to.deep.equal([]);
         expect(failed).to.deep.include({ verdict: "fail", exitStatus: 1, reason: "engine exited before answering /health", command: "vllm serve /models/m", startedAt: "2026-01-02T03:04:05.000Z" });
         expect(fs.readFileSync(path.join(store, failed.log), "utf8")).to.equal("RuntimeError: CUDA out of memory");
-        expect(record.artifacts.map((a: { name: string }) => a.name)).to.deep.equal([`engine-start/attempts/${failed.id}/engine.log`]);
-        // The listing is one more command the capture ran, with its exit status.
-        expect(record.commands).to.have.length(4);
+        // Beside the engine's answers the capture read, the kept start's log.
+        expect(record.artifacts.map((a: { name: string }) => a.name).filter((n: string) => !n.startsWith("engine "))).to.deep.equal([`engine-start/attempts/${failed.id}/engine.log`]);
+        // The listing is one more command the capture ran on the host, with its exit status.
+        expect(record.commands.filter((c: { http?: unknown }) => !c.http)).to.have.length(4);
       } finally {
         await must(h, `rm -rf ${runDir}/attempts`);
       }
@@ -200,7 +201,9 @@ describe("providers: cache capture from what the engine shows, read over SSH", f
       expect(record.verdict.status).to.equal("fail");
       expect(record.verdict.reasons).to.include("- ranks 2, 3 of 4 missing");
       expect(record.inputs.expected).to.deep.equal({ blockSize: 128, tensorParallelSize: 4, dtype: "float16", kvCacheDtype: "auto" });
-      expect(record.commands.map((c: { host: string; exitStatus: number }) => [c.host, c.exitStatus])).to.deep.equal([["sim1", 0], ["sim1", 0], ["sim1", 0]]);
+      expect(record.commands.filter((c: { http?: unknown }) => !c.http).map((c: { host: string; exitStatus: number }) => [c.host, c.exitStatus])).to.deep.equal([["sim1", 0], ["sim1", 0], ["sim1", 0]]);
+      // And its requests to the engine, by alias.
+      expect(record.commands.filter((c: { http?: unknown }) => c.http).every((c: { host: string }) => c.host === "local")).to.equal(true);
       expect(artifacts[`reading the engine log ${log}`]).to.contain(`(APIServer pid=${pid})`);
       expect(artifacts["GET /metrics"]).to.match(/^HTTP 200\n/).and.contain("vllm:cache_config_info");
       expect(JSON.stringify(record) + Object.values(artifacts).join("")).to.not.contain(API_KEY);
