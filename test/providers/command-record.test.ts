@@ -41,7 +41,8 @@ describe("command record: Gates B and G in the evidence store", () => {
     expect(record.artifacts.map((a) => a.name)).to.deep.equal(["start.sh", "start.stdout", "proof.sh", "proof.stdout"]);
     expect((await store.readArtifact(record.artifacts[0].relativePath, record.artifacts[0].sha256)).toString()).to.equal(inputs.steps[0].script);
     expect(record.commands.map((c) => c.scriptSha256)).to.have.length(2);
-    expect(record.observations).to.deep.equal(inputs.observations);
+    // What the steps established, and the failed attempts they found kept on the host (none here).
+    expect(record.observations).to.deep.equal({ ...inputs.observations, failedAttempts: [] });
   });
 
   it("is replaced by another run of its steps, and only updated for another stack name", async () => {
