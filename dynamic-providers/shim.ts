@@ -70,7 +70,8 @@ function shimFor(implementation: string): pulumi.dynamic.ResourceProvider {
   return {
     check: (olds, news) => quiet(async () => plain(load().check ? await load().check!(olds, news) : { inputs: news })),
     diff: (id, olds, news) => quiet(() => (pins(news), load().diff!(id, own(olds), own(news)))),
-    create: async (inputs) => (pins(inputs), plain(await load().create(inputs))),
+    // A finished measurement the store refused is kept aside and adopted by the next create of the same inputs.
+    create: async (inputs) => (pins(inputs), plain(await tsRequire().load("dynamic-providers/pending-evidence.ts").createKeepingEvidence(implementation, inputs, () => load().create(inputs)))),
     read: (id, props) => quiet(async () => (pins(props), plain(load().read ? await load().read!(id, props) : { id, props }))),
     update: async (id, olds, news) => (pins(news), plain(await load().update!(id, olds, news))),
     delete: (id, props) => quiet(() => (pins(props), load().delete ? load().delete!(id, props) : Promise.resolve())),
