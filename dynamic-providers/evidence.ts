@@ -1,3 +1,4 @@
+import { keptAside, pendingRoot } from "./pending-evidence";
 import { EvidenceStore, evidenceRecord, evidenceRoot, sourceRevision, type EvidenceArtifact, type EvidenceRecordFields } from "../lib/evidence";
 
 /** Where a written record is, and the digest a refresh checks it against. */
@@ -19,12 +20,33 @@ export interface ProviderEvidence {
 export function providerEvidence(stack: string, secrets: ReadonlyArray<string | undefined> = []): ProviderEvidence {
   const root = process.cwd();
   const store = new EvidenceStore(evidenceRoot(root, stack), { secrets: secrets.filter((s): s is string => !!s) });
+  // A write the store refuses goes, within a create (pending-evidence.ts), to the same place in the store
+  // kept aside, whose content addressing gives it the same path and digest; the create then fails saying so.
+  const aside = (): EvidenceStore => new EvidenceStore(pendingRoot(root, stack), { secrets: secrets.filter((s): s is string => !!s) });
+  const orAside = async <T>(write: (into: EvidenceStore) => Promise<T>, pathOf: (written: T) => string): Promise<T> => {
+    try {
+      return await write(store);
+    } catch (error) {
+      const kept = keptAside(stack);
+      if ((error as { code?: string }).code !== "NARWHAL_EVIDENCE_UNWRITABLE" || !kept) throw error;
+      let written: T;
+      try {
+        written = await write(aside());
+      } catch {
+        throw error; // nowhere to keep it either: the store's own refusal is the one to act on
+      }
+      kept.files.push(pathOf(written));
+      kept.refusal ??= error as Error;
+      return written;
+    }
+  };
   return {
-    artifact: (kind, name, contents) => store.writeArtifact(kind, name, contents),
+    artifact: (kind, name, contents) => orAside((into) => into.writeArtifact(kind, name, contents), (a) => a.relativePath),
     async record(fields) {
       // Records hold JSON values only: absent optional fields are dropped rather than written as undefined.
       const plain = JSON.parse(JSON.stringify(fields)) as typeof fields;
-      const written = await store.write(evidenceRecord({ ...plain, stack, sourceRevision: sourceRevision(root) }));
+      const record = evidenceRecord({ ...plain, stack, sourceRevision: sourceRevision(root) });
+      const written = await orAside((into) => into.write(record), (w) => w.relativePath);
       return { relativePath: written.relativePath, digest: written.digest };
     },
   };

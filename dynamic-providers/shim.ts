@@ -33,12 +33,47 @@ function shimFor(implementation: string): pulumi.dynamic.ResourceProvider {
   // The engine's protobuf encoder rejects `undefined` anywhere in a result ("Unexpected struct type"),
   // so every result goes through JSON once: absent fields are dropped, not sent.
   const plain = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+  // The SDK's provider host prints `${error}: ${error.stack}` to its stderr, which the CLI shows under the
+  // Stack, for a failed check, diff, read or delete (not create or update), while the resource's own line
+  // already carries the message: a refusal the provider worded would show twice, the second time with its
+  // JavaScript frames. That one print of that one error is dropped; an error JavaScript itself raised (a bug:
+  // TypeError, ReferenceError, ...) keeps its stack. The set is global because the host rebuilds each
+  // provider's shim as a module of its own, and all of them share its one console.
+  const quiet = async <T>(call: () => T | Promise<T>): Promise<T> => {
+    try {
+      return await call();
+    } catch (error) {
+      const bug = [TypeError, ReferenceError, SyntaxError, RangeError].some((type) => error instanceof type);
+      if (error instanceof Error && !bug) {
+        const store = globalThis as unknown as Record<symbol, Set<string> | undefined>;
+        const key = Symbol.for("narwhal-fleet.quieted-provider-errors");
+        let quieted = store[key];
+        if (!quieted) {
+          const held = (quieted = store[key] = new Set<string>());
+          const print = console.error.bind(console);
+          console.error = (...args: unknown[]) => {
+            if (args.length === 1 && typeof args[0] === "string" && held.delete(args[0])) return;
+            print(...args);
+          };
+        }
+        quieted.add(`${String(error)}: ${error.stack}`);
+      }
+      throw error;
+    }
+  };
+  // `__provider` is this shim's own text, not an input: a changed shim is never a change of the resource.
+  const own = <T>(props: T): T => {
+    if (!props || typeof props !== "object") return props;
+    const { __provider: _shim, ...rest } = props as Record<string, unknown>;
+    return rest as T;
+  };
   return {
-    check: async (olds, news) => plain(load().check ? await load().check!(olds, news) : { inputs: news }),
-    diff: (id, olds, news) => (pins(news), load().diff!(id, olds, news)),
-    create: async (inputs) => (pins(inputs), plain(await load().create(inputs))),
-    read: async (id, props) => (pins(props), plain(load().read ? await load().read!(id, props) : { id, props })),
+    check: (olds, news) => quiet(async () => plain(load().check ? await load().check!(olds, news) : { inputs: news })),
+    diff: (id, olds, news) => quiet(() => (pins(news), load().diff!(id, own(olds), own(news)))),
+    // A finished measurement the store refused is kept aside and adopted by the next create of the same inputs.
+    create: async (inputs) => (pins(inputs), plain(await tsRequire().load("dynamic-providers/pending-evidence.ts").createKeepingEvidence(implementation, inputs, () => load().create(inputs)))),
+    read: (id, props) => quiet(async () => (pins(props), plain(load().read ? await load().read!(id, props) : { id, props }))),
     update: async (id, olds, news) => (pins(news), plain(await load().update!(id, olds, news))),
-    delete: (id, props) => (pins(props), load().delete ? load().delete!(id, props) : Promise.resolve()),
+    delete: (id, props) => quiet(() => (pins(props), load().delete ? load().delete!(id, props) : Promise.resolve())),
   };
 }

@@ -90,14 +90,31 @@ export class Router extends pulumi.ComponentResource {
       args.profileStoreDigest !== undefined ? pulumi.output(args.profileStoreDigest) : store.apply((s) => (s === undefined ? undefined : textDigest(s)));
     this.documentDigest = text.apply(textDigest);
     this.url = pulumi.output(args.address).apply((a) => routerUrl(a, args.port));
+    this.profileStorePath = text.apply((doc) => `${args.runDir}/${profileStorePath(JSON.parse(doc) as Record<string, unknown>)}`);
+    // The install stands for its marker by its start key: a preview cannot know what a re-run install prints,
+    // but knows whether the install is replaced, which is when the router would start from a new one.
+    const inputTriggers = [this.documentDigest, this.profileStoreDigest.apply((d) => d ?? "none"), startKeyOf(args.install.command), `${args.bindAddress}:${args.port}`];
+    // Runs whenever the router is about to start on new inputs: a port held by someone else stops the run
+    // here, before the serving router is stopped for the swap. A restart for a new liveness epoch does not
+    // run it: the router was found down, so nothing serves to be kept, and the start script refuses a taken
+    // port itself.
+    const portCheck = new command.remote.Command(
+      `${name}-port-check`,
+      { connection: args.connection, create: routerPortCheckScript({ runDir: args.runDir, port: args.port, hostAlias: args.hostAlias }), triggers: inputTriggers, addPreviousOutputInEnv: false, logging: "stderr" },
+      { parent: this, dependsOn: [args.after, args.install.command] },
+    );
     if (probeableBind(args.bindAddress)) {
       this.liveness = new Liveness(
         `${name}-liveness`,
         { service: "router", name: "router", hostAlias: args.hostAlias ?? "router", url: this.url, healthDeadlineS: args.healthDeadlineS },
-        { parent: this },
+        // Probes the port the router serves: it takes a new port only once the port check let the router
+        // move there. A refused port change leaves it on the port the old router keeps serving, so the next
+        // refresh does not call the serving router down and restart it.
+        { parent: this, dependsOn: [portCheck] },
       );
     }
     const epoch = this.liveness?.epoch ?? pulumi.output<string | undefined>(undefined);
+    const triggers = [...inputTriggers, epoch.apply((e) => e ?? "none")];
     const options: pulumi.Output<RouterOptions> = pulumi.all([text, store, args.install.marker, this.profileStoreDigest, epoch]).apply(([fleetDocument, profileStore, marker, profileStoreDigest, restartEpoch]) => ({
       runDir: args.runDir,
       binDir: marker.binDir,
@@ -112,17 +129,6 @@ export class Router extends pulumi.ComponentResource {
       ...(restartEpoch === undefined ? {} : { restartEpoch }),
     }));
     this.identity = options.apply(routerIdentity);
-    this.profileStorePath = text.apply((doc) => `${args.runDir}/${profileStorePath(JSON.parse(doc) as Record<string, unknown>)}`);
-    // The install stands for its marker by its start key: a preview cannot know what a re-run install prints,
-    // but knows whether the install is replaced, which is when the router would start from a new one.
-    const triggers = [this.documentDigest, this.profileStoreDigest.apply((d) => d ?? "none"), startKeyOf(args.install.command), `${args.bindAddress}:${args.port}`, epoch.apply((e) => e ?? "none")];
-    // Runs whenever the router is about to start on new inputs: a port held by someone else stops the run
-    // here, before the serving router is stopped for the swap.
-    const portCheck = new command.remote.Command(
-      `${name}-port-check`,
-      { connection: args.connection, create: routerPortCheckScript({ runDir: args.runDir, port: args.port, hostAlias: args.hostAlias }), triggers, addPreviousOutputInEnv: false, logging: "stderr" },
-      { parent: this, dependsOn: [args.after, args.install.command] },
-    );
     // Exactly one controller per fleet: on every fleet host, no other narwhal-serve may serve these engines.
     // Runs with the port check, before the serving router is stopped for a swap.
     const allAddresses = pulumi.all((args.fleetHosts ?? []).flatMap((h) => h.addresses.map((a) => pulumi.output(a))));

@@ -61,6 +61,10 @@ async function ensureFolder(dir: string, owner: number | undefined): Promise<voi
   try {
     const st = await handle.stat();
     if ((st.mode & 0o777) !== FOLDER_MODE && (made || owner === undefined || st.uid === owner)) await handle.chmod(FOLDER_MODE);
+  } catch (error) {
+    // A change through a handle names no path: name the folder, so a refusal can say which one refused.
+    if (error && typeof error === "object" && !("path" in error)) Object.assign(error, { path: dir });
+    throw error;
   } finally {
     await handle.close();
   }

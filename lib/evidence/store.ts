@@ -4,7 +4,7 @@
  * longer hash to that digest is invalid evidence, and the resource that wrote it must measure again.
  */
 import { createHash } from "node:crypto";
-import { promises as fsp } from "node:fs";
+import { constants as fsConstants, promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { canonicalJson } from "../digest";
 import { EvidenceError } from "./errors";
@@ -149,8 +149,9 @@ export class EvidenceStore {
       folder = await ensureFolders(this.root, stored.folders, this.owner);
       if ((await createExclusive(folder, fileName, bytes)) === "created") return;
     } catch (error) {
-      // A read-only or full store fails the write (so the measurement is not recorded as done) in one line.
-      throw unwritableStoreError(this.root, error) ?? error;
+      // A read-only or full store fails the write (so the measurement is not recorded as done) in one line,
+      // naming the folder inside the store that refused when the store's root itself still takes writes.
+      throw unwritableStoreError(this.root, error, await this.refusingFolder(error)) ?? error;
     }
     const file = path.join(folder, fileName);
     const existing = await readNoFollow(file);
@@ -165,6 +166,33 @@ export class EvidenceStore {
           "A file named by its digest differs only when it was altered after it was written: keep it for inspection elsewhere and remove it",
       );
     }
+  }
+
+  /**
+   * The folder below the root (`preflight/`, `preflight/artifacts/`) whose write failed with `error`, or
+   * undefined when the root refuses too (a read-only file system, a full disk): then the store is named.
+   */
+  private async refusingFolder(error: unknown): Promise<string | undefined> {
+    const failed = (error as NodeJS.ErrnoException | undefined)?.path;
+    if (typeof failed !== "string") return undefined;
+    // A folder's own change (its mode brought to 0700) fails on the folder; a new file or folder, in its parent.
+    const own = await entryAt(failed).catch(() => undefined);
+    const folder = path.relative(this.root, own === "folder" ? failed : path.dirname(failed));
+    if (!folder || folder.startsWith("..") || path.isAbsolute(folder)) return undefined;
+    const rootRefuses = await fsp.access(this.root, fsConstants.W_OK).then(() => false, () => true);
+    return rootRefuses ? undefined : `${folder.split(path.sep).join("/")}/`;
+  }
+
+  /**
+   * Stores a record or artifact file another store of the same layout holds (a measurement kept aside while
+   * this store refused writes) at the same relative path, after checking its bytes hash to the name.
+   */
+  async adopt(relativePath: string, bytes: Uint8Array): Promise<void> {
+    const stored = parseStoredPath(relativePath);
+    if (!stored || sha256Hex(bytes) !== stored.hex) {
+      throw new EvidenceError("NARWHAL_EVIDENCE_INVALID", `evidence ${relativePath} kept aside is invalid: its bytes do not hash to its name; it was not adopted`);
+    }
+    await this.create(stored, bytes);
   }
 
   /** The bytes of a stored file, checked against the digest Pulumi state holds; throws `NARWHAL_EVIDENCE_INVALID`. */

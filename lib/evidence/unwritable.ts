@@ -15,13 +15,17 @@ const CAUSES: Record<string, string> = {
   EMLINK: "the folder holds too many links",
 };
 
-/** The store's error for `error`, or undefined when it is not a refusal to write (it is rethrown as it is). */
-export function unwritableStoreError(root: string, error: unknown): EvidenceError | undefined {
+/**
+ * The store's error for `error`, or undefined when it is not a refusal to write (it is rethrown as it is).
+ * `folder` names the folder inside the store that refused (`preflight/`) when the rest of the store takes writes.
+ */
+export function unwritableStoreError(root: string, error: unknown, folder?: string): EvidenceError | undefined {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   const cause = code ? CAUSES[code] : undefined;
   if (!cause) return undefined;
+  const where = folder ? `${root}/${folder}` : root;
   return new EvidenceError(
     "NARWHAL_EVIDENCE_UNWRITABLE",
-    `evidence store ${root} refuses writes: ${cause} (${code}); nothing was recorded as measured. Make ${root} writable and run again`,
+    `evidence store ${root} refuses writes${folder ? ` in ${folder}` : ""}: ${cause} (${code}); nothing was recorded as measured. Make ${where} writable and run again`,
   );
 }

@@ -114,6 +114,9 @@ describe("e2e: failure paths an operator follows (re-keyed host, unwritable evid
       // The refusal came before the serving router was stopped for its replacement: it still answers.
       const health = await runInHost(host.alias, ["sh", "-c", "curl -fsS --max-time 5 http://127.0.0.1:8921/health"]);
       expect(health.stdout).to.include('"status":"ok"');
+      // Its health check still probes the port it serves: a refresh finds it serving, so nothing calls it down.
+      const steps = await plannedChanges(stack, { refresh: true });
+      expect(steps.get("fleet-router-host-router-liveness")?.keys ?? [], "the router's liveness").to.not.include("serving");
     } finally {
       squatter.kill();
       await stack.removeConfig("narwhal-fleet:router.port", true);
