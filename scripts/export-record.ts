@@ -11,7 +11,7 @@ import * as path from "node:path";
 import { parseFleetConfig } from "../lib/config";
 import { EvidenceStore, evidenceRoot, exportAliases, exportDeploymentRecord, gateLines, sourceRevision, splitStackConfig, type DiscoveredHost } from "../lib/evidence";
 import { parseFlags, parseOrExit, required } from "./args";
-import { PROJECT_ROOT, selectStack } from "./stack/select";
+import { openStack, PROJECT_ROOT } from "./stack/select";
 
 const USAGE = "usage: npm run export-record -- --stack <name> --out <dir>";
 
@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   // npm runs scripts from the project folder; a relative --out is meant from where npm was called.
   const args = parseOrExit(() => parseExportRecordArgs(process.argv.slice(2), process.env.INIT_CWD ?? process.cwd()), USAGE);
   try {
-    const stack = await selectStack(args.stack);
+    const stack = await openStack(args.stack);
     const project = (await stack.workspace.projectSettings()).name;
     const config = await stack.getAllConfig();
     const { plain, secrets } = splitStackConfig(project, config);

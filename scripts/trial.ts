@@ -8,7 +8,7 @@
  */
 import type { LoadTrialInputs } from "../dynamic-providers/load-trial/types";
 import { parseFlags, parseOrExit, positiveNumber, required, UsageError } from "./args";
-import { selectStack } from "./stack/select";
+import { openStack } from "./stack/select";
 
 const USAGE = "usage: npm run trial -- --stack <name> --rate <requests/s> --requests <n> [--point <id>] [--prompt-tokens <n> --output-tokens <n>] [--seed <n>]";
 
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
   const args = parseOrExit(() => parseTrialArgs(process.argv.slice(2)), USAGE);
   try {
     const { runLoadTrial } = await import("../dynamic-providers/load-trial/provider");
-    const state = (await (await selectStack(args.stack)).exportStack()).deployment as { resources?: Array<{ type?: string; inputs?: Record<string, unknown> }> };
+    const state = (await (await openStack(args.stack)).exportStack()).deployment as { resources?: Array<{ type?: string; inputs?: Record<string, unknown> }> };
     const inputs = adhocInputs(state.resources ?? [], args);
     const subject = `adhoc-${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*$/, "")}`;
     const r = await runLoadTrial(inputs, { subject, log: (line) => process.stderr.write(`${line}\n`) });

@@ -11,6 +11,7 @@ import { processStartTime, parsePrometheusText } from "../../lib/engine/promethe
 import type { Pair, SampleRecord, Sampler } from "../../lib/preflight";
 import { sseEvents, streamedTokens } from "../../lib/profiling";
 import { handoffOf, streamError } from "../preflight/observer";
+import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
 import { engineHeaders, notedStream, sendJson, timedOut } from "../engine-request";
 
 /** Text whose token ids seed every probe prompt, so each id is one the engine's own tokenizer made. */
@@ -50,6 +51,17 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
     if (timedOut(e)) return `no answer within ${t} s`;
     return e.code ? `${e.code}: ${e.message}` : e.message;
   };
+  /** Each engine's process start from {@link identity}: a sample cut by a restart names the engine as gone. */
+  const starts = new Map<string, number | null>();
+  /** A lost connection to an engine whose process is gone reads as that (lib/engine/gone.ts), else as it was. */
+  const explain = async (err: unknown, iid: string, t: number): Promise<string> => {
+    const probe = probeOver(async (path) => {
+      const r = await send(`${url(iid)}${path}`, undefined, o.timeouts.healthS);
+      return { status: r.status, body: r.text };
+    });
+    const told = await classifyEngineFailure(err, { engineId: iid, during: "calibration", probe, processStartTime: starts.get(iid) });
+    return told === err ? describe(err, t) : (told as Error).message;
+  };
   const tokenize = async (iid: string) => {
     const r = await send(`${url(iid)}/tokenize`, { model: o.model, prompt: SEED_TEXT }, o.timeouts.tokenizeS);
     if (r.status !== 200) throw new Error(`${iid} /tokenize answered ${r.status}: ${r.text.slice(0, 200)}`);
@@ -87,6 +99,7 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
       } catch {
         // An engine that does not answer has no identity to record; the run's check says so.
       }
+      starts.set(iid, processStart);
       return { iid, maxModelLen, version, processStart };
     },
 
@@ -110,7 +123,7 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
         promptTokens = Number.isInteger(n) ? n : null;
         handoff = handoffOf(r.text);
       } catch (err) {
-        return failed("prefill_failed", `prefill on ${p.producer}: ${describe(err, o.timeouts.prefillS)}`);
+        return failed("prefill_failed", `prefill on ${p.producer}: ${await explain(err, p.producer, o.timeouts.prefillS)}`);
       }
       const bound = new AbortController();
       const timer = setTimeout(() => bound.abort(new Expired("observation bound")), o.timeouts.observationBoundS * 1000);
@@ -140,7 +153,7 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
         }
       } catch (err) {
         if (bound.signal.aborted && firstToken === null) return failed("observation_expired", `no first token from ${p.consumer} within the ${o.timeouts.observationBoundS} s observation bound`);
-        return failed("engine_error", `decode on ${p.consumer}: ${describe(err, o.timeouts.requestS)}`, firstToken);
+        return failed("engine_error", `decode on ${p.consumer}: ${await explain(err, p.consumer, o.timeouts.requestS)}`, firstToken);
       } finally {
         clearTimeout(timer);
       }

@@ -9,11 +9,10 @@ import { shellLine } from "../../lib/shell";
 import { FabricError } from "../../lib/fabric/errors";
 import {
   boundedArgv,
-  BUSY_IPERF3,
-  BUSY_PORT,
   KILL_GRACE_S,
-  NO_IPERF3,
   type FabricTool,
+  preflightRefusal,
+  type PreflightRefusal,
   preflightScript,
   runDirOf,
   SERVER_LOG_MARK,
@@ -29,23 +28,21 @@ export const SERVER_START_TIMEOUT_S = SERVER_READY_TIMEOUT_S + 10;
 export const SERVER_STOP_TIMEOUT_S = KILL_GRACE_S + 15;
 
 export function busyMessage(i: FabricEdgeInputs, host: string, r: ExecResult, tool: FabricTool = "iperf3"): string {
-  const what = r.stdout.trim() || r.stderr.trim();
-  const install = tool === "iperf3" ? "iperf3" : "perftest (ib_write_bw)";
-  const portKey = tool === "iperf3" ? "fabric.iperfPort" : "fabric.rdmaPort";
-  if (r.code === NO_IPERF3) return `edge ${i.edgeId}: host ${host}: ${what}; install ${install} on every engine host`;
-  if (r.code === BUSY_IPERF3) return `edge ${i.edgeId}: host ${host}: ${what}; another measurement or test traffic is running there, and the mesh is measured one edge at a time while idle`;
-  if (r.code === BUSY_PORT) return `edge ${i.edgeId}: host ${host}: ${what}; choose another ${portKey} or stop that listener`;
-  return `edge ${i.edgeId}: host ${host}: the fabric preflight exited ${r.code}: ${what}`;
+  return `edge ${i.edgeId}: host ${host}: ${refusal(r, tool).message}`;
 }
 
-/** Refuses, before anything starts, a host without the tool, one already running it, or a taken port. */
+function refusal(r: ExecResult, tool: FabricTool): PreflightRefusal {
+  return preflightRefusal(tool, r, tool === "iperf3" ? "fabric.iperfPort" : "fabric.rdmaPort");
+}
+
+/** Refuses, before anything starts, a host without the tool (or unable to run it), one already running it, or a taken port. */
 export async function refuseBusy(i: FabricEdgeInputs, src: Session, dst: Session, tool: FabricTool, port: number): Promise<void> {
   const [pre, pred] = await Promise.all([
     src.script("fabric preflight", preflightScript(null, tool), PREFLIGHT_TIMEOUT_S),
     dst.script("fabric preflight", preflightScript(port, tool), PREFLIGHT_TIMEOUT_S),
   ]);
-  if (pre.code !== 0) throw new FabricError("NARWHAL_FABRIC_BUSY", busyMessage(i, i.source.alias, pre, tool));
-  if (pred.code !== 0) throw new FabricError("NARWHAL_FABRIC_BUSY", busyMessage(i, i.destination.alias, pred, tool));
+  if (pre.code !== 0) throw new FabricError(refusal(pre, tool).code, busyMessage(i, i.source.alias, pre, tool));
+  if (pred.code !== 0) throw new FabricError(refusal(pred, tool).code, busyMessage(i, i.destination.alias, pred, tool));
 }
 
 /** One tool's server and client, as the measurement that uses them says. */

@@ -12,6 +12,7 @@ import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
 import { attestationProblems, type Observer, type Probe, type TransferRecord } from "../../lib/preflight";
 import { identityGenerationDigest, sseEvents, streamedTokens } from "../../lib/profiling";
+import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
 import { engineHeaders, notedStream, sendJson, timedOut } from "../engine-request";
 
 export const PROBE_PROMPT = "benchmark ".repeat(64);
@@ -83,6 +84,17 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
     return e.code ? `${e.code}: ${e.message}` : e.message;
   };
   const send = (url: string, body: unknown, t: number, auth = true): Promise<Reply> => sendJson(agent, url, headers(auth, body !== undefined), body, t);
+  /** Each engine's process start as {@link identity} read it: a transfer cut by a restart names the engine as gone. */
+  const starts = new Map<string, number>();
+  /** A lost connection to an engine whose process is gone reads as that (lib/engine/gone.ts), else as it was. */
+  const explain = async (err: unknown, e: ObservedEngine, t: number): Promise<string> => {
+    const probe = probeOver(async (path) => {
+      const r = await send(`${e.url}${path}`, undefined, o.timeouts.healthS);
+      return { status: r.status, body: r.text };
+    });
+    const told = await classifyEngineFailure(err, { engineId: e.iid, during: "preflight transfer", probe, processStartTime: starts.get(e.iid) });
+    return told === err ? describe(err, t) : (told as Error).message;
+  };
   const identity = async (e: ObservedEngine): Promise<{ version: string; processStart: number }> => {
     const t = o.timeouts.healthS;
     const v = await send(`${e.url}/version`, undefined, t);
@@ -93,6 +105,7 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
     if (m.status !== 200) throw new Error(`/metrics answered ${m.status}`);
     const processStart = processStartTime(parsePrometheusText(m.text));
     if (processStart === undefined) throw new Error("/metrics has no process_start_time_seconds");
+    starts.set(e.iid, processStart);
     return { version, processStart };
   };
   const attestation = async (e: ObservedEngine, live: { version: string; processStart: number }) => {
@@ -232,7 +245,7 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
       try {
         handoff = (await prefillLeg(src, attempt)).params;
       } catch (err) {
-        return fail("transfer_failed", `prefill leg on ${p.producer}: ${describe(err, o.timeouts.prefillS)}`);
+        return fail("transfer_failed", `prefill leg on ${p.producer}: ${await explain(err, src, o.timeouts.prefillS)}`);
       }
       const first = new AbortController();
       const firstTimer = setTimeout(() => first.abort(new Timeout("first token")), o.timeouts.firstTokenS * 1000);
@@ -270,7 +283,7 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
         clearTimeout(firstTimer);
         if (first.signal.aborted && firstToken === null) return fail("deadline_exceeded", `no first token within ${o.timeouts.firstTokenS} s`);
         if (overall.aborted) return fail("request_deadline_exceeded", `no complete stream within ${o.timeouts.requestS} s`);
-        return fail("transfer_failed", `decode leg on ${p.consumer}: ${describe(err, o.timeouts.decodeReadS)}`);
+        return fail("transfer_failed", `decode leg on ${p.consumer}: ${await explain(err, dst, o.timeouts.decodeReadS)}`);
       }
       clearTimeout(firstTimer);
       if (!tokens) return fail("no_tokens", "consumer produced no tokens");

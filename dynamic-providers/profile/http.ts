@@ -20,7 +20,8 @@ export function profileHttp(baseUrl: string, apiKey: string | undefined, label: 
   const headers = (json: boolean) => engineHeaders(apiKey, json);
   const fail = (method: string, path: string, err: unknown, t: number): Error => {
     const why = timedOut(err) ? `no answer within ${t} s` : (err as Error).message;
-    return Object.assign(new Error(`${method} ${path} on ${label}: ${why}`), { name: "ProfileHttpError" });
+    // The cause keeps undici's code, so a lost connection can be told from a timeout (lib/engine/gone.ts).
+    return Object.assign(new Error(`${method} ${path} on ${label}: ${why}`, { cause: err }), { name: "ProfileHttpError" });
   };
   const send = async (method: "GET" | "POST", path: string, body: unknown, t: number): Promise<Reply> => {
     try {

@@ -189,7 +189,7 @@ async function sweepOnce(i: ProfileInputs, binding: ReturnType<typeof bindingOf>
       const kept = await record(i, { ...raw, generation_evidence: binding.evidence, error: raw.error ?? message }, startedAt, { status: "fail", reasons: [message] }, { stoppedAt: new Date().toISOString() }).catch(() => undefined);
       if (kept) where = ` (raw observations kept as ${kept.evidence.relativePath})`;
     }
-    const code = err instanceof ProfileError ? err.code : "NARWHAL_PROFILE_PROBE";
+    const code = err instanceof ProfileError ? err.code : (err as { code?: string }).code === "NARWHAL_ENGINE_GONE" ? "NARWHAL_ENGINE_GONE" : "NARWHAL_PROFILE_PROBE";
     throw new ProfileError(code, `profile of ${label}: ${message}${where}`);
   }
 }

@@ -6,3 +6,4 @@ export * from "./cache-layout";
 export * from "./layout-sources";
 export * from "./startup-log";
 export * from "./model-kv";
+export * from "./gone";

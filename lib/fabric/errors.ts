@@ -10,6 +10,7 @@
  * - `NARWHAL_FABRIC_TOOL_OUTPUT`: recorded tool output is not the shape the parser knows.
  * - `NARWHAL_FABRIC_TOOL_FAILED`: the tool reported its own failure (iperf3's `error`).
  * - `NARWHAL_FABRIC_PATH`: a host's side of an edge cannot be observed (address gone, no route, no MTU).
+ * - `NARWHAL_FABRIC_TOOL_MISSING`: a host has no iperf3 or ib_write_bw, or has one its login cannot execute.
  * - `NARWHAL_FABRIC_BUSY`: another measurement, listener or iperf3 holds what an edge needs.
  * - `NARWHAL_FABRIC_RDMA`: an RDMA edge, which needs the HCAs to be measured.
  * - `NARWHAL_FABRIC_GATE`: an edge is below its budget or its measurement is invalid.
@@ -23,6 +24,7 @@ export type FabricErrorCode =
   | "NARWHAL_FABRIC_TOOL_OUTPUT"
   | "NARWHAL_FABRIC_TOOL_FAILED"
   | "NARWHAL_FABRIC_PATH"
+  | "NARWHAL_FABRIC_TOOL_MISSING"
   | "NARWHAL_FABRIC_BUSY"
   | "NARWHAL_FABRIC_RDMA"
   | "NARWHAL_FABRIC_GATE";

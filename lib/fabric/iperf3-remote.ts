@@ -8,7 +8,7 @@
  * table: hosts that share a kernel (containers, the simulated fleet) would otherwise see each other's runs.
  */
 import { shellLine, shq } from "../shell";
-import { FabricError } from "./errors";
+import { FabricError, type FabricErrorCode } from "./errors";
 import type { Iperf3Commands } from "./iperf3";
 
 /** Seconds between TERM and KILL when `timeout` ends a tool. */
@@ -59,18 +59,67 @@ export type FabricTool = "iperf3" | "ib_write_bw";
 export const BUSY_IPERF3 = 75;
 export const BUSY_PORT = 76;
 export const NO_IPERF3 = 77;
+/** The tool is on PATH but the login cannot execute it (its mode, or a noexec mount): not "not installed". */
+export const TOOL_NOT_EXECUTABLE = 78;
 
 /**
- * Run on both hosts before anything starts: the tool installed, no socket of it open on the host, and
- * (on the destination) nothing listening on the port. Prints what it found when it refuses.
+ * Finds the tool as the shell would run it; when there is none, looks along PATH for a file of that name
+ * the login cannot execute, so a tool that lost its mode is named by path instead of called absent.
+ * dash's `command -v` skips such a file, bash's prints it: neither tells the two apart on its own.
+ */
+function toolFoundScript(tool: FabricTool): string[] {
+  return [
+    `found=$(command -v ${tool} 2>/dev/null) || found=`,
+    'if [ -z "$found" ] || [ -d "$found" ] || [ ! -x "$found" ]; then',
+    "  found=; set -f; IFS=:",
+    `  for d in $PATH; do if [ -e "\${d:-.}/${tool}" ]; then found="\${d:-.}/${tool}"; break; fi; done`,
+    "  unset IFS; set +f",
+    `  [ -z "$found" ] || { printf '${tool} is at %s but this login (%s) cannot execute it: %s\\n' "$found" "$(id -un 2>/dev/null)" "$(ls -ld "$found" 2>&1)"; exit ${TOOL_NOT_EXECUTABLE}; }`,
+    `  echo "${tool} is not installed (not on PATH: $PATH)"; exit ${NO_IPERF3}`,
+    "fi",
+  ];
+}
+
+/**
+ * Run on both hosts before anything starts: the tool installed and executable, no socket of it open on
+ * the host, and (on the destination) nothing listening on the port. Prints what it found when it refuses.
  */
 export function preflightScript(port: number | null, tool: FabricTool = "iperf3"): string {
   return [
-    `command -v ${tool} >/dev/null 2>&1 || { echo "${tool} is not installed (not on PATH)"; exit ${NO_IPERF3}; }`,
+    ...toolFoundScript(tool),
     `busy=$(ss -Htanp 2>/dev/null | grep '"${tool}"'); [ -z "$busy" ] || { printf '${tool} is already running here:\\n%s\\n' "$busy"; exit ${BUSY_IPERF3}; }`,
     ...(port === null ? [] : [`taken=$(ss -Hltnp ${shq(`sport = :${port}`)} 2>/dev/null); [ -z "$taken" ] || { printf 'port ${port} is taken:\\n%s\\n' "$taken"; exit ${BUSY_PORT}; }`]),
     "exit 0",
   ].join("\n") + "\n";
+}
+
+/** Why {@link preflightScript} refused, from its exit status and output, with what to do. */
+export interface PreflightRefusal {
+  code: FabricErrorCode;
+  message: string;
+}
+
+/** The path a {@link TOOL_NOT_EXECUTABLE} refusal named, or null when its output is not that line. */
+export function unexecutablePath(tool: FabricTool, output: string): string | null {
+  const m = new RegExp(`^${tool} is at (.+?) but this login \\(`, "m").exec(output);
+  return m ? m[1] : null;
+}
+
+/** Reads a failed preflight: the tool absent, present but not executable, busy, the port taken, or else. */
+export function preflightRefusal(tool: FabricTool, r: { code: number; stdout: string; stderr: string }, portKey: string): PreflightRefusal {
+  const what = r.stdout.trim() || r.stderr.trim();
+  const install = tool === "iperf3" ? "iperf3" : "perftest (ib_write_bw)";
+  if (r.code === NO_IPERF3) return { code: "NARWHAL_FABRIC_TOOL_MISSING", message: `${what}; install ${install} on every engine host` };
+  if (r.code === TOOL_NOT_EXECUTABLE) {
+    const at = unexecutablePath(tool, r.stdout);
+    const chmod = at ? ` (\`chmod 755 ${shq(at)}\`; on a noexec mount, install it elsewhere)` : "";
+    return { code: "NARWHAL_FABRIC_TOOL_MISSING", message: `${what}; it is installed but not executable: make it executable for this login${chmod} or reinstall ${install}` };
+  }
+  if (r.code === BUSY_IPERF3) {
+    return { code: "NARWHAL_FABRIC_BUSY", message: `${what}; another measurement or test traffic is running there, and the mesh is measured one edge at a time while idle` };
+  }
+  if (r.code === BUSY_PORT) return { code: "NARWHAL_FABRIC_BUSY", message: `${what}; choose another ${portKey} or stop that listener` };
+  return { code: "NARWHAL_FABRIC_BUSY", message: `the fabric preflight exited ${r.code}: ${what}` };
 }
 
 /** The folder each measurement keeps its server's pid and log in, on the destination. */

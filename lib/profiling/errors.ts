@@ -15,6 +15,7 @@
  * - `NARWHAL_PROFILE_GENERATION`: the engine process changed while it was being profiled.
  * - `NARWHAL_PROFILE_STORE`: a store, sidecar or row breaks the store contract, or an output is refused.
  * - `NARWHAL_PROFILE_FIT`: samples are degenerate (an axis cannot be identified).
+ * - `NARWHAL_ENGINE_GONE`: the engine's process went away mid-sweep (lib/engine/gone.ts); kept as that.
  * - `NARWHAL_PROFILE_LIMIT`: every try's decode evidence broke Narwhal's profile-validation limits
  *   (the preflight's `profile` gate would reject it).
  */
@@ -31,7 +32,8 @@ export type ProfileErrorCode =
   | "NARWHAL_PROFILE_GENERATION"
   | "NARWHAL_PROFILE_STORE"
   | "NARWHAL_PROFILE_FIT"
-  | "NARWHAL_PROFILE_LIMIT";
+  | "NARWHAL_PROFILE_LIMIT"
+  | "NARWHAL_ENGINE_GONE";
 
 export class ProfileError extends Error {
   constructor(

@@ -6,6 +6,7 @@
  * Everything observed goes into `record` as it is taken, so a stop still leaves the raw samples.
  */
 import { randomBytes } from "node:crypto";
+import { classifyEngineFailure, probeOver } from "../engine/gone";
 import type { EngineClient } from "./client";
 import { Cohort, overlappingTokens, type Interval } from "./cohort";
 import { ProfileError } from "./errors";
@@ -293,8 +294,15 @@ export class Profiler {
   async run(): Promise<Measurement> {
     try {
       return await this.runInner();
-    } catch (err) {
-      this.record.error = `${(err as Error).name}: ${(err as Error).message}`;
+    } catch (caught) {
+      // A connection lost mid-sweep is asked about: a dead or restarted engine is named as that.
+      const err = (await classifyEngineFailure(caught, {
+        engineId: this.o.iid,
+        during: "profile",
+        probe: probeOver((path) => this.http.get(path, this.o.probeTimeoutS)),
+        processStartTime: this.o.processStartTime ?? this.record.process_start_time_seconds,
+      })) as Error;
+      this.record.error = `${err.name}: ${err.message}`;
       throw err;
     }
   }

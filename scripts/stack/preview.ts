@@ -1,6 +1,6 @@
 import type { EngineEvent, Stack } from "@pulumi/pulumi/automation";
 import { summarise, type InvalidationSummary } from "../../lib/report";
-import { selectStack } from "./select";
+import { openStack } from "./select";
 
 export interface InvalidationOptions {
   /** Refresh first, so what changed on the hosts (a restarted engine, a moved route) shows as well. */
@@ -12,7 +12,7 @@ export interface InvalidationOptions {
  * invalidation report (lib/report): what will be re-measured, re-judged and kept, by gate. Nothing is changed.
  */
 export async function invalidationSummary(stack: string | Stack, opts: InvalidationOptions = {}): Promise<InvalidationSummary> {
-  const s = typeof stack === "string" ? await selectStack(stack) : stack;
+  const s = typeof stack === "string" ? await openStack(stack) : stack;
   const events: EngineEvent[] = [];
   await s.preview({ refresh: opts.refresh ?? false, onEvent: (e) => void (e.resourcePreEvent && events.push(e)), onOutput: () => undefined });
   return summarise(s.name, events);

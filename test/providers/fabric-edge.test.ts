@@ -178,6 +178,22 @@ describe("providers: fabric edges measured with iperf3 between simulated hosts",
     }
   });
 
+  it("names an iperf3 the host has but cannot execute by its path and mode, not as not installed, before starting anything", async () => {
+    // The host's own mount namespace (private propagation): only sim6 sees the modeless copy.
+    await runInHost("sim6", "cp /usr/bin/iperf3 /tmp/iperf3-modeless && chmod 644 /tmp/iperf3-modeless && mount --bind /tmp/iperf3-modeless /usr/bin/iperf3");
+    try {
+      const e = await rejection(provider.create(inputs("sim6", "sim7")));
+      expect(e.code).to.equal("NARWHAL_FABRIC_TOOL_MISSING");
+      expect(e.message).to.match(
+        /^edge sim6->sim7: host sim6: iperf3 is at \/usr\/bin\/iperf3 but this login \(root\) cannot execute it: -rw-r--r-- .* \/usr\/bin\/iperf3; it is installed but not executable: make it executable for this login \(`chmod 755 '\/usr\/bin\/iperf3'`; on a noexec mount, install it elsewhere\) or reinstall iperf3$/,
+      );
+      expect(e.message).to.not.include("not installed");
+    } finally {
+      await runInHost("sim6", "umount /usr/bin/iperf3; rm -f /tmp/iperf3-modeless");
+    }
+    expect(await iperf3Left()).to.deep.equal([]);
+  });
+
   it("records a throttled link below its budget, fails the gate with the runbook's diagnosis, and re-judges a new budget without measuring", async () => {
     await runInHost("sim6", "tc qdisc add dev fab0 root tbf rate 500mbit burst 64kb latency 50ms");
     let slow: FabricEdgeOutputs;
