@@ -54,7 +54,7 @@ function bytesOf(kind: "native" | "docker-cli", spec: ReturnType<typeof config>[
     const cliSpec = dockerCli.scriptContainerSpec(plan, target, opts);
     out.cliSpec = JSON.stringify(cliSpec);
     out.dockerSpec = JSON.stringify(dockerContainerSpec(cliSpec, plan.url, spec.runtime.deadlinesS));
-    out.restart = containerRestartScript(plan, "docker", "c0", { stop: 60, health: 300 });
+    out.restart = containerRestartScript(plan, "docker", "c0", { stop: 60, health: 300 }, { runDir, inspectS: 30 });
   }
   return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, sha256Json(v)]));
 }
