@@ -21,6 +21,8 @@ export interface Registered {
   parent?: string;
   /** Each alias as the URN the engine looks up in the stack's state. */
   aliases?: string[];
+  /** The URNs of the resources it depends on (`dependsOn` and its inputs' resources), as the engine receives them. */
+  dependencies?: string[];
 }
 
 /** The parts of the engine's RegisterResourceRequest (and its Alias messages) the mocks read. */
@@ -37,6 +39,7 @@ interface RegisterRequest {
   getName(): string;
   getParent(): string;
   getAliasesList(): Array<{ getUrn(): string; hasSpec(): boolean; getSpec(): AliasSpecMessage }>;
+  getDependenciesList(): string[];
 }
 
 /**
@@ -57,11 +60,11 @@ function aliasUrn(req: RegisterRequest, alias: ReturnType<RegisterRequest["getAl
  * Mocks see no parents or aliases: read both from the request the SDK sends the (mock) engine, before
  * the mock's newResource, which the request's registration calls, records the resource.
  */
-function recordPlacement(placements: Map<string, Pick<Registered, "parent" | "aliases">>): void {
+function recordPlacement(placements: Map<string, Pick<Registered, "parent" | "aliases" | "dependencies">>): void {
   const monitor = pulumi.runtime.getMonitor() as unknown as { registerResource(req: RegisterRequest, callback: unknown): Promise<void> };
   const register = monitor.registerResource.bind(monitor);
   monitor.registerResource = (req, callback) => {
-    placements.set(`${req.getType()}::${req.getName()}`, { parent: req.getParent(), aliases: req.getAliasesList().map((a) => aliasUrn(req, a)) });
+    placements.set(`${req.getType()}::${req.getName()}`, { parent: req.getParent(), aliases: req.getAliasesList().map((a) => aliasUrn(req, a)), dependencies: req.getDependenciesList() });
     return register(req, callback);
   };
 }
@@ -192,7 +195,7 @@ type StateOf = (type: string, name: string, inputs: Record<string, any>) => Reco
  * mocks are in place.
  */
 export async function mockFleet(registered: Registered[], state: StateOf = fleetState): Promise<typeof import("../../../components/fleet").Fleet> {
-  const placements = new Map<string, Pick<Registered, "parent" | "aliases">>();
+  const placements = new Map<string, Pick<Registered, "parent" | "aliases" | "dependencies">>();
   await pulumi.runtime.setMocks(
     {
       newResource(args) {
