@@ -52,7 +52,14 @@ export function dockerCliProcess(name: string, args: ContainerProcessArgs, paren
     log: pulumi.output({ kind: "container" as const, dockerCommand: args.runtime.dockerCommand }),
     restartScript: pulumi
       .all([args.plan, started.containerId])
-      .apply(([plan, id]) => containerRestartScript(plan, args.runtime.dockerCommand, id, { stop: args.runtime.deadlinesS.stop, health: args.runtime.deadlinesS.start })),
+      .apply(([plan, id]) => containerRestartScript(
+          plan,
+          args.runtime.dockerCommand,
+          id,
+          { stop: args.runtime.deadlinesS.stop, health: args.runtime.deadlinesS.start },
+          { runDir: args.runDir, inspectS: args.runtime.deadlinesS.inspect },
+        ),
+      ),
     resources: [process],
     // Run again without being replaced (a re-pinned host key), the start's reconcile adopts the container
     // running this plan and spec and prints its id again: the start stands while its triggers do.

@@ -4,6 +4,7 @@ import * as command from "@pulumi/command";
 import { gpuWait, scriptContainerSpec } from "../../lib/runtime/docker-cli";
 import { shq } from "../../lib/shell";
 import { containerRestartScript } from "../../lib/runtime/restart";
+import { dockerHealthWaitScript } from "../../lib/runtime/docker-health";
 import { containerTarget, dockerCliOptions, dockerContainerSpec } from "../../lib/runtime/container-fields";
 import { dockerHostProvider } from "./docker-host";
 import type { DockerProcessArgs, EngineProcess } from "./types";
@@ -19,7 +20,12 @@ import type { DockerProcessArgs, EngineProcess } from "./types";
  *     host yet, that exact digest, as docker-cli's start does);
  *   - host network and IPC, the selected GPUs only (`gpus` for NVIDIA, `/dev/kfd` + render nodes for
  *     ROCm), RDMA devices, the model read-only at `/model`, restart "no";
- *   - a healthcheck on `/health`, so `wait` holds the create until the engine answers (start deadline);
+ *   - a healthcheck on `/health` for the daemon's own account; the wait for it is not the provider's
+ *     `wait` but a remote command (`-health`, lib/runtime/docker-health.ts) that, when the container exits
+ *     first or the start deadline passes, keeps the container's log and inspect output in the run folder's
+ *     `attempts/` before the error: the provider's own wait gives up keeping nothing, and the refresh or
+ *     replacement that follows removes the container with its log. Everything downstream of the engine
+ *     waits for that command (the identity carries it);
  *   - labels with the plan and spec hashes, and `replaceOnChanges: ["labels"]`: a new plan or spec
  *     replaces the container (old one first: the name is unique and the ports are the host's).
  * The API key is one entry of `envs`, and the whole `envs` list is a Pulumi secret (and a secret output),
@@ -81,8 +87,8 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
       restart: "no",
       mustRun: true,
       healthcheck: spec.healthcheck,
-      wait: true,
-      waitTimeout: d.start,
+      // The provider's wait keeps nothing of a failed start: `-health` below waits instead.
+      wait: false,
       stopTimeout: d.stop,
       destroyGraceSeconds: d.stop,
     },
@@ -96,6 +102,26 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
     },
   );
 
+  const health = new command.remote.Command(
+    `${name}-health`,
+    {
+      connection: args.connection,
+      create: pulumi.all([args.plan, container.id, fields.name, fields.image, fields.command]).apply(([plan, id, cname, image, cmd]) =>
+        dockerHealthWaitScript(plan, id, {
+          dockerCommand: args.runtime.dockerCommand,
+          inspectS: d.inspect,
+          runDir: args.runDir,
+          startS: d.start,
+          command: `@pulumi/docker Container ${cname}: ${[image, ...cmd].join(" ")}`,
+        }),
+      ),
+      triggers: [container.id],
+      addPreviousOutputInEnv: false,
+      logging: "stderr",
+    },
+    { parent },
+  );
+
   const started = new command.remote.Command(
     `${name}-started`,
     {
@@ -105,7 +131,7 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
       addPreviousOutputInEnv: false,
       logging: "stderr",
     },
-    { parent },
+    { parent, dependsOn: [health] },
   );
 
   // No start key (./start-key.ts): the identity is the Container's id, and a re-pinned host key changes
@@ -114,12 +140,13 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
   // connection; of what they print, only `-started`'s start time goes on, to the engine's startedAt
   // output, which no evidence takes.
   return {
-    identity: container.id.apply((containerId) => ({ hostAlias: args.hostAlias, containerId })),
+    // The id as the health wait printed it: whatever takes the identity waits for /health.
+    identity: pulumi.all([container.id, health.stdout]).apply(([containerId]) => ({ hostAlias: args.hostAlias, containerId })),
     startedAt: started.stdout.apply((out) => out.trim()),
     log: pulumi.output({ kind: "container" as const, dockerCommand: args.runtime.dockerCommand }),
     restartScript: pulumi
       .all([args.plan, container.id])
-      .apply(([plan, id]) => containerRestartScript(plan, args.runtime.dockerCommand, id, { stop: d.stop, health: d.start })),
-    resources: [gpuFree, container, started],
+      .apply(([plan, id]) => containerRestartScript(plan, args.runtime.dockerCommand, id, { stop: d.stop, health: d.start }, { runDir: args.runDir, inspectS: d.inspect })),
+    resources: [gpuFree, container, health, started],
   };
 }

@@ -8,6 +8,7 @@ import { shq } from "../shell";
 import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
 import { keepLine, launchLines } from "./native";
 import { ATTEMPTS_SH } from "./attempts";
+import { keepContainerRunSh } from "./container-attempt";
 
 export interface RestartDeadlinesS {
   readonly stop: number;
@@ -43,11 +44,30 @@ cat "$run/started"
 `;
 }
 
-/** A container engine: `docker restart` keeps its id, environment and devices; only the process is new. */
-export function containerRestartScript(plan: LaunchPlan, docker: string, container: string, d: RestartDeadlinesS): string {
+/** Where a container's failed restart is kept: its run folder, and the bound of each docker call that keeps it. */
+export interface ContainerRestartKeep {
+  readonly runDir: string;
+  readonly inspectS: number;
+}
+
+/**
+ * A container engine: `docker restart` keeps its id, environment and devices; only the process is new. The
+ * container's log spans all its runs, so a failed restart keeps `docker logs --since` the restart began, with
+ * its `docker inspect`, in the run folder's `attempts/` (./container-attempt.ts): the wave's next restart of
+ * the same container would otherwise bury it, and a replacement remove it.
+ */
+export function containerRestartScript(plan: LaunchPlan, docker: string, container: string, d: RestartDeadlinesS, keep: ContainerRestartKeep): string {
   const dk = shq(docker);
+  const id = shq(container);
+  const command = `${docker} restart --time ${d.stop} ${container}`;
   return `set -eu
-${dk} restart --time ${d.stop} ${shq(container)} > /dev/null
-${healthWait(plan, d.health, `[ "$(${dk} inspect --format '{{.State.Running}}' ${shq(container)} 2>/dev/null)" = true ]`)}
+umask 077
+${keepContainerRunSh({ dockerCommand: docker, inspectS: keep.inspectS, runDir: keep.runDir })}timeout -k 5 ${d.stop + keep.inspectS} ${dk} restart --time ${d.stop} ${id} > /dev/null || {
+  st=$?
+  echo "engine ${plan.engineId}: docker restart of container ${container} failed (exit $st)" >&2
+  keep_container_run ${id} "$attempt_started" ${shq(`engine ${plan.engineId}: docker restart failed`)} ${shq(command)}
+  exit 1
+}
+${healthWait(plan, d.health, `[ "$(timeout -k 5 ${keep.inspectS} ${dk} inspect --format '{{.State.Running}}' ${id} 2>/dev/null)" = true ]`, (reason) => `keep_container_run ${id} "$attempt_started" ${shq(reason)} ${shq(command)}`)}
 `;
 }

@@ -361,6 +361,7 @@ describe("mocks: engine runtime backends", () => {
         "pulumi:providers:docker fleet-b-docker",
         "command:remote:Command fleet-e1-gpu-wait",
         "docker:index/container:Container fleet-e1-container",
+        "command:remote:Command fleet-e1-health",
         "command:remote:Command fleet-e1-started",
       ]);
       // Engines sharing a GPU start one after the other: the container waits for its GPUs to be free.
@@ -405,8 +406,7 @@ describe("mocks: engine runtime backends", () => {
           retries: 3,
           startPeriod: "300s",
         },
-        wait: true,
-        waitTimeout: 300,
+        wait: false,
         stopTimeout: 60,
         destroyGraceSeconds: 60,
       });
@@ -417,7 +417,26 @@ describe("mocks: engine runtime backends", () => {
       expect(reveal(envs)).to.include("CUDA_VISIBLE_DEVICES=0,1");
       expect(options.get("fleet-e1-container")).to.deep.include({ parent, replaceOnChanges: ["labels"], deleteBeforeReplace: true, additionalSecretOutputs: ["envs"] });
 
+      // The wait for /health is the backend's own: a container that fails it is kept in the run folder's
+      // attempts/ before the error, where the provider's refresh or replacement of the container cannot reach.
+      const health = byName("fleet-e1-health").inputs;
+      expect(health.triggers).to.deep.equal([CONTAINER_ID]);
+      expect(String(health.create))
+        .to.include(`kc_run='${RUN_DIR}'`)
+        .and.include('keep_attempt "$kc_run/attempts"')
+        .and.include(`cid=${CONTAINER_ID}`)
+        .and.include(`'${plan.url}/health'`)
+        .and.include("deadline=$(( $(date +%s) + 300 ))")
+        .and.include("timeout -k 5 30 'docker' logs")
+        .and.include(`'@pulumi/docker Container narwhal-mock-e1: ${IMAGE} ${spec.serveArgs.join(" ")}'`);
+      expect(health.delete).to.equal(undefined);
+      expect(reveal(health.connection)).to.deep.include({ host: "198.18.0.12", hostKey: HOST_KEY });
+      expect(options.get("fleet-e1-health")).to.deep.include({ parent });
       const started = byName("fleet-e1-started").inputs;
+      // The start time, and the identity everything downstream takes, wait for /health.
+      const healthResource = proc.resources[2];
+      expect(proc.resources).to.have.length(4);
+      expect(options.get("fleet-e1-started")!.dependsOn).to.deep.equal([healthResource]);
       expect(started.triggers).to.deep.equal([CONTAINER_ID]);
       expect(started.create).to.equal(`set -eu\ntimeout -k 5 30 'docker' inspect --format '{{.State.StartedAt}}' '${CONTAINER_ID}'\n`);
       expect(started.delete).to.equal(undefined);
@@ -470,7 +489,7 @@ describe("mocks: engine runtime backends", () => {
         await settle(rt.engineProcess(kind, `k-${kind}`, processArgs(kind, { hostScope: { name: `h-${kind}`, parent: scope() } }), scope()));
         expect(registered.filter((r) => !r.type.startsWith("test:")).map((r) => `${r.type} ${r.name}`), kind).to.deep.equal(
           kind === "docker"
-            ? ["pulumi:providers:docker h-docker-docker", "command:remote:Command k-docker-gpu-wait", "docker:index/container:Container k-docker-container", "command:remote:Command k-docker-started"]
+            ? ["pulumi:providers:docker h-docker-docker", "command:remote:Command k-docker-gpu-wait", "docker:index/container:Container k-docker-container", "command:remote:Command k-docker-health", "command:remote:Command k-docker-started"]
             : [`command:remote:Command k-${kind}-process`],
         );
       }

@@ -338,7 +338,7 @@ describe("providers: cache capture from what the engine shows, read over SSH", f
 
       // The peer wave's restart (`docker restart`) keeps the first run's lines in the container's log: the
       // capture reads the latest run alone, and passes for the new generation.
-      const restarted = await onHost(h, containerRestartScript(plan, "docker", containerId, { stop: 10, health: 90 }));
+      const restarted = await onHost(h, containerRestartScript(plan, "docker", containerId, { stop: 10, health: 90 }, { runDir, inspectS: 30 }));
       expect(restarted.code, restarted.stderr).to.equal(0);
       expect((await must(h, `docker logs ${containerId} 2>&1`)).match(/vLLM API server version/g)).to.have.length(2);
       const again = (await captureProvider.create(captureInputs(h, await prove(h, plan, { containerId }), { kind: "container", dockerCommand: "docker" }))).outs as CacheCaptureOutputs;

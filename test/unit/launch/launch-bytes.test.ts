@@ -54,7 +54,7 @@ function bytesOf(kind: "native" | "docker-cli", spec: ReturnType<typeof config>[
     const cliSpec = dockerCli.scriptContainerSpec(plan, target, opts);
     out.cliSpec = JSON.stringify(cliSpec);
     out.dockerSpec = JSON.stringify(dockerContainerSpec(cliSpec, plan.url, spec.runtime.deadlinesS));
-    out.restart = containerRestartScript(plan, "docker", "c0", { stop: 60, health: 300 });
+    out.restart = containerRestartScript(plan, "docker", "c0", { stop: 60, health: 300 }, { runDir, inspectS: 30 });
   }
   return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, sha256Json(v)]));
 }
@@ -76,14 +76,14 @@ const PINNED = {
   native: [
     {
       launchJson: "sha256:9dac05a720ab3b0f9fe9aabc143522c1624e120ba7a433a9fa94af6ffb257309",
-      restart: "sha256:cbd52254235855ec96c3d7b9754741d5776052de6b4d753e7c0a13d48e4afd71",
-      start: "sha256:7bdeea375cf0382045429d7dee3425f794eb65a4c5f87331aed6c73fd4680576",
+      restart: "sha256:ffedb0a05bf8ed32387988e675f0582268dd2476f319003134dfb0f55a490c7b",
+      start: "sha256:8860747b6846e1bb4eb61238b32a59d4f742cc61f94e64f9a21c6af53912c2ee",
       stop: "sha256:647c1e1cafc3d30662b6951d6f7cfffce5f68c9565cd808db1cd1500f987a0ff",
     },
     {
       launchJson: "sha256:ac1234e8945be2b9774b5c21c3f3b53c17985b659d67ce92b44f3eb06602ba03",
-      restart: "sha256:e1e79420c5dc4f0627e0e61e9857c9df26dfab8123dfb107737c88edb6a9b249",
-      start: "sha256:49c17e90c38a65467abdf941c29837be67c744c77b91ff3919eeab3808a3eae3",
+      restart: "sha256:052f5b09dea2ce42c604ac0268230d7be72782157b4128e0aaa598a62f3d6b7b",
+      start: "sha256:35dc3eaa3c1a62b2cec9d37b8495fdd55f36bddd6d9bb08dae1a7f8bf27f6f33",
       stop: "sha256:12d5041cfea6cdd621ad2a976215e3e11321d28cb2ef61ffe67b429dee656e5b",
     },
   ],
@@ -93,18 +93,18 @@ const PINNED = {
       dockerSpec: "sha256:e4302b0595222389aa50f6db750c32e9b2364ecaec6a04ea359d8237c90690db",
       gpuWait: "sha256:d91408d631658f13fb62d581041789c6eb411f4def40390d8a63155f611f30ec",
       launchJson: "sha256:9dac05a720ab3b0f9fe9aabc143522c1624e120ba7a433a9fa94af6ffb257309",
-      restart: "sha256:7c4856b14e3607871504517fc4fee76578903fb1b19835b807074d755ac8b3c0",
-      start: "sha256:ee71e59a72dc11cbd215bb4d24fed1aca53bdb65748b4ae8fa17da711133ce06",
-      stop: "sha256:0250718f144aa80d341a00af517dba40039477756b679be68fa16818749ea9ad",
+      restart: "sha256:c552a80144c59a282f54ff638815c74dbf9ac91d8b2564b5e3e9e9ad60c937d5",
+      start: "sha256:8009e3aa08cc1989eb54c93f8a6107b6847e36ff2d7674a4676a5a3db65a44fa",
+      stop: "sha256:0555dd59b37a94862ed3d97d43f48a0c8cfa8192bd76a9789564001dd930fab8",
     },
     {
       cliSpec: "sha256:2e247393a55d2ad271f2cc344c2e0a95c5265cc7909a90ad6ea633db2732b16e",
       dockerSpec: "sha256:12fafb74f76d2a9f4021eed901cec15279b90d4798823646d8ed69662f00e722",
       gpuWait: "sha256:061a9c6de9e4132236833abe3e161ffc6cfbdb27d60b5a9ca38c69b520161388",
       launchJson: "sha256:ac1234e8945be2b9774b5c21c3f3b53c17985b659d67ce92b44f3eb06602ba03",
-      restart: "sha256:d52a585983dd30633eea5f568c4543d6d8d05a2e6316409463baca8fda1b2299",
-      start: "sha256:a880944f24d620c81f5f89536ff9958f6433ca7f9f0b3cb5be6b516db1e59277",
-      stop: "sha256:85d23957e2e86bb9e984bbf8675674ffd232c0899198d35f5415eddb6a7b1ea9",
+      restart: "sha256:b135a163858e5773260cfb65e464deabc1d26a8a8e0cec23be119fe62c79d362",
+      start: "sha256:5d824550ac3b54f713682c5feb9b57c99fdabfe7a426439d3684580bf90b570d",
+      stop: "sha256:5952a5c3cb9858d9d93aecbf75ca5b4cf44331cc8c3873a64bb4147c12e1855d",
     },
   ],
 };
