@@ -39,9 +39,10 @@ run_e2e() {
   local ignore=() f
   for f in "${OWN_HOSTS_E2E[@]}"; do ignore+=(--ignore "$f"); done
   # The second lane writes to a log, printed once the first lane is done, so neither output interleaves.
-  mocha --reporter scripts/mocha-reporter.js "${OWN_HOSTS_E2E[@]}" >"$logs/e2e-own-hosts.log" 2>&1 &
+  # --exit: a failed e2e test can leave a poller or a login open; the lane still ends once its tests have.
+  mocha --exit --reporter scripts/mocha-reporter.js "${OWN_HOSTS_E2E[@]}" >"$logs/e2e-own-hosts.log" 2>&1 &
   local side=$!
-  mocha --reporter scripts/mocha-reporter.js 'test/e2e/**/*.test.ts' "${ignore[@]}" 2>&1 | tee "$logs/e2e.log" || status=1
+  mocha --exit --reporter scripts/mocha-reporter.js 'test/e2e/**/*.test.ts' "${ignore[@]}" 2>&1 | tee "$logs/e2e.log" || status=1
   wait "$side" || status=1
   printf '\n==> e2e files on hosts of their own (run beside the ones above)\n\n'
   cat "$logs/e2e-own-hosts.log"

@@ -110,8 +110,12 @@ export type EngineHosts = Readonly<Record<string, string>>;
 function hostsOf(record: EvidenceRecord, engineHosts: EngineHosts): string[] {
   const { kind, alias } = record.subject;
   const fromSubject = kind === "host" ? [alias] : kind === "edge" ? alias.split("->") : kind === "engine" && engineHosts[alias] ? [engineHosts[alias]] : [];
-  return [...new Set([...fromSubject, ...record.commands.map((c) => c.host)])].sort();
+  // `local` is the machine running Pulumi (an HTTP request's origin), not a host of the fleet.
+  return [...new Set([...fromSubject, ...record.commands.map((c) => c.host).filter((h) => h !== LOCAL_HOST)])].sort();
 }
+
+/** How a record names the machine running Pulumi among the hosts its commands ran on. */
+const LOCAL_HOST = "local";
 
 /** Kinds whose steps run Narwhal code or are judged by it: their revisions name the Narwhal installed. */
 export const NARWHAL_KINDS: ReadonlySet<string> = new Set(["install", "attestation", "profile", "profile-store", "preflight", "calibration", "router", "load-trial"]);

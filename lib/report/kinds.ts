@@ -70,9 +70,17 @@ export function evidenceKind(type: string, urn: string, name: string, custom: bo
     return { kind: "engine process", gate: "C" };
   }
   if (parents.includes("narwhal:router:NarwhalInstall")) return { kind: "narwhal install", gate: "B" };
-  if (parents.includes("narwhal:router:Router")) return { kind: name.endsWith("-proof") ? "router proof" : name.endsWith("-port-check") ? "router port check" : "router process", gate: "G" };
+  if (parents.includes("narwhal:router:Router")) return { kind: routerStep(name), gate: "G" };
   if (parents.includes("narwhal:observability:Monitoring")) return { kind: "monitoring", gate: "G" };
   return { kind: type, gate: "other" };
+}
+
+/** The router's commands by name: its checks before a start (port, single controller), its proof, its process. */
+function routerStep(name: string): string {
+  if (name.endsWith("-proof")) return "router proof";
+  if (name.endsWith("-port-check")) return "router port check";
+  if (/-controller-check-[^-]+$/.test(name)) return "router controller check";
+  return "router process";
 }
 
 /** One liveness resource type watches engines (Gate C), the router and monitoring (Gate G): the component says which. */

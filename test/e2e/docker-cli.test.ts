@@ -173,7 +173,7 @@ describe("e2e: docker-cli runtime on a host with its own Docker Engine", functio
   it("keeps the API key out of the state and off the container's command line: it travels in the env file only", async () => {
     const atRest = fs.readFileSync(path.join(PROJECT_ROOT, `.state/.pulumi/stacks/narwhal-fleet/${STACK}.json`), "utf8");
     expect(atRest).to.include("narwhal-fleet:engineApiKey").and.not.include(API_KEY);
-    const exported = execFileSync(path.join(PROJECT_ROOT, ".tools/bin/pulumi"), ["stack", "export", "--stack", STACK], { cwd: PROJECT_ROOT, encoding: "utf8" });
+    const exported = execFileSync(path.join(PROJECT_ROOT, ".tools/bin/pulumi"), ["stack", "export", "--stack", STACK], { cwd: PROJECT_ROOT, encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
     // The export holds the docker-cli scripts (they name the launch-token label), yet not the key.
     expect(exported).to.include(LABELS.launchToken);
     expect(exported).not.to.include(API_KEY);

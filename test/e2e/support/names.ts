@@ -15,17 +15,27 @@ export const ROUTER_PROCESS_RESTART = ["fleet-router-host-router-process", "flee
 /** What the evidence freshness exporter expects of the live fleet: rewritten whenever the router serves new evidence. */
 export const FRESHNESS_EXPECTED = "fleet-router-host-monitoring-freshness-expected";
 
+/** The shared fleet's hosts (test/e2e/support/stack.ts). */
+export const SHARED_HOSTS = ["sim1", "sim2", "sim4"];
+
+/** The single-controller check on every fleet host, made before the serving router stops for a swap. */
+export const controllerChecks = (hosts: readonly string[]): string[] => hosts.map((h) => `fleet-router-host-router-controller-check-${h}`);
+export const CONTROLLER_CHECKS = controllerChecks(SHARED_HOSTS);
+
 /**
- * A router on new inputs: first the check that its port is free (made before the serving router stops),
- * then its process (swapped in place: an update), its proof and record, and the freshness expectation.
+ * A router on new inputs: first the checks that its port is free and that no other router serves its
+ * engines (made before the serving router stops), then its process (swapped in place: an update), its
+ * proof and record, and the freshness expectation.
  */
-export const ROUTER_RESTART = ["fleet-router-host-router-port-check", ...ROUTER_PROCESS_RESTART, FRESHNESS_EXPECTED];
+export const routerRestart = (hosts: readonly string[]): string[] => ["fleet-router-host-router-port-check", ...controllerChecks(hosts), ...ROUTER_PROCESS_RESTART, FRESHNESS_EXPECTED];
+export const ROUTER_RESTART = routerRestart(SHARED_HOSTS);
 
 /**
  * What follows any engine's new profile or attestation: the store the router loads, the preflight over
  * every engine and pair, and the router restarted on that store with its proof.
  */
-export const FLEET_AFTER_ENGINE = ["fleet-profiles-store", "fleet-preflight", ...ROUTER_RESTART];
+export const fleetAfterEngine = (hosts: readonly string[]): string[] => ["fleet-profiles-store", "fleet-preflight", ...routerRestart(hosts)];
+export const FLEET_AFTER_ENGINE = fleetAfterEngine(SHARED_HOSTS);
 
 /** The same, without the `fleet-` prefix, as an alternation for name patterns (`^fleet-(...)$`). */
 export const FLEET_AFTER_ENGINE_PATTERN = FLEET_AFTER_ENGINE.map((n) => n.replace(/^fleet-/, "")).join("|");

@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { invalidationSummary } from "../../../scripts/stack/preview";
 import type { InvalidatedEvidence, InvalidationSummary } from "../../../lib/report";
+import { CONTROLLER_CHECKS } from "./names";
 import { API_KEY, PROJECT_ROOT } from "./stack";
 
 const run = promisify(execFile);
@@ -49,6 +50,7 @@ export async function expectReportOfRestartedE2(stack: Stack, privateKeyPath: st
     "fleet-profiles-e2": { gate: "F", kind: "profile", subject: "e2 on sim2" },
     "fleet-preflight": { gate: "F", kind: "preflight", subject: "fleet" },
     "fleet-router-host-router-port-check": { gate: "G", kind: "router port check", subject: "fleet" },
+    ...Object.fromEntries(CONTROLLER_CHECKS.map((n) => [n, { gate: "G", kind: "router controller check", subject: "fleet" }])),
     "fleet-router-host-router-proof": { gate: "G", kind: "router proof", subject: "fleet" },
     "fleet-router-host-router-record": { gate: "G", kind: "router record", subject: "fleet" },
   };
