@@ -4,7 +4,7 @@ import type { HostDiscoveryOutputs } from "../../dynamic-providers/host-discover
 import { NO_GPU_NOTICE } from "../../lib/discovery/accelerators";
 import { runInHost, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
-import { discoveryFailure, discoveryInputs } from "./support/host-discovery";
+import { discoveryFailure, discoveryInputs, discoveryRefusal } from "./support/host-discovery";
 import { keptAttempt } from "../support/kept-attempt";
 
 /** The discovery provider's own methods, called as the engine calls them, against simulated hosts. */
@@ -44,7 +44,7 @@ describe("providers: host discovery against the simulated hosts", function () {
 
   it("refuses a fabric interface with no global address, and asks for a choice among several", async () => {
     const h = hosts.get("sim2")!;
-    const refused = await discoveryFailure(provider.create(discoveryInputs(h, { fabricInterface: "lo" })));
+    const refused = await discoveryRefusal(provider.create(discoveryInputs(h, { fabricInterface: "lo" })));
     const reason = "host sim2, probe section fabric: fabric interface lo has no global address; check hosts[].fabricInterface or bring the interface up";
     expect(refused).to.include(reason);
     // The failed attempt is kept before the error is seen: the probe it ran, its exit status and what it printed.

@@ -27,12 +27,17 @@ export function discoveryInputs(h: SimHost, extra: Partial<HostDiscoveryInputs> 
   };
 }
 
+/** The whole message discovery refused with, the line naming its kept failed attempt included. */
+export async function discoveryRefusal(p: Promise<unknown>): Promise<string> {
+  return (await rejection(p, "discovery to fail")).message;
+}
+
 /**
  * The message discovery refused with, without the line naming the kept failed attempt (asserted on its
  * own in host-discovery.test.ts): every refusal ends with it.
  */
 export async function discoveryFailure(p: Promise<unknown>): Promise<string> {
-  const message = (await rejection(p, "discovery to fail")).message;
+  const message = await discoveryRefusal(p);
   const [first, ...rest] = message.split("\nthe failed attempt is kept as ");
   if (rest.length !== 1 || !/^discovery\/[0-9a-f]{64}\.json$/.test(rest[0])) throw new Error(`discovery failed without naming its kept attempt: ${message}`);
   return first;
