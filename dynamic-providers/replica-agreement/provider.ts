@@ -9,7 +9,6 @@ import { checkReplicaShapes } from "../../lib/launch/policy";
 import { hasUnknown } from "../diff";
 import { schemaCheck } from "../evidence-provider";
 import { across } from "../input-rules";
-import { providerEvidence } from "../evidence";
 import type { ReplicaAgreementInputs, ReplicaAgreementOutputs } from "./types";
 
 /**
@@ -33,42 +32,12 @@ function agreed(inputs: ReplicaAgreementInputs): ReplicaAgreementOutputs {
   };
 }
 
-/**
- * A disagreement is kept as a `fail` record before it is refused (the runbook keeps a failed gate's
- * evidence): the hosts' manifests and the engines' shapes it judged, and each difference. The check runs
- * on a preview too; a preview that sees replicas disagree has run the check, and its record says so.
- */
-async function keepDisagreement(news: ReplicaAgreementInputs, failures: pulumi.dynamic.CheckFailure[]): Promise<string> {
-  const at = new Date().toISOString();
-  const evidence = providerEvidence(news.stack!);
-  const manifests = await evidence.artifact("replica-agreement", "checkpoints.json", JSON.stringify(news.checkpoints, null, 2));
-  const written = await evidence.record({
-    kind: "replica-agreement",
-    subject: { kind: "fleet", alias: news.stack! },
-    inputs: { engines: news.engines, checkpoints: news.checkpoints.map((c) => ({ host: c.host, modelTreeSha256: c.manifest.modelTreeSha256 })) } as never,
-    commands: [],
-    startedAt: at,
-    endedAt: at,
-    observations: { failures } as never,
-    verdict: { status: "fail", reasons: failures.map((f) => `${f.property}: ${f.reason}`) },
-    artifacts: [manifests],
-  });
-  return written.relativePath;
-}
-
 const checkAgreement = schemaCheck<ReplicaAgreementInputs>(agreementInputs);
 
 export const provider: pulumi.dynamic.ResourceProvider = {
-  async check(olds: ReplicaAgreementInputs, news: ReplicaAgreementInputs) {
-    const checked = await checkAgreement(olds, news);
-    const failures = checked.failures ?? [];
-    if (failures.length === 0 || typeof news.stack !== "string" || hasUnknown(news)) return checked;
-    const kept = await keepDisagreement(news, failures).then(
-      (path) => `the failed attempt is kept as ${path}`,
-      (err: Error) => `the failed attempt could not be recorded: ${err.message}`,
-    );
-    return { ...checked, failures: failures.map((f, n) => (n === failures.length - 1 ? { ...f, reason: `${f.reason}\n${kept}` } : f)) };
-  },
+  // A disagreement is not kept as a record yet: this resource writes none when replicas agree, so a kept
+  // refusal would stay the newest replica-agreement record, and fail Gate A, after they agree again.
+  check: checkAgreement,
   async diff(_id: string, olds: ReplicaAgreementOutputs, news: ReplicaAgreementInputs) {
     const changed = JSON.stringify({ e: olds.engines, c: olds.checkpoints }) !== JSON.stringify({ e: news.engines, c: news.checkpoints });
     return { changes: changed, replaces: [] };

@@ -62,6 +62,7 @@ describe("e2e: pinned host keys", function () {
         "fleet-attestation-e2-sidecar update",
         "fleet-config replace",
         "fleet-e2-process update",
+        `fleet-router-host-router-controller-check-${target.alias} update`,
         `fleet-${target.alias}-narwhal-venv update`,
       ]);
       // Same host, same hardware, same files: a new key measures nothing again. Only the generated
