@@ -68,7 +68,9 @@ case "$layer" in
   *) echo "usage: scripts/test.sh [unit|mocks|providers|e2e|all]" >&2; exit 2 ;;
 esac
 
-# Every mocha run ends with "N passed, N failed, N skipped": the sum is the suite's closing line.
+# Every mocha run ends with "N passed, N failed, N skipped": the sum is the suite's closing line, after
+# the failed tests of every run, so the tail of CI's log names them.
+cat "$logs"/*.log | grep '^FAILED ' || true
 cat "$logs"/*.log | awk '/^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$/ { p += $1; f += $3; s += $5; n++ }
   END { if (n > 0) printf "\nall runs: %d passed, %d failed, %d skipped\n", p, f, s }'
 exit "$status"
