@@ -9,6 +9,8 @@ import { checkReplicaShapes } from "../../lib/launch/policy";
 import { hasUnknown } from "../diff";
 import { schemaCheck } from "../evidence-provider";
 import { across } from "../input-rules";
+import { providerEvidence } from "../evidence";
+import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
 import type { ReplicaAgreementInputs, ReplicaAgreementOutputs } from "./types";
 
 /**
@@ -32,12 +34,67 @@ function agreed(inputs: ReplicaAgreementInputs): ReplicaAgreementOutputs {
   };
 }
 
+const KIND = "replica-agreement";
+
+/**
+ * The check's own record: the runbook keeps a failed gate's evidence, so a disagreement is kept as a
+ * `fail` record before it is refused, with the hosts' manifests and the engines' shapes it judged. The
+ * check runs on a preview too; a preview that sees replicas disagree has run the check, and says so.
+ */
+async function keepJudgement(news: ReplicaAgreementInputs, reasons: string[]): Promise<string> {
+  const at = new Date().toISOString();
+  const evidence = providerEvidence(news.stack!);
+  const manifests = await evidence.artifact(KIND, "checkpoints.json", JSON.stringify(news.checkpoints, null, 2));
+  const written = await evidence.record({
+    kind: KIND,
+    subject: { kind: "fleet", alias: news.stack! },
+    inputs: { engines: news.engines, checkpoints: news.checkpoints.map((c) => ({ host: c.host, modelTreeSha256: c.manifest.modelTreeSha256 })) } as never,
+    commands: [],
+    startedAt: at,
+    endedAt: at,
+    observations: {},
+    verdict: reasons.length ? { status: "fail", reasons } : { status: "pass", reasons: ["every engine host holds the same checkpoint snapshot; the replicas share one accelerator product and TP shape"] },
+    artifacts: [manifests],
+  });
+  return written.relativePath;
+}
+
+/** Whether the stack's newest replica-agreement record is a refusal (the deployment record's current step). */
+async function newestRefused(stack: string): Promise<boolean> {
+  const store = new EvidenceStore(evidenceRoot(process.cwd(), stack));
+  let newest: { endedAt: string; status: string } | undefined;
+  for (const listed of await store.list(KIND)) {
+    const r = await store.read(listed.relativePath, listed.digest);
+    if (r.subject.kind !== "fleet" || r.subject.alias !== stack) continue;
+    if (!newest || r.endedAt > newest.endedAt) newest = { endedAt: r.endedAt, status: r.verdict.status };
+  }
+  return newest?.status === "fail";
+}
+
 const checkAgreement = schemaCheck<ReplicaAgreementInputs>(agreementInputs);
 
 export const provider: pulumi.dynamic.ResourceProvider = {
-  // A disagreement is not kept as a record yet: this resource writes none when replicas agree, so a kept
-  // refusal would stay the newest replica-agreement record, and fail Gate A, after they agree again.
-  check: checkAgreement,
+  /**
+   * Judges the replicas, and records a refusal, and the agreement that follows one: replicas may agree
+   * again with inputs this resource already holds (a host's checkpoint put back), when no update runs.
+   */
+  async check(olds: ReplicaAgreementInputs, news: ReplicaAgreementInputs) {
+    const checked = await checkAgreement(olds, news);
+    const failures = checked.failures ?? [];
+    if (typeof news.stack !== "string" || hasUnknown(news)) return checked;
+    if (failures.length === 0) {
+      if (await newestRefused(news.stack)) await keepJudgement(news, []);
+      return checked;
+    }
+    const kept = await keepJudgement(
+      news,
+      failures.map((f) => `${f.property}: ${f.reason}`),
+    ).then(
+      (path) => `the failed attempt is kept as ${path}`,
+      (err: Error) => `the failed attempt could not be recorded: ${err.message}`,
+    );
+    return { ...checked, failures: failures.map((f, n) => (n === failures.length - 1 ? { ...f, reason: `${f.reason}\n${kept}` } : f)) };
+  },
   async diff(_id: string, olds: ReplicaAgreementOutputs, news: ReplicaAgreementInputs) {
     const changed = JSON.stringify({ e: olds.engines, c: olds.checkpoints }) !== JSON.stringify({ e: news.engines, c: news.checkpoints });
     return { changes: changed, replaces: [] };

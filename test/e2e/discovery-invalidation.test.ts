@@ -14,6 +14,7 @@ describe("e2e: discovery evidence follows the host", function () {
   it("replaces only the discovery of a host whose checkpoint changed, and stops before any engine on a differing replica", async () => {
     const { stack, hosts } = await sharedFleet();
     const [a, b] = hosts;
+    const agreement = `replica-agreement fleet:${stack.name}`;
     const shard = path.join(b.modelDirOnMachine, SHARD);
     const original = fs.readFileSync(shard);
 
@@ -38,8 +39,9 @@ describe("e2e: discovery evidence follows the host", function () {
       await stack.up({ refresh: true }).catch((err: Error) => (failure = err.message));
       const diagnostics = failure.slice(failure.indexOf("Diagnostics:"));
       expect(diagnostics, diagnostics).to.include(`checkpoint differs between hosts ${a.alias} and ${b.alias} at ${SHARD}:`);
-      // The replica check stops up before anything downstream of the new discovery is measured.
-      expect(await remeasuredSince(snapshot)).to.deep.equal([`fleet-${b.alias}`]);
+      // The replica check stops up before anything downstream of the new discovery is measured, and keeps
+      // its refusal as a fail record (the runbook retains a failed attempt's evidence).
+      expect(await remeasuredSince(snapshot)).to.deep.equal([`fleet-${b.alias}`, agreement]);
     } finally {
       fs.writeFileSync(`${shard}.old`, original);
       fs.renameSync(`${shard}.old`, shard);
@@ -49,10 +51,11 @@ describe("e2e: discovery evidence follows the host", function () {
     const restored = await snapshotEvidence(stack);
     await stack.up({ refresh: true });
     // The preview cannot see the host's facts before it is discovered again, so it plans more than happens;
-    // up measures the host again and writes the configuration that cites its new discovery record, nothing else.
+    // up measures the host again and writes the configuration that cites its new discovery record, nothing
+    // else; the replica check records that the replicas agree again, so its refusal is no longer current.
     const remeasured = await remeasuredSince(restored);
-    expect(remeasured).to.deep.equal(["fleet-config", `fleet-${b.alias}`]);
-    expect(plannedRemeasure(restore, restored)).to.include.members(remeasured);
+    expect(remeasured).to.deep.equal(["fleet-config", `fleet-${b.alias}`, agreement]);
+    expect(plannedRemeasure(restore, restored)).to.include.members(remeasured.filter((r) => r !== agreement));
     const after = await plannedChanges(stack, { refresh: true });
     expect([...after.keys()]).to.deep.equal([]);
   });
