@@ -20,6 +20,7 @@ OWN_HOSTS_E2E=(
   test/e2e/policy-pack.test.ts     # sim11
   test/e2e/docker-cli.test.ts      # simdock
   test/e2e/fabric-rdma.test.ts     # sim40, sim41 (with HCAs)
+  test/e2e/runbook-adopt.test.ts   # sim15 (AMD)
 )
 
 logs=$(mktemp -d)

@@ -168,7 +168,7 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     expect(served.length, "requests served while the fleet recovered").to.be.greaterThan(10);
     expect(sent[sent.length - 1].outcome, "the last request, once the up converged").to.equal(200);
     console.log(
-      `      traffic: ${sent.length} sent, ${served.length} served, ${failed.length} failed (${failed.filter((r) => r.engines.length === 0).length} reached no engine); longest time without a served request ${longestGapS.toFixed(1)} s`,
+      `      traffic: ${sent.length} sent, ${served.length} served, ${failed.length} failed (${failed.filter((r) => r.engines.length === 0).length} reached no engine, ${failed.filter((r) => r.reason === "no_engine").length} found no placeable engine of a role); longest time without a served request ${longestGapS.toFixed(1)} s`,
     );
     expect((await waveState()).lastWave?.restarted.map((r) => r.engineId)).to.deep.equal(["f2"]);
     // The router that served before the fault still served once every engine had been restarted and proved

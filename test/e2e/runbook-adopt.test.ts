@@ -5,8 +5,8 @@
  * start, generation evidence recording the adoption. An engine started with another plan is replaced,
  * and the stack output names the differing field. And the runbook through Gate F (engines, their own
  * narwhal-attest sidecars, a store the pinned narwhal-profile bound to those attestations) comes under
- * the program with nothing profiled again until an engine restarts. Uses the AMD host sim3 with its own
- * ports, outside the shared fleet's hosts.
+ * the program with nothing profiled again until an engine restarts. Runs on an AMD host of its own
+ * (sim15), beside the shared fleet's files.
  */
 import { expect } from "chai";
 import { spawnSync } from "node:child_process";
@@ -23,11 +23,12 @@ import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
 import { shellLine, shq } from "../../lib/shell";
 import { launchArgs, sidecarEndpoint, type EngineContract } from "../../lib/attestation";
 import { runbookAttestationDocument } from "../unit/attestation/runbook-document-fixture";
-import { API_KEY, E2E_TIME_SCALE, EngineEntry, hostEntries, openStack, PROFILING, PROJECT_ROOT, sharedFleet, getObjectConfig, setObjectConfig } from "./support/stack";
+import { API_KEY, E2E_TIME_SCALE, EngineEntry, hostEntries, openStack, PROFILING, PROJECT_ROOT, getObjectConfig, setObjectConfig } from "./support/stack";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { awaitHealthy, restartByHand } from "./support/restart";
 
 const STACK = "e2e-runbook";
+const HOST = "sim15";
 const RUN = "/srv/runbook/runs/engine-launch-e2e";
 /** Each engine's runbook launch directory in the store-adoption case. */
 const runOf = (id: string) => `/srv/runbook/runs/engine-launch-${id}`;
@@ -130,9 +131,7 @@ echo "$pid \${20}"`,
   }
 
   before(async () => {
-    // The shared fleet first, so both agree on which hosts are up.
-    await sharedFleet();
-    host = (await simUp({ hosts: 4, timeScale: E2E_TIME_SCALE })).hosts.find((h) => h.alias === "sim3")!;
+    host = (await simUp({ hosts: 15, aliases: [HOST], layouts: { [HOST]: "mi300x:2" }, timeScale: E2E_TIME_SCALE })).hosts.find((h) => h.alias === HOST)!;
     engines = [
       { id: "e1", host: host.alias, gpuIds: [0], port: 8601, attestationPort: 8611, nixlPort: 5991 },
       { id: "e2", host: host.alias, gpuIds: [1], port: 8602, attestationPort: 8612, nixlPort: 5992 },

@@ -2,7 +2,8 @@
  * Requests through the router while a fault is recovered, with every engine's `/health` sampled beside
  * them. Afterwards the router's own journal says which engines each request touched, so a failed request
  * can be judged: the router sent it to engines that answered `/health` throughout (the failure the
- * router must not cause), or to an engine that was down or restarting.
+ * router must not cause), or to an engine that was down or restarting, or found no engine of a role it
+ * could place the request on (every one restarting or not yet admitted again).
  */
 import { request } from "undici";
 import { runInHost } from "../../../sim/hosts";
@@ -32,7 +33,12 @@ interface HealthSample {
 export interface FailedRequest extends SentRequest {
   /** Engines the router's journal names for the request (each attempt's prefill and decode); empty if it never reached one. */
   readonly engines: string[];
-  /** Every named engine answered `/health` in every sample around the request. */
+  /** The router's reason for the failure (its journal's `reason`, e.g. `no_engine`), if it wrote one. */
+  readonly reason?: string;
+  /**
+   * The request failed at engines that answered `/health` in every sample around it. A request the router
+   * refused for want of any placeable engine of a role (`no_engine`) failed at none, whatever it touched.
+   */
   readonly enginesHealthy: boolean;
 }
 
@@ -48,7 +54,11 @@ interface JournalRow {
   prefill_iid?: string | null;
   decode_iid?: string | null;
   attempt_failures?: Array<{ prefill_iid?: string | null; decode_iid?: string | null }>;
+  reason?: string | null;
 }
+
+/** narwhal/serving/outcomes.py: the failure reason of a request no engine of some role could take. */
+const NO_ENGINE = "no_engine";
 
 /** Starts `clients` request loops through `routerUrl` and a health sampler over `engines` until `stop`. */
 export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: string; url: string }>, clients = 2) {
@@ -109,7 +119,9 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
         .map((r) => {
           const row = journal.get(r.rid);
           const engines = row ? touchedEngines(row) : [];
-          return { ...r, engines, enginesHealthy: engines.length > 0 && engines.every((id) => healthyThrough(id, r.start, r.end)) };
+          const reason = row?.reason ?? undefined;
+          const atEngines = engines.length > 0 && reason !== NO_ENGINE;
+          return { ...r, engines, reason, enginesHealthy: atEngines && engines.every((id) => healthyThrough(id, r.start, r.end)) };
         });
       const servedAt = sent.filter((r) => r.outcome === 200).map((r) => r.end).sort((a, b) => a - b);
       const longestGapS = servedAt.slice(1).reduce((most, t, i) => Math.max(most, t - servedAt[i]), 0) / 1000;
