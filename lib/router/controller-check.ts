@@ -92,8 +92,8 @@ local_engines=${shq(o.localEngines.map((e) => `${e.id}:${e.port}`).join(" "))}
 fleet_addrs=${shq(o.fleetAddresses.join(" "))}
 self_net=$(readlink /proc/self/ns/net 2>/dev/null || true)
 # argv[0] or argv[1] (a console script runs as "python narwhal-serve …") is narwhal-serve.
-is_router() { tr '\\000' '\\n' < "/proc/$1/cmdline" 2>/dev/null | head -n 2 | grep -q '\\(^\\|/\\)narwhal-serve$'; }
-arg_of() { tr '\\000' '\\n' < "/proc/$1/cmdline" 2>/dev/null | awk -v f="$2" -v d="$3" 'p { print; found = 1; exit } $0 == f { p = 1 } index($0, f "=") == 1 { print substr($0, length(f) + 2); found = 1; exit } END { if (!found) print d }'; }
+is_router() { { tr '\\000' '\\n' < "/proc/$1/cmdline"; } 2>/dev/null | head -n 2 | grep -q '\\(^\\|/\\)narwhal-serve$'; }
+arg_of() { { tr '\\000' '\\n' < "/proc/$1/cmdline"; } 2>/dev/null | awk -v f="$2" -v d="$3" 'p { print; found = 1; exit } $0 == f { p = 1 } index($0, f "=") == 1 { print substr($0, length(f) + 2); found = 1; exit } END { if (!found) print d }'; }
 cmd_of() { { tr '\\000' ' ' < "/proc/$1/cmdline"; } 2>/dev/null | cut -c1-200 | sed 's/ *$//'; }
 is_ours() { [ "$(readlink "/proc/$1/cwd" 2>/dev/null)" = "$ours" ]; }
 # Another network namespace is another host (a simulated one) or a container this login can inspect.

@@ -343,7 +343,7 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       expect(lastJson<{ routers: number[] }>(own.stdout).routers).to.not.include(started.pid);
       const other = await sh(check(path.join(tempDir("router-run-"), "router")));
       expect(other.code, other.stdout).to.equal(1);
-      expect(other.stderr.trim().split("\n")).to.have.length(1);
+      expect(other.stderr.trim().split("\n"), other.stderr).to.have.length(1);
       expect(other.stderr).to.contain(`router: another Narwhal router already serves this fleet's engine(s) ${engines.map((e) => engineAddressOf(e.url)).join(", ")}: host local, port ${router.port}, pid ${started.pid} (`);
       // The command line is cut to 200 characters: the venv's path is long, narwhal-serve's name comes first.
       expect(other.stderr).to.match(/pid \d+ \([^)]*narwhal-serve[^)]*\); exactly one controller may be active for a fleet/);

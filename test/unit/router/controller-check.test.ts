@@ -28,6 +28,18 @@ describe("router: one controller per fleet", () => {
     );
   });
 
+  // A process can exit between the listing of /proc and the reading of its cmdline (on a busy host, often):
+  // the shell's own "cannot open" must not reach stderr, where it would read as part of a refusal.
+  it("reads a process that is gone as no router, writing nothing to stderr", () => {
+    const script = controllerCheckScript({ hostAlias: "h", ownRouterDir: "/nonexistent/router", engineAddresses: [], localEngines: [], fleetAddresses: [] });
+    const helpers = script.split("\n").filter((l) => /^(is_router|arg_of|cmd_of)\(\)/.test(l));
+    expect(helpers).to.have.length(3);
+    const gone = 2 ** 22 + 17; // above Linux's pid_max default, so never a live process
+    const r = spawnSync("sh", ["-c", [...helpers, `is_router ${gone} || echo not-a-router`, `echo "[$(arg_of ${gone} --port 8000)]"`, `echo "[$(cmd_of ${gone})]"`].join("\n")], { encoding: "utf8" });
+    expect(r.stderr).to.equal("");
+    expect(r.stdout).to.equal("not-a-router\n[8000]\n[]\n");
+  });
+
   describe("the script, against stand-in routers and an engine port on this machine", () => {
     let engine: Server;
     let enginePort: number;
