@@ -6,7 +6,7 @@ import type { ProfileMesh } from "./profiles";
 import type { RouterHost } from "./router";
 import type { Engine } from "./engine";
 import { loginInputs } from "./login-inputs";
-import { capacityPoint, type CapacityPoint } from "../lib/trial/capacity";
+import { capacityPoint, type CapacityPoint } from "../lib/trial";
 
 export interface TrialArgs {
   spec: FleetSpec;

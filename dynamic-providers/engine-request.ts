@@ -1,7 +1,8 @@
 /**
- * A bounded JSON request to an engine over the caller's undici pool, as the profile, preflight and
- * calibration clients send them: the API key as `Authorization: Bearer`, headers and body both due
- * within the same named timeout. undici is required at call time, never captured.
+ * A bounded JSON request to an engine over the caller's undici pool, as every engine client sends them
+ * (the profile, preflight and calibration drivers and Gate C's probes), with the headers of
+ * lib/engine/request.ts: headers and body both due within the same named timeout, noted for the step's
+ * commands. undici is required at call time, never captured.
  */
 import type { Dispatcher } from "undici";
 import { noteHttp } from "../lib/evidence/http-journal";
@@ -11,17 +12,21 @@ export interface EngineReply {
   text: string;
 }
 
-/** Accepts JSON and event streams; `json` says a JSON body goes with the request. */
-export function engineHeaders(apiKey: string | undefined, json: boolean): Record<string, string> {
-  return {
-    accept: "application/json, text/event-stream, */*",
-    ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
-    ...(json ? { "content-type": "application/json" } : {}),
-  };
+/** `reset`: one connection for this request alone, never a pooled keep-alive socket. */
+export interface SendOptions {
+  readonly reset?: boolean;
 }
 
 /** A GET without a body, else a POST of the body as JSON; the whole reply within `timeoutS`. */
-export async function sendJson(agent: Dispatcher, url: string, headers: Record<string, string>, body: unknown, timeoutS: number, method: "GET" | "POST" = body === undefined ? "GET" : "POST"): Promise<EngineReply> {
+export async function sendJson(
+  agent: Dispatcher,
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  timeoutS: number,
+  method: "GET" | "POST" = body === undefined ? "GET" : "POST",
+  options: SendOptions = {},
+): Promise<EngineReply> {
   const { request } = require("undici") as typeof import("undici");
   const startedAt = new Date().toISOString();
   try {
@@ -30,6 +35,7 @@ export async function sendJson(agent: Dispatcher, url: string, headers: Record<s
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       dispatcher: agent,
+      ...(options.reset ? { reset: true } : {}),
       signal: AbortSignal.timeout(timeoutS * 1000),
       headersTimeout: timeoutS * 1000,
       bodyTimeout: timeoutS * 1000,

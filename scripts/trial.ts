@@ -7,6 +7,7 @@
  * state: the next `up` neither sees nor replaces it. Exits 2 on bad arguments, 1 when the point cannot run.
  */
 import type { LoadTrialInputs } from "../dynamic-providers/load-trial/types";
+import { revealed } from "../lib/secret-envelope";
 import { parseFlags, parseOrExit, positiveNumber, required, UsageError } from "./args";
 import { openStack } from "./stack/select";
 
@@ -46,17 +47,6 @@ export function parseTrialArgs(argv: readonly string[]): TrialArgs {
     ...(promptTokens !== undefined ? { promptTokens, outputTokens } : {}),
     ...(seed !== undefined ? { seed } : {}),
   };
-}
-
-/** Pulumi's secret envelope, as `stack export --show-secrets` writes it, replaced by its plaintext value. */
-export function revealed(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(revealed);
-  if (v && typeof v === "object") {
-    const o = v as Record<string, unknown>;
-    if (o["4dabf18193072939515e22adb298388d"] === "1b47061264138c4ac30d75fd1eb44270" && typeof o.plaintext === "string") return revealed(JSON.parse(o.plaintext));
-    return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, revealed(x)]));
-  }
-  return v;
 }
 
 /** The configured point's inputs from the stack's state, with the ad-hoc rate, count and mix. */

@@ -12,7 +12,8 @@ import type { Pair, SampleRecord, Sampler } from "../../lib/preflight";
 import { sseEvents, streamedTokens } from "../../lib/profiling";
 import { handoffOf, streamError } from "../preflight/observer";
 import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
-import { engineHeaders, notedStream, sendJson, timedOut } from "../engine-request";
+import { engineHeaders } from "../../lib/engine/request";
+import { notedStream, sendJson, timedOut } from "../engine-request";
 
 /** Text whose token ids seed every probe prompt, so each id is one the engine's own tokenizer made. */
 export const SEED_TEXT = "calibration probe benchmark ".repeat(8);

@@ -3,9 +3,9 @@
  * closed after each provider call (a restarted engine on the same port never meets a stale socket, and
  * nothing keeps the provider host alive). undici is required at call time, never captured.
  */
-import type { Dispatcher } from "undici";
 import { endpoint, httpFailure, type Ask, type ProofSubject } from "../../lib/engine/generation";
-import { noteHttp } from "../../lib/evidence/http-journal";
+import { engineHeaders, PROBE_ACCEPT } from "../../lib/engine/request";
+import { sendJson } from "../engine-request";
 
 /** The runbook's `urlopen(..., timeout=60)`: the longest any single probe may take. */
 export const REQUEST_TIMEOUT_S = 60;
@@ -19,34 +19,17 @@ export interface EngineHttp {
 
 /** An Ask for one engine; the API key, when set, goes out as `Authorization: Bearer` on every request. */
 export function engineHttp(subject: ProofSubject, apiKey: string | undefined, timeoutS = REQUEST_TIMEOUT_S): EngineHttp {
-  const { Agent, request } = require("undici") as typeof import("undici");
+  const { Agent } = require("undici") as typeof import("undici");
   const agent = new Agent({ keepAliveTimeout: 1000, connect: { timeout: timeoutS * 1000 } });
   const ask: Ask = async (path, body, options = {}) => {
     const t = options.timeoutS ?? timeoutS;
-    const method: Dispatcher.HttpMethod = body === undefined ? "GET" : "POST";
-    const headers: Record<string, string> = { accept: "application/json, text/plain, */*" };
-    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
-    if (body !== undefined) headers["content-type"] = "application/json";
-    const url = endpoint(subject, path);
-    const startedAt = new Date().toISOString();
+    const method = body === undefined ? "GET" : "POST";
     try {
-      const res = await request(url, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        dispatcher: agent,
-        // One connection per probe: a reused keep-alive socket the engine has just closed would fail
-        // a request that never reached it.
-        reset: true,
-        signal: AbortSignal.timeout(t * 1000),
-        headersTimeout: t * 1000,
-        bodyTimeout: t * 1000,
-      });
-      const text = await res.body.text();
-      noteHttp({ method, url, status: res.statusCode, startedAt, endedAt: new Date().toISOString(), body: text });
-      return { status: res.statusCode, body: text };
+      // One connection per probe: a reused keep-alive socket the engine has just closed would fail
+      // a request that never reached it.
+      const res = await sendJson(agent, endpoint(subject, path), engineHeaders(apiKey, body !== undefined, PROBE_ACCEPT), body, t, method, { reset: true });
+      return { status: res.status, body: res.text };
     } catch (err) {
-      noteHttp({ method, url, status: null, startedAt, endedAt: new Date().toISOString() });
       throw httpFailure(subject, path, method, err, t);
     }
   };

@@ -2,8 +2,7 @@
 import { z } from "zod";
 import { hasUnknown } from "../diff";
 import { across, each, hostLogin, inOrder, isFilled, nonEmpty, oneOf, positiveInteger, positiveNumber, positiveSeconds, sha256Digest } from "../input-rules";
-import { pointProblems } from "../../lib/trial/point";
-import { profiledRange, rangeProblems } from "../../lib/trial/predict";
+import { pointProblems, pointRange } from "../../lib/trial";
 import type { TrialEngine } from "./types";
 
 const engine = (e: Record<string, unknown>) => {
@@ -32,8 +31,8 @@ const withinProfiledRange = across((news, refuse) => {
     refuse("engines", "engines: a trial needs at least one prefill and one decode engine");
     return;
   }
-  const point = news.point as Parameters<typeof rangeProblems>[0];
-  for (const p of rangeProblems(point, profiledRange(engines.map((e) => ({ role: e.role, row: e.row })), point.mix))) refuse("point", p);
+  const point = news.point as Parameters<typeof pointRange>[1];
+  for (const p of pointRange(engines.map((e) => ({ role: e.role, row: e.row })), point).problems) refuse("point", p);
 });
 
 /** LoadTrialInputs, in the order their refusals are reported. */

@@ -1,6 +1,6 @@
 import type { ProfileRow } from "../../lib/profiling";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import type { ClockAnchor, Departure, Prediction, ProfiledRange, Reconciliation, TrialPoint, TrialSlo, TrialSummary, TrialVerdict } from "../../lib/trial/types";
+import type { ClockAnchor, Departure, Prediction, ProfiledRange, Reconciliation, TrialPoint, TrialSlo, TrialSummary, TrialVerdict } from "../../lib/trial";
 
 /** One engine as the trial sees it: the generation it must still be, its role and where the router host reaches it. */
 export interface TrialEngine {

@@ -13,7 +13,8 @@ import { processStartTime, parsePrometheusText } from "../../lib/engine/promethe
 import { attestationProblems, type Observer, type Probe, type TransferRecord } from "../../lib/preflight";
 import { identityGenerationDigest, sseEvents, streamedTokens } from "../../lib/profiling";
 import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
-import { engineHeaders, notedStream, sendJson, timedOut } from "../engine-request";
+import { engineHeaders } from "../../lib/engine/request";
+import { notedStream, sendJson, timedOut } from "../engine-request";
 
 export const PROBE_PROMPT = "benchmark ".repeat(64);
 export const PACE_PROMPT = "benchmark ".repeat(4096);

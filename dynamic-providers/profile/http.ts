@@ -6,7 +6,8 @@
 import { performance } from "node:perf_hooks";
 import type { EngineClient, Reply, StreamChunk } from "../../lib/profiling";
 import { SseSplitter } from "../../lib/profiling";
-import { engineHeaders, notedStream, sendJson, timedOut } from "../engine-request";
+import { engineHeaders } from "../../lib/engine/request";
+import { notedStream, sendJson, timedOut } from "../engine-request";
 
 export interface ProfileHttp extends EngineClient {
   close(): Promise<void>;

@@ -197,7 +197,7 @@ const fmt = (x: number): string => String(Number(x.toPrecision(4)));
 /**
  * Why a point lies outside the range, one sentence per field, each naming the point, the field, the value,
  * the range and the fix. `index` is the point's place in `trial.points` (the id stands in without it).
- * `range.maxRate` must be the range for this point's mix (`profiledRange(engines, point.mix)`).
+ * `range.maxRate` must be the range for this point's mix ({@link pointRange} gives both).
  */
 export function rangeProblems(point: TrialPoint, range: ProfiledRange, index?: number): string[] {
   const at = index === undefined ? `trial.points[id=${point.id}]` : `trial.points[${index}]`;
@@ -221,10 +221,19 @@ export function rangeProblems(point: TrialPoint, range: ProfiledRange, index?: n
   return problems;
 }
 
+/**
+ * A point against the range the rows cover for its own mix: the range (its prompt and output lengths and
+ * the highest rate), and why the point lies outside it, none when it lies within. The load-trial check,
+ * the prediction and the trial's record all judge a point by this one range.
+ */
+export function pointRange(engines: readonly PredictEngine[], point: TrialPoint, index?: number): { range: ProfiledRange; problems: string[] } {
+  const range = profiledRange(engines, point.mix);
+  return { range, problems: rangeProblems(point, range, index) };
+}
+
 /** The prediction at the point's rate; throws `NARWHAL_TRIAL_RANGE` naming each field outside the range. */
 export function predictPoint(engines: readonly PredictEngine[], point: TrialPoint, index?: number): Prediction {
-  const range = profiledRange(engines, point.mix);
-  const problems = rangeProblems(point, range, index);
+  const { problems } = pointRange(engines, point, index);
   if (problems.length) throw new TrialPredictError("NARWHAL_TRIAL_RANGE", problems.join("\n"));
   return predictAt(split(engines), shares(point.mix), point.rate, point.arrival);
 }

@@ -7,7 +7,7 @@
 import { parsePrometheusText, gaugeValue } from "../engine/prometheus";
 import { runPoint } from "./client";
 import { summarise } from "./summary";
-import { departure, predictedCurve, predictPoint, profiledRange, throughRouter } from "./predict";
+import { departure, pointRange, predictedCurve, predictPoint, throughRouter } from "./predict";
 import { engineCounters, routerCounters } from "./counters";
 import { reconcile, DEFAULT_TOLERANCE } from "./reconcile";
 import { judgePoint } from "./verdict";
@@ -153,7 +153,7 @@ async function edge(get: HttpGet, routes: TrialRoutes, hosts: HostProbes, o: Tri
 export async function runTrial(get: HttpGet, routes: TrialRoutes, hosts: HostProbes, o: TrialOptions): Promise<TrialOutcome> {
   const log = o.log ?? (() => undefined);
   const engines = o.profiles.map((p) => ({ role: p.role, row: p.row }));
-  const range = profiledRange(engines, o.point.mix);
+  const { range } = pointRange(engines, o.point);
   const prediction = throughRouter(predictPoint(engines, o.point), o.routerOverheadS);
   log(`trial ${o.point.id}: draining, then ${o.point.requests} requests at ${o.point.rate}/s`);
   const before = await edge(get, routes, hosts, o);

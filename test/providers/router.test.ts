@@ -44,8 +44,7 @@ import { provider as commandRecordProvider } from "../../dynamic-providers/comma
 import { evidenceRoot } from "../../lib/evidence";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
 import { pidAlive } from "../../sim/hosts/exec";
-import { runTrial, type HostProbes, type TrialOptions, type TrialRoutes } from "../../lib/trial/run";
-import { fetchGet } from "../../lib/trial/http";
+import { fetchGet, runTrial, type HostProbes, type TrialOptions, type TrialRoutes } from "../../lib/trial";
 import type { ProfileRow } from "../../lib/profiling";
 
 const run = promisify(execFile);

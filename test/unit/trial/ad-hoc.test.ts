@@ -1,6 +1,7 @@
 /** `npm run trial`: its arguments, the point it takes from the stack's state, and the demo's capacity lines. */
 import { expect } from "chai";
-import { adhocInputs, parseTrialArgs, revealed } from "../../../scripts/trial";
+import { adhocInputs, parseTrialArgs } from "../../../scripts/trial";
+import { revealed } from "../../../lib/secret-envelope";
 import { capacityLines } from "../../../scripts/capacity-lines";
 import { UsageError } from "../../../scripts/args";
 import { listenerProblem } from "../../../dynamic-providers/load-trial/provider";

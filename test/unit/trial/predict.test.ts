@@ -2,8 +2,7 @@ import { expect } from "chai";
 import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
 import { prefillTime, tokenInterval } from "../../../lib/preflight/judge";
-import { decodeRequestLimit, departure, predictedCurve, predictPoint, profiledRange, rangeProblems, type PredictEngine } from "../../../lib/trial/predict";
-import type { TrialPoint } from "../../../lib/trial/types";
+import { decodeRequestLimit, departure, pointRange, predictedCurve, predictPoint, profiledRange, rangeProblems, type PredictEngine, type TrialPoint } from "../../../lib/trial";
 import { caught, row, summary } from "./fixtures";
 
 const PYTHON = resolve(__dirname, "../../../.tools/venv/bin/python");
@@ -139,6 +138,22 @@ describe("trial profiled range", () => {
       "trial.points[2].mix[1].outputTokens 2000 is outside the profiled decode outputs [1, 1024]; use an output length within it, or profile a wider decode sweep",
     ]);
     expect(rangeProblems(point({ mix: [{ promptTokens: 8, outputTokens: 100, weight: 1 }] }), range)[0]).to.match(/^trial\.points\[id=p1\]\.mix\[0\]\.promptTokens 8 is outside/);
+  });
+
+  it("judges a point by the range for its own mix: the range, and each field outside it", () => {
+    const engines = pd([row("p0", { prefill_min_tokens: 32, prefill_max_tokens: 2048 })], [row("d0", { decode_min_output_tokens: 8, decode_max_output_tokens: 512 })]);
+    const within = pointRange(engines, point());
+    expect(within.range.promptTokens).to.deep.equal([32, 2048]);
+    expect(within.range.outputTokens).to.deep.equal([8, 512]);
+    expect(within.range.maxRate).to.equal(profiledRange(engines, point().mix).maxRate);
+    expect(within.problems).to.deep.equal([]);
+    const mix = [{ promptTokens: 4000, outputTokens: 4, weight: 1 }];
+    const outside = pointRange(engines, point({ mix }), 1);
+    expect(outside.range).to.deep.equal(profiledRange(engines, mix));
+    expect(outside.problems).to.deep.equal([
+      "trial.points[1].mix[0].promptTokens 4000 is outside the profiled prefill sweep [32, 2048]; use a prompt length within it, or profile a wider prefill sweep",
+      "trial.points[1].mix[0].outputTokens 4 is outside the profiled decode outputs [8, 512]; use an output length within it, or profile a wider decode sweep",
+    ]);
   });
 
   it("refuses to predict outside the range, with code NARWHAL_TRIAL_RANGE", () => {

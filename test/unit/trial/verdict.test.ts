@@ -1,7 +1,5 @@
 import { expect } from "chai";
-import { DEFAULT_TOLERANCE } from "../../../lib/trial/reconcile";
-import type { Reconciliation } from "../../../lib/trial/types";
-import { judgePoint } from "../../../lib/trial/verdict";
+import { DEFAULT_TOLERANCE, judgePoint, type Reconciliation } from "../../../lib/trial";
 import { summary } from "./fixtures";
 
 const reconciled: Reconciliation = { status: "reconciled", causes: [], checks: [], tolerance: DEFAULT_TOLERANCE };
