@@ -8,6 +8,7 @@
  * evidence is pending, and `pulumi up --policy-pack` judges it again on the state the update leaves.
  * A resource that has been measured (its measurement time is recorded) but lacks its digest is a violation.
  */
+import { SECRET_CONFIG_KEYS } from "../config/secrets";
 import { sha256Json } from "../digest";
 import { textDigest } from "../router/serve";
 
@@ -59,9 +60,6 @@ export const TYPES = {
   command: "command:remote:Command",
   nodejsProvider: "pulumi:providers:pulumi-nodejs",
 } as const;
-
-/** Config keys the program reads only as secrets (entry/stack-config.ts); a plain value in the stack file is in cleartext on disk. */
-export const SECRET_CONFIG_KEYS = ["engineApiKey", "sshPrivateKey", "sshPrivateKeys", "sshPasswords", "grafanaAdminPassword"] as const;
 
 /** The values @pulumi/policy (and the engine) use for a value not known until the update runs. */
 export const UNKNOWN_VALUES: ReadonlySet<string> = new Set([

@@ -6,6 +6,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { expect } from "chai";
+import { SECRET_CONFIG_KEYS } from "../../../lib/config/secrets";
 import { judge, POLICY_NAMES, UNKNOWN_VALUES, PolicyName, PolicyOptions, routerDocumentText, StackResource, stackNameOf } from "../../../lib/policy";
 
 const FIXTURE = path.join(__dirname, "..", "..", "fixtures", "policy", "converged.json");
@@ -185,6 +186,12 @@ describe("lib/policy: the evidence gates of the policy pack", () => {
       ]);
       expect(messages("secret-config", [], config({ "narwhal-fleet:sshPasswords": { sim11: SECURE, sim12: "pw" } }))).to.have.length(1);
       expect(messages("secret-config", [], config({ "narwhal-fleet:sshPasswords": { sim11: SECURE }, "narwhal-fleet:engineApiKey": SECURE }))).to.deep.equal([]);
+    });
+
+    it("judges every key the stack config reads as a secret, and no other", () => {
+      const config = (c: Record<string, unknown>): PolicyOptions => ({ stackConfig: { path: "Pulumi.policy.yaml", config: c } });
+      for (const key of SECRET_CONFIG_KEYS) expect(messages("secret-config", [], config({ [`narwhal-fleet:${key}`]: "plain" })), key).to.have.length(1);
+      expect(messages("secret-config", [], config({ "narwhal-fleet:sshPrivateKeyFile": "keys/id_ed25519" }))).to.deep.equal([]);
     });
 
     it("fails closed when the stack file cannot be read", () => {
