@@ -1,11 +1,10 @@
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../digest";
+import { UNKNOWN } from "../unknown";
 
 /** How the engine marks a secret in event state: the value itself never reaches an event in plaintext. */
 const SECRET_SIG = "4dabf18193072939515e22adb298388d";
 const SECRET_SIG_VALUE = "1b47061264138c4ac30d75fd1eb44270";
-/** How the engine marks a value that is only known after apply (plugin.UnknownStringValue). */
-export const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 
 export const SECRET_TEXT = "[secret]";
 export const UNKNOWN_TEXT = "(known after apply)";

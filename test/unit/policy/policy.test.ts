@@ -7,10 +7,10 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { expect } from "chai";
 import { SECRET_CONFIG_KEYS } from "../../../lib/config/secrets";
+import { UNKNOWN } from "../../../lib/unknown";
 import { judge, POLICY_NAMES, UNKNOWN_VALUES, PolicyName, PolicyOptions, routerDocumentText, StackResource, stackNameOf } from "../../../lib/policy";
 
 const FIXTURE = path.join(__dirname, "..", "..", "fixtures", "policy", "converged.json");
-const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 const SECURE = { secure: "v1:abc" };
 const CONFIG: PolicyOptions = { stackConfig: { path: "Pulumi.policy.yaml", config: { "narwhal-fleet:engineApiKey": SECURE } } };
 
