@@ -13,6 +13,7 @@ import { storedJump } from "../lib/ssh/stored-login";
 import type { SshConfig } from "../lib/ssh/ssh-config";
 import { manifestIdentity } from "../lib/checkpoint/compare";
 import { fleetDocument } from "../lib/fleet/fleet-document";
+import { sidecarEndpoint } from "../lib/attestation/sidecar";
 import { generatedConfig } from "../lib/fleet/generated-config";
 
 export interface DiscoveryArgs {
@@ -188,7 +189,7 @@ function writeDeploymentConfig(name: string, args: DiscoveryArgs, gate: Discover
     .apply(([generated, launchPlans, product, tp]) => {
       const endpoints = spec.engines.map((e) => {
         const url = launchPlans.find((p) => p.engineId === e.id)!.url;
-        return { id: e.id, url, attestationUrl: `${url.replace(/:\d+$/, `:${e.attestationPort}`)}/v1/attestation` };
+        return { id: e.id, url, attestationUrl: sidecarEndpoint(url, e.attestationPort).url };
       });
       const document = fleetDocument(spec, endpoints, { accelerator: product ?? "none", acceleratorsPerEngine: tp, tensorParallel: tp }, { profilesPath: "runs/profiles.json" });
       return generatedConfig(spec, gate.routerHost, generated, launchPlans, document);

@@ -1,8 +1,6 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { canonicalJson } from "../lib/digest";
-
-/** The engine's placeholder for a value that is not known until apply (only seen during preview). */
-export const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+import { UNKNOWN } from "../lib/unknown";
 
 /** True when a value, or anything inside it, is only known after apply (preview). */
 export function hasUnknown(v: unknown): boolean {

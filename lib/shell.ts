@@ -17,17 +17,3 @@ export function envFile(env: Readonly<Record<string, string>>): string {
     })
     .join("");
 }
-
-/**
- * `shebang_python <first line>`: the interpreter a "#!" line names (through env when it uses env).
- * Shared by discovery's runtime probe and the image check, which must find the same Python.
- */
-export const SHEBANG_PYTHON_SH = `shebang_python() {
-  _s_words=\${1#??}
-  set -f; set -- $_s_words; set +f
-  case "\${1:-}" in
-    */env) if [ -n "\${2:-}" ]; then command -v "$2" 2>/dev/null; fi ;;
-    /*) printf '%s\\n' "$1" ;;
-  esac
-}
-`;

@@ -10,7 +10,8 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { NOT_SERVING, observeLiveness, restartReason } from "../../lib/liveness";
-import { diffInputs, UNKNOWN } from "../diff";
+import { UNKNOWN } from "../../lib/unknown";
+import { diffInputs } from "../diff";
 import { schemaCheck } from "../evidence-provider";
 import { livenessInputs } from "./check";
 import type { LivenessInputs, LivenessOutputs } from "./types";

@@ -10,6 +10,7 @@ import { adoptionFor, type AdoptSource } from "../profiling/adopt";
 import { adoptionLimitReason, NARWHAL_FIT_LIMITS } from "../profiling/fit-limits";
 import { attestationBindingDigest, identityGenerationDigest } from "../profiling/store";
 import { runbookStanding, type RunbookDecision, type RunbookSurvey } from "../launch/runbook";
+import { sidecarEndpoint } from "../attestation/sidecar";
 import type { EngineSpec, FleetSpec } from "../config";
 
 /** What a preview forecasts: the runbook engines it reads, the profiles it judges, and the calibration. */
@@ -57,7 +58,10 @@ export interface SidecarAnswer {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** Where the runbook's sidecar answers: launch.json's endpoint host and `attestation_port`. */
+/**
+ * Where the runbook's sidecar answers: launch.json's endpoint host and `attestation_port`. Narwhal writes
+ * the engine URL it was given (http, with the engine's port, any path kept), so its origin is the engine URL.
+ */
 export function runbookAttestationUrl(s: RunbookSurvey): string | undefined {
   if (s.launchJson === undefined) return undefined;
   let plan: unknown;
@@ -67,8 +71,13 @@ export function runbookAttestationUrl(s: RunbookSurvey): string | undefined {
     return undefined;
   }
   if (!isObject(plan) || typeof plan.endpoint !== "string" || !Number.isInteger(plan.attestation_port)) return undefined;
-  const m = /^(https?:\/\/[^/:]+|https?:\/\/\[[^\]]+\])(:\d+)?/.exec(plan.endpoint);
-  return m ? `${m[1]}:${String(plan.attestation_port)}/v1/attestation` : undefined;
+  const origin = /^http:\/\/(?:\[[^\]]+\]|[^/:]+):\d+/.exec(plan.endpoint);
+  if (!origin) return undefined;
+  try {
+    return sidecarEndpoint(origin[0], plan.attestation_port as number).url;
+  } catch {
+    return undefined; // not a TCP port: no sidecar to ask
+  }
 }
 
 /** The digests and engine identity of a `/v1/attestation` body, or what is wrong with it. */

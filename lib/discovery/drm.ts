@@ -4,8 +4,13 @@
  * render nodes in the order drivers probe devices, so `renderD(128+i)` is not GPU i in general), and the
  * pre-launch device check holds `/dev/kfd` and each GPU's `/dev/dri/renderD<N>`.
  */
-import type { GpuRow } from "./accelerators";
 import type { DevicePath } from "./devices";
+
+/** A GPU as the render-node match needs it: the vendor tool's index and PCI address (lib/discovery/accelerators.ts's GpuRow). */
+export interface GpuBus {
+  readonly index: number;
+  readonly busId: string;
+}
 
 /** One render node as sysfs shows it: its name and the PCI address its `device` link resolves to. */
 export interface RenderNode {
@@ -41,7 +46,7 @@ export function bdfidFunction(bdfid: string): string | null {
 }
 
 /** The render node (`/dev/dri/renderD<N>`) of each AMD GPU, by GPU index; a GPU sysfs shows none for has none. */
-export function renderNodesByGpu(gpus: ReadonlyArray<Pick<GpuRow, "index" | "busId">>, nodes: ReadonlyArray<RenderNode>): Map<number, string> {
+export function renderNodesByGpu(gpus: ReadonlyArray<GpuBus>, nodes: ReadonlyArray<RenderNode>): Map<number, string> {
   const out = new Map<number, string>();
   for (const g of gpus) {
     const fn = bdfidFunction(g.busId);
@@ -61,7 +66,7 @@ export function amdDevicePaths(renderNodes: ReadonlyMap<number, string>): string
  * What sysfs did not show: each AMD GPU without a render node, named by index and PCI function, as a
  * sentence the discovery error carries (it names the host).
  */
-export function missingRenderNodes(gpus: ReadonlyArray<Pick<GpuRow, "index" | "busId">>, renderNodes: ReadonlyMap<number, string>): string[] {
+export function missingRenderNodes(gpus: ReadonlyArray<GpuBus>, renderNodes: ReadonlyMap<number, string>): string[] {
   return gpus
     .filter((g) => !renderNodes.has(g.index))
     .map((g) => {

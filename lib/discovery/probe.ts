@@ -14,11 +14,11 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { shq } from "../shell";
+import { VLLM_EXECUTABLE_SH } from "../runtime/vllm-executable";
 import { AcceleratorInventory, inventoryFrom } from "./accelerators";
 import { DeviceCheck, deviceCheck, devicePathProblem, parseDeviceSection } from "./devices";
 import { amdDevicePaths, missingRenderNodes, pickDevicePaths } from "./drm";
 import { chooseFabricAddress, parseGlobalAddresses } from "./fabric-address";
-import { SHEBANG_PYTHON_SH } from "../shell";
 import { busyPlannedPorts, Listener, parseListeners, PlannedPort, PortConflict } from "./listeners";
 import { ModelConfigError, modelRequirements, ModelRequirements, parseModelFileSection } from "./model";
 import { RDMA_SH, rdmaSysfsCall, readRdmaSections, type RdmaInventory, type RdmaPortRequest } from "./rdma";
@@ -131,46 +131,21 @@ gpu_nodes_probe() {
   devices_probe gpu_devices "$@"
 }
 
-${SHEBANG_PYTHON_SH}
+${VLLM_EXECUTABLE_SH}
 ${RDMA_SH}
 runtime_native() {
   section runtime
   echo "kind native"
   printf 'command %s\\n' "$1"
-  _r_found=$(command -v "$1" 2>/dev/null) || _r_found=
-  case "$_r_found" in /*) ;; *) echo "script missing"; return 0 ;; esac
-  _r_path=$(readlink -f "$_r_found" 2>/dev/null) || _r_path=
-  [ -n "$_r_path" ] || _r_path=$_r_found
-  printf 'path %s\\n' "$_r_path"
-  _r_kind=binary; _r_py=
-  if [ "$(head -c 2 "$_r_path" 2>/dev/null)" = '#!' ]; then
-    _r_l1=$(head -n 1 "$_r_path" | head -c 300)
-    _r_l2=$(sed -n 2p "$_r_path" | head -c 300)
-    case "$_r_l1" in
-      *python*) _r_kind=python; _r_py=$(shebang_python "$_r_l1") ;;
-      *sh|*sh\\ *)
-        # pip's console script for a long interpreter path: #!/bin/sh, then '''exec' "/path/python" "$0" "$@"
-        case "$_r_l2" in
-          "'''exec' \\""*) _r_kind=python; _r_py=\${_r_l2#*\\"}; _r_py=\${_r_py%%\\"*} ;;
-          *) _r_kind=shell ;;
-        esac ;;
-      *) _r_kind=other-script ;;
-    esac
-  fi
-  if [ "$_r_kind" = python ]; then
-    # The interpreter next to the console script is the environment vllm runs in.
-    _r_dir=$(dirname "$_r_path")
-    for _r_c in "$_r_dir/python3" "$_r_dir/python"; do
-      if [ -x "$_r_c" ]; then _r_py=$_r_c; break; fi
-    done
-    case "$_r_py" in /*) [ -x "$_r_py" ] || _r_py= ;; *) _r_py= ;; esac
-  fi
-  printf 'script %s\\n' "$_r_kind"
-  printf 'interpreter %s\\n' "\${_r_py:--}"
-  capture runtime_version 120 "$_r_found" --version
-  if [ -n "$_r_py" ]; then
-    capture runtime_packages 120 "$_r_py" -m pip list --format json --disable-pip-version-check
-    if [ "$_rc" -ne 0 ]; then capture runtime_packages_meta 60 "$_r_py" -c "$PYMETA"; fi
+  vllm_executable "$1"
+  if [ "$_v_kind" = missing ]; then echo "script missing"; return 0; fi
+  printf 'path %s\\n' "$_v_path"
+  printf 'script %s\\n' "$_v_kind"
+  printf 'interpreter %s\\n' "\${_v_py:--}"
+  capture runtime_version 120 "$_v_found" --version
+  if [ -n "$_v_py" ]; then
+    capture runtime_packages 120 "$_v_py" -m pip list --format json --disable-pip-version-check
+    if [ "$_rc" -ne 0 ]; then capture runtime_packages_meta 60 "$_v_py" -c "$PYMETA"; fi
   fi
 }
 

@@ -4,6 +4,7 @@
  * program writes map to fixed path aliases.
  */
 import type { FleetSpec } from "../config";
+import { SECRET_CONFIG_KEYS } from "../config/secrets";
 import type { ExportAliases } from "./sanitise";
 
 /** What discovery reported for a host (the stack's `hosts` output); both fields optional before Gate A. */
@@ -57,7 +58,7 @@ export function exportAliases(sources: AliasSources): ExportAliases {
 }
 
 /** Config keys that hold secrets (entry/stack-config.ts reads the same ones as Pulumi secrets). */
-const SECRET_KEYS = new Set(["engineApiKey", "sshPrivateKey", "sshPrivateKeys", "sshPasswords", "grafanaAdminPassword"]);
+const SECRET_KEYS: ReadonlySet<string> = new Set(SECRET_CONFIG_KEYS);
 
 /** Every string inside a config value: secret maps (`sshPasswords`) hold one secret per host. */
 function stringsOf(value: unknown): string[] {

@@ -1,3 +1,4 @@
+import { sidecarEndpoint } from "../attestation/sidecar";
 import type { FleetSpec } from "../config";
 import { launchRecord, type LaunchRecord } from "../launch/plan";
 import { envFile } from "../shell";
@@ -63,7 +64,7 @@ export function generatedConfig(
     env[`NARWHAL_NODE_${n}_SSH`] = destination(h);
     env[`NARWHAL_NODE_${n}_IP`] = h.fabricAddress;
     env[`NARWHAL_NODE_${n}_URL`] = plan.url;
-    env[`NARWHAL_NODE_${n}_ATTESTATION_URL`] = `${plan.url.replace(/:\d+$/, `:${e.attestationPort}`)}/v1/attestation`;
+    env[`NARWHAL_NODE_${n}_ATTESTATION_URL`] = sidecarEndpoint(plan.url, e.attestationPort).url;
     if (e.gpuIds) env[`NARWHAL_NODE_${n}_GPU_IDS`] = e.gpuIds.join(",");
   });
   return {

@@ -1,11 +1,11 @@
-import { SHEBANG_PYTHON_SH } from "../shell";
+import { VLLM_EXECUTABLE_SH } from "../runtime/vllm-executable";
 /**
  * The native runtime's identity, read on the host by one POSIX sh script (`sh -s -- <vllmCommand>`,
  * script on stdin): where the command resolves, the SHA-256 of that file, what `--version` prints, and
  * which Python runs the runtime check.
  *
- * The interpreter is found as discovery finds it (lib/discovery/probe.ts): for a pip console script the
- * `python3` beside it, else the one its `#!` line (or pip's `'''exec'` line) names. A launcher that is not
+ * The command and its interpreter are found as discovery finds them (lib/runtime/vllm-executable.ts): for a
+ * pip console script the `python3` beside it, else the one its `#!` line (or pip's `'''exec'` line) names. A launcher that is not
  * a Python console script (a wrapper script, a binary) has no interpreter of its own, so the login's
  * `python3` runs the check; the identity check then requires that Python's vLLM to report the same version
  * as the launcher, so a check of some other environment cannot pass.
@@ -17,44 +17,23 @@ bounded() {
   _b_secs=$1; shift
   if command -v timeout >/dev/null 2>&1; then timeout "$_b_secs" "$@" </dev/null; else "$@" </dev/null; fi
 }
-${SHEBANG_PYTHON_SH}identity_main() {
+${VLLM_EXECUTABLE_SH}identity_main() {
   printf 'command %s\\n' "$1"
-  _found=$(command -v "$1" 2>/dev/null) || _found=
-  case "$_found" in /*) ;; *) echo "script missing"; return 0 ;; esac
-  _path=$(readlink -f "$_found" 2>/dev/null) || _path=
-  [ -n "$_path" ] || _path=$_found
-  printf 'path %s\\n' "$_path"
-  _sum=$(sha256sum <"$_path" 2>/dev/null | cut -d' ' -f1) || _sum=
+  vllm_executable "$1"
+  if [ "$_v_kind" = missing ]; then echo "script missing"; return 0; fi
+  printf 'path %s\\n' "$_v_path"
+  _sum=$(sha256sum <"$_v_path" 2>/dev/null | cut -d' ' -f1) || _sum=
   printf 'sha256 %s\\n' "\${_sum:--}"
-  _kind=binary; _py=
-  if [ "$(head -c 2 "$_path" 2>/dev/null)" = '#!' ]; then
-    _l1=$(head -n 1 "$_path" | head -c 300)
-    _l2=$(sed -n 2p "$_path" | head -c 300)
-    case "$_l1" in
-      *python*) _kind=python; _py=$(shebang_python "$_l1") ;;
-      *sh|*sh\\ *)
-        case "$_l2" in
-          "'''exec' \\""*) _kind=python; _py=\${_l2#*\\"}; _py=\${_py%%\\"*} ;;
-          *) _kind=shell ;;
-        esac ;;
-      *) _kind=other-script ;;
-    esac
-  fi
+  _kind=$_v_kind; _py=$_v_py
   _source=console-script
-  if [ "$_kind" = python ]; then
-    _dir=$(dirname "$_path")
-    for _c in "$_dir/python3" "$_dir/python"; do
-      if [ -x "$_c" ]; then _py=$_c; break; fi
-    done
-    case "$_py" in /*) [ -x "$_py" ] || _py= ;; *) _py= ;; esac
-  else
+  if [ "$_kind" != python ]; then
     _source=login-python3
     _py=$(command -v python3 2>/dev/null) || _py=
   fi
   printf 'script %s\\n' "$_kind"
   printf 'interpreter %s\\n' "\${_py:--}"
   printf 'interpreter_source %s\\n' "$_source"
-  _out=$(bounded "$2" "$_found" --version 2>&1); _rc=$?
+  _out=$(bounded "$2" "$_v_found" --version 2>&1); _rc=$?
   printf 'version_rc %s\\n' "$_rc"
   printf '@@version\\n%s\\n' "$_out"
 }

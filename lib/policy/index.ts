@@ -8,8 +8,10 @@
  * evidence is pending, and `pulumi up --policy-pack` judges it again on the state the update leaves.
  * A resource that has been measured (its measurement time is recorded) but lacks its digest is a violation.
  */
+import { SECRET_CONFIG_KEYS } from "../config/secrets";
 import { sha256Json } from "../digest";
 import { textDigest } from "../router/serve";
+import { UNKNOWN } from "../unknown";
 
 /** A resource as the pack sees it: its type, URN, name and outputs (secrets already unwrapped by the CLI). */
 export interface StackResource {
@@ -60,12 +62,9 @@ export const TYPES = {
   nodejsProvider: "pulumi:providers:pulumi-nodejs",
 } as const;
 
-/** Config keys the program reads only as secrets (entry/stack-config.ts); a plain value in the stack file is in cleartext on disk. */
-export const SECRET_CONFIG_KEYS = ["engineApiKey", "sshPrivateKey", "sshPrivateKeys", "sshPasswords", "grafanaAdminPassword"] as const;
-
-/** The values @pulumi/policy (and the engine) use for a value not known until the update runs. */
+/** The values @pulumi/policy (and the engine) use for a value not known until the update runs: the engine's string sentinel and @pulumi/policy's own, one per kind. */
 export const UNKNOWN_VALUES: ReadonlySet<string> = new Set([
-  "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
+  UNKNOWN,
   "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7",
   "3eeb2bf0-c639-47a8-9e75-3b44932eb421",
   "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2",

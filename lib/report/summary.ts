@@ -1,6 +1,7 @@
+import { UNKNOWN } from "../unknown";
 import type { PreviewEvent, StepMetadata, StepState } from "./events";
 import { evidenceKind, GATE_ORDER, GATE_TITLES, type Gate } from "./kinds";
-import { holdsSecret, holdsUnknown, renderValue, sameValue, SECRET_TEXT, UNKNOWN } from "./values";
+import { holdsSecret, holdsUnknown, renderValue, sameValue, SECRET_TEXT } from "./values";
 
 /** A piece of evidence: which resource, what it is, and which host or engine it speaks for. */
 export interface EvidenceRef {

@@ -1,9 +1,7 @@
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../digest";
 import { isSecret } from "../secret-envelope";
-
-/** How the engine marks a value that is only known after apply (plugin.UnknownStringValue). */
-export const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+import { UNKNOWN } from "../unknown";
 
 export const SECRET_TEXT = "[secret]";
 export const UNKNOWN_TEXT = "(known after apply)";

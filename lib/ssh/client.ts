@@ -4,6 +4,7 @@ import { HostKey, hostKeyFromBlob, hostKeyMismatchMessage, parseHostKeyLine } fr
 import { LoginProgress } from "./login-progress";
 import { configuredHost } from "./configured-hosts";
 import { connectionLostMessage, loginClosedMessage, loginFailedMessage, loginTimeoutMessage } from "./messages";
+import { SshError } from "./errors";
 import type { SshTarget } from "./login";
 
 /**
@@ -64,17 +65,6 @@ export interface ExecResult {
   readonly code: number;
   readonly stdout: string;
   readonly stderr: string;
-}
-
-export class SshError extends Error {
-  constructor(
-    readonly code: "NARWHAL_SSH_HOST_KEY" | "NARWHAL_SSH_CONNECT" | "NARWHAL_SSH_TIMEOUT" | "NARWHAL_SSH_EXEC" | "NARWHAL_SSH_LOST",
-    message: string,
-    /** A remote command's exit status, when that is what failed (`run`). */
-    readonly exitStatus?: number,
-  ) {
-    super(message);
-  }
 }
 
 /**

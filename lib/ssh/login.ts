@@ -1,4 +1,4 @@
-import { SshError } from "./client";
+import { SshError } from "./errors";
 
 /**
  * How to log in to one host: the only login shape. Components resolve it from the config

@@ -1,6 +1,13 @@
 /** The trial's reads (`/metrics`, `/health`, Prometheus' query API) as one bounded GET over undici's fetch. */
 import { noteHttp } from "../evidence/http-journal";
-import type { HttpGet } from "./run";
+
+export interface HttpReply {
+  status: number;
+  body: string;
+}
+
+/** A GET with a named bound; the provider supplies it over undici. */
+export type HttpGet = (url: string, timeoutS: number) => Promise<HttpReply>;
 
 export const fetchGet: HttpGet = async (url, timeoutS) => {
   const startedAt = new Date().toISOString();

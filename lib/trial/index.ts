@@ -15,6 +15,6 @@ export { decodeRequestLimit, departure, pointRange, predictedCurve, predictPoint
 export { countersFromPrometheus, engineCounters, routerCounters, TRIAL_QUERIES, type QueryReply, type TrialQuery, type VectorSample } from "./counters";
 export { DEFAULT_TOLERANCE, reconcile, type ReconcileInput } from "./reconcile";
 export { judgePoint } from "./verdict";
-export { runTrial, TRIAL_VOCABULARY, type EdgeSnapshot, type HostProbes, type HttpGet, type HttpReply, type TrialOptions, type TrialOutcome, type TrialRoutes } from "./run";
-export { fetchGet } from "./http";
+export { runTrial, TRIAL_VOCABULARY, type EdgeSnapshot, type HostProbes, type TrialOptions, type TrialOutcome, type TrialRoutes } from "./run";
+export { fetchGet, type HttpGet, type HttpReply } from "./http";
 export { capacityPoint, type CapacityPoint } from "./capacity";

@@ -5,7 +5,7 @@
  * the edge, within a bound, and otherwise says which target it never saw.
  */
 import { countersFromPrometheus, TRIAL_QUERIES, type QueryReply, type TrialQuery } from "./counters";
-import type { HttpGet } from "./run";
+import type { HttpGet } from "./http";
 import type { CounterSnapshot } from "./types";
 
 const QUERY_TIMEOUT_S = 10;

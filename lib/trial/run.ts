@@ -11,17 +11,10 @@ import { departure, pointRange, predictedCurve, predictPoint, throughRouter } fr
 import { engineCounters, routerCounters } from "./counters";
 import { reconcile, DEFAULT_TOLERANCE } from "./reconcile";
 import { judgePoint } from "./verdict";
+import type { HttpGet } from "./http";
 import { prometheusCounters } from "./prometheus";
 import type { ClientRun, CounterSnapshot, TrialObservations, TrialPoint, TrialSlo } from "./types";
 import type { ProfileRow } from "../profiling";
-
-export interface HttpReply {
-  status: number;
-  body: string;
-}
-
-/** A GET with a named bound; the provider supplies it over undici. */
-export type HttpGet = (url: string, timeoutS: number) => Promise<HttpReply>;
 
 export interface TrialRoutes {
   /** Base URL reaching the router (a forward's loopback end). */

@@ -4,7 +4,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { provider } from "../../dynamic-providers/command-record/provider";
 import type { CommandRecordInputs, CommandRecordOutputs } from "../../dynamic-providers/command-record/types";
-import { UNKNOWN } from "../../dynamic-providers/diff";
+import { UNKNOWN } from "../../lib/unknown";
 import { EvidenceStore, evidenceRoot, gateOfKind } from "../../lib/evidence";
 
 describe("command record: Gates B and G in the evidence store", () => {

@@ -10,7 +10,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { modelRequirements } from "../../lib/discovery/model";
 import { parseProbe, PROBE_SCRIPT, probeCommand, ProbeOptions, HostFacts } from "../../lib/discovery/probe";
-import { SshError, SshSession } from "../../lib/ssh/client";
+import { SshSession } from "../../lib/ssh/client";
+import { SshError } from "../../lib/ssh/errors";
 import { runInHost, simUp, spawnInHost } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 

@@ -15,6 +15,7 @@ import { EngineGeneration } from "../../dynamic-providers/engine-generation/reso
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
 import { sha256Json } from "../../lib/digest";
 import { evidenceRoot } from "../../lib/evidence";
+import { UNKNOWN } from "../../lib/unknown";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { keptAttempt } from "../support/kept-attempt";
@@ -285,7 +286,7 @@ describe("Gate C providers against the engine simulator", function () {
       { property: "processIdentity", reason: "exactly one of pid or containerId must be set" },
       { property: "probeTimeoutS", reason: "probeTimeoutS must be a positive number of seconds, got 0" },
     ]);
-    const unknown = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+    const unknown = UNKNOWN;
     const preview = await generationProvider.check!({}, { ...generationInputs(engine), url: unknown, processIdentity: { hostAlias: "local", pid: unknown } });
     expect(preview.failures).to.equal(undefined);
     const capture = await captureProvider.check!({}, {
@@ -311,7 +312,7 @@ describe("Gate C providers against the engine simulator", function () {
     expect(mismatched.failures).to.deep.equal([{ property: "engineLog", reason: "engineLog is a container's log, but processIdentity names no container" }]);
     const relative = await captureProvider.check!({}, { ...captureInputs(proved), engineLog: { kind: "files", paths: ["/srv/runs/e1/engine.log", "startup.log"] } });
     expect(relative.failures).to.deep.equal([{ property: "engineLog", reason: 'engineLog.paths must list the log files\' absolute paths on the host, got ["/srv/runs/e1/engine.log","startup.log"]' }]);
-    const previewed = await captureProvider.check!({}, { ...captureInputs(proved), engineLog: "04da6b54-80e4-46f7-96ec-b56ff0331ba9" as never, login: "04da6b54-80e4-46f7-96ec-b56ff0331ba9" as never });
+    const previewed = await captureProvider.check!({}, { ...captureInputs(proved), engineLog: UNKNOWN as never, login: UNKNOWN as never });
     expect(previewed.failures).to.equal(undefined);
   });
 });

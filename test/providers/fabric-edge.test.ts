@@ -7,7 +7,7 @@ import { LOCK_FILE } from "../../dynamic-providers/fabric-edge/lock";
 import type { FabricEdgeInputs, FabricEdgeOutputs } from "../../dynamic-providers/fabric-edge/types";
 import { provider as gate } from "../../dynamic-providers/fabric-gate/provider";
 import type { FabricGateInputs, FabricGateOutputs } from "../../dynamic-providers/fabric-gate/types";
-import { UNKNOWN } from "../../dynamic-providers/diff";
+import { UNKNOWN } from "../../lib/unknown";
 import { evidenceRoot } from "../../lib/evidence";
 import { runInHost, simDown, simUp, spawnInHost } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";

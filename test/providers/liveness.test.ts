@@ -7,7 +7,7 @@
 import { expect } from "chai";
 import { provider } from "../../dynamic-providers/liveness/provider";
 import type { LivenessInputs, LivenessOutputs } from "../../dynamic-providers/liveness/types";
-import { UNKNOWN } from "../../dynamic-providers/diff";
+import { UNKNOWN } from "../../lib/unknown";
 import { http, makeModel, removeTemps, startEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";
 
 const ARGS = ["--served-model-name", "tiny", "--max-model-len", "4096"];

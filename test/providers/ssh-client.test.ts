@@ -1,7 +1,8 @@
 import { expect } from "chai";
 import * as fs from "node:fs";
 import * as net from "node:net";
-import { SshError, SshSession, withSsh } from "../../lib/ssh/client";
+import { SshSession, withSsh } from "../../lib/ssh/client";
+import { SshError } from "../../lib/ssh/errors";
 import { setConfiguredHosts } from "../../lib/ssh/configured-hosts";
 import { OPERATE, sshTarget, type SshTarget } from "../../lib/ssh/login";
 import { simUp, spawnInHost } from "../../sim/hosts";

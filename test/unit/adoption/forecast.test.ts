@@ -66,6 +66,12 @@ describe("adoption forecast (preview of an up that brings engines under the prog
   it("reads the runbook sidecar's URL from launch.json and the digests from its answer", () => {
     expect(runbookAttestationUrl(survey)).to.equal(`${plan.url.replace(/:\d+$/, "")}:8200/v1/attestation`);
     expect(runbookAttestationUrl({ ...survey, launchJson: undefined })).to.equal(undefined);
+    const launchJson = (endpoint: string, port: unknown = 8200) => ({ ...survey, launchJson: Buffer.from(JSON.stringify({ endpoint, attestation_port: port })).toString("base64") });
+    expect(runbookAttestationUrl(launchJson("http://10.0.0.7:8100/"))).to.equal("http://10.0.0.7:8200/v1/attestation");
+    expect(runbookAttestationUrl(launchJson("http://gpu-a.corp:8100/v1"))).to.equal("http://gpu-a.corp:8200/v1/attestation");
+    expect(runbookAttestationUrl(launchJson("http://[fd00::7]:8100"))).to.equal("http://[fd00::7]:8200/v1/attestation");
+    expect(runbookAttestationUrl(launchJson("http://10.0.0.7:8100", 70000)), "not a TCP port").to.equal(undefined);
+    expect(runbookAttestationUrl(launchJson("10.0.0.7:8100")), "not an engine URL").to.equal(undefined);
     expect(parseSidecarAnswer(JSON.stringify({ attestation_digest: ATTESTED, engine: { version: "0.29.0", process_start_time_seconds: START } }))).to.deep.equal(answer({ launchDigest: null }));
     expect(parseSidecarAnswer("{}")).to.deep.equal({ problem: "its answer carries no attestation_digest" });
   });

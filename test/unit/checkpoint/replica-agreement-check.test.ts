@@ -1,7 +1,7 @@
 /** The ReplicaAgreement's check, as its check method runs it: each disagreement named by the list it is in, nothing judged while a record is unknown. */
 import { expect } from "chai";
 import { provider } from "../../../dynamic-providers/replica-agreement/provider";
-import { UNKNOWN } from "../../../dynamic-providers/diff";
+import { UNKNOWN } from "../../../lib/unknown";
 import { buildManifest } from "../../../lib/checkpoint/manifest";
 import * as fs from "node:fs";
 import * as os from "node:os";

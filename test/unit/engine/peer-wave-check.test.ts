@@ -1,7 +1,7 @@
 /** The PeerWave's input check, as its check method runs it: the members named, and a preview's unknowns left for the up. */
 import { expect } from "chai";
 import { provider } from "../../../dynamic-providers/peer-wave/provider";
-import { UNKNOWN } from "../../../dynamic-providers/diff";
+import { UNKNOWN } from "../../../lib/unknown";
 
 const member = (engineId: string) => ({ engineId, hostAlias: "h1", url: "http://198.18.0.11:8101", processIdentity: { hostAlias: "h1", pid: 10 }, restartScript: "true", login: { host: "198.18.0.11", port: 22, user: "narwhal" } });
 const inputs = (members: unknown) => ({ members, credentials: {}, restartTimeoutS: 120 });

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { movedPeers, peerChange, restartedMembers, waveFor } from "../../../lib/engine/peer-wave";
+import { UNKNOWN } from "../../../lib/unknown";
 
-const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 const isKnown = (v: unknown) => !JSON.stringify(v ?? null).includes(UNKNOWN);
 const pid = (hostAlias: string, p: number) => ({ hostAlias, pid: p });
 

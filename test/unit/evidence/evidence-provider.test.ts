@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { z } from "zod";
 import { EvidenceStore } from "../../../lib/evidence";
-import { UNKNOWN } from "../../../dynamic-providers/diff";
+import { UNKNOWN } from "../../../lib/unknown";
 import { evidenceProvider, type EvidenceProviderSpec } from "../../../dynamic-providers/evidence-provider";
 import { EVIDENCE_ALTERED } from "../../../dynamic-providers/integrity";
 import { sampleRecord, tempDirs } from "./helpers";

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parseFleetConfig } from "../../../lib/config";
+import { SECRET_CONFIG_KEYS } from "../../../lib/config/secrets";
 import { EvidenceStore, exportAliases, exportDeploymentRecord, splitStackConfig, type ExportAliases } from "../../../lib/evidence";
 import { TRIAL_ARTIFACTS, TRIAL_POINTS, trialRecord } from "../../fixtures/report/trial";
 import { filesUnder, rejectionOf, sampleRecord, tempDirs } from "./helpers";
@@ -236,5 +237,13 @@ describe("evidence: deployment record export", () => {
     });
     expect(plain).to.deep.equal({ hosts: [{ alias: "sim1" }], model: "plain text" });
     expect(secrets).to.have.members([API_KEY, JSON.stringify({ sim2: PASSWORD }), PASSWORD, GRAFANA, "tok-9"]);
+  });
+
+  it("redacts the value of every key the stack config reads as a secret, even when it is not marked secret", () => {
+    for (const key of SECRET_CONFIG_KEYS) {
+      const { plain, secrets } = splitStackConfig("narwhal-fleet", { [`narwhal-fleet:${key}`]: { value: "in-clear-text" } });
+      expect(secrets, key).to.deep.equal(["in-clear-text"]);
+      expect(plain, key).to.deep.equal({});
+    }
   });
 });

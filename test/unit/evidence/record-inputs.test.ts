@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { schemaFailures } from "../../../dynamic-providers/evidence-provider";
-import { UNKNOWN } from "../../../dynamic-providers/diff";
+import { UNKNOWN } from "../../../lib/unknown";
 import { discoveryInputs } from "../../../dynamic-providers/host-discovery/check";
 import { commandRecordInputs } from "../../../dynamic-providers/command-record/check";
 import { deploymentConfigInputs } from "../../../dynamic-providers/deployment-config/check";

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { edgeInputProblems } from "../../../dynamic-providers/fabric-edge/check";
 import type { FabricEdgeInputs } from "../../../dynamic-providers/fabric-edge/types";
-import { UNKNOWN } from "../../../dynamic-providers/diff";
+import { UNKNOWN } from "../../../lib/unknown";
 
 const end = (alias: string, n: number) => ({ alias, sshHost: `10.0.0.${n}`, hostKey: "ssh-ed25519 AAAA", fabricInterface: "fab0", fabricAddress: `10.0.1.${n}` });
 const login = { host: "10.0.0.1", port: 22, user: "root", connectTimeoutS: 10, maxSessions: 4 };

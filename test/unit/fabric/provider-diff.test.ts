@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { UNKNOWN } from "../../../dynamic-providers/diff";
+import { UNKNOWN } from "../../../lib/unknown";
 import { provider } from "../../../dynamic-providers/fabric-edge/provider";
 
 /** Only what diff reads: the inputs, and the path digests measured and seen by a refresh. */

@@ -4,7 +4,7 @@
  */
 import { expect } from "chai";
 import { provider } from "../../../dynamic-providers/image-check/provider";
-import { UNKNOWN } from "../../../dynamic-providers/diff";
+import { UNKNOWN } from "../../../lib/unknown";
 import { renderLaunchPlan } from "../../../lib/launch/plan";
 import { launchInputs } from "../launch/inputs";
 import { RUNTIME_CHECK_SHA256 } from "../../../lib/image-check";

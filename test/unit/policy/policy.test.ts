@@ -6,10 +6,11 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { expect } from "chai";
+import { SECRET_CONFIG_KEYS } from "../../../lib/config/secrets";
+import { UNKNOWN } from "../../../lib/unknown";
 import { judge, POLICY_NAMES, UNKNOWN_VALUES, PolicyName, PolicyOptions, routerDocumentText, StackResource, stackNameOf } from "../../../lib/policy";
 
 const FIXTURE = path.join(__dirname, "..", "..", "fixtures", "policy", "converged.json");
-const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 const SECURE = { secure: "v1:abc" };
 const CONFIG: PolicyOptions = { stackConfig: { path: "Pulumi.policy.yaml", config: { "narwhal-fleet:engineApiKey": SECURE } } };
 
@@ -185,6 +186,12 @@ describe("lib/policy: the evidence gates of the policy pack", () => {
       ]);
       expect(messages("secret-config", [], config({ "narwhal-fleet:sshPasswords": { sim11: SECURE, sim12: "pw" } }))).to.have.length(1);
       expect(messages("secret-config", [], config({ "narwhal-fleet:sshPasswords": { sim11: SECURE }, "narwhal-fleet:engineApiKey": SECURE }))).to.deep.equal([]);
+    });
+
+    it("judges every key the stack config reads as a secret, and no other", () => {
+      const config = (c: Record<string, unknown>): PolicyOptions => ({ stackConfig: { path: "Pulumi.policy.yaml", config: c } });
+      for (const key of SECRET_CONFIG_KEYS) expect(messages("secret-config", [], config({ [`narwhal-fleet:${key}`]: "plain" })), key).to.have.length(1);
+      expect(messages("secret-config", [], config({ "narwhal-fleet:sshPrivateKeyFile": "keys/id_ed25519" }))).to.deep.equal([]);
     });
 
     it("fails closed when the stack file cannot be read", () => {

@@ -7,7 +7,7 @@
 import { expect } from "chai";
 import { inputFailures, provider, rejudged } from "../../../dynamic-providers/calibration/provider";
 import type { CalibrationInputs, CalibrationOutputs } from "../../../dynamic-providers/calibration/types";
-import { UNKNOWN } from "../../../dynamic-providers/diff";
+import { UNKNOWN } from "../../../lib/unknown";
 
 const D = (c: string) => "sha256:" + c.repeat(64);
 const doc = () => ({

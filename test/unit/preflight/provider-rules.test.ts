@@ -6,7 +6,7 @@ import { expect } from "chai";
 import { failureSummary, inputFailures, provider } from "../../../dynamic-providers/preflight/provider";
 import { planOf, timeoutsOf } from "../../../dynamic-providers/preflight/plan";
 import type { PreflightInputs, PreflightOutputs } from "../../../dynamic-providers/preflight/types";
-import { UNKNOWN } from "../../../dynamic-providers/diff";
+import { UNKNOWN } from "../../../lib/unknown";
 import type { GateResult } from "../../../lib/preflight";
 
 const D = (c: string) => "sha256:" + c.repeat(64);

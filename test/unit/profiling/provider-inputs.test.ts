@@ -4,7 +4,7 @@
  */
 import { expect } from "chai";
 import { provider } from "../../../dynamic-providers/profile/provider";
-import { UNKNOWN } from "../../../dynamic-providers/diff";
+import { UNKNOWN } from "../../../lib/unknown";
 import { DEFAULT_SWEEP, NARWHAL_FIT_LIMITS } from "../../../lib/profiling";
 
 const D = (c: string) => "sha256:" + c.repeat(64);

@@ -1,5 +1,6 @@
 import { expect } from "chai";
-import { renderValue, sameValue, UNKNOWN } from "../../../lib/report/values";
+import { renderValue, sameValue } from "../../../lib/report/values";
+import { UNKNOWN } from "../../../lib/unknown";
 import { evidenceKind } from "../../../lib/report/kinds";
 
 const secret = { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", ciphertext: "[secret]" };

@@ -5,7 +5,8 @@
  */
 import { expect } from "chai";
 import { pinAgrees, withHostKeyOf } from "../../../lib/ssh/host-key";
-import { heldWhileStartStands, UNKNOWN } from "../../../dynamic-providers/diff";
+import { heldWhileStartStands } from "../../../dynamic-providers/diff";
+import { UNKNOWN } from "../../../lib/unknown";
 import { provider as discovery } from "../../../dynamic-providers/host-discovery/provider";
 import { provider as imageCheck } from "../../../dynamic-providers/image-check/provider";
 import { provider as fabricEdge } from "../../../dynamic-providers/fabric-edge/provider";
