@@ -20,7 +20,7 @@ import { invalidationSummary } from "../../scripts/stack/preview";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
 import { PROJECT_ROOT } from "./support/stack";
-import { startTraffic } from "./support/router-traffic";
+import { startTraffic, type TrafficReport } from "./support/router-traffic";
 
 const STACK = "e2e-faults";
 const WAVE = "fleet-kv-wave-1";
@@ -59,6 +59,31 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
       }
     })();
     return { stop: async () => ((sampling = false), await loop, samples) };
+  }
+
+  function printOutage(fault: string, { sent, failed, longestGapS }: TrafficReport): void {
+    console.log(
+      `      outage (${fault}): ${sent.length} sent, ${sent.filter((r) => r.outcome === 200).length} served, ${failed.length} failed ` +
+        `(${failed.filter((r) => r.engines.length === 0).length} reached no engine, ${failed.filter((r) => r.reason === "no_engine").length} found no placeable engine of a role); ` +
+        `longest time without a served request ${longestGapS.toFixed(1)} s`,
+    );
+  }
+
+  /**
+   * Clients through the router from before a fault until its one `up` converged: what a user saw. The
+   * figures are printed for docs/invalidation.md's table of outages per fault.
+   */
+  async function clientsThrough(fault: string, recover: () => Promise<void>): Promise<TrafficReport> {
+    const routerUrl = (await stack.outputs()).routerUrl.value as string;
+    const traffic = startTraffic(routerUrl, engines.map((e) => ({ id: e.id, url: `http://${hostOf(e.id).address}:${e.port}` })));
+    let report: TrafficReport | undefined;
+    try {
+      await recover();
+    } finally {
+      report = await traffic.stop(big.alias, `/var/lib/narwhal-fleet/${STACK}/router`);
+      printOutage(fault, report);
+    }
+    return report;
   }
 
   /** `iid/gate` of every NarwhalEvidenceStale alert Prometheus (on sim5) has firing. */
@@ -159,7 +184,8 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     const router = sampleRouter();
     await expectOneUpConverges(steps, ENGINES);
     const samples = await router.stop();
-    const { sent, failed, longestGapS } = await traffic.stop(big.alias, `/var/lib/narwhal-fleet/${STACK}/router`);
+    const report = await traffic.stop(big.alias, `/var/lib/narwhal-fleet/${STACK}/router`);
+    const { sent, failed } = report;
     // No request the router sent to engines answering /health throughout failed; the rest went to an
     // engine that was gone or restarting, or came while the router was being swapped.
     const atHealthy = failed.filter((r) => r.enginesHealthy);
@@ -167,9 +193,7 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     const served = sent.filter((r) => r.outcome === 200);
     expect(served.length, "requests served while the fleet recovered").to.be.greaterThan(10);
     expect(sent[sent.length - 1].outcome, "the last request, once the up converged").to.equal(200);
-    console.log(
-      `      traffic: ${sent.length} sent, ${served.length} served, ${failed.length} failed (${failed.filter((r) => r.engines.length === 0).length} reached no engine, ${failed.filter((r) => r.reason === "no_engine").length} found no placeable engine of a role); longest time without a served request ${longestGapS.toFixed(1)} s`,
-    );
+    printOutage("a, engine killed", report);
     expect((await waveState()).lastWave?.restarted.map((r) => r.engineId)).to.deep.equal(["f2"]);
     // The router that served before the fault still served once every engine had been restarted and proved
     // again; then it was swapped onto the new profile store.
@@ -183,47 +207,53 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
 
   it("(b) an engine restarted by hand: Prometheus alerts on its stale evidence; it serves, so only its peers restart; the alert clears", async () => {
     await awaitStaleEvidence((f) => f.length === 0, "no stale evidence on the converged fleet");
-    await restartByHand(STACK, "f2", big.alias);
-    await awaitHealthy(`http://${big.address}:8802`);
-    // The freshness exporter sees the new process start without any preview: an alert names f2's generation.
-    const firing = await awaitStaleEvidence((f) => f.includes("f2/generation"), "the alert on f2's generation");
-    expect(firing.filter((a) => !a.startsWith("f2/")), "alerts on the other engines").to.deep.equal([]);
-    const steps = await plannedChanges(stack, { refresh: true });
-    expect(steps.has("fleet-f2-liveness"), "a serving engine's liveness").to.equal(false);
-    expect(steps.get("fleet-f2-generation")).to.deep.include({ op: "replace", keys: ["generation"] });
-    for (const id of ["f1", "f3", "f4"]) expect(steps.get(`fleet-${id}-generation`), id).to.deep.include({ op: "replace", keys: ["peers"] });
-    expect([...steps.keys()].sort()).to.deep.equal([...ENGINES.flatMap(processEvidence), ...fleetAfterEngine(["sim5", "sim8"]), WAVE].sort());
-    await expectOneUpConverges(steps, ["f1", "f3", "f4"]);
+    await clientsThrough("b, engine restarted by hand", async () => {
+      await restartByHand(STACK, "f2", big.alias);
+      await awaitHealthy(`http://${big.address}:8802`);
+      // The freshness exporter sees the new process start without any preview: an alert names f2's generation.
+      const firing = await awaitStaleEvidence((f) => f.includes("f2/generation"), "the alert on f2's generation");
+      expect(firing.filter((a) => !a.startsWith("f2/")), "alerts on the other engines").to.deep.equal([]);
+      const steps = await plannedChanges(stack, { refresh: true });
+      expect(steps.has("fleet-f2-liveness"), "a serving engine's liveness").to.equal(false);
+      expect(steps.get("fleet-f2-generation")).to.deep.include({ op: "replace", keys: ["generation"] });
+      for (const id of ["f1", "f3", "f4"]) expect(steps.get(`fleet-${id}-generation`), id).to.deep.include({ op: "replace", keys: ["peers"] });
+      expect([...steps.keys()].sort()).to.deep.equal([...ENGINES.flatMap(processEvidence), ...fleetAfterEngine(["sim5", "sim8"]), WAVE].sort());
+      await expectOneUpConverges(steps, ["f1", "f3", "f4"]);
+    });
     expect((await waveState()).lastWave?.wave).to.deep.equal(["f1", "f3", "f4"]);
     await awaitStaleEvidence((f) => f.length === 0, "the alert cleared once the up converged");
   });
 
   it("(c) an engine hung (stopped, its port open): the refresh's bounded probe calls it hung and the up restarts it", async () => {
-    await runInHost(big.alias, ["sh", "-c", `kill -STOP "$(cat ${runDir("f3")}/pid)"`]);
-    const steps = await plannedChanges(stack, { refresh: true });
-    expectRestartPlanned(steps, "f3");
-    await expectOneUpConverges(steps, ENGINES);
+    await clientsThrough("c, engine hung", async () => {
+      await runInHost(big.alias, ["sh", "-c", `kill -STOP "$(cat ${runDir("f3")}/pid)"`]);
+      const steps = await plannedChanges(stack, { refresh: true });
+      expectRestartPlanned(steps, "f3");
+      await expectOneUpConverges(steps, ENGINES);
+    });
   });
 
   it("(d) the router host rebooted: its engines, sidecars, router and Prometheus all gone; the up starts each again", async () => {
-    // What a reboot leaves: sshd (it starts at boot) and nothing the stack started. The host's anchor
-    // process holds its mounts, as the machine's own filesystems would.
-    execFileSync("sh", ["-c", `for p in $(ip netns pids nw-${big.alias}); do
-      case "$(cat /proc/$p/comm 2>/dev/null)|$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null)" in sshd*|*"|sleep infinity ") ;; *) kill -KILL "$p" 2>/dev/null || true ;; esac
-    done`]);
-    const steps = await plannedChanges(stack, { refresh: true });
-    for (const id of ["f1", "f2", "f3"]) {
-      expect(steps.get(`fleet-${id}-liveness`), id).to.deep.include({ op: "replace", keys: ["serving"] });
-      expect(steps.get(`fleet-${id}-process`), id).to.deep.include({ op: "replace", keys: ["triggers"] });
-    }
-    expect(steps.has("fleet-f4-process"), "f4 (another host) is not restarted as dead").to.equal(false);
-    expect(steps.get("fleet-router-host-router-liveness")).to.deep.include({ op: "replace", keys: ["serving"] });
-    expect(steps.get("fleet-router-host-router-process")?.op).to.equal("update");
-    expect(steps.get("fleet-router-host-monitoring-prometheus-liveness")).to.deep.include({ op: "replace", keys: ["serving"] });
-    expect(steps.get("fleet-router-host-monitoring-prometheus")).to.deep.include({ op: "replace", keys: ["triggers"] });
-    expect(steps.get("fleet-router-host-monitoring-freshness-liveness")).to.deep.include({ op: "replace", keys: ["serving"] });
-    expect(steps.get("fleet-router-host-monitoring-freshness")).to.deep.include({ op: "replace", keys: ["triggers"] });
-    await expectOneUpConverges(steps, ENGINES);
+    await clientsThrough("d, router host rebooted", async () => {
+      // What a reboot leaves: sshd (it starts at boot) and nothing the stack started. The host's anchor
+      // process holds its mounts, as the machine's own filesystems would.
+      execFileSync("sh", ["-c", `for p in $(ip netns pids nw-${big.alias}); do
+        case "$(cat /proc/$p/comm 2>/dev/null)|$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null)" in sshd*|*"|sleep infinity ") ;; *) kill -KILL "$p" 2>/dev/null || true ;; esac
+      done`]);
+      const steps = await plannedChanges(stack, { refresh: true });
+      for (const id of ["f1", "f2", "f3"]) {
+        expect(steps.get(`fleet-${id}-liveness`), id).to.deep.include({ op: "replace", keys: ["serving"] });
+        expect(steps.get(`fleet-${id}-process`), id).to.deep.include({ op: "replace", keys: ["triggers"] });
+      }
+      expect(steps.has("fleet-f4-process"), "f4 (another host) is not restarted as dead").to.equal(false);
+      expect(steps.get("fleet-router-host-router-liveness")).to.deep.include({ op: "replace", keys: ["serving"] });
+      expect(steps.get("fleet-router-host-router-process")?.op).to.equal("update");
+      expect(steps.get("fleet-router-host-monitoring-prometheus-liveness")).to.deep.include({ op: "replace", keys: ["serving"] });
+      expect(steps.get("fleet-router-host-monitoring-prometheus")).to.deep.include({ op: "replace", keys: ["triggers"] });
+      expect(steps.get("fleet-router-host-monitoring-freshness-liveness")).to.deep.include({ op: "replace", keys: ["serving"] });
+      expect(steps.get("fleet-router-host-monitoring-freshness")).to.deep.include({ op: "replace", keys: ["triggers"] });
+      await expectOneUpConverges(steps, ENGINES);
+    });
     const outputs = await stack.outputs();
     expect((await request(`${outputs.routerUrl.value as string}/health`).then((r) => r.body.json()))).to.deep.include({ status: "ok" });
     expect((await request(`http://${big.address}:9851/-/healthy`)).statusCode).to.equal(200);
