@@ -136,9 +136,6 @@ interface Swept {
   effectiveSweep: ProfileResult["effectiveSweep"];
   startedAt: string;
   wallSeconds: number;
-  /** Decode cohorts measured again because the machine disturbed them, each kept; and those fitted anyway. */
-  resampled: MeasureRecord["decode_resampled"];
-  disturbedKept: number;
 }
 
 /** One full sweep of the engine. A stop condition records what was seen (verdict fail) and rejects naming the record. */
@@ -184,17 +181,7 @@ async function sweepOnce(i: ProfileInputs, binding: ReturnType<typeof bindingOf>
       profile: row,
     };
     const fitErrors = { prefillMape: m.prefill.mape, prefillWorstPoint: m.prefill.worst, decodeFitMape: m.decodeFitMape, decodeCvMape: m.decodeCvMape! };
-    return {
-      row,
-      entry: { ...entry, warm_up: raw.warm_up },
-      fitErrors,
-      maxModelLen: m.maxModelLen,
-      effectiveSweep: m.sweep,
-      startedAt,
-      wallSeconds: (Date.now() - t0) / 1000,
-      resampled: raw.decode_resampled,
-      disturbedKept: raw.decode_disturbed_kept,
-    };
+    return { row, entry: { ...entry, warm_up: raw.warm_up }, fitErrors, maxModelLen: m.maxModelLen, effectiveSweep: m.sweep, startedAt, wallSeconds: (Date.now() - t0) / 1000 };
   } catch (err) {
     const message = (err as Error).message;
     let where = "";
@@ -205,13 +192,6 @@ async function sweepOnce(i: ProfileInputs, binding: ReturnType<typeof bindingOf>
     const code = err instanceof ProfileError ? err.code : (err as { code?: string }).code === "NARWHAL_ENGINE_GONE" ? "NARWHAL_ENGINE_GONE" : "NARWHAL_PROFILE_PROBE";
     throw new ProfileError(code, `profile of ${label}: ${message}${where}`);
   }
-}
-
-/** What a refusal says of a sweep's disturbed cohorts (lib/profiling/disturbance.ts), if it had any. */
-function disturbanceNote(s: Swept): string | undefined {
-  if (!s.resampled.length && !s.disturbedKept) return undefined;
-  const kept = s.disturbedKept ? `, ${s.disturbedKept} fitted as measured once the budget was spent` : "";
-  return `${s.resampled.length} decode ${s.resampled.length === 1 ? "cohort" : "cohorts"} measured again for bursty token delivery${kept}`;
 }
 
 /**
@@ -233,21 +213,11 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
       attempts: i.fitAttempts ?? DEFAULT_FIT_ATTEMPTS,
       measure: () => sweepOnce(i, binding, label, log),
       rowOf: (s) => s.row,
-      noteOf: disturbanceNote,
       kept: async ({ attempt, result: s, problems }) => {
         const reasons = problems.map((p) => p.message);
         if (reasons.length) log?.(`engine ${i.engineId}: try ${attempt} over the preflight's limits (${reasons.join("; ")}); measuring again`);
         const written = i.stack
-          ? await record(i, { ...s.entry }, s.startedAt, { status: reasons.length ? "fail" : "pass", reasons }, {
-                attempt,
-                row: s.row,
-                fitErrors: s.fitErrors,
-                fitLimits: i.fitLimits ?? NARWHAL_FIT_LIMITS,
-                maxModelLen: s.maxModelLen,
-                wallSeconds: s.wallSeconds,
-                resampledCohorts: s.resampled,
-                disturbedCohortsFitted: s.disturbedKept,
-              })
+          ? await record(i, { ...s.entry }, s.startedAt, { status: reasons.length ? "fail" : "pass", reasons }, { attempt, row: s.row, fitErrors: s.fitErrors, fitLimits: i.fitLimits ?? NARWHAL_FIT_LIMITS, maxModelLen: s.maxModelLen, wallSeconds: s.wallSeconds })
           : undefined;
         if (written) kept.set(attempt, written);
         tries.push({ attempt, fitErrors: s.fitErrors, problems: reasons, ...(written ? { evidence: written.evidence } : {}) });

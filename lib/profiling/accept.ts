@@ -17,8 +17,6 @@ export interface FitTry<T> {
   readonly result: T;
   /** What the gate would fail the row on; empty for the accepted try. */
   readonly problems: readonly FitProblem[];
-  /** What else the message says of this try (e.g. the cohorts it measured again), if anything. */
-  readonly note?: string;
 }
 
 export interface Accepted<T> {
@@ -34,39 +32,26 @@ export interface AcceptOptions<T> {
   /** One full measurement; a stop condition (unhealthy, restarted, ...) rejects and is not retried. */
   measure(attempt: number): Promise<T>;
   rowOf(result: T): FitEvidence;
-  /** A few words on a judged try for the refusal (e.g. cohorts the machine disturbed), or undefined. */
-  noteOf?(result: T): string | undefined;
   /** Called with each try as soon as it is judged (the provider writes its evidence record here). */
   kept?(t: FitTry<T>): Promise<void>;
 }
 
 /** One try's broken rules, briefly: `decode_fit_mape 0.0566 > 0.05`, or the rule's message when it has no figure. */
 function brief(t: FitTry<unknown>): string {
-  const broken = t.problems.map((p) => (p.value !== null && p.limit !== null ? `${p.figure} ${p.value.toFixed(4)} > ${pyG(p.limit)}` : p.message)).join(", ");
-  return `try ${t.attempt}: ${broken}${t.note ? ` (${t.note})` : ""}`;
-}
-
-/** A try Narwhal's prefill rule stopped before it could be judged: its number. */
-export interface StoppedTry {
-  readonly attempt: number;
+  return `try ${t.attempt}: ${t.problems.map((p) => (p.value !== null && p.limit !== null ? `${p.figure} ${p.value.toFixed(4)} > ${pyG(p.limit)}` : p.message)).join(", ")}`;
 }
 
 /**
  * The error when every try failed, on one line: the engine, the last try's figure, its value and the
  * limit, every try's broken rules (so a figure that moved between tries is visible), and what to do.
- * The count is of every sweep run, a try the prefill rule stopped included.
  */
-export function overLimitMessage(engineId: string, tries: ReadonlyArray<FitTry<unknown>>, stopped: readonly StoppedTry[] = []): string {
+export function overLimitMessage(engineId: string, tries: ReadonlyArray<FitTry<unknown>>): string {
   const last = tries[tries.length - 1];
   const worst = last.problems.find((p) => p.value !== null && p.limit !== null) ?? last.problems[0];
-  const n = tries.length + stopped.length;
-  const count = `${n} ${n === 1 ? "try" : "tries"}`;
-  const each = [...tries.map((t) => ({ attempt: t.attempt, text: brief(t) })), ...stopped.map((t) => ({ attempt: t.attempt, text: `try ${t.attempt}: the prefill fit stopped` }))]
-    .sort((a, b) => a.attempt - b.attempt)
-    .map((t) => t.text);
+  const count = `${tries.length} ${tries.length === 1 ? "try" : "tries"}`;
   const head = worst.value !== null && worst.limit !== null ? `engine ${engineId}: ${worst.figure} ${worst.value.toFixed(4)} exceeds the limit ${pyG(worst.limit)} after ${count}` : `engine ${engineId}: ${worst.message} after ${count}`;
   return (
-    `${head} (${each.join("; ")}); the preflight's profile gate would reject this profile. ` +
+    `${head} (${tries.map(brief).join("; ")}); the preflight's profile gate would reject this profile. ` +
     "Re-run `pulumi up` when the engine's host and the router host are not loaded by other work, or raise profiling.fitAttempts; " +
     "a fit that never settles means the engine's timings are not what its profile can describe"
   );
@@ -80,7 +65,6 @@ export async function measureWithinLimits<T>(o: AcceptOptions<T>): Promise<Accep
   if (!Number.isInteger(o.attempts) || o.attempts < 1) throw new ProfileError("NARWHAL_PROFILE_LIMIT", `fit attempts must be a positive integer, got ${JSON.stringify(o.attempts)}`);
   const tries: Array<FitTry<T>> = [];
   const stops: string[] = [];
-  const stopped: StoppedTry[] = [];
   for (let attempt = 1; attempt <= o.attempts; attempt++) {
     let result: T;
     try {
@@ -94,14 +78,12 @@ export async function measureWithinLimits<T>(o: AcceptOptions<T>): Promise<Accep
       // The last stop's own words end the message (where its raw observations are kept); earlier ones precede it.
       if (attempt === o.attempts) throw new ProfileError("NARWHAL_PROFILE_PREFILL_FIT", `engine ${o.engineId}: the prefill fit stopped ${stops.length + 1} of ${attempt} tries (${[...stops, `try ${attempt}`].join("; ")}); try ${attempt}: ${message}`);
       stops.push(`try ${attempt}: ${message}`);
-      stopped.push({ attempt });
       continue;
     }
-    const note = o.noteOf?.(result);
-    const t: FitTry<T> = { attempt, result, problems: fitProblems(o.rowOf(result), o.limits), ...(note ? { note } : {}) };
+    const t: FitTry<T> = { attempt, result, problems: fitProblems(o.rowOf(result), o.limits) };
     tries.push(t);
     await o.kept?.(t);
     if (!t.problems.length) return { accepted: result, tries };
   }
-  throw new ProfileError("NARWHAL_PROFILE_LIMIT", overLimitMessage(o.engineId, tries, stopped));
+  throw new ProfileError("NARWHAL_PROFILE_LIMIT", overLimitMessage(o.engineId, tries));
 }

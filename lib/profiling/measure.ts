@@ -9,7 +9,6 @@ import { randomBytes } from "node:crypto";
 import { classifyEngineFailure, probeOver } from "../engine/gone";
 import type { EngineClient } from "./client";
 import { Cohort, overlappingTokens, type Interval } from "./cohort";
-import { burstShare, DECODE_RESAMPLE_BUDGET, disturbedByMachine } from "./disturbance";
 import { ProfileError } from "./errors";
 import { decodeCrossValidationMape, decodeMape, fitDecodePlane, fitPrefill, mean, median, pct, type DecodePlane, type DecodePoint, type PrefillFit } from "./fit";
 import { metricFacts, type EngineMetricFacts } from "./metrics";
@@ -27,20 +26,7 @@ export interface MeasureOptions {
   /** Timeout of one probe (health, tokenize, metrics) and of one completion or cohort, seconds. */
   probeTimeoutS: number;
   requestTimeoutS: number;
-  /** Decode cohorts the sweep may measure again when the machine disturbed them (lib/profiling/disturbance.ts). */
-  resampleBudget?: number;
   log?: (line: string) => void;
-}
-
-/** A decode cohort set aside because its tokens arrived in bursts: the machine, not the engine, set its pace. */
-export interface ResampledCohort {
-  input_tokens: number;
-  concurrency: number;
-  repeat: number;
-  tokens: number;
-  /** The share of its gaps under a quarter of its mean gap. */
-  burst_share: number;
-  intervals: Interval[];
 }
 
 /** The raw record of one engine's sweep, filled as it goes (narwhal's per-engine sidecar entry, plus facts). */
@@ -56,10 +42,6 @@ export interface MeasureRecord {
   prefill_block_tokens?: number | null;
   decode: Array<[number, number, number]>;
   decode_intervals: Array<{ input_tokens: number; concurrency: number; repeat: number; tokens: number; intervals: Interval[] }>;
-  /** Cohorts measured again (kept as evidence, never fitted); not part of narwhal's sidecar entry. */
-  decode_resampled: ResampledCohort[];
-  /** Cohorts fitted although disturbed, once the re-sample budget was spent. */
-  decode_disturbed_kept: number;
   prefix_cache_hit_tokens?: number | null;
   warm_up?: { tokens: number; seconds: number };
   error?: string;
@@ -79,7 +61,7 @@ export interface Measurement {
   processStartTime: number | null;
 }
 
-export const emptyRecord = (): MeasureRecord => ({ prefill: [], decode: [], decode_intervals: [], decode_resampled: [], decode_disturbed_kept: 0 });
+export const emptyRecord = (): MeasureRecord => ({ prefill: [], decode: [], decode_intervals: [] });
 
 const WORD = "benchmark ";
 
@@ -261,36 +243,7 @@ export class Profiler {
     return c;
   }
 
-  /**
-   * One decode cohort with every stream in decode together for at least two gaps each: a cohort that did
-   * overlap but too briefly is measured once more with more tokens, as narwhal stretches it.
-   */
-  private async completeCohort(text: string, input: number, size: number, tokens: number, maxModelLen: number): Promise<{ c: Cohort; used: number }> {
-    let used = tokens;
-    let c = await this.cohort(text, input, size, used);
-    if (c.intervals.length < 2 * size) {
-      // narwhal stretches streams that left before the last joined; a cohort that did overlap but
-      // too briefly gets twice the tokens, within the context left after the input.
-      const stretched = overlappingTokens(c, maxModelLen - input);
-      const doubled = c.joined === size && 2 * used <= maxModelLen - input ? 2 * used : undefined;
-      const retry = stretched ?? doubled;
-      if (retry !== undefined) {
-        used = retry;
-        this.overflow("decode", input, used, maxModelLen);
-        c = await this.cohort(text, input, size, used);
-      }
-    }
-    if (c.intervals.length < 2 * size) {
-      throw new ProfileError(
-        "NARWHAL_PROFILE_PROBE",
-        `decode probe has insufficient complete-cohort intervals: got ${c.intervals.length}, need ${2 * size}, isl=${input}, c=${size}, tokens=${used}`,
-      );
-    }
-    return { c, used };
-  }
-
   async decodeSweep(s: Sweep, maxModelLen: number): Promise<number> {
-    const budget = this.o.resampleBudget ?? DECODE_RESAMPLE_BUDGET;
     let maxTokensUsed = s.decodeTokens;
     let warmed = false;
     for (const target of s.decodeInputLens) {
@@ -304,17 +257,25 @@ export class Profiler {
       for (const size of s.decodeConcurrency) {
         const replicates: DecodePoint[] = [];
         for (let repeat = 0; repeat < s.decodeRepeats; repeat++) {
-          let { c, used } = await this.completeCohort(text, input, size, s.decodeTokens, maxModelLen);
-          while (disturbedByMachine(c.intervals)) {
-            const share = burstShare(c.intervals);
-            if (this.record.decode_resampled.length >= budget) {
-              this.record.decode_disturbed_kept += 1;
-              this.log(`decode  isl=${input} c=${size}: ${pct(share)} of gaps are bursts and the re-sample budget (${budget}) is spent; used as measured`);
-              break;
+          let used = s.decodeTokens;
+          let c = await this.cohort(text, input, size, used);
+          if (c.intervals.length < 2 * size) {
+            // narwhal stretches streams that left before the last joined; a cohort that did overlap but
+            // too briefly gets twice the tokens, within the context left after the input.
+            const stretched = overlappingTokens(c, maxModelLen - input);
+            const doubled = c.joined === size && 2 * used <= maxModelLen - input ? 2 * used : undefined;
+            const retry = stretched ?? doubled;
+            if (retry !== undefined) {
+              used = retry;
+              this.overflow("decode", input, used, maxModelLen);
+              c = await this.cohort(text, input, size, used);
             }
-            this.record.decode_resampled.push({ input_tokens: input, concurrency: size, repeat, tokens: used, burst_share: share, intervals: c.intervals });
-            this.log(`decode  isl=${input} c=${size}: ${pct(share)} of gaps are bursts (the machine, not the engine); measuring the cohort again`);
-            ({ c, used } = await this.completeCohort(text, input, size, s.decodeTokens, maxModelLen));
+          }
+          if (c.intervals.length < 2 * size) {
+            throw new ProfileError(
+              "NARWHAL_PROFILE_PROBE",
+              `decode probe has insufficient complete-cohort intervals: got ${c.intervals.length}, need ${2 * size}, isl=${input}, c=${size}, tokens=${used}`,
+            );
           }
           maxTokensUsed = Math.max(maxTokensUsed, used);
           this.record.decode_intervals.push({ input_tokens: input, concurrency: size, repeat, tokens: used, intervals: c.intervals });
