@@ -44,14 +44,19 @@ function brief(t: FitTry<unknown>): string {
 /**
  * The error when every try failed, on one line: the engine, the last try's figure, its value and the
  * limit, every try's broken rules (so a figure that moved between tries is visible), and what to do.
+ * The count is of every sweep run: `stopped` are the tries Narwhal's prefill rule ended unjudged.
  */
-export function overLimitMessage(engineId: string, tries: ReadonlyArray<FitTry<unknown>>): string {
+export function overLimitMessage(engineId: string, tries: ReadonlyArray<FitTry<unknown>>, stopped: readonly number[] = []): string {
   const last = tries[tries.length - 1];
   const worst = last.problems.find((p) => p.value !== null && p.limit !== null) ?? last.problems[0];
-  const count = `${tries.length} ${tries.length === 1 ? "try" : "tries"}`;
+  const n = tries.length + stopped.length;
+  const count = `${n} ${n === 1 ? "try" : "tries"}`;
+  const each = [...tries.map((t) => [t.attempt, brief(t)] as const), ...stopped.map((a) => [a, `try ${a}: the prefill fit stopped`] as const)]
+    .sort((a, b) => a[0] - b[0])
+    .map(([, text]) => text);
   const head = worst.value !== null && worst.limit !== null ? `engine ${engineId}: ${worst.figure} ${worst.value.toFixed(4)} exceeds the limit ${pyG(worst.limit)} after ${count}` : `engine ${engineId}: ${worst.message} after ${count}`;
   return (
-    `${head} (${tries.map(brief).join("; ")}); the preflight's profile gate would reject this profile. ` +
+    `${head} (${each.join("; ")}); the preflight's profile gate would reject this profile. ` +
     "Re-run `pulumi up` when the engine's host and the router host are not loaded by other work, or raise profiling.fitAttempts; " +
     "a fit that never settles means the engine's timings are not what its profile can describe"
   );
@@ -65,6 +70,7 @@ export async function measureWithinLimits<T>(o: AcceptOptions<T>): Promise<Accep
   if (!Number.isInteger(o.attempts) || o.attempts < 1) throw new ProfileError("NARWHAL_PROFILE_LIMIT", `fit attempts must be a positive integer, got ${JSON.stringify(o.attempts)}`);
   const tries: Array<FitTry<T>> = [];
   const stops: string[] = [];
+  const stopped: number[] = [];
   for (let attempt = 1; attempt <= o.attempts; attempt++) {
     let result: T;
     try {
@@ -78,6 +84,7 @@ export async function measureWithinLimits<T>(o: AcceptOptions<T>): Promise<Accep
       // The last stop's own words end the message (where its raw observations are kept); earlier ones precede it.
       if (attempt === o.attempts) throw new ProfileError("NARWHAL_PROFILE_PREFILL_FIT", `engine ${o.engineId}: the prefill fit stopped ${stops.length + 1} of ${attempt} tries (${[...stops, `try ${attempt}`].join("; ")}); try ${attempt}: ${message}`);
       stops.push(`try ${attempt}: ${message}`);
+      stopped.push(attempt);
       continue;
     }
     const t: FitTry<T> = { attempt, result, problems: fitProblems(o.rowOf(result), o.limits) };
@@ -85,5 +92,5 @@ export async function measureWithinLimits<T>(o: AcceptOptions<T>): Promise<Accep
     await o.kept?.(t);
     if (!t.problems.length) return { accepted: result, tries };
   }
-  throw new ProfileError("NARWHAL_PROFILE_LIMIT", overLimitMessage(o.engineId, tries));
+  throw new ProfileError("NARWHAL_PROFILE_LIMIT", overLimitMessage(o.engineId, tries, stopped));
 }

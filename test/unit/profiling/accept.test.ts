@@ -89,6 +89,25 @@ describe("profiling: a fit over a limit is measured again, then fails naming the
     expect([got, calls]).to.deep.equal([stop, 1]);
   });
 
+  it("counts every sweep in the refusal, one the prefill rule stopped included", async () => {
+    const over = { ...ROW, decode_fit_mape: 0.0571 };
+    let calls = 0;
+    const err = (await measureWithinLimits({
+      engineId: "e3",
+      limits: NARWHAL_FIT_LIMITS,
+      attempts: 3,
+      measure: async () => {
+        if (++calls === 2) throw new ProfileError("NARWHAL_PROFILE_PREFILL_FIT", "prefill median fit error 27.1%");
+        return over;
+      },
+      rowOf: (x: FitEvidence) => x,
+    }).catch((e) => e)) as ProfileError;
+    expect(err.code).to.equal("NARWHAL_PROFILE_LIMIT");
+    expect(err.message).to.match(
+      /^engine e3: decode_fit_mape 0\.0571 exceeds the limit 0\.05 after 3 tries \(try 1: decode_fit_mape 0\.0571 > 0\.05; try 2: the prefill fit stopped; try 3: decode_fit_mape 0\.0571 > 0\.05\); /,
+    );
+  });
+
   it("measures again after Narwhal's prefill stop, within the same tries, and names every stopped try when none passes", async () => {
     const prefillStop = () => new ProfileError("NARWHAL_PROFILE_PREFILL_FIT", "prefill median fit error 27.1%, worst point 58.0%; inspect the retained per-length measurements before using this profile");
     const once = { calls: 0 };
