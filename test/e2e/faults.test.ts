@@ -26,6 +26,8 @@ const STACK = "e2e-faults";
 const WAVE = "fleet-kv-wave-1";
 const ENGINES = ["f1", "f2", "f3", "f4"];
 const quiet = { onOutput: () => undefined };
+/** How long clients wait after a recovery's up for a served request before the outage is measured. */
+const SERVED_AGAIN_BOUND_MS = 60_000;
 const runDir = (id: string) => `/var/lib/narwhal-fleet/${STACK}/engines/${id}`;
 
 interface WaveState {
@@ -79,6 +81,9 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     let report: TrafficReport | undefined;
     try {
       await recover();
+      // The outage ends with the first request served after the up, not with the up itself.
+      const back = await traffic.servedAgain(Date.now(), SERVED_AGAIN_BOUND_MS);
+      if (!back) console.log(`      outage (${fault}): nothing served within ${SERVED_AGAIN_BOUND_MS / 1000} s of the up`);
     } finally {
       report = await traffic.stop(big.alias, `/var/lib/narwhal-fleet/${STACK}/router`);
       printOutage(fault, report);

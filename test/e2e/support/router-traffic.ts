@@ -66,11 +66,13 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
   const health: HealthSample[] = [];
   let running = true;
   let n = 0;
+  // Request ids are unique across traffic runs: the router's journal keeps every run's rows.
+  const run = `${process.pid}-${Date.now().toString(36)}`;
   const pause = () => new Promise((r) => setTimeout(r, SAMPLE_EVERY_MS));
 
   const client = async () => {
     while (running) {
-      const rid = `traffic-${process.pid}-${n++}`;
+      const rid = `traffic-${run}-${n++}`;
       const start = Date.now();
       const outcome = await request(`${routerUrl}/v1/completions`, {
         method: "POST",
@@ -105,6 +107,18 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
   const loops = [...Array.from({ length: clients }, client), sampler()];
 
   return {
+    /**
+     * Waits, up to `boundMs`, until a request sent at or after `since` was served: the service is back.
+     * Returns whether it was; the loops keep running either way.
+     */
+    async servedAgain(since: number, boundMs: number): Promise<boolean> {
+      const deadline = Date.now() + boundMs;
+      while (!sent.some((r) => r.start >= since && r.outcome === 200)) {
+        if (Date.now() >= deadline) return false;
+        await pause();
+      }
+      return true;
+    },
     /** Ends the loops, then reads the router's journal on `routerHost` (files under `routerDir`). */
     async stop(routerHost: string, routerDir: string): Promise<TrafficReport> {
       running = false;
