@@ -45,7 +45,7 @@ export interface FailedRequest extends SentRequest {
 export interface TrafficReport {
   readonly sent: SentRequest[];
   readonly failed: FailedRequest[];
-  /** The longest time between two served requests: how long clients saw nothing served. */
+  /** The longest time without a served request, from the first request sent: how long clients saw nothing served. */
   readonly longestGapS: number;
 }
 
@@ -137,8 +137,11 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
           const atEngines = engines.length > 0 && reason !== NO_ENGINE;
           return { ...r, engines, reason, enginesHealthy: atEngines && engines.every((id) => healthyThrough(id, r.start, r.end)) };
         });
+      // From the first request sent, so a fault that stops service at once (the router's host gone) counts
+      // the time until the first request served too.
       const servedAt = sent.filter((r) => r.outcome === 200).map((r) => r.end).sort((a, b) => a - b);
-      const longestGapS = servedAt.slice(1).reduce((most, t, i) => Math.max(most, t - servedAt[i]), 0) / 1000;
+      const from = [Math.min(...sent.map((r) => r.start)), ...servedAt];
+      const longestGapS = from.slice(1).reduce((most, t, i) => Math.max(most, t - from[i]), 0) / 1000;
       return { sent, failed, longestGapS };
     },
   };
