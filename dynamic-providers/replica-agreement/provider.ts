@@ -83,7 +83,12 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     const failures = checked.failures ?? [];
     if (typeof news.stack !== "string" || hasUnknown(news)) return checked;
     if (failures.length === 0) {
-      if (await newestRefused(news.stack)) await keepJudgement(news, []);
+      // A store that cannot be read or written here holds the check up nowhere: the refusal stays the
+      // newest record, and the next check writes the agreement.
+      const stack = news.stack;
+      await newestRefused(stack)
+        .then((refused) => (refused ? keepJudgement(news, []) : undefined))
+        .catch(() => undefined);
       return checked;
     }
     const kept = await keepJudgement(

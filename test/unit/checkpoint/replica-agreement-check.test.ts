@@ -91,5 +91,12 @@ describe("replica agreement provider: the check", () => {
       expect((await provider.check!({}, inputs({ stack: "dev" }))).failures ?? []).to.deep.equal([]);
       expect(await verdicts()).to.deep.equal(["fail", "pass"]);
     });
+
+    it("passes agreeing replicas whatever the store holds: a refusal record altered on disk stops no check", async () => {
+      const failures = (await provider.check!({}, disagreeing())).failures!;
+      const kept = /the failed attempt is kept as (\S+\.json)/.exec(failures[failures.length - 1].reason)![1];
+      fs.appendFileSync(path.join(evidenceRoot(dir, "dev"), kept), " ");
+      expect((await provider.check!({}, inputs({ stack: "dev" }))).failures ?? []).to.deep.equal([]);
+    });
   });
 });
