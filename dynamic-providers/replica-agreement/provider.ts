@@ -85,8 +85,7 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     if (failures.length === 0) {
       // A store that cannot be read or written here holds the check up nowhere: the refusal stays the
       // newest record, and the next check writes the agreement.
-      const stack = news.stack;
-      await newestRefused(stack)
+      await newestRefused(news.stack)
         .then((refused) => (refused ? keepJudgement(news, []) : undefined))
         .catch(() => undefined);
       return checked;

@@ -69,8 +69,9 @@ export function overLimitMessage(engineId: string, tries: ReadonlyArray<FitTry<u
 export async function measureWithinLimits<T>(o: AcceptOptions<T>): Promise<Accepted<T>> {
   if (!Number.isInteger(o.attempts) || o.attempts < 1) throw new ProfileError("NARWHAL_PROFILE_LIMIT", `fit attempts must be a positive integer, got ${JSON.stringify(o.attempts)}`);
   const tries: Array<FitTry<T>> = [];
-  const stops: string[] = [];
-  const stopped: number[] = [];
+  /** The tries Narwhal's prefill rule stopped, with its words. */
+  const stops: Array<{ attempt: number; message: string }> = [];
+  const said = (s: { attempt: number; message: string }) => `try ${s.attempt}: ${s.message}`;
   for (let attempt = 1; attempt <= o.attempts; attempt++) {
     let result: T;
     try {
@@ -82,9 +83,8 @@ export async function measureWithinLimits<T>(o: AcceptOptions<T>): Promise<Accep
       if (!(err instanceof ProfileError && err.code === "NARWHAL_PROFILE_PREFILL_FIT")) throw err;
       const message = (err as Error).message;
       // The last stop's own words end the message (where its raw observations are kept); earlier ones precede it.
-      if (attempt === o.attempts) throw new ProfileError("NARWHAL_PROFILE_PREFILL_FIT", `engine ${o.engineId}: the prefill fit stopped ${stops.length + 1} of ${attempt} tries (${[...stops, `try ${attempt}`].join("; ")}); try ${attempt}: ${message}`);
-      stops.push(`try ${attempt}: ${message}`);
-      stopped.push(attempt);
+      if (attempt === o.attempts) throw new ProfileError("NARWHAL_PROFILE_PREFILL_FIT", `engine ${o.engineId}: the prefill fit stopped ${stops.length + 1} of ${attempt} tries (${[...stops.map(said), `try ${attempt}`].join("; ")}); try ${attempt}: ${message}`);
+      stops.push({ attempt, message });
       continue;
     }
     const t: FitTry<T> = { attempt, result, problems: fitProblems(o.rowOf(result), o.limits) };
@@ -92,5 +92,5 @@ export async function measureWithinLimits<T>(o: AcceptOptions<T>): Promise<Accep
     await o.kept?.(t);
     if (!t.problems.length) return { accepted: result, tries };
   }
-  throw new ProfileError("NARWHAL_PROFILE_LIMIT", overLimitMessage(o.engineId, tries, stopped));
+  throw new ProfileError("NARWHAL_PROFILE_LIMIT", overLimitMessage(o.engineId, tries, stops.map((s) => s.attempt)));
 }
