@@ -63,14 +63,6 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     return { stop: async () => ((sampling = false), await loop, samples) };
   }
 
-  function printOutage(fault: string, { sent, failed, longestGapS }: TrafficReport): void {
-    console.log(
-      `      outage (${fault}): ${sent.length} sent, ${sent.filter((r) => r.outcome === 200).length} served, ${failed.length} failed ` +
-        `(${failed.filter((r) => r.engines.length === 0).length} reached no engine, ${failed.filter((r) => r.reason === "no_engine").length} found no placeable engine of a role); ` +
-        `longest time without a served request ${longestGapS.toFixed(1)} s`,
-    );
-  }
-
   /**
    * Clients through the router from before a fault until its one `up` converged: what a user saw. The
    * figures are printed for docs/invalidation.md's table of outages per fault.
@@ -86,7 +78,12 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
       if (!back) console.log(`      outage (${fault}): nothing served within ${SERVED_AGAIN_BOUND_MS / 1000} s of the up`);
     } finally {
       report = await traffic.stop(big.alias, `/var/lib/narwhal-fleet/${STACK}/router`);
-      printOutage(fault, report);
+      const { sent, failed, longestGapS } = report;
+      console.log(
+        `      outage (${fault}): ${sent.length} sent, ${sent.filter((r) => r.outcome === 200).length} served, ${failed.length} failed ` +
+          `(${failed.filter((r) => r.engines.length === 0).length} reached no engine, ${failed.filter((r) => r.reason === "no_engine").length} found no placeable engine of a role); ` +
+          `longest time without a served request ${longestGapS.toFixed(1)} s`,
+      );
     }
     return report;
   }
@@ -172,24 +169,24 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
   it("(a) an engine killed: preview names it not serving; the up restarts it with its KV component, the preflight passes, and the router serves throughout", async () => {
     await expectNothingPlanned(stack, { refresh: true });
     // Clients through the router from before the fault until the fleet converged again.
-    const routerUrl = (await stack.outputs()).routerUrl.value as string;
-    const traffic = startTraffic(routerUrl, engines.map((e) => ({ id: e.id, url: `http://${hostOf(e.id).address}:${e.port}` })));
-    await runInHost(big.alias, ["sh", "-c", `kill -KILL "$(cat ${runDir("f2")}/pid)"`]);
-    const steps = await plannedChanges(stack, { refresh: true });
-    expectRestartPlanned(steps, "f2");
-    // The preview report gives the probe's words as the reason.
-    const c = (await invalidationSummary(stack, { refresh: true })).gates.find((g) => g.gate === "C")!;
-    const liveness = c.replaced.find((e) => e.name === "fleet-f2-liveness")!;
-    expect(liveness.kind).to.equal("engine liveness");
-    expect(liveness.changes[0]).to.deep.include({ input: "serving", old: "serving", new: "down" });
-    expect(liveness.changes[0].observed).to.match(/\/health: connection refused \(ECONNREFUSED\) \(the engine process is gone\)$/);
+    let samples: Array<{ at: number; pid: string }> = [];
+    const report = await clientsThrough("a, engine killed", async () => {
+      await runInHost(big.alias, ["sh", "-c", `kill -KILL "$(cat ${runDir("f2")}/pid)"`]);
+      const steps = await plannedChanges(stack, { refresh: true });
+      expectRestartPlanned(steps, "f2");
+      // The preview report gives the probe's words as the reason.
+      const c = (await invalidationSummary(stack, { refresh: true })).gates.find((g) => g.gate === "C")!;
+      const liveness = c.replaced.find((e) => e.name === "fleet-f2-liveness")!;
+      expect(liveness.kind).to.equal("engine liveness");
+      expect(liveness.changes[0]).to.deep.include({ input: "serving", old: "serving", new: "down" });
+      expect(liveness.changes[0].observed).to.match(/\/health: connection refused \(ECONNREFUSED\) \(the engine process is gone\)$/);
 
-    // The router is swapped in place, not replaced: it is not stopped when the engines' restart begins.
-    expect(steps.get("fleet-router-host-router-process")?.op).to.equal("update");
-    const router = sampleRouter();
-    await expectOneUpConverges(steps, ENGINES);
-    const samples = await router.stop();
-    const report = await traffic.stop(big.alias, `/var/lib/narwhal-fleet/${STACK}/router`);
+      // The router is swapped in place, not replaced: it is not stopped when the engines' restart begins.
+      expect(steps.get("fleet-router-host-router-process")?.op).to.equal("update");
+      const router = sampleRouter();
+      await expectOneUpConverges(steps, ENGINES);
+      samples = await router.stop();
+    });
     const { sent, failed } = report;
     // No request the router sent to engines answering /health throughout failed; the rest went to an
     // engine that was gone or restarting, or came while the router was being swapped.
@@ -198,7 +195,6 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     const served = sent.filter((r) => r.outcome === 200);
     expect(served.length, "requests served while the fleet recovered").to.be.greaterThan(10);
     expect(sent[sent.length - 1].outcome, "the last request, once the up converged").to.equal(200);
-    printOutage("a, engine killed", report);
     expect((await waveState()).lastWave?.restarted.map((r) => r.engineId)).to.deep.equal(["f2"]);
     // The router that served before the fault still served once every engine had been restarted and proved
     // again; then it was swapped onto the new profile store.
