@@ -6,7 +6,7 @@
  */
 import { parseRdmaSysfs, rdmaSysfsScript, type RdmaInventory } from "../../lib/discovery/rdma";
 import { observeRdmaEnd, parseRdmaRoute, rdmaPairProblems, rdmaRouteScript, type ObservedRdmaEnd, type RdmaEndConfig } from "../../lib/fabric/rdma-edge";
-import { splitSections } from "../../lib/discovery/probe";
+import { splitSections } from "../../lib/discovery/probe-script";
 import type { Session } from "./session";
 import type { FabricEdgeInputs } from "./types";
 
