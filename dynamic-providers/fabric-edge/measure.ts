@@ -1,35 +1,31 @@
 /**
- * One directed TCP measurement on the edge's two hosts, and the cheap observation `read` repeats (for
- * either transport): both sides' path observations (and, for `ucx_rdma`, their HCA ports: ./rdma-observe.ts),
- * the preflight, the iperf3 server and client (./tool-run.ts), and the steps taken, for the evidence record. The
- * provider (./provider.ts) decides what to keep; ./measure-rdma.ts measures RDMA edges.
+ * One directed measurement on the edge's two hosts, and the cheap observation `read` repeats: both sides'
+ * path observations (and, for `ucx_rdma`, their HCA ports: lib/fabric/rdma-observe.ts), the preflight,
+ * the tool's server and client (lib/fabric/tool-run.ts), and the steps taken, for the evidence record.
+ * TCP runs iperf3; RDMA runs perftest's `ib_write_bw` between the configured HCA ports (RDMA WRITE lands
+ * in the destination's memory), with both ports' counters read just before and just after. The provider
+ * (./provider.ts) decides what to keep.
  */
 import { FabricError } from "../../lib/fabric/errors";
-import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
+import { refuseOffFabric, type Sides } from "../../lib/fabric/edge-outcome";
+import { ibWriteBwCommands, type IbWriteBwCommands } from "../../lib/fabric/ib-write-bw";
 import type { Iperf3Commands } from "../../lib/fabric/iperf3";
-import { clientLifetimeS, serverStartScript } from "../../lib/fabric/iperf3-remote";
-import { parsePathObservation, pathFingerprint, pathObservationScript, type PathFingerprint, type PathObservation } from "../../lib/fabric/path";
-import { observeRdma, type RdmaSides } from "./rdma-observe";
-import { pathEnd, stepsOf, withSessions, type Session, type Step } from "./session";
-import { refuseBusy, serverAndClient } from "./tool-run";
-import type { FabricEdgeInputs, PathDigests } from "./types";
-
-export { withSessions } from "./session";
-export type { Step } from "./session";
+import { clientLifetimeS, detachedServerStartScript, IB_WRITE_BW_CLIENT_TIMEOUT_S, ibWriteBwServerLifetimeS, serverStartScript } from "../../lib/fabric/iperf3-remote";
+import { parsePathObservation, pathFingerprint, pathObservationScript, type PathEnd } from "../../lib/fabric/path";
+import { portCountersOf, rdmaCounterEvidence, type RdmaCounterEvidence } from "../../lib/fabric/rdma-edge";
+import { observeRdma, readPort } from "../../lib/fabric/rdma-observe";
+import { refuseBusy, serverAndClient } from "../../lib/fabric/tool-run";
+import { stepsOf, type RecordedSession, type Step } from "../../lib/ssh/recorded-session";
+import { withSessions } from "./session";
+import type { EdgeEndpoint, FabricEdgeInputs, RdmaTool } from "./schema";
 
 /** Bounded, named so a timeout says which step ran out. */
-export const OBSERVE_TIMEOUT_S = 20;
+const OBSERVE_TIMEOUT_S = 20;
 
-export interface Sides {
-  forward: PathFingerprint;
-  back: PathFingerprint;
-  seen: { source: PathObservation; destination: PathObservation };
-  /** `ucx_rdma` only: both HCA ports, the GID-to-GID routes, and what stops them carrying the traffic. */
-  rdma: RdmaSides | null;
-}
+const pathEnd = (e: EdgeEndpoint): PathEnd => ({ host: e.alias, interface: e.fabricInterface, address: e.fabricAddress });
 
 /** Both hosts' sides of the path, observed at once; no traffic. */
-export async function observe(i: FabricEdgeInputs, src: Session, dst: Session): Promise<Sides> {
+export async function observe(i: FabricEdgeInputs, src: RecordedSession, dst: RecordedSession): Promise<Sides> {
   const s = pathEnd(i.source);
   const d = pathEnd(i.destination);
   const [so, dob, rdma] = await Promise.all([
@@ -50,44 +46,27 @@ export async function observe(i: FabricEdgeInputs, src: Session, dst: Session): 
   };
 }
 
-export function digestsOf(sides: Sides): PathDigests {
-  return { forwardPath: sides.forward.digest, returnPath: sides.back.digest };
-}
-
-export function problemsOf(sides: Sides): string[] {
-  const side = (f: PathFingerprint, which: string) => (f.ok ? f.problems.map((p) => `${which}: ${p}`) : [f.reason]);
-  return [...side(sides.forward, "forward path"), ...side(sides.back, "return path")];
-}
-
-/** Refuses, before anything starts, a measurement that would not take the fabric path. */
-export function refuseOffFabric(i: FabricEdgeInputs, sides: Sides): void {
-  const problems = problemsOf(sides);
-  if (problems.length) {
-    throw new FabricError(
-      "NARWHAL_FABRIC_PATH",
-      `edge ${i.edgeId}: the measurement would not take the fabric path: ${problems.join("; ")}. Diagnose ${FABRIC_DIAGNOSIS.slice(0, 2).join(" and ")}; nothing was measured`,
-    );
-  }
-}
-
+/** What a measurement leaves for the record, whatever the tool. */
 export interface Run {
   sides: Sides;
-  clientText: string;
-  clientExit: number;
+  client: { stdout: string; stderr: string; exit: number };
   serverLog: string;
   startedAt: string;
   endedAt: string;
   steps: Step[];
 }
 
-/** Server on the destination, client on the source, server stopped in every case (./tool-run.ts). */
+/** An RDMA run also has the commands it built and the port counters around it. */
+export type RdmaRun = Run & { commands: IbWriteBwCommands; counters: RdmaCounterEvidence };
+
+/** iperf3's server on the destination, its client on the source, the server stopped in every case. */
 export async function measure(i: FabricEdgeInputs, commands: Iperf3Commands): Promise<Run> {
   return withSessions(i, async (src, dst) => {
     const sides = await observe(i, src, dst);
     refuseOffFabric(i, sides);
     const port = commands.settings.port;
     await refuseBusy(i, src, dst, "iperf3", port);
-    const { client, serverLog, startedAt, endedAt } = await serverAndClient(i, src, dst, {
+    const { client, ...ran } = await serverAndClient(i, src, dst, {
       tool: "iperf3",
       port,
       serverStart: serverStartScript(commands),
@@ -95,7 +74,54 @@ export async function measure(i: FabricEdgeInputs, commands: Iperf3Commands): Pr
       clientLifetimeS: clientLifetimeS(commands.settings.durationS),
       diagnose: "listener and binding",
     });
-    const steps = stepsOf(src, dst);
-    return { sides, clientText: client.stdout, clientExit: client.code, serverLog, startedAt, endedAt, steps };
+    return { sides, client: { stdout: client.stdout, stderr: client.stderr, exit: client.code }, ...ran, steps: stepsOf(src, dst) };
+  });
+}
+
+/**
+ * ib_write_bw between the edge's HCA ports, refused before anything starts when a port is not ACTIVE,
+ * lacks its GID index, or the two ends cannot connect, or when the path is not the fabric.
+ */
+export async function measureRdma(i: FabricEdgeInputs, tool: RdmaTool): Promise<RdmaRun> {
+  const ends = i.rdma!;
+  return withSessions(i, async (src, dst) => {
+    const sides = await observe(i, src, dst);
+    const rdma = sides.rdma!;
+    if (rdma.problems.length) throw new FabricError("NARWHAL_FABRIC_RDMA", `edge ${i.edgeId}: ${rdma.problems.join("; ")}. Diagnose HCA/GID; nothing was measured`);
+    refuseOffFabric(i, sides);
+    const commands = ibWriteBwCommands({
+      server: { hca: ends.destination.hca, port: ends.destination.port, gidIndex: rdma.destination!.gid?.index ?? null },
+      client: { hca: ends.source.hca, port: ends.source.port, gidIndex: rdma.source!.gid?.index ?? null },
+      serverAddress: i.destination.fabricAddress,
+      size: tool.size,
+      iterations: tool.iterations,
+      tcpPort: i.rdmaPort,
+    });
+    const port = commands.settings.tcpPort;
+    await refuseBusy(i, src, dst, "ib_write_bw", port);
+
+    const counters = (when: string) => Promise.all([readPort(src, ends.source, true, `RDMA counters ${when}`), readPort(dst, ends.destination, true, `RDMA counters ${when}`)]);
+    const [sb, db] = await counters("before");
+    const { client, ...ran } = await serverAndClient(i, src, dst, {
+      tool: "ib_write_bw",
+      port,
+      serverStart: detachedServerStartScript({ tool: "ib_write_bw", argv: commands.server, port, lifetimeS: ibWriteBwServerLifetimeS() }),
+      client: commands.client,
+      clientLifetimeS: IB_WRITE_BW_CLIENT_TIMEOUT_S,
+      diagnose: "listener, binding and HCA/GID",
+    });
+    const [sa, da] = await counters("after");
+    return {
+      sides,
+      commands,
+      client: { stdout: client.stdout, stderr: client.stderr, exit: client.code },
+      ...ran,
+      counters: rdmaCounterEvidence(
+        { source: { host: i.source.alias, ...ends.source }, destination: { host: i.destination.alias, ...ends.destination } },
+        { source: portCountersOf(sb, ends.source), destination: portCountersOf(db, ends.destination) },
+        { source: portCountersOf(sa, ends.source), destination: portCountersOf(da, ends.destination) },
+      ),
+      steps: stepsOf(src, dst),
+    };
   });
 }
