@@ -32,7 +32,7 @@ import { providerEvidence } from "../evidence";
 import { GATE_C_CAPTURES, captureArtifacts } from "../http-evidence";
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
-import { processIdentitySchema } from "../engine-generation/check";
+import { processIdentitySchema } from "../engine-generation/schema";
 import { absolutePath, across, fieldsOf, hostLogin, inOrder, isFilled, positiveInteger, positiveSeconds } from "../input-rules";
 import { hasUnknown } from "../diff";
 import { HostReader } from "./host-read";

@@ -14,7 +14,7 @@ import * as path from "node:path";
 import { provider as captureProvider } from "../../dynamic-providers/cache-capture/provider";
 import type { CacheCaptureInputs, CacheCaptureOutputs } from "../../dynamic-providers/cache-capture/types";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
+import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { evidenceRoot } from "../../lib/evidence";
 import { renderLaunchPlan, type LaunchInputs, type LaunchPlan } from "../../lib/launch/plan";
 import { nativeEngineLogs, type EngineLogSource } from "../../lib/engine/log-source";

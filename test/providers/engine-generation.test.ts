@@ -12,7 +12,7 @@ import { CacheCapture } from "../../dynamic-providers/cache-capture/resource";
 import type { CacheCaptureInputs, CacheCaptureOutputs } from "../../dynamic-providers/cache-capture/types";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import { EngineGeneration } from "../../dynamic-providers/engine-generation/resource";
-import type { EngineGenerationInputs, EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
+import type { EngineGenerationInputs, EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { sha256Json } from "../../lib/digest";
 import { evidenceRoot } from "../../lib/evidence";
 import { UNKNOWN } from "../../lib/unknown";
