@@ -1,6 +1,6 @@
 /**
  * `create` of either transport, under the measurement lock (lib/fabric/measurement-lock.ts): one measurement
- * (./measure.ts), its output parsed, and one evidence record with everything it was measured against and
+ * (lib/fabric/edge-measure.ts), its output parsed, and one evidence record with everything it was measured against and
  * saw. A `ucx_rdma` edge's ib_write_bw report is also checked against what was configured (device, GID
  * index, both GIDs) and its port counters' growth against the bytes written; its record keeps both ports
  * as sysfs showed them and the counters before and after. The figure is judged against the same budget.
@@ -9,11 +9,12 @@ import { fingerprintsOf, rdmaReportProblems, tail, type EdgeMeasurement, type Re
 import type { FabricError } from "../../lib/fabric/errors";
 import { ibWriteBwMeasurement, parseIbWriteBw, type IbWriteBwReport } from "../../lib/fabric/ib-write-bw";
 import { iperf3Commands, iperf3Measurement, parseIperf3Json, type Iperf3Commands, type Iperf3Result } from "../../lib/fabric/iperf3";
+import { measure, measureRdma, type RdmaRun, type Run } from "../../lib/fabric/edge-measure";
 import { withMeasurementLock } from "../../lib/fabric/measurement-lock";
 import { counterProblems } from "../../lib/fabric/rdma-edge";
-import { measure, measureRdma, type RdmaRun, type Run } from "./measure";
 import { createdEdge, recordEdge, refuseRecorded } from "./outcome";
 import type { FabricEdgeInputs, FabricEdgeOutputs, RdmaTool, TcpTool } from "./schema";
+import { withSessions } from "./session";
 
 type Created = Promise<{ id: string; outs: FabricEdgeOutputs }>;
 
@@ -50,7 +51,7 @@ function recordTcp(i: FabricEdgeInputs, against: ReadonlyArray<string>, run: Run
 export async function createTcpEdge(i: FabricEdgeInputs, against: ReadonlyArray<string>): Created {
   const tool = i.tool as TcpTool;
   const commands = iperf3Commands({ serverAddress: i.destination.fabricAddress, clientAddress: i.source.fabricAddress, port: i.iperfPort, durationS: tool.durationS, streams: tool.streams });
-  const run = await locked(i, () => measure(i, commands));
+  const run = await locked(i, () => withSessions(i, (src, dst) => measure(i, src, dst, commands)));
   let result: Iperf3Result;
   try {
     result = parseIperf3Json(run.client.stdout);
@@ -97,7 +98,7 @@ function recordRdma(i: FabricEdgeInputs, against: ReadonlyArray<string>, run: Rd
 }
 
 export async function createRdmaEdge(i: FabricEdgeInputs, against: ReadonlyArray<string>): Created {
-  const run = await locked(i, () => measureRdma(i, i.tool as RdmaTool));
+  const run = await locked(i, () => withSessions(i, (src, dst) => measureRdma(i, src, dst, i.tool as RdmaTool)));
   let report: IbWriteBwReport | null = null;
   let unparsed = "";
   try {

@@ -1,7 +1,7 @@
 /**
  * FabricEdge provider methods (Gate D), loaded at call time by resource.ts (see ../shim.ts).
  *
- * - create: one directed measurement (./create.ts, ./measure.ts), holding the measurement lock: observe both hosts'
+ * - create: one directed measurement (./create.ts, lib/fabric/edge-measure.ts), holding the measurement lock: observe both hosts'
  *   sides of the path (MTU, address, `ip route get`, route files), refuse a path that is not the fabric,
  *   check that nothing else uses iperf3 or the port, start the server on the destination, run the client
  *   on the source, stop the server whatever happened, and record everything as evidence. A `ucx_rdma`
@@ -16,13 +16,13 @@
  * - delete: nothing remote; the evidence record stays.
  */
 import type * as pulumi from "@pulumi/pulumi";
+import { observe } from "../../lib/fabric/edge-measure";
 import { digestsOf, verdictFields, type PathDigests } from "../../lib/fabric/edge-outcome";
 import { FabricError } from "../../lib/fabric/errors";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { hasUnknown } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { createRdmaEdge, createTcpEdge } from "./create";
-import { observe } from "./measure";
 import { edgeInputProblems, edgeInputs, type EdgeEndpoint, type FabricEdgeInputs, type FabricEdgeOutputs } from "./schema";
 import { withSessions } from "./session";
 
