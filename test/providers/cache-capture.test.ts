@@ -12,7 +12,7 @@ import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { provider as captureProvider } from "../../dynamic-providers/cache-capture/provider";
-import type { CacheCaptureInputs, CacheCaptureOutputs } from "../../dynamic-providers/cache-capture/types";
+import type { CacheCaptureInputs, CacheCaptureOutputs } from "../../dynamic-providers/cache-capture/schema";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { evidenceRoot } from "../../lib/evidence";

@@ -9,7 +9,7 @@ import { expect } from "chai";
 import { homedir, tmpdir } from "node:os";
 import { provider as captureProvider } from "../../dynamic-providers/cache-capture/provider";
 import { CacheCapture } from "../../dynamic-providers/cache-capture/resource";
-import type { CacheCaptureInputs, CacheCaptureOutputs } from "../../dynamic-providers/cache-capture/types";
+import type { CacheCaptureInputs, CacheCaptureOutputs } from "../../dynamic-providers/cache-capture/schema";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import { EngineGeneration } from "../../dynamic-providers/engine-generation/resource";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
