@@ -5,11 +5,12 @@
  * index, both GIDs) and its port counters' growth against the bytes written; its record keeps both ports
  * as sysfs showed them and the counters before and after. The figure is judged against the same budget.
  */
-import { fingerprintsOf, rdmaReportProblems, tail, type EdgeMeasurement, type RecordVerdict } from "../../lib/fabric/edge-outcome";
+import { rdmaReportProblems, tail, type EdgeMeasurement, type RecordVerdict } from "../../lib/fabric/edge-outcome";
 import type { FabricError } from "../../lib/fabric/errors";
 import { ibWriteBwMeasurement, parseIbWriteBw, type IbWriteBwReport } from "../../lib/fabric/ib-write-bw";
 import { iperf3Commands, iperf3Measurement, parseIperf3Json, type Iperf3Commands, type Iperf3Result } from "../../lib/fabric/iperf3";
 import { measure, measureRdma, type RdmaRun, type Run } from "../../lib/fabric/edge-measure";
+import { rdmaObservations, rdmaStartingState, tcpObservations } from "../../lib/fabric/edge-record";
 import { withMeasurementLock } from "../../lib/fabric/measurement-lock";
 import { counterProblems } from "../../lib/fabric/rdma-edge";
 import { createdEdge, recordEdge, refuseRecorded } from "./outcome";
@@ -20,32 +21,10 @@ type Created = Promise<{ id: string; outs: FabricEdgeOutputs }>;
 
 const locked = <T>(i: FabricEdgeInputs, fn: () => Promise<T>) => withMeasurementLock(process.cwd(), { edge: i.edgeId, stack: i.stack }, i.lockWaitS, fn);
 
-/** What both records observe of the path. */
-function pathSeen(run: Run) {
-  return {
-    fingerprint: fingerprintsOf(run.sides),
-    routeGet: { forward: run.sides.seen.source.route.text, return: run.sides.seen.destination.route.text },
-  };
-}
-
-const routeFiles = (i: FabricEdgeInputs, run: Run) => ({ [i.source.alias]: run.sides.seen.source.routeFiles, [i.destination.alias]: run.sides.seen.destination.routeFiles });
-const budgetOf = (i: FabricEdgeInputs) => ({ requiredGbps: i.requiredGbps, ...i.budget });
-
 /** The TCP edge's record: what it was measured against, every step, the route files, every sample. */
 function recordTcp(i: FabricEdgeInputs, against: ReadonlyArray<string>, run: Run, commands: Iperf3Commands, parsed: { result: Iperf3Result; measurement: EdgeMeasurement } | null, verdict: RecordVerdict) {
-  const r = parsed?.result;
-  const text = run.client.stdout;
-  return recordEdge(i, run, [...against, "iperfPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"], { iperf3OnHosts: "none", destinationPortFree: commands.settings.port }, {
-    ...pathSeen(run),
-    routeFiles: routeFiles(i, run),
-    tool: { server: commands.server, client: commands.client, version: r?.version ?? null, protocol: r?.protocol ?? null, streams: r?.streams ?? null },
-    measurement: parsed?.measurement ?? null,
-    intervals: r?.intervals ?? null,
-    cpu: r?.cpu ?? null,
-    client: r ? JSON.parse(text.slice(text.indexOf("{"), text.lastIndexOf("}") + 1)) : text,
-    serverLog: run.serverLog,
-    budget: budgetOf(i),
-  }, verdict);
+  const measuredAgainst = [...against, "iperfPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"];
+  return recordEdge(i, run, measuredAgainst, { iperf3OnHosts: "none", destinationPortFree: commands.settings.port }, tcpObservations(i, run, commands, parsed), verdict);
 }
 
 export async function createTcpEdge(i: FabricEdgeInputs, against: ReadonlyArray<string>): Created {
@@ -73,28 +52,8 @@ export async function createTcpEdge(i: FabricEdgeInputs, against: ReadonlyArray<
 
 /** The RDMA edge's record: both ports, the GIDs, the commands, both sides' raw output, the counters. */
 function recordRdma(i: FabricEdgeInputs, against: ReadonlyArray<string>, run: RdmaRun, parsed: { report: IbWriteBwReport; measurement: EdgeMeasurement } | null, verdict: RecordVerdict) {
-  const [s, d] = [run.sides.rdma!.source!, run.sides.rdma!.destination!];
-  const expectedMtu = s.facts.activeMtu !== null && d.facts.activeMtu !== null ? Math.min(s.facts.activeMtu, d.facts.activeMtu) : null;
-  const startingState = {
-    ibWriteBwOnHosts: "none",
-    destinationPortFree: run.commands.settings.tcpPort,
-    ports: { [s.host]: `${s.facts.hca}/${s.facts.port} ${s.facts.state}`, [d.host]: `${d.facts.hca}/${d.facts.port} ${d.facts.state}` },
-  };
-  return recordEdge(i, run, [...against, "rdmaPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"], startingState, {
-    ...pathSeen(run),
-    rdmaRoute: run.sides.rdma!.routes,
-    routeFiles: routeFiles(i, run),
-    hca: { source: s.facts, destination: d.facts },
-    gid: { source: s.gid, destination: d.gid },
-    tool: { server: run.commands.server, client: run.commands.client, settings: run.commands.settings },
-    report: parsed?.report ?? null,
-    mtu: { reported: parsed?.report.mtu ?? null, expected: expectedMtu },
-    measurement: parsed?.measurement ?? null,
-    counters: run.counters,
-    client: run.client,
-    serverLog: run.serverLog,
-    budget: budgetOf(i),
-  }, verdict);
+  const measuredAgainst = [...against, "rdmaPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"];
+  return recordEdge(i, run, measuredAgainst, rdmaStartingState(run), rdmaObservations(i, run, parsed), verdict);
 }
 
 export async function createRdmaEdge(i: FabricEdgeInputs, against: ReadonlyArray<string>): Created {
