@@ -22,7 +22,7 @@ import { providerEvidence } from "../evidence";
 import { type Ask, type ProofSubject } from "../../lib/engine/generation";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
-import { processIdentitySchema } from "../engine-generation/check";
+import { processIdentitySchema } from "../engine-generation/schema";
 import { nonEmpty, positiveNumber, positiveSeconds, sha256Digest } from "../input-rules";
 import { withEngineHttp } from "../engine-generation/http";
 import type { AttestationInputs, AttestationObservation, AttestationOutputs, AttestationRecord } from "./types";

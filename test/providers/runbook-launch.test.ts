@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
+import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { renderLaunchPlan, type LaunchPlan } from "../../lib/launch/plan";
 import { decideRunbookAdoption, runbookAttestationOf, surveyEnvKeys, type RunbookDecision } from "../../lib/launch/runbook";
 import { startScript, stopScript, type NativeRuntimeOptions } from "../../lib/runtime/native";
