@@ -1,5 +1,5 @@
 import { dynamicResource } from "../declare";
-import type { PeerWaveInputs, PeerWaveOutputs } from "./types";
+import type { PeerWaveInputs, PeerWaveOutputs } from "./check";
 
 /**
  * `runtime.restartKvPeers`: one per KV component, between the engines' runtimes and their generations.
