@@ -1,5 +1,5 @@
 import { dynamicResource } from "../declare";
-import type { ReplicaAgreementInputs, ReplicaAgreementOutputs } from "./types";
+import type { ReplicaAgreementInputs, ReplicaAgreementOutputs } from "./provider";
 
 /**
  * Gate A: replicas agree on checkpoint, accelerator product and TP shape. Engines depend on it (order
