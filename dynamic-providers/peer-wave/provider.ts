@@ -10,8 +10,7 @@
  * - delete: nothing remote (the engines belong to their runtime resources).
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { restartedMembers, waveFor, type MemberRecord } from "../../lib/engine/peer-wave";
-import { canonicalJson } from "../../lib/digest";
+import { restartedMembers, waveFor, waveSettingsChanged, type MemberRecord } from "../../lib/engine/peer-wave";
 import { withSsh } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
@@ -35,11 +34,6 @@ async function restart(m: WaveMember, news: PeerWaveInputs): Promise<void> {
   }
 }
 
-/** What only updates: everything but the recorded processes, which the restart check reads. */
-function membershipKey(members: readonly WaveMember[]): string {
-  return canonicalJson(members.map(({ processIdentity: _, ...rest }) => rest));
-}
-
 export const provider: pulumi.dynamic.ResourceProvider = {
   check: schemaCheck<PeerWaveInputs>(peerWaveInputs),
 
@@ -51,13 +45,7 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   async diff(_id: string, olds: PeerWaveOutputs, news: PeerWaveInputs) {
     const members = Array.isArray(news.members) ? news.members : [];
     const restarts = restartedMembers(olds.recorded ?? {}, members, olds.observedStarts ?? {});
-    const changed =
-      restarts.length > 0 ||
-      hasUnknown(news) ||
-      membershipKey(olds.members) !== membershipKey(members) ||
-      canonicalJson(olds.credentials ?? null) !== canonicalJson(news.credentials ?? null) ||
-      olds.apiKey !== news.apiKey ||
-      olds.restartTimeoutS !== news.restartTimeoutS;
+    const changed = restarts.length > 0 || hasUnknown(news) || waveSettingsChanged(olds, { ...news, members });
     return { changes: changed, replaces: [], deleteBeforeReplace: false };
   },
 
