@@ -6,7 +6,7 @@ import { provider } from "../../dynamic-providers/fabric-edge/provider";
 import { LOCK_FILE } from "../../lib/fabric/measurement-lock";
 import type { FabricEdgeInputs, FabricEdgeOutputs } from "../../dynamic-providers/fabric-edge/schema";
 import { provider as gate } from "../../dynamic-providers/fabric-gate/provider";
-import type { FabricGateInputs, FabricGateOutputs } from "../../dynamic-providers/fabric-gate/types";
+import type { FabricGateInputs, FabricGateOutputs } from "../../dynamic-providers/fabric-gate/check";
 import { UNKNOWN } from "../../lib/unknown";
 import { evidenceRoot } from "../../lib/evidence";
 import { runInHost, simDown, simUp, spawnInHost } from "../../sim/hosts";
