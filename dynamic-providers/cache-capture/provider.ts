@@ -30,7 +30,7 @@ import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
 import { GATE_C_CAPTURES, captureArtifacts } from "../http-evidence";
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
-import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
+import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-http";
 import { HostReader } from "./host-read";
 import { capturingAsk, keepFailedAttempt, listedAttempts, newAttempt } from "../failed-attempt";
 import type { KeptAttempt } from "../../lib/runtime/attempts";
