@@ -13,7 +13,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { evidenceRoot, EvidenceStore } from "../../lib/evidence";
 import { documentBytes, localTarget, ProfileError, publishStore, samplesDocument, storeDocument, type EngineSamples, type FileTarget } from "../../lib/profiling";
-import { SshSession } from "../../lib/ssh/client";
+import { withSsh } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
@@ -26,17 +26,14 @@ export const UPDATABLE = ["path", "engineIds", "model", "sweep", "profiles", "ro
 
 async function withTarget<T>(i: ProfileStoreInputs, fn: (t: FileTarget) => Promise<T>): Promise<T> {
   if (!i.router) return fn(localTarget());
-  const session = await SshSession.open(sshTarget(readLogin(i.router, { privateKey: i.routerPrivateKey, password: i.routerPassword }), OPERATE));
-  try {
+  return withSsh(sshTarget(readLogin(i.router, { privateKey: i.routerPrivateKey, password: i.routerPassword }), OPERATE), async (session) => {
     const t = await sftpTarget(session);
     try {
       return await fn(t);
     } finally {
       t.close();
     }
-  } finally {
-    session.close();
-  }
+  });
 }
 
 /** Builds both documents from the recorded profiles and writes them; exported for tests. */
