@@ -24,7 +24,7 @@ import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { processIdentitySchema } from "../engine-generation/schema";
 import { nonEmpty, positiveNumber, positiveSeconds, sha256Digest } from "../input-rules";
-import { withEngineHttp } from "../engine-generation/http";
+import { withEngineHttp } from "../engine-http";
 import type { AttestationInputs, AttestationObservation, AttestationOutputs, AttestationRecord } from "./types";
 
 export const MEASURED_AGAINST = [
