@@ -15,7 +15,10 @@
  */
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
-import { parseNarwhalReport, runPreflight, type GateProfile, type ScheduleMode } from "../lib/preflight";
+import { parseNarwhalReport } from "../lib/preflight/narwhal-report";
+import { runPreflight } from "../lib/preflight/run";
+import type { GateProfile } from "../lib/preflight/judge";
+import type { ScheduleMode } from "../lib/preflight/schedule";
 import { parseFlags, parseOrExit, positiveNumber, UsageError } from "../scripts/args";
 import { KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, stopAll, tempDir, type SimEngine } from "../test/unit/sim-engine/helpers";
 import { simPreflight, simProfileRow, writeSimFleet } from "../test/unit/sim-engine/sim-fleet";

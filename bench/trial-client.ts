@@ -16,7 +16,11 @@ import { once } from "node:events";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
-import { achievedSendRate, arrivalSchedule, HIGHEST_TEST_RATE, percentile, promptIds, runPoint, type RequestRecord, type TrialPoint } from "../lib/trial";
+import { achievedSendRate, percentile } from "../lib/trial/summary";
+import { arrivalSchedule, HIGHEST_TEST_RATE } from "../lib/trial/schedule";
+import { promptIds } from "../lib/trial/prompt";
+import { runPoint } from "../lib/trial/client";
+import type { RequestRecord, TrialPoint } from "../lib/trial/types";
 import { parseFlags, parseOrExit, positiveNumber } from "../scripts/args";
 
 const OUTPUT_TOKENS = 16;

@@ -1,18 +1,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
-import type { EngineSpec, FleetSpec } from "../lib/config";
-import {
-  attestationDocument,
-  chooseDocument,
-  engineContract,
-  sidecarEndpoint,
-  sidecarStartScript,
-  sidecarStopScript,
-  transferFacts,
-  type AttestationDocument,
-  type FleetContract,
-  type SidecarOptions,
-} from "../lib/attestation";
+import type { EngineSpec, FleetSpec } from "../lib/config/types";
+import { attestationDocument, transferFacts, type AttestationDocument } from "../lib/attestation/document";
+import { chooseDocument } from "../lib/attestation/runbook-document";
+import { engineContract, type FleetContract } from "../lib/attestation/contract";
+import { sidecarEndpoint, sidecarStartScript, sidecarStopScript, type SidecarOptions } from "../lib/attestation/sidecar";
 import { fleetDocument } from "../lib/fleet/fleet-document";
 import { stackDirOn } from "../lib/fleet/state-dir";
 import { Attestation } from "../dynamic-providers/attestation/resource";

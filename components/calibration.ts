@@ -1,7 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
-import type { FleetSpec } from "../lib/config";
-import { defaultInputLengths, describeMismatches, type CalibrationAdoptSource } from "../lib/preflight";
+import type { FleetSpec } from "../lib/config/types";
+import { defaultInputLengths } from "../lib/preflight/calibration-run";
+import { describeMismatches, type CalibrationAdoptSource } from "../lib/preflight/calibration-adopt";
 import type { Attestation } from "../dynamic-providers/attestation/resource";
 import { Calibration } from "../dynamic-providers/calibration/resource";
 import type { Preflight } from "../dynamic-providers/preflight/resource";

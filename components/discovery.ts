@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
-import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config";
+import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config/types";
 import { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
 import { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
 import { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
@@ -10,7 +10,7 @@ import { engineLaunchPlan } from "../lib/launch/policy";
 import { hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
 import type { HostLogin } from "../lib/ssh/login";
 import { storedJump } from "../lib/ssh/stored-login";
-import type { SshConfig } from "../lib/ssh/ssh-config";
+import type { SshConfig } from "../lib/ssh/ssh-config/resolve";
 import { manifestIdentity } from "../lib/checkpoint/compare";
 import { fleetDocument } from "../lib/fleet/fleet-document";
 import { sidecarEndpoint } from "../lib/attestation/sidecar";

@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
-import type { RuntimeSpec } from "../lib/config";
+import type { RuntimeSpec } from "../lib/config/types";
 import { cacheExpectations, launchRecord, type LaunchPlan } from "../lib/launch/plan";
 import type { RunbookAttestationSource } from "../lib/attestation/runbook-document";
 import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";

@@ -1,10 +1,13 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
-import type { EngineSpec, FleetSpec } from "../lib/config";
+import type { EngineSpec, FleetSpec } from "../lib/config/types";
 import type { HostLogin } from "../lib/ssh/login";
 import { storedJump, type StoredLogin } from "../lib/ssh/stored-login";
 import type { CacheGroupSummary } from "../lib/fleet/cache-summary";
-import { edgeBudget, edgeLockWaitS, meshEdges, meshEngines, rdmaLockWaitS, type EdgeMatrix, type FabricVerdict } from "../lib/fabric";
+import { edgeBudget, meshEdges, meshEngines } from "../lib/fabric/mesh";
+import { edgeLockWaitS, rdmaLockWaitS } from "../lib/fabric/iperf3-remote";
+import type { EdgeMatrix } from "../lib/fabric/matrix";
+import type { FabricVerdict } from "../lib/fabric/budget";
 import { FabricEdge, type EdgeEndpointArgs } from "../dynamic-providers/fabric-edge/resource";
 import { FabricGate } from "../dynamic-providers/fabric-gate/resource";
 import type { HostDiscovery } from "../dynamic-providers/host-discovery/resource";

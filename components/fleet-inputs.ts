@@ -1,6 +1,6 @@
 import type * as pulumi from "@pulumi/pulumi";
-import type { CalibrationAdoptSource } from "../lib/preflight";
-import type { AdoptSource } from "../lib/profiling";
+import type { CalibrationAdoptSource } from "../lib/preflight/calibration-adopt";
+import type { AdoptSource } from "../lib/profiling/adopt";
 
 /** The stack's credentials, as the config reader (entry/stack-config.ts) hands them over: Pulumi secrets. */
 export interface FleetSecrets {

@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import type { EngineSpec, FleetSpec } from "../lib/config";
+import type { EngineSpec, FleetSpec } from "../lib/config/types";
 import type { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
 import type { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
 import { kvPeerWiring } from "./peer-wave";
@@ -8,7 +8,7 @@ import { Engine } from "./engine";
 import type { KnownHostsFiles, RunbookOutcome } from "./runtime";
 import type { FleetSecrets, LocalFiles } from "./fleet-inputs";
 import { Discovery, type HostSummary } from "./discovery";
-import type { SshConfig } from "../lib/ssh/ssh-config";
+import type { SshConfig } from "../lib/ssh/ssh-config/resolve";
 import { cacheSummary, CacheGroupSummary } from "../lib/fleet/cache-summary";
 import type { RuntimeIdentity } from "../lib/discovery/runtime";
 import { FabricMesh } from "./fabric";

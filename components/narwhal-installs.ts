@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
-import type { FleetSpec } from "../lib/config";
+import type { FleetSpec } from "../lib/config/types";
 import { stackDirOn } from "../lib/fleet/state-dir";
 import { NarwhalInstall } from "./router/install";
 

@@ -1,33 +1,15 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
-import type { ObservabilitySpec } from "../lib/config";
+import type { ObservabilitySpec } from "../lib/config/types";
 import { textDigest } from "../lib/router/serve";
 import { envFile } from "../lib/shell";
 import { Liveness } from "../dynamic-providers/liveness/resource";
-import {
-  dashboardProvisioning,
-  datasourceProvisioning,
-  engineTargets,
-  fleetDashboard,
-  FRESHNESS_EXPORTER_PY,
-  freshnessPortCheckScript,
-  grafanaPortCheckScript,
-  grafanaStartScript,
-  grafanaStopScript,
-  prometheusConfig,
-  prometheusPortCheckScript,
-  prometheusStartScript,
-  prometheusStopScript,
-  freshnessStartScript,
-  freshnessStopScript,
-  routerTargets,
-  rulesFile,
-  writeFilesScript,
-  type DocumentEngine,
-  type FreshnessExpectation,
-  type FreshnessRunOptions,
-  type PrometheusRunOptions,
-} from "../lib/observability";
+import { dashboardProvisioning, datasourceProvisioning, fleetDashboard } from "../lib/observability/grafana";
+import { engineTargets, routerTargets, type DocumentEngine } from "../lib/observability/targets";
+import { FRESHNESS_EXPORTER_PY, type FreshnessExpectation, type FreshnessRunOptions } from "../lib/observability/freshness-exporter";
+import { freshnessPortCheckScript, grafanaPortCheckScript, grafanaStartScript, grafanaStopScript, prometheusPortCheckScript, prometheusStartScript, prometheusStopScript, freshnessStartScript, freshnessStopScript, writeFilesScript, type PrometheusRunOptions } from "../lib/observability/scripts";
+import { prometheusConfig } from "../lib/observability/prometheus";
+import { rulesFile } from "../lib/observability/rules";
 
 export interface MonitoringArgs {
   spec: ObservabilitySpec;

@@ -6,7 +6,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
-import type { FleetSpec } from "../lib/config";
+import type { FleetSpec } from "../lib/config/types";
 import { kvComponents } from "../lib/fleet/kv-components";
 import { loginInputs } from "./login-inputs";
 import { PeerWave } from "../dynamic-providers/peer-wave/resource";

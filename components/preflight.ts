@@ -1,7 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
-import type { FleetSpec } from "../lib/config";
-import type { PairMode, ScheduleMode } from "../lib/preflight";
+import type { FleetSpec } from "../lib/config/types";
+import type { PairMode } from "../lib/preflight/pairs";
+import type { ScheduleMode } from "../lib/preflight/schedule";
 import type { Attestation } from "../dynamic-providers/attestation/resource";
 import { Preflight } from "../dynamic-providers/preflight/resource";
 import type { Engine } from "./engine";

@@ -1,7 +1,11 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
-import type { EngineSpec, FleetSpec } from "../lib/config";
-import { maxNumSeqsOf, NARWHAL_FIT_LIMITS, previousInLane, sweepRecord, type AdoptSource, type Sweep } from "../lib/profiling";
+import type { EngineSpec, FleetSpec } from "../lib/config/types";
+import { maxNumSeqsOf } from "../lib/profiling/limits";
+import { NARWHAL_FIT_LIMITS } from "../lib/profiling/fit-limits";
+import { previousInLane } from "../lib/profiling/lanes";
+import { sweepRecord, type Sweep } from "../lib/profiling/sweep";
+import type { AdoptSource } from "../lib/profiling/adopt";
 import { Profile } from "../dynamic-providers/profile/resource";
 import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry } from "../dynamic-providers/profile/types";
 import { loginInputs } from "./login-inputs";

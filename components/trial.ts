@@ -1,12 +1,12 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
-import type { EngineSpec, FleetSpec } from "../lib/config";
+import type { EngineSpec, FleetSpec } from "../lib/config/types";
 import { LoadTrial } from "../dynamic-providers/load-trial/resource";
 import type { ProfileMesh } from "./profiles";
 import type { RouterHost } from "./router";
 import type { Engine } from "./engine";
 import { loginInputs } from "./login-inputs";
-import { capacityPoint, type CapacityPoint } from "../lib/trial";
+import { capacityPoint, type CapacityPoint } from "../lib/trial/capacity";
 
 export interface TrialArgs {
   spec: FleetSpec;

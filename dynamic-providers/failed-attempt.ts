@@ -2,7 +2,7 @@
  * Writes a failed step's evidence (lib/evidence/failed-attempt.ts shapes it) before the error reaches the
  * user. The error keeps its class and code; its message gains the record's path.
  */
-import type { EvidenceArtifact } from "../lib/evidence";
+import type { EvidenceArtifact } from "../lib/evidence/record";
 import { failureRecord, listedAttempt, type Attempt, type FailedStep, type ListedAttempt } from "../lib/evidence/failed-attempt";
 import type { KeptAttempt } from "../lib/runtime/attempts";
 import { providerEvidence, type EvidenceRef, type ProviderEvidence } from "./evidence";

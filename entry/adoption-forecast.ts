@@ -3,7 +3,7 @@
  * (lib/adoption/preview-reads.ts) are I/O, which no component does. Its lines are logged on the Fleet.
  */
 import * as pulumi from "@pulumi/pulumi";
-import type { FleetSpec } from "../lib/config";
+import type { FleetSpec } from "../lib/config/types";
 import { forecastScope, formatForecast, mayForecast } from "../lib/adoption/forecast";
 import { readForecast, type ForecastHost } from "../lib/adoption/preview-reads";
 import type { HostParts } from "../components/discovery";

@@ -7,12 +7,13 @@
  */
 import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
-import type { FleetSpec } from "../lib/config";
+import type { FleetSpec } from "../lib/config/types";
 import { identityFileMessage } from "../lib/config/local-files";
 import { resolveLogin } from "../lib/fleet/host-plan";
-import { sha256Of, type CalibrationAdoptSource } from "../lib/preflight";
-import { samplesPath, sha256Hex, type AdoptSource } from "../lib/profiling";
-import type { SshConfig } from "../lib/ssh/ssh-config";
+import { sha256Of, type CalibrationAdoptSource } from "../lib/preflight/calibration-adopt";
+import { samplesPath, sha256Hex } from "../lib/profiling/store";
+import type { AdoptSource } from "../lib/profiling/adopt";
+import type { SshConfig } from "../lib/ssh/ssh-config/resolve";
 import type { FleetSecrets, LocalFiles } from "../components/fleet-inputs";
 
 export function readLocalFiles(spec: FleetSpec, secrets: FleetSecrets, sshConfig: SshConfig | undefined): LocalFiles {

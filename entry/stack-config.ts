@@ -2,11 +2,14 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { FleetConfigError, FleetSpec, parseFleetConfig, type ConfigIssue } from "../lib/config";
+import { FleetConfigError, type ConfigIssue } from "../lib/config/errors";
+import { FleetSpec } from "../lib/config/types";
+import { parseFleetConfig } from "../lib/config/parse";
 import { keyFileIssue, MISSING_API_KEY, sshConfigIssue } from "../lib/config/local-files";
-import { CredentialKeysSchema } from "../lib/config/schema";
+import { CredentialKeysSchema } from "../lib/config/schema/credentials";
 import { readOperatorSshConfig } from "../lib/fleet/operator-ssh-config";
-import type { SshConfig, SshConfigFiles } from "../lib/ssh/ssh-config";
+import type { SshConfig } from "../lib/ssh/ssh-config/resolve";
+import type { SshConfigFiles } from "../lib/ssh/ssh-config/load";
 import { cleartextSecretIssues, parseSecretKeyList, SECRET_CONFIG_KEYS } from "../lib/config/secrets";
 import type { FleetSecrets } from "../components/fleet-inputs";
 

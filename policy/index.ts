@@ -6,7 +6,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { PolicyPack, PolicyResource, StackValidationPolicy } from "@pulumi/policy";
-import { judge, POLICY_DESCRIPTIONS, POLICY_NAMES, PolicyOptions, StackResource, stackNameOf } from "../lib/policy";
+import { judge, POLICY_DESCRIPTIONS, POLICY_NAMES, PolicyOptions, StackResource, stackNameOf } from "../lib/policy/evidence-gates";
 
 // js-yaml ships no types of its own; the pack needs only `load`.
 const yaml = require("js-yaml") as { load(text: string): unknown };

@@ -3,7 +3,7 @@
  * offered and achieved rate, median TTFT and TPOT against the profile fits' prediction, and goodput.
  */
 import * as fs from "node:fs";
-import type { CapacityPoint } from "../lib/trial";
+import type { CapacityPoint } from "../lib/trial/capacity";
 
 export function capacityLines(capacity: { points?: Record<string, CapacityPoint> } | null): string[] {
   const points = Object.entries(capacity?.points ?? {});

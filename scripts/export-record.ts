@@ -8,8 +8,12 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { parseFleetConfig } from "../lib/config";
-import { EvidenceStore, evidenceRoot, exportAliases, exportDeploymentRecord, gateLines, sourceRevision, splitStackConfig, type DiscoveredHost } from "../lib/evidence";
+import { parseFleetConfig } from "../lib/config/parse";
+import { EvidenceStore, evidenceRoot } from "../lib/evidence/store";
+import { exportAliases, splitStackConfig, type DiscoveredHost } from "../lib/evidence/export-aliases";
+import { exportDeploymentRecord } from "../lib/evidence/export";
+import { gateLines } from "../lib/evidence/deployment-record";
+import { sourceRevision } from "../lib/evidence/revision";
 import { parseFlags, parseOrExit, required } from "./args";
 import { openStack, PROJECT_ROOT } from "./stack/select";
 

@@ -13,7 +13,8 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { importRunbook, parseEnvFile, type ImportResult } from "../lib/import";
+import { parseEnvFile } from "../lib/import/dotenv";
+import { importRunbook, type ImportResult } from "../lib/import/runbook";
 import { samplesPath } from "../lib/profiling/store";
 import { parseFlags, required, UsageError } from "./args";
 

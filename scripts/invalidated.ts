@@ -2,7 +2,7 @@
  * `npm run invalidated -- --stack <name> [--json] [--refresh]`: runs a preview of the stack and prints what
  * it would re-measure, re-judge and keep, by gate (lib/report). Exits 2 on bad arguments, 1 if the preview fails.
  */
-import { formatSummary } from "../lib/report";
+import { formatSummary } from "../lib/report/format";
 import { parseFlags, parseOrExit, required } from "./args";
 import { invalidationSummary } from "./stack/preview";
 

@@ -11,22 +11,15 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { profileHttp } from "../dynamic-providers/profile/http";
-import {
-  documentBytes,
-  mergeStores,
-  parseProfileArgs,
-  ProfileError,
-  readFleet,
-  readLimits,
-  refitSamples,
-  runLive,
-  samplesPath,
-  storeDocument,
-  USAGE,
-  UsageError,
-  writeFresh,
-  type ProfileFleet,
-} from "../lib/profiling";
+import { documentBytes, samplesPath, storeDocument } from "../lib/profiling/store";
+import { mergeStores } from "../lib/profiling/merge";
+import { parseProfileArgs, USAGE, UsageError } from "../lib/profiling/cli-args";
+import { ProfileError } from "../lib/profiling/errors";
+import { readFleet, type ProfileFleet } from "../lib/profiling/fleet-file";
+import { readLimits } from "../lib/profiling/limits";
+import { refitSamples } from "../lib/profiling/refit";
+import { runLive } from "../lib/profiling/live";
+import { writeFresh } from "../lib/profiling/outputs";
 
 const NAME = "profile";
 /** One probe (health, tokenize, metrics), and one completion or decode cohort, unless --observation-timeout-s says otherwise. */

@@ -8,8 +8,10 @@
 import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
-import { EvidenceStore, evidenceRoot } from "../lib/evidence";
-import { collectReport, evidencePointers, heldGenerations, renderReport } from "../lib/report/html";
+import { EvidenceStore, evidenceRoot } from "../lib/evidence/store";
+import { collectReport } from "../lib/report/html/collect";
+import { evidencePointers, heldGenerations } from "../lib/report/html/select";
+import { renderReport } from "../lib/report/html/page";
 import { parseFlags, parseOrExit, required, UsageError } from "./args";
 import { stackOutputs } from "./stack/outputs";
 

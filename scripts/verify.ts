@@ -8,7 +8,7 @@
  * itself failed (a host unreachable, a changed host key: the CLI's errors on stderr), which also means
  * the evidence cannot be shown to hold.
  */
-import { formatSummary } from "../lib/report";
+import { formatSummary } from "../lib/report/format";
 import { parseFlags, required, UsageError } from "./args";
 import { invalidationSummary } from "./stack/preview";
 

@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
-import type { RouterSpec } from "../../lib/config";
+import type { RouterSpec } from "../../lib/config/types";
 import { installKey, installScript, uninstallScript, venvDir, type InstallMarker, type InstallOptions, type NarwhalSource } from "../../lib/router/install";
 import { shq } from "../../lib/shell";
 import { CommandRecord } from "../../dynamic-providers/command-record/resource";

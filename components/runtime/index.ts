@@ -1,5 +1,5 @@
 import type * as pulumi from "@pulumi/pulumi";
-import type { RuntimeSpec } from "../../lib/config";
+import type { RuntimeSpec } from "../../lib/config/types";
 import { dockerCliProcess } from "./docker-cli";
 import { dockerProcess } from "./docker";
 import { nativeProcess } from "./native";

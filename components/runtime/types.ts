@@ -7,7 +7,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
-import type { RuntimeSpec } from "../../lib/config";
+import type { RuntimeSpec } from "../../lib/config/types";
 import type { LaunchPlan } from "../../lib/launch/plan";
 import type { ProcessIdentity } from "../../lib/engine/generation";
 import type { RunbookAttestationSource } from "../../lib/attestation/runbook-document";

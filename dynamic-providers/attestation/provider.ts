@@ -15,7 +15,9 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
-import { AttestationError, checkAttestation, contractFingerprint, type SidecarAttestation } from "../../lib/attestation";
+import { AttestationError } from "../../lib/attestation/errors";
+import { checkAttestation, type SidecarAttestation } from "../../lib/attestation/verify";
+import { contractFingerprint } from "../../lib/attestation/contract";
 import type { EvidenceCommand } from "../../lib/evidence/record";
 import { journalled } from "../http-evidence";
 import { providerEvidence } from "../evidence";

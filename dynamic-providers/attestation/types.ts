@@ -1,4 +1,5 @@
-import type { EngineContract, ServedDocument } from "../../lib/attestation";
+import type { EngineContract } from "../../lib/attestation/contract";
+import type { ServedDocument } from "../../lib/attestation/document";
 import type { ProcessIdentity } from "../../lib/engine/generation";
 
 /** What one engine's attestation is checked against, and where its sidecar answers (plain inside provider calls). */

@@ -4,7 +4,8 @@
  * by lib/preflight judgeCalibration.
  */
 import * as fs from "node:fs";
-import { judgeCalibration, type CalibrationAdoption as Judgement, type Pair } from "../../lib/preflight";
+import { judgeCalibration, type CalibrationAdoption as Judgement } from "../../lib/preflight/calibration-adopt";
+import type { Pair } from "../../lib/preflight/pairs";
 import { documentEngines, timeoutsOf } from "../preflight/plan";
 import { withRoutes } from "../preflight/provider";
 import { httpSampler, type EngineIdentity } from "./sampler";

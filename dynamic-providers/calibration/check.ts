@@ -1,6 +1,6 @@
 /** Calibration's inputs as a zod schema: engines, lengths, sample counts and the observation bound against the fleet document. */
 import { z } from "zod";
-import { MIN_SAMPLES_PER_GROUP, observationBoundProblem } from "../../lib/preflight";
+import { MIN_SAMPLES_PER_GROUP, observationBoundProblem } from "../../lib/preflight/calibration";
 import { hasUnknown } from "../diff";
 import { across, each, inOrder, integerAtLeast, isDigest, oneOf, positiveInteger, sha256Digest } from "../input-rules";
 import { documentEngines, timeoutsOf } from "../preflight/plan";

@@ -8,8 +8,9 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
-import type { Pair, SampleRecord, Sampler } from "../../lib/preflight";
-import { sseEvents, streamedTokens } from "../../lib/profiling";
+import type { Pair } from "../../lib/preflight/pairs";
+import type { SampleRecord, Sampler } from "../../lib/preflight/calibration-run";
+import { sseEvents, streamedTokens } from "../../lib/profiling/sse";
 import { handoffOf, streamError } from "../preflight/observer";
 import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
 import { engineHeaders } from "../../lib/engine/request";

@@ -1,4 +1,7 @@
-import type { CalibrationAdoptSource, CalibrationMismatch, GroupResult, Pair, ScheduleMode } from "../../lib/preflight";
+import type { CalibrationAdoptSource, CalibrationMismatch } from "../../lib/preflight/calibration-adopt";
+import type { GroupResult } from "../../lib/preflight/calibration";
+import type { Pair } from "../../lib/preflight/pairs";
+import type { ScheduleMode } from "../../lib/preflight/schedule";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import type { EngineIdentity } from "./sampler";
 

@@ -3,10 +3,13 @@
  * (so the output survives whatever follows), then the engine's launch.json and the line itself as
  * artifacts, and the immutable image-check record that names them.
  */
-import { evidenceRoot } from "../../lib/evidence";
+import { evidenceRoot } from "../../lib/evidence/store";
 import { providerEvidence } from "../evidence";
 import { appendLogLine, type AppendedLine } from "../../lib/evidence/append-log";
-import { checkDigest, checkLogLine, checkLogName, launchJsonText, type CheckLogStep, type CheckOutcome } from "../../lib/image-check";
+import { checkDigest } from "../../lib/image-check/verdict";
+import { checkLogLine, checkLogName, type CheckLogStep } from "../../lib/image-check/log";
+import { launchJsonText } from "../../lib/image-check/launch-json";
+import type { CheckOutcome } from "../../lib/image-check/run";
 import { MEASURED_AGAINST, type ImageCheckInputs } from "./schema";
 
 const KIND = "image-check";

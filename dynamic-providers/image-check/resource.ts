@@ -1,4 +1,4 @@
-import type { CheckRuntime } from "../../lib/image-check";
+import type { CheckRuntime } from "../../lib/image-check/request";
 import { dynamicResource, type ArgsOf } from "../declare";
 import type { ImageCheckInputs, ImageCheckOutputs } from "./schema";
 

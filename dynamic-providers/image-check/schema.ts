@@ -1,6 +1,9 @@
 /** ImageCheck's inputs as one zod schema (where evidence goes, how to log in, the spec the check runs: lib/image-check), the types it produces, and the outputs. */
 import { z } from "zod";
-import { imageCheckProblems, RUNTIME_CHECK_SHA256, type CheckedIdentity, type CheckRuntime, type ImageCheckSpec, type RuntimeFindings } from "../../lib/image-check";
+import { imageCheckProblems, type CheckRuntime, type ImageCheckSpec } from "../../lib/image-check/request";
+import { RUNTIME_CHECK_SHA256 } from "../../lib/image-check/commands";
+import type { CheckedIdentity } from "../../lib/image-check/run";
+import type { RuntimeFindings } from "../../lib/image-check/verdict";
 import type { LaunchRecord } from "../../lib/launch/plan";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { isStackFolderName } from "../../lib/stack-name";

@@ -2,7 +2,8 @@
 import { z } from "zod";
 import { hasUnknown } from "../diff";
 import { across, each, hostLogin, inOrder, isFilled, nonEmpty, oneOf, positiveInteger, positiveNumber, positiveSeconds, sha256Digest } from "../input-rules";
-import { pointProblems, pointRange } from "../../lib/trial";
+import { pointProblems } from "../../lib/trial/point";
+import { pointRange } from "../../lib/trial/predict";
 import type { TrialEngine } from "./types";
 
 const engine = (e: Record<string, unknown>) => {

@@ -1,6 +1,6 @@
-import type { ProfileRow } from "../../lib/profiling";
+import type { ProfileRow } from "../../lib/profiling/store";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import type { ClockAnchor, Departure, Prediction, ProfiledRange, Reconciliation, TrialPoint, TrialSlo, TrialSummary, TrialVerdict } from "../../lib/trial";
+import type { ClockAnchor, Departure, Prediction, ProfiledRange, Reconciliation, TrialPoint, TrialSlo, TrialSummary, TrialVerdict } from "../../lib/trial/types";
 
 /** One engine as the trial sees it: the generation it must still be, its role and where the router host reaches it. */
 export interface TrialEngine {

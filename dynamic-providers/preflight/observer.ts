@@ -10,8 +10,12 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
-import { attestationProblems, type Observer, type Probe, type TransferRecord } from "../../lib/preflight";
-import { identityGenerationDigest, sseEvents, streamedTokens } from "../../lib/profiling";
+import { attestationProblems } from "../../lib/preflight/attestation";
+import type { Observer } from "../../lib/preflight/run";
+import type { Probe } from "../../lib/preflight/pairs";
+import type { TransferRecord } from "../../lib/preflight/transfer";
+import { identityGenerationDigest } from "../../lib/profiling/store";
+import { sseEvents, streamedTokens } from "../../lib/profiling/sse";
 import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
 import { engineHeaders } from "../../lib/engine/request";
 import { notedStream, sendJson, timedOut } from "../engine-request";

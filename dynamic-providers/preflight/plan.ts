@@ -2,7 +2,12 @@
  * The preflight plan and observer settings from a fleet document: the budgets are the ones the router
  * will use, with narwhal-inference 0.7.0's defaults where the document leaves a key out.
  */
-import { declaredContract, restartRiskApplies, type GateProfile, type PairMode, type PreflightPlan, type ScheduleMode } from "../../lib/preflight";
+import { declaredContract } from "../../lib/preflight/declared-contract";
+import { restartRiskApplies } from "../../lib/preflight/restart-risk";
+import type { GateProfile } from "../../lib/preflight/judge";
+import type { PairMode } from "../../lib/preflight/pairs";
+import type { PreflightPlan } from "../../lib/preflight/run";
+import type { ScheduleMode } from "../../lib/preflight/schedule";
 import { fitLimitsOf } from "../../lib/profiling/fit-limits";
 import type { ObserverOptions } from "./observer";
 

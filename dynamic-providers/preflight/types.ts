@@ -1,5 +1,9 @@
-import type { GateNote, GateResult, PairMode, RunStatus, RunSummary, ScheduleMode, TransferRecord } from "../../lib/preflight";
-import type { ProfileRow } from "../../lib/profiling";
+import type { GateNote, RunStatus, RunSummary } from "../../lib/preflight/status";
+import type { GateResult } from "../../lib/preflight/types";
+import type { PairMode } from "../../lib/preflight/pairs";
+import type { ScheduleMode } from "../../lib/preflight/schedule";
+import type { TransferRecord } from "../../lib/preflight/transfer";
+import type { ProfileRow } from "../../lib/profiling/store";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import type { EngineHostSecrets, EngineLogAccess } from "./engine-logs";
 

@@ -11,8 +11,11 @@
  * - delete: leaves the files: the router's retained evidence.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { evidenceRoot, EvidenceStore } from "../../lib/evidence";
-import { documentBytes, localTarget, ProfileError, publishStore, samplesDocument, storeDocument, type EngineSamples, type FileTarget } from "../../lib/profiling";
+import { evidenceRoot, EvidenceStore } from "../../lib/evidence/store";
+import { documentBytes, samplesDocument, storeDocument, type EngineSamples } from "../../lib/profiling/store";
+import { localTarget } from "../../lib/profiling/local-target";
+import { ProfileError } from "../../lib/profiling/errors";
+import { publishStore, type FileTarget } from "../../lib/profiling/publish";
 import { withSsh } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";

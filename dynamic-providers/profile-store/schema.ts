@@ -1,6 +1,6 @@
 /** ProfileStore's inputs as one zod schema (each issue names its property), the types it produces, and the outputs. */
 import { z } from "zod";
-import { idsProblem, rowProblem, type ProfileRow } from "../../lib/profiling";
+import { idsProblem, rowProblem, type ProfileRow } from "../../lib/profiling/store";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { hasUnknown } from "../diff";
 

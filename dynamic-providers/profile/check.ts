@@ -1,6 +1,7 @@
 /** Profile's inputs as a zod schema: what the profile is measured against, the sweep's minimums, the limits and how to reach the engine. */
 import { z } from "zod";
-import { fitLimitsProblem, sweepProblems } from "../../lib/profiling";
+import { fitLimitsProblem } from "../../lib/profiling/fit-limits";
+import { sweepProblems } from "../../lib/profiling/sweep";
 import { across, inOrder, isDigest, judgedBy, nonEmpty, positiveNumber, positiveSeconds, sha256Digest } from "../input-rules";
 
 /** A digest that may be absent (an engine without an attestation). */

@@ -4,8 +4,8 @@
  * undici is required at call time, never captured.
  */
 import { performance } from "node:perf_hooks";
-import type { EngineClient, Reply, StreamChunk } from "../../lib/profiling";
-import { SseSplitter } from "../../lib/profiling";
+import type { EngineClient, Reply, StreamChunk } from "../../lib/profiling/client";
+import { SseSplitter } from "../../lib/profiling/sse";
 import { engineHeaders } from "../../lib/engine/request";
 import { notedStream, sendJson, timedOut } from "../engine-request";
 

@@ -22,23 +22,12 @@ import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { providerEvidence } from "../evidence";
-import {
-  adoptionFor,
-  adoptionLimitReason,
-  attestationBindingDigest,
-  buildRow,
-  DEFAULT_FIT_ATTEMPTS,
-  emptyRecord,
-  fitProblems,
-  identityGenerationDigest,
-  measureWithinLimits,
-  NARWHAL_FIT_LIMITS,
-  Profiler,
-  ProfileError,
-  type EngineSamples,
-  type MeasureRecord,
-  type ProfileRow,
-} from "../../lib/profiling";
+import { adoptionFor } from "../../lib/profiling/adopt";
+import { adoptionLimitReason, fitProblems, NARWHAL_FIT_LIMITS } from "../../lib/profiling/fit-limits";
+import { attestationBindingDigest, buildRow, identityGenerationDigest, type EngineSamples, type ProfileRow } from "../../lib/profiling/store";
+import { DEFAULT_FIT_ATTEMPTS, measureWithinLimits } from "../../lib/profiling/accept";
+import { emptyRecord, Profiler, type MeasureRecord } from "../../lib/profiling/measure";
+import { ProfileError } from "../../lib/profiling/errors";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";

@@ -1,4 +1,7 @@
-import type { AdoptSource, FitLimits, ProfileRow, Sweep } from "../../lib/profiling";
+import type { AdoptSource } from "../../lib/profiling/adopt";
+import type { FitLimits } from "../../lib/profiling/fit-limits";
+import type { ProfileRow } from "../../lib/profiling/store";
+import type { Sweep } from "../../lib/profiling/sweep";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /** What one engine's profile is measured against, and how to reach the engine (plain inside provider calls). */

@@ -11,7 +11,7 @@ import { hasUnknown } from "../diff";
 import { schemaCheck } from "../evidence-provider";
 import { across, inOrder } from "../input-rules";
 import { providerEvidence } from "../evidence";
-import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
+import { EvidenceStore, evidenceRoot } from "../../lib/evidence/store";
 
 const fields = z.object({
   /** Each engine as discovery resolved it: enough to check that replicas agree. */

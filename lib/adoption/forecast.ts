@@ -11,7 +11,7 @@ import { adoptionLimitReason, NARWHAL_FIT_LIMITS } from "../profiling/fit-limits
 import { attestationBindingDigest, identityGenerationDigest } from "../profiling/store";
 import { runbookStanding, type RunbookDecision, type RunbookSurvey } from "../launch/runbook";
 import { sidecarEndpoint } from "../attestation/sidecar";
-import type { EngineSpec, FleetSpec } from "../config";
+import type { EngineSpec, FleetSpec } from "../config/types";
 
 /** What a preview forecasts: the runbook engines it reads, the profiles it judges, and the calibration. */
 export interface ForecastScope {

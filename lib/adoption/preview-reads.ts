@@ -1,12 +1,12 @@
 import * as fs from "node:fs";
-import type { EngineSpec, FleetSpec, HostSpec } from "../config";
+import type { EngineSpec, FleetSpec, HostSpec } from "../config/types";
 import { hostDiscoveryPlan } from "../fleet/host-plan";
 import { blockingProblems, parseProbe, probeCommand, type ProbeOptions } from "../discovery/probe";
 import { chooseFabricAddress } from "../discovery/fabric-address";
 import { engineLaunchPlan, type DiscoveredHost } from "../launch/policy";
 import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../launch/runbook";
 import { forecastCalibration, forecastProfile, forecastRunbookEngine, parseSidecarAnswer, runbookAttestationUrl, type ForecastLine, type ForecastScope, type RunbookSighting } from "./forecast";
-import { samplesPath, sha256Hex } from "../profiling";
+import { samplesPath, sha256Hex } from "../profiling/store";
 import { parseSurvey, surveyScript } from "../runtime/runbook-survey";
 import { shq } from "../shell";
 import { withSsh, type SshSession } from "../ssh/client";

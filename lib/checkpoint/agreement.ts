@@ -2,7 +2,7 @@
  * Gate A's fleet-wide agreement as the ReplicaAgreement resource judges and records it: every engine host
  * holds the same checkpoint snapshot, and all replicas share one accelerator product and TP shape.
  */
-import type { EvidenceArtifact, EvidenceRecordFields } from "../evidence";
+import type { EvidenceArtifact, EvidenceRecordFields } from "../evidence/record";
 import { checkReplicaShapes, type ReplicaShape } from "../launch/policy";
 import { compareReplicas, replicaDifferenceMessage, type ManifestIdentity } from "./compare";
 

@@ -8,8 +8,11 @@ import { z } from "zod";
 import { fallbackMessage, typeMessage, unknownKeyMessage } from "./describe";
 import { FleetConfigError, renderPath, type PathSegment } from "./errors";
 import { parseDestination } from "./formats";
-import { RULES, type RuleInput, type Section } from "./rules";
-import { CONFIG_KEYS, HostSchema, SECTIONS, engineSchema } from "./schema";
+import { RULES } from "./rules/all-rules";
+import type { RuleInput, Section } from "./rules/context";
+import { CONFIG_KEYS, SECTIONS } from "./schema/fleet-config";
+import { HostSchema } from "./schema/hosts";
+import { engineSchema } from "./schema/engines";
 import type { FleetSpec } from "./types";
 
 interface Problem {

@@ -1,6 +1,6 @@
 /** Types of the parsed, fully defaulted fleet config. Each field is described on its schema in schema/ (the source of docs/config.md). */
 import type { z } from "zod";
-import type * as s from "./schema";
+import type * as s from "./schema/fleet-config";
 
 type HostFields = z.output<typeof s.HostSchema>;
 

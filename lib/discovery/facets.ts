@@ -7,7 +7,7 @@ import type { AcceleratorInventory } from "./accelerators";
 import type { ModelRequirements } from "./model";
 import type { RuntimeIdentity } from "./runtime";
 import type { RdmaInventory } from "./rdma";
-import type { CheckpointManifest } from "../checkpoint";
+import type { CheckpointManifest } from "../checkpoint/manifest";
 import { sha256Json } from "../digest";
 import { runbookListenerPidsScript } from "../runtime/runbook-survey";
 import { shq } from "../shell";

@@ -2,7 +2,8 @@
  * One observation of a host over the login HostDiscovery opened (dynamic-providers/host-discovery): what
  * its engines will use (hardware, fabric, model, runtime, listeners, devices) and its checkpoint's hash.
  */
-import { hashCheckpointRemote, type CheckpointManifest } from "../checkpoint";
+import { hashCheckpointRemote } from "../checkpoint/remote-hash";
+import type { CheckpointManifest } from "../checkpoint/manifest";
 import { sha256Json } from "../digest";
 import { capture, exitStatusOf, scriptCommand, type Attempt } from "../evidence/failed-attempt";
 import { claimScript, stackFolder } from "../fleet/host-cleanup";

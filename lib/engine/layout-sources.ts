@@ -22,7 +22,6 @@ import { EngineError } from "./errors";
 import type { ModelKvGeometry } from "./model-kv";
 import type { EngineStartup, LogOrigin } from "./startup-log";
 
-export type { ModelKvGeometry } from "./model-kv";
 
 /** Bytes per cached element: fp8 caches take one, `auto` the model dtype's. */
 function cacheElementBytes(cacheDtype: string, modelDtype: string): number {

@@ -3,7 +3,7 @@
  * environment names a host maps to that host's alias from the stack config, and the folders this
  * program writes map to fixed path aliases.
  */
-import type { FleetSpec } from "../config";
+import type { FleetSpec } from "../config/types";
 import { SECRET_CONFIG_KEYS } from "../config/secrets";
 import type { ExportAliases } from "./sanitise";
 

@@ -3,7 +3,7 @@
  * the transport its engines move KV on, the RDMA ports for `ucx_rdma`, and the budget it is held to
  * (the largest budget among its producers' groups, from the captured cache layouts).
  */
-import type { FleetSpec } from "../config";
+import type { FleetSpec } from "../config/types";
 import { engineTransport } from "../launch/plan";
 import { FabricError } from "./errors";
 import { edgeRequirement, fabricEdges, type EdgeEngine, type FabricEdge } from "./edges";

@@ -1,9 +1,9 @@
-import type { FleetSpec } from "../config";
+import type { FleetSpec } from "../config/types";
 import type { RuntimeIdentity } from "../discovery/runtime";
 import type { CacheLayout } from "../engine/cache-layout";
 import type { LaunchPlan } from "../launch/plan";
-import { budgetGroups, cacheGroups, layoutDisagreements, signatureInputsFor } from "../cache";
-import { budgetFor } from "../fabric";
+import { budgetGroups, cacheGroups, layoutDisagreements, signatureInputsFor } from "../cache/groups";
+import { budgetFor } from "../fabric/budget";
 
 /** What one engine contributes to the fleet's cache groups: where it runs, what it runs, what it resolved. */
 export interface EngineCacheFacts {

@@ -1,4 +1,4 @@
-import type { FleetSpec } from "../config";
+import type { FleetSpec } from "../config/types";
 import type { EngineContract } from "../attestation/contract";
 
 /** Where one engine is reached, as the router and `narwhal-check` will reach it. */

@@ -1,5 +1,5 @@
 import { sidecarEndpoint } from "../attestation/sidecar";
-import type { FleetSpec } from "../config";
+import type { FleetSpec } from "../config/types";
 import { launchRecord, type LaunchPlan } from "../launch/plan";
 import { envFile } from "../shell";
 import type { HostLogin } from "../ssh/login";

@@ -1,6 +1,6 @@
-import type { FleetSpec, HostSpec } from "../config";
+import type { FleetSpec, HostSpec } from "../config/types";
 import { parseDestination } from "../config/formats";
-import { resolveSshAlias, type SshConfig } from "../ssh/ssh-config";
+import { resolveSshAlias, type SshConfig } from "../ssh/ssh-config/resolve";
 import type { HostLogin } from "../ssh/login";
 import type { PlannedPort } from "../discovery/listeners";
 import type { RuntimeProbeSpec } from "../discovery/probe";

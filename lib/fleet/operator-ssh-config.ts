@@ -4,8 +4,10 @@
  * program cannot evaluate for a fleet host is a config issue at `ssh.configFile`, reported with the
  * others before any resource is made. The disk is reached only through `files`.
  */
-import type { ConfigIssue, FleetSpec } from "../config";
-import { loadSshConfig, type SshConfig, type SshConfigFiles } from "../ssh/ssh-config";
+import type { ConfigIssue } from "../config/errors";
+import type { FleetSpec } from "../config/types";
+import { loadSshConfig, type SshConfigFiles } from "../ssh/ssh-config/load";
+import type { SshConfig } from "../ssh/ssh-config/resolve";
 import { resolveLogin } from "./host-plan";
 
 export interface OperatorSshConfigSource {

@@ -1,4 +1,4 @@
-import type { FleetSpec } from "../config";
+import type { FleetSpec } from "../config/types";
 
 /** This stack's folder on a host: engines, sidecars, the router and its install live under it. */
 export function stackDirOn(spec: FleetSpec, hostAlias: string, stack: string): string {

@@ -1,4 +1,4 @@
-import type { EngineSpec, FleetSpec } from "../config";
+import type { EngineSpec, FleetSpec } from "../config/types";
 import { sha256Json } from "../digest";
 
 /**

@@ -1,4 +1,5 @@
-import { resolveTensorParallelSize, tensorParallelFits, type EngineSpec, type FleetSpec } from "../config";
+import { resolveTensorParallelSize, tensorParallelFits } from "../config/rules/engines";
+import type { EngineSpec, FleetSpec } from "../config/types";
 import { engineTransport, renderLaunchPlan, type LaunchInputs, type LaunchPlan } from "./plan";
 
 /** What discovery found on one host that a launch plan is derived from. */

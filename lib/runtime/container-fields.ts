@@ -3,7 +3,7 @@
  * lib/runtime/container-spec.ts, and the translation of that one spec into @pulumi/docker Container
  * fields. No Pulumi resource is made here.
  */
-import type { RuntimeSpec } from "../config";
+import type { RuntimeSpec } from "../config/types";
 import { sha256Json } from "../digest";
 import type { LaunchPlan } from "../launch/plan";
 import { ContainerSpec, LABELS } from "./container-spec";

@@ -1,6 +1,6 @@
 /** {@link FileTarget} over SFTP on an open SSH session: no shell, no quoting, lstat never follows a link. */
 import type { SFTPWrapper } from "ssh2";
-import type { EntryKind, FileTarget } from "../profiling";
+import type { EntryKind, FileTarget } from "../profiling/publish";
 import type { SshSession } from "./client";
 
 const call = <T>(fn: (cb: (err: Error | null | undefined, value?: T) => void) => void): Promise<T> =>

@@ -14,7 +14,7 @@ import { judgePoint } from "./verdict";
 import type { HttpGet } from "./http";
 import { prometheusCounters } from "./prometheus";
 import type { ClientRun, CounterSnapshot, TrialObservations, TrialPoint, TrialSlo } from "./types";
-import type { ProfileRow } from "../profiling";
+import type { ProfileRow } from "../profiling/store";
 
 export interface TrialRoutes {
   /** Base URL reaching the router (a forward's loopback end). */

@@ -1,5 +1,5 @@
 import type { EngineEvent, Stack } from "@pulumi/pulumi/automation";
-import { summarise, type InvalidationSummary } from "../../lib/report";
+import { summarise, type InvalidationSummary } from "../../lib/report/summary";
 import { openStack } from "./select";
 
 export interface InvalidationOptions {

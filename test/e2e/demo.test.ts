@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import { runInHost } from "../../sim/hosts";
 import { PROJECT_ROOT } from "./support/stack";
 import { describeSteps, plannedChanges } from "./support/preview";
-import type { CapacityPoint } from "../../lib/trial";
+import type { CapacityPoint } from "../../lib/trial/capacity";
 
 const run = promisify(execFile);
 const tail = (text = "", lines = 40) => text.trimEnd().split("\n").slice(-lines).join("\n");

@@ -23,7 +23,7 @@ import { LABELS } from "../../lib/runtime/container-spec";
 import type { LaunchPlan } from "../../lib/launch/plan";
 import { shellLine, shq } from "../../lib/shell";
 import { runbookEnv, runbookPlan } from "../unit/launch/runbook-record";
-import { evidenceRoot, EvidenceStore } from "../../lib/evidence";
+import { evidenceRoot, EvidenceStore } from "../../lib/evidence/store";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { hostFiles, hostListeners, onPorts } from "./support/host-leftovers";
 import { API_KEY, E2E_TIME_SCALE, EngineEntry, hostEntries, MODEL, openStack, plainOutputs, PROJECT_ROOT, setObjectConfig } from "./support/stack";

@@ -8,7 +8,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { DeploymentRecord } from "../../lib/evidence";
+import type { DeploymentRecord } from "../../lib/evidence/deployment-record";
 import { ExportedDeploymentRecordSchema, STEP_FIELDS } from "../../lib/evidence/export-schema";
 import { NARWHAL_KINDS } from "../../lib/evidence/deployment-record";
 import { API_KEY, PROJECT_ROOT, sharedFleet } from "./support/stack";

@@ -11,7 +11,7 @@ import { readHostKeyPair, restartSshdWithHostKey, restartSshdWithNewHostKey, run
 import type { HostKeyPair, SimHost } from "../../sim/hosts";
 import { E2E_TIME_SCALE, EngineEntry, openStack, PROJECT_ROOT, setObjectConfig } from "./support/stack";
 import { appliedChanges, expectNothingPlanned, plannedChanges, stepList } from "./support/preview";
-import { evidenceRoot } from "../../lib/evidence";
+import { evidenceRoot } from "../../lib/evidence/store";
 import { hostFiles } from "./support/host-leftovers";
 
 const STACK = "e2e-failures";
@@ -136,7 +136,7 @@ describe("e2e: failure paths an operator follows (re-keyed host, unwritable evid
     const ports = [8921, 9921, 8931, 8932, 8941, 8942, 6031, 6032];
     const listening = await runInHost(host.alias, ["sh", "-c", `ss -Hltn | awk '{print $4}' | grep -E ':(${ports.join("|")})$' || true`]);
     expect(listening.stdout.trim()).to.equal("");
-    const { EvidenceStore } = await import("../../lib/evidence");
+    const { EvidenceStore } = await import("../../lib/evidence/store");
     expect((await new EvidenceStore(evidenceRoot(PROJECT_ROOT, STACK)).list()).length).to.be.greaterThan(0);
   });
 

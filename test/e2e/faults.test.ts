@@ -18,7 +18,7 @@ import { awaitHealthy, restartByHand } from "./support/restart";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { invalidationSummary } from "../../scripts/stack/preview";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
-import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
+import { EvidenceStore, evidenceRoot } from "../../lib/evidence/store";
 import { PROJECT_ROOT } from "./support/stack";
 import { startTraffic, type TrafficReport } from "./support/router-traffic";
 

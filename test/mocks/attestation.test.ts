@@ -4,7 +4,7 @@
  * provider method runs here; test/providers/attestation.test.ts runs the sidecar and the provider for real.
  */
 import { expect } from "chai";
-import { documentDigest, type AttestationDocument } from "../../lib/attestation";
+import { documentDigest, type AttestationDocument } from "../../lib/attestation/document";
 import { CHECK_DIGEST, CONTAINER_ID, IMAGE_ID, fleetConfig, mockSecrets, reveal, settle, useFleetMocks } from "./support/fleet";
 
 const API_KEY = "mock-api-key-attest-0123";

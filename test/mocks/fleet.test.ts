@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import * as pulumi from "@pulumi/pulumi";
 import { fleetConfig, hostFacts, mockSecrets, reveal, useFleetMocks } from "./support/fleet";
-import { RUNTIME_CHECK_SHA256 } from "../../lib/image-check";
+import { RUNTIME_CHECK_SHA256 } from "../../lib/image-check/commands";
 
 const API_KEY = "mock-api-key-0123456789";
 const SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n";

@@ -7,7 +7,7 @@
 import { expect } from "chai";
 import { fleetConfig, mockSecrets, reveal, settle, useFleetMocks } from "./support/fleet";
 import { installHosts } from "../../components/narwhal-installs";
-import { parseFleetConfig } from "../../lib/config";
+import { parseFleetConfig } from "../../lib/config/parse";
 import { sha256Json } from "../../lib/digest";
 
 const STACK = "urn:pulumi:mock::narwhal-fleet::";

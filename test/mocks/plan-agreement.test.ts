@@ -8,7 +8,7 @@
 import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parseFleetConfig } from "../../lib/config";
+import { parseFleetConfig } from "../../lib/config/parse";
 import { parseProbe } from "../../lib/discovery/probe";
 import { chooseFabricAddress } from "../../lib/discovery/fabric-address";
 import { discoveredFromProbe, previewProbeOptions } from "../../lib/adoption/preview-reads";

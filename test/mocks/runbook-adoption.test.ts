@@ -7,7 +7,7 @@
 import { expect } from "chai";
 import { createHash } from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
-import type { RuntimeSpec } from "../../lib/config";
+import type { RuntimeSpec } from "../../lib/config/types";
 import { renderLaunchPlan } from "../../lib/launch/plan";
 import { surveyEnvKeys } from "../../lib/launch/runbook";
 import * as native from "../../lib/runtime/native";

@@ -6,9 +6,9 @@
 import { expect } from "chai";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { parseFleetConfig } from "../../lib/config";
+import { parseFleetConfig } from "../../lib/config/parse";
 import type * as command from "@pulumi/command";
-import type { RuntimeSpec } from "../../lib/config";
+import type { RuntimeSpec } from "../../lib/config/types";
 import { LaunchInputs, LaunchPlan, renderLaunchPlan } from "../../lib/launch/plan";
 import { LABELS } from "../../lib/runtime/container-spec";
 import * as dockerCli from "../../lib/runtime/docker-cli";

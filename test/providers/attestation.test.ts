@@ -10,24 +10,17 @@ import * as fs from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import {
-  attestationDocument,
-  chooseDocument,
-  documentDigest,
-  engineContract,
-  sidecarEndpoint,
-  sidecarStartScript,
-  sidecarStopScript,
-  type AttestationDocument,
-  type SidecarOptions,
-} from "../../lib/attestation";
+import { attestationDocument, documentDigest, type AttestationDocument } from "../../lib/attestation/document";
+import { chooseDocument } from "../../lib/attestation/runbook-document";
+import { engineContract } from "../../lib/attestation/contract";
+import { sidecarEndpoint, sidecarStartScript, sidecarStopScript, type SidecarOptions } from "../../lib/attestation/sidecar";
 import { provider as attestation } from "../../dynamic-providers/attestation/provider";
 import { Attestation } from "../../dynamic-providers/attestation/resource";
 import type { AttestationInputs, AttestationOutputs } from "../../dynamic-providers/attestation/types";
 import { captureLocal } from "../support/local-capture";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
-import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
+import { EvidenceStore, evidenceRoot } from "../../lib/evidence/store";
 import { pidAlive } from "../../sim/hosts/exec";
 import { runbookAttestationDocument } from "../unit/attestation/runbook-document-fixture";
 import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";

@@ -15,7 +15,7 @@ import { provider as captureProvider } from "../../dynamic-providers/cache-captu
 import type { CacheCaptureInputs, CacheCaptureOutputs } from "../../dynamic-providers/cache-capture/schema";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
-import { evidenceRoot } from "../../lib/evidence";
+import { evidenceRoot } from "../../lib/evidence/store";
 import { renderLaunchPlan, type LaunchInputs, type LaunchPlan } from "../../lib/launch/plan";
 import { nativeEngineLogs, type EngineLogSource } from "../../lib/engine/log-source";
 import { startScript as dockerStartScript, stopScript as dockerStopScript } from "../../lib/runtime/docker-cli";

@@ -12,7 +12,7 @@ import * as path from "node:path";
 import { calibrateFleet, provider } from "../../dynamic-providers/calibration/provider";
 import type { CalibrationInputs } from "../../dynamic-providers/calibration/types";
 import { EVIDENCE_ALTERED } from "../../dynamic-providers/integrity";
-import { defaultInputLengths } from "../../lib/preflight";
+import { defaultInputLengths } from "../../lib/preflight/calibration-run";
 import { KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";
 
 const API_KEY = "sk-narwhal-calibration-51c9a0";

@@ -5,7 +5,8 @@ import * as path from "node:path";
 import { provider } from "../../dynamic-providers/command-record/provider";
 import type { CommandRecordInputs, CommandRecordOutputs } from "../../dynamic-providers/command-record/check";
 import { UNKNOWN } from "../../lib/unknown";
-import { EvidenceStore, evidenceRoot, gateOfKind } from "../../lib/evidence";
+import { EvidenceStore, evidenceRoot } from "../../lib/evidence/store";
+import { gateOfKind } from "../../lib/evidence/gates";
 
 describe("command record: Gates B and G in the evidence store", () => {
   const cwd = process.cwd();

@@ -14,7 +14,7 @@ import { provider as generationProvider } from "../../dynamic-providers/engine-g
 import { EngineGeneration } from "../../dynamic-providers/engine-generation/resource";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { sha256Json } from "../../lib/digest";
-import { evidenceRoot } from "../../lib/evidence";
+import { evidenceRoot } from "../../lib/evidence/store";
 import { UNKNOWN } from "../../lib/unknown";
 import * as fs from "node:fs";
 import * as path from "node:path";

@@ -10,8 +10,11 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
-import { parseFleetConfig } from "../../lib/config";
-import { EvidenceStore, evidenceRoot, exportAliases, exportDeploymentRecord, sourceRevision } from "../../lib/evidence";
+import { parseFleetConfig } from "../../lib/config/parse";
+import { EvidenceStore, evidenceRoot } from "../../lib/evidence/store";
+import { exportAliases } from "../../lib/evidence/export-aliases";
+import { exportDeploymentRecord } from "../../lib/evidence/export";
+import { sourceRevision } from "../../lib/evidence/revision";
 import { KV_BOTH, makeModel, removeTemps, spawnEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";
 
 const API_KEY = "sk-narwhal-export-5d2e8a";

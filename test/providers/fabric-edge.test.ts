@@ -8,7 +8,7 @@ import type { FabricEdgeInputs, FabricEdgeOutputs } from "../../dynamic-provider
 import { provider as gate } from "../../dynamic-providers/fabric-gate/provider";
 import type { FabricGateInputs, FabricGateOutputs } from "../../dynamic-providers/fabric-gate/check";
 import { UNKNOWN } from "../../lib/unknown";
-import { evidenceRoot } from "../../lib/evidence";
+import { evidenceRoot } from "../../lib/evidence/store";
 import { runInHost, simDown, simUp, spawnInHost } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { rejection } from "../support/rejection";

@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { provider } from "../../dynamic-providers/host-discovery/provider";
 import type { HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/schema";
-import { evidenceRoot } from "../../lib/evidence";
+import { evidenceRoot } from "../../lib/evidence/store";
 import { setRdmaPortState, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { discoveryFailure, discoveryInputs } from "./support/host-discovery";

@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { parseFleetConfig } from "../../lib/config";
+import { parseFleetConfig } from "../../lib/config/parse";
 import { KNOWN_HOSTS, NODE1_KEY, RUNBOOK_ENV, SECRETS, runbookFleet } from "../unit/import/fixtures";
 
 const ROOT = path.resolve(__dirname, "..", "..");

@@ -13,20 +13,10 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import { createServer, type Server } from "node:net";
 import * as path from "node:path";
-import {
-  freshnessPortCheckScript,
-  grafanaPortCheckScript,
-  freshnessStartScript,
-  freshnessStopScript,
-  prometheusConfig,
-  prometheusPortCheckScript,
-  prometheusStartScript,
-  prometheusStopScript,
-  rulesFile,
-  writeFilesScript,
-  type FreshnessRunOptions,
-  type PrometheusRunOptions,
-} from "../../lib/observability";
+import { freshnessPortCheckScript, grafanaPortCheckScript, freshnessStartScript, freshnessStopScript, prometheusPortCheckScript, prometheusStartScript, prometheusStopScript, writeFilesScript, type PrometheusRunOptions } from "../../lib/observability/scripts";
+import { prometheusConfig } from "../../lib/observability/prometheus";
+import { rulesFile } from "../../lib/observability/rules";
+import type { FreshnessRunOptions } from "../../lib/observability/freshness-exporter";
 import { buildSimImage } from "../../sim/image/build";
 import { freePort, http, removeTemps, tempDir } from "../unit/sim-engine/helpers";
 

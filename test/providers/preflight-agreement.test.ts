@@ -15,8 +15,11 @@ import * as path from "node:path";
 import { runGates } from "../../dynamic-providers/preflight/provider";
 import { simUp, sshExec } from "../../sim/hosts";
 import { simLogin } from "./support/sim-launch";
-import { parseNarwhalReport, runPreflight, runSummary, type GateProfile } from "../../lib/preflight";
-import type { ProfileRow } from "../../lib/profiling";
+import { parseNarwhalReport } from "../../lib/preflight/narwhal-report";
+import { runPreflight } from "../../lib/preflight/run";
+import { runSummary } from "../../lib/preflight/status";
+import type { GateProfile } from "../../lib/preflight/judge";
+import type { ProfileRow } from "../../lib/profiling/store";
 import { http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
 import { simPreflight, simProfileRow, writeSimFleet } from "../unit/sim-engine/sim-fleet";
 

@@ -13,25 +13,18 @@ import { execFile, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { judgeRuntimeCheck, RUNTIME_CHECK_PY, type RuntimeCheckRequest } from "../../lib/image-check";
+import { judgeRuntimeCheck } from "../../lib/image-check/verdict";
+import { RUNTIME_CHECK_PY, type RuntimeCheckRequest } from "../../lib/image-check/python";
 import { pthText } from "../../sim/hosts/python-site";
-import {
-  attestationDocument,
-  documentDigest,
-  engineContract,
-  sidecarEndpoint,
-  sidecarStartScript,
-  sidecarStopScript,
-  transferFacts,
-  type AttestationDocument,
-  type SidecarOptions,
-} from "../../lib/attestation";
+import { attestationDocument, documentDigest, transferFacts, type AttestationDocument } from "../../lib/attestation/document";
+import { engineContract } from "../../lib/attestation/contract";
+import { sidecarEndpoint, sidecarStartScript, sidecarStopScript, type SidecarOptions } from "../../lib/attestation/sidecar";
 import { captureLocal } from "../support/local-capture";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { runGates } from "../../dynamic-providers/preflight/provider";
-import { parseNarwhalReport } from "../../lib/preflight";
-import { attestationBindingDigest, type ProfileRow } from "../../lib/profiling";
+import { parseNarwhalReport } from "../../lib/preflight/narwhal-report";
+import { attestationBindingDigest, type ProfileRow } from "../../lib/profiling/store";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
 import { simProfileRow, writeSimFleet } from "../unit/sim-engine/sim-fleet";
 

@@ -9,7 +9,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { Sweep } from "../../lib/profiling";
+import type { Sweep } from "../../lib/profiling/sweep";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { provider as profileProvider } from "../../dynamic-providers/profile/provider";

@@ -14,7 +14,8 @@ import { provider as generationProvider } from "../../dynamic-providers/engine-g
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { measureProfile } from "../../dynamic-providers/profile/provider";
 import type { ProfileInputs } from "../../dynamic-providers/profile/types";
-import { ProfileError, type Sweep } from "../../lib/profiling";
+import { ProfileError } from "../../lib/profiling/errors";
+import type { Sweep } from "../../lib/profiling/sweep";
 import { makeModel, removeTemps, ROOT, startEngine, stopAll } from "../unit/sim-engine/helpers";
 
 const STACK = "provider-tests";

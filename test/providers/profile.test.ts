@@ -9,7 +9,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import * as path from "node:path";
-import { DEFAULT_SWEEP, type Sweep } from "../../lib/profiling";
+import { DEFAULT_SWEEP, type Sweep } from "../../lib/profiling/sweep";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { measureProfile, provider as profileProvider } from "../../dynamic-providers/profile/provider";

@@ -11,8 +11,9 @@ import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
-import { EvidenceStore } from "../../lib/evidence";
-import { collectReport, CONTENT_SECURITY_POLICY, renderReport } from "../../lib/report/html";
+import { EvidenceStore } from "../../lib/evidence/store";
+import { collectReport } from "../../lib/report/html/collect";
+import { CONTENT_SECURITY_POLICY, renderReport } from "../../lib/report/html/page";
 import { chartOf, elements, FIXTURE_STACK, FIXTURE_STORE, recordsOf, stored } from "../fixtures/report/page";
 
 /** One Chromium run (start, load from disk, render, exit): a stuck browser fails the test instead of hanging it. */

@@ -15,37 +15,29 @@ import { createServer as createHttpServer, type Server as HttpServer } from "nod
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { parseFleetConfig } from "../../lib/config";
+import { parseFleetConfig } from "../../lib/config/parse";
 import { ENGINE_API_KEY_ENV, fleetDocument } from "../../lib/fleet/fleet-document";
 import { installScript, uninstallScript, type InstallMarker, type InstallOptions } from "../../lib/router/install";
 import { routerIdentity, routerStartScript, routerStopScript, routerSwapScript, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
 import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
 import { controllerCheckScript, documentEngines, engineAddressOf, enginePortOf } from "../../lib/router/controller-check";
 import { journalBeside } from "../../components/router/router";
-import {
-  engineTargets,
-  freshnessStartScript,
-  freshnessStopScript,
-  PANELS,
-  prometheusConfig,
-  prometheusStartScript,
-  prometheusStopScript,
-  routerTargets,
-  rulesFile,
-  writeFilesScript,
-  type FreshnessExpectation,
-  type FreshnessRunOptions,
-  type PrometheusRunOptions,
-} from "../../lib/observability";
+import { engineTargets, routerTargets } from "../../lib/observability/targets";
+import { freshnessStartScript, freshnessStopScript, prometheusStartScript, prometheusStopScript, writeFilesScript, type PrometheusRunOptions } from "../../lib/observability/scripts";
+import { PANELS } from "../../lib/observability/grafana";
+import { prometheusConfig } from "../../lib/observability/prometheus";
+import { rulesFile } from "../../lib/observability/rules";
+import type { FreshnessExpectation, FreshnessRunOptions } from "../../lib/observability/freshness-exporter";
 import { exposedMetrics, metricNames } from "../support/metrics";
 import { envFile } from "../../lib/shell";
 import { parseKeptAttempts } from "../../lib/runtime/attempts";
 import { provider as commandRecordProvider } from "../../dynamic-providers/command-record/provider";
-import { evidenceRoot } from "../../lib/evidence";
+import { evidenceRoot } from "../../lib/evidence/store";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
 import { pidAlive } from "../../sim/hosts/exec";
-import { fetchGet, runTrial, type HostProbes, type TrialOptions, type TrialRoutes } from "../../lib/trial";
-import type { ProfileRow } from "../../lib/profiling";
+import { fetchGet } from "../../lib/trial/http";
+import { runTrial, type HostProbes, type TrialOptions, type TrialRoutes } from "../../lib/trial/run";
+import type { ProfileRow } from "../../lib/profiling/store";
 
 const run = promisify(execFile);
 const API_KEY = "sk-narwhal-router-5c1e9b";

@@ -2,7 +2,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { expect } from "chai";
-import { evidenceRoot } from "../../lib/evidence";
+import { evidenceRoot } from "../../lib/evidence/store";
 
 /** The record and each artifact's text, from the store under `root` (the provider's working directory). */
 export function keptAttempt(message: string, stack: string, root = process.cwd()): { record: Record<string, any>; artifacts: Record<string, string> } {

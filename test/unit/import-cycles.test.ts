@@ -14,7 +14,7 @@ const PRODUCTION = ["index.ts", "entry", "components", "dynamic-providers", "lib
 function tsFiles(rel: string): string[] {
   const full = path.join(ROOT, rel);
   if (fs.statSync(full).isFile()) return rel.endsWith(".ts") ? [rel] : [];
-  return fs.readdirSync(full).flatMap((name) => tsFiles(path.join(rel, name)));
+  return fs.readdirSync(full).flatMap((name) => (name === "node_modules" ? [] : tsFiles(path.join(rel, name))));
 }
 
 /** The module a relative specifier names, when it is one of `files`. */
@@ -52,6 +52,23 @@ describe("the program's import graph", () => {
       graph.set(file, imports.flatMap((i) => (i.fileName.startsWith(".") ? [resolved(file, i.fileName, files)].filter((f): f is string => f !== undefined) : [])));
     }
     expect(cycles(graph).map((c) => c.join(" -> "))).to.deep.equal([]);
+  });
+
+  it("imports lib's modules, never its folders: lib has no index file, so each name is read where it is defined", () => {
+    const everywhere = ["index.ts", "entry", "components", "dynamic-providers", "lib", "scripts", "bench", "sim", "test", "tools", "policy/index.ts"];
+    const files = everywhere.filter((p) => fs.existsSync(path.join(ROOT, p))).flatMap(tsFiles);
+    expect(files.filter((f) => f.startsWith(`lib${path.sep}`) && path.basename(f) === "index.ts"), "index files under lib/").to.deep.equal([]);
+    const isLibFolder = (from: string, specifier: string) => {
+      const target = path.join(ROOT, path.dirname(from), specifier);
+      return target.startsWith(path.join(ROOT, "lib")) && fs.existsSync(target) && fs.statSync(target).isDirectory();
+    };
+    const folderImports = files.flatMap((file) =>
+      ts
+        .preProcessFile(fs.readFileSync(path.join(ROOT, file), "utf8"), true, true)
+        .importedFiles.filter((i) => i.fileName.startsWith(".") && isLibFolder(file, i.fileName))
+        .map((i) => `${file} imports the folder ${i.fileName}`),
+    );
+    expect(folderImports).to.deep.equal([]);
   });
 
   it("has no back arrow between provider folders", () => {

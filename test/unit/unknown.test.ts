@@ -6,7 +6,7 @@
 import { expect } from "chai";
 import * as pulumiRpc from "@pulumi/pulumi/runtime/rpc";
 import { UNKNOWN } from "../../lib/unknown";
-import { UNKNOWN_VALUES } from "../../lib/policy";
+import { UNKNOWN_VALUES } from "../../lib/policy/evidence-gates";
 
 describe("lib/unknown: the preview's unknown-value sentinel", () => {
   it("is @pulumi/pulumi's unknown value, and one the policy pack knows", () => {

@@ -3,7 +3,8 @@
  * checked, how to read the tables) lives here; everything about a key lives on the key, in the schema.
  * `npm run docs:config` writes the page; test/unit/config/reference.test.ts fails when it is stale.
  */
-import { CredentialKeysSchema, FleetConfigSchema } from "../schema";
+import { CredentialKeysSchema } from "../schema/credentials";
+import { FleetConfigSchema } from "../schema/fleet-config";
 import { jsonSchemaOf, keyRows, keySections, type KeyRow } from "./keys";
 
 const INTRO = `# Config reference

@@ -1,6 +1,6 @@
 /** What every cross-field rule sees: each section as far as it parsed, and a way to report. */
 import type { z } from "zod";
-import type * as s from "../schema";
+import type * as s from "../schema/fleet-config";
 import type { PathSegment } from "../errors";
 import { didYouMean } from "../describe";
 

@@ -3,7 +3,7 @@
  * name carries (a file altered after it was written is listed as invalid evidence, never drawn), and
  * the sidecar entry of each profile shown.
  */
-import type { EvidenceStore } from "../../evidence";
+import type { EvidenceStore } from "../../evidence/store";
 import { reportData, type SamplesReading } from "./extract";
 import { selectRecords } from "./select";
 import type { InvalidEvidence, ReportData, StoredRecord } from "./types";

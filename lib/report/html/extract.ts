@@ -5,7 +5,7 @@
  */
 import type { FabricVerdict } from "../../fabric/budget";
 import { GATES, type GateName } from "../../preflight/types";
-import type { ProfileRow } from "../../profiling";
+import type { ProfileRow } from "../../profiling/store";
 import { capacityView } from "./capacity-view";
 import { num, obj, str } from "./guards";
 import { provenance } from "./provenance";

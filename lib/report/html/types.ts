@@ -1,6 +1,6 @@
 /** What the evidence report shows, taken from the evidence store (and the stack's pointers into it). */
-import type { EvidenceRecord } from "../../evidence";
-import type { ProfileRow } from "../../profiling";
+import type { EvidenceRecord } from "../../evidence/record";
+import type { ProfileRow } from "../../profiling/store";
 import type { FabricVerdict } from "../../fabric/budget";
 import type { GateName } from "../../preflight/types";
 

@@ -7,7 +7,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { EvidenceStore, evidenceRoot } from "../../../lib/evidence";
+import { EvidenceStore, evidenceRoot } from "../../../lib/evidence/store";
 import { expect } from "chai";
 import { expectNothingPlanned, type PlannedStep } from "./preview";
 import { PROJECT_ROOT } from "./stack";

@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import { promisify } from "node:util";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { invalidationSummary } from "../../../scripts/stack/preview";
-import type { InvalidatedEvidence, InvalidationSummary } from "../../../lib/report";
+import type { InvalidatedEvidence, InvalidationSummary } from "../../../lib/report/summary";
 import { CONTROLLER_CHECKS } from "./names";
 import { API_KEY, PROJECT_ROOT } from "./stack";
 

@@ -4,9 +4,9 @@
  * and profile downstream resolves without any provider method running.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { parseFleetConfig } from "../../../lib/config";
+import { parseFleetConfig } from "../../../lib/config/parse";
 import { cacheLayoutDigest } from "../../../lib/engine/cache-layout";
-import type { AttestationDocument } from "../../../lib/attestation";
+import type { AttestationDocument } from "../../../lib/attestation/document";
 import type { FleetSecrets } from "../../../components/fleet-inputs";
 import { readLocalFiles } from "../../../entry/local-files";
 import { ranks } from "../../unit/attestation/fixtures";

@@ -1,6 +1,6 @@
 /** narwhal's canonical_digest, byte for byte, including floats as Python writes them. */
 import { expect } from "chai";
-import { canonicalDigest, JsonNumberText, parseJsonKeepingNumbers, pythonCompactJson } from "../../../lib/attestation";
+import { canonicalDigest, JsonNumberText, parseJsonKeepingNumbers, pythonCompactJson } from "../../../lib/attestation/canonical";
 import { narwhal } from "./fixtures";
 
 const PY = `

@@ -1,6 +1,7 @@
 /** finalize-fleet's rule: one contract for every engine, and a refusal that names the field and the engines. */
 import { expect } from "chai";
-import { attestationDocument, contractProblems, engineContract, type AttestedContract } from "../../../lib/attestation";
+import { attestationDocument } from "../../../lib/attestation/document";
+import { contractProblems, engineContract, type AttestedContract } from "../../../lib/attestation/contract";
 import { facts, narwhal } from "./fixtures";
 
 const NARWHAL_VIEW = `

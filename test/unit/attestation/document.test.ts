@@ -4,7 +4,8 @@
  * passes our checks only while it binds the proved generation.
  */
 import { expect } from "chai";
-import { attestationDocument, checkAttestation, documentDigest, type AttestationDocument } from "../../../lib/attestation";
+import { attestationDocument, documentDigest, type AttestationDocument } from "../../../lib/attestation/document";
+import { checkAttestation } from "../../../lib/attestation/verify";
 import { facts, narwhal } from "./fixtures";
 
 const LOAD = `

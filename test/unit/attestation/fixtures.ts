@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { AttestationFacts } from "../../../lib/attestation";
+import type { AttestationFacts } from "../../../lib/attestation/document";
 import { cacheLayoutDigest, type CacheRankLayout } from "../../../lib/engine/cache-layout";
 import { renderLaunchPlan, type LaunchInputs } from "../../../lib/launch/plan";
 import { launchInputs } from "../launch/inputs";

@@ -5,7 +5,7 @@
  * test stands in for the runbook's sidecar.
  */
 import { createHash } from "node:crypto";
-import type { EngineContract } from "../../../lib/attestation";
+import type { EngineContract } from "../../../lib/attestation/contract";
 
 /** The launch-directory file narwhal names as each contract field's source. */
 const SOURCE_FILES: Record<string, string> = {

@@ -1,5 +1,6 @@
 import { expect } from "chai";
-import { attestationDocument, chooseDocument, documentDigest, type RunbookAttestationSource } from "../../../lib/attestation";
+import { attestationDocument, documentDigest } from "../../../lib/attestation/document";
+import { chooseDocument, type RunbookAttestationSource } from "../../../lib/attestation/runbook-document";
 import { facts, narwhal } from "./fixtures";
 import { runbookAttestationDocument } from "./runbook-document-fixture";
 

@@ -1,6 +1,6 @@
 /** Where a sidecar listens and what it runs; its scripts run for real in test/providers/attestation.test.ts. */
 import { expect } from "chai";
-import { sidecarArgv, sidecarEndpoint, sidecarStartScript } from "../../../lib/attestation";
+import { sidecarArgv, sidecarEndpoint, sidecarStartScript } from "../../../lib/attestation/sidecar";
 
 describe("attestation sidecar", () => {
   it("listens on the engine's fabric address at its attestationPort, IPv6 included", () => {

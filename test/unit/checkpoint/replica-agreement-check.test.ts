@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { keptAttempt } from "../../support/kept-attempt";
-import { EvidenceStore, evidenceRoot } from "../../../lib/evidence";
+import { EvidenceStore, evidenceRoot } from "../../../lib/evidence/store";
 
 const manifest = (size: number) =>
   buildManifest({ root: "/models/m", files: [{ path: "config.json", size, sha256: "a".repeat(64), fingerprint: { size, mtimeNs: "1", ctimeNs: "1", inode: "1" } }], scannedAtNs: "1" });

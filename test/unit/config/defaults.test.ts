@@ -1,6 +1,6 @@
 /** A minimal config parses, and every default lands exactly where the runbook and the program say. */
 import { expect } from "chai";
-import { RUNBOOK_DEFAULTS } from "../../../lib/config";
+import { RUNBOOK_DEFAULTS } from "../../../lib/config/defaults";
 import { accepted, minimal } from "./fixtures";
 
 describe("config: defaults", () => {

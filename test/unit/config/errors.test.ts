@@ -1,6 +1,7 @@
 /** The error itself: stable code, every problem at once, and the message layout callers print. */
 import { expect } from "chai";
-import { FleetConfigError, parseFleetConfig } from "../../../lib/config";
+import { FleetConfigError } from "../../../lib/config/errors";
+import { parseFleetConfig } from "../../../lib/config/parse";
 import { issuesOf, variant } from "./fixtures";
 
 describe("config: FleetConfigError", () => {

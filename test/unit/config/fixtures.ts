@@ -1,6 +1,7 @@
 /** Configs for the config tests: one minimal valid fleet, copied fresh for every case. */
 import { expect } from "chai";
-import { parseFleetConfig, type FleetSpec } from "../../../lib/config";
+import { parseFleetConfig } from "../../../lib/config/parse";
+import type { FleetSpec } from "../../../lib/config/types";
 
 /** Raw config as the program passes it: plain JSON-like values, loosely typed so tests can break it. */
 export type RawConfig = Record<string, any>;

@@ -3,7 +3,7 @@
  * config problem at the key the user wrote, with the fix, never a raw ENOENT. Exact messages.
  */
 import { expect } from "chai";
-import { FleetConfigError } from "../../../lib/config";
+import { FleetConfigError } from "../../../lib/config/errors";
 import { identityFileMessage, keyFileIssue, MISSING_API_KEY, sshConfigIssue } from "../../../lib/config/local-files";
 import { expectCleanMessage } from "./fixtures";
 

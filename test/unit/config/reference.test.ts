@@ -9,7 +9,9 @@ import { expect } from "chai";
 import { z } from "zod";
 import { jsonSchemaOf, keyRows, keySections, type KeyRow } from "../../../lib/config/reference/keys";
 import { configReference } from "../../../lib/config/reference/page";
-import { CONFIG_KEYS, CredentialKeysSchema, FleetConfigSchema, engineSchema } from "../../../lib/config/schema";
+import { CONFIG_KEYS, FleetConfigSchema } from "../../../lib/config/schema/fleet-config";
+import { CredentialKeysSchema } from "../../../lib/config/schema/credentials";
+import { engineSchema } from "../../../lib/config/schema/engines";
 import { SECRET_CONFIG_KEYS } from "../../../lib/config/secrets";
 
 const PAGE = path.join(__dirname, "..", "..", "..", "docs", "config.md");

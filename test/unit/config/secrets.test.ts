@@ -4,7 +4,7 @@
  * the exact message with its fix command, and the printed shape.
  */
 import { expect } from "chai";
-import { FleetConfigError } from "../../../lib/config";
+import { FleetConfigError } from "../../../lib/config/errors";
 import { cleartextSecretIssues, parseSecretKeyList, secretSetCommand } from "../../../lib/config/secrets";
 import { expectCleanMessage } from "./fixtures";
 

@@ -9,7 +9,8 @@ import {
   type CacheRankLayout,
   type RankReport,
 } from "../../../lib/engine/cache-layout";
-import { checkStartupAgainstMetrics, ranksFromEngineLog, type ModelKvGeometry } from "../../../lib/engine/layout-sources";
+import { checkStartupAgainstMetrics, ranksFromEngineLog } from "../../../lib/engine/layout-sources";
+import type { ModelKvGeometry } from "../../../lib/engine/model-kv";
 import { readEngineStartup } from "../../../lib/engine/startup-log";
 import { RECORDED, SUBJECT, thrown, VLLM_TP2_LOG } from "./helpers";
 

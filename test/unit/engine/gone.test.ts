@@ -2,7 +2,9 @@ import { expect } from "chai";
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { classifyEngineFailure, connectionLost, EngineGoneError, probeOver, type EngineProbe } from "../../../lib/engine/gone";
-import { DEFAULT_SWEEP, Profiler, type EngineClient, type Reply } from "../../../lib/profiling";
+import { DEFAULT_SWEEP } from "../../../lib/profiling/sweep";
+import { Profiler } from "../../../lib/profiling/measure";
+import type { EngineClient, Reply } from "../../../lib/profiling/client";
 import { profileHttp, type ProfileHttp } from "../../../dynamic-providers/profile/http";
 
 /**

@@ -1,6 +1,6 @@
 /** The headers every engine client sends: the API key only when set, the JSON type only with a body. */
 import { expect } from "chai";
-import { engineHeaders, MEASURE_ACCEPT, PROBE_ACCEPT } from "../../../lib/engine";
+import { engineHeaders, MEASURE_ACCEPT, PROBE_ACCEPT } from "../../../lib/engine/request";
 
 describe("engine request headers", () => {
   it("sends the API key as Bearer and a JSON content type with a body", () => {

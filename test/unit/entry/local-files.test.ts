@@ -8,9 +8,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { parseFleetConfig } from "../../../lib/config";
+import { parseFleetConfig } from "../../../lib/config/parse";
 import { identityFileMessage } from "../../../lib/config/local-files";
-import { loadSshConfig, type SshConfig } from "../../../lib/ssh/ssh-config";
+import { loadSshConfig } from "../../../lib/ssh/ssh-config/load";
+import type { SshConfig } from "../../../lib/ssh/ssh-config/resolve";
 import type { FleetSecrets } from "../../../components/fleet-inputs";
 import { readLocalFiles } from "../../../entry/local-files";
 

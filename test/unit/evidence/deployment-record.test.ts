@@ -1,5 +1,7 @@
 import { expect } from "chai";
-import { GATES, deploymentRecord, deploymentRecordEvidence, gateLines, gateOfKind, parseEvidenceRecord, type StoredRecord } from "../../../lib/evidence";
+import { GATES, gateOfKind } from "../../../lib/evidence/gates";
+import { deploymentRecord, deploymentRecordEvidence, gateLines, type StoredRecord } from "../../../lib/evidence/deployment-record";
+import { parseEvidenceRecord } from "../../../lib/evidence/record";
 import { EVIDENCE_KINDS } from "../../../lib/evidence/record";
 import { TRIAL_POINTS, trialRecord } from "../../fixtures/report/trial";
 import { sampleRecord } from "./helpers";

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { z } from "zod";
-import { EvidenceStore } from "../../../lib/evidence";
+import { EvidenceStore } from "../../../lib/evidence/store";
 import { UNKNOWN } from "../../../lib/unknown";
 import { evidenceProvider, type EvidenceProviderSpec } from "../../../dynamic-providers/evidence-provider";
 import { EVIDENCE_ALTERED } from "../../../dynamic-providers/integrity";

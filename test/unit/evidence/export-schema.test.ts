@@ -1,5 +1,8 @@
 import { expect } from "chai";
-import { GATES, HttpJournal, deploymentRecord, deploymentRecordEvidence, gateLines, parseEvidenceRecord, type StoredRecord } from "../../../lib/evidence";
+import { GATES } from "../../../lib/evidence/gates";
+import { HttpJournal } from "../../../lib/evidence/http-journal";
+import { deploymentRecord, deploymentRecordEvidence, gateLines, type StoredRecord } from "../../../lib/evidence/deployment-record";
+import { parseEvidenceRecord } from "../../../lib/evidence/record";
 import { DeploymentRecordSchema, STEP_FIELDS } from "../../../lib/evidence/export-schema";
 import { NARWHAL_KINDS } from "../../../lib/evidence/deployment-record";
 import { sampleRecord } from "./helpers";

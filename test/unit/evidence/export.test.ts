@@ -2,9 +2,12 @@ import { expect } from "chai";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { parseFleetConfig } from "../../../lib/config";
+import { parseFleetConfig } from "../../../lib/config/parse";
 import { SECRET_CONFIG_KEYS } from "../../../lib/config/secrets";
-import { EvidenceStore, exportAliases, exportDeploymentRecord, splitStackConfig, type ExportAliases } from "../../../lib/evidence";
+import { EvidenceStore } from "../../../lib/evidence/store";
+import { exportAliases, splitStackConfig } from "../../../lib/evidence/export-aliases";
+import { exportDeploymentRecord } from "../../../lib/evidence/export";
+import type { ExportAliases } from "../../../lib/evidence/sanitise";
 import { TRIAL_ARTIFACTS, TRIAL_POINTS, trialRecord } from "../../fixtures/report/trial";
 import { filesUnder, rejectionOf, sampleRecord, tempDirs } from "./helpers";
 

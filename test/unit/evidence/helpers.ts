@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { type EvidenceRecord, type EvidenceRecordFields } from "../../../lib/evidence";
+import type { EvidenceRecord, EvidenceRecordFields } from "../../../lib/evidence/record";
 
 /** A fresh temporary folder per test, removed afterwards; the store root is `<tmp>/runs/dev/evidence`. */
 export function tempDirs(): { tmp: () => string; root: () => string } {

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { canonicalJson } from "../../../lib/digest";
-import { EvidenceStore } from "../../../lib/evidence";
+import { EvidenceStore } from "../../../lib/evidence/store";
 import { rejectionOf, sampleRecord, tempDirs } from "./helpers";
 
 describe("evidence store: reading and verifying", () => {

@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { EvidenceStore, evidenceRoot } from "../../../lib/evidence";
+import { EvidenceStore, evidenceRoot } from "../../../lib/evidence/store";
 import { providerEvidence, type EvidenceRef } from "../../../dynamic-providers/evidence";
 import { createKeepingEvidence, pendingRoot } from "../../../dynamic-providers/pending-evidence";
 import { rejectionOf, sampleRecord } from "./helpers";

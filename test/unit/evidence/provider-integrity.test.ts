@@ -2,7 +2,7 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type * as pulumi from "@pulumi/pulumi";
-import { EvidenceStore } from "../../../lib/evidence";
+import { EvidenceStore } from "../../../lib/evidence/store";
 import { EVIDENCE_ALTERED, withEvidenceIntegrity } from "../../../dynamic-providers/integrity";
 import { sampleRecord, tempDirs } from "./helpers";
 

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { EVIDENCE_KINDS, evidenceRecord, parseEvidenceRecord } from "../../../lib/evidence";
+import { EVIDENCE_KINDS, evidenceRecord, parseEvidenceRecord } from "../../../lib/evidence/record";
 import { sampleRecord } from "./helpers";
 
 const command = sampleRecord().commands[0];

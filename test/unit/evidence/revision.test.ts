@@ -2,7 +2,8 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { REVISION_PATTERN, sourceRevision, treeRevision } from "../../../lib/evidence";
+import { REVISION_PATTERN } from "../../../lib/evidence/record";
+import { sourceRevision, treeRevision } from "../../../lib/evidence/revision";
 
 describe("evidence: source revision outside a git checkout", () => {
   let dir = "";

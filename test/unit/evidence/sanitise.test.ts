@@ -1,7 +1,8 @@
 import { expect } from "chai";
 import { isIPv6 } from "node:net";
 import { canonicalJson } from "../../../lib/digest";
-import { exportSanitised, parseEvidenceRecord, type ExportAliases } from "../../../lib/evidence";
+import { exportSanitised, type ExportAliases } from "../../../lib/evidence/sanitise";
+import { parseEvidenceRecord } from "../../../lib/evidence/record";
 import { rejectionOf, sampleRecord } from "./helpers";
 
 const API_KEY = "nw-live-7f3a9c2e51b84d06a1e2";

@@ -1,7 +1,8 @@
 import { expect } from "chai";
 import * as fs from "node:fs";
 import { inspect } from "node:util";
-import { EvidenceStore, SecretRegistry } from "../../../lib/evidence";
+import { EvidenceStore } from "../../../lib/evidence/store";
+import { SecretRegistry } from "../../../lib/evidence/secrets";
 import { filesUnder, rejectionOf, sampleRecord, tempDirs } from "./helpers";
 
 const API_KEY = "nw-live-7f3a9c2e51b84d06a1e2";

@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { canonicalJson, sha256Json } from "../../../lib/digest";
-import { EvidenceStore, evidenceRoot } from "../../../lib/evidence";
+import { EvidenceStore, evidenceRoot } from "../../../lib/evidence/store";
 import { filesUnder, modeOf, rejectionOf, sampleRecord, tempDirs } from "./helpers";
 
 // sha256 of the canonical JSON of sampleRecord(); checked once against `sha256sum` of the file's bytes.

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { EvidenceStore } from "../../../lib/evidence";
+import { EvidenceStore } from "../../../lib/evidence/store";
 import { filesUnder, rejectionOf, sampleRecord, tempDirs } from "./helpers";
 
 const SAMPLE_HEX = "2c011d6b064c9b37b6d1262ea8a1301311480380c7da6e0f896c9475c862e6e7";

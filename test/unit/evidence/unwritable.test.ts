@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { EvidenceStore } from "../../../lib/evidence";
+import { EvidenceStore } from "../../../lib/evidence/store";
 import { providerEvidence } from "../../../dynamic-providers/evidence";
 import { appendLogLine } from "../../../lib/evidence/append-log";
 import { rejectionOf, sampleRecord } from "./helpers";

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { parseFleetConfig } from "../../../lib/config";
+import { parseFleetConfig } from "../../../lib/config/parse";
 import type { FabricError } from "../../../lib/fabric/errors";
 import { edgeBudget, meshEdges, meshEngines, type MeshEngine } from "../../../lib/fabric/mesh";
 

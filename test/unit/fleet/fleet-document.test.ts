@@ -3,9 +3,10 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { parseFleetConfig } from "../../../lib/config";
+import { parseFleetConfig } from "../../../lib/config/parse";
 import { ENGINE_API_KEY_ENV, fleetDocument } from "../../../lib/fleet/fleet-document";
-import { attestationDocument, engineContract } from "../../../lib/attestation";
+import { attestationDocument } from "../../../lib/attestation/document";
+import { engineContract } from "../../../lib/attestation/contract";
 import { facts } from "../attestation/fixtures";
 
 const ROOT = path.resolve(__dirname, "..", "..", "..");

@@ -4,7 +4,7 @@
  * GPUs as its plan resolved them.
  */
 import { expect } from "chai";
-import { parseFleetConfig } from "../../../lib/config";
+import { parseFleetConfig } from "../../../lib/config/parse";
 import { generatedConfig, type GeneratedHost } from "../../../lib/fleet/generated-config";
 import { engineLaunchPlan } from "../../../lib/launch/policy";
 

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { readOperatorSshConfig } from "../../../lib/fleet/operator-ssh-config";
 import { resolveLogin } from "../../../lib/fleet/host-plan";
-import type { SshConfigFiles } from "../../../lib/ssh/ssh-config";
+import type { SshConfigFiles } from "../../../lib/ssh/ssh-config/load";
 import { accepted, variant } from "../config/fixtures";
 
 const HOME = "/fixture/home";

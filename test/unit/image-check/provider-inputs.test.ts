@@ -7,7 +7,7 @@ import { provider } from "../../../dynamic-providers/image-check/provider";
 import { UNKNOWN } from "../../../lib/unknown";
 import { renderLaunchPlan } from "../../../lib/launch/plan";
 import { launchInputs } from "../launch/inputs";
-import { RUNTIME_CHECK_SHA256 } from "../../../lib/image-check";
+import { RUNTIME_CHECK_SHA256 } from "../../../lib/image-check/commands";
 
 // The host in the launch fixture is "a"; only the plan's own facts (model folder, hash) are compared here.
 const plan = renderLaunchPlan(launchInputs());

@@ -1,20 +1,10 @@
 import { expect } from "chai";
 import { spawnSync } from "node:child_process";
-import {
-  checkContainerName,
-  checkLogLine,
-  dockerCheckStep,
-  imageCheckProblems,
-  launchJsonText,
-  nativeCheckStep,
-  parseCheckLog,
-  RUNTIME_CHECK_PY,
-  RUNTIME_CHECK_SHA256,
-  runtimeCheckRequest,
-  type CheckLogEntry,
-  type DockerCheckSpec,
-  type ImageCheckSpec,
-} from "../../../lib/image-check";
+import { checkContainerName, dockerCheckStep, nativeCheckStep, RUNTIME_CHECK_SHA256 } from "../../../lib/image-check/commands";
+import { checkLogLine, parseCheckLog, type CheckLogEntry } from "../../../lib/image-check/log";
+import { imageCheckProblems, runtimeCheckRequest, type DockerCheckSpec, type ImageCheckSpec } from "../../../lib/image-check/request";
+import { launchJsonText } from "../../../lib/image-check/launch-json";
+import { RUNTIME_CHECK_PY } from "../../../lib/image-check/python";
 import { LaunchInputs, renderLaunchPlan } from "../../../lib/launch/plan";
 import { startScript } from "../../../lib/runtime/native";
 import { shq } from "../../../lib/shell";

@@ -1,13 +1,7 @@
 import { expect } from "chai";
-import {
-  checkDigest,
-  imageIdentityFailures,
-  judgeNativeIdentity,
-  judgeRuntimeCheck,
-  parseCheckLines,
-  type NativeIdentity,
-  type RuntimeCheckRequest,
-} from "../../../lib/image-check";
+import { checkDigest, imageIdentityFailures, judgeNativeIdentity, judgeRuntimeCheck, parseCheckLines } from "../../../lib/image-check/verdict";
+import type { NativeIdentity } from "../../../lib/image-check/native-identity";
+import type { RuntimeCheckRequest } from "../../../lib/image-check/python";
 import { checkImageIdentity, parseImageInspect } from "../../../lib/discovery/runtime";
 
 const WHERE = "image check of engine e1 on host sim1";

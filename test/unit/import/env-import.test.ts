@@ -4,8 +4,9 @@
  * reported against the key the operator wrote.
  */
 import { expect } from "chai";
-import { parseFleetConfig } from "../../../lib/config";
-import { importRunbook, parseEnvFile, type ImportResult } from "../../../lib/import";
+import { parseFleetConfig } from "../../../lib/config/parse";
+import { parseEnvFile } from "../../../lib/import/dotenv";
+import { importRunbook, type ImportResult } from "../../../lib/import/runbook";
 import { IMAGE, KNOWN_HOSTS, NODE1_KEY, RUNBOOK_ENV, SECRETS, runbookFleet } from "./fixtures";
 
 const problemsOf = (r: ImportResult) => r.problems.map((p) => `${p.from}: ${p.message}`);

@@ -2,11 +2,11 @@
 // where a fact is resolved must not change a single byte of what reaches a host (a new byte is a new
 // plan hash or spec hash, which replaces the engine and the evidence bound to it on existing stacks).
 import { expect } from "chai";
-import { parseFleetConfig } from "../../../lib/config";
+import { parseFleetConfig } from "../../../lib/config/parse";
 import { sha256Json } from "../../../lib/digest";
 import { engineLaunchPlan } from "../../../lib/launch/policy";
 import type { LaunchPlan } from "../../../lib/launch/plan";
-import { launchJsonText } from "../../../lib/image-check";
+import { launchJsonText } from "../../../lib/image-check/launch-json";
 import * as native from "../../../lib/runtime/native";
 import * as dockerCli from "../../../lib/runtime/docker-cli";
 import { containerRestartScript, nativeRestartScript } from "../../../lib/runtime/restart";

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { parseFleetConfig } from "../../../lib/config";
+import { parseFleetConfig } from "../../../lib/config/parse";
 import { checkReplicaShapes, engineLaunchPlan, HostLaunchFacts, LaunchPolicyError, resolveEngineLaunch } from "../../../lib/launch/policy";
 
 const h100 = (alias: string, n = 2): HostLaunchFacts => ({

@@ -1,18 +1,11 @@
 import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import {
-  ALERT_RULES,
-  DATASOURCE_UID,
-  PANELS,
-  FRESHNESS_METRIC,
-  dashboardProvisioning,
-  datasourceProvisioning,
-  engineTargets,
-  fleetDashboard,
-  prometheusConfig,
-  routerTargets,
-} from "../../../lib/observability";
+import { ALERT_RULES } from "../../../lib/observability/rules";
+import { DATASOURCE_UID, PANELS, dashboardProvisioning, datasourceProvisioning, fleetDashboard } from "../../../lib/observability/grafana";
+import { FRESHNESS_METRIC } from "../../../lib/observability/freshness-exporter";
+import { engineTargets, routerTargets } from "../../../lib/observability/targets";
+import { prometheusConfig } from "../../../lib/observability/prometheus";
 import { metricNames } from "../../support/metrics";
 
 const ROOT = path.resolve(__dirname, "..", "..", "..");

@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { expect } from "chai";
 import { SECRET_CONFIG_KEYS } from "../../../lib/config/secrets";
 import { UNKNOWN } from "../../../lib/unknown";
-import { judge, POLICY_NAMES, UNKNOWN_VALUES, PolicyName, PolicyOptions, routerDocumentText, StackResource, stackNameOf } from "../../../lib/policy";
+import { judge, POLICY_NAMES, UNKNOWN_VALUES, PolicyName, PolicyOptions, routerDocumentText, StackResource, stackNameOf } from "../../../lib/policy/evidence-gates";
 
 const FIXTURE = path.join(__dirname, "..", "..", "fixtures", "policy", "converged.json");
 const SECURE = { secure: "v1:abc" };

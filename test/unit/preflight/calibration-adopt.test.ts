@@ -5,8 +5,9 @@
  * refused before anything else is read.
  */
 import { expect } from "chai";
-import { calibrate, judgeCalibration, sha256Of, type AdoptExpectation, type CalibrationAdoptSource, type CalibrationGroup } from "../../../lib/preflight";
-import { identityGenerationDigest } from "../../../lib/profiling";
+import { calibrate, type CalibrationGroup } from "../../../lib/preflight/calibration";
+import { judgeCalibration, sha256Of, type AdoptExpectation, type CalibrationAdoptSource } from "../../../lib/preflight/calibration-adopt";
+import { identityGenerationDigest } from "../../../lib/profiling/store";
 
 const CONTEXT = 2048;
 const START = { e0: 1795975608.104995, e1: 1795975610.8149471 };

@@ -5,20 +5,10 @@
  * and stops a failing group for diagnosis.
  */
 import { expect } from "chai";
-import {
-  calibrate,
-  clientTtftFit,
-  defaultInputLengths,
-  groupCandidate,
-  nearestRank,
-  observationBoundProblem,
-  proposeDeadline,
-  roundRobin,
-  runCalibration,
-  type CalibrationGroup,
-  type Pair,
-  type SampleRecord,
-} from "../../../lib/preflight";
+import { calibrate, clientTtftFit, groupCandidate, nearestRank, observationBoundProblem, type CalibrationGroup } from "../../../lib/preflight/calibration";
+import { defaultInputLengths, proposeDeadline, runCalibration, type SampleRecord } from "../../../lib/preflight/calibration-run";
+import { roundRobin } from "../../../lib/preflight/schedule";
+import type { Pair } from "../../../lib/preflight/pairs";
 
 /** 1..n hundredths of a second: 0.01, 0.02, … */
 const ramp = (n: number, scale = 0.01) => Array.from({ length: n }, (_, i) => (i + 1) * scale);

@@ -4,7 +4,12 @@
  * against the measured floor, the calibration formula, and narwhal-check's report read per gate.
  */
 import { expect } from "chai";
-import { calibrate, groupCandidate, nearestRank, observationBoundProblem, parseNarwhalReport, runPreflight, type GateProfile, type Observer, type PreflightPlan, type Probe, type TransferRecord } from "../../../lib/preflight";
+import { calibrate, groupCandidate, nearestRank, observationBoundProblem } from "../../../lib/preflight/calibration";
+import { parseNarwhalReport } from "../../../lib/preflight/narwhal-report";
+import { runPreflight, type Observer, type PreflightPlan } from "../../../lib/preflight/run";
+import type { GateProfile } from "../../../lib/preflight/judge";
+import type { Probe } from "../../../lib/preflight/pairs";
+import type { TransferRecord } from "../../../lib/preflight/transfer";
 
 const profile = (iid: string, over: Partial<GateProfile> = {}): GateProfile => ({
   iid,

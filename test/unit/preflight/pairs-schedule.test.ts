@@ -6,7 +6,8 @@
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
 import * as path from "node:path";
-import { canConsume, canProduce, roundRobin, runProbes, validationPairs, withRepeats, type PairEngine, type PairMode, type Probe } from "../../../lib/preflight";
+import { canConsume, canProduce, validationPairs, withRepeats, type PairEngine, type PairMode, type Probe } from "../../../lib/preflight/pairs";
+import { roundRobin, runProbes } from "../../../lib/preflight/schedule";
 
 const PYTHON = path.resolve(__dirname, "../../../.tools/venv/bin/python");
 

@@ -7,7 +7,7 @@ import { failureSummary, inputFailures, provider } from "../../../dynamic-provid
 import { planOf, timeoutsOf } from "../../../dynamic-providers/preflight/plan";
 import type { PreflightInputs, PreflightOutputs } from "../../../dynamic-providers/preflight/types";
 import { UNKNOWN } from "../../../lib/unknown";
-import type { GateResult } from "../../../lib/preflight";
+import type { GateResult } from "../../../lib/preflight/types";
 
 const D = (c: string) => "sha256:" + c.repeat(64);
 const doc = () => ({

@@ -10,7 +10,11 @@ import { expect } from "chai";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { colocatedRestartRisk, declaredContract, runPreflight, runSummary, stopsDeployment, UNCALIBRATED_WARNING, type GateResult, type Observer, type PreflightPlan } from "../../../lib/preflight";
+import { colocatedRestartRisk, UNCALIBRATED_WARNING } from "../../../lib/preflight/restart-risk";
+import { declaredContract } from "../../../lib/preflight/declared-contract";
+import { runPreflight, type Observer, type PreflightPlan } from "../../../lib/preflight/run";
+import { runSummary, stopsDeployment } from "../../../lib/preflight/status";
+import type { GateResult } from "../../../lib/preflight/types";
 import { provider, strictReplaces } from "../../../dynamic-providers/preflight/provider";
 
 const ROOT = path.resolve(__dirname, "../../..");

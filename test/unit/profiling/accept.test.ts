@@ -4,8 +4,11 @@
  * the engine, the figure, its value and the limit.
  */
 import { expect } from "chai";
-import { judgeProfiles, Report, type GateProfile } from "../../../lib/preflight";
-import { DEFAULT_FIT_ATTEMPTS, fitLimitsOf, fitLimitsProblem, fitProblems, measureWithinLimits, NARWHAL_FIT_LIMITS, ProfileError, type FitEvidence, type FitTry } from "../../../lib/profiling";
+import { judgeProfiles, type GateProfile } from "../../../lib/preflight/judge";
+import { Report } from "../../../lib/preflight/types";
+import { DEFAULT_FIT_ATTEMPTS, measureWithinLimits, type FitTry } from "../../../lib/profiling/accept";
+import { fitLimitsOf, fitLimitsProblem, fitProblems, NARWHAL_FIT_LIMITS, type FitEvidence } from "../../../lib/profiling/fit-limits";
+import { ProfileError } from "../../../lib/profiling/errors";
 
 const ROW: FitEvidence = { iid: "e1", decode_min_requests: 1, decode_max_requests: 8, decode_min_kv_tokens: 256, decode_max_kv_tokens: 9000, decode_fit_mape: 0.03, decode_cv_mape: 0.05 };
 
@@ -168,7 +171,7 @@ describe("profile provider: the limits as inputs", () => {
 });
 
 describe("profiling: limits print as narwhal prints them (Python's %g)", () => {
-  const { pyG } = require("../../../lib/profiling") as typeof import("../../../lib/profiling");
+  const { pyG } = require("../../../lib/profiling/fit-limits") as typeof import("../../../lib/profiling/fit-limits");
   it("matches format(x, 'g') on limits people set", () => {
     const cases: Array<[number, string]> = [[0.05, "0.05"], [0.13, "0.13"], [1e-6, "1e-06"], [0.0001, "0.0001"], [0.00001, "1e-05"], [1, "1"], [0.123456789, "0.123457"], [1234567, "1.23457e+06"], [100000, "100000"], [0.1, "0.1"]];
     expect(cases.map(([x]) => pyG(x))).to.deep.equal(cases.map(([, g]) => g));

@@ -4,7 +4,8 @@
  */
 import { expect } from "chai";
 import { createHash } from "node:crypto";
-import { adoptionFor, identityGenerationDigest, type AdoptSource } from "../../../lib/profiling";
+import { adoptionFor, type AdoptSource } from "../../../lib/profiling/adopt";
+import { identityGenerationDigest } from "../../../lib/profiling/store";
 import { narwhalRow } from "./store-fixture";
 
 const LIVE = identityGenerationDigest("0.29.0", 1795956299.8863);

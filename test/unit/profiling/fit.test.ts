@@ -1,5 +1,6 @@
 import { expect } from "chai";
-import { decodeCrossValidationMape, decodeMape, fitDecodePlane, fitPrefill, fitPrefillMedians, fitQuadratic, ProfileError } from "../../../lib/profiling";
+import { decodeCrossValidationMape, decodeMape, fitDecodePlane, fitPrefill, fitPrefillMedians, fitQuadratic } from "../../../lib/profiling/fit";
+import { ProfileError } from "../../../lib/profiling/errors";
 
 /** A deterministic jitter in [-amp, amp], so the tests are repeatable. */
 function jitter(seed: number, amp: number): () => number {

@@ -1,5 +1,8 @@
 import { expect } from "chai";
-import { DEFAULT_SWEEP, Profiler, ProfileError, type EngineClient, type Reply, type StreamChunk, type Sweep } from "../../../lib/profiling";
+import { DEFAULT_SWEEP, type Sweep } from "../../../lib/profiling/sweep";
+import { Profiler } from "../../../lib/profiling/measure";
+import { ProfileError } from "../../../lib/profiling/errors";
+import type { EngineClient, Reply, StreamChunk } from "../../../lib/profiling/client";
 
 /** An engine double answering on a virtual clock: each call is scripted by the test. */
 class FakeEngine implements EngineClient {

@@ -7,22 +7,14 @@ import { expect } from "chai";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  checkOutputs,
-  decodeEvidenceProblems,
-  DEFAULT_SWEEP,
-  fleetLanes,
-  neighboursOf,
-  parseProfileArgs,
-  ProfileError,
-  readFleet,
-  readLimits,
-  runLive,
-  selectEngines,
-  UsageError,
-  writeFresh,
-  type ProfileRow,
-} from "../../../lib/profiling";
+import { checkOutputs, writeFresh } from "../../../lib/profiling/outputs";
+import { decodeEvidenceProblems, runLive } from "../../../lib/profiling/live";
+import { DEFAULT_SWEEP } from "../../../lib/profiling/sweep";
+import { fleetLanes, neighboursOf, readFleet, selectEngines } from "../../../lib/profiling/fleet-file";
+import { parseProfileArgs, UsageError } from "../../../lib/profiling/cli-args";
+import { ProfileError } from "../../../lib/profiling/errors";
+import { readLimits } from "../../../lib/profiling/limits";
+import type { ProfileRow } from "../../../lib/profiling/store";
 
 const usage = (argv: string[], message: string) => expect(() => parseProfileArgs(argv)).to.throw(UsageError, message);
 const NEIGHBOURS = ["--neighbour-prefill-rps", "0.5", "--neighbour-decode-rps", "0.25", "--neighbour-prefill-tokens", "512", "--neighbour-decode-input-tokens", "128", "--neighbour-decode-output-tokens", "32"];

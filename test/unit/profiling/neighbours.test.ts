@@ -6,7 +6,9 @@
  */
 import { expect } from "chai";
 import { performance } from "node:perf_hooks";
-import { NeighbourLoad, ProfileError, type EngineClient, type Reply } from "../../../lib/profiling";
+import { NeighbourLoad } from "../../../lib/profiling/neighbours";
+import { ProfileError } from "../../../lib/profiling/errors";
+import type { EngineClient, Reply } from "../../../lib/profiling/client";
 
 type Behaviour = "ok" | "fail" | "fail-later" | "stall";
 

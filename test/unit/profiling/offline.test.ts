@@ -8,20 +8,11 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import {
-  buildRow,
-  documentBytes,
-  fitDecodePlane,
-  fitPrefill,
-  mergeStores,
-  ProfileError,
-  refitSamples,
-  sha256Hex,
-  storeDocument,
-  type DecodePoint,
-  type MergeSource,
-  type ProfileRow,
-} from "../../../lib/profiling";
+import { buildRow, documentBytes, sha256Hex, storeDocument, type ProfileRow } from "../../../lib/profiling/store";
+import { fitDecodePlane, fitPrefill, type DecodePoint } from "../../../lib/profiling/fit";
+import { mergeStores, type MergeSource } from "../../../lib/profiling/merge";
+import { ProfileError } from "../../../lib/profiling/errors";
+import { refitSamples } from "../../../lib/profiling/refit";
 
 const PYTHON = resolve(__dirname, "../../../.tools/venv/bin/python");
 const DIGEST = "sha256:" + "ab".repeat(32);

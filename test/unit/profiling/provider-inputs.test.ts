@@ -5,7 +5,8 @@
 import { expect } from "chai";
 import { provider } from "../../../dynamic-providers/profile/provider";
 import { UNKNOWN } from "../../../lib/unknown";
-import { DEFAULT_SWEEP, NARWHAL_FIT_LIMITS } from "../../../lib/profiling";
+import { DEFAULT_SWEEP } from "../../../lib/profiling/sweep";
+import { NARWHAL_FIT_LIMITS } from "../../../lib/profiling/fit-limits";
 
 const D = (c: string) => "sha256:" + c.repeat(64);
 const via = { alias: "router", host: "198.18.0.10", port: 22, user: "narwhal", hostKey: "ssh-ed25519 AAAA" };

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { sseEvents, streamedTokens, type SseEvent } from "../../../lib/profiling";
+import { sseEvents, streamedTokens, type SseEvent } from "../../../lib/profiling/sse";
 
 async function* chunks(...parts: Uint8Array[]): AsyncGenerator<Uint8Array> {
   for (const p of parts) yield p;

@@ -3,22 +3,10 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import {
-  attestationBindingDigest,
-  buildRow,
-  documentBytes,
-  fitDecodePlane,
-  fitPrefill,
-  identityGenerationDigest,
-  idsProblem,
-  previousInLane,
-  profileLanes,
-  ProfileError,
-  rowProblem,
-  samplesPath,
-  storeDocument,
-  type DecodePoint,
-} from "../../../lib/profiling";
+import { attestationBindingDigest, buildRow, documentBytes, identityGenerationDigest, idsProblem, rowProblem, samplesPath, storeDocument } from "../../../lib/profiling/store";
+import { fitDecodePlane, fitPrefill, type DecodePoint } from "../../../lib/profiling/fit";
+import { previousInLane, profileLanes } from "../../../lib/profiling/lanes";
+import { ProfileError } from "../../../lib/profiling/errors";
 
 const PYTHON = resolve(__dirname, "../../../.tools/venv/bin/python");
 const DIGEST = "sha256:" + "ab".repeat(32);

@@ -1,5 +1,7 @@
 import { expect } from "chai";
-import { boundedSweep, DEFAULT_SWEEP, limitsDocument, maxNumSeqsOf, ProfileError, sweepProblems, validateSweep } from "../../../lib/profiling";
+import { boundedSweep, DEFAULT_SWEEP, sweepProblems, validateSweep } from "../../../lib/profiling/sweep";
+import { limitsDocument, maxNumSeqsOf } from "../../../lib/profiling/limits";
+import { ProfileError } from "../../../lib/profiling/errors";
 
 const code = (fn: () => unknown): string => {
   try {

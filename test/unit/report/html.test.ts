@@ -2,8 +2,12 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { EvidenceStore } from "../../../lib/evidence";
-import { collectReport, CONTENT_SECURITY_POLICY, esc, evidencePointers, heldGenerations, renderReport, type ReportData } from "../../../lib/report/html";
+import { EvidenceStore } from "../../../lib/evidence/store";
+import { collectReport } from "../../../lib/report/html/collect";
+import { CONTENT_SECURITY_POLICY, renderReport } from "../../../lib/report/html/page";
+import { esc } from "../../../lib/report/html/escape";
+import { evidencePointers, heldGenerations } from "../../../lib/report/html/select";
+import type { ReportData } from "../../../lib/report/html/types";
 import { attrsOf, chartOf, elements, FIXTURE_STACK, FIXTURE_STORE, recordsOf, stored } from "../../fixtures/report/page";
 import { predictTpotS, predictTtftS, TRIAL_ARTIFACTS, TRIAL_CURVE, TRIAL_POINTS, TRIAL_SLO, trialRecord } from "../../fixtures/report/trial";
 

@@ -3,7 +3,8 @@ import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { CONTENT_SECURITY_POLICY, esc } from "../../../lib/report/html";
+import { CONTENT_SECURITY_POLICY } from "../../../lib/report/html/page";
+import { esc } from "../../../lib/report/html/escape";
 import { FIXTURE_STORE } from "../../fixtures/report/page";
 
 const ROOT = path.resolve(__dirname, "..", "..", "..");

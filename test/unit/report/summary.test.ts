@@ -2,7 +2,8 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
-import { formatSummary, summarise, type InvalidatedEvidence, type InvalidationSummary } from "../../../lib/report";
+import { formatSummary } from "../../../lib/report/format";
+import { summarise, type InvalidatedEvidence, type InvalidationSummary } from "../../../lib/report/summary";
 import { UNKNOWN } from "../../../lib/unknown";
 
 const events = (name: string): EngineEvent[] => JSON.parse(fs.readFileSync(path.join(__dirname, "fixtures", `preview-${name}.json`), "utf8"));

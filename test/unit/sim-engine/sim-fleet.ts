@@ -7,8 +7,10 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { httpObserver, type ObserverOptions } from "../../../dynamic-providers/preflight/observer";
 import { processStartTime, parsePrometheusText } from "../../../lib/engine/prometheus";
-import type { GateProfile, PreflightPlan, ScheduleMode } from "../../../lib/preflight";
-import { identityGenerationDigest, storeDocument, type ProfileRow } from "../../../lib/profiling";
+import type { GateProfile } from "../../../lib/preflight/judge";
+import type { PreflightPlan } from "../../../lib/preflight/run";
+import type { ScheduleMode } from "../../../lib/preflight/schedule";
+import { identityGenerationDigest, storeDocument, type ProfileRow } from "../../../lib/profiling/store";
 import { http, type SimEngine } from "./helpers";
 
 export async function simProfileRow(iid: string, e: SimEngine): Promise<ProfileRow> {

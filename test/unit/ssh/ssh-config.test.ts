@@ -1,5 +1,6 @@
 import { expect } from "chai";
-import { expandIncludePattern, loadSshConfig, MAX_INCLUDE_DEPTH, resolveSshAlias, type SshConfigFiles } from "../../../lib/ssh/ssh-config";
+import { expandIncludePattern, loadSshConfig, MAX_INCLUDE_DEPTH, type SshConfigFiles } from "../../../lib/ssh/ssh-config/load";
+import { resolveSshAlias } from "../../../lib/ssh/ssh-config/resolve";
 
 const HOME = "/fixture/home";
 

@@ -2,7 +2,9 @@ import { expect } from "chai";
 import { once } from "node:events";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { runPoint, summarise, type RunPointOptions, type TrialPoint } from "../../../lib/trial";
+import { runPoint, type RunPointOptions } from "../../../lib/trial/client";
+import { summarise } from "../../../lib/trial/summary";
+import type { TrialPoint } from "../../../lib/trial/types";
 
 // A loopback engine that streams as vLLM's serving_completion does: one `data:` event per token with
 // `choices[0].text` as a delta, finish_reason "length" on the last, then the usage chunk and [DONE].

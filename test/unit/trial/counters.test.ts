@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { countersFromPrometheus, engineCounters, routerCounters, TRIAL_QUERIES, type QueryReply, type TrialQuery, type VectorSample } from "../../../lib/trial";
+import { countersFromPrometheus, engineCounters, routerCounters, TRIAL_QUERIES, type QueryReply, type TrialQuery, type VectorSample } from "../../../lib/trial/counters";
 import { Counter, Gauge, Registry } from "../../../sim/engine/metrics";
 import { caught } from "./fixtures";
 

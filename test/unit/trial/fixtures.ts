@@ -1,6 +1,6 @@
 /** Shared fixtures for the trial's prediction, reconciliation and verdict tests. */
 import type { ProfileRow } from "../../../lib/profiling/store";
-import type { TrialSummary } from "../../../lib/trial";
+import type { TrialSummary } from "../../../lib/trial/types";
 
 /**
  * A row whose figures are easy by hand: prefill 10 ms + 0.1 ms per token, decode interval 20 ms + 1 ms per

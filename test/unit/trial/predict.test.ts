@@ -2,7 +2,8 @@ import { expect } from "chai";
 import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
 import { prefillTime, tokenInterval } from "../../../lib/preflight/judge";
-import { decodeRequestLimit, departure, pointRange, predictedCurve, predictPoint, profiledRange, rangeProblems, type PredictEngine, type TrialPoint } from "../../../lib/trial";
+import { decodeRequestLimit, departure, pointRange, predictedCurve, predictPoint, profiledRange, rangeProblems, type PredictEngine } from "../../../lib/trial/predict";
+import type { TrialPoint } from "../../../lib/trial/types";
 import { caught, row, summary } from "./fixtures";
 
 const PYTHON = resolve(__dirname, "../../../.tools/venv/bin/python");

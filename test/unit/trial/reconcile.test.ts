@@ -1,5 +1,6 @@
 import { expect } from "chai";
-import { DEFAULT_TOLERANCE, reconcile, type CounterSnapshot, type EngineCounters, type ReconcileInput, type RequestRecord } from "../../../lib/trial";
+import { DEFAULT_TOLERANCE, reconcile, type ReconcileInput } from "../../../lib/trial/reconcile";
+import type { CounterSnapshot, EngineCounters, RequestRecord } from "../../../lib/trial/types";
 import { summary } from "./fixtures";
 
 function record(index: number, ok = true, completionTokens = 100): RequestRecord {

@@ -1,5 +1,7 @@
 import { expect } from "chai";
-import { arrivalSchedule, PROMPT_ID_FLOOR, promptIds, type TrialPoint } from "../../../lib/trial";
+import { arrivalSchedule } from "../../../lib/trial/schedule";
+import { PROMPT_ID_FLOOR, promptIds } from "../../../lib/trial/prompt";
+import type { TrialPoint } from "../../../lib/trial/types";
 
 const point = (over: Partial<TrialPoint> = {}): TrialPoint => ({
   id: "p1",

@@ -1,5 +1,6 @@
 import { expect } from "chai";
-import { achievedSendRate, maxConcurrent, percentile, summarise, type ClientRun, type RequestRecord } from "../../../lib/trial";
+import { achievedSendRate, maxConcurrent, percentile, summarise } from "../../../lib/trial/summary";
+import type { ClientRun, RequestRecord } from "../../../lib/trial/types";
 
 // Times are multiples of 1/16 s, exact in binary, so inclusive SLO bounds compare exactly.
 const rec = (over: Partial<RequestRecord> & Pick<RequestRecord, "index" | "dueS" | "sentS" | "endS">): RequestRecord => ({

@@ -1,5 +1,7 @@
 import { expect } from "chai";
-import { DEFAULT_TOLERANCE, judgePoint, type Reconciliation } from "../../../lib/trial";
+import { DEFAULT_TOLERANCE } from "../../../lib/trial/reconcile";
+import { judgePoint } from "../../../lib/trial/verdict";
+import type { Reconciliation } from "../../../lib/trial/types";
 import { summary } from "./fixtures";
 
 const reconciled: Reconciliation = { status: "reconciled", causes: [], checks: [], tolerance: DEFAULT_TOLERANCE };

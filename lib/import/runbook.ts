@@ -3,15 +3,13 @@
  * config: pure mapping, then the same schema every `up` parses, with each problem named by the `.env`
  * key or fleet.json field behind it. Nothing here writes a file or runs a command (scripts/import.ts does).
  */
-import { parseFleetConfig } from "../config";
+import { parseFleetConfig } from "../config/parse";
 import { parseEnvFile } from "./dotenv";
 import { Draft, type Problem, type SecretValue, type Unmapped } from "./draft";
 import { mapEnv } from "./env-map";
 import { mapFleet } from "./fleet-map";
 import { knownHostLookup } from "./known-hosts";
 
-export { parseEnvFile } from "./dotenv";
-export type { Problem, SecretValue, Unmapped } from "./draft";
 
 export interface ImportSources {
   /** The `.env` text. */

@@ -6,7 +6,6 @@ import { launchRules } from "./launch";
 import { portRules } from "./ports";
 import { calibrationRules, profilingRules, routerRules, runtimeRules, sloRules, trialRules } from "./sections";
 
-export type { RuleInput, Section, Report } from "./context";
 
 export const RULES: readonly Rule[] = [
   hostRules,

@@ -1,7 +1,0 @@
-export * from "./errors";
-export * from "./canonical";
-export * from "./contract";
-export * from "./document";
-export * from "./verify";
-export * from "./sidecar";
-export * from "./runbook-document";
