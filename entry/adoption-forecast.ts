@@ -9,15 +9,19 @@ import { readForecast, type ForecastHost } from "../lib/adoption/preview-reads";
 import type { HostParts } from "../components/discovery";
 
 /**
- * The engines the stack's last deployment recorded in its `engines` output (none before its first up).
- * Read through the engine's builtin `readStackOutputs`, as a StackReference reads, without registering
- * a resource for it.
+ * What the stack's last deployment recorded (nothing before its first up): the engines of its `engines`
+ * output, and each host's fabric address from its `hosts` output. Read through the engine's builtin
+ * `readStackOutputs`, as a StackReference reads, without registering a resource for it.
  */
-async function recordedEngineIds(): Promise<ReadonlySet<string>> {
+async function recorded(): Promise<{ engineIds: ReadonlySet<string>; fabricAddresses: ReadonlyMap<string, string> }> {
   const name = `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
   const read = (await pulumi.runtime.invoke("pulumi:pulumi:readStackOutputs", { name })) as { outputs?: Record<string, unknown> };
-  const engines = read.outputs?.engines;
-  return new Set(typeof engines === "object" && engines !== null ? Object.keys(engines) : []);
+  const record = (v: unknown) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>) : {});
+  const addresses = Object.entries(record(read.outputs?.hosts)).flatMap(([alias, h]) => {
+    const address = record(h).fabricAddress;
+    return typeof address === "string" ? [[alias, address] as const] : [];
+  });
+  return { engineIds: new Set(Object.keys(record(read.outputs?.engines))), fabricAddresses: new Map(addresses) };
 }
 
 /**
@@ -37,9 +41,12 @@ export function logAdoptionForecast(spec: FleetSpec, discovered: ReadonlyMap<str
   pulumi.all(hosts.map((h) => pulumi.all([h.connection.privateKey, h.connection.password]))).apply(async (creds) => {
     clearTimeout(unresolved);
     try {
-      const scope = forecastScope(spec, await recordedEngineIds());
+      const last = await recorded();
+      const scope = forecastScope(spec, last.engineIds);
       if (!scope) return;
-      const read = new Map(hosts.map((h, i): [string, ForecastHost] => [h.spec.alias, { spec: h.spec, login: h.login, privateKey: creds[i][0], password: creds[i][1] }]));
+      const read = new Map(
+        hosts.map((h, i): [string, ForecastHost] => [h.spec.alias, { spec: h.spec, login: h.login, privateKey: creds[i][0], password: creds[i][1], recordedFabricAddress: last.fabricAddresses.get(h.spec.alias) }]),
+      );
       for (const line of formatForecast(await readForecast(spec, scope, read))) await pulumi.log.info(line, parent);
     } catch (err) {
       await pulumi.log.warn(`adoption forecast: not made: ${(err as Error).message}`, parent);

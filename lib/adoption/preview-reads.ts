@@ -1,8 +1,8 @@
 import * as fs from "node:fs";
 import type { EngineSpec, FleetSpec, HostSpec } from "../config/types";
 import { hostDiscoveryPlan } from "../fleet/host-plan";
-import { blockingProblems, parseProbe, probeCommand, type ProbeOptions } from "../discovery/probe";
-import { chooseFabricAddress } from "../discovery/fabric-address";
+import { discoveryProblems, parseProbe, probeCommand, type ProbeOptions } from "../discovery/probe";
+import { discoveredFabricAddress } from "../discovery/fabric-address";
 import { engineLaunchPlan, type DiscoveredHost } from "../launch/policy";
 import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../launch/runbook";
 import { forecastCalibration, forecastProfile, forecastRunbookEngine, parseSidecarAnswer, runbookAttestationUrl, type ForecastLine, type ForecastScope, type RunbookSighting } from "./forecast";
@@ -21,6 +21,8 @@ export interface ForecastHost {
   readonly login: HostLogin;
   readonly privateKey?: string;
   readonly password?: string;
+  /** The fabric address the stack's last discovery of this host recorded (its `hosts` output); none before the first. */
+  readonly recordedFabricAddress?: string;
 }
 
 /** A preview reads only through keys the config pins, the host's and its bastion's alike. */
@@ -33,21 +35,22 @@ export function previewProbeOptions(spec: FleetSpec, host: HostSpec): ProbeOptio
 
 /**
  * What the engines' launch plans take from the host, read from the probe's output as the up's discovery
- * records it (dynamic-providers/host-discovery: the accelerators, the chosen fabric address, the model's
- * requirements). Throws with the probe's problems.
+ * records it (lib/discovery/observe.ts: the accelerators, the fabric address by the same rule, given the
+ * address the stack recorded, the model's requirements). Throws with the probe's problems.
  */
-export function discoveredFromProbe(host: HostSpec, output: string, opts: ProbeOptions): DiscoveredHost {
-  const facts = parseProbe(output, opts);
-  const problems = blockingProblems(facts);
+export function discoveredFromProbe(host: HostSpec, output: string, opts: ProbeOptions, recordedFabricAddress?: string): DiscoveredHost {
+  // As the up's re-observation reads it (lib/discovery/observe.ts): the recorded address stands in for the operator's choice.
+  const facts = parseProbe(output, recordedFabricAddress === undefined ? opts : { ...opts, fabricAddressChoice: undefined });
+  const problems = discoveryProblems(facts, recordedFabricAddress);
   if (problems.length > 0) throw new Error(problems.join("; "));
-  const fabricAddress = chooseFabricAddress(host.alias, host.fabricInterface, [...facts.fabric.addresses], host.fabricAddress);
+  const fabricAddress = discoveredFabricAddress(host.alias, host.fabricInterface, [...facts.fabric.addresses], host.fabricAddress, recordedFabricAddress);
   return { fabricAddress, accelerators: facts.accelerators, model: facts.model?.requirements };
 }
 
-async function probeHost(spec: FleetSpec, host: HostSpec, ssh: SshSession): Promise<DiscoveredHost> {
-  const opts = previewProbeOptions(spec, host);
+async function probeHost(spec: FleetSpec, h: ForecastHost, ssh: SshSession): Promise<DiscoveredHost> {
+  const opts = previewProbeOptions(spec, h.spec);
   const probe = probeCommand(opts);
-  return discoveredFromProbe(host, await ssh.run(probe.command, { stdin: probe.stdin, timeoutS: probe.timeoutS, name: "discovery probe (preview forecast)" }), opts);
+  return discoveredFromProbe(h.spec, await ssh.run(probe.command, { stdin: probe.stdin, timeoutS: probe.timeoutS, name: "discovery probe (preview forecast)" }), opts, h.recordedFabricAddress);
 }
 
 /** One probe per host, however many of its engines the forecast looks at. */
@@ -65,7 +68,7 @@ async function sight(spec: FleetSpec, e: EngineSpec, h: ForecastHost, cache: Hos
   }
   try {
     return await withSsh(target, async (ssh) => {
-      if (!cache.has(h.spec.alias)) cache.set(h.spec.alias, probeHost(spec, h.spec, ssh));
+      if (!cache.has(h.spec.alias)) cache.set(h.spec.alias, probeHost(spec, h, ssh));
       // The function Gate A renders the engine's plan with (components/discovery.ts), so the forecast decides against the up's plan.
       const plan = await cache
         .get(h.spec.alias)!

@@ -24,3 +24,21 @@ export function chooseFabricAddress(alias: string, iface: string, addresses: str
   }
   return addresses[0];
 }
+
+/**
+ * The fabric address a re-observation records: while the recorded address is still on the interface it
+ * stands, even beside a new one; otherwise the fabric facet moves, so the preview shows the replacement
+ * and the fresh discovery reports what to choose.
+ */
+export function keptFabricAddress(recorded: string, addresses: ReadonlyArray<string>): string {
+  return addresses.includes(recorded) ? recorded : `unresolved: ${addresses.join(", ") || "no global address"}`;
+}
+
+/**
+ * The fabric address discovery records for a host, given the one an earlier discovery of the stack
+ * recorded (none on a first discovery): the one rule both the up (lib/discovery/observe.ts) and the
+ * preview's forecast (lib/adoption/preview-reads.ts) apply, so their plans name the same address.
+ */
+export function discoveredFabricAddress(alias: string, iface: string, addresses: string[], explicit: string | undefined, recorded: string | undefined): string {
+  return recorded === undefined ? chooseFabricAddress(alias, iface, addresses, explicit) : keptFabricAddress(recorded, addresses);
+}

@@ -63,12 +63,3 @@ export function ownPidsScript(stateDir: string, stack: string, runbookRuns: Read
   const runbook = runbookRuns.map((run) => `sed -n 's/.*"pid": *\\([0-9][0-9]*\\).*/\\1/p' ${shq(`${run}/native-process.json`)} 2>/dev/null;`).join(" ");
   return `cat ${ours}/engines/*/pid ${ours}/attestation/*/pid 2>/dev/null; ${runbook} ${runbookListenerPidsScript(runbookRuns)} true`;
 }
-
-/**
- * The fabric address a re-observation records: while the recorded address is still on the interface it
- * stands, even beside a new one; otherwise the fabric facet moves, so the preview shows the replacement
- * and the fresh discovery reports what to choose.
- */
-export function keptFabricAddress(recorded: string, addresses: ReadonlyArray<string>): string {
-  return addresses.includes(recorded) ? recorded : `unresolved: ${addresses.join(", ") || "no global address"}`;
-}

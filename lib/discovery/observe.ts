@@ -8,9 +8,9 @@ import { sha256Json } from "../digest";
 import { capture, exitStatusOf, scriptCommand, type Attempt } from "../evidence/failed-attempt";
 import { claimScript, stackFolder } from "../fleet/host-cleanup";
 import type { SshSession } from "../ssh/client";
-import { chooseFabricAddress } from "./fabric-address";
-import { keptFabricAddress, ownPidsScript, type HostDiscoveryFacts } from "./facets";
-import { blockingProblems, parseProbe, probeCommand, type ProbeOptions, type RuntimeProbeSpec } from "./probe";
+import { discoveredFabricAddress } from "./fabric-address";
+import { ownPidsScript, type HostDiscoveryFacts } from "./facets";
+import { discoveryProblems, parseProbe, probeCommand, type ProbeOptions, type RuntimeProbeSpec } from "./probe";
 
 const CHECKPOINT_TIMEOUT_S = 1800;
 
@@ -44,7 +44,7 @@ export interface Observation {
 /**
  * Over one login: the probe, then the checkpoint hash (reusing `previous` fingerprints when given), then a
  * first discovery's claim on the stack's folder. A re-observation (`recordedFabricAddress` given) never
- * fails on the fabric address (lib/discovery/facets.ts, keptFabricAddress).
+ * fails on the fabric address (lib/discovery/fabric-address.ts, keptFabricAddress).
  */
 export async function observeHost(ssh: SshSession, i: HostToObserve, opts: ObserveOptions): Promise<Observation> {
   const startedAt = new Date().toISOString();
@@ -76,7 +76,7 @@ export async function observeHost(ssh: SshSession, i: HostToObserve, opts: Obser
   const facts = parseProbe(output, recorded === undefined ? probeOpts : { ...probeOpts, fabricAddressChoice: undefined });
   // A re-observation records what it sees: a moved address or a port gone down is the refresh's finding
   // (the fabric facet; the edges' fingerprints), not a failed refresh.
-  const problems = blockingProblems(recorded === undefined ? facts : { ...facts, errors: facts.errors.filter((e) => e.section !== "fabric" && e.section !== "rdma") });
+  const problems = discoveryProblems(facts, recorded);
   if (problems.length > 0) throw new Error(problems.join("\n"));
   const hashed = await hashCheckpointRemote(ssh, i.modelDir, opts.previous, { timeoutS: CHECKPOINT_TIMEOUT_S });
   // Last, once the observation stands: from here on this discovery's delete owns the stack's folder.
@@ -88,7 +88,7 @@ export async function observeHost(ssh: SshSession, i: HostToObserve, opts: Obser
       hostKeyFingerprint: ssh.hostKey.fingerprint,
       accelerators: facts.accelerators,
       fabricAddress:
-        recorded === undefined ? chooseFabricAddress(i.alias, i.fabricInterface, [...facts.fabric.addresses], i.fabricAddressChoice) : keptFabricAddress(recorded, facts.fabric.addresses),
+        discoveredFabricAddress(i.alias, i.fabricInterface, [...facts.fabric.addresses], i.fabricAddressChoice, recorded),
       model: facts.model!.requirements,
       runtime: facts.runtime,
       rdma: facts.rdma,

@@ -409,6 +409,14 @@ export function blockingProblems(facts: HostFacts): string[] {
   return out;
 }
 
+/**
+ * The problems that stop one discovery of a host. A re-observation (the stack recorded a fabric address)
+ * records a moved address or an RDMA port gone down as its finding instead of failing on it.
+ */
+export function discoveryProblems(facts: HostFacts, recordedFabricAddress: string | undefined): string[] {
+  return blockingProblems(recordedFabricAddress === undefined ? facts : { ...facts, errors: facts.errors.filter((e) => e.section !== "fabric" && e.section !== "rdma") });
+}
+
 /** Throws one error listing every section error, or returns the facts when there are none. */
 export function assertProbeClean(facts: HostFacts): HostFacts {
   if (facts.errors.length > 0) throw new Error(facts.errors.map((e) => e.message).join("\n"));
