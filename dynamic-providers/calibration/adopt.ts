@@ -4,8 +4,7 @@
  * by lib/preflight judgeCalibration.
  */
 import * as fs from "node:fs";
-import { judgeCalibration, type CalibrationAdoption as Judgement, type Pair } from "../../lib/preflight";
-import { documentEngines, timeoutsOf } from "../preflight/plan";
+import { documentEngines, judgeCalibration, timeoutsOf, type CalibrationAdoption as Judgement, type Pair } from "../../lib/preflight";
 import { withRoutes } from "../preflight/provider";
 import { httpSampler, type EngineIdentity } from "./sampler";
 import type { CalibrationInputs } from "./types";

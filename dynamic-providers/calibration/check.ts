@@ -1,9 +1,8 @@
 /** Calibration's inputs as a zod schema: engines, lengths, sample counts and the observation bound against the fleet document. */
 import { z } from "zod";
-import { MIN_SAMPLES_PER_GROUP, observationBoundProblem } from "../../lib/preflight";
+import { documentEngines, MIN_SAMPLES_PER_GROUP, observationBoundProblem, timeoutsOf } from "../../lib/preflight";
 import { hasUnknown } from "../diff";
 import { across, each, inOrder, integerAtLeast, isDigest, oneOf, positiveInteger, sha256Digest } from "../input-rules";
-import { documentEngines, timeoutsOf } from "../preflight/plan";
 
 /** The engines, once known: the rules that read them beside another property need every one. */
 const knownEngines = (v: unknown) => (Array.isArray(v) && !hasUnknown(v) ? (v as Array<Record<string, unknown>>) : undefined);

@@ -8,9 +8,8 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
-import type { Pair, SampleRecord, Sampler } from "../../lib/preflight";
+import { handoffOf, streamError, type Pair, type SampleRecord, type Sampler } from "../../lib/preflight";
 import { sseEvents, streamedTokens } from "../../lib/profiling";
-import { handoffOf, streamError } from "../preflight/observer";
 import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
 import { engineHeaders } from "../../lib/engine/request";
 import { notedStream, sendJson, timedOut } from "../engine-request";

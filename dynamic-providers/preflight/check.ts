@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { hasUnknown } from "../diff";
 import { across, each, inOrder, oneOf, sha256Digest } from "../input-rules";
-import { documentEngines } from "./plan";
+import { documentEngines } from "../../lib/preflight";
 
 /** One engine's bindings, its refusals named by its id. */
 const engine = (e: Record<string, unknown>) => {

@@ -18,7 +18,22 @@ import type { EvidenceCommand } from "../../lib/evidence/record";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
 import { providerEvidence } from "../evidence";
-import { failedGates, runPreflight, runSummary, skippedSummary, stopsDeployment, type GateResult, type PreflightOutcome, type RunSummary } from "../../lib/preflight";
+import {
+  documentEngines,
+  enginesNamed,
+  failedGates,
+  failureSummary,
+  observerSettings,
+  planOf,
+  preflightVerdict,
+  runPreflight,
+  runSummary,
+  skippedSummary,
+  stopsDeployment,
+  strictReplaces,
+  type PreflightOutcome,
+  type RunSummary,
+} from "../../lib/preflight";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
@@ -26,18 +41,12 @@ import { forwardedUrl, localForward, type LocalForward } from "../../lib/ssh/for
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { preflightInputs } from "./check";
 import { httpObserver, type ObservedEngine } from "./observer";
-import { engineLogTails, enginesNamed, type LogTail } from "./engine-logs";
-import { documentEngines, observerSettings, planOf } from "./plan";
+import { engineLogTails, type LogTail } from "./engine-logs";
 import type { PreflightInputs, PreflightOutputs } from "./types";
 
 export const MEASURED_AGAINST = ["fleetDocument", "engines", "profiles", "profileStoreDigest", "fabricEdges", "pairs", "repeats"] as const;
 // `strict` never changes what was measured; turned on over a degraded run it replaces (strictReplaces).
 export const UPDATABLE = ["stack", "schedule", "strict", "apiKey", "via", "viaPrivateKey", "viaPassword"] as const;
-
-/** A degraded run recorded while strict was off no longer stands once strict is on: run it again (and fail if it still degrades). */
-export function strictReplaces(olds: Partial<PreflightOutputs>, news: PreflightInputs): boolean {
-  return news.strict === true && olds.strict !== true && olds.status === "degraded";
-}
 
 /** Every refusal of the inputs, each naming its property; exported for tests. */
 export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(preflightInputs, news);
@@ -71,16 +80,6 @@ export function nameEngines(journal: HttpJournal, engines: ReadonlyArray<{ iid: 
   }
 }
 
-/** Who a failed line is about: an engine id or a `producer -> consumer` pair at its start. */
-export function failureSummary(results: readonly GateResult[]): string {
-  return failedGates(results)
-    .map((g) => {
-      const subjects = [...new Set(g.lines.filter((l) => l.status === "fail").map((l) => /^(\S+(?: -> \S+?)?):?\s/.exec(l.message)?.[1] ?? l.message))];
-      return `${g.gate} (${subjects.join(", ")})`;
-    })
-    .join("; ");
-}
-
 async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: RunSummary, fleetDocumentDigest: string, startedAt: string, tails: LogTail[] = [], commands: EvidenceCommand[] = []) {
   const store = providerEvidence(i.stack, [i.apiKey, i.viaPrivateKey, i.viaPassword, ...Object.values(i.engineHostSecrets ?? {}).flatMap((s) => [s.privateKey, s.password])]);
   const artifacts = [await store.artifact("preflight", "transfers.json", JSON.stringify(outcome.transfers, null, 2) + "\n"), await store.artifact("preflight", "fleet.json", JSON.stringify(i.fleetDocument, null, 2) + "\n")];
@@ -91,7 +90,6 @@ async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: Ru
     artifacts.push(log);
     engineLogs.push({ engineId: t.engineId, source: t.source, log: log.relativePath });
   }
-  const failed = failedGates(outcome.gates);
   const written = await store.record({
     kind: "preflight",
     subject: { kind: "fleet", alias: i.stack },
@@ -100,10 +98,7 @@ async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: Ru
     startedAt,
     endedAt: new Date().toISOString(),
     observations: JSON.parse(JSON.stringify({ gates: outcome.gates, rounds: outcome.rounds, status: summary.status, narwhal: summary.narwhal, skipped: summary.skipped, warnings: summary.warnings, engineLogs })),
-    // A degraded run keeps its skips as the verdict's reasons; it fails only when the stack asked for strict.
-    verdict: stopsDeployment(summary.status, i.strict ?? false)
-      ? { status: "fail", reasons: failed.length ? failed.flatMap((g) => g.lines.filter((l) => l.status === "fail").map((l) => `${g.gate}: ${l.message}`)) : summary.skipped.map((s) => `${s.gate} skipped: ${s.message}`) }
-      : { status: "pass", reasons: summary.skipped.map((s) => `${s.gate} skipped: ${s.message}`) },
+    verdict: preflightVerdict(outcome.gates, summary.status, summary.skipped, i.strict ?? false),
     artifacts,
   });
   return { relativePath: written.relativePath, digest: written.digest };

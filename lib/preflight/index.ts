@@ -13,3 +13,5 @@ export * from "./attestation";
 export * from "./status";
 export * from "./declared-contract";
 export * from "./restart-risk";
+export * from "./document-plan";
+export * from "./outcome";

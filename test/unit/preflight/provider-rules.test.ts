@@ -3,8 +3,8 @@
  * probe, the failure that names gate and engines, and the budgets taken from the fleet document.
  */
 import { expect } from "chai";
-import { failureSummary, inputFailures, provider } from "../../../dynamic-providers/preflight/provider";
-import { planOf, timeoutsOf } from "../../../dynamic-providers/preflight/plan";
+import { inputFailures, provider } from "../../../dynamic-providers/preflight/provider";
+import { failureSummary, planOf, timeoutsOf } from "../../../lib/preflight";
 import type { PreflightInputs, PreflightOutputs } from "../../../dynamic-providers/preflight/types";
 import { UNKNOWN } from "../../../lib/unknown";
 import type { GateResult } from "../../../lib/preflight";

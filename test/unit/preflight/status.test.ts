@@ -10,8 +10,8 @@ import { expect } from "chai";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { colocatedRestartRisk, declaredContract, runPreflight, runSummary, stopsDeployment, UNCALIBRATED_WARNING, type GateResult, type Observer, type PreflightPlan } from "../../../lib/preflight";
-import { provider, strictReplaces } from "../../../dynamic-providers/preflight/provider";
+import { colocatedRestartRisk, declaredContract, runPreflight, runSummary, stopsDeployment, strictReplaces, UNCALIBRATED_WARNING, type GateResult, type Observer, type PreflightPlan } from "../../../lib/preflight";
+import { provider } from "../../../dynamic-providers/preflight/provider";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const PYTHON = path.join(ROOT, ".tools", "venv", "bin", "python");
