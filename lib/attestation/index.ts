@@ -5,3 +5,4 @@ export * from "./document";
 export * from "./verify";
 export * from "./sidecar";
 export * from "./runbook-document";
+export * from "./sidecar-answer";

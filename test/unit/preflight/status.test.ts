@@ -63,10 +63,10 @@ describe("preflight: the whole run's status, as narwhal-check decides it", () =>
 
   it("a failed run always stops the up; a degraded one only with preflight.strict", () => {
     expect([stopsDeployment("fail", false), stopsDeployment("degraded", false), stopsDeployment("degraded", true), stopsDeployment("pass", true)]).to.deep.equal([true, false, true, false]);
-    expect(strictReplaces({ status: "degraded", strict: false }, { strict: true } as never)).to.equal(true);
-    expect(strictReplaces({ status: "pass", strict: false }, { strict: true } as never)).to.equal(false);
-    expect(strictReplaces({ status: "degraded", strict: true }, { strict: false } as never)).to.equal(false);
-    expect(strictReplaces({ status: "degraded" }, { strict: false } as never)).to.equal(false);
+    expect(strictReplaces({ status: "degraded", strict: false }, { strict: true })).to.equal(true);
+    expect(strictReplaces({ status: "pass", strict: false }, { strict: true })).to.equal(false);
+    expect(strictReplaces({ status: "degraded", strict: true }, { strict: false })).to.equal(false);
+    expect(strictReplaces({ status: "degraded" }, { strict: false })).to.equal(false);
   });
 
   it("strict turned on over a degraded run replaces it; absent strict in older state is no change", async () => {
