@@ -39,10 +39,9 @@ import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { forwardedUrl, localForward, type LocalForward } from "../../lib/ssh/forward";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
-import { preflightInputs } from "./check";
 import { httpObserver, type ObservedEngine } from "./observer";
 import { engineLogTails, type LogTail } from "./engine-logs";
-import type { PreflightInputs, PreflightOutputs } from "./types";
+import { preflightInputs, type PreflightInputs, type PreflightOutputs } from "./schema";
 
 export const MEASURED_AGAINST = ["fleetDocument", "engines", "profiles", "profileStoreDigest", "fabricEdges", "pairs", "repeats"] as const;
 // `strict` never changes what was measured; turned on over a degraded run it replaces (strictReplaces).

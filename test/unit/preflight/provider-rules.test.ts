@@ -5,7 +5,7 @@
 import { expect } from "chai";
 import { inputFailures, provider } from "../../../dynamic-providers/preflight/provider";
 import { failureSummary, planOf, timeoutsOf } from "../../../lib/preflight";
-import type { PreflightInputs, PreflightOutputs } from "../../../dynamic-providers/preflight/types";
+import type { PreflightInputs, PreflightOutputs } from "../../../dynamic-providers/preflight/schema";
 import { UNKNOWN } from "../../../lib/unknown";
 import type { GateResult } from "../../../lib/preflight";
 
