@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import { documentEngines, judgeCalibration, timeoutsOf, type CalibrationAdoption as Judgement, type Pair } from "../../lib/preflight";
 import { withRoutes } from "../preflight/provider";
 import { httpSampler, type EngineIdentity } from "./sampler";
-import type { CalibrationInputs } from "./types";
+import type { CalibrationInputs } from "./schema";
 
 export interface AdoptionLook {
   /** The file's bytes, when it could be read. */

@@ -27,9 +27,8 @@ import { nameEngines, withRoutes } from "../preflight/provider";
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import type { EvidenceCommand } from "../../lib/evidence/record";
 import { lookAtAdoption } from "./adopt";
-import { calibrationInputs } from "./check";
 import { httpSampler, type EngineIdentity } from "./sampler";
-import type { CalibrationAdoption, CalibrationInputs, CalibrationOutputs } from "./types";
+import { calibrationInputs, type CalibrationAdoption, type CalibrationInputs, type CalibrationOutputs } from "./schema";
 
 export const MEASURED_AGAINST = ["model", "runtime", "engines", "inputLengths", "samplesPerGroup"] as const;
 /**
@@ -91,7 +90,7 @@ async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: 
 
 /** Samples once and proposes a deadline; exported for tests, which call it as the provider host would. */
 export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<CalibrationOutputs, keyof CalibrationInputs>> {
-  const failures = inputFailures(i as unknown as Record<string, unknown>);
+  const failures = inputFailures(i);
   if (failures.length) throw new Error(`calibration: ${failures.map((f) => f.reason).join("; ")}`);
   const startedAt = new Date().toISOString();
   const t0 = Date.now();
