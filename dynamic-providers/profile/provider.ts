@@ -45,10 +45,9 @@ import { readLogin } from "../../lib/ssh/stored-login";
 import { forwardedUrl, localForward } from "../../lib/ssh/forward";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { hasUnknown } from "../diff";
-import { profileInputs } from "./check";
 import { HttpJournal, currentHttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { profileHttp } from "./http";
-import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry, ProfileInputs, ProfileOutputs, ProfileResult } from "./types";
+import { profileInputs, type ProfileAdoption, type ProfileFitErrors, type ProfileFitTry, type ProfileInputs, type ProfileOutputs, type ProfileResult } from "./schema";
 
 export const MEASURED_AGAINST = [
   "engineId",
