@@ -14,8 +14,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
-import { loadTrialInputs } from "./check";
-import type { LoadTrialInputs, LoadTrialOutputs } from "./types";
+import { loadTrialInputs, type LoadTrialInputs, type LoadTrialOutputs } from "./schema";
 import { departure, fetchGet, judgePoint, runTrial, throughRouter, type EdgeSnapshot, type HostProbes, type TrialOutcome, type TrialRoutes } from "../../lib/trial";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
@@ -145,7 +144,7 @@ const snapshotOf = (s: EdgeSnapshot | undefined) => s ?? null;
 
 /** Runs the point and keeps it; exported for tests and `npm run trial`, which call it as the provider host would. */
 export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string; log?: (line: string) => void } = {}): Promise<Omit<LoadTrialOutputs, keyof LoadTrialInputs>> {
-  const failures = inputFailures(i as unknown as Record<string, unknown>);
+  const failures = inputFailures(i);
   if (failures.length) throw new Error(`trial point ${i.point?.id ?? "?"}: ${failures.map((f) => f.reason).join("; ")}`);
   const startedAt = new Date().toISOString();
   const t0 = Date.now();

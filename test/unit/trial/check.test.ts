@@ -1,7 +1,7 @@
 /** The load trial provider's check: a point is refused by field, and against the profiled range, before anything remote runs. */
 import { expect } from "chai";
 import { inputFailures, rejudged, MEASURED_AGAINST } from "../../../dynamic-providers/load-trial/provider";
-import type { LoadTrialInputs, LoadTrialOutputs } from "../../../dynamic-providers/load-trial/types";
+import type { LoadTrialInputs, LoadTrialOutputs } from "../../../dynamic-providers/load-trial/schema";
 import { row, summary } from "./fixtures";
 
 const DIGEST = `sha256:${"b".repeat(64)}`;
