@@ -3,7 +3,7 @@ import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec } from "../lib/config";
 import { maxNumSeqsOf, NARWHAL_FIT_LIMITS, previousInLane, sweepRecord, type AdoptSource, type Sweep } from "../lib/profiling";
 import { Profile } from "../dynamic-providers/profile/resource";
-import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry } from "../dynamic-providers/profile/schema";
+import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry } from "../lib/profiling";
 import { loginInputs } from "./login-inputs";
 import { ProfileStore } from "../dynamic-providers/profile-store/resource";
 import type { Attestation } from "../dynamic-providers/attestation/resource";

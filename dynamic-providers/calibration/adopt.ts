@@ -5,7 +5,7 @@
  */
 import * as fs from "node:fs";
 import { documentEngines, judgeCalibration, timeoutsOf, type CalibrationAdoption as Judgement, type Pair } from "../../lib/preflight";
-import { withRoutes } from "../preflight/provider";
+import { withRoutes } from "../preflight/routes";
 import { httpSampler, type EngineIdentity } from "./sampler";
 import type { CalibrationInputs } from "./schema";
 

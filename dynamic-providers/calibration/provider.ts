@@ -23,7 +23,7 @@ import { sha256Json } from "../../lib/digest";
 import { providerEvidence } from "../evidence";
 import { clientTtftFit, describeMismatches, documentEngines, timeoutsOf, proposeDeadline, runCalibration, validationPairs, type AdoptedCalibration, type CalibrationResult, type CalibrationRun, type Pair } from "../../lib/preflight";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
-import { nameEngines, withRoutes } from "../preflight/provider";
+import { nameEngines, withRoutes } from "../preflight/routes";
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import type { EvidenceCommand } from "../../lib/evidence/record";
 import { lookAtAdoption } from "./adopt";

@@ -14,6 +14,7 @@
  * - read:   a preflight is a measurement of the past: nothing is re-probed.
  */
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
+import { nameEngines, withRoutes } from "./routes";
 import type { EvidenceCommand } from "../../lib/evidence/record";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
@@ -34,10 +35,6 @@ import {
   type PreflightOutcome,
   type RunSummary,
 } from "../../lib/preflight";
-import { SshSession } from "../../lib/ssh/client";
-import { OPERATE, sshTarget } from "../../lib/ssh/login";
-import { readLogin } from "../../lib/ssh/stored-login";
-import { forwardedUrl, localForward, type LocalForward } from "../../lib/ssh/forward";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { httpObserver, type ObservedEngine } from "./observer";
 import { engineLogTails, type LogTail } from "./engine-logs";
@@ -49,35 +46,6 @@ export const UPDATABLE = ["stack", "schedule", "strict", "apiKey", "via", "viaPr
 
 /** Every refusal of the inputs, each naming its property; exported for tests. */
 export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(preflightInputs, news);
-
-/** Runs `fn` with engine and sidecar base URLs reachable from where the router will reach them. */
-export async function withRoutes<T, E extends { url: string; attestationUrl?: string }>(i: Pick<PreflightInputs, "via" | "viaPrivateKey" | "viaPassword">, engines: E[], fn: (routed: E[]) => Promise<T>): Promise<T> {
-  if (!i.via) return fn(engines);
-  const session = await SshSession.open(sshTarget(readLogin(i.via, { privateKey: i.viaPrivateKey, password: i.viaPassword }), OPERATE));
-  const forwards: LocalForward[] = [];
-  const route = async (url: string): Promise<string> => {
-    const u = new URL(url);
-    const f = await localForward(session, u.hostname.replace(/^\[|\]$/g, ""), Number(u.port || 80));
-    forwards.push(f);
-    return forwardedUrl(url, f);
-  };
-  try {
-    const routed: E[] = [];
-    for (const e of engines) routed.push({ ...e, url: await route(e.url), ...(e.attestationUrl ? { attestationUrl: await route(e.attestationUrl) } : {}) });
-    return await fn(routed);
-  } finally {
-    await Promise.all(forwards.map((f) => f.close()));
-    session.close();
-  }
-}
-
-/** Names each engine's (and its sidecar's) answers by its id in the step's commands, routed or not. */
-export function nameEngines(journal: HttpJournal, engines: ReadonlyArray<{ iid: string; url: string; attestationUrl?: string }>): void {
-  for (const e of engines) {
-    journal.name(e.url, `engine ${e.iid}`);
-    if (e.attestationUrl) journal.name(e.attestationUrl, `sidecar ${e.iid}`);
-  }
-}
 
 async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: RunSummary, fleetDocumentDigest: string, startedAt: string, tails: LogTail[] = [], commands: EvidenceCommand[] = []) {
   const store = providerEvidence(i.stack, [i.apiKey, i.viaPrivateKey, i.viaPassword, ...Object.values(i.engineHostSecrets ?? {}).flatMap((s) => [s.privateKey, s.password])]);

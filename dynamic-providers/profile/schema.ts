@@ -1,6 +1,6 @@
 /** What one engine's profile is measured against, and how to reach the engine: the inputs' zod schema, their type, and the outputs. */
 import { z } from "zod";
-import { fitLimitsProblem, sweepProblems, type AdoptSource, type FitLimits, type ProfileRow, type Sweep } from "../../lib/profiling";
+import { fitLimitsProblem, sweepProblems, type AdoptSource, type FitLimits, type ProfileResult, type Sweep } from "../../lib/profiling";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { digest, filled, given, positive, says, seconds, typedAs } from "../../lib/typed-inputs";
 import { across, inOrder, isDigest, judgedBy } from "../input-rules";
@@ -81,49 +81,5 @@ export type ProfileInputs = z.infer<typeof engine> & z.infer<typeof measurement>
 
 /** ProfileInputs, in the order their refusals are reported. */
 export const profileInputs = inOrder(engine, launchWithAttestation, measurement);
-
-/** How create came by the row: adopted from an earlier store, or measured (and, with `adopt` set, why). */
-export interface ProfileAdoption {
-  verdict: "adopted" | "measured";
-  reason: string;
-  source?: AdoptSource;
-}
-
-export interface ProfileFitErrors {
-  prefillMape: number;
-  prefillWorstPoint: number;
-  decodeFitMape: number;
-  decodeCvMape: number;
-}
-
-/** One sweep of a create: its fit errors, what the limits found wrong (nothing for the accepted one) and its record. */
-export interface ProfileFitTry {
-  attempt: number;
-  fitErrors: ProfileFitErrors;
-  problems: string[];
-  evidence?: { relativePath: string; digest: string };
-}
-
-/** What create measured: never rewritten. */
-export interface ProfileResult {
-  /** The store row, bound to `bindingDigest`. */
-  row: ProfileRow;
-  /** sha256 over the row's canonical JSON: what the store and preflight bind. */
-  profileDigest: string;
-  bindingDigest: string;
-  fitErrors: ProfileFitErrors;
-  maxModelLen: number;
-  /** The engine's sweep after its bounds. */
-  effectiveSweep: Sweep;
-  /** The sidecar entry (raw observations, fit, generation evidence) as an evidence artifact. */
-  samples: { relativePath: string; sha256: string };
-  evidence?: { relativePath: string; digest: string };
-  measuredAt: string;
-  wallSeconds: number;
-  /** Every sweep create took (a fit over the preflight's limits is measured again), in order, the accepted one last, each with its evidence; empty when the row was adopted. */
-  fitTries: ProfileFitTry[];
-  /** Set when `adopt` was given: whether the row was adopted or measured, and why. */
-  adoption?: ProfileAdoption;
-}
 
 export type ProfileOutputs = ProfileInputs & ProfileResult;

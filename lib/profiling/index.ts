@@ -22,3 +22,4 @@ export { NeighbourLoad, workloadProblem, type ColocatedWorkload, type Neighbour,
 export { parseProfileArgs, UsageError, USAGE, type ProfileCommand } from "./cli-args";
 export { fleetLanes, neighboursOf, readFleet, selectEngines, type FleetEngine, type ProfileFleet } from "./fleet-file";
 export { decodeEvidenceProblems, runLive, type ClosableClient, type LiveOptions } from "./live";
+export * from "./engine-profile";
