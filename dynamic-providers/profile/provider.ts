@@ -34,13 +34,10 @@ import {
   Profiler,
   ProfileError,
   sweptRow,
-  type EngineSamples,
   type MeasureRecord,
   type ProfileAdoption,
-  type ProfileFitErrors,
   type ProfileFitTry,
   type ProfileResult,
-  type ProfileRow,
 } from "../../lib/profiling";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { hasUnknown } from "../diff";
