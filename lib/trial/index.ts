@@ -18,3 +18,4 @@ export { judgePoint } from "./verdict";
 export { runTrial, TRIAL_VOCABULARY, type EdgeSnapshot, type HostProbes, type TrialOptions, type TrialOutcome, type TrialRoutes } from "./run";
 export { fetchGet, type HttpGet, type HttpReply } from "./http";
 export { capacityPoint, type CapacityPoint } from "./capacity";
+export { listenerProblem, listenerScript, SOCKETS_SCRIPT, trialArtifacts, trialRecordInputs, trialVerdict, type TrialBinding } from "./record";
