@@ -4,9 +4,9 @@
  * by lib/preflight judgeCalibration.
  */
 import * as fs from "node:fs";
-import { documentEngines, judgeCalibration, timeoutsOf, type CalibrationAdoption as Judgement, type Pair } from "../../lib/preflight";
+import { documentEngines, judgeCalibration, timeoutsOf, type CalibrationAdoption as Judgement, type EngineIdentity, type Pair } from "../../lib/preflight";
 import { withRoutes } from "../preflight/routes";
-import { httpSampler, type EngineIdentity } from "./sampler";
+import { httpSampler } from "./sampler";
 import type { CalibrationInputs } from "./schema";
 
 export interface AdoptionLook {

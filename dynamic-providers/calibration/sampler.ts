@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
-import { handoffOf, streamError, type Pair, type SampleRecord, type Sampler } from "../../lib/preflight";
+import { handoffOf, streamError, type EngineIdentity, type Pair, type SampleRecord, type Sampler } from "../../lib/preflight";
 import { sseEvents, streamedTokens } from "../../lib/profiling";
 import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
 import { engineHeaders } from "../../lib/engine/request";
@@ -22,14 +22,6 @@ export interface SamplerOptions {
   readonly model: string;
   readonly apiKey?: string;
   readonly timeouts: { readonly healthS: number; readonly prefillS: number; readonly tokenizeS: number; readonly observationBoundS: number; readonly requestS: number };
-}
-
-/** What an engine says about itself: the served context and the live process identity. */
-export interface EngineIdentity {
-  readonly iid: string;
-  readonly maxModelLen: number | null;
-  readonly version: string | null;
-  readonly processStart: number | null;
 }
 
 class Expired extends Error {}

@@ -1,12 +1,11 @@
 /** Calibration's inputs as one zod schema (engines, lengths, sample counts and the observation bound against the fleet document), their type, and the outputs. */
 import { z } from "zod";
 import { documentEngines, MIN_SAMPLES_PER_GROUP, observationBoundProblem, timeoutsOf } from "../../lib/preflight";
-import type { CalibrationAdoptSource, CalibrationMismatch, GroupResult, Pair } from "../../lib/preflight";
+import type { CalibrationAdoptionOutcome, CalibrationAdoptSource, EngineIdentity, GroupResult, Pair } from "../../lib/preflight";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { digest, given, says, typedAs, wholeFrom, wholePositive, word } from "../../lib/typed-inputs";
 import { hasUnknown } from "../diff";
 import { across, each, inOrder, isDigest } from "../input-rules";
-import type { EngineIdentity } from "./sampler";
 
 /** The engines, once known: the rules that read them beside another property need every one. */
 const knownEngines = (v: unknown) => (Array.isArray(v) && !hasUnknown(v) ? (v as Array<Record<string, unknown>>) : undefined);
@@ -112,14 +111,7 @@ export type CalibrationInputs = z.infer<typeof engines> & z.infer<typeof lengths
 export const calibrationInputs = inOrder(engines, againstDocument, lengths, withinServedContext, rest);
 
 /** How create came by the deadline: adopted from an earlier calibration, or measured (and, with `adopt` set, why). */
-export interface CalibrationAdoption {
-  verdict: "adopted" | "measured";
-  source: CalibrationAdoptSource;
-  /** Every binding of the file that did not hold, each naming its field and engine; empty when adopted. */
-  mismatches: CalibrationMismatch[];
-  /** When the adopted samples were taken (the file's capture time). */
-  capturedAt?: string;
-}
+export type CalibrationAdoption = CalibrationAdoptionOutcome;
 
 export interface CalibrationOutputs extends CalibrationInputs {
   fleetDocumentDigest: string;

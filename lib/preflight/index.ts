@@ -15,3 +15,4 @@ export * from "./declared-contract";
 export * from "./restart-risk";
 export * from "./document-plan";
 export * from "./outcome";
+export * from "./calibration-outcome";
