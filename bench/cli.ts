@@ -1,21 +1,23 @@
 /**
- * What one CLI run costs this program against Pulumi's own floor, at two fleet sizes.
+ * What one CLI run costs this program against Pulumi's own floor, at three fleet sizes.
  *
- *   npm run bench:cli [-- --rounds 3] [--sizes 4x2,16x4]
+ *   npm run bench:cli [-- --rounds 3] [--sizes 4x2,16x4,64x16]
  *
- * Per size (engines x hosts, on hosts of the benchmark's own: sim21..), deploys stack `bench-cli-<n>`
- * with the e2e stack's config and the floor program (bench/floor, unchanged) with as many resources, then
- * runs, round after round and each one right after the other so both see the same machine: no-change
- * `preview`, `up` and `preview --refresh` of the fleet and of the floor. The floor runs as Pulumi runs a
- * TypeScript program by default (ts-node, type-checked), and once more with
- * PULUMI_NODEJS_TRANSPILE_ONLY=true, the cheapest a TypeScript program gets without a build step; ratios
- * are given against both. Each figure is the median of the rounds, wall seconds and CPU seconds (the CLI
- * and every process under it). `programLoad` is the time to load the program's modules (node, warm
- * cache) through tools/ts-require.js and, for comparison, through ts-node as every run did before.
- * `loginsPerHost` counts the SSH logins each host's sshd accepted during the fleet's `preview --refresh`
- * runs, divided by the runs: one means every read on a host shared one login.
- * Prints one JSON object on stdout, progress on stderr; both stacks and the hosts are removed at the end,
- * also on error or Ctrl-C.
+ * Per size (engines x hosts, on hosts of the benchmark's own: sim50..), deploys stack `bench-cli-<n>` with
+ * the e2e stack's config, timing its first `up` gate by gate, and the floor program (bench/floor) with as
+ * many resources. Then, round after round and each one right after the other so both see the same
+ * machine: no-change `preview`, `up` and `preview --refresh` of the fleet and of the floor. The floor runs
+ * compiled to JavaScript (bench/scale/floor-compiled.ts), the cheapest program of that size Pulumi can
+ * run: the ratios and targets are taken against it. It runs once more as Pulumi runs a TypeScript program
+ * by default (ts-node, type-checked), for comparison. Last, each stack's `destroy`, once.
+ *
+ * Each figure is the median of the rounds: wall seconds, CPU seconds (the CLI and every process under it)
+ * and peak resident MiB of the program's Node process and of the largest dynamic-provider host.
+ * `programLoad` is the time to load the program's modules (node, warm cache) through tools/ts-require.js
+ * and, for comparison, through ts-node. `loginsPerHost` counts the SSH logins each host's sshd accepted
+ * during the fleet's `preview --refresh` runs, divided by the runs: one means every read on a host shared
+ * one login. Prints one JSON object on stdout, progress on stderr; both stacks and the hosts are removed
+ * at the end, also on error or Ctrl-C.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -27,15 +29,17 @@ import { hostPaths } from "../sim/hosts/paths";
 import { E2E_TIME_SCALE, openStack, PROJECT_ROOT } from "../test/e2e/support/stack";
 import { ensureFileBackend, FLOOR_DIR, openFloorStack, stateResourceCount } from "./scale/floor-stack";
 import { median, runCli, type CliRun } from "./scale/cli-run";
+import { compileFloor, shareStackConfig } from "./scale/floor-compiled";
+import { gateTimes } from "./scale/gate-times";
 import type { SimHost } from "../sim/hosts/host";
 import type { EngineEntry } from "../test/e2e/support/stack";
 
-const USAGE = "usage: npm run bench:cli [-- --rounds N] [--sizes EXH,EXH]";
+const USAGE = "usage: npm run bench:cli [-- --rounds N] [--sizes EXH,EXH,...]";
 
 function parseBenchArgs(argv: readonly string[]): { rounds: number; sizes: Array<{ engines: number; hosts: number }> } {
-  const wants = { rounds: "a positive number of rounds", sizes: "<engines>x<hosts> pairs with engines a multiple of hosts, e.g. 4x2,16x4" };
+  const wants = { rounds: "a positive number of rounds", sizes: "<engines>x<hosts> pairs with engines a multiple of hosts, e.g. 4x2,16x4,64x16" };
   const values = parseFlags(argv, { rounds: { type: "string" }, sizes: { type: "string" } }, wants);
-  const sizes = (values.sizes ?? "4x2,16x4").split(",").map((s) => {
+  const sizes = (values.sizes ?? "4x2,16x4,64x16").split(",").map((s) => {
     const [engines, hosts] = s.split("x").map(Number) as [number, number];
     if (!(engines > 0 && hosts > 0 && engines % hosts === 0)) throw new UsageError(`--sizes: "${s}" is not <engines>x<hosts> with engines a multiple of hosts`);
     return { engines, hosts };
@@ -44,14 +48,16 @@ function parseBenchArgs(argv: readonly string[]): { rounds: number; sizes: Array
 }
 
 const { rounds: ROUNDS, sizes: SIZES } = parseOrExit(() => parseBenchArgs(process.argv.slice(2)), USAGE);
-/** Hosts clear of every fleet the tests bring up (sim1-sim7, simdock) and of bench:scale's (sim21-24). */
-const FIRST_HOST = 31;
+/** Hosts clear of every fleet the tests bring up (sim1-sim15, sim40-41, simdock) and of bench:scale's (sim21-24). */
+const FIRST_HOST = 50;
 const ROUTER_PORT = 8621;
 const PROMETHEUS_PORT = 9691;
 /** The floor's own state holds its Stack resource and the default dynamic provider beside its resources. */
 const FLOOR_OVERHEAD = 2;
 const HOST_STATE_DIR = "/var/lib/narwhal-fleet";
 const PROGRAM_LOAD_RUNS = 5;
+/** Set by main: the folder the compiled floor runs in. */
+let FLOOR_COMPILED = "";
 
 /** SSH logins a simulated host's sshd has accepted so far. */
 const acceptedLogins = (alias: string): number => (fs.readFileSync(hostPaths(alias).sshdLog, "utf8").match(/^Accepted \S+ for /gm) ?? []).length;
@@ -89,8 +95,29 @@ const OP_ARGS: Record<Op, string[]> = {
   up: ["up", "--yes", "--skip-preview", "--non-interactive", "--expect-no-changes"],
   previewRefresh: ["preview", "--refresh", "--non-interactive", "--expect-no-changes"],
 };
-const RUNNERS = ["fleet", "floor", "floorTranspileOnly"] as const;
+/** The most each figure may cost against the compiled floor's CPU (issue targets; destroy is timed once). */
+const CPU_TARGETS: Record<Op | "destroy", number> = { preview: 1.5, up: 1.5, previewRefresh: 2, destroy: 1.5 };
+const RUNNERS = ["fleet", "floorCompiled", "floorTsNode"] as const;
 type Runner = (typeof RUNNERS)[number];
+
+const ratio = (a: number, b: number) => Number((a / b).toFixed(2));
+
+/** Medians of one op's runs per runner, and the fleet's CPU ratio to the compiled floor against its target. */
+function figuresOf(op: Op | "destroy", runs: Record<Runner, CliRun[]>) {
+  const medians = (xs: CliRun[]) => {
+    const peak = (role: keyof CliRun["peakRssMiB"]) => median(xs.map((x) => x.peakRssMiB[role]));
+    return { wallS: median(xs.map((x) => x.wallS)), cpuS: median(xs.map((x) => x.cpuS)), peakRssMiB: { program: peak("program"), providerHost: peak("providerHost") } };
+  };
+  const per = { fleet: medians(runs.fleet), floorCompiled: medians(runs.floorCompiled), ...(runs.floorTsNode.length ? { floorTsNode: medians(runs.floorTsNode) } : {}) };
+  const cpuRatio = ratio(per.fleet.cpuS, per.floorCompiled.cpuS);
+  return {
+    ...per,
+    ratioToFloorCompiled: { wall: ratio(per.fleet.wallS, per.floorCompiled.wallS), cpu: cpuRatio },
+    ...(per.floorTsNode ? { ratioToFloorTsNode: { wall: ratio(per.fleet.wallS, per.floorTsNode.wallS), cpu: ratio(per.fleet.cpuS, per.floorTsNode.cpuS) } } : {}),
+    cpuTarget: CPU_TARGETS[op],
+    met: cpuRatio <= CPU_TARGETS[op],
+  };
+}
 
 async function measureSize(cli: PulumiCommand, engines: number, hostCount: number): Promise<Record<string, unknown>> {
   const perHost = engines / hostCount;
@@ -99,27 +126,30 @@ async function measureSize(cli: PulumiCommand, engines: number, hostCount: numbe
   const floorName = `${name}-floor`;
   let fleet: Stack | undefined;
   let floor: Stack | undefined;
+  const destroyed: Record<Runner, CliRun[]> = { fleet: [], floorCompiled: [], floorTsNode: [] };
   try {
     log(`sim up ${aliases.join(", ")} (h100:${perHost})`);
     const sim = await simUp({ hosts: FIRST_HOST + hostCount - 1, aliases, layouts: Object.fromEntries(aliases.map((a) => [a, `h100:${perHost}`])), timeScale: E2E_TIME_SCALE });
     fleet = await openStack(name, sim.hosts, enginesOn(sim.hosts, perHost), { router: { port: ROUTER_PORT }, observability: { prometheusPort: PROMETHEUS_PORT } });
     await fleet.destroy({ onOutput: () => undefined });
     log(`${name}: up from nothing`);
-    await fleet.up({ onOutput: () => undefined });
+    const firstUp = gateTimes();
+    const upStarted = Date.now();
+    await fleet.up({ onOutput: () => undefined, onEvent: firstUp.onEvent });
+    const firstUpS = Number(((Date.now() - upStarted) / 1000).toFixed(1));
+    log(`${name}: first up ${firstUpS} s: ${JSON.stringify(firstUp.times())}`);
     const resources = await stateResourceCount(fleet);
     floor = await openFloorStack(floorName, cli, resources - FLOOR_OVERHEAD);
     await floor.up({ onOutput: () => undefined });
+    shareStackConfig(floorName);
 
-    const where: Record<Runner, { cwd: string; stack: string; env: NodeJS.ProcessEnv }> = {
-      fleet: { cwd: PROJECT_ROOT, stack: name, env: process.env },
-      floor: { cwd: FLOOR_DIR, stack: floorName, env: withoutTranspileOnly() },
-      floorTranspileOnly: { cwd: FLOOR_DIR, stack: floorName, env: { ...process.env, PULUMI_NODEJS_TRANSPILE_ONLY: "true" } },
+    const where: Record<Runner, { cwd: string; stack: string }> = {
+      fleet: { cwd: PROJECT_ROOT, stack: name },
+      floorCompiled: { cwd: FLOOR_COMPILED, stack: floorName },
+      floorTsNode: { cwd: FLOOR_DIR, stack: floorName },
     };
-    const runs: Record<Op, Record<Runner, CliRun[]>> = {
-      preview: { fleet: [], floor: [], floorTranspileOnly: [] },
-      up: { fleet: [], floor: [], floorTranspileOnly: [] },
-      previewRefresh: { fleet: [], floor: [], floorTranspileOnly: [] },
-    };
+    const env = withoutTranspileOnly();
+    const runs = Object.fromEntries((Object.keys(OP_ARGS) as Op[]).map((op) => [op, { fleet: [], floorCompiled: [], floorTsNode: [] }])) as unknown as Record<Op, Record<Runner, CliRun[]>>;
     const refreshLogins = Object.fromEntries(aliases.map((a) => [a, 0]));
     for (let round = 1; round <= ROUNDS; round++) {
       for (const op of Object.keys(OP_ARGS) as Op[]) {
@@ -127,34 +157,36 @@ async function measureSize(cli: PulumiCommand, engines: number, hostCount: numbe
           const w = where[runner];
           const countLogins = runner === "fleet" && op === "previewRefresh";
           const before = countLogins ? aliases.map(acceptedLogins) : [];
-          const r = await runCli([...OP_ARGS[op], "--stack", w.stack], w.cwd, w.env);
+          const r = await runCli([...OP_ARGS[op], "--stack", w.stack], w.cwd, env);
           if (countLogins) aliases.forEach((a, i) => (refreshLogins[a] += acceptedLogins(a) - before[i]));
           runs[op][runner].push(r);
-          log(`${name} round ${round}: ${op} ${runner}: ${r.wallS} s wall, ${r.cpuS} s CPU`);
+          log(`${name} round ${round}: ${op} ${runner}: ${r.wallS} s wall, ${r.cpuS} s CPU, ${JSON.stringify(r.peakRssMiB)} MiB`);
         }
       }
     }
-    const figures = Object.fromEntries(
-      (Object.keys(runs) as Op[]).map((op) => {
-        const per = Object.fromEntries(RUNNERS.map((r) => [r, { wallS: median(runs[op][r].map((x) => x.wallS)), cpuS: median(runs[op][r].map((x) => x.cpuS)) }])) as Record<Runner, { wallS: number; cpuS: number }>;
-        const ratio = (a: number, b: number) => Number((a / b).toFixed(2));
-        return [
-          op,
-          {
-            ...per,
-            ratioToFloor: { wall: ratio(per.fleet.wallS, per.floor.wallS), cpu: ratio(per.fleet.cpuS, per.floor.cpuS) },
-            ratioToFloorTranspileOnly: { wall: ratio(per.fleet.wallS, per.floorTranspileOnly.wallS), cpu: ratio(per.fleet.cpuS, per.floorTranspileOnly.cpuS) },
-          },
-        ];
-      }),
-    );
+    // Destroy once each, the floor compiled: the states are gone after it.
+    destroyed.fleet.push(await runCli(["destroy", "--yes", "--non-interactive", "--skip-preview", "--stack", name], PROJECT_ROOT, env));
+    fleet = undefined;
+    destroyed.floorCompiled.push(await runCli(["destroy", "--yes", "--non-interactive", "--skip-preview", "--stack", floorName], FLOOR_COMPILED, env));
+    log(`${name}: destroy fleet ${JSON.stringify(destroyed.fleet[0])}, floor ${JSON.stringify(destroyed.floorCompiled[0])}`);
+    const figures = Object.fromEntries((Object.keys(runs) as Op[]).map((op) => [op, figuresOf(op, runs[op])]));
     const loginsPerHost = Object.fromEntries(aliases.map((a) => [a, refreshLogins[a] / ROUNDS]));
-    return { engines, hosts: hostCount, resources, rounds: ROUNDS, ...figures, previewRefreshLoginsPerHost: loginsPerHost };
+    return {
+      engines,
+      hosts: hostCount,
+      resources,
+      rounds: ROUNDS,
+      firstUp: { wallS: firstUpS, gates: firstUp.times() },
+      ...figures,
+      destroy: figuresOf("destroy", destroyed),
+      previewRefreshLoginsPerHost: loginsPerHost,
+    };
   } finally {
     for (const [stack, stackName, dir] of [[fleet, name, PROJECT_ROOT], [floor, floorName, FLOOR_DIR]] as const) {
-      if (!stack) continue;
-      await stack.destroy({ onOutput: () => undefined }).then(() => stack.workspace.removeStack(stackName)).catch((err: Error) => log(`cleanup of ${stackName} failed: ${err.message.split("\n")[0]}`));
+      if (stack) await stack.destroy({ onOutput: () => undefined }).catch((err: Error) => log(`cleanup of ${stackName} failed: ${err.message.split("\n")[0]}`));
+      if (stack) await stack.workspace.removeStack(stackName).catch(() => undefined);
       fs.rmSync(path.join(dir, `Pulumi.${stackName}.yaml`), { force: true });
+      fs.rmSync(path.join(FLOOR_COMPILED, `Pulumi.${stackName}.yaml`), { force: true });
     }
     await runInHost(aliases[0], ["rm", "-rf", "--", `${HOST_STATE_DIR}/${name}`]).catch(() => undefined);
     await simDown({ aliases }).catch((err: Error) => log(`sim down failed: ${err.message}`));
@@ -164,6 +196,7 @@ async function measureSize(cli: PulumiCommand, engines: number, hostCount: numbe
 async function main(): Promise<void> {
   ensureFileBackend();
   const cli = await PulumiCommand.get({ root: path.join(PROJECT_ROOT, ".tools"), skipVersionCheck: false });
+  FLOOR_COMPILED = compileFloor();
   const programLoad = {
     compiledS: programLoadS(["-r", path.join(PROJECT_ROOT, "tools", "ts-require.js")]),
     tsNodeTranspileOnlyS: programLoadS(["-r", "ts-node/register/transpile-only"]),

@@ -5,8 +5,8 @@ import { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
 import { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
 import { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
 import type { FleetSecrets } from "./fleet-inputs";
-import { renderLaunchPlan, type LaunchInputs } from "../lib/launch/plan";
-import { hostLaunchFacts, resolveEngineLaunch } from "../lib/launch/policy";
+import type { LaunchPlan } from "../lib/launch/plan";
+import { engineLaunchPlan } from "../lib/launch/policy";
 import { hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
 import type { HostLogin } from "../lib/ssh/login";
 import { storedJump } from "../lib/ssh/stored-login";
@@ -55,8 +55,8 @@ export interface HostSummary {
  */
 export class Discovery extends pulumi.ComponentResource {
   public readonly hosts: ReadonlyMap<string, HostParts>;
-  /** Per engine in config order, the inputs of its launch plan. */
-  public readonly launches: ReadonlyArray<{ spec: EngineSpec; launch: pulumi.Output<LaunchInputs> }>;
+  /** Per engine in config order, its launch plan: rendered here once, from its own host's discovery, and handed to everything that needs it. */
+  public readonly plans: ReadonlyArray<{ spec: EngineSpec; plan: pulumi.Output<LaunchPlan> }>;
   public readonly replicas: ReplicaAgreement;
   public readonly deploymentConfig: DeploymentConfig;
   /** The router's host: `router.host`, or the lowest-numbered engine's, as the runbook's discovery picks it. */
@@ -72,8 +72,8 @@ export class Discovery extends pulumi.ComponentResource {
     const moved: pulumi.CustomResourceOptions = { parent: this, aliases: [{ parent: opts.parent }] };
 
     this.hosts = new Map(spec.hosts.map((h) => [h.alias, discoverHost(`${prefix}-${h.alias}`, h, args, moved)]));
-    this.launches = spec.engines.map((e) => ({ spec: e, launch: launchFor(spec, e, this.hosts.get(e.host)!.discovery) }));
-    this.replicas = agreeOnReplicas(`${prefix}-replicas`, spec, this.hosts, this.launches, args.stack, moved);
+    this.plans = spec.engines.map((e) => ({ spec: e, plan: planFor(spec, e, this.hosts.get(e.host)!.discovery) }));
+    this.replicas = agreeOnReplicas(`${prefix}-replicas`, spec, this.hosts, this.plans, args.stack, moved);
     this.routerHost = spec.router.host ?? spec.engines[0].host;
     this.deploymentConfig = writeDeploymentConfig(`${prefix}-config`, args, this, moved);
     this.summary = summariseHosts(this.hosts);
@@ -130,11 +130,13 @@ function discoverHost(name: string, host: HostSpec, args: DiscoveryArgs, opts: p
   };
 }
 
-/** Each plan depends on its own host's discovery only, so a change elsewhere never touches it. */
-function launchFor(spec: FleetSpec, e: EngineSpec, discovery: HostDiscovery): pulumi.Output<LaunchInputs> {
-  const host = spec.hosts.find((h) => h.alias === e.host)!;
+/**
+ * Each plan depends on its own host's discovery only, so a change elsewhere never touches it; the
+ * preview's forecast derives it with the same function from its own probe (lib/adoption/preview-reads.ts).
+ */
+function planFor(spec: FleetSpec, e: EngineSpec, discovery: HostDiscovery): pulumi.Output<LaunchPlan> {
   return pulumi.all([discovery.fabricAddress, discovery.accelerators, discovery.model]).apply(([fabricAddress, accelerators, model]) =>
-    resolveEngineLaunch(spec, e, hostLaunchFacts(host, fabricAddress, accelerators, model)),
+    engineLaunchPlan(spec, e, { fabricAddress, accelerators, model }),
   );
 }
 
@@ -143,7 +145,7 @@ function agreeOnReplicas(
   name: string,
   spec: FleetSpec,
   hosts: ReadonlyMap<string, HostParts>,
-  launches: ReadonlyArray<{ spec: EngineSpec; launch: pulumi.Output<LaunchInputs> }>,
+  plans: ReadonlyArray<{ spec: EngineSpec; plan: pulumi.Output<LaunchPlan> }>,
   stack: string,
   opts: pulumi.CustomResourceOptions,
 ): ReplicaAgreement {
@@ -151,13 +153,13 @@ function agreeOnReplicas(
   return new ReplicaAgreement(
     name,
     {
-      engines: pulumi.all(launches.map(({ spec: e, launch }) =>
-        pulumi.all([launch, hosts.get(e.host)!.discovery.accelerators]).apply(([l, acc]) => ({
+      engines: pulumi.all(plans.map(({ spec: e, plan }) =>
+        pulumi.all([plan, hosts.get(e.host)!.discovery.accelerators]).apply(([p, acc]) => ({
           engineIndex: e.index,
           id: e.id,
           host: e.host,
           product: acc.product,
-          tensorParallelSize: renderLaunchPlan(l).tensorParallelSize,
+          tensorParallelSize: p.tensorParallelSize,
         })),
       )),
       checkpoints: pulumi.all(engineHosts.map((alias) => hosts.get(alias)!.discovery.checkpoint.apply((m) => ({ host: alias, manifest: manifestIdentity(m) })))),
@@ -182,8 +184,8 @@ function writeDeploymentConfig(name: string, args: DiscoveryArgs, gate: Discover
       })),
     ),
   );
-  // The plans each engine renders from the same inputs (Engine.plan).
-  const plans = pulumi.all(gate.launches.map(({ launch }) => launch.apply(renderLaunchPlan)));
+  // The same plans the engines run (Engine.plan).
+  const plans = pulumi.all(gate.plans.map(({ plan }) => plan));
   const files = pulumi
     .all([generatedHosts, plans, gate.replicas.product, gate.replicas.tensorParallelSize])
     .apply(([generated, launchPlans, product, tp]) => {

@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { RuntimeSpec } from "../lib/config";
-import { cacheExpectations, launchRecord, renderLaunchPlan, LaunchInputs, LaunchPlan } from "../lib/launch/plan";
+import { cacheExpectations, launchRecord, type LaunchPlan } from "../lib/launch/plan";
 import type { RunbookAttestationSource } from "../lib/attestation/runbook-document";
 import { EngineGeneration } from "../dynamic-providers/engine-generation/resource";
 import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
@@ -13,8 +13,8 @@ import { Liveness } from "../dynamic-providers/liveness/resource";
 import { engineProcess, HostScope, ProcessIdentity, type KnownHostsFiles, type RunbookOutcome } from "./runtime";
 
 export interface EngineArgs {
-  /** The launch inputs, known once the host's discovery has resolved. */
-  launch: pulumi.Input<LaunchInputs>;
+  /** The launch plan Gate A rendered (components/discovery.ts), known once the host's discovery has resolved. */
+  plan: pulumi.Input<LaunchPlan>;
   hostAlias: string;
   servedName: string;
   /** SSH connection to the engine's host, with its verified host key pinned. */
@@ -94,7 +94,7 @@ export class Engine extends pulumi.ComponentResource {
 
   constructor(name: string, args: EngineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:engine:Engine", name, {}, opts);
-    this.plan = pulumi.output(args.launch).apply((l) => renderLaunchPlan(l as LaunchInputs));
+    this.plan = pulumi.output(args.plan);
     this.imageCheck = new ImageCheck(
       `${name}-image-check`,
       {
@@ -108,7 +108,7 @@ export class Engine extends pulumi.ComponentResource {
         runtime: checkRuntimeOf(args.runtime),
         modelDir: args.modelDir,
         pins: pulumi.output(args.expectedVersion).apply((vllm) => ({ vllm })),
-        dsRequired: pulumi.output(args.launch).apply((l) => (l as LaunchInputs).model.ssmConvStateLayoutDS === true),
+        dsRequired: this.plan.dsRequired,
         checkScriptSha256: RUNTIME_CHECK_SHA256,
         deadlines: { inspectS: args.runtime.deadlinesS.inspect, checkS: args.runtime.deadlinesS.start },
       },

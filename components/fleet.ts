@@ -103,12 +103,12 @@ export class Fleet extends pulumi.ComponentResource {
     const hosts = this.discovery.hosts;
     this.replicas = this.discovery.replicas;
     const kvPeers = spec.runtime.restartKvPeers ? kvPeerWiring(name, spec, args.secrets.engineApiKey, this) : undefined;
-    const engines = this.discovery.launches.map(({ spec: e, launch }) => ({
+    const engines = this.discovery.plans.map(({ spec: e, plan }) => ({
       spec: e,
       engine: new Engine(
         `${name}-${e.id}`,
         {
-          launch,
+          plan,
           hostAlias: e.host,
           servedName: spec.model.servedName,
           expectedVersion: hosts.get(e.host)!.discovery.runtime.apply(versionOf),

@@ -55,14 +55,19 @@ export class ProfileMesh extends pulumi.ComponentResource {
     const { adoptStore: _read, oneAtATime, fitAttempts, ...sweep }: { adoptStore?: string; oneAtATime?: boolean; fitAttempts: number } & Sweep = spec.profiling;
     const { adopt } = args;
     const via = loginInputs(args.routerConnection, args.routerHost);
-    const placed = args.engines.map(({ spec: e }) => ({ id: e.id, host: e.host, gpuIds: e.gpuIds ?? [] }));
-    // Concurrently across hosts and GPU groups (the runbook), or one lane for the whole fleet.
-    const turnAfter = oneAtATime ? new Map(placed.map((e, i) => [e.id, placed[i - 1]?.id])) : previousInLane(placed);
+    // Concurrently across hosts and GPU groups (the runbook), or one lane for the whole fleet. The GPU
+    // groups are the ones each engine's plan resolved (every GPU of its host when the config names none).
+    const placed = pulumi.all(args.engines.map(({ spec: e, engine }) => engine.plan.placement.apply((p) => ({ id: e.id, host: e.host, gpuIds: [...p.gpuIds] }))));
+    const turnAfter = placed.apply((engines) => {
+      const order = oneAtATime ? new Map(engines.map((e, i) => [e.id, engines[i - 1]?.id])) : previousInLane(engines);
+      return Object.fromEntries(engines.map((e) => [e.id, order.get(e.id) ?? ""]));
+    });
     this.profiles = {};
     for (const { spec: e, engine } of args.engines) {
       const a = args.attestations[e.id];
       const g = engine.generation;
-      const before = turnAfter.get(e.id);
+      // Read once every profile is declared: the one before it in its lane is always earlier in the fleet's order.
+      const after = turnAfter.apply((turns): pulumi.Resource[] => (turns[e.id] ? [a, this.profiles[turns[e.id]]] : [a]));
       this.profiles[e.id] = new Profile(
         `${name}-${e.id}`,
         {
@@ -92,7 +97,7 @@ export class ProfileMesh extends pulumi.ComponentResource {
           ...(adopt ? { adopt } : {}),
         },
         // Engines sharing a GPU group take turns; the rest run side by side.
-        { parent: this, dependsOn: [a, ...(before ? [this.profiles[before]] : [])] },
+        { parent: this, dependsOn: after },
       );
     }
     const stored = Object.values(this.profiles).map((p) =>

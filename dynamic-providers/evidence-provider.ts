@@ -1,7 +1,10 @@
 import type * as pulumi from "@pulumi/pulumi";
 import type { ZodType } from "zod";
-import { diffInputs, hasUnknown } from "./diff";
+import { diffInputs } from "../lib/evidence/diff";
+import { schemaFailures } from "../lib/input-rules";
 import { withEvidenceIntegrity } from "./integrity";
+
+export { schemaFailures };
 
 /** What a provider's own rule adds to the diff its lists derive: more replace reasons, or an in-place change. */
 export interface DiffAddition {
@@ -35,23 +38,6 @@ export interface EvidenceProviderSpec<I extends object, O extends Partial<I>> {
   update?: (olds: O, news: I) => Promise<O> | O;
   read?: (id: string, props: O) => Promise<{ id: string; props: O }>;
   delete?: (id: string, props: O) => Promise<void>;
-}
-
-/**
- * The failures of a zod schema, one per issue, with the property named; unknown values pass. zod's own
- * wording is prefixed with the path; a reason the provider wrote (one that already begins with its path,
- * or a refinement's) is kept as written, so a provider's refusals read the same whatever checks them.
- */
-export function schemaFailures(schema: ZodType, news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] {
-  const parsed = schema.safeParse(news);
-  if (parsed.success) return [];
-  return parsed.error.issues
-    .filter((issue) => issue.path.length === 0 || !hasUnknown(news[String(issue.path[0])]))
-    .map((issue) => {
-      const where = issue.path.map(String).join(".");
-      const asWritten = !where || issue.code === "custom" || issue.message.startsWith(`${where} `);
-      return { property: String(issue.path[0] ?? ""), reason: asWritten ? issue.message : `${where}: ${issue.message}` };
-    });
 }
 
 /** The check of a provider that writes its own methods: the inputs as given, with the schema's failures when there are any. */

@@ -1,73 +1,13 @@
 /**
- * A failed step's evidence (the runbook: "retain the failed attempt's evidence"): what the attempt ran, each
- * command's exit status, and what it read (HTTP answers, log text), written as a `fail` record before the
- * error reaches the user. The error keeps its class and code; its message gains the record's path.
+ * Writes a failed step's evidence (lib/evidence/failed-attempt.ts shapes it) before the error reaches the
+ * user. The error keeps its class and code; its message gains the record's path.
  */
-import type { EvidenceArtifact, EvidenceCommand, EvidenceSubject } from "../lib/evidence";
+import type { EvidenceArtifact } from "../lib/evidence";
+import { failureRecord, listedAttempt, type Attempt, type FailedStep, type ListedAttempt } from "../lib/evidence/failed-attempt";
 import type { KeptAttempt } from "../lib/runtime/attempts";
-import type { Ask } from "../lib/engine/generation";
-import { createHash } from "node:crypto";
 import { providerEvidence, type EvidenceRef, type ProviderEvidence } from "./evidence";
 
-/** The most of one capture kept: a /metrics page or a log tail says what it must in far less. */
-export const CAPTURE_LIMIT_BYTES = 256 * 1024;
-
-/** What one provider call has run and read so far; filled as it goes, recorded only if it fails. */
-export interface Attempt {
-  readonly startedAt: string;
-  readonly commands: EvidenceCommand[];
-  readonly captures: Array<{ name: string; text: string }>;
-}
-
-export function newAttempt(): Attempt {
-  return { startedAt: new Date().toISOString(), commands: [], captures: [] };
-}
-
-/** A command run over SSH, as the record lists it: the digest of its script, the host's alias, its exit status. */
-export function scriptCommand(script: string, host: string, exitStatus: number | null, startedAt: string): EvidenceCommand {
-  const scriptSha256 = `sha256:${createHash("sha256").update(script).digest("hex")}`;
-  const status = exitStatus !== null && exitStatus >= 0 && exitStatus <= 255 ? exitStatus : null;
-  return { scriptSha256, host, exitStatus: status, startedAt, endedAt: new Date().toISOString() };
-}
-
-/** Keeps `text` under `name`, its tail when it is longer than the limit (the end of a log says why it stopped). */
-export function capture(attempt: Attempt, name: string, text: string): void {
-  const bytes = Buffer.from(text, "utf8");
-  const kept = bytes.length > CAPTURE_LIMIT_BYTES ? `[first ${bytes.length - CAPTURE_LIMIT_BYTES} bytes not kept]\n${bytes.subarray(bytes.length - CAPTURE_LIMIT_BYTES).toString("utf8")}` : text;
-  attempt.captures.push({ name, text: kept });
-}
-
-/** An Ask that keeps every answer (or the failure) it gets as a capture named by method and path. */
-export function capturingAsk(ask: Ask, attempt: Attempt): Ask {
-  return async (path, body, options) => {
-    const what = `${body === undefined ? "GET" : "POST"} ${path}`;
-    try {
-      const reply = await ask(path, body, options);
-      capture(attempt, what, `HTTP ${reply.status}\n${reply.body}`);
-      return reply;
-    } catch (err) {
-      capture(attempt, what, `no answer: ${(err as Error).message}`);
-      throw err;
-    }
-  };
-}
-
-/** The exit status an error carries (a remote command's), or null when the step did not end with one. */
-export function exitStatusOf(err: unknown): number | null {
-  const status = (err as { exitStatus?: unknown }).exitStatus;
-  return typeof status === "number" ? status : null;
-}
-
-export interface FailedStep {
-  /** Without a stack the provider keeps no evidence at all (a resource built outside a fleet). */
-  stack: string | undefined;
-  secrets: ReadonlyArray<string | undefined>;
-  kind: string;
-  subject: EvidenceSubject;
-  inputs: Record<string, unknown>;
-  /** Whatever else the step knew when it failed (the starting state, a partial observation). */
-  observations?: Record<string, unknown>;
-}
+export * from "../lib/evidence/failed-attempt";
 
 /**
  * Records the failed attempt, then rethrows `err` naming the record. A store that refuses the record (a
@@ -78,50 +18,16 @@ export async function keepFailedAttempt(err: unknown, step: FailedStep, attempt:
   if (!step.stack) throw error;
   let kept: EvidenceRef;
   try {
-    kept = await recordFailure(error, step, attempt);
+    const evidence = providerEvidence(step.stack, step.secrets);
+    const artifacts: EvidenceArtifact[] = [];
+    for (const c of attempt.captures) artifacts.push(await evidence.artifact(step.kind, c.name, c.text));
+    kept = await evidence.record(failureRecord(error, step, attempt, artifacts));
   } catch (storeErr) {
     error.message = `${error.message}\nthe failed attempt could not be recorded: ${(storeErr as Error).message}`;
     throw error;
   }
   error.message = `${error.message}\nthe failed attempt is kept as ${kept.relativePath}`;
   throw error;
-}
-
-/** The message's lines as the record's reasons (a reason is one line). */
-function reasonsOf(error: Error): string[] {
-  const lines = error.message.split("\n").map((l) => l.replace(/\p{Cc}/gu, " ").trim().slice(0, 4096)).filter(Boolean);
-  return lines.length ? lines : ["the step failed without a message"];
-}
-
-async function recordFailure(error: Error, step: FailedStep, attempt: Attempt): Promise<EvidenceRef> {
-  const evidence = providerEvidence(step.stack!, step.secrets);
-  const artifacts: EvidenceArtifact[] = [];
-  for (const c of attempt.captures) artifacts.push(await evidence.artifact(step.kind, c.name, c.text));
-  const code = (error as { code?: unknown }).code;
-  return evidence.record({
-    kind: step.kind,
-    subject: step.subject,
-    inputs: step.inputs as never,
-    commands: attempt.commands,
-    startedAt: attempt.startedAt,
-    endedAt: new Date().toISOString(),
-    observations: { ...(step.observations ?? {}), error: { ...(typeof code === "string" ? { code } : {}), message: error.message, exitStatus: exitStatusOf(error) } },
-    verdict: { status: "fail", reasons: reasonsOf(error) },
-    artifacts,
-  });
-}
-
-/** A failed attempt a remote step kept on its host, as a later record lists it (verdict `fail`, its log an artifact). */
-export interface ListedAttempt {
-  id: string;
-  verdict: "fail";
-  reason: string;
-  exitStatus: number | null;
-  startedAt: string;
-  endedAt: string;
-  command: string;
-  /** The artifact holding the attempt's log tail. */
-  log: string;
 }
 
 /**
@@ -136,11 +42,6 @@ export async function listedAttempts(
   kept: ReadonlyArray<KeptAttempt>,
 ): Promise<{ artifacts: EvidenceArtifact[]; failedAttempts: ListedAttempt[] }> {
   const artifacts: EvidenceArtifact[] = [];
-  const failedAttempts: ListedAttempt[] = [];
-  for (const a of kept) {
-    const log = await evidence.artifact(kind, `${step}/attempts/${a.id}/${logName}`, a.logTail);
-    artifacts.push(log);
-    failedAttempts.push({ id: a.id, verdict: "fail", reason: a.reason || "no reason was kept", exitStatus: a.exitStatus, startedAt: a.startedAt, endedAt: a.endedAt, command: a.command, log: log.relativePath });
-  }
-  return { artifacts, failedAttempts };
+  for (const a of kept) artifacts.push(await evidence.artifact(kind, `${step}/attempts/${a.id}/${logName}`, a.logTail));
+  return { artifacts, failedAttempts: kept.map((a, i) => listedAttempt(a, artifacts[i].relativePath)) };
 }

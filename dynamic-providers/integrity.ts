@@ -1,27 +1,8 @@
 import type * as pulumi from "@pulumi/pulumi";
+import { alteredEvidence } from "../lib/evidence/provider-evidence";
 
 /** The replace key of a resource whose evidence record no longer matches the digest its state holds. */
 export const EVIDENCE_ALTERED = "evidence";
-
-interface EvidenceRef {
-  relativePath: string;
-  digest: string;
-}
-
-const isRef = (v: unknown): v is EvidenceRef =>
-  typeof v === "object" && v !== null && typeof (v as EvidenceRef).relativePath === "string" && typeof (v as EvidenceRef).digest === "string";
-
-/** The records this resource wrote (`evidence`, or `record` for the generated config) that fail their digest. */
-async function alteredEvidence(props: Record<string, unknown>): Promise<string[]> {
-  const stack = props.stack;
-  const refs = [props.evidence, props.record].filter(isRef);
-  if (typeof stack !== "string" || refs.length === 0) return [];
-  const { EvidenceStore, evidenceRoot } = require("../lib/evidence") as typeof import("../lib/evidence");
-  const store = new EvidenceStore(evidenceRoot(process.cwd(), stack));
-  const altered: string[] = [];
-  for (const ref of refs) if (!(await store.verify(ref.relativePath, ref.digest)).valid) altered.push(ref.relativePath);
-  return altered;
-}
 
 /**
  * The evidence rule for the record itself: a refresh re-reads every record a resource wrote, and one whose

@@ -1,9 +1,12 @@
 import { spawn } from "node:child_process";
+import { watchPeakRss, type PeakRss } from "./peak-rss";
 
 /** One CLI run: its wall time and the CPU time of the CLI and every process under it (plugins, Node). */
 export interface CliRun {
   wallS: number;
   cpuS: number;
+  /** Peak resident MiB of the largest process of each role under the run. */
+  peakRssMiB: PeakRss;
 }
 
 /** A named bound for every CLI run the benchmarks make: a run that takes longer is stopped and fails. */
@@ -20,18 +23,20 @@ export function runCli(args: string[], cwd: string, env: NodeJS.ProcessEnv = pro
   const log = `/tmp/narwhal-bench-cli-${process.pid}.log`;
   return new Promise((resolve, reject) => {
     const child = spawn("bash", ["-c", script], { cwd, env: { ...env, NARWHAL_CLI_LOG: log }, stdio: ["ignore", "pipe", "pipe"] });
+    const rss = watchPeakRss(child.pid!);
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     child.stderr.on("data", (d: Buffer) => (out += d.toString()));
     const timer = setTimeout(() => child.kill("SIGTERM"), CLI_RUN_TIMEOUT_MS);
     child.on("close", (code) => {
       clearTimeout(timer);
+      const peakRssMiB = rss.stop();
       const m = /(\d+\.\d+) (\d+\.\d+) (\d+\.\d+)\s*$/.exec(out);
       if (code !== 0 || !m) {
         reject(new Error(`pulumi ${args.join(" ")} in ${cwd} failed (exit ${code}; CLI_RUN_TIMEOUT ${CLI_RUN_TIMEOUT_MS / 60_000} min); its output is in ${log}`));
         return;
       }
-      resolve({ wallS: Number(m[1]), cpuS: Number((Number(m[2]) + Number(m[3])).toFixed(2)) });
+      resolve({ wallS: Number(m[1]), cpuS: Number((Number(m[2]) + Number(m[3])).toFixed(2)), peakRssMiB });
     });
   });
 }

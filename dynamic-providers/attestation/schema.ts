@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { EngineContract, ServedDocument } from "../../lib/attestation";
 import type { ProcessIdentity } from "../../lib/engine/generation";
 import { digest, filled, given, positive, says, seconds, typedAs } from "../../lib/typed-inputs";
-import { processIdentitySchema } from "../engine-generation/check";
+import { processIdentitySchema } from "../engine-generation/schema";
 import { fieldsOf } from "../input-rules";
 
 /** The inputs as the check judges them, in the order their failures are reported; values unknown until apply are judged on the up. */

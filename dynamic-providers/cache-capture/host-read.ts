@@ -18,7 +18,7 @@ import type { LogOrigin, LogProcess } from "../../lib/engine/startup-log";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
-import type { CacheCaptureInputs } from "./types";
+import type { CacheCaptureInputs } from "./schema";
 import { capture, newAttempt, scriptCommand, type Attempt } from "../failed-attempt";
 import { ATTEMPTS_DIR, listAttemptsScript, parseKeptAttempts, type KeptAttempt } from "../../lib/runtime/attempts";
 import { NATIVE_ENGINE_LOG } from "../../lib/runtime/native";

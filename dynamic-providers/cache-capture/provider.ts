@@ -17,7 +17,6 @@
  *           refresh watches.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { z } from "zod";
 import { assembleCacheLayout, cacheConfigFrom, cacheLayoutDigest } from "../../lib/engine/cache-layout";
 import { expectOk, liveGeneration, requireProvedGeneration, type ProofSubject } from "../../lib/engine/generation";
 import { checkStartupAgainstMetrics, ranksFromEngineLog } from "../../lib/engine/layout-sources";
@@ -32,72 +31,15 @@ import { providerEvidence } from "../evidence";
 import { GATE_C_CAPTURES, captureArtifacts } from "../http-evidence";
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
-import { processIdentitySchema } from "../engine-generation/check";
-import { absolutePath, across, fieldsOf, hostLogin, inOrder, isFilled, positiveInteger, positiveSeconds } from "../input-rules";
-import { hasUnknown } from "../diff";
 import { HostReader } from "./host-read";
 import { capturingAsk, keepFailedAttempt, listedAttempts, newAttempt } from "../failed-attempt";
 import type { KeptAttempt } from "../../lib/runtime/attempts";
 import { NATIVE_ENGINE_LOG } from "../../lib/runtime/native";
-import type { CacheCaptureInputs, CacheCaptureOutputs, CaptureSources } from "./types";
-
-export const MEASURED_AGAINST = ["engineId", "url", "generationDigest", "planSha256", "processIdentity", "expected"] as const;
-export const UPDATABLE = ["apiKey", "hostAlias", "probeTimeoutS", "stack", "login", "privateKey", "password", "engineLog", "modelDir"] as const;
+import { captureInputs, MEASURED_AGAINST, UPDATABLE, type CacheCaptureInputs, type CacheCaptureOutputs, type CaptureSources } from "./schema";
 
 function subjectOf(i: CacheCaptureInputs): ProofSubject {
   return { engineId: i.engineId, hostAlias: i.hostAlias, url: i.url, processIdentity: i.processIdentity };
 }
-
-const nonEmptyString = (k: string) => z.unknown().refine(isFilled, { error: (iss) => `${k} must be a non-empty string, got ${JSON.stringify(iss.input)}` });
-
-/** Log files (absolute paths) or a container's log (its docker client); which one must match the process identity. */
-const engineLog = z.preprocess(
-  fieldsOf,
-  z.looseObject({ kind: z.unknown() }).superRefine((log, ctx) => {
-    const bad = (message: string) => ctx.addIssue({ code: "custom", message });
-    if (log.kind === "files") {
-      const paths = log.paths;
-      if (!Array.isArray(paths) || paths.length === 0 || !paths.every((p) => typeof p === "string" && p.startsWith("/"))) {
-        bad(`engineLog.paths must list the log files' absolute paths on the host, got ${JSON.stringify(paths ?? null)}`);
-      }
-    } else if (log.kind === "container") {
-      if (!isFilled(log.dockerCommand)) bad(`engineLog.dockerCommand must name the host's docker client, got ${JSON.stringify(log.dockerCommand ?? null)}`);
-    } else {
-      bad(`engineLog.kind must be "files" or "container", got ${JSON.stringify(log.kind ?? null)}`);
-    }
-  }),
-);
-
-/** A container's log is read by its container id, a file log belongs to a process. */
-const logMatchesProcess = across((news, refuse) => {
-  const kind = fieldsOf(news.engineLog).kind;
-  const id = fieldsOf(news.processIdentity);
-  if (hasUnknown(news.engineLog) || hasUnknown(news.processIdentity)) return;
-  if (kind === "container" && id.containerId === undefined) refuse("engineLog", "engineLog is a container's log, but processIdentity names no container");
-  if (kind === "files" && id.containerId !== undefined) refuse("engineLog", "engineLog names files, but processIdentity names a container: read its log with kind \"container\"");
-});
-
-/** The inputs as the check judges them; values unknown until apply are judged on the up. */
-const inputs = inOrder(
-  z.looseObject({
-    processIdentity: processIdentitySchema,
-    // A missing plan is refused field by field, as an empty one is.
-    expected: z.preprocess(
-      (e) => (typeof e === "object" && e !== null ? e : {}),
-      z.object({
-        blockSize: positiveInteger("expected.blockSize"),
-        tensorParallelSize: positiveInteger("expected.tensorParallelSize"),
-        dtype: nonEmptyString("expected.dtype"),
-        kvCacheDtype: nonEmptyString("expected.kvCacheDtype"),
-      }),
-    ),
-    login: hostLogin(),
-    engineLog,
-    modelDir: absolutePath("modelDir"),
-    probeTimeoutS: positiveSeconds("probeTimeoutS").optional(),
-  }),
-  logMatchesProcess,
-);
 
 /** The errors that say a log is not (or no longer) the serving engine's: another candidate may be. */
 const LOG_REFUSALS = new Set(["NARWHAL_CACHE_LOG", "NARWHAL_CACHE_LOG_ROTATED"]);
@@ -128,7 +70,7 @@ async function servingLog(reader: HostReader, i: CacheCaptureInputs, servingStar
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CacheCaptureInputs, CacheCaptureOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
-  inputs,
+  inputs: captureInputs,
   // A start command that only runs again (a re-pinned host key) adopts this very process (../diff.ts), and a
   // re-pinned host key alone changes nothing here (lib/ssh/host-key.ts).
   compared: (olds, news) => ({

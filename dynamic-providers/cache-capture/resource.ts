@@ -1,5 +1,5 @@
 import { dynamicResource, type ArgsOf } from "../declare";
-import type { CacheCaptureInputs, CacheCaptureOutputs } from "./types";
+import type { CacheCaptureInputs, CacheCaptureOutputs } from "./schema";
 
 export type CacheCaptureArgs = ArgsOf<CacheCaptureInputs>;
 

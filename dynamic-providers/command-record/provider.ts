@@ -12,8 +12,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
-import { commandRecordInputs } from "./check";
-import type { CommandRecordInputs, CommandRecordOutputs } from "./types";
+import { commandRecordInputs, type CommandRecordInputs, type CommandRecordOutputs } from "./check";
 
 const MEASURED_AGAINST = ["kind", "hostAlias", "steps", "observations"] as const;
 

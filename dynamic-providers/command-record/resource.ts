@@ -1,7 +1,5 @@
-import { dynamicResource, type ArgsOf } from "../declare";
-import type { CommandRecordInputs, CommandRecordOutputs } from "./types";
-
-export type CommandRecordArgs = ArgsOf<CommandRecordInputs>;
+import { dynamicResource } from "../declare";
+import type { CommandRecordInputs, CommandRecordOutputs } from "./check";
 
 /** The evidence record of a gate that runs as command scripts (Gate B's install, Gate G's router). */
 export class CommandRecord extends dynamicResource<CommandRecordInputs, CommandRecordOutputs>()({

@@ -1,13 +1,15 @@
 /** DeploymentConfig inputs: each file name becomes a file of the evidence store. */
 import { z } from "zod";
-import { stackName } from "../input-rules";
+import { typed } from "../input-rules";
+import type { EvidenceRef } from "../evidence";
 
 /** A plain file name: no folder, no hidden or parent name. */
 const FILE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
 
 export const deploymentConfigInputs = z.object({
-  stack: stackName(),
-  files: z.unknown().superRefine((files, ctx) => {
+  stack: typed.stackName(),
+  /** File name -> contents, as the runbook's Gate A writes them under config/. */
+  files: z.custom<Record<string, string>>().superRefine((files, ctx) => {
     if (typeof files !== "object" || files === null || Array.isArray(files)) {
       ctx.addIssue({ code: "custom", message: `files must map file names to their text, got ${JSON.stringify(files)}` });
       return;
@@ -18,3 +20,14 @@ export const deploymentConfigInputs = z.object({
     }
   }),
 });
+
+export type DeploymentConfigInputs = z.infer<typeof deploymentConfigInputs>;
+
+export interface DeploymentConfigOutputs {
+  stack: string;
+  /** Digest of every file's contents: what later gates record as "deployed with this config". */
+  configDigest: string;
+  /** Each file as written to the evidence store. */
+  written: Record<string, { relativePath: string; sha256: string; bytes: number }>;
+  record: EvidenceRef;
+}

@@ -3,13 +3,12 @@
  * record listing them. Contents hold private destinations and addresses, so only digests and relative
  * paths reach Pulumi state; the contents themselves are never outputs.
  */
-import { createHash } from "node:crypto";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
-import type { DeploymentConfigInputs, DeploymentConfigOutputs } from "./types";
 import { providerEvidence } from "../evidence";
 import { evidenceProvider } from "../evidence-provider";
-import { deploymentConfigInputs } from "./check";
+import { textDigest } from "../../lib/router/serve";
+import { deploymentConfigInputs, type DeploymentConfigInputs, type DeploymentConfigOutputs } from "./check";
 
 async function write(inputs: DeploymentConfigInputs): Promise<DeploymentConfigOutputs> {
   const store = providerEvidence(inputs.stack);
@@ -46,7 +45,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Deploy
   addition(olds, news) {
     const names = Object.keys(news.files);
     const changed =
-      names.length !== Object.keys(olds.written ?? {}).length || names.some((n) => olds.written?.[n]?.sha256 !== fileDigest(news.files[n]));
+      names.length !== Object.keys(olds.written ?? {}).length || names.some((n) => olds.written?.[n]?.sha256 !== textDigest(news.files[n]));
     return { replaces: changed ? ["files"] : [] };
   },
   async create(inputs) {
@@ -55,7 +54,3 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Deploy
   },
   update: (_olds, news) => write(news),
 });
-
-function fileDigest(contents: string): string {
-  return "sha256:" + createHash("sha256").update(contents, "utf8").digest("hex");
-}

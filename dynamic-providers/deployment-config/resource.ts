@@ -1,7 +1,5 @@
-import { dynamicResource, type ArgsOf } from "../declare";
-import type { DeploymentConfigInputs, DeploymentConfigOutputs } from "./types";
-
-export type DeploymentConfigArgs = ArgsOf<DeploymentConfigInputs>;
+import { dynamicResource } from "../declare";
+import type { DeploymentConfigInputs, DeploymentConfigOutputs } from "./check";
 
 /** Gate A's generated configuration (hosts map, known hosts, launch records and sources, fleet.json, deployment.env) as private evidence files. */
 export class DeploymentConfig extends dynamicResource<DeploymentConfigInputs, DeploymentConfigOutputs>()({

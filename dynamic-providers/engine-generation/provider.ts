@@ -21,9 +21,9 @@ import { providerEvidence } from "../evidence";
 import { GATE_C_CAPTURES, captureArtifacts } from "../http-evidence";
 import { capturingAsk, keepFailedAttempt, newAttempt } from "../failed-attempt";
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
-import { generationInputs } from "./check";
+import { generationInputs } from "./schema";
 import { REFRESH_TIMEOUT_S, withEngineHttp } from "./http";
-import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
+import type { EngineGenerationInputs, EngineGenerationOutputs } from "./schema";
 import { peerChange } from "../../lib/engine/peer-wave";
 import { observeStarts } from "../peer-wave/observe";
 

@@ -1,6 +1,6 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { dynamicResource, type ArgsOf } from "../declare";
-import type { EngineGenerationInputs, EngineGenerationOutputs } from "./types";
+import type { EngineGenerationInputs, EngineGenerationOutputs } from "./schema";
 
 type Peer = NonNullable<EngineGenerationInputs["peers"]>[string];
 

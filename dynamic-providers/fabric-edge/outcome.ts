@@ -1,33 +1,12 @@
-/** What both transports' `create` share: the verdict from a kept measurement, the fingerprints, the secrets, the outputs. */
-import { verdictDetail } from "../../lib/fabric/budget";
+/** What both transports' `create` share: the evidence record, a refusal kept as a record first, the outputs. */
+import { digestsOf, fingerprintsOf, recordVerdict, verdictFields, type EdgeMeasurement, type RecordVerdict, type Sides } from "../../lib/fabric/edge-outcome";
 import { FabricError, type FabricErrorCode } from "../../lib/fabric/errors";
 import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
-import type { PathFingerprint } from "../../lib/fabric/path";
+import type { Step } from "../../lib/ssh/recorded-session";
 import { providerEvidence } from "../evidence";
-import { digestsOf, type Sides } from "./measure";
-import type { Step } from "./session";
-import type { EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs } from "./types";
+import type { FabricEdgeInputs, FabricEdgeOutputs } from "./schema";
 
-type RecordVerdict = { status: "pass" | "fail" | "invalid"; reasons: string[] };
 type Recorded = { relativePath: string; digest: string };
-
-/** The edge's verdict against `requiredGbps`; a measurement that carries its own invalidity stays invalid. */
-export function verdictFields(m: EdgeMeasurement, requiredGbps: number): Pick<FabricEdgeOutputs, "verdict" | "verdictReason" | "marginGbps"> {
-  if (m.invalidReason) return { verdict: "invalid", verdictReason: m.invalidReason, marginGbps: null };
-  const v = verdictDetail({ gbps: m.gbps, samples: m.samplesGbps }, { requiredGbps });
-  return { verdict: v.verdict, verdictReason: v.reason, marginGbps: v.marginGbps };
-}
-
-/** The evidence record's status for a verdict. */
-export function recordVerdict(v: Pick<FabricEdgeOutputs, "verdict" | "verdictReason">): RecordVerdict {
-  return { status: v.verdict === "met" ? "pass" : v.verdict === "below" ? "fail" : "invalid", reasons: v.verdict === "met" ? [] : [v.verdictReason] };
-}
-
-/** Only called once the measurement refused paths that could not be fingerprinted. */
-export function fingerprintsOf(sides: Sides): FabricEdgeOutputs["fingerprint"] {
-  const ok = (f: PathFingerprint) => (f as Extract<PathFingerprint, { ok: true }>).fingerprint;
-  return { forward: ok(sides.forward), return: ok(sides.back) };
-}
 
 export const secretsOf = (i: FabricEdgeInputs) => [i.sourcePrivateKey, i.sourcePassword, i.destinationPrivateKey, i.destinationPassword];
 

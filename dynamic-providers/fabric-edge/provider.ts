@@ -1,11 +1,11 @@
 /**
  * FabricEdge provider methods (Gate D), loaded at call time by resource.ts (see ../shim.ts).
  *
- * - create: one directed measurement (./measure.ts), holding the measurement lock (./lock.ts): observe both hosts'
+ * - create: one directed measurement (./create.ts, lib/fabric/edge-measure.ts), holding the measurement lock: observe both hosts'
  *   sides of the path (MTU, address, `ip route get`, route files), refuse a path that is not the fabric,
  *   check that nothing else uses iperf3 or the port, start the server on the destination, run the client
  *   on the source, stop the server whatever happened, and record everything as evidence. A `ucx_rdma`
- *   edge does the same with ib_write_bw between its HCA ports (./create-rdma.ts), refusing a port that is
+ *   edge does the same with ib_write_bw between its HCA ports, refusing a port that is
  *   not ACTIVE or lacks its GID index first and reading the port counters around the test. The verdict
  *   against the budget is computed, and kept: "below" is reported by the fleet's fabric gate, so the
  *   figure stays on record and a budget change re-evaluates it without re-measuring.
@@ -16,17 +16,15 @@
  * - delete: nothing remote; the evidence record stays.
  */
 import type * as pulumi from "@pulumi/pulumi";
+import { observe } from "../../lib/fabric/edge-measure";
+import { digestsOf, verdictFields, type PathDigests } from "../../lib/fabric/edge-outcome";
 import { FabricError } from "../../lib/fabric/errors";
-import { iperf3Commands, iperf3Measurement, parseIperf3Json, type Iperf3Commands, type Iperf3Result } from "../../lib/fabric/iperf3";
+import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { hasUnknown } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
-import { edgeInputProblems, edgeInputs } from "./check";
-import { withMeasurementLock } from "./lock";
-import { digestsOf, measure, observe, withSessions, type Run } from "./measure";
-import { createRdmaEdge } from "./create-rdma";
-import { createdEdge, fingerprintsOf, recordEdge, refuseRecorded, verdictFields } from "./outcome";
-import type { EdgeEndpoint, EdgeMeasurement, FabricEdgeInputs, FabricEdgeOutputs, PathDigests, TcpTool } from "./types";
-import { withHostKeyOf } from "../../lib/ssh/host-key";
+import { createRdmaEdge, createTcpEdge } from "./create";
+import { edgeInputProblems, edgeInputs, type EdgeEndpoint, type FabricEdgeInputs, type FabricEdgeOutputs } from "./schema";
+import { withSessions } from "./session";
 
 /** What the figure was taken against: a change means the figure no longer describes the path. */
 const MEASURED_AGAINST = ["edgeId", "source", "destination", "transport", "rdma", "tool"] as const;
@@ -35,37 +33,6 @@ const UPDATABLE = [
   "stack", "iperfPort", "rdmaPort", "sourceLogin", "destinationLogin", "sourcePrivateKey", "sourcePassword",
   "destinationPrivateKey", "destinationPassword", "requiredGbps", "budget", "lockWaitS",
 ] as const;
-
-function refuseBadInputs(i: FabricEdgeInputs): void {
-  const problems = edgeInputProblems(i);
-  if (problems.length) {
-    throw new FabricError("NARWHAL_FABRIC_TOOL_SETTINGS", `edge ${i.edgeId}: ${problems.map(([, p]) => p).join("; ")}; nothing was run`);
-  }
-}
-
-/** The edge's evidence record: what it was measured against, every step, the route files, every sample. */
-async function record(
-  i: FabricEdgeInputs,
-  run: Run,
-  commands: Iperf3Commands,
-  parsed: { result: Iperf3Result; measurement: EdgeMeasurement } | null,
-  verdict: { status: "pass" | "fail" | "invalid"; reasons: string[] },
-): Promise<{ relativePath: string; digest: string }> {
-  const r = parsed?.result;
-  const against = [...MEASURED_AGAINST, "iperfPort", "requiredGbps", "budget", "sourceLogin", "destinationLogin"];
-  return recordEdge(i, run, against, { iperf3OnHosts: "none", destinationPortFree: commands.settings.port }, {
-    fingerprint: fingerprintsOf(run.sides),
-    routeGet: { forward: run.sides.seen.source.route.text, return: run.sides.seen.destination.route.text },
-    routeFiles: { [i.source.alias]: run.sides.seen.source.routeFiles, [i.destination.alias]: run.sides.seen.destination.routeFiles },
-    tool: { server: commands.server, client: commands.client, version: r?.version ?? null, protocol: r?.protocol ?? null, streams: r?.streams ?? null },
-    measurement: parsed?.measurement ?? null,
-    intervals: r?.intervals ?? null,
-    cpu: r?.cpu ?? null,
-    client: r ? JSON.parse(run.clientText.slice(run.clientText.indexOf("{"), run.clientText.lastIndexOf("}") + 1)) : run.clientText,
-    serverLog: run.serverLog,
-    budget: { requiredGbps: i.requiredGbps, ...i.budget },
-  }, verdict);
-}
 
 /**
  * The fabric address discovery found is unknown whenever a host's discovery is re-taken, for any reason
@@ -87,34 +54,11 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Fabric
   inputs: edgeInputs,
 
   async create(inputs) {
-    refuseBadInputs(inputs);
-    if (inputs.transport === "ucx_rdma") return createRdmaEdge(inputs, MEASURED_AGAINST);
-    const tool = inputs.tool as TcpTool;
-    const commands = iperf3Commands({
-      serverAddress: inputs.destination.fabricAddress,
-      clientAddress: inputs.source.fabricAddress,
-      port: inputs.iperfPort,
-      durationS: tool.durationS,
-      streams: tool.streams,
-    });
-    const run = await withMeasurementLock(process.cwd(), { edge: inputs.edgeId, stack: inputs.stack }, inputs.lockWaitS, () => measure(inputs, commands));
-    let result: Iperf3Result;
-    try {
-      result = parseIperf3Json(run.clientText);
-    } catch (err) {
-      const reason = `the iperf3 client on ${inputs.source.alias} exited ${run.clientExit}: ${(err as Error).message}`;
-      return refuseRecorded(inputs, (err as FabricError).code ?? "NARWHAL_FABRIC_TOOL_OUTPUT", reason, (v) => record(inputs, run, commands, null, v));
+    const problems = edgeInputProblems(inputs);
+    if (problems.length) {
+      throw new FabricError("NARWHAL_FABRIC_TOOL_SETTINGS", `edge ${inputs.edgeId}: ${problems.map(([, p]) => p).join("; ")}; nothing was run`);
     }
-    const m = iperf3Measurement(result);
-    const measurement: EdgeMeasurement = {
-      gbps: m.gbps,
-      samplesGbps: [...m.samples],
-      sentGbps: result.sentGbps,
-      retransmits: result.retransmits,
-      startedAt: run.startedAt,
-      endedAt: run.endedAt,
-    };
-    return createdEdge(inputs, run.sides, measurement, (v) => record(inputs, run, commands, { result, measurement }, v));
+    return (inputs.transport === "ucx_rdma" ? createRdmaEdge : createTcpEdge)(inputs, MEASURED_AGAINST);
   },
 
   compared(olds, news) {

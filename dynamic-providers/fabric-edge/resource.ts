@@ -1,6 +1,6 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { dynamicResource, type ArgsOf } from "../declare";
-import type { EdgeEndpoint, FabricEdgeInputs, FabricEdgeOutputs } from "./types";
+import type { EdgeEndpoint, FabricEdgeInputs, FabricEdgeOutputs } from "./schema";
 
 /** An end's fields are inputs of their own, so one unknown field (during preview) leaves the others known. */
 export type EdgeEndpointArgs = ArgsOf<EdgeEndpoint>;

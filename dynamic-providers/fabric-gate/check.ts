@@ -1,13 +1,20 @@
 /** FabricGate inputs: the hosts of the matrix and each measured edge with the record its figure came from. */
 import { z } from "zod";
-import { each, isDigest, stackName } from "../input-rules";
+import { each, isDigest, typed } from "../input-rules";
+import type { EdgeMatrix, GateEdge } from "../../lib/fabric/matrix";
+import type { EvidenceRef } from "../evidence";
 
+/** One edge as the gate judges it, with the evidence its figure came from. */
+export type GateEdgeInput = GateEdge & { evidence: EvidenceRef };
+
+// Lists judged whole, so a refusal names the list rather than an item's place in it.
 export const fabricGateInputs = z.object({
-  stack: stackName(),
-  hosts: z.unknown().refine((v) => Array.isArray(v) && v.every((h) => typeof h === "string" && h !== ""), { error: "hosts must be a list of host aliases" }),
+  stack: typed.stackName(),
+  /** The physical hosts, in matrix order. */
+  hosts: z.custom<string[]>().refine((v) => Array.isArray(v) && v.every((h) => typeof h === "string" && h !== ""), { error: "hosts must be a list of host aliases" }),
   edges: z
-    .unknown()
-    .refine(Array.isArray, { error: "edges must be a list" })
+    .custom<GateEdgeInput[]>()
+    .refine((v) => Array.isArray(v), { error: "edges must be a list" })
     .superRefine(
       each((edge) =>
         z.object({
@@ -16,3 +23,6 @@ export const fabricGateInputs = z.object({
       ),
     ),
 });
+
+export type FabricGateInputs = z.infer<typeof fabricGateInputs>;
+export type FabricGateOutputs = FabricGateInputs & { matrix: EdgeMatrix; evidence: EvidenceRef };

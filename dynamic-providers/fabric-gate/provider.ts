@@ -7,9 +7,8 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { edgeMatrix, gateProblems, requireGatePassed } from "../../lib/fabric/matrix";
 import { providerEvidence } from "../evidence";
-import type { FabricGateInputs, FabricGateOutputs } from "./types";
 import { evidenceProvider } from "../evidence-provider";
-import { fabricGateInputs } from "./check";
+import { fabricGateInputs, type FabricGateInputs, type FabricGateOutputs } from "./check";
 
 async function judge(inputs: FabricGateInputs): Promise<FabricGateOutputs> {
   const startedAt = new Date().toISOString();

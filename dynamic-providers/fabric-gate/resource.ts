@@ -1,7 +1,5 @@
-import { dynamicResource, type ArgsOf } from "../declare";
-import type { FabricGateInputs, FabricGateOutputs } from "./types";
-
-export type FabricGateArgs = ArgsOf<FabricGateInputs>;
+import { dynamicResource } from "../declare";
+import type { FabricGateInputs, FabricGateOutputs } from "./check";
 
 /**
  * Gate D's decision over the whole mesh: the edge matrix (hosts × hosts, Gbit/s and verdict) as an

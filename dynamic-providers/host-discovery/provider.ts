@@ -17,13 +17,11 @@ import { blockingProblems, parseProbe, probeCommand, ProbeOptions } from "../../
 import { chooseFabricAddress } from "../../lib/discovery/fabric-address";
 import { CheckpointManifest, hashCheckpointRemote } from "../../lib/checkpoint";
 import { sha256Json } from "../../lib/digest";
-import { shq } from "../../lib/shell";
-import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";
+import { facetsOf, keptFabricAddress, ownPidsScript, type FacetDigests, type HostDiscoveryFacts } from "../../lib/discovery/facets";
 import { evidenceProvider } from "../evidence-provider";
-import { discoveryInputs } from "./check";
 import { providerEvidence } from "../evidence";
 import { capture, exitStatusOf, keepFailedAttempt, newAttempt, scriptCommand, type Attempt } from "../failed-attempt";
-import type { FacetDigests, HostDiscoveryFacts, HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
+import { discoveryInputs, type HostDiscoveryInputs, type HostDiscoveryOutputs } from "./schema";
 import { claimScript, cleanupScript, stackFolder } from "../../lib/fleet/host-cleanup";
 
 /**
@@ -49,18 +47,6 @@ function target(i: HostDiscoveryInputs, recordedHostKey?: string): SshTarget {
   return sshTarget(recordedHostKey ? { ...login, hostKey: recordedHostKey } : login, { kind: "discover", allowFirstContact: i.allowFirstContact });
 }
 
-function facetsOf(f: HostDiscoveryFacts): FacetDigests {
-  const { packagesUnknownReason: _reason, ...runtime } = (f.runtime ?? {}) as Record<string, unknown>;
-  return {
-    identity: sha256Json({ hostname: f.hostname, hostKey: f.hostKey }),
-    accelerators: sha256Json(f.accelerators),
-    fabric: sha256Json(f.fabricAddress),
-    model: sha256Json(f.model),
-    runtime: sha256Json(runtime),
-    checkpoint: `sha256:${f.checkpoint.modelTreeSha256}`,
-  };
-}
-
 interface Observation {
   facts: HostDiscoveryFacts;
   rehashed: string[];
@@ -71,9 +57,7 @@ interface Observation {
 
 /**
  * One login: the probe, then the checkpoint hash (reusing `previous` fingerprints when given).
- * A re-observation (`recorded` given) never fails on the fabric address: while the recorded address is
- * still on the interface it stands, even beside a new one; otherwise the fabric facet moves, so the
- * preview shows the replacement and the fresh discovery reports what to choose.
+ * A re-observation (`recorded` given) never fails on the fabric address (lib/discovery/facets.ts, keptFabricAddress).
  */
 async function observe(
   i: HostDiscoveryInputs,
@@ -82,16 +66,8 @@ async function observe(
   const startedAt = new Date().toISOString();
   const ssh = await SshSession.open(target(i, opts.recordedHostKey));
   try {
-    // Our own engines and their attestation sidecars hold their planned ports once started, and so does a
-    // runbook engine the start will adopt or replace, and its sidecar, which the program's sidecar start
-    // stops; only someone else's listener is a conflict.
-    const ours = `${shq(i.stateDir)}/${shq(i.stack)}`;
-    const runbook = (i.runbookRuns ?? []).map((run) => `sed -n 's/.*"pid": *\\([0-9][0-9]*\\).*/\\1/p' ${shq(`${run}/native-process.json`)} 2>/dev/null;`).join(" ");
     const ownPids = opts.preLaunch
-      ? (await ssh.exec(`cat ${ours}/engines/*/pid ${ours}/attestation/*/pid 2>/dev/null; ${runbook} ${runbookListenerPidsScript(i.runbookRuns ?? [])} true`, { timeoutS: 10, name: "own engine and sidecar pids" })).stdout
-          .split(/\s+/)
-          .filter(Boolean)
-          .map(Number)
+      ? (await ssh.exec(ownPidsScript(i.stateDir, i.stack, i.runbookRuns ?? []), { timeoutS: 10, name: "own engine and sidecar pids" })).stdout.split(/\s+/).filter(Boolean).map(Number)
       : [];
     const probeOpts: ProbeOptions = {
       alias: i.alias,
@@ -130,11 +106,7 @@ async function observe(
         hostKeyFingerprint: ssh.hostKey.fingerprint,
         accelerators: facts.accelerators,
         fabricAddress:
-          recorded === undefined
-            ? chooseFabricAddress(i.alias, i.fabricInterface, [...facts.fabric.addresses], i.fabricAddressChoice)
-            : facts.fabric.addresses.includes(recorded)
-              ? recorded
-              : `unresolved: ${facts.fabric.addresses.join(", ") || "no global address"}`,
+          recorded === undefined ? chooseFabricAddress(i.alias, i.fabricInterface, [...facts.fabric.addresses], i.fabricAddressChoice) : keptFabricAddress(recorded, facts.fabric.addresses),
         model: facts.model!.requirements,
         runtime: facts.runtime,
         rdma: facts.rdma,

@@ -1,5 +1,5 @@
 import { dynamicResource, type ArgsOf } from "../declare";
-import type { HostDiscoveryInputs, HostDiscoveryOutputs } from "./types";
+import type { HostDiscoveryInputs, HostDiscoveryOutputs } from "./schema";
 
 export type HostDiscoveryArgs = ArgsOf<HostDiscoveryInputs>;
 

@@ -16,23 +16,31 @@
 import { randomBytes } from "node:crypto";
 import type * as pulumi from "@pulumi/pulumi";
 import { SshSession } from "../../lib/ssh/client";
-import { OPERATE, sshTarget, type SshTarget } from "../../lib/ssh/login";
+import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
-import { ImageCheckError, type CheckFailure, type CheckLogStep } from "../../lib/image-check";
-import { evidenceProvider, schemaFailures } from "../evidence-provider";
-import { imageCheckInputs, specOf } from "./check";
-import { MEASURED_AGAINST, UPDATABLE } from "./measured";
-import { recordCheck } from "./record";
-import { runImageCheck, type CheckOutcome } from "./run";
-import type { ImageCheckInputs, ImageCheckOutputs } from "./types";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
+import { ImageCheckError, runImageCheck, type CheckFailure, type CheckLogStep, type CheckOutcome, type CheckStep, type StepResult } from "../../lib/image-check";
+import { evidenceProvider, schemaFailures } from "../evidence-provider";
+import { recordCheck } from "./record";
+import { imageCheckInputs, MEASURED_AGAINST, specOf, UPDATABLE, type ImageCheckInputs, type ImageCheckOutputs } from "./schema";
 
-function target(i: ImageCheckInputs): SshTarget {
-  return sshTarget(readLogin(i.login, { alias: i.hostAlias, privateKey: i.privateKey, password: i.password }), OPERATE);
+/** Runs one step and logs it; a transport failure or timeout becomes a result with no exit status. */
+async function runStep(ssh: SshSession, step: CheckStep, log: CheckLogStep[]): Promise<StepResult> {
+  const startedAt = new Date().toISOString();
+  let result: StepResult;
+  try {
+    const r = await ssh.exec(step.command, { stdin: step.stdin, timeoutS: step.timeoutS, name: step.name });
+    result = { exitStatus: r.code >= 0 && r.code <= 255 ? r.code : null, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    result = { exitStatus: null, stdout: "", stderr: (err as Error).message };
+  }
+  const script = step.scriptSha256 ? { scriptSha256: step.scriptSha256 } : {};
+  log.push({ name: step.name, argv: [...step.logArgv], ...script, exitStatus: result.exitStatus, startedAt, endedAt: new Date().toISOString(), stdout: result.stdout, stderr: result.stderr });
+  return result;
 }
 
 /** Every refusal of the inputs, each naming its property; create refuses through it too. */
-export const imageCheckInputFailures = (news: ImageCheckInputs): pulumi.dynamic.CheckFailure[] => schemaFailures(imageCheckInputs, news as unknown as Record<string, unknown>);
+export const imageCheckInputFailures = (news: ImageCheckInputs): pulumi.dynamic.CheckFailure[] => schemaFailures(imageCheckInputs, news);
 
 /** The failures as one message: each check that failed, then where the output is kept. */
 function failureMessage(failures: ReadonlyArray<CheckFailure>, logPath: string, offset: number, record: string): string {
@@ -56,9 +64,9 @@ async function checkAndRecord(inputs: ImageCheckInputs): Promise<ImageCheckOutpu
   const steps: CheckLogStep[] = [];
   let outcome: CheckOutcome;
   try {
-    const ssh = await SshSession.open(target(inputs));
+    const ssh = await SshSession.open(sshTarget(readLogin(inputs.login, { alias: inputs.hostAlias, privateKey: inputs.privateKey, password: inputs.password }), OPERATE));
     try {
-      outcome = await runImageCheck(ssh, spec, steps, checkId);
+      outcome = await runImageCheck((step) => runStep(ssh, step, steps), spec, checkId);
     } finally {
       ssh.close();
     }

@@ -6,10 +6,8 @@
 import { evidenceRoot } from "../../lib/evidence";
 import { providerEvidence } from "../evidence";
 import { appendLogLine, type AppendedLine } from "../../lib/evidence/append-log";
-import { checkDigest, checkLogLine, checkLogName, launchJsonText, type CheckLogStep } from "../../lib/image-check";
-import type { CheckOutcome } from "./run";
-import type { ImageCheckInputs } from "./types";
-import { MEASURED_AGAINST } from "./measured";
+import { checkDigest, checkLogLine, checkLogName, launchJsonText, type CheckLogStep, type CheckOutcome } from "../../lib/image-check";
+import { MEASURED_AGAINST, type ImageCheckInputs } from "./schema";
 
 const KIND = "image-check";
 

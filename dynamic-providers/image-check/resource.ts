@@ -1,6 +1,6 @@
 import type { CheckRuntime } from "../../lib/image-check";
 import { dynamicResource, type ArgsOf } from "../declare";
-import type { ImageCheckInputs, ImageCheckOutputs } from "./types";
+import type { ImageCheckInputs, ImageCheckOutputs } from "./schema";
 
 export type ImageCheckArgs = ArgsOf<ImageCheckInputs>;
 

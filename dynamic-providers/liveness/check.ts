@@ -1,12 +1,27 @@
 /** Liveness inputs: the endpoint a refresh probes, and for how long. */
 import { z } from "zod";
-import { httpBaseUrl, nonEmpty, oneOf, positiveSeconds } from "../input-rules";
-import { HEALTH_PATH } from "../../lib/liveness";
+import { typed } from "../input-rules";
+import { HEALTH_PATH, type LivenessService, type LivenessState } from "../../lib/liveness";
 
 export const livenessInputs = z.object({
-  service: oneOf("service", Object.keys(HEALTH_PATH)),
-  name: nonEmpty("name"),
-  hostAlias: nonEmpty("hostAlias"),
-  url: httpBaseUrl("url", "the service's"),
-  healthDeadlineS: positiveSeconds("healthDeadlineS"),
+  /** What the probe watches: its health endpoint and its words in a reason. */
+  service: typed.oneOf("service", Object.keys(HEALTH_PATH) as [LivenessService, ...LivenessService[]]),
+  /** The engine's id, or the service's name on its host (`router`, `prometheus`). */
+  name: typed.nonEmpty("name"),
+  hostAlias: typed.nonEmpty("hostAlias"),
+  /** The service's base URL, as the program reaches it. */
+  url: typed.httpBaseUrl("url", "the service's"),
+  /** A refresh's probe waits this long before it calls the service hung. */
+  healthDeadlineS: typed.positiveSeconds("healthDeadlineS"),
 });
+
+export type LivenessInputs = z.infer<typeof livenessInputs>;
+
+export interface LivenessOutputs extends LivenessInputs {
+  /** Minted at each create: the service's process resource takes it as a trigger, so a new one restarts it. */
+  epoch: string;
+  /** What the last refresh saw; absent until one ran. */
+  observedState?: LivenessState;
+  observedDetail?: string;
+  observedAt?: string;
+}

@@ -13,8 +13,7 @@ import { NOT_SERVING, observeLiveness, restartReason } from "../../lib/liveness"
 import { UNKNOWN } from "../../lib/unknown";
 import { diffInputs } from "../diff";
 import { schemaCheck } from "../evidence-provider";
-import { livenessInputs } from "./check";
-import type { LivenessInputs, LivenessOutputs } from "./types";
+import { livenessInputs, type LivenessInputs, type LivenessOutputs } from "./check";
 
 const UPDATABLE = ["service", "name", "hostAlias", "url", "healthDeadlineS"] as const;
 

@@ -1,7 +1,5 @@
-import { dynamicResource, type ArgsOf } from "../declare";
-import type { LivenessInputs, LivenessOutputs } from "./types";
-
-export type LivenessArgs = ArgsOf<LivenessInputs>;
+import { dynamicResource } from "../declare";
+import type { LivenessInputs, LivenessOutputs } from "./check";
 
 /**
  * Whether a service the program started (an engine, the router, Prometheus) still serves. A refresh

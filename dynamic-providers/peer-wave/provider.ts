@@ -10,16 +10,14 @@
  * - delete: nothing remote (the engines belong to their runtime resources).
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { z } from "zod";
-import { restartedMembers, waveFor, type MemberRecord } from "../../lib/engine/peer-wave";
-import { canonicalJson } from "../../lib/digest";
+import { restartedMembers, waveFor, waveSettingsChanged, type MemberRecord } from "../../lib/engine/peer-wave";
 import { withSsh } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { hasUnknown } from "../diff";
 import { schemaCheck } from "../evidence-provider";
 import { observeStarts } from "./observe";
-import type { PeerWaveInputs, PeerWaveOutputs, WaveMember } from "./types";
+import { peerWaveInputs, type PeerWaveInputs, type PeerWaveOutputs, type WaveMember } from "./check";
 
 async function record(news: PeerWaveInputs): Promise<Record<string, MemberRecord>> {
   const starts = await observeStarts(news.members, news.apiKey);
@@ -36,24 +34,8 @@ async function restart(m: WaveMember, news: PeerWaveInputs): Promise<void> {
   }
 }
 
-const engineIds = (members: unknown[]) => members.map((m) => (m as Partial<WaveMember> | null)?.engineId);
-
-/** At least two engines, each once; members that are not a list yet (a preview) are not judged. */
-const waveInputs = z.looseObject({
-  members: z
-    .unknown()
-    .refine((m) => !Array.isArray(m) || m.length >= 2, { error: "a peer wave needs at least two engines" })
-    .refine((m) => !Array.isArray(m) || new Set(engineIds(m)).size === m.length, { error: (iss) => `engine ids repeat: ${engineIds(iss.input as unknown[]).join(", ")}` })
-    .optional(),
-});
-
-/** What only updates: everything but the recorded processes, which the restart check reads. */
-function membershipKey(members: readonly WaveMember[]): string {
-  return canonicalJson(members.map(({ processIdentity: _, ...rest }) => rest));
-}
-
 export const provider: pulumi.dynamic.ResourceProvider = {
-  check: schemaCheck<PeerWaveInputs>(waveInputs),
+  check: schemaCheck<PeerWaveInputs>(peerWaveInputs),
 
   async create(inputs: PeerWaveInputs) {
     const outs: PeerWaveOutputs = { ...inputs, recorded: await record(inputs) };
@@ -63,13 +45,7 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   async diff(_id: string, olds: PeerWaveOutputs, news: PeerWaveInputs) {
     const members = Array.isArray(news.members) ? news.members : [];
     const restarts = restartedMembers(olds.recorded ?? {}, members, olds.observedStarts ?? {});
-    const changed =
-      restarts.length > 0 ||
-      hasUnknown(news) ||
-      membershipKey(olds.members) !== membershipKey(members) ||
-      canonicalJson(olds.credentials ?? null) !== canonicalJson(news.credentials ?? null) ||
-      olds.apiKey !== news.apiKey ||
-      olds.restartTimeoutS !== news.restartTimeoutS;
+    const changed = restarts.length > 0 || hasUnknown(news) || waveSettingsChanged(olds, { ...news, members });
     return { changes: changed, replaces: [], deleteBeforeReplace: false };
   },
 

@@ -1,7 +1,5 @@
-import { dynamicResource, type ArgsOf } from "../declare";
-import type { PeerWaveInputs, PeerWaveOutputs } from "./types";
-
-export type PeerWaveArgs = ArgsOf<PeerWaveInputs>;
+import { dynamicResource } from "../declare";
+import type { PeerWaveInputs, PeerWaveOutputs } from "./check";
 
 /**
  * `runtime.restartKvPeers`: one per KV component, between the engines' runtimes and their generations.

@@ -21,7 +21,7 @@ import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { canonicalJson } from "../../lib/digest";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { hasUnknown } from "../diff";
-import { sftpTarget } from "./sftp";
+import { sftpTarget } from "../../lib/ssh/sftp-target";
 import type { ProfileStoreInputs, ProfileStoreOutputs } from "./types";
 
 export const UPDATABLE = ["path", "engineIds", "model", "sweep", "profiles", "router", "routerPrivateKey", "routerPassword", "stack"] as const;

@@ -1,7 +1,5 @@
-import { dynamicResource, type ArgsOf } from "../declare";
+import { dynamicResource } from "../declare";
 import type { ProfileStoreInputs, ProfileStoreOutputs } from "./types";
-
-export type ProfileStoreArgs = ArgsOf<ProfileStoreInputs>;
 
 /**
  * The fleet's profile store and `.samples.json` sidecar on the router host at `profiles.path`, in the

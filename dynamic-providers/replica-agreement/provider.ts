@@ -4,37 +4,38 @@
  * discovery records it is given, and failing it stops the deployment before any engine starts.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { compareReplicas, replicaDifferenceMessage } from "../../lib/checkpoint";
-import { checkReplicaShapes } from "../../lib/launch/policy";
+import { z } from "zod";
+import { agreement, agreementRecord, disagreements, REPLICA_AGREEMENT_KIND as KIND, type HostCheckpoint } from "../../lib/checkpoint/agreement";
+import type { ReplicaShape } from "../../lib/launch/policy";
 import { hasUnknown } from "../diff";
 import { schemaCheck } from "../evidence-provider";
-import { across } from "../input-rules";
+import { across, inOrder } from "../input-rules";
 import { providerEvidence } from "../evidence";
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
-import type { ReplicaAgreementInputs, ReplicaAgreementOutputs } from "./types";
+
+const fields = z.object({
+  /** Each engine as discovery resolved it: enough to check that replicas agree. */
+  engines: z.custom<ReplicaShape[]>(),
+  /** The checkpoint manifest discovery recorded on each engine host. */
+  checkpoints: z.custom<HostCheckpoint[]>(),
+  /** When set, a disagreement is kept in runs/<stack>/evidence before it is refused. */
+  stack: z.string({ error: "stack must be the stack's name" }).optional(),
+});
+
+export type ReplicaAgreementInputs = z.infer<typeof fields>;
+export type ReplicaAgreementOutputs = ReplicaAgreementInputs & ReturnType<typeof agreement>;
 
 /**
  * One checkpoint snapshot, one accelerator product and one TP shape, judged once every record is known:
  * during preview a re-discovered host's records are not, and the check runs again on up.
  */
-const agreementInputs = across((news, refuse) => {
-  if (hasUnknown(news)) return;
-  const difference = compareReplicas(news.checkpoints as ReplicaAgreementInputs["checkpoints"]);
-  if (difference) refuse("checkpoints", replicaDifferenceMessage(difference));
-  for (const issue of checkReplicaShapes(news.engines as ReplicaAgreementInputs["engines"])) refuse("engines", `${issue.path}: ${issue.message}`);
-});
-
-function agreed(inputs: ReplicaAgreementInputs): ReplicaAgreementOutputs {
-  return {
-    ...inputs,
-    modelTreeSha256: inputs.checkpoints[0]?.manifest.modelTreeSha256 ?? "",
-    product: inputs.engines[0]?.product ?? null,
-    tensorParallelSize: inputs.engines[0]?.tensorParallelSize ?? 0,
-    checkedAt: new Date().toISOString(),
-  };
-}
-
-const KIND = "replica-agreement";
+const agreementInputs = inOrder(
+  fields,
+  across((news, refuse) => {
+    if (hasUnknown(news)) return;
+    for (const d of disagreements(news.engines as ReplicaShape[], news.checkpoints as HostCheckpoint[])) refuse(d.property, d.message);
+  }),
+);
 
 /**
  * The check's own record: the runbook keeps a failed gate's evidence, so a disagreement is kept as a
@@ -42,21 +43,9 @@ const KIND = "replica-agreement";
  * check runs on a preview too; a preview that sees replicas disagree has run the check, and says so.
  */
 async function keepJudgement(news: ReplicaAgreementInputs, reasons: string[]): Promise<string> {
-  const at = new Date().toISOString();
   const evidence = providerEvidence(news.stack!);
   const manifests = await evidence.artifact(KIND, "checkpoints.json", JSON.stringify(news.checkpoints, null, 2));
-  const written = await evidence.record({
-    kind: KIND,
-    subject: { kind: "fleet", alias: news.stack! },
-    inputs: { engines: news.engines, checkpoints: news.checkpoints.map((c) => ({ host: c.host, modelTreeSha256: c.manifest.modelTreeSha256 })) } as never,
-    commands: [],
-    startedAt: at,
-    endedAt: at,
-    observations: {},
-    verdict: reasons.length ? { status: "fail", reasons } : { status: "pass", reasons: ["every engine host holds the same checkpoint snapshot; the replicas share one accelerator product and TP shape"] },
-    artifacts: [manifests],
-  });
-  return written.relativePath;
+  return (await evidence.record(agreementRecord(news.stack!, news.engines, news.checkpoints, reasons, manifests))).relativePath;
 }
 
 /** Whether the stack's newest replica-agreement record is a refusal (the deployment record's current step). */
@@ -104,9 +93,9 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     return { changes: changed, replaces: [] };
   },
   async create(inputs: ReplicaAgreementInputs) {
-    return { id: "replica-agreement", outs: agreed(inputs) };
+    return { id: "replica-agreement", outs: { ...inputs, ...agreement(inputs.engines, inputs.checkpoints) } };
   },
   async update(_id: string, _olds: ReplicaAgreementOutputs, news: ReplicaAgreementInputs) {
-    return { outs: agreed(news) };
+    return { outs: { ...news, ...agreement(news.engines, news.checkpoints) } };
   },
 };

@@ -1,7 +1,5 @@
-import { dynamicResource, type ArgsOf } from "../declare";
-import type { ReplicaAgreementInputs, ReplicaAgreementOutputs } from "./types";
-
-export type ReplicaAgreementArgs = ArgsOf<ReplicaAgreementInputs>;
+import { dynamicResource } from "../declare";
+import type { ReplicaAgreementInputs, ReplicaAgreementOutputs } from "./provider";
 
 /**
  * Gate A: replicas agree on checkpoint, accelerator product and TP shape. Engines depend on it (order

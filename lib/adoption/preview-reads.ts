@@ -3,8 +3,7 @@ import type { EngineSpec, FleetSpec, HostSpec } from "../config";
 import { hostDiscoveryPlan } from "../fleet/host-plan";
 import { blockingProblems, parseProbe, probeCommand, type ProbeOptions } from "../discovery/probe";
 import { chooseFabricAddress } from "../discovery/fabric-address";
-import { renderLaunchPlan } from "../launch/plan";
-import { hostLaunchFacts, resolveEngineLaunch, type HostLaunchFacts } from "../launch/policy";
+import { engineLaunchPlan, type DiscoveredHost } from "../launch/policy";
 import { decideRunbookAdoption, surveyEnvKeys, type RunbookDecision } from "../launch/runbook";
 import { forecastCalibration, forecastProfile, forecastRunbookEngine, parseSidecarAnswer, runbookAttestationUrl, type ForecastLine, type ForecastScope, type RunbookSighting } from "./forecast";
 import { samplesPath, sha256Hex } from "../profiling";
@@ -27,23 +26,32 @@ export interface ForecastHost {
 /** A preview reads only through keys the config pins, the host's and its bastion's alike. */
 const PREVIEW: LoginPurpose = { kind: "pinned", why: "a preview makes no first contact (npm run import pins it from NARWHAL_SSH_KNOWN_HOSTS)" };
 
+/** The preview's discovery probe of one host: the hardware, fabric and model (not the runtime, the ports or the checkpoint hash, which no plan depends on). */
+export function previewProbeOptions(spec: FleetSpec, host: HostSpec): ProbeOptions {
+  return { alias: host.alias, fabricInterface: host.fabricInterface, fabricAddressChoice: host.fabricAddress, modelDir: hostDiscoveryPlan(spec, host).modelDir };
+}
+
 /**
- * What the engines' launch plans take from the host, as the up's discovery will see it: its probe of
- * the hardware, fabric and model (not the runtime, the ports or the checkpoint hash, which no plan
- * depends on). Throws with the probe's problems.
+ * What the engines' launch plans take from the host, read from the probe's output as the up's discovery
+ * records it (dynamic-providers/host-discovery: the accelerators, the chosen fabric address, the model's
+ * requirements). Throws with the probe's problems.
  */
-async function probeLaunchFacts(spec: FleetSpec, host: HostSpec, ssh: SshSession): Promise<HostLaunchFacts> {
-  const opts: ProbeOptions = { alias: host.alias, fabricInterface: host.fabricInterface, fabricAddressChoice: host.fabricAddress, modelDir: hostDiscoveryPlan(spec, host).modelDir };
-  const probe = probeCommand(opts);
-  const facts = parseProbe(await ssh.run(probe.command, { stdin: probe.stdin, timeoutS: probe.timeoutS, name: "discovery probe (preview forecast)" }), opts);
+export function discoveredFromProbe(host: HostSpec, output: string, opts: ProbeOptions): DiscoveredHost {
+  const facts = parseProbe(output, opts);
   const problems = blockingProblems(facts);
   if (problems.length > 0) throw new Error(problems.join("; "));
   const fabricAddress = chooseFabricAddress(host.alias, host.fabricInterface, [...facts.fabric.addresses], host.fabricAddress);
-  return hostLaunchFacts(host, fabricAddress, facts.accelerators, facts.model?.requirements);
+  return { fabricAddress, accelerators: facts.accelerators, model: facts.model?.requirements };
+}
+
+async function probeHost(spec: FleetSpec, host: HostSpec, ssh: SshSession): Promise<DiscoveredHost> {
+  const opts = previewProbeOptions(spec, host);
+  const probe = probeCommand(opts);
+  return discoveredFromProbe(host, await ssh.run(probe.command, { stdin: probe.stdin, timeoutS: probe.timeoutS, name: "discovery probe (preview forecast)" }), opts);
 }
 
 /** One probe per host, however many of its engines the forecast looks at. */
-type HostFactsCache = Map<string, Promise<HostLaunchFacts>>;
+type HostFactsCache = Map<string, Promise<DiscoveredHost>>;
 
 /** Reads one runbook launch directory, decides as the up would, and reads its sidecar's answer; never throws. */
 async function sight(spec: FleetSpec, e: EngineSpec, h: ForecastHost, cache: HostFactsCache): Promise<RunbookSighting> {
@@ -57,10 +65,11 @@ async function sight(spec: FleetSpec, e: EngineSpec, h: ForecastHost, cache: Hos
   }
   try {
     return await withSsh(target, async (ssh) => {
-      if (!cache.has(h.spec.alias)) cache.set(h.spec.alias, probeLaunchFacts(spec, h.spec, ssh));
+      if (!cache.has(h.spec.alias)) cache.set(h.spec.alias, probeHost(spec, h.spec, ssh));
+      // The function Gate A renders the engine's plan with (components/discovery.ts), so the forecast decides against the up's plan.
       const plan = await cache
         .get(h.spec.alias)!
-        .then((facts) => renderLaunchPlan(resolveEngineLaunch(spec, e, facts)))
+        .then((discovered) => engineLaunchPlan(spec, e, discovered))
         .catch((err: Error) => ({ problem: `the discovery probe: ${err.message}` }));
       const planned = "problem" in plan ? undefined : plan;
       const script = surveyScript({ run, envKeys: planned ? surveyEnvKeys(planned) : [], dockerCommand: spec.runtime.dockerCommand, inspectTimeoutS: READ_TIMEOUT_S });

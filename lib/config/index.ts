@@ -6,6 +6,7 @@ export { parseFleetConfig } from "./parse";
 export { FleetConfigError } from "./errors";
 export type { ConfigIssue } from "./errors";
 export { RUNBOOK_DEFAULTS } from "./defaults";
+export { resolveTensorParallelSize, tensorParallelFits } from "./rules/engines";
 export type {
   FleetSpec,
   HostSpec,

@@ -3,6 +3,7 @@
  * other member restarts at once, so no engine keeps a NIXL handshake of a process that is gone
  * (vLLM #38840). Pure: which members restarted since the wave last recorded them, and who restarts now.
  */
+import { canonicalJson } from "../digest";
 import type { ProcessIdentity } from "./generation";
 
 /** What the wave recorded of a member after it last ran: who owns the endpoint and when it started. */
@@ -93,4 +94,23 @@ export function peerChange(
   if (movedPeers(olds.peerStarts ?? {}, olds.observedPeerStarts ?? {}).some((id) => id in now)) return "replace";
   const ids = (p: object) => Object.keys(p).sort().join(",");
   return (olds.peers === undefined) !== (newPeers === undefined) || ids(was) !== ids(now) ? "update" : "none";
+}
+
+/** A wave's settings as its diff compares them: what changes only updates, unlike a member's recorded process. */
+export interface WaveSettings {
+  members: ReadonlyArray<{ processIdentity: ProcessIdentity }>;
+  credentials?: unknown;
+  apiKey?: string;
+  restartTimeoutS: number;
+}
+
+/** Whether anything but the members' recorded processes (which the restart check reads) changed. */
+export function waveSettingsChanged(olds: WaveSettings, news: WaveSettings): boolean {
+  const membership = (w: WaveSettings) => canonicalJson(w.members.map(({ processIdentity: _, ...rest }) => rest));
+  return (
+    membership(olds) !== membership(news) ||
+    canonicalJson(olds.credentials ?? null) !== canonicalJson(news.credentials ?? null) ||
+    olds.apiKey !== news.apiKey ||
+    olds.restartTimeoutS !== news.restartTimeoutS
+  );
 }

@@ -1,6 +1,6 @@
 import { sidecarEndpoint } from "../attestation/sidecar";
 import type { FleetSpec } from "../config";
-import { launchRecord, type LaunchRecord } from "../launch/plan";
+import { launchRecord, type LaunchPlan } from "../launch/plan";
 import { envFile } from "../shell";
 import type { HostLogin } from "../ssh/login";
 
@@ -22,7 +22,7 @@ export function generatedConfig(
   spec: FleetSpec,
   routerHost: string,
   hosts: ReadonlyArray<GeneratedHost>,
-  plans: ReadonlyArray<LaunchRecord>,
+  plans: ReadonlyArray<LaunchPlan>,
   fleetJson: Record<string, unknown>,
 ): Record<string, string> {
   const byAlias = new Map(hosts.map((h) => [h.alias, h]));
@@ -65,7 +65,8 @@ export function generatedConfig(
     env[`NARWHAL_NODE_${n}_IP`] = h.fabricAddress;
     env[`NARWHAL_NODE_${n}_URL`] = plan.url;
     env[`NARWHAL_NODE_${n}_ATTESTATION_URL`] = sidecarEndpoint(plan.url, e.attestationPort).url;
-    if (e.gpuIds) env[`NARWHAL_NODE_${n}_GPU_IDS`] = e.gpuIds.join(",");
+    // As the runbook's own env: an engine's GPUs are named where the config names them, unset where it takes every GPU of its host.
+    if (plan.placement.gpuIdsNamed) env[`NARWHAL_NODE_${n}_GPU_IDS`] = plan.placement.gpuIds.join(",");
   });
   return {
     "hosts.local.json": JSON.stringify(hostsMap, null, 2) + "\n",

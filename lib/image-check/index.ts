@@ -17,3 +17,4 @@ export * from "./commands";
 export * from "./verdict";
 export { checkLogLine, checkLogName, parseCheckLog, type CheckLogEntry, type CheckLogStep } from "./log";
 export { launchJsonText } from "./launch-json";
+export { runImageCheck, type CheckedIdentity, type CheckOutcome, type StepRunner } from "./run";

@@ -1,22 +1,25 @@
 import type { EngineSpec, FleetSpec } from "../config";
 import { sha256Json } from "../digest";
 
-/** Everything one engine's serving command is derived from; all plain values, no secrets. */
+/**
+ * Everything one engine's serving command is derived from; all plain values, no secrets. Resolved by
+ * `resolveEngineLaunch` (./policy.ts), the one place an engine's GPU ids and TP size get their defaults.
+ */
 export interface LaunchInputs {
   readonly engine: {
     readonly id: string;
     readonly port: number;
     readonly nixlPort: number;
-    /** GPU indices this engine may see; empty means every GPU on the host. */
+    /** The host GPU indices this engine uses, resolved: the ones it names, or every GPU its host shows. */
     readonly gpuIds: ReadonlyArray<number>;
+    /** Whether the config named them (`engines[].gpuIds`) rather than leaving the engine every GPU of its host. */
+    readonly gpuIdsNamed: boolean;
   };
   readonly host: {
     readonly alias: string;
     readonly fabricInterface: string;
     readonly fabricAddress: string;
     readonly vendor: "nvidia" | "amd" | "none";
-    /** How many GPUs discovery found: the TP size when the engine takes them all. */
-    readonly gpuCount: number;
     /** AMD: the render node of each of the engine's GPUs, in `engine.gpuIds` order, as discovery read them from /sys/class/drm. */
     readonly renderNodes?: ReadonlyArray<string>;
   };
@@ -43,7 +46,8 @@ export interface LaunchInputs {
     readonly maxModelLen: number;
     readonly maxNumSeqs: number;
     readonly gpuMemoryUtilization: number;
-    readonly tensorParallelSize?: number;
+    /** Resolved: the one configured, or one rank per GPU of `engine.gpuIds`. */
+    readonly tensorParallelSize: number;
     readonly prefixCaching: boolean;
     readonly ucxTcpPortRange: string;
     readonly kvLeaseDurationS: number;
@@ -65,8 +69,13 @@ export type VisibilityVariable = "CUDA_VISIBLE_DEVICES" | "HIP_VISIBLE_DEVICES";
  * values, never the plan's env text. Not part of `launch.json` or the plan hash (see `launchRecord`).
  */
 export interface LaunchPlacement {
-  /** Host GPU indices the engine uses: the visibility variable's list. */
+  /** Host GPU indices the engine uses, resolved once (lib/launch/policy.ts): the visibility variable's list. */
   readonly gpuIds: ReadonlyArray<number>;
+  /**
+   * Whether the config named the ids; false when the engine takes every GPU its host shows. The runbook's
+   * `deployment.env` names an engine's GPUs only then (lib/fleet/generated-config.ts).
+   */
+  readonly gpuIdsNamed: boolean;
   readonly vendor: "nvidia" | "amd" | "none";
   readonly visibilityVariable: VisibilityVariable;
   readonly transport: "tcp" | "ucx_rdma";
@@ -89,25 +98,17 @@ export interface LaunchRecord {
   readonly planSha256: string;
 }
 
-/** The complete launch of one engine: its recorded command and where it runs. */
+/** The complete launch of one engine: its recorded command, where it runs, and what its runtime must support. */
 export interface LaunchPlan extends LaunchRecord {
   readonly placement: LaunchPlacement;
+  /** The checkpoint's convolutional SSM state needs the DS layout: the image check requires the runtime to offer it. */
+  readonly dsRequired: boolean;
 }
 
 /** The plan without its placement: what `launch.json`, resource inputs and evidence hold, field for field. */
 export function launchRecord(plan: LaunchRecord): LaunchRecord {
   const { engineId, argv, env, url, tensorParallelSize, maxModelLen, planSha256 } = plan;
   return { engineId, argv, env, url, tensorParallelSize, maxModelLen, planSha256 };
-}
-
-/** The engine's GPUs: the ones it names, or every GPU its host shows when it names none. */
-export function resolveGpuIds(named: ReadonlyArray<number> | undefined, visible: ReadonlyArray<number>): number[] {
-  return named && named.length > 0 ? [...named] : [...visible];
-}
-
-/** The tensor-parallel size: the one configured, or one rank per GPU. */
-export function resolveTensorParallelSize(configured: number | undefined, gpuIds: ReadonlyArray<number>): number {
-  return configured ?? Math.max(1, gpuIds.length);
 }
 
 /**
@@ -130,10 +131,15 @@ function resolveDtype(policyDtype: string, modelDtype?: string): string {
   return modelDtype && modelDtype !== "auto" ? modelDtype : "bfloat16";
 }
 
+/**
+ * The launch plan of resolved inputs: nothing here defaults or checks an engine's GPUs or TP size
+ * (./policy.ts did). Callers outside tests reach it through `engineLaunchPlan`, so the up and the
+ * preview render every plan one way.
+ */
 export function renderLaunchPlan(inputs: LaunchInputs): LaunchPlan {
   const { engine, host, model, policy } = inputs;
-  const gpus = resolveGpuIds(engine.gpuIds, Array.from({ length: host.gpuCount }, (_, i) => i));
-  const tp = resolveTensorParallelSize(policy.tensorParallelSize, gpus);
+  const gpus = [...engine.gpuIds];
+  const tp = policy.tensorParallelSize;
   const maxModelLen = Math.min(policy.maxModelLen, model.maxPositionEmbeddings ?? Infinity);
 
   const kvTransferConfig = {
@@ -191,13 +197,14 @@ export function renderLaunchPlan(inputs: LaunchInputs): LaunchPlan {
   const url = `http://${host.fabricAddress.includes(":") ? `[${host.fabricAddress}]` : host.fabricAddress}:${engine.port}`;
   const placement: LaunchPlacement = {
     gpuIds: gpus,
+    gpuIdsNamed: engine.gpuIdsNamed,
     vendor: host.vendor,
     visibilityVariable: visibility,
     transport: policy.transport,
     rdmaDevices: policy.transport === "ucx_rdma" ? [...(policy.rdmaDevices ?? [])] : [],
     renderNodes: host.vendor === "amd" ? [...(host.renderNodes ?? [])] : [],
   };
-  return { engineId: engine.id, argv, env, url, tensorParallelSize: tp, maxModelLen, planSha256: sha256Json({ argv, env }), placement };
+  return { engineId: engine.id, argv, env, url, tensorParallelSize: tp, maxModelLen, planSha256: sha256Json({ argv, env }), placement, dsRequired: model.ssmConvStateLayoutDS === true };
 }
 
 /** vLLM's own defaults for the serving flags a plan may leave out (engineArgs can replace ours). */

@@ -1,5 +1,5 @@
-import type { EngineSpec, FleetSpec } from "../config";
-import { engineTransport, resolveGpuIds, resolveTensorParallelSize, type LaunchInputs } from "./plan";
+import { resolveTensorParallelSize, tensorParallelFits, type EngineSpec, type FleetSpec } from "../config";
+import { engineTransport, renderLaunchPlan, type LaunchInputs, type LaunchPlan } from "./plan";
 
 /** What discovery found on one host that a launch plan is derived from. */
 export interface HostLaunchFacts {
@@ -30,6 +30,14 @@ export class LaunchPolicyError extends Error {
   constructor(readonly issues: ReadonlyArray<PolicyIssue>) {
     super(`launch policy rejected (${issues.length} problem${issues.length === 1 ? "" : "s"}):\n` + issues.map((i) => `  - ${i.path}: ${i.message}`).join("\n"));
   }
+}
+
+/**
+ * An engine's GPUs: the ones it names, or every GPU its host shows when it names none. The one default
+ * of an engine's GPU ids; every later reader takes the plan's `placement.gpuIds`.
+ */
+export function resolveGpuIds(named: ReadonlyArray<number> | undefined, visible: ReadonlyArray<number>): number[] {
+  return named && named.length > 0 ? [...named] : [...visible];
 }
 
 /** The facts a plan takes from its host: the config's alias and interface, and what discovery saw. */
@@ -64,6 +72,10 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
     }
   }
   const gpus = resolveGpuIds(engine.gpuIds, visible);
+  // The ids reach device flags, claims and visibility lists: a probe that read an index twice or not as one is refused here.
+  if (new Set(gpus).size !== gpus.length || gpus.some((i) => !Number.isInteger(i) || i < 0)) {
+    issues.push({ path: `${at}.host`, message: `${who}: GPU ids ${JSON.stringify(gpus)} must be distinct non-negative integers; discovery read the host's GPU indices as ${JSON.stringify(visible)}` });
+  }
   const renderNodes = gpus.map((id) => facts.gpus.find((g) => g.index === id)?.renderNode);
   if (facts.vendor === "amd") {
     for (const [i, id] of gpus.entries()) {
@@ -73,7 +85,7 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
     }
   }
   const tp = resolveTensorParallelSize(o.tensorParallelSize ?? spec.launch.tensorParallelSize, gpus);
-  if (gpus.length > 0 && (tp > gpus.length || gpus.length % tp !== 0)) {
+  if (gpus.length > 0 && !tensorParallelFits(tp, gpus.length)) {
     const field = o.tensorParallelSize ? `${at}.overrides.tensorParallelSize` : "launch.tensorParallelSize";
     issues.push({ path: field, message: `${who}: tensor parallel size ${tp} does not divide the engine's ${gpus.length} GPU(s) (${gpus.join(", ")})` });
   }
@@ -90,13 +102,12 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
   if (issues.length > 0) throw new LaunchPolicyError(issues);
 
   return {
-    engine: { id: engine.id, port: engine.port, nixlPort: engine.nixlPort, gpuIds: gpus },
+    engine: { id: engine.id, port: engine.port, nixlPort: engine.nixlPort, gpuIds: gpus, gpuIdsNamed: (engine.gpuIds ?? []).length > 0 },
     host: {
       alias: facts.alias,
       fabricInterface: facts.fabricInterface,
       fabricAddress: facts.fabricAddress,
       vendor: facts.vendor,
-      gpuCount: visible.length,
       ...(facts.vendor === "amd" ? { renderNodes: renderNodes.map((n) => n ?? "") } : {}),
     },
     model: {
@@ -129,6 +140,25 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
       engineEnv: Object.keys(engineEnv).length > 0 ? engineEnv : undefined,
     },
   };
+}
+
+/** What discovery measured on an engine's host that its plan takes: the Gate A resource's outputs, or the preview's own probe. */
+export interface DiscoveredHost {
+  readonly fabricAddress: string;
+  readonly accelerators: Pick<HostLaunchFacts, "vendor" | "product" | "gpus" | "notice">;
+  readonly model: HostLaunchFacts["model"];
+}
+
+/**
+ * The one way from discovery's facts and the config to an engine's launch plan, rendered once: Gate A
+ * (components/discovery.ts) hands its result to the engine, the replica agreement and the generated
+ * configuration, and the preview's adoption forecast (lib/adoption/preview-reads.ts) decides against the
+ * same function's result. Throws `LaunchPolicyError` naming engine, host and field.
+ */
+export function engineLaunchPlan(spec: FleetSpec, engine: EngineSpec, discovered: DiscoveredHost): LaunchPlan {
+  const host = spec.hosts.find((h) => h.alias === engine.host);
+  if (!host) throw new LaunchPolicyError([{ path: `engines[${engine.index}].host`, message: `engine ${engine.id}: no host has alias ${engine.host}` }]);
+  return renderLaunchPlan(resolveEngineLaunch(spec, engine, hostLaunchFacts(host, discovered.fabricAddress, discovered.accelerators, discovered.model)));
 }
 
 /** One replica as the fleet-wide check sees it. */

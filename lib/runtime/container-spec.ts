@@ -30,7 +30,9 @@ import type { LaunchPlacement, LaunchPlan } from "../launch/plan";
  * device flags and passes the plan's environment through unchanged.
  *
  * The GPU ids, vendor, visibility variable, render nodes, transport and RDMA devices are the plan's `placement`,
- * resolved once with its command; nothing here reads them back out of the plan's environment text.
+ * resolved once with its command; nothing here reads them back out of the plan's environment text. The
+ * GPU ids were checked where they were resolved (lib/launch/policy.ts: visible on the host, distinct,
+ * never none on a GPU host); this file takes them as they are.
  */
 
 /** How the container is run besides the plan: GPUs, vendor and RDMA devices are the plan's `placement`. */
@@ -194,10 +196,6 @@ export function containerSpec(plan: LaunchPlan, opts: ContainerRuntimeOptions): 
   if (!opts.launchToken || /[\s=]/.test(opts.launchToken)) fail("launch token must be a non-empty word");
   if (!opts.modelDir.startsWith("/")) fail(`model dir ${JSON.stringify(opts.modelDir)} must be an absolute host path`);
   if (!opts.envFile.startsWith("/")) fail(`env file ${JSON.stringify(opts.envFile)} must be an absolute host path`);
-  if (vendor !== "none" && gpuIds.length === 0) fail(`a ${vendor} engine needs its GPU ids; exposing every GPU is not allowed`);
-  if (new Set(gpuIds).size !== gpuIds.length || gpuIds.some((i) => !Number.isInteger(i) || i < 0)) {
-    fail(`GPU ids ${JSON.stringify(gpuIds)} must be distinct non-negative integers`);
-  }
   for (const d of rdma) if (!d.startsWith("/dev/")) fail(`RDMA device ${JSON.stringify(d)} is not a /dev path`);
   if (transport === "ucx_rdma" && rdma.length === 0) {
     fail(`the plan's transport is ucx_rdma (UCX_TLS=${plan.env.UCX_TLS}) but no RDMA devices are given to the container; list them in launch.rdma.devices or the engine's overrides.rdma.devices`);

@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { dynamicResource } from "../../dynamic-providers/declare";
-import type { CommandRecordInputs, CommandRecordOutputs } from "../../dynamic-providers/command-record/types";
+import type { CommandRecordInputs, CommandRecordOutputs } from "../../dynamic-providers/command-record/check";
 import { settle } from "./support/fleet";
 
 const ROOT = path.resolve(__dirname, "../..");

@@ -79,4 +79,20 @@ describe("mocks: profile mesh", () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("takes turns by the GPUs each plan resolved: side by side on disjoint GPUs, one after another with profiling.oneAtATime", async () => {
+    const waits = async (config: Record<string, unknown>) => {
+      registered.splice(0);
+      await settle(mocks.build(config, mockSecrets(API_KEY)).profiles.summary);
+      const profiles = registered.filter((r) => r.type === "pulumi-nodejs:dynamic/narwhal:Profile");
+      return Object.fromEntries(profiles.map((r) => [r.name, profiles.filter((o) => (r.dependencies ?? []).some((u) => u.endsWith(`::${o.name}`))).map((o) => o.name)]));
+    };
+    // e1 and e3 share host a on GPUs 0 and 1; e2 is alone on b.
+    expect(await waits(fleetConfig(PROFILED))).to.deep.equal({ "fleet-profiles-e1": [], "fleet-profiles-e2": [], "fleet-profiles-e3": [] });
+    expect(await waits(fleetConfig({ ...PROFILED, profiling: { ...PROFILED.profiling, oneAtATime: true } }))).to.deep.equal({
+      "fleet-profiles-e1": [],
+      "fleet-profiles-e2": ["fleet-profiles-e1"],
+      "fleet-profiles-e3": ["fleet-profiles-e2"],
+    });
+  });
 });

@@ -97,9 +97,8 @@ describe("mocks: an engine with a runbook launch directory", () => {
   beforeEach(() => registered.splice(0));
 
   function engine(name: string, runtime: RuntimeSpec = RUNTIME) {
-    const l = launchInputs();
     return new Engine(name, {
-      launch: l,
+      plan: renderLaunchPlan(launchInputs()),
       hostAlias: "a",
       servedName: "tiny",
       connection: { host: "198.18.0.11", user: "ops", privateKey: pulumi.secret("k") },

@@ -85,13 +85,12 @@ function byName(name: string): Registered {
 /** `rdma` runs the engine over ucx_rdma with these device nodes (the default one, uverbs0, for `true`). */
 function launch(over: { id?: string; port?: number; vendor?: "nvidia" | "amd" | "none"; gpuIds?: number[]; rdma?: boolean | string[] } = {}): LaunchInputs {
   return {
-    engine: { id: over.id ?? "e1", port: over.port ?? 8100, nixlPort: 5600, gpuIds: over.gpuIds ?? [2, 3] },
+    engine: { id: over.id ?? "e1", port: over.port ?? 8100, nixlPort: 5600, gpuIds: over.gpuIds ?? [2, 3], gpuIdsNamed: true },
     host: {
       alias: "a",
       fabricInterface: "fab0",
       fabricAddress: "198.18.0.11",
       vendor: over.vendor ?? "nvidia",
-      gpuCount: 4,
       // As discovery reads them from sysfs: GPU i of 4 at renderD(131 - i).
       ...(over.vendor === "amd" ? { renderNodes: (over.gpuIds ?? [2, 3]).map((i) => `/dev/dri/renderD${131 - i}`) } : {}),
     },
@@ -106,6 +105,7 @@ function launch(over: { id?: string; port?: number; vendor?: "nvidia" | "amd" | 
       maxModelLen: 4096,
       maxNumSeqs: 64,
       gpuMemoryUtilization: 0.9,
+      tensorParallelSize: (over.gpuIds ?? [2, 3]).length,
       prefixCaching: true,
       ucxTcpPortRange: "40000-40100",
       kvLeaseDurationS: 30,
@@ -496,9 +496,8 @@ describe("mocks: engine runtime backends", () => {
     });
 
     function engine(kind: RuntimeSpec["kind"], name: string) {
-      const l = launch();
       return new Engine(name, {
-        launch: l,
+        plan: renderLaunchPlan(launch()),
         hostAlias: "b",
         servedName: "tiny",
         connection: connection(),

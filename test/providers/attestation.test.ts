@@ -26,7 +26,7 @@ import { Attestation } from "../../dynamic-providers/attestation/resource";
 import type { AttestationInputs, AttestationOutputs } from "../../dynamic-providers/attestation/schema";
 import { captureLocal } from "../support/local-capture";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
+import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
 import { pidAlive } from "../../sim/hosts/exec";
 import { runbookAttestationDocument } from "../unit/attestation/runbook-document-fixture";

@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { provider } from "../../dynamic-providers/command-record/provider";
-import type { CommandRecordInputs, CommandRecordOutputs } from "../../dynamic-providers/command-record/types";
+import type { CommandRecordInputs, CommandRecordOutputs } from "../../dynamic-providers/command-record/check";
 import { UNKNOWN } from "../../lib/unknown";
 import { EvidenceStore, evidenceRoot, gateOfKind } from "../../lib/evidence";
 

@@ -109,12 +109,12 @@ describe("docker-cli runtime on the local Docker Engine", function () {
 
   async function engine(id: string, over: Overrides = {}): Promise<Engine> {
     const inputs: LaunchInputs = {
-      engine: { id, port: await freePort(), nixlPort: await freePort(), gpuIds: [0] },
-      host: { alias: "local", fabricInterface: "lo", fabricAddress: "127.0.0.1", vendor: "none", gpuCount: 1 },
+      engine: { id, port: await freePort(), nixlPort: await freePort(), gpuIds: [0], gpuIdsNamed: true },
+      host: { alias: "local", fabricInterface: "lo", fabricAddress: "127.0.0.1", vendor: "none" },
       model: { servedName: "tiny", checkpointDir: modelDir, maxPositionEmbeddings: 4096, ...over.model },
       policy: {
         vllmCommand: "vllm", transport: "tcp", dtype: "model", kvCacheDtype: "auto", blockSize: 16, enforceEager: true,
-        maxModelLen: 2048, maxNumSeqs: 8, gpuMemoryUtilization: 0.9, prefixCaching: true,
+        maxModelLen: 2048, maxNumSeqs: 8, gpuMemoryUtilization: 0.9, tensorParallelSize: 1, prefixCaching: true,
         ucxTcpPortRange: "6300-6500", kvLeaseDurationS: 30,
         engineEnv: { NARWHAL_SIM_TIME_SCALE: "0.05", ...over.env },
         ...over.policy,

@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
+import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { parseFleetConfig } from "../../lib/config";
 import { EvidenceStore, evidenceRoot, exportAliases, exportDeploymentRecord, sourceRevision } from "../../lib/evidence";
 import { KV_BOTH, makeModel, removeTemps, spawnEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { provider } from "../../dynamic-providers/fabric-edge/provider";
-import type { FabricEdgeInputs, FabricEdgeOutputs } from "../../dynamic-providers/fabric-edge/types";
+import type { FabricEdgeInputs, FabricEdgeOutputs } from "../../dynamic-providers/fabric-edge/schema";
 import { evidenceRoot } from "../../lib/evidence";
 import { runInHost, setRdmaPortState, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";

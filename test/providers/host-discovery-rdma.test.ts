@@ -2,7 +2,7 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { provider } from "../../dynamic-providers/host-discovery/provider";
-import type { HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/types";
+import type { HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/schema";
 import { evidenceRoot } from "../../lib/evidence";
 import { setRdmaPortState, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { provider } from "../../dynamic-providers/host-discovery/provider";
-import type { HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/types";
+import type { HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/schema";
 import { NO_GPU_NOTICE } from "../../lib/discovery/accelerators";
 import { runInHost, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";

@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { provider } from "../../dynamic-providers/image-check/provider";
-import type { ImageCheckInputs, ImageCheckOutputs } from "../../dynamic-providers/image-check/types";
+import type { ImageCheckInputs, ImageCheckOutputs } from "../../dynamic-providers/image-check/schema";
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence";
 import { launchJsonText, parseCheckLog } from "../../lib/image-check";
 import { LaunchInputs, renderLaunchPlan } from "../../lib/launch/plan";

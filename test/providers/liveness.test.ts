@@ -6,7 +6,7 @@
  */
 import { expect } from "chai";
 import { provider } from "../../dynamic-providers/liveness/provider";
-import type { LivenessInputs, LivenessOutputs } from "../../dynamic-providers/liveness/types";
+import type { LivenessInputs, LivenessOutputs } from "../../dynamic-providers/liveness/check";
 import { UNKNOWN } from "../../lib/unknown";
 import { http, makeModel, removeTemps, startEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";
 

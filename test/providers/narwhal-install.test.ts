@@ -17,7 +17,7 @@ import { attestationDocument, documentDigest, sidecarEndpoint, sidecarStartScrip
 import { cacheLayoutDigest } from "../../lib/engine/cache-layout";
 import { envFile, shq } from "../../lib/shell";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
+import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { provider as attestation } from "../../dynamic-providers/attestation/provider";
 import type { AttestationOutputs } from "../../dynamic-providers/attestation/schema";
 import { ranks } from "../unit/attestation/fixtures";

@@ -28,7 +28,7 @@ import {
 } from "../../lib/attestation";
 import { captureLocal } from "../support/local-capture";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
+import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { runGates } from "../../dynamic-providers/preflight/provider";
 import { parseNarwhalReport } from "../../lib/preflight";
 import { attestationBindingDigest, type ProfileRow } from "../../lib/profiling";

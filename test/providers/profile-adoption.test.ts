@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Sweep } from "../../lib/profiling";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
+import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { provider as profileProvider } from "../../dynamic-providers/profile/provider";
 import { writeStore } from "../../dynamic-providers/profile-store/provider";
 import type { ProfileInputs, ProfileOutputs } from "../../dynamic-providers/profile/schema";

@@ -11,7 +11,7 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
+import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { measureProfile } from "../../dynamic-providers/profile/provider";
 import type { ProfileInputs } from "../../dynamic-providers/profile/schema";
 import { ProfileError, type Sweep } from "../../lib/profiling";

@@ -11,7 +11,7 @@ import { createServer, request as httpRequest, type Server } from "node:http";
 import * as path from "node:path";
 import { DEFAULT_SWEEP, type Sweep } from "../../lib/profiling";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
+import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { measureProfile, provider as profileProvider } from "../../dynamic-providers/profile/provider";
 import { writeStore } from "../../dynamic-providers/profile-store/provider";
 import type { ProfileStoreInputs } from "../../dynamic-providers/profile-store/types";

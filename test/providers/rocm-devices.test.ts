@@ -7,7 +7,7 @@
  */
 import { expect } from "chai";
 import { provider } from "../../dynamic-providers/host-discovery/provider";
-import type { HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/types";
+import type { HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/schema";
 import { runInHost, simDown, simUp, sshExec } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { discoveryFailure, discoveryInputs } from "./support/host-discovery";

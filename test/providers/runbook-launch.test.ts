@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/types";
+import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { renderLaunchPlan, type LaunchPlan } from "../../lib/launch/plan";
 import { decideRunbookAdoption, runbookAttestationOf, surveyEnvKeys, type RunbookDecision } from "../../lib/launch/runbook";
 import { startScript, stopScript, type NativeRuntimeOptions } from "../../lib/runtime/native";
@@ -110,9 +110,10 @@ describe("runbook-launched engines: adopted when their plan equals the program's
     const base = launchInputs({ vllmCommand: vllm, maxModelLen: 1024, blockSize: 16 });
     plan = renderLaunchPlan({
       ...base,
-      engine: { id: "e1", port: await freePort(), nixlPort: await freePort(), gpuIds: [0] },
-      host: { ...base.host, fabricAddress: "127.0.0.1", fabricInterface: "lo", gpuCount: 1 },
+      engine: { id: "e1", port: await freePort(), nixlPort: await freePort(), gpuIds: [0], gpuIdsNamed: true },
+      host: { ...base.host, fabricAddress: "127.0.0.1", fabricInterface: "lo" },
       model: { servedName: "tiny", checkpointDir: makeModel() },
+      policy: { ...base.policy, tensorParallelSize: 1 },
     });
   });
 
@@ -168,7 +169,7 @@ describe("runbook-launched engines: adopted when their plan equals the program's
   it("refuses to adopt an engine running another plan, names the differing field, and replaces it", async () => {
     await runbookStart(plan, runbookPlan(plan, { backend: "native" }));
     const startBefore = await processStart(plan.url);
-    const ours = renderLaunchPlan({ ...launchInputs({ vllmCommand: vllm, maxModelLen: 1024, blockSize: 16, maxNumSeqs: 4 }), engine: { id: "e1", port: Number(new URL(plan.url).port), nixlPort: Number(plan.env.VLLM_NIXL_SIDE_CHANNEL_PORT), gpuIds: [0] }, host: { ...launchInputs().host, fabricAddress: "127.0.0.1", fabricInterface: "lo", gpuCount: 1 }, model: { servedName: "tiny", checkpointDir: plan.argv[2] } });
+    const ours = renderLaunchPlan({ ...launchInputs({ vllmCommand: vllm, maxModelLen: 1024, blockSize: 16, maxNumSeqs: 4, tensorParallelSize: 1 }), engine: { id: "e1", port: Number(new URL(plan.url).port), nixlPort: Number(plan.env.VLLM_NIXL_SIDE_CHANNEL_PORT), gpuIds: [0], gpuIdsNamed: true }, host: { ...launchInputs().host, fabricAddress: "127.0.0.1", fabricInterface: "lo" }, model: { servedName: "tiny", checkpointDir: plan.argv[2] } });
 
     const d = await survey(ours);
     expect(d.action).to.equal("replace");

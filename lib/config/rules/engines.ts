@@ -59,6 +59,24 @@ const sharedHostGpus: Rule = (ctx, report) => {
   }
 };
 
+/**
+ * The tensor-parallel size: the one configured, or one rank per GPU. The one default of an engine's TP
+ * size: these rules apply it to the GPUs the config names, the launch policy (lib/launch/policy.ts) to
+ * the GPUs resolved against the host.
+ */
+export function resolveTensorParallelSize(configured: number | undefined, gpuIds: ReadonlyArray<number>): number {
+  return configured ?? Math.max(1, gpuIds.length);
+}
+
+/**
+ * vLLM shards each layer over TP of the GPUs it is given: TP must divide the GPU count. The one test of
+ * it, made here on the config as written (before any host is touched) and by the launch policy on the
+ * GPUs resolved against the host.
+ */
+export function tensorParallelFits(tp: number, gpuCount: number): boolean {
+  return tp <= gpuCount && gpuCount % tp === 0;
+}
+
 /** Where an engine's TP size comes from, and the path to report it at. */
 function tpSource(ctx: RuleInput, i: number): { tp: number; path: PathSegment[]; own: boolean } | undefined {
   const own = ctx.engines[i].value.overrides?.tensorParallelSize;
@@ -78,7 +96,7 @@ const tensorParallel: Rule = (ctx, report) => {
   ctx.engines.forEach((engine, i) => {
     const gpus = engine.value.gpuIds;
     const source = tpSource(ctx, i);
-    if (source && gpus && (source.tp > gpus.length || gpus.length % source.tp !== 0)) {
+    if (source && gpus && !tensorParallelFits(source.tp, gpus.length)) {
       const fix = source.own ? "" : `, or set engines[${i}].overrides.tensorParallelSize`;
       report(
         source.path,
@@ -87,9 +105,9 @@ const tensorParallel: Rule = (ctx, report) => {
       );
       return;
     }
-    // TP is known when given, or when gpuIds fix it (default TP = every GPU the engine gets).
+    // TP is known when given, or when gpuIds fix it (the launch policy's default: every GPU the engine gets).
     if (source) shapes.push({ index: i, tp: source.tp, path: source.path });
-    else if (gpus) shapes.push({ index: i, tp: gpus.length, path: ["engines", i, "gpuIds"] });
+    else if (gpus) shapes.push({ index: i, tp: resolveTensorParallelSize(undefined, gpus), path: ["engines", i, "gpuIds"] });
   });
 
   const reference = shapes[0];

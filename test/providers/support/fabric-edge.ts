@@ -1,6 +1,6 @@
 /** Simulated hosts as the two ends of a fabric edge, for the fabric edge provider tests. */
 import * as fs from "node:fs";
-import type { FabricEdgeInputs } from "../../../dynamic-providers/fabric-edge/types";
+import type { FabricEdgeInputs } from "../../../dynamic-providers/fabric-edge/schema";
 import type { SimHost } from "../../../sim/hosts";
 
 export function edgeEnd(h: SimHost) {

@@ -1,6 +1,6 @@
 /** The discovery provider's inputs for a simulated host, as the fleet gives them, for the provider tests. */
 import * as fs from "node:fs";
-import type { HostDiscoveryInputs } from "../../../dynamic-providers/host-discovery/types";
+import type { HostDiscoveryInputs } from "../../../dynamic-providers/host-discovery/schema";
 import type { SimHost } from "../../../sim/hosts";
 import { rejection } from "../../support/rejection";
 

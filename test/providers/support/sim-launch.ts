@@ -9,16 +9,17 @@ import type { StoredLogin } from "../../../lib/ssh/stored-login";
 import type { SimHost } from "../../../sim/hosts";
 import { launchInputs } from "../../unit/launch/inputs";
 
+/** `engine` names its GPUs; TP is one rank per GPU unless `over.policy` says otherwise. */
 export function simLaunch(
   h: SimHost,
-  engine: LaunchInputs["engine"],
+  engine: Omit<LaunchInputs["engine"], "gpuIdsNamed">,
   over: { model?: Partial<LaunchInputs["model"]>; policy?: Partial<LaunchInputs["policy"]> } = {},
 ): LaunchInputs {
   return {
-    engine,
-    host: { alias: h.alias, fabricInterface: h.fabricInterface, fabricAddress: h.address, vendor: "nvidia", gpuCount: 2 },
+    engine: { ...engine, gpuIdsNamed: true },
+    host: { alias: h.alias, fabricInterface: h.fabricInterface, fabricAddress: h.address, vendor: "nvidia" },
     model: { servedName: "tiny-llama", checkpointDir: h.modelDir, dtype: "bfloat16", maxPositionEmbeddings: 2048, ...over.model },
-    policy: launchInputs({ blockSize: 16, maxModelLen: 2048, ...over.policy }).policy,
+    policy: launchInputs({ blockSize: 16, maxModelLen: 2048, tensorParallelSize: engine.gpuIds.length, ...over.policy }).policy,
   };
 }
 

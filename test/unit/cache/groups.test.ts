@@ -114,8 +114,8 @@ describe("signature inputs from measured facts", () => {
     packagesUnknownReason: null,
   };
   const launch = (engineId: string, gpuIds: number[], address: string): LaunchInputs => ({
-    engine: { id: engineId, port: 8100, nixlPort: 5600, gpuIds },
-    host: { alias: engineId === "e1" ? "gpu-a" : "gpu-b", fabricInterface: "fab0", fabricAddress: address, vendor: "nvidia", gpuCount: 8 },
+    engine: { id: engineId, port: 8100, nixlPort: 5600, gpuIds, gpuIdsNamed: true },
+    host: { alias: engineId === "e1" ? "gpu-a" : "gpu-b", fabricInterface: "fab0", fabricAddress: address, vendor: "nvidia" },
     model: { servedName: "tiny", checkpointDir: "/models/tiny" },
     policy: {
       vllmCommand: "vllm",
@@ -127,6 +127,7 @@ describe("signature inputs from measured facts", () => {
       maxModelLen: 16384,
       maxNumSeqs: 8,
       gpuMemoryUtilization: 0.9,
+      tensorParallelSize: gpuIds.length,
       prefixCaching: false,
       ucxTcpPortRange: "6300-6500",
       kvLeaseDurationS: 30,

@@ -10,11 +10,10 @@ import {
   DEFAULT_MAX_FILE_BYTES,
   HostFacts,
   parseProbe,
-  PROBE_SCRIPT,
   probeCommand,
   ProbeOptions,
-  splitSections,
 } from "../../../lib/discovery/probe";
+import { PROBE_SCRIPT, splitSections } from "../../../lib/discovery/probe-script";
 import { TINY_LLAMA_CONFIG, writeCheckpoint } from "../../../sim/hosts";
 import { IMAGE_ID, IMPORTED_INSPECT, PIP_LIST, VLLM_INSPECT, DIGEST } from "./fixtures/runtime";
 

@@ -17,7 +17,7 @@ import {
   selectGid,
   type RdmaInventory,
 } from "../../../lib/discovery/rdma";
-import { splitSections } from "../../../lib/discovery/probe";
+import { splitSections } from "../../../lib/discovery/probe-script";
 import { writeHcaTree } from "../../../sim/rdma/sysfs";
 
 /**

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { schemaFailures } from "../../../dynamic-providers/evidence-provider";
 import { UNKNOWN } from "../../../lib/unknown";
-import { discoveryInputs } from "../../../dynamic-providers/host-discovery/check";
+import { discoveryInputs } from "../../../dynamic-providers/host-discovery/schema";
 import { commandRecordInputs } from "../../../dynamic-providers/command-record/check";
 import { deploymentConfigInputs } from "../../../dynamic-providers/deployment-config/check";
 import { fabricGateInputs } from "../../../dynamic-providers/fabric-gate/check";

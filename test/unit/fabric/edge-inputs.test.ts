@@ -1,6 +1,5 @@
 import { expect } from "chai";
-import { edgeInputProblems } from "../../../dynamic-providers/fabric-edge/check";
-import type { FabricEdgeInputs } from "../../../dynamic-providers/fabric-edge/types";
+import { edgeInputProblems, type FabricEdgeInputs } from "../../../dynamic-providers/fabric-edge/schema";
 import { UNKNOWN } from "../../../lib/unknown";
 
 const end = (alias: string, n: number) => ({ alias, sshHost: `10.0.0.${n}`, hostKey: "ssh-ed25519 AAAA", fabricInterface: "fab0", fabricAddress: `10.0.1.${n}` });

@@ -1,11 +1,12 @@
 /**
  * The runbook's Gate A config the program writes: deployment.env names each engine's sidecar where the
- * fleet document does, on the engine's host (IPv6 bracketed) and its attestationPort.
+ * fleet document does, on the engine's host (IPv6 bracketed) and its attestationPort, and an engine's
+ * GPUs as its plan resolved them.
  */
 import { expect } from "chai";
 import { parseFleetConfig } from "../../../lib/config";
 import { generatedConfig, type GeneratedHost } from "../../../lib/fleet/generated-config";
-import type { LaunchRecord } from "../../../lib/launch/plan";
+import { engineLaunchPlan } from "../../../lib/launch/policy";
 
 const spec = parseFleetConfig({
   hosts: [
@@ -14,7 +15,7 @@ const spec = parseFleetConfig({
   ],
   engines: [
     { id: "e1", host: "a", gpuIds: [0] },
-    { id: "e2", host: "b", gpuIds: [0], role: "decode", attestationPort: 9300 },
+    { id: "e2", host: "b", role: "decode", attestationPort: 9300 },
   ],
   model: { servedName: "tiny-llama", checkpointDir: "/models/tiny-llama" },
   slo: { ttftS: 4, tpotS: 0.2 },
@@ -28,10 +29,10 @@ const hosts: GeneratedHost[] = spec.hosts.map((h) => ({
   discovery: { relativePath: `discovery/${h.alias}.json`, digest: `sha256:${"a".repeat(64)}` },
   policyDigest: `sha256:${"b".repeat(64)}`,
 }));
-const plans: LaunchRecord[] = spec.engines.map((e) => {
-  const a = address[e.host];
-  return { engineId: e.id, argv: ["vllm", "serve"], env: {}, url: `http://${a.includes(":") ? `[${a}]` : a}:${e.port}`, tensorParallelSize: 1, maxModelLen: 4096, planSha256: `sha256:${"c".repeat(64)}` };
-});
+// e1 names GPU 0 of its host's two; e2 names none and takes both of its host's.
+const plans = spec.engines.map((e) =>
+  engineLaunchPlan(spec, e, { fabricAddress: address[e.host], accelerators: { vendor: "nvidia", product: "GPU X", gpus: [{ index: 0 }, { index: 1 }] }, model: { dtype: "bfloat16", maxPositionEmbeddings: 4096 } }),
+);
 
 describe("generated runbook config", () => {
   it("names each engine's sidecar on the engine's host and its attestationPort", () => {
@@ -43,5 +44,11 @@ describe("generated runbook config", () => {
       "NARWHAL_NODE_2_URL='http://[fd00::12]:8101'",
       "NARWHAL_NODE_2_ATTESTATION_URL='http://[fd00::12]:9300/v1/attestation'",
     ]);
+  });
+
+  it("names an engine's GPUs from its plan where the config names them, and leaves them unset where it takes every GPU of its host", () => {
+    const env = generatedConfig(spec, "a", hosts, plans, {})["deployment.env"];
+    expect(plans.map((p) => p.placement.gpuIds)).to.deep.equal([[0], [0, 1]]);
+    expect(env.split("\n").filter((l) => /_GPU_IDS=/.test(l))).to.deep.equal(["NARWHAL_NODE_1_GPU_IDS='0'"]);
   });
 });

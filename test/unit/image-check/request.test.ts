@@ -22,7 +22,7 @@ import { launchInputs } from "../launch/inputs";
 
 const IMAGE = `sha256:${"a".repeat(64)}`;
 const base = launchInputs({ blockSize: 16, maxModelLen: 4096 });
-const launch: LaunchInputs = { ...base, engine: { ...base.engine, gpuIds: [0] }, host: { ...base.host, alias: "h1" }, model: { ...base.model, maxPositionEmbeddings: 4096 } };
+const launch: LaunchInputs = { ...base, engine: { ...base.engine, gpuIds: [0] }, host: { ...base.host, alias: "h1" }, model: { ...base.model, maxPositionEmbeddings: 4096 }, policy: { ...base.policy, tensorParallelSize: 1 } };
 
 function spec(over: Partial<ImageCheckSpec> = {}, model: Partial<LaunchInputs["model"]> = {}): ImageCheckSpec {
   return {

@@ -1,10 +1,10 @@
 import type { LaunchInputs } from "../../../lib/launch/plan";
 
-/** One NVIDIA engine on two GPUs with the runbook's default policy; `over` edits the policy. */
+/** One NVIDIA engine on two GPUs (resolved, as lib/launch/policy.ts hands them on) with the runbook's default policy; `over` edits the policy. */
 export function launchInputs(over: Partial<LaunchInputs["policy"]> = {}, id = "e1"): LaunchInputs {
   return {
-    engine: { id, port: 8100, nixlPort: 5600, gpuIds: [0, 1] },
-    host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor: "nvidia", gpuCount: 2 },
+    engine: { id, port: 8100, nixlPort: 5600, gpuIds: [0, 1], gpuIdsNamed: true },
+    host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor: "nvidia" },
     model: { servedName: "tiny", checkpointDir: "/models/tiny", dtype: "bfloat16", maxPositionEmbeddings: 8192 },
     policy: {
       vllmCommand: "vllm",
@@ -16,6 +16,7 @@ export function launchInputs(over: Partial<LaunchInputs["policy"]> = {}, id = "e
       maxModelLen: 16384,
       maxNumSeqs: 8,
       gpuMemoryUtilization: 0.9,
+      tensorParallelSize: 2,
       prefixCaching: false,
       ucxTcpPortRange: "6300-6500",
       kvLeaseDurationS: 30,

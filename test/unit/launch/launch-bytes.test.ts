@@ -4,8 +4,8 @@
 import { expect } from "chai";
 import { parseFleetConfig } from "../../../lib/config";
 import { sha256Json } from "../../../lib/digest";
-import { hostLaunchFacts, resolveEngineLaunch } from "../../../lib/launch/policy";
-import { renderLaunchPlan, type LaunchPlan } from "../../../lib/launch/plan";
+import { engineLaunchPlan } from "../../../lib/launch/policy";
+import type { LaunchPlan } from "../../../lib/launch/plan";
 import { launchJsonText } from "../../../lib/image-check";
 import * as native from "../../../lib/runtime/native";
 import * as dockerCli from "../../../lib/runtime/docker-cli";
@@ -29,11 +29,13 @@ function config(runtime: Record<string, unknown>, launch: Record<string, unknown
     runtime,
     launch,
   });
-  const facts = (alias: string) => {
-    const host = spec.hosts.find((h) => h.alias === alias)!;
-    return hostLaunchFacts(host, alias === "a" ? "198.18.0.11" : "198.18.0.12", { vendor, product: "GPU X", gpus: [{ index: 0 }, { index: 1 }] }, { dtype: "bfloat16", maxPositionEmbeddings: 32768 });
-  };
-  return { spec, plans: spec.engines.map((e) => renderLaunchPlan(resolveEngineLaunch(spec, e, facts(e.host)))) };
+  // What discovery measured on each host, handed to the one function Gate A and the preview plan with.
+  const discovered = (alias: string) => ({
+    fabricAddress: alias === "a" ? "198.18.0.11" : "198.18.0.12",
+    accelerators: { vendor, product: "GPU X", gpus: [{ index: 0 }, { index: 1 }] },
+    model: { dtype: "bfloat16", maxPositionEmbeddings: 32768 },
+  });
+  return { spec, plans: spec.engines.map((e) => engineLaunchPlan(spec, e, discovered(e.host))) };
 }
 
 /** Everything of one plan that reaches a host, by name. */

@@ -34,7 +34,7 @@ describe("launch plan", () => {
     });
     expect(plan.url).to.equal("http://198.18.0.11:8100");
     expect(plan.planSha256).to.match(/^sha256:[0-9a-f]{64}$/);
-    expect(plan.placement).to.deep.equal({ gpuIds: [0, 1], vendor: "nvidia", visibilityVariable: "CUDA_VISIBLE_DEVICES", transport: "tcp", rdmaDevices: [], renderNodes: [] });
+    expect(plan.placement).to.deep.equal({ gpuIds: [0, 1], gpuIdsNamed: true, vendor: "nvidia", visibilityVariable: "CUDA_VISIBLE_DEVICES", transport: "tcp", rdmaDevices: [], renderNodes: [] });
   });
 
   it("uses HIP_VISIBLE_DEVICES alone on ROCm, and RDMA devices for ucx_rdma", () => {
@@ -49,6 +49,7 @@ describe("launch plan", () => {
     expect(plan.env.UCX_NET_DEVICES).to.equal("mlx5_0:1,mlx5_1:1");
     expect(plan.placement).to.deep.equal({
       gpuIds: [0, 1],
+      gpuIdsNamed: true,
       vendor: "amd",
       visibilityVariable: "HIP_VISIBLE_DEVICES",
       transport: "ucx_rdma",
@@ -72,18 +73,25 @@ describe("launch plan", () => {
     const plan = renderLaunchPlan(base);
     const record = launchRecord(plan);
     expect(Object.keys(record)).to.deep.equal(["engineId", "argv", "env", "url", "tensorParallelSize", "maxModelLen", "planSha256"]);
-    const { placement, ...command } = plan;
+    const { placement, dsRequired, ...command } = plan;
     expect(placement.gpuIds).to.deep.equal([0, 1]);
+    expect(dsRequired).to.equal(false);
     expect(record).to.deep.equal(command);
     expect(JSON.stringify(launchRecord(record))).to.equal(JSON.stringify(record));
   });
 
-  it("falls back to bfloat16 when the model does not say, and takes every GPU without gpuIds", () => {
-    const plan = renderLaunchPlan({ ...base, engine: { ...base.engine, gpuIds: [] }, model: { servedName: "m", checkpointDir: "/m" } });
+  it("falls back to bfloat16 when the model does not say", () => {
+    const plan = renderLaunchPlan({ ...base, model: { servedName: "m", checkpointDir: "/m" } });
     expect(flag(plan.argv, "--dtype")).to.equal("bfloat16");
-    expect(plan.env.CUDA_VISIBLE_DEVICES).to.equal("0,1");
-    expect(plan.placement.gpuIds).to.deep.equal([0, 1]);
-    expect(flag(plan.argv, "--tensor-parallel-size")).to.equal("2");
+  });
+
+  it("renders the GPU ids and TP size it is given, defaulting neither (the launch policy resolved them)", () => {
+    const plan = renderLaunchPlan({ ...base, engine: { ...base.engine, gpuIds: [3, 1], gpuIdsNamed: false }, policy: { ...base.policy, tensorParallelSize: 1 } });
+    expect(plan.env.CUDA_VISIBLE_DEVICES).to.equal("3,1");
+    expect(plan.placement).to.include({ gpuIdsNamed: false });
+    expect(plan.placement.gpuIds).to.deep.equal([3, 1]);
+    expect(flag(plan.argv, "--tensor-parallel-size")).to.equal("1");
+    expect(plan.tensorParallelSize).to.equal(1);
   });
 
   it("changes its hash exactly when the serving command changes", () => {

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { parseFleetConfig } from "../../../lib/config";
-import { checkReplicaShapes, HostLaunchFacts, LaunchPolicyError, resolveEngineLaunch } from "../../../lib/launch/policy";
+import { checkReplicaShapes, engineLaunchPlan, HostLaunchFacts, LaunchPolicyError, resolveEngineLaunch } from "../../../lib/launch/policy";
 
 const h100 = (alias: string, n = 2): HostLaunchFacts => ({
   alias,
@@ -38,7 +38,7 @@ describe("launch policy", () => {
   it("gives one engine on a host every GPU with TP equal to the count", () => {
     const s = spec([{ id: "e1", host: "a" }, { id: "e2", host: "b" }]);
     const l = resolveEngineLaunch(s, s.engines[0], h100("a"));
-    expect(l.engine.gpuIds).to.deep.equal([0, 1]);
+    expect(l.engine).to.deep.include({ gpuIds: [0, 1], gpuIdsNamed: false });
     expect(l.policy.tensorParallelSize).to.equal(2);
     expect(l.policy).to.include({ blockSize: 128, maxModelLen: 16384, maxNumSeqs: 8, gpuMemoryUtilization: 0.9, dtype: "model", transport: "tcp" });
   });
@@ -53,7 +53,31 @@ describe("launch policy", () => {
 
   it("accepts disjoint GPUs on one host", () => {
     const s = spec([{ id: "e1", host: "a", gpuIds: [0] }, { id: "e2", host: "a", gpuIds: [1] }]);
-    expect(resolveEngineLaunch(s, s.engines[1], h100("a")).engine.gpuIds).to.deep.equal([1]);
+    expect(resolveEngineLaunch(s, s.engines[1], h100("a")).engine).to.deep.include({ gpuIds: [1], gpuIdsNamed: true });
+  });
+
+  it("refuses GPU indices discovery read twice or not as numbers, which would reach device flags and claims", () => {
+    const s = spec([{ id: "e1", host: "a" }, { id: "e2", host: "b" }]);
+    const twice: HostLaunchFacts = { ...h100("a"), gpus: [{ index: 0 }, { index: 0 }] };
+    expect(rejection(() => resolveEngineLaunch(s, s.engines[0], twice))).to.deep.equal([
+      "engines[0].host: engine e1 on host a: GPU ids [0,0] must be distinct non-negative integers; discovery read the host's GPU indices as [0,0]",
+    ]);
+    const garbled: HostLaunchFacts = { ...h100("a"), gpus: [{ index: 0 }, { index: Number("n/a") }] };
+    expect(rejection(() => resolveEngineLaunch(s, s.engines[0], garbled))).to.deep.equal([
+      "engines[0].host: engine e1 on host a: GPU ids [0,null] must be distinct non-negative integers; discovery read the host's GPU indices as [0,null]",
+    ]);
+  });
+
+  it("resolves and renders an engine's plan in one call from what discovery measured, the plan Gate A and the preview forecast both use", () => {
+    const s = spec([{ id: "e1", host: "a" }, { id: "e2", host: "b", gpuIds: [1], overrides: { tensorParallelSize: 1 } }]);
+    const discovered = { fabricAddress: "198.18.0.12", accelerators: { vendor: "nvidia" as const, product: "NVIDIA H100 80GB HBM3", gpus: [{ index: 0 }, { index: 1 }] }, model: { dtype: "bfloat16" } };
+    const plan = engineLaunchPlan(s, s.engines[1], discovered);
+    expect(plan).to.include({ engineId: "e2", url: "http://198.18.0.12:8101", tensorParallelSize: 1, dsRequired: false });
+    expect(plan.placement).to.deep.include({ gpuIds: [1], gpuIdsNamed: true, visibilityVariable: "CUDA_VISIBLE_DEVICES" });
+    expect(plan.env.CUDA_VISIBLE_DEVICES).to.equal("1");
+    expect(rejection(() => engineLaunchPlan(s, s.engines[0], { ...discovered, accelerators: { vendor: "none", product: null, gpus: [], notice: "no GPU" } }))).to.deep.equal([
+      "engines[0].host: engine e1 on host a: no GPU",
+    ]);
   });
 
   it("rejects a GPU the host does not have, and a host with none", () => {
@@ -98,8 +122,8 @@ describe("launch policy", () => {
     const a = resolveEngineLaunch(s, s.engines[0], h100("a"));
     const b = resolveEngineLaunch(s, s.engines[1], { ...h100("b", 1), product: "AMD Instinct MI300X", vendor: "amd", gpus: [{ index: 0, renderNode: "/dev/dri/renderD128" }] });
     expect(checkReplicaShapes([
-      { engineIndex: 0, id: "e1", host: "a", product: "NVIDIA H100 80GB HBM3", tensorParallelSize: a.policy.tensorParallelSize! },
-      { engineIndex: 1, id: "e2", host: "b", product: "AMD Instinct MI300X", tensorParallelSize: b.policy.tensorParallelSize! },
+      { engineIndex: 0, id: "e1", host: "a", product: "NVIDIA H100 80GB HBM3", tensorParallelSize: a.policy.tensorParallelSize },
+      { engineIndex: 1, id: "e2", host: "b", product: "AMD Instinct MI300X", tensorParallelSize: b.policy.tensorParallelSize },
     ]).map((i) => `${i.path}: ${i.message}`)).to.deep.equal([
       "engines[1].host: engine e2 on host b has AMD Instinct MI300X, but engine e1 on host a has NVIDIA H100 80GB HBM3; all replicas must share one accelerator product",
       "engines[1].overrides.tensorParallelSize: engine e2 on host b runs TP 1, but engine e1 runs TP 2; all replicas must share one TP shape",

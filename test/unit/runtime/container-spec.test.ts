@@ -10,8 +10,8 @@ const renderNodeOf = (i: number) => `/dev/dri/renderD${135 - i}`;
 
 function inputs(vendor: "nvidia" | "amd" | "none", transport: "tcp" | "ucx_rdma", gpuIds: number[], rdmaDevices?: string[]): LaunchInputs {
   return {
-    engine: { id: "e1", port: 8100, nixlPort: 5600, gpuIds },
-    host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor, gpuCount: 8, ...(vendor === "amd" ? { renderNodes: gpuIds.map(renderNodeOf) } : {}) },
+    engine: { id: "e1", port: 8100, nixlPort: 5600, gpuIds, gpuIdsNamed: true },
+    host: { alias: "a", fabricInterface: "fab0", fabricAddress: "198.18.0.11", vendor, ...(vendor === "amd" ? { renderNodes: gpuIds.map(renderNodeOf) } : {}) },
     model: { servedName: "tiny", checkpointDir: "/srv/models/tiny", dtype: "bfloat16", maxPositionEmbeddings: 8192 },
     policy: {
       vllmCommand: "/opt/venv/bin/vllm",
@@ -23,6 +23,7 @@ function inputs(vendor: "nvidia" | "amd" | "none", transport: "tcp" | "ucx_rdma"
       maxModelLen: 4096,
       maxNumSeqs: 8,
       gpuMemoryUtilization: 0.9,
+      tensorParallelSize: Math.max(1, gpuIds.length),
       prefixCaching: true,
       ucxTcpPortRange: "6300-6500",
       kvLeaseDurationS: 30,
@@ -202,11 +203,6 @@ describe("container spec (docker run argv)", () => {
     expect(spec.labels[LABELS.gpus]).to.equal("2,3");
   });
 
-  /** The default plan (NVIDIA, GPUs 2,3, TCP) with its placement edited. */
-  const placed = (over: Partial<LaunchPlan["placement"]>) => (): LaunchPlan => {
-    const plan = renderLaunchPlan(inputs("nvidia", "tcp", [2, 3]));
-    return { ...plan, placement: { ...plan.placement, ...over } };
-  };
   const amdPlaced = (over: Partial<LaunchPlan["placement"]>) => (): LaunchPlan => {
     const plan = renderLaunchPlan(inputs("amd", "tcp", [2, 3]));
     return { ...plan, placement: { ...plan.placement, ...over } };
@@ -219,8 +215,6 @@ describe("container spec (docker run argv)", () => {
     ["a mutable tag", { image: "vllm/vllm-openai:latest" }, /not immutable/],
     ["a short image ID", { image: "sha256:abc" }, /not immutable/],
     ["a visibility variable of the engine's env that names other GPUs than the placement", {}, /ROCR_VISIBLE_DEVICES=0,1 but the container is given GPUs 2,3/, withEnv({ ROCR_VISIBLE_DEVICES: "0,1" })],
-    ["no GPU ids on a GPU host", {}, /a nvidia engine needs its GPU ids/, placed({ gpuIds: [] })],
-    ["a GPU id listed twice", {}, /GPU ids \[2,2\] must be distinct non-negative integers/, placed({ gpuIds: [2, 2] })],
     ["RDMA transport without RDMA devices", {}, /transport is ucx_rdma \(UCX_TLS=rc,sm,self,cuda_copy\) but no RDMA devices are given to the container/, () => renderLaunchPlan(inputs("nvidia", "ucx_rdma", [2, 3]))],
     ["an RDMA device outside /dev", {}, /RDMA device "infiniband\/uverbs0" is not a \/dev path/, () => renderLaunchPlan(inputs("nvidia", "ucx_rdma", [2, 3], ["infiniband/uverbs0"]))],
     ["a stack name docker cannot name a container with", { stack: "my stack" }, /cannot be part of a container name/],

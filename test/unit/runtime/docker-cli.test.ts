@@ -16,12 +16,12 @@ const DIGEST = `localhost:5000/narwhal/engine@sha256:${"c".repeat(64)}`;
 const SECRET = "a'b c$d-sekrit-9f2";
 
 const INPUTS: LaunchInputs = {
-  engine: { id: "e1", port: 18999, nixlPort: 18998, gpuIds: [0] },
-  host: { alias: "a", fabricInterface: "lo", fabricAddress: "127.0.0.1", vendor: "none", gpuCount: 1 },
+  engine: { id: "e1", port: 18999, nixlPort: 18998, gpuIds: [0], gpuIdsNamed: true },
+  host: { alias: "a", fabricInterface: "lo", fabricAddress: "127.0.0.1", vendor: "none" },
   model: { servedName: "tiny", checkpointDir: "/srv/models/tiny" },
   policy: {
     vllmCommand: "vllm", transport: "tcp", dtype: "model", kvCacheDtype: "auto", blockSize: 16, enforceEager: true,
-    maxModelLen: 2048, maxNumSeqs: 8, gpuMemoryUtilization: 0.9, prefixCaching: true, ucxTcpPortRange: "6300-6500",
+    maxModelLen: 2048, maxNumSeqs: 8, gpuMemoryUtilization: 0.9, tensorParallelSize: 1, prefixCaching: true, ucxTcpPortRange: "6300-6500",
     kvLeaseDurationS: 30,
   },
 };

@@ -9,7 +9,7 @@ import type { LaunchPlacement } from "../../../lib/launch/plan";
 
 const onGpus = (gpuIds: number[], vendor: LaunchPlacement["vendor"] = "nvidia"): { engineId: string; placement: LaunchPlacement } => ({
   engineId: "e1",
-  placement: { gpuIds, vendor, visibilityVariable: "CUDA_VISIBLE_DEVICES", transport: "tcp", rdmaDevices: [], renderNodes: [] },
+  placement: { gpuIds, gpuIdsNamed: true, vendor, visibilityVariable: "CUDA_VISIBLE_DEVICES", transport: "tcp", rdmaDevices: [], renderNodes: [] },
 });
 
 /**

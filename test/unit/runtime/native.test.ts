@@ -60,7 +60,8 @@ describe("native runtime scripts (run for real under sh)", function () {
       tensorParallelSize: 1,
       maxModelLen: 1024,
       planSha256: "sha256:" + "a".repeat(64),
-      placement: { gpuIds: [], vendor: "none", visibilityVariable: "CUDA_VISIBLE_DEVICES", transport: "tcp", rdmaDevices: [], renderNodes: [] },
+      dsRequired: false,
+      placement: { gpuIds: [], gpuIdsNamed: false, vendor: "none", visibilityVariable: "CUDA_VISIBLE_DEVICES", transport: "tcp", rdmaDevices: [], renderNodes: [] },
     };
   });
   afterEach(() => {

@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { configuredHost, setConfiguredHosts } from "../../../lib/ssh/configured-hosts";
-import { currentHostsConfig } from "../../../dynamic-providers/stack-config-file";
+import { currentHostsConfig } from "../../../lib/ssh/stack-config-file";
 
 describe("host keys pinned in the stack's config now", () => {
   after(() => setConfiguredHosts(undefined));

@@ -5,7 +5,7 @@
  */
 import { expect } from "chai";
 import { pinAgrees, withHostKeyOf } from "../../../lib/ssh/host-key";
-import { heldWhileStartStands } from "../../../dynamic-providers/diff";
+import { heldWhileStartStands } from "../../../lib/evidence/diff";
 import { UNKNOWN } from "../../../lib/unknown";
 import { provider as discovery } from "../../../dynamic-providers/host-discovery/provider";
 import { provider as imageCheck } from "../../../dynamic-providers/image-check/provider";

@@ -1,7 +1,7 @@
 /** {@link FileTarget} over SFTP on an open SSH session: no shell, no quoting, lstat never follows a link. */
 import type { SFTPWrapper } from "ssh2";
-import type { EntryKind, FileTarget } from "../../lib/profiling";
-import type { SshSession } from "../../lib/ssh/client";
+import type { EntryKind, FileTarget } from "../profiling";
+import type { SshSession } from "./client";
 
 const call = <T>(fn: (cb: (err: Error | null | undefined, value?: T) => void) => void): Promise<T> =>
   new Promise((resolve, reject) => fn((err, value) => (err ? reject(err) : resolve(value as T))));

@@ -1,3 +1,6 @@
+/** PeerWave inputs: at least two engines, each once; members that are not a list yet (a preview) are not judged. */
+import { z } from "zod";
+import { typed } from "../input-rules";
 import type { ProcessIdentity } from "../../lib/engine/generation";
 import type { MemberRecord, Restart } from "../../lib/engine/peer-wave";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
@@ -15,16 +18,25 @@ export interface WaveMember {
   login: StoredLogin;
 }
 
-export interface PeerWaveInputs {
+const engineIds = (members: unknown[]) => members.map((m) => (m as Partial<WaveMember> | null)?.engineId);
+
+export const peerWaveInputs = z.object({
   /** In config order. */
-  members: WaveMember[];
+  members: z
+    .custom<WaveMember[]>((m) => m !== undefined, { error: "members must list the wave's engines" })
+    .refine((m) => !Array.isArray(m) || m.length >= 2, { error: "a peer wave needs at least two engines" })
+    .refine((m) => !Array.isArray(m) || new Set(engineIds(m)).size === m.length, { error: (iss) => `engine ids repeat: ${engineIds(iss.input as unknown[]).join(", ")}` }),
   /** Secret: per host alias, the SSH credentials of its login. */
-  credentials: Record<string, { privateKey?: string; password?: string }>;
+  credentials: z.record(z.string(), z.object({ privateKey: z.string().optional(), password: z.string().optional() }), {
+    error: "credentials must map each host alias to its login's secrets",
+  }),
   /** Secret: engines answer /metrics only with it when they were started with one. */
-  apiKey?: string;
+  apiKey: z.string({ error: "apiKey must be text" }).optional(),
   /** Bound on one member's restart script (stop plus health deadlines, plus margin). */
-  restartTimeoutS: number;
-}
+  restartTimeoutS: typed.positiveSeconds("restartTimeoutS"),
+});
+
+export type PeerWaveInputs = z.infer<typeof peerWaveInputs>;
 
 export interface PeerWaveOutputs extends PeerWaveInputs {
   /** Each member as the wave last left it. */

@@ -1,33 +1,27 @@
 /**
- * One image check over one SSH login: the identity step, then the runtime check, each step's command
- * and output kept for the check log whatever happens. Returns failures rather than throwing, so the
- * caller can log and record a failed check before it reports it.
+ * One image check, step by step: the identity step, then the runtime check. Each step runs through the
+ * caller's `run` (the provider's SSH login, which keeps each step's command and output for the check log
+ * whatever happens). Returns failures rather than throwing, so the caller can log and record a failed
+ * check before it reports it.
  */
-import { SshSession } from "../../lib/ssh/client";
-import { parseImageInspect, checkImageIdentity } from "../../lib/discovery/runtime";
+import { parseImageInspect, checkImageIdentity } from "../discovery/runtime";
 import {
   checkContainerName,
   dockerCheckStep,
   dockerInspectStep,
   dockerRemoveStep,
-  exitWords,
-  imageIdentityFailures,
-  judgeNativeIdentity,
-  judgeRuntimeCheck,
+  type CheckStep,
   nativeCheckStep,
   nativeIdentityStep,
-  parseNativeIdentity,
-  runtimeCheckRequest,
-  type CheckFailure,
-  type CheckLogStep,
-  type CheckStep,
-  type DockerCheckSpec,
-  type ImageCheckSpec,
-  type NativeCheckSpec,
-  type RuntimeFindings,
-  type StepResult,
-} from "../../lib/image-check";
-import type { CheckedIdentity } from "./types";
+} from "./commands";
+import { runtimeCheckRequest, type DockerCheckSpec, type ImageCheckSpec, type NativeCheckSpec } from "./request";
+import { exitWords, imageIdentityFailures, judgeNativeIdentity, judgeRuntimeCheck, type CheckFailure, type RuntimeFindings, type StepResult } from "./verdict";
+import { parseNativeIdentity } from "./native-identity";
+
+/** Who the runtime is: the native command as resolved, or the image as the daemon resolved it. */
+export type CheckedIdentity =
+  | { kind: "native"; command: string; path: string; sha256: string | null; interpreter: string; interpreterSource: string; cliVersion: string }
+  | { kind: "docker"; image: string; imageId: string; resolvedDigest: string | null };
 
 export interface CheckOutcome {
   identity: CheckedIdentity | null;
@@ -35,35 +29,15 @@ export interface CheckOutcome {
   failures: CheckFailure[];
 }
 
-/** Runs one step and logs it; a transport failure or timeout becomes a result with no exit status. */
-async function runStep(ssh: SshSession, step: CheckStep, log: CheckLogStep[]): Promise<StepResult> {
-  const startedAt = new Date().toISOString();
-  let result: StepResult;
-  try {
-    const r = await ssh.exec(step.command, { stdin: step.stdin, timeoutS: step.timeoutS, name: step.name });
-    result = { exitStatus: r.code >= 0 && r.code <= 255 ? r.code : null, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    result = { exitStatus: null, stdout: "", stderr: (err as Error).message };
-  }
-  log.push({
-    name: step.name,
-    argv: [...step.logArgv],
-    ...(step.scriptSha256 ? { scriptSha256: step.scriptSha256 } : {}),
-    exitStatus: result.exitStatus,
-    startedAt,
-    endedAt: new Date().toISOString(),
-    stdout: result.stdout,
-    stderr: result.stderr,
-  });
-  return result;
-}
+/** Runs one step on the engine's host; a transport failure or timeout is a result with no exit status. */
+export type StepRunner = (step: CheckStep) => Promise<StepResult>;
 
 const whereOf = (spec: ImageCheckSpec) => `image check of engine ${spec.engineId} on host ${spec.hostAlias}`;
 
-async function checkNative(ssh: SshSession, spec: NativeCheckSpec, log: CheckLogStep[]): Promise<CheckOutcome> {
+async function checkNative(run: StepRunner, spec: NativeCheckSpec): Promise<CheckOutcome> {
   const where = whereOf(spec);
   const step = nativeIdentityStep(spec);
-  const read = await runStep(ssh, step, log);
+  const read = await run(step);
   if (read.exitStatus !== 0) {
     return { identity: null, findings: null, failures: [{ kind: "identity", message: `${where}: reading the runtime identity ${exitWords(read.exitStatus)}: ${read.stderr.trim() || "no error output"}` }] };
   }
@@ -72,7 +46,7 @@ async function checkNative(ssh: SshSession, spec: NativeCheckSpec, log: CheckLog
   const failures: CheckFailure[] = [];
   if (identity.interpreter && identity.path) {
     const prepared = runtimeCheckRequest(spec);
-    const checked = await runStep(ssh, nativeCheckStep(spec, prepared, identity.interpreter), log);
+    const checked = await run(nativeCheckStep(spec, prepared, identity.interpreter));
     const judged = judgeRuntimeCheck(where, prepared.request, checked, identity.interpreter);
     findings = judged.findings;
     failures.push(...judged.failures);
@@ -94,9 +68,9 @@ async function checkNative(ssh: SshSession, spec: NativeCheckSpec, log: CheckLog
   return { identity: checkedIdentity, findings, failures };
 }
 
-async function checkDocker(ssh: SshSession, spec: DockerCheckSpec, log: CheckLogStep[], checkId: string): Promise<CheckOutcome> {
+async function checkDocker(run: StepRunner, spec: DockerCheckSpec, checkId: string): Promise<CheckOutcome> {
   const where = whereOf(spec);
-  const inspected = await runStep(ssh, dockerInspectStep(spec), log);
+  const inspected = await run(dockerInspectStep(spec));
   if (inspected.exitStatus !== 0) {
     const missing = /no such image/i.test(inspected.stderr);
     return {
@@ -123,9 +97,9 @@ async function checkDocker(ssh: SshSession, spec: DockerCheckSpec, log: CheckLog
   if (!identity.ok) return { identity: null, findings: null, failures: imageIdentityFailures(where, identity) };
   const prepared = runtimeCheckRequest(spec);
   const name = checkContainerName(spec.engineId, checkId);
-  const checked = await runStep(ssh, dockerCheckStep(spec, prepared, image.imageId, name), log);
+  const checked = await run(dockerCheckStep(spec, prepared, image.imageId, name));
   // After a timeout the container may still run: remove it so the check leaves nothing behind.
-  if (checked.exitStatus === 124 || checked.exitStatus === null) await runStep(ssh, dockerRemoveStep(spec, name), log);
+  if (checked.exitStatus === 124 || checked.exitStatus === null) await run(dockerRemoveStep(spec, name));
   const judged = judgeRuntimeCheck(where, prepared.request, checked, `a container of ${image.imageId}`);
   return {
     identity: { kind: "docker", image: spec.runtime.image, imageId: image.imageId, resolvedDigest: identity.resolvedDigest },
@@ -134,7 +108,7 @@ async function checkDocker(ssh: SshSession, spec: DockerCheckSpec, log: CheckLog
   };
 }
 
-/** Runs the check of a validated spec over an open session. */
-export function runImageCheck(ssh: SshSession, spec: ImageCheckSpec, log: CheckLogStep[], checkId: string): Promise<CheckOutcome> {
-  return spec.runtime.kind === "native" ? checkNative(ssh, spec as NativeCheckSpec, log) : checkDocker(ssh, spec as DockerCheckSpec, log, checkId);
+/** Runs the check of a validated spec, each step through `run`. */
+export function runImageCheck(run: StepRunner, spec: ImageCheckSpec, checkId: string): Promise<CheckOutcome> {
+  return spec.runtime.kind === "native" ? checkNative(run, spec as NativeCheckSpec) : checkDocker(run, spec as DockerCheckSpec, checkId);
 }

@@ -7,7 +7,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { randomUUID } from "node:crypto";
-import { FabricError } from "../../lib/fabric/errors";
+import { FabricError } from "./errors";
 
 export const LOCK_FILE = path.join("runs", "fabric-measurement.lock");
 const POLL_MS = 200;

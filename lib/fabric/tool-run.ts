@@ -1,12 +1,13 @@
 /**
  * What a TCP (iperf3) and an RDMA (ib_write_bw) measurement do alike once the path is judged: the
  * preflight on both hosts, the tool's server started detached on the destination, the client run on the
- * source, and the server stopped whatever happened, its log kept. ./measure.ts and ./measure-rdma.ts say
+ * source, and the server stopped whatever happened, its log kept. The FabricEdge provider says
  * which tool, with which argv; an RDMA edge reads its port counters between the preflight and the server.
  */
-import type { ExecResult } from "../../lib/ssh/client";
-import { shellLine } from "../../lib/shell";
-import { FabricError } from "../../lib/fabric/errors";
+import type { ExecResult } from "../ssh/client";
+import type { RecordedSession as Session } from "../ssh/recorded-session";
+import { shellLine } from "../shell";
+import { FabricError } from "./errors";
 import {
   boundedArgv,
   KILL_GRACE_S,
@@ -18,16 +19,21 @@ import {
   SERVER_LOG_MARK,
   SERVER_READY_TIMEOUT_S,
   serverStopScript,
-} from "../../lib/fabric/iperf3-remote";
-import type { Session } from "./session";
-import type { FabricEdgeInputs } from "./types";
+} from "./iperf3-remote";
+
+/** What a measurement's messages name: the edge and its two hosts. */
+export interface EdgeNames {
+  edgeId: string;
+  source: { alias: string };
+  destination: { alias: string };
+}
 
 /** Bounded steps, named so a timeout says which one ran out. */
 export const PREFLIGHT_TIMEOUT_S = 20;
 export const SERVER_START_TIMEOUT_S = SERVER_READY_TIMEOUT_S + 10;
 export const SERVER_STOP_TIMEOUT_S = KILL_GRACE_S + 15;
 
-export function busyMessage(i: FabricEdgeInputs, host: string, r: ExecResult, tool: FabricTool = "iperf3"): string {
+export function busyMessage(i: EdgeNames, host: string, r: ExecResult, tool: FabricTool = "iperf3"): string {
   return `edge ${i.edgeId}: host ${host}: ${refusal(r, tool).message}`;
 }
 
@@ -36,7 +42,7 @@ function refusal(r: ExecResult, tool: FabricTool): PreflightRefusal {
 }
 
 /** Refuses, before anything starts, a host without the tool (or unable to run it), one already running it, or a taken port. */
-export async function refuseBusy(i: FabricEdgeInputs, src: Session, dst: Session, tool: FabricTool, port: number): Promise<void> {
+export async function refuseBusy(i: EdgeNames, src: Session, dst: Session, tool: FabricTool, port: number): Promise<void> {
   const [pre, pred] = await Promise.all([
     src.script("fabric preflight", preflightScript(null, tool), PREFLIGHT_TIMEOUT_S),
     dst.script("fabric preflight", preflightScript(port, tool), PREFLIGHT_TIMEOUT_S),
@@ -66,7 +72,7 @@ export interface ToolResult {
 }
 
 /** Server on the destination, client on the source, server stopped in every case. */
-export async function serverAndClient(i: FabricEdgeInputs, src: Session, dst: Session, t: ToolRun): Promise<ToolResult> {
+export async function serverAndClient(i: EdgeNames, src: Session, dst: Session, t: ToolRun): Promise<ToolResult> {
   const start = await dst.script(`${t.tool} server start`, t.serverStart, SERVER_START_TIMEOUT_S);
   // The folder is printed before anything can fail, so a server that started is always stopped.
   const dir = start.stdout.startsWith("/tmp/narwhal-fabric.") ? runDirOf(i.destination.alias, start.stdout, t.tool) : null;

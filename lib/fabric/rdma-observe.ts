@@ -4,11 +4,11 @@
  * the two GIDs' addresses on each side. Used by `create` before anything is measured and by `read`, so a
  * port going down, a GID moving or a new route replaces exactly the edges that use it.
  */
-import { parseRdmaSysfs, rdmaSysfsScript, type RdmaInventory } from "../../lib/discovery/rdma";
-import { observeRdmaEnd, parseRdmaRoute, rdmaPairProblems, rdmaRouteScript, type ObservedRdmaEnd, type RdmaEndConfig } from "../../lib/fabric/rdma-edge";
-import { splitSections } from "../../lib/discovery/probe";
-import type { Session } from "./session";
-import type { FabricEdgeInputs } from "./types";
+import { parseRdmaSysfs, rdmaSysfsScript, type RdmaInventory } from "../discovery/rdma";
+import { splitSections } from "../discovery/probe-script";
+import type { RecordedSession as Session } from "../ssh/recorded-session";
+import { observeRdmaEnd, parseRdmaRoute, rdmaPairProblems, rdmaRouteScript, type ObservedRdmaEnd, type RdmaEndConfig } from "./rdma-edge";
+import type { EdgeNames } from "./tool-run";
 
 const OBSERVE_TIMEOUT_S = 20;
 
@@ -29,7 +29,7 @@ export async function readPort(session: Session, end: RdmaEndConfig, counters: b
   return parseRdmaSysfs(s.rdma ?? "", s.rdma_devinfo);
 }
 
-export async function observeRdma(i: FabricEdgeInputs, ends: NonNullable<FabricEdgeInputs["rdma"]>, src: Session, dst: Session): Promise<RdmaSides> {
+export async function observeRdma(i: EdgeNames, ends: { source: RdmaEndConfig; destination: RdmaEndConfig }, src: Session, dst: Session): Promise<RdmaSides> {
   const [si, di] = await Promise.all([readPort(src, ends.source, false, "RDMA port observation"), readPort(dst, ends.destination, false, "RDMA port observation")]);
   const source = observeRdmaEnd(i.source.alias, ends.source, si);
   const destination = observeRdmaEnd(i.destination.alias, ends.destination, di);

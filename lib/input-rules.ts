@@ -1,0 +1,158 @@
+/**
+ * The pieces the providers' input schemas share. Each refuses in the provider's own words, naming the
+ * property, so a refusal reads the same whichever provider checks it (see schemaFailures below, which
+ * keeps these messages as written and lets unknown values through).
+ *
+ * A property whose rule lets an absent value pass must be marked `.optional()`: zod refuses a missing
+ * key ("expected nonoptional") whenever its schema is not, even one that would accept `undefined`.
+ */
+import { z, type ZodType } from "zod";
+import { isStackFolderName } from "./stack-name";
+import { hasUnknown } from "./unknown";
+
+/** A string with something in it. */
+export const isFilled = (v: unknown): v is string => typeof v === "string" && v !== "";
+
+/** A service's http(s) base URL (an optional path allowed), refused naming whose it is. */
+export const httpBaseUrl = (k: string, whose: string) =>
+  z.unknown().refine((u) => typeof u === "string" && /^https?:\/\/[^/\s]+(\/\S*)?$/.test(u), { error: (iss) => `${k} must be ${whose} http(s) base URL, got ${JSON.stringify(iss.input)}` });
+
+/** A `sha256:` digest as every record and binding writes it. */
+export const isDigest = (v: unknown): v is string => typeof v === "string" && /^sha256:[0-9a-f]{64}$/.test(v);
+
+/**
+ * A string input that must not be empty, refused as "<k> must be a non-empty string". A refinement, not
+ * z.string(): a refused type would keep a schema's rules across properties from running.
+ */
+export const nonEmpty = (k: string) => z.unknown().refine(isFilled, { error: `${k} must be a non-empty string` });
+
+/** A stack name as it names folders here and on the hosts: letters, digits, "_", "." or "-". */
+export const stackName = () =>
+  z.unknown().refine(isStackFolderName, {
+    error: (iss) => `stack must be a stack name that can name a folder (letters, digits, "_", "." or "-"), got ${JSON.stringify(iss.input)}`,
+  });
+
+/** An absolute path on a host. */
+export const absolutePath = (k: string) => z.unknown().refine((v) => typeof v === "string" && v.startsWith("/"), { error: (iss) => `${k} must be an absolute path, got ${JSON.stringify(iss.input)}` });
+
+/** A TCP port. */
+export const tcpPort = (k: string) =>
+  z.unknown().refine((n) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 65535, { error: (iss) => `${k} must be a port from 1 to 65535, got ${JSON.stringify(iss.input)}` });
+
+/** A list, whatever its items. */
+export const list = (k: string) => z.unknown().refine(Array.isArray, { error: (iss) => `${k} must be a list, got ${JSON.stringify(iss.input)}` });
+
+/** A bound in seconds: a finite number above zero. */
+export const positiveSeconds = (k: string) =>
+  z.unknown().refine((t) => typeof t === "number" && Number.isFinite(t) && t > 0, { error: (iss) => `${k} must be a positive number of seconds, got ${JSON.stringify(iss.input)}` });
+
+/** A finite number above zero (a process start, as /metrics gives it). */
+export const positiveNumber = (k: string) =>
+  z.unknown().refine((t) => typeof t === "number" && Number.isFinite(t) && t > 0, { error: (iss) => `${k} must be a positive number, got ${JSON.stringify(iss.input)}` });
+
+export const sha256Digest = (k: string) => z.unknown().refine(isDigest, { error: (iss) => `${k} must be sha256:<64 hex>, got ${JSON.stringify(iss.input)}` });
+
+/** An integer of at least `min`. */
+export const integerAtLeast = (k: string, min: number) =>
+  z.unknown().refine((n) => Number.isInteger(n) && (n as number) >= min, { error: (iss) => `${k} must be an integer of at least ${min}, got ${JSON.stringify(iss.input)}` });
+
+/** A whole number above zero. */
+export const positiveInteger = (k: string) =>
+  z.unknown().refine((n) => Number.isInteger(n) && (n as number) > 0, { error: (iss) => `${k} must be a positive integer, got ${JSON.stringify(iss.input)}` });
+
+/** One of a few words, refused as `<k> must be "a" or "b", got <value>`. */
+export const oneOf = (k: string, words: readonly string[]) =>
+  z.unknown().refine((v) => words.includes(v as string), { error: (iss) => `${k} must be ${words.map((w) => JSON.stringify(w)).join(" or ")}, got ${JSON.stringify(iss.input)}` });
+
+/**
+ * A value judged by a rule that returns its problems (often one the library applies elsewhere), once the
+ * value is known: such a rule need not understand the placeholder a preview passes for it.
+ */
+export const judgedBy = (problems: (v: unknown) => string | readonly string[] | undefined) =>
+  z.unknown().superRefine((v, ctx) => {
+    if (hasUnknown(v)) return;
+    for (const message of [problems(v) ?? []].flat()) ctx.addIssue({ code: "custom", message });
+  });
+
+/** A value's fields, read as a plain object's; anything else has none (so each field is refused as missing). */
+export const fieldsOf = (v: unknown): Record<string, unknown> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+
+/** A stored login to a host pinned to the key discovery verified; a missing one is refused field by field, as an empty one is. */
+export const hostLogin = () =>
+  z.preprocess(
+    fieldsOf,
+    z.looseObject({
+      host: z.unknown().refine(isFilled, { error: "login.host must be the host's address" }),
+      hostKey: z.unknown().refine(isFilled, { error: "login.hostKey must be the host key discovery verified" }),
+      port: z.unknown().refine(Number.isInteger, { error: "login.port must be a port number" }),
+    }),
+  );
+
+/**
+ * A list whose items are each judged by a schema made for that item, so a refusal can name the item by
+ * its id rather than its place; anything but a list is left to the property's other rules.
+ */
+export const each = (schemaFor: (item: Record<string, unknown>) => ZodType) => (items: unknown, ctx: z.RefinementCtx) => {
+  if (!Array.isArray(items)) return;
+  for (const raw of items) {
+    const item = fieldsOf(raw);
+    for (const issue of schemaFor(item).safeParse(item).error?.issues ?? []) ctx.addIssue({ code: "custom", message: issue.message });
+  }
+};
+
+/**
+ * A rule that judges several properties together; each refusal names the property it is about. It sees
+ * every value as given, unknown ones included: those it reads besides the one it names, it checks itself.
+ */
+export const across = (rule: (news: Record<string, unknown>, refuse: (property: string, message: string) => void) => void) =>
+  z.looseObject({}).superRefine((news, ctx) => rule(news, (property, message) => ctx.addIssue({ code: "custom", path: [property], message })));
+
+/**
+ * Schemas over the same inputs, their refusals reported in this order (a rule across properties can sit
+ * between two properties' own). Unlike z.intersection nothing is merged, which would throw on a value
+ * not equal to itself (NaN) instead of letting its rule refuse it.
+ */
+export const inOrder = (...parts: ZodType[]) =>
+  z.unknown().superRefine((news, ctx) => {
+    for (const part of parts) for (const issue of part.safeParse(news).error?.issues ?? []) ctx.addIssue({ ...issue });
+  });
+
+/**
+ * The failures of a zod schema, one per issue, with the property named; unknown values pass. zod's own
+ * wording is prefixed with the path; a reason the provider wrote (one that already begins with its path,
+ * or a refinement's) is kept as written, so a provider's refusals read the same whatever checks them.
+ */
+export function schemaFailures(schema: ZodType, news: Record<string, unknown>): Array<{ property: string; reason: string }> {
+  const parsed = schema.safeParse(news);
+  if (parsed.success) return [];
+  return parsed.error.issues
+    .filter((issue) => issue.path.length === 0 || !hasUnknown(news[String(issue.path[0])]))
+    .map((issue) => {
+      const where = issue.path.map(String).join(".");
+      const asWritten = !where || issue.code === "custom" || issue.message.startsWith(`${where} `);
+      return { property: String(issue.path[0] ?? ""), reason: asWritten ? issue.message : `${where}: ${issue.message}` };
+    });
+}
+
+/**
+ * The same rules as typed zod schemas, in the same words, so `z.infer` of a provider's schema is its input
+ * type. A refused type stops a parent's own refinements: rules across properties go in `across`, next to
+ * the typed object in `inOrder`, so they run whatever the properties' types.
+ */
+export const typed = {
+  nonEmpty: (k: string) => z.string({ error: `${k} must be a non-empty string` }).min(1, { error: `${k} must be a non-empty string` }),
+  stackName: () => {
+    const error = (iss: { input?: unknown }) => `stack must be a stack name that can name a folder (letters, digits, "_", "." or "-"), got ${JSON.stringify(iss.input)}`;
+    return z.string({ error }).refine(isStackFolderName, { error });
+  },
+  positiveSeconds: (k: string) => {
+    const error = (iss: { input?: unknown }) => `${k} must be a positive number of seconds, got ${JSON.stringify(iss.input)}`;
+    return z.number({ error }).positive({ error });
+  },
+  httpBaseUrl: (k: string, whose: string) => {
+    const error = (iss: { input?: unknown }) => `${k} must be ${whose} http(s) base URL, got ${JSON.stringify(iss.input)}`;
+    return z.string({ error }).regex(/^https?:\/\/[^/\s]+(\/\S*)?$/, { error });
+  },
+  oneOf: <const W extends readonly [string, ...string[]]>(k: string, words: W) =>
+    z.enum(words, { error: (iss) => `${k} must be ${words.map((w) => JSON.stringify(w)).join(" or ")}, got ${JSON.stringify(iss.input)}` }),
+};

@@ -1,0 +1,36 @@
+/**
+ * Typed zod fields that refuse in a provider's own words: one message however the value is wrong (its
+ * type, its absence, its range), so the schema's type says what the field holds and the refusal still
+ * reads as the provider has always written it (tests and operators match on that wording).
+ */
+import { z } from "zod";
+
+/** A refusal as written, or written from the value given. */
+export type Words = string | ((issue: { input?: unknown }) => string);
+
+/** `<k> <rule>, got <value>`: the wording of the shared input rules. */
+export const got = (k: string, rule: string): Words => (issue) => `${k} ${rule}, got ${JSON.stringify(issue.input)}`;
+
+/** A string with something in it. */
+export const filled = (error?: Words) => z.string({ error }).min(1, { error });
+
+/** A whole number from `lo` to `hi`. */
+export const whole = (lo: number, hi: number, error?: Words) => z.number({ error }).int({ error }).min(lo, { error, abort: true }).max(hi, { error });
+
+/** A finite number above zero. */
+export const aboveZero = (error?: Words) => z.number({ error }).positive({ error });
+
+/** A TCP port. */
+export const tcpPort = (k: string) => whole(1, 65535, got(k, "must be a port from 1 to 65535"));
+
+/** A bound in seconds. */
+export const seconds = (k: string) => aboveZero(got(k, "must be a positive number of seconds"));
+
+/** A whole number above zero. */
+export const positiveWhole = (k: string) => whole(1, Number.MAX_SAFE_INTEGER, got(k, "must be a positive integer"));
+
+/** An absolute path on a host. */
+export const absolutePath = (k: string) => z.string({ error: got(k, "must be an absolute path") }).startsWith("/", { error: got(k, "must be an absolute path") });
+
+/** A non-empty string, refused as "<k> must be a non-empty string". */
+export const text = (k: string) => filled(`${k} must be a non-empty string`);
