@@ -1,16 +1,15 @@
 /** What one engine's attestation is checked against and where its sidecar answers: the inputs' schema, their type and the outputs. */
 import { z } from "zod";
 import type { EngineContract, ServedDocument } from "../../lib/attestation";
-import type { ProcessIdentity } from "../../lib/engine/generation";
-import { digest, filled, given, positive, says, seconds, typedAs } from "../../lib/typed-inputs";
+import { aboveZero, digest, given, got, seconds, text } from "../../lib/provider-fields";
 import { processIdentitySchema } from "../engine-generation/schema";
 import { fieldsOf } from "../input-rules";
 
 /** The inputs as the check judges them, in the order their failures are reported; values unknown until apply are judged on the up. */
 export const attestationInputs = z.object({
-  engineId: filled("engineId"),
-  hostAlias: filled("hostAlias"),
-  version: filled("version"),
+  engineId: text("engineId"),
+  hostAlias: text("hostAlias"),
+  version: text("version"),
   /** The canonical digest of the document the sidecar was started with. */
   documentDigest: digest("documentDigest"),
   /** The proved generation (EngineGeneration): the sidecar must attest exactly this process. */
@@ -18,14 +17,14 @@ export const attestationInputs = z.object({
   planSha256: digest("planSha256"),
   cacheLayoutDigest: digest("cacheLayoutDigest"),
   /** The sidecar's `/v1/attestation` URL (the fleet document's `attestation_url`). */
-  url: z.string(says("url must be the sidecar's http://<address>:<port>/v1/attestation")).regex(/^http:\/\/[^/\s]+\/v1\/attestation$/),
+  url: z.string({ error: got("url", "must be the sidecar's http://<address>:<port>/v1/attestation") }).regex(/^http:\/\/[^/\s]+\/v1\/attestation$/),
   /** The runtime the generation was proved with: `/v1/process` must answer for it. */
-  processIdentity: typedAs<ProcessIdentity>(processIdentitySchema),
+  processIdentity: processIdentitySchema,
   /** Bounded wait for the sidecar's `/health`, and the timeout of each request. */
   probeTimeoutS: seconds("probeTimeoutS"),
-  processStartTime: positive("processStartTime"),
+  processStartTime: aboveZero(got("processStartTime", "must be a positive number")),
   /** The sidecar process its remote command started: a restarted sidecar is a new attestation. */
-  sidecar: z.preprocess(fieldsOf, z.object({ pid: z.number(says("sidecar.pid must be a positive integer")).int().positive(), startedAt: given<string>() })),
+  sidecar: z.preprocess(fieldsOf, z.object({ pid: z.number({ error: got("sidecar.pid", "must be a positive integer") }).int().positive(), startedAt: given<string>() })),
   document: given<ServedDocument>(),
   /**
    * Set when the document is an adopted runbook engine's own (`<run>/engine-attestation.json`, see

@@ -3,9 +3,9 @@ import { z } from "zod";
 import { documentEngines, MIN_SAMPLES_PER_GROUP, observationBoundProblem, timeoutsOf } from "../../lib/preflight";
 import type { CalibrationAdoptionOutcome, CalibrationAdoptSource, EngineIdentity, GroupResult, Pair } from "../../lib/preflight";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { digest, given, says, typedAs, wholeFrom, wholePositive, word } from "../../lib/typed-inputs";
+import { digest, given, got, positiveWhole, whole } from "../../lib/provider-fields";
 import { hasUnknown } from "../diff";
-import { across, each, inOrder, isDigest } from "../input-rules";
+import { across, each, inOrder, isDigest, typed } from "../input-rules";
 
 /** The engines, once known: the rules that read them beside another property need every one. */
 const knownEngines = (v: unknown) => (Array.isArray(v) && !hasUnknown(v) ? (v as Array<Record<string, unknown>>) : undefined);
@@ -17,9 +17,9 @@ const engine = (id: unknown) => {
     engineId: given<string>(),
     generationDigest: digest(k("generationDigest")),
     attestationDigest: digest(k("attestationDigest")),
-    role: word(k("role"), ["prefill", "decode"]),
+    role: typed.oneOf(k("role"), ["prefill", "decode"]),
     /** The served context (`--max-model-len`) of this engine's launch plan. */
-    maxModelLen: wholeFrom(k("maxModelLen"), 2),
+    maxModelLen: whole(2, Number.MAX_SAFE_INTEGER, got(k("maxModelLen"), `must be an integer of at least ${2}`)),
     pin: given<boolean>(),
     launchDigest: given<string>().optional(),
     /** KV transport (`tcp` or `ucx_rdma`). */
@@ -62,34 +62,31 @@ const withinServedContext = across((news, refuse) => {
 
 // Refinements where the refusal words a whole list or object, not one of its items.
 const engines = z.object({
-  engines: typedAs<CalibrationEngine[]>(
-    z
-      .unknown()
-      .refine((v) => Array.isArray(v) && v.length > 0, { error: "engines: expected a non-empty list" })
-      .superRefine(each((e) => engine(e.engineId))),
-  ),
+  engines: z
+    .custom<CalibrationEngine[]>()
+    .refine((v) => Array.isArray(v) && v.length > 0, { error: "engines: expected a non-empty list" })
+    .superRefine(each((e) => engine(e.engineId))),
 });
 const lengths = z.object({
-  inputLengths: typedAs<number[]>(z.unknown().refine(isLengthList, says("inputLengths must be a non-empty list of positive integers"))),
+  inputLengths: z.custom<number[]>().refine(isLengthList, { error: got("inputLengths", "must be a non-empty list of positive integers") }),
 });
 const adoptSource = (a: unknown) => {
   const s = a as Record<string, unknown> | null;
   return !!s && typeof s.path === "string" && s.path.startsWith("/") && isDigest(s.sha256) && (s.pinned === undefined || isDigest(s.pinned));
 };
 const rest = z.object({
-  samplesPerGroup: wholeFrom("samplesPerGroup", MIN_SAMPLES_PER_GROUP),
-  maxFailuresPerGroup: wholePositive("maxFailuresPerGroup"),
-  routerOverheadS: z.number(says("routerOverheadS must be a non-negative number of seconds")).min(0),
-  schedule: word("schedule", ["concurrent", "sequential"]),
+  samplesPerGroup: whole(MIN_SAMPLES_PER_GROUP, Number.MAX_SAFE_INTEGER, got("samplesPerGroup", `must be an integer of at least ${MIN_SAMPLES_PER_GROUP}`)),
+  maxFailuresPerGroup: positiveWhole("maxFailuresPerGroup"),
+  routerOverheadS: z.number({ error: got("routerOverheadS", "must be a non-negative number of seconds") }).min(0),
+  schedule: typed.oneOf("schedule", ["concurrent", "sequential"]),
   /**
    * A calibration measured before this stack (`calibration.adopt`) with the digest the program read:
    * create adopts it instead of sampling while every process it sampled still serves.
    */
-  adopt: typedAs<CalibrationAdoptSource>(
-    z.unknown().refine(adoptSource, {
-      error: "adopt must name the calibration to adopt as {path, sha256, pinned?}: an absolute path and sha256:<64 hex> digests of the bytes read and pinned",
-    }),
-  ).optional(),
+  adopt: z
+    .custom<CalibrationAdoptSource>()
+    .refine(adoptSource, { error: "adopt must name the calibration to adopt as {path, sha256, pinned?}: an absolute path and sha256:<64 hex> digests of the bytes read and pinned" })
+    .optional(),
   stack: given<string>(),
   /** The fleet document the router loads: engine URLs, deadlines and the client TTFT (`slo.ttft_s`). */
   fleetDocument: given<Record<string, unknown>>(),

@@ -4,20 +4,20 @@ import { pointProblems, pointRange } from "../../lib/trial";
 import type { ClockAnchor, Departure, Prediction, ProfiledRange, Reconciliation, TrialPoint, TrialSummary, TrialVerdict } from "../../lib/trial";
 import type { ProfileRow } from "../../lib/profiling";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { digest, filled, given, positive, says, seconds, typedAs, wholePositive, word } from "../../lib/typed-inputs";
+import { aboveZero, digest, given, got, positiveWhole, seconds, text, typedAs } from "../../lib/provider-fields";
 import { hasUnknown } from "../diff";
-import { across, each, hostLogin, inOrder } from "../input-rules";
+import { across, each, hostLogin, inOrder, typed } from "../input-rules";
 
 /** One engine as the trial sees it: the generation it must still be, its role and where the router host reaches it. */
 const engine = (id: unknown) => {
   const k = (field: string) => `engines[${String(id)}].${field}`;
   return z.object({
-    engineId: filled("engines[].engineId"),
-    role: word(k("role"), ["prefill", "decode"]),
-    url: filled(k("url")),
+    engineId: text("engines[].engineId"),
+    role: typed.oneOf(k("role"), ["prefill", "decode"]),
+    url: text(k("url")),
     generationDigest: digest(k("generationDigest")),
     /** The profile row the router prices this engine with (Gate F). */
-    row: typedAs<ProfileRow>(z.unknown().refine((r) => !!r && typeof r === "object", { error: `${k("row")} must be the engine's profile row` })),
+    row: z.custom<ProfileRow>().refine((r) => !!r && typeof r === "object", { error: `${k("row")} must be the engine's profile row` }),
     hostAlias: given<string>(),
   });
 };
@@ -43,30 +43,28 @@ const withinProfiledRange = across((news, refuse) => {
 });
 
 const fields = z.object({
-  stack: filled("stack"),
-  model: filled("model"),
+  stack: text("stack"),
+  model: text("model"),
   /** The router's private URL, reached only through an SSH local forward from the router host. */
-  routerUrl: z.string(says("routerUrl must be the router's http URL")).regex(/^https?:\/\//),
-  engines: typedAs<TrialEngine[]>(
-    z
-      .unknown()
-      .refine((v) => Array.isArray(v) && v.length > 0, { error: "engines: expected a non-empty list" })
-      .superRefine(each((e) => engine(e.engineId))),
-  ),
+  routerUrl: z.string({ error: got("routerUrl", "must be the router's http URL") }).regex(/^https?:\/\//),
+  engines: z
+    .custom<TrialEngine[]>()
+    .refine((v) => Array.isArray(v) && v.length > 0, { error: "engines: expected a non-empty list" })
+    .superRefine(each((e) => engine(e.engineId))),
   via: typedAs<StoredLogin>(hostLogin()),
   requestTimeoutS: seconds("requestTimeoutS"),
   drainTimeoutS: seconds("drainTimeoutS"),
   scrapeIntervalS: seconds("scrapeIntervalS"),
   /** The serving router process: a restarted router serves another trial. */
-  routerPid: wholePositive("routerPid"),
+  routerPid: positiveWhole("routerPid"),
   /** The fleet document the router serves (its SLO, deadlines and engines). */
   fleetDocumentDigest: digest("fleetDocumentDigest"),
   /** The profile store the router loaded: a new profile re-runs every point. */
   profileStoreDigest: digest("profileStoreDigest"),
-  minGoodFraction: z.number(says("minGoodFraction must be in (0, 1]")).gt(0).max(1),
-  predictionBound: positive("predictionBound"),
+  minGoodFraction: z.number({ error: got("minGoodFraction", "must be in (0, 1]") }).gt(0).max(1),
+  predictionBound: aboveZero(got("predictionBound", "must be a positive number")),
   /** The router's overhead added to the predicted first token (`calibration.routerOverheadS`). */
-  routerOverheadS: z.number(says("routerOverheadS must be a non-negative number of seconds")).min(0),
+  routerOverheadS: z.number({ error: got("routerOverheadS", "must be a non-negative number of seconds") }).min(0),
   slo: z.object({ ttftS: seconds("slo.ttftS"), tpotS: seconds("slo.tpotS") }),
   point: given<TrialPoint>(),
   routerStartedAt: given<string>(),

@@ -2,11 +2,11 @@
 import { z } from "zod";
 import { fitLimitsProblem, sweepProblems, type AdoptSource, type FitLimits, type ProfileResult, type Sweep } from "../../lib/profiling";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { digest, filled, given, positive, says, seconds, typedAs } from "../../lib/typed-inputs";
+import { aboveZero, digest, given, got, seconds, text, typedAs } from "../../lib/provider-fields";
 import { across, inOrder, isDigest, judgedBy } from "../input-rules";
 
 /** A digest that may be absent (an engine without an attestation). */
-const digestWhenSet = (k: string) => z.string(says(`${k} must be sha256:<64 hex> when set`)).regex(/^sha256:[0-9a-f]{64}$/).nullish();
+const digestWhenSet = (k: string) => z.string({ error: got(k, "must be sha256:<64 hex> when set") }).regex(/^sha256:[0-9a-f]{64}$/).nullish();
 
 const launchWithAttestation = across((news, refuse) => {
   if (news.launchDigest != null && news.attestationDigest == null) refuse("launchDigest", "launchDigest comes with the attestation it is part of: set attestationDigest too");
@@ -26,12 +26,12 @@ const routerLogin = (v: unknown) => {
 };
 
 const engine = z.object({
-  engineId: filled("engineId"),
-  hostAlias: filled("hostAlias"),
-  servedName: filled("servedName"),
-  version: filled("version"),
+  engineId: text("engineId"),
+  hostAlias: text("hostAlias"),
+  servedName: text("servedName"),
+  version: text("version"),
   /** The engine's private URL (the fleet document's `url`). */
-  url: z.string(says("url must be the engine's http://<address>:<port> base URL")).regex(/^http:\/\/[^/\s]+$/),
+  url: z.string({ error: got("url", "must be the engine's http://<address>:<port> base URL") }).regex(/^http:\/\/[^/\s]+$/),
   /** The proved process (EngineGeneration): a restarted engine is a new generation and a new profile. */
   generationDigest: digest("generationDigest"),
   /** The launch plan the engine runs (its `--max-num-seqs` is the limit below). */
@@ -42,10 +42,10 @@ const engine = z.object({
 });
 
 const measurement = z.object({
-  processStartTime: positive("processStartTime"),
+  processStartTime: aboveZero(got("processStartTime", "must be a positive number")),
   sweep: typedAs<Sweep>(judgedBy((s) => (s && typeof s === "object" ? sweepProblems(s as never) : "sweep must be an object"))),
   /** The plan's max_num_seqs, bounding decode concurrency; absent when the plan leaves vLLM's default. */
-  maxNumSeqs: z.number(says("maxNumSeqs must be a positive integer (the plan's --max-num-seqs)")).int().min(1).optional(),
+  maxNumSeqs: z.number({ error: got("maxNumSeqs", "must be a positive integer (the plan's --max-num-seqs)") }).int().min(1).optional(),
   /** Timeout of one probe (health, tokenize, metrics), and of one completion or decode cohort, seconds. */
   probeTimeoutS: seconds("probeTimeoutS"),
   requestTimeoutS: seconds("requestTimeoutS"),
@@ -55,16 +55,15 @@ const measurement = z.object({
    */
   fitLimits: typedAs<FitLimits>(judgedBy(fitLimitsProblem)).optional(),
   /** Sweeps before a fit over the limits fails the create (each kept as evidence); default 3. */
-  fitAttempts: z.number(says("fitAttempts must be an integer from 1 to 10 (profiling.fitAttempts)")).int().min(1).max(10).optional(),
+  fitAttempts: z.number({ error: got("fitAttempts", "must be an integer from 1 to 10 (profiling.fitAttempts)") }).int().min(1).max(10).optional(),
   /**
    * A store measured before this stack (`profiling.adoptStore`) with the digests the program read:
    * create adopts this engine's row instead of measuring when it binds the live generation.
    */
-  adopt: typedAs<AdoptSource>(
-    z.unknown().refine(adoptSource, {
-      error: "adopt must name the store to adopt as {storePath, storeSha256, samplesPath, samplesSha256}: absolute paths and sha256:<64 hex> digests of the bytes read",
-    }),
-  ).optional(),
+  adopt: z
+    .custom<AdoptSource>()
+    .refine(adoptSource, { error: "adopt must name the store to adopt as {storePath, storeSha256, samplesPath, samplesSha256}: absolute paths and sha256:<64 hex> digests of the bytes read" })
+    .optional(),
   /**
    * Measure from the router host through an SSH tunnel, pinned to the key discovery verified for it (the
    * key and password travel apart, as secrets); absent = from this machine.

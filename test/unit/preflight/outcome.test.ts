@@ -1,8 +1,9 @@
-/** What the preflight provider makes of a run (lib/preflight/outcome.ts) and the typed input fields' words (lib/typed-inputs.ts). */
+/** What the preflight provider makes of a run (lib/preflight/outcome.ts) and the typed input fields' words (lib/provider-fields.ts). */
 import { expect } from "chai";
 import { z } from "zod";
 import { enginesNamed, handoffOf, preflightVerdict, streamError, type GateResult } from "../../../lib/preflight";
-import { digest, filled, seconds, word } from "../../../lib/typed-inputs";
+import { typed } from "../../../lib/input-rules";
+import { digest, seconds, text } from "../../../lib/provider-fields";
 
 const gates: GateResult[] = [
   { gate: "reach", verdict: "fail", lines: [{ status: "fail", message: "e2: no answer" }] },
@@ -32,14 +33,14 @@ describe("preflight: a run's outcome", () => {
   });
 });
 
-describe("typed input fields: one message for a wrong type and a failed check", () => {
+describe("typed provider fields: one message for a wrong type and a failed check", () => {
   const messages = (schema: z.ZodType, v: unknown) => schema.safeParse(v).error?.issues.map((i) => i.message) ?? [];
   it("words each refusal as input-rules does, naming the value given", () => {
-    expect(messages(filled("engineId"), "")).to.deep.equal(["engineId must be a non-empty string"]);
-    expect(messages(filled("engineId"), 3)).to.deep.equal(["engineId must be a non-empty string"]);
+    expect(messages(text("engineId"), "")).to.deep.equal(["engineId must be a non-empty string"]);
+    expect(messages(text("engineId"), 3)).to.deep.equal(["engineId must be a non-empty string"]);
     expect(messages(digest("planSha256"), "abc")).to.deep.equal(['planSha256 must be sha256:<64 hex>, got "abc"']);
     expect(messages(seconds("probeTimeoutS"), 0)).to.deep.equal(["probeTimeoutS must be a positive number of seconds, got 0"]);
     expect(messages(seconds("probeTimeoutS"), "5")).to.deep.equal(['probeTimeoutS must be a positive number of seconds, got "5"']);
-    expect(messages(word("pairs", ["mesh", "ring"]), "star")).to.deep.equal(['pairs must be "mesh" or "ring", got "star"']);
+    expect(messages(typed.oneOf("pairs", ["mesh", "ring"]), "star")).to.deep.equal(['pairs must be "mesh" or "ring", got "star"']);
   });
 });
