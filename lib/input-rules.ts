@@ -133,26 +133,3 @@ export function schemaFailures(schema: ZodType, news: Record<string, unknown>): 
       return { property: String(issue.path[0] ?? ""), reason: asWritten ? issue.message : `${where}: ${issue.message}` };
     });
 }
-
-/**
- * The same rules as typed zod schemas, in the same words, so `z.infer` of a provider's schema is its input
- * type. A refused type stops a parent's own refinements: rules across properties go in `across`, next to
- * the typed object in `inOrder`, so they run whatever the properties' types.
- */
-export const typed = {
-  nonEmpty: (k: string) => z.string({ error: `${k} must be a non-empty string` }).min(1, { error: `${k} must be a non-empty string` }),
-  stackName: () => {
-    const error = (iss: { input?: unknown }) => `stack must be a stack name that can name a folder (letters, digits, "_", "." or "-"), got ${JSON.stringify(iss.input)}`;
-    return z.string({ error }).refine(isStackFolderName, { error });
-  },
-  positiveSeconds: (k: string) => {
-    const error = (iss: { input?: unknown }) => `${k} must be a positive number of seconds, got ${JSON.stringify(iss.input)}`;
-    return z.number({ error }).positive({ error });
-  },
-  httpBaseUrl: (k: string, whose: string) => {
-    const error = (iss: { input?: unknown }) => `${k} must be ${whose} http(s) base URL, got ${JSON.stringify(iss.input)}`;
-    return z.string({ error }).regex(/^https?:\/\/[^/\s]+(\/\S*)?$/, { error });
-  },
-  oneOf: <const W extends readonly [string, ...string[]]>(k: string, words: W) =>
-    z.enum(words, { error: (iss) => `${k} must be ${words.map((w) => JSON.stringify(w)).join(" or ")}, got ${JSON.stringify(iss.input)}` }),
-};

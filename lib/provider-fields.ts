@@ -4,6 +4,7 @@
  * reads as the provider has always written it (tests and operators match on that wording).
  */
 import { z } from "zod";
+import { isStackFolderName } from "./stack-name";
 
 /** A refusal as written, or written from the value given. */
 export type Words = string | ((issue: { input?: unknown }) => string);
@@ -34,6 +35,21 @@ export const absolutePath = (k: string) => z.string({ error: got(k, "must be an 
 
 /** A non-empty string, refused as "<k> must be a non-empty string". */
 export const text = (k: string) => filled(`${k} must be a non-empty string`);
+
+/** A stack name as it names folders here and on the hosts. */
+export const stackName = () => {
+  const error = got("stack", 'must be a stack name that can name a folder (letters, digits, "_", "." or "-")');
+  return z.string({ error }).refine(isStackFolderName, { error });
+};
+
+/** A service's http(s) base URL (an optional path allowed), refused naming whose it is. */
+export const httpBaseUrl = (k: string, whose: string) => {
+  const error = got(k, `must be ${whose} http(s) base URL`);
+  return z.string({ error }).regex(/^https?:\/\/[^/\s]+(\/\S*)?$/, { error });
+};
+
+/** One of a few words, refused as `<k> must be "a" or "b", got <value>`. */
+export const oneOf = <const W extends readonly [string, ...string[]]>(k: string, words: W) => z.enum(words, { error: got(k, `must be ${words.map((w) => JSON.stringify(w)).join(" or ")}`) });
 
 /** A `sha256:` digest as every record and binding writes it. */
 export const digest = (k: string) => z.string({ error: got(k, "must be sha256:<64 hex>") }).regex(/^sha256:[0-9a-f]{64}$/, { error: got(k, "must be sha256:<64 hex>") });

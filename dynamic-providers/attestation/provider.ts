@@ -21,7 +21,7 @@ import { providerEvidence } from "../evidence";
 import { type Ask, type ProofSubject } from "../../lib/engine/generation";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
-import { withEngineHttp } from "../engine-generation/http";
+import { withEngineHttp } from "../engine-http";
 import { attestationInputs, type AttestationInputs, type AttestationObservation, type AttestationOutputs, type AttestationRecord } from "./schema";
 
 export const MEASURED_AGAINST = [

@@ -21,17 +21,14 @@ import { assembleCacheLayout, cacheConfigFrom, cacheLayoutDigest } from "../../l
 import { expectOk, liveGeneration, requireProvedGeneration, type ProofSubject } from "../../lib/engine/generation";
 import { checkStartupAgainstMetrics, ranksFromEngineLog } from "../../lib/engine/layout-sources";
 import { modelKvGeometry } from "../../lib/engine/model-kv";
-import { EngineError } from "../../lib/engine/errors";
-import { logTargets, noServingLog } from "../../lib/engine/log-source";
-import { checkLogIsServingProcess, readEngineStartup, type EngineStartup, type LogOrigin } from "../../lib/engine/startup-log";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
 import { GATE_C_CAPTURES, captureArtifacts } from "../http-evidence";
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
-import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-generation/http";
-import { HostReader } from "./host-read";
+import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-http";
+import { HostReader, servingLog } from "../../lib/engine/host-read";
 import { capturingAsk, keepFailedAttempt, listedAttempts, newAttempt } from "../failed-attempt";
 import type { KeptAttempt } from "../../lib/runtime/attempts";
 import { NATIVE_ENGINE_LOG } from "../../lib/runtime/native";
@@ -39,31 +36,6 @@ import { captureInputs, MEASURED_AGAINST, UPDATABLE, type CacheCaptureInputs, ty
 
 function subjectOf(i: CacheCaptureInputs): ProofSubject {
   return { engineId: i.engineId, hostAlias: i.hostAlias, url: i.url, processIdentity: i.processIdentity };
-}
-
-/** The errors that say a log is not (or no longer) the serving engine's: another candidate may be. */
-const LOG_REFUSALS = new Set(["NARWHAL_CACHE_LOG", "NARWHAL_CACHE_LOG_ROTATED"]);
-
-/**
- * The serving engine's log: each candidate in turn, read and checked; for a file, its API server must be
- * the process serving now (started at `servingStartS`). None passing is an error naming each candidate.
- */
-async function servingLog(reader: HostReader, i: CacheCaptureInputs, servingStartS: number): Promise<{ startup: EngineStartup; origin: LogOrigin }> {
-  const refusals: Array<{ source: string; error: EngineError }> = [];
-  for (const target of logTargets(i.engineLog, i.processIdentity.containerId)) {
-    try {
-      const { log, origin } = await reader.log(target);
-      const startup = readEngineStartup(log.text, origin);
-      // A container's log is its own since its latest start; a file may hold any start's lines.
-      if (target.kind === "file") checkLogIsServingProcess(startup, await reader.processStart(startup.apiServer.pid), servingStartS, origin);
-      return { startup, origin };
-    } catch (err) {
-      const e = err as EngineError;
-      if (!LOG_REFUSALS.has(e.code)) throw err;
-      refusals.push({ source: target.kind === "file" ? target.path : `docker logs ${target.containerId.slice(0, 12)}`, error: e });
-    }
-  }
-  throw noServingLog(i.hostAlias, refusals);
 }
 
 // An update changes only how the engine is reached: the capture stands.

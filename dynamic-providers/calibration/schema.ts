@@ -3,9 +3,9 @@ import { z } from "zod";
 import { documentEngines, MIN_SAMPLES_PER_GROUP, observationBoundProblem, timeoutsOf } from "../../lib/preflight";
 import type { CalibrationAdoptionOutcome, CalibrationAdoptSource, EngineIdentity, GroupResult, Pair } from "../../lib/preflight";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { digest, given, got, positiveWhole, whole } from "../../lib/provider-fields";
+import { digest, given, got, oneOf, positiveWhole, whole } from "../../lib/provider-fields";
 import { hasUnknown } from "../diff";
-import { across, each, inOrder, isDigest, typed } from "../input-rules";
+import { across, each, inOrder, isDigest } from "../input-rules";
 
 /** The engines, once known: the rules that read them beside another property need every one. */
 const knownEngines = (v: unknown) => (Array.isArray(v) && !hasUnknown(v) ? (v as Array<Record<string, unknown>>) : undefined);
@@ -17,7 +17,7 @@ const engine = (id: unknown) => {
     engineId: given<string>(),
     generationDigest: digest(k("generationDigest")),
     attestationDigest: digest(k("attestationDigest")),
-    role: typed.oneOf(k("role"), ["prefill", "decode"]),
+    role: oneOf(k("role"), ["prefill", "decode"]),
     /** The served context (`--max-model-len`) of this engine's launch plan. */
     maxModelLen: whole(2, Number.MAX_SAFE_INTEGER, got(k("maxModelLen"), `must be an integer of at least ${2}`)),
     pin: given<boolean>(),
@@ -78,7 +78,7 @@ const rest = z.object({
   samplesPerGroup: whole(MIN_SAMPLES_PER_GROUP, Number.MAX_SAFE_INTEGER, got("samplesPerGroup", `must be an integer of at least ${MIN_SAMPLES_PER_GROUP}`)),
   maxFailuresPerGroup: positiveWhole("maxFailuresPerGroup"),
   routerOverheadS: z.number({ error: got("routerOverheadS", "must be a non-negative number of seconds") }).min(0),
-  schedule: typed.oneOf("schedule", ["concurrent", "sequential"]),
+  schedule: oneOf("schedule", ["concurrent", "sequential"]),
   /**
    * A calibration measured before this stack (`calibration.adopt`) with the digest the program read:
    * create adopts it instead of sampling while every process it sampled still serves.

@@ -1,6 +1,7 @@
 /** CommandRecord inputs: each step's script and output become artifacts of the record. */
 import { z } from "zod";
-import { each, typed } from "../input-rules";
+import { each } from "../input-rules";
+import { oneOf, stackName, text } from "../../lib/provider-fields";
 import type { EvidenceRef } from "../evidence";
 
 const isText = (v: unknown) => typeof v === "string";
@@ -13,11 +14,11 @@ export interface RecordedStep {
 }
 
 export const commandRecordInputs = z.object({
-  stack: typed.stackName(),
+  stack: stackName(),
   /** The record kind: `install` (Gate B) or `router` (Gate G). */
-  kind: typed.oneOf("kind", ["install", "router"]),
+  kind: oneOf("kind", ["install", "router"]),
   /** The host the steps ran on. */
-  hostAlias: typed.nonEmpty("hostAlias"),
+  hostAlias: text("hostAlias"),
   // Judged step by step, so a refusal names the step rather than its place in the list.
   steps: z
     .custom<RecordedStep[]>()

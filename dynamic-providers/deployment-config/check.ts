@@ -1,13 +1,13 @@
 /** DeploymentConfig inputs: each file name becomes a file of the evidence store. */
 import { z } from "zod";
-import { typed } from "../input-rules";
+import { stackName } from "../../lib/provider-fields";
 import type { EvidenceRef } from "../evidence";
 
 /** A plain file name: no folder, no hidden or parent name. */
 const FILE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;
 
 export const deploymentConfigInputs = z.object({
-  stack: typed.stackName(),
+  stack: stackName(),
   /** File name -> contents, as the runbook's Gate A writes them under config/. */
   files: z.custom<Record<string, string>>().superRefine((files, ctx) => {
     if (typeof files !== "object" || files === null || Array.isArray(files)) {

@@ -22,10 +22,10 @@ import { GATE_C_CAPTURES, captureArtifacts } from "../http-evidence";
 import { capturingAsk, keepFailedAttempt, newAttempt } from "../failed-attempt";
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { generationInputs } from "./schema";
-import { REFRESH_TIMEOUT_S, withEngineHttp } from "./http";
+import { REFRESH_TIMEOUT_S, withEngineHttp } from "../engine-http";
 import type { EngineGenerationInputs, EngineGenerationOutputs } from "./schema";
 import { peerChange } from "../../lib/engine/peer-wave";
-import { observeStarts } from "../peer-wave/observe";
+import { observeStarts } from "../engine-http";
 
 /** Inputs the proof was taken against: a change means it no longer describes the live engine. */
 export const MEASURED_AGAINST = ["engineId", "url", "planSha256", "expectedVersion", "servedName", "processIdentity"] as const;

@@ -1,15 +1,13 @@
 /** EngineGeneration's inputs as one zod schema (each issue names its property), the types it produces, and the outputs. */
 import { z } from "zod";
 import { processIdentityProblem, type ObservedState, type ProcessIdentity } from "../../lib/engine/generation";
-import { got, seconds, text } from "../../lib/provider-fields";
+import { httpBaseUrl, seconds, text } from "../../lib/provider-fields";
 
 /** A process identity, judged by the same rule the proof applies (lib/engine/generation.ts). */
 export const processIdentitySchema = z.custom<ProcessIdentity>().superRefine((id, ctx) => {
   const problem = processIdentityProblem(id);
   if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
-
-const notUrl = got("url", "must be the engine's http(s) base URL");
 
 /** What the live proof is taken against, plus how to reach the engine (plain inside provider calls). */
 const fields = z.object({
@@ -22,7 +20,7 @@ const fields = z.object({
   /** `--served-model-name`: `/v1/models` must list it; the completion asks for it. */
   servedName: text("servedName"),
   /** Base URL of the engine's OpenAI server (the launch plan's endpoint). */
-  url: z.string({ error: notUrl }).regex(/^https?:\/\/[^/\s]+(\/\S*)?$/, { error: notUrl }),
+  url: httpBaseUrl("url", "the engine's"),
   /** The runtime the engine was started as: {hostAlias, pid} (native) or {hostAlias, containerId} (container). */
   processIdentity: processIdentitySchema,
   /** Bounded wait for `/health` before the proof. */

@@ -1,6 +1,7 @@
 /** FabricGate inputs: the hosts of the matrix and each measured edge with the record its figure came from. */
 import { z } from "zod";
-import { each, isDigest, typed } from "../input-rules";
+import { each, isDigest } from "../input-rules";
+import { stackName } from "../../lib/provider-fields";
 import type { EdgeMatrix, GateEdge } from "../../lib/fabric/matrix";
 import type { EvidenceRef } from "../evidence";
 
@@ -9,7 +10,7 @@ export type GateEdgeInput = GateEdge & { evidence: EvidenceRef };
 
 // Lists judged whole, so a refusal names the list rather than an item's place in it.
 export const fabricGateInputs = z.object({
-  stack: typed.stackName(),
+  stack: stackName(),
   /** The physical hosts, in matrix order. */
   hosts: z.custom<string[]>().refine((v) => Array.isArray(v) && v.every((h) => typeof h === "string" && h !== ""), { error: "hosts must be a list of host aliases" }),
   edges: z

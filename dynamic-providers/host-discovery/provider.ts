@@ -1,7 +1,7 @@
 /**
  * HostDiscovery provider methods (Gate A), loaded at call time by resource.ts (see ../shim.ts).
- * create: one SSH login; the probe (hardware, fabric, model, runtime, listeners, devices), then the
- *   checkpoint hash on every core of the host; one evidence record.
+ * create: one SSH login (the observation: lib/discovery/observe.ts); the probe (hardware, fabric, model,
+ *   runtime, listeners, devices), then the checkpoint hash on every core of the host; one evidence record.
  * read: the same login, probe and a fingerprint-only re-hash, recorded as `observed` beside the
  *   untouched `measured` facets, so `pulumi preview --refresh` names what changed on the host.
  * delete: removes the stack's folder on the host (../../lib/fleet/host-cleanup.ts) unless
@@ -9,20 +9,18 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { randomBytes } from "node:crypto";
-import { SshSession } from "../../lib/ssh/client";
+import { withSsh } from "../../lib/ssh/client";
 import { sshTarget, type SshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { pinAgrees } from "../../lib/ssh/host-key";
-import { blockingProblems, parseProbe, probeCommand, ProbeOptions } from "../../lib/discovery/probe";
-import { chooseFabricAddress } from "../../lib/discovery/fabric-address";
-import { CheckpointManifest, hashCheckpointRemote } from "../../lib/checkpoint";
+import { observeHost, type ObserveOptions } from "../../lib/discovery/observe";
 import { sha256Json } from "../../lib/digest";
-import { facetsOf, keptFabricAddress, ownPidsScript, type FacetDigests, type HostDiscoveryFacts } from "../../lib/discovery/facets";
+import { facetsOf, type FacetDigests } from "../../lib/discovery/facets";
 import { evidenceProvider } from "../evidence-provider";
 import { providerEvidence } from "../evidence";
-import { capture, exitStatusOf, keepFailedAttempt, newAttempt, scriptCommand, type Attempt } from "../failed-attempt";
+import { keepFailedAttempt, newAttempt } from "../failed-attempt";
 import { discoveryInputs, type HostDiscoveryInputs, type HostDiscoveryOutputs } from "./schema";
-import { claimScript, cleanupScript, stackFolder } from "../../lib/fleet/host-cleanup";
+import { cleanupScript, stackFolder } from "../../lib/fleet/host-cleanup";
 
 /**
  * Inputs whose change means the old observation no longer describes what the engines will use. The pinned
@@ -35,7 +33,6 @@ const MEASURED_AGAINST = [
 ] as const;
 /** Inputs that only change how we log in or what the next launch must avoid. */
 const UPDATABLE = ["privateKey", "password", "jump", "allowFirstContact", "connectTimeoutS", "maxSessions", "plannedPorts", "runbookRuns", "stack", "stateDir", "retainOnDestroy"] as const;
-const CHECKPOINT_TIMEOUT_S = 1800;
 
 /**
  * Discovery is the login that may learn the host's key (ssh.allowFirstContact). A key this discovery recorded
@@ -47,80 +44,8 @@ function target(i: HostDiscoveryInputs, recordedHostKey?: string): SshTarget {
   return sshTarget(recordedHostKey ? { ...login, hostKey: recordedHostKey } : login, { kind: "discover", allowFirstContact: i.allowFirstContact });
 }
 
-interface Observation {
-  facts: HostDiscoveryFacts;
-  rehashed: string[];
-  probeSha256: string;
-  startedAt: string;
-  endedAt: string;
-}
-
-/**
- * One login: the probe, then the checkpoint hash (reusing `previous` fingerprints when given).
- * A re-observation (`recorded` given) never fails on the fabric address (lib/discovery/facets.ts, keptFabricAddress).
- */
-async function observe(
-  i: HostDiscoveryInputs,
-  opts: { recordedHostKey?: string; previous?: CheckpointManifest; preLaunch: boolean; recordedFabricAddress?: string; claim?: string; attempt?: Attempt },
-): Promise<Observation> {
-  const startedAt = new Date().toISOString();
-  const ssh = await SshSession.open(target(i, opts.recordedHostKey));
-  try {
-    const ownPids = opts.preLaunch
-      ? (await ssh.exec(ownPidsScript(i.stateDir, i.stack, i.runbookRuns ?? []), { timeoutS: 10, name: "own engine and sidecar pids" })).stdout.split(/\s+/).filter(Boolean).map(Number)
-      : [];
-    const probeOpts: ProbeOptions = {
-      alias: i.alias,
-      fabricInterface: i.fabricInterface,
-      fabricAddressChoice: i.fabricAddressChoice,
-      modelDir: i.modelDir,
-      runtime: i.runtimeRef,
-      devicePaths: i.devicePaths,
-      rdmaPorts: i.rdmaPorts,
-      plannedPorts: opts.preLaunch ? i.plannedPorts : [],
-      ignorePids: ownPids,
-    };
-    const probe = probeCommand(probeOpts);
-    const probeStarted = new Date().toISOString();
-    const output = await ssh.run(probe.command, { stdin: probe.stdin, timeoutS: probe.timeoutS, name: "discovery probe" }).catch((err: unknown) => {
-      opts.attempt?.commands.push(scriptCommand(probe.stdin, i.alias, exitStatusOf(err), probeStarted));
-      throw err;
-    });
-    if (opts.attempt) {
-      opts.attempt.commands.push(scriptCommand(probe.stdin, i.alias, 0, probeStarted));
-      capture(opts.attempt, "discovery-probe.txt", output);
-    }
-    const recorded = opts.recordedFabricAddress;
-    const facts = parseProbe(output, recorded === undefined ? probeOpts : { ...probeOpts, fabricAddressChoice: undefined });
-    // A re-observation records what it sees: a moved address or a port gone down is the refresh's finding
-    // (the fabric facet; the edges' fingerprints), not a failed refresh.
-    const problems = blockingProblems(recorded === undefined ? facts : { ...facts, errors: facts.errors.filter((e) => e.section !== "fabric" && e.section !== "rdma") });
-    if (problems.length > 0) throw new Error(problems.join("\n"));
-    const hashed = await hashCheckpointRemote(ssh, i.modelDir, opts.previous, { timeoutS: CHECKPOINT_TIMEOUT_S });
-    // Last, once the observation stands: from here on this discovery's delete owns the stack's folder.
-    if (opts.claim) await ssh.run(claimScript(stackFolder(i.stateDir, i.stack), opts.claim), { timeoutS: 10, name: "claim the stack's folder" });
-    return {
-      facts: {
-        hostname: facts.hostname,
-        hostKey: ssh.hostKey.line,
-        hostKeyFingerprint: ssh.hostKey.fingerprint,
-        accelerators: facts.accelerators,
-        fabricAddress:
-          recorded === undefined ? chooseFabricAddress(i.alias, i.fabricInterface, [...facts.fabric.addresses], i.fabricAddressChoice) : keptFabricAddress(recorded, facts.fabric.addresses),
-        model: facts.model!.requirements,
-        runtime: facts.runtime,
-        rdma: facts.rdma,
-        checkpoint: hashed.manifest,
-      },
-      rehashed: hashed.rehashed,
-      probeSha256: sha256Json(probe.stdin),
-      startedAt,
-      endedAt: new Date().toISOString(),
-    };
-  } finally {
-    ssh.close();
-  }
-}
+/** One login, one observation (lib/discovery/observe.ts). */
+const observe = (i: HostDiscoveryInputs, opts: ObserveOptions & { recordedHostKey?: string }) => withSsh(target(i, opts.recordedHostKey), (ssh) => observeHost(ssh, i, opts));
 
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<HostDiscoveryInputs, HostDiscoveryOutputs>({
   measuredAgainst: MEASURED_AGAINST,
@@ -188,12 +113,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<HostDi
     // Everything that wrote on this host logged in with this discovery's key, so it was deleted first.
     // A discovery created before claims existed owns nothing it can prove; it leaves the folder.
     if (!props.claim) return;
-    const ssh = await SshSession.open(target(props, props.hostKey));
-    try {
-      const folder = stackFolder(props.stateDir, props.stack);
-      await ssh.run(cleanupScript(folder, props.claim, props.retainOnDestroy === true), { timeoutS: 60, name: `remove ${folder}` });
-    } finally {
-      ssh.close();
-    }
+    const folder = stackFolder(props.stateDir, props.stack);
+    await withSsh(target(props, props.hostKey), (ssh) => ssh.run(cleanupScript(folder, props.claim!, props.retainOnDestroy === true), { timeoutS: 60, name: `remove ${folder}` }));
   },
 });

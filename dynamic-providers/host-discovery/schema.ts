@@ -4,12 +4,10 @@ import type { FacetDigests, HostDiscoveryFacts } from "../../lib/discovery/facet
 import type { PlannedPort } from "../../lib/discovery/listeners";
 import type { RuntimeProbeSpec } from "../../lib/discovery/probe";
 import type { RdmaPortRequest } from "../../lib/discovery/rdma";
-import { absolutePath, got, positiveWhole, seconds, tcpPort, text } from "../../lib/provider-fields";
+import { absolutePath, got, positiveWhole, seconds, stackName, tcpPort, text } from "../../lib/provider-fields";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { isStackFolderName } from "../../lib/stack-name";
 
 const list = <T>(k: string) => z.array(z.custom<T>(), { error: got(k, "must be a list") });
-const notStack = got("stack", 'must be a stack name that can name a folder (letters, digits, "_", "." or "-")');
 
 /**
  * What discovery is measured against, plus how to log in (plain: these exist only inside provider calls).
@@ -31,7 +29,7 @@ const fields = z.object({
   /** Digest of the launch policy that applies to this host's engines. */
   policyDigest: z.string({ error: got("policyDigest", "must be sha256:<64 hex>") }).regex(/^sha256:[0-9a-f]{64}$/, { error: got("policyDigest", "must be sha256:<64 hex>") }),
   /** Names the per-stack run folders on the host and the evidence folder on this machine; with stateDir, the folder a destroy removes. */
-  stack: z.string({ error: notStack }).refine(isStackFolderName, { error: notStack }),
+  stack: stackName(),
   /** The host's `stateDir`, under which this stack's engines and sidecars keep their pid files. */
   stateDir: absolutePath("stateDir"),
   privateKey: z.string().optional(),

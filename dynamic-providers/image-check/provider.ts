@@ -15,7 +15,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type * as pulumi from "@pulumi/pulumi";
-import { SshSession } from "../../lib/ssh/client";
+import { withSsh, type SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
@@ -64,12 +64,8 @@ async function checkAndRecord(inputs: ImageCheckInputs): Promise<ImageCheckOutpu
   const steps: CheckLogStep[] = [];
   let outcome: CheckOutcome;
   try {
-    const ssh = await SshSession.open(sshTarget(readLogin(inputs.login, { alias: inputs.hostAlias, privateKey: inputs.privateKey, password: inputs.password }), OPERATE));
-    try {
-      outcome = await runImageCheck((step) => runStep(ssh, step, steps), spec, checkId);
-    } finally {
-      ssh.close();
-    }
+    const target = sshTarget(readLogin(inputs.login, { alias: inputs.hostAlias, privateKey: inputs.privateKey, password: inputs.password }), OPERATE);
+    outcome = await withSsh(target, (ssh) => runImageCheck((step) => runStep(ssh, step, steps), spec, checkId));
   } catch (err) {
     outcome = { identity: null, findings: null, failures: [{ kind: "login", message: `${where}: ${(err as Error).message}` }] };
   }

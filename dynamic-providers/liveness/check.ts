@@ -1,18 +1,18 @@
 /** Liveness inputs: the endpoint a refresh probes, and for how long. */
 import { z } from "zod";
-import { typed } from "../input-rules";
+import { httpBaseUrl, oneOf, seconds, text } from "../../lib/provider-fields";
 import { HEALTH_PATH, type LivenessService, type LivenessState } from "../../lib/liveness";
 
 export const livenessInputs = z.object({
   /** What the probe watches: its health endpoint and its words in a reason. */
-  service: typed.oneOf("service", Object.keys(HEALTH_PATH) as [LivenessService, ...LivenessService[]]),
+  service: oneOf("service", Object.keys(HEALTH_PATH) as [LivenessService, ...LivenessService[]]),
   /** The engine's id, or the service's name on its host (`router`, `prometheus`). */
-  name: typed.nonEmpty("name"),
-  hostAlias: typed.nonEmpty("hostAlias"),
+  name: text("name"),
+  hostAlias: text("hostAlias"),
   /** The service's base URL, as the program reaches it. */
-  url: typed.httpBaseUrl("url", "the service's"),
+  url: httpBaseUrl("url", "the service's"),
   /** A refresh's probe waits this long before it calls the service hung. */
-  healthDeadlineS: typed.positiveSeconds("healthDeadlineS"),
+  healthDeadlineS: seconds("healthDeadlineS"),
 });
 
 export type LivenessInputs = z.infer<typeof livenessInputs>;

@@ -27,7 +27,7 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   },
 
   async read(id: string, props: LivenessOutputs) {
-    const { withEngineHttp } = require("../engine-generation/http") as typeof import("../engine-generation/http");
+    const { withEngineHttp } = require("../engine-http") as typeof import("../engine-http");
     // Records made when only engines had one (EngineLiveness) name the engine as `engineId`.
     const { service = "engine", name = (props as { engineId?: string }).engineId ?? "engine" } = props;
     // Whichever process owns the endpoint: the probe is about the endpoint, not a proved process.

@@ -4,16 +4,16 @@ import { pointProblems, pointRange } from "../../lib/trial";
 import type { ClockAnchor, Departure, Prediction, ProfiledRange, Reconciliation, TrialPoint, TrialSummary, TrialVerdict } from "../../lib/trial";
 import type { ProfileRow } from "../../lib/profiling";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { aboveZero, digest, given, got, positiveWhole, seconds, text, typedAs } from "../../lib/provider-fields";
+import { aboveZero, digest, given, got, oneOf, positiveWhole, seconds, text, typedAs } from "../../lib/provider-fields";
 import { hasUnknown } from "../diff";
-import { across, each, hostLogin, inOrder, typed } from "../input-rules";
+import { across, each, hostLogin, inOrder } from "../input-rules";
 
 /** One engine as the trial sees it: the generation it must still be, its role and where the router host reaches it. */
 const engine = (id: unknown) => {
   const k = (field: string) => `engines[${String(id)}].${field}`;
   return z.object({
     engineId: text("engines[].engineId"),
-    role: typed.oneOf(k("role"), ["prefill", "decode"]),
+    role: oneOf(k("role"), ["prefill", "decode"]),
     url: text(k("url")),
     generationDigest: digest(k("generationDigest")),
     /** The profile row the router prices this engine with (Gate F). */

@@ -1,6 +1,6 @@
 /** PeerWave inputs: at least two engines, each once; members that are not a list yet (a preview) are not judged. */
 import { z } from "zod";
-import { typed } from "../input-rules";
+import { seconds } from "../../lib/provider-fields";
 import type { ProcessIdentity } from "../../lib/engine/generation";
 import type { MemberRecord, Restart } from "../../lib/engine/peer-wave";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
@@ -33,7 +33,7 @@ export const peerWaveInputs = z.object({
   /** Secret: engines answer /metrics only with it when they were started with one. */
   apiKey: z.string({ error: "apiKey must be text" }).optional(),
   /** Bound on one member's restart script (stop plus health deadlines, plus margin). */
-  restartTimeoutS: typed.positiveSeconds("restartTimeoutS"),
+  restartTimeoutS: seconds("restartTimeoutS"),
 });
 
 export type PeerWaveInputs = z.infer<typeof peerWaveInputs>;

@@ -16,7 +16,7 @@ import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { hasUnknown } from "../diff";
 import { schemaCheck } from "../evidence-provider";
-import { observeStarts } from "./observe";
+import { observeStarts } from "../engine-http";
 import { peerWaveInputs, type PeerWaveInputs, type PeerWaveOutputs, type WaveMember } from "./check";
 
 async function record(news: PeerWaveInputs): Promise<Record<string, MemberRecord>> {

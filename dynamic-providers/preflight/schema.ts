@@ -3,9 +3,9 @@ import { z } from "zod";
 import { documentEngines, type GateNote, type GateResult, type RunStatus, type RunSummary, type TransferRecord } from "../../lib/preflight";
 import type { ProfileRow } from "../../lib/profiling";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { digest, given, got, typedAs } from "../../lib/provider-fields";
+import { digest, given, got, oneOf, typedAs } from "../../lib/provider-fields";
 import { hasUnknown } from "../diff";
-import { across, each, inOrder, typed } from "../input-rules";
+import { across, each, inOrder } from "../input-rules";
 import type { EngineHostSecrets, EngineLogAccess } from "./engine-logs";
 
 /** One engine as preflight checks it: which generation, attestation and profile it must be; its refusals named by its id. */
@@ -39,8 +39,8 @@ const againstDocument = across((news, refuse) => {
 const fields = z.object({
   // Absent passes, as it always has (the program always gives the engines); the type says they are there.
   engines: typedAs<PreflightEngine[]>(z.unknown().superRefine(each((e) => engine(e.engineId))).optional()),
-  pairs: typed.oneOf("pairs", ["mesh", "ring"]),
-  schedule: typed.oneOf("schedule", ["concurrent", "sequential"]),
+  pairs: oneOf("pairs", ["mesh", "ring"]),
+  schedule: oneOf("schedule", ["concurrent", "sequential"]),
   /** Fail on a degraded run too (`preflight.strict`); a failed run always fails. Absent = false. */
   strict: z.boolean({ error: got("strict", "must be true or false") }).optional(),
   repeats: z.number({ error: got("repeats", "must be an integer from 1 to 100") }).int().min(1).max(100),

@@ -11,65 +11,34 @@
  * - delete: leaves the files: the router's retained evidence.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { z } from "zod";
 import { evidenceRoot, EvidenceStore } from "../../lib/evidence";
-import { documentBytes, idsProblem, localTarget, ProfileError, publishStore, rowProblem, samplesDocument, storeDocument, type EngineSamples, type FileTarget } from "../../lib/profiling";
-import { SshSession } from "../../lib/ssh/client";
+import { documentBytes, localTarget, ProfileError, publishStore, samplesDocument, storeDocument, type EngineSamples, type FileTarget } from "../../lib/profiling";
+import { withSsh } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { canonicalJson } from "../../lib/digest";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
-import { hasUnknown } from "../diff";
 import { sftpTarget } from "../../lib/ssh/sftp-target";
-import type { ProfileStoreInputs, ProfileStoreOutputs } from "./types";
+import { storeInputs, type ProfileStoreInputs, type ProfileStoreOutputs } from "./schema";
 
 export const UPDATABLE = ["path", "engineIds", "model", "sweep", "profiles", "router", "routerPrivateKey", "routerPassword", "stack"] as const;
 
-/** The inputs as the check judges them; values unknown until apply are judged on the up. */
-// Loose: the cross-check below reads the properties the shape does not list.
-const inputs = z
-  .looseObject({
-    path: z.unknown().refine((p) => typeof p === "string" && p.startsWith("/") && !p.split("/").includes(".."), {
-      error: (iss) => `path must be an absolute path on the router host without "..", got ${JSON.stringify(iss.input)}`,
-    }),
-  })
-  .superRefine(
-    (news, ctx) => {
-      const { profiles, engineIds } = news as unknown as Record<string, unknown>;
-      if (hasUnknown(profiles) || hasUnknown(engineIds)) return;
-      const fail = (message: string) => ctx.addIssue({ code: "custom", path: ["profiles"], message });
-      const listed = profiles as ProfileStoreInputs["profiles"];
-      const problem = idsProblem(listed.map((x) => ({ iid: x.engineId })), engineIds as string[]);
-      if (problem) fail(problem);
-      for (const x of listed) {
-        const bad = rowProblem(x.row as unknown as Record<string, unknown>);
-        if (bad) fail(bad);
-        else if (x.row.iid !== x.engineId) fail(`profile row ${x.row.iid} is filed under engine ${x.engineId}`);
-      }
-    },
-    // The profiles are judged against the engine list even when the path is refused.
-    { when: () => true },
-  );
-
 async function withTarget<T>(i: ProfileStoreInputs, fn: (t: FileTarget) => Promise<T>): Promise<T> {
   if (!i.router) return fn(localTarget());
-  const session = await SshSession.open(sshTarget(readLogin(i.router, { privateKey: i.routerPrivateKey, password: i.routerPassword }), OPERATE));
-  try {
+  return withSsh(sshTarget(readLogin(i.router, { privateKey: i.routerPrivateKey, password: i.routerPassword }), OPERATE), async (session) => {
     const t = await sftpTarget(session);
     try {
       return await fn(t);
     } finally {
       t.close();
     }
-  } finally {
-    session.close();
-  }
+  });
 }
 
 /** Builds both documents from the recorded profiles and writes them; exported for tests. */
 export async function writeStore(i: ProfileStoreInputs): Promise<ProfileStoreOutputs> {
-  const problems = schemaFailures(inputs, i as unknown as Record<string, unknown>);
+  const problems = schemaFailures(storeInputs, i);
   if (problems.length) throw new ProfileError("NARWHAL_PROFILE_STORE", problems.map((f) => `${f.property}: ${f.reason}`).join("; "));
   const evidence = new EvidenceStore(evidenceRoot(process.cwd(), i.stack));
   const entries: Record<string, EngineSamples> = {};
@@ -91,7 +60,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Profil
   // Nothing here was measured: every change rewrites the files in place.
   measuredAgainst: [],
   updatable: UPDATABLE,
-  inputs,
+  inputs: storeInputs,
   // A re-pinned router host key alone changes nothing here (lib/ssh/host-key.ts, withHostKeyOf).
   compared: (olds, news) => ({ olds, news: { ...news, router: withHostKeyOf(news.router, olds.router) } }),
   async create(inputs) {

@@ -1,5 +1,5 @@
 import { dynamicResource } from "../declare";
-import type { ProfileStoreInputs, ProfileStoreOutputs } from "./types";
+import type { ProfileStoreInputs, ProfileStoreOutputs } from "./schema";
 
 /**
  * The fleet's profile store and `.samples.json` sidecar on the router host at `profiles.path`, in the

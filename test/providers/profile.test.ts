@@ -14,7 +14,7 @@ import { provider as generationProvider } from "../../dynamic-providers/engine-g
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { measureProfile, provider as profileProvider } from "../../dynamic-providers/profile/provider";
 import { writeStore } from "../../dynamic-providers/profile-store/provider";
-import type { ProfileStoreInputs } from "../../dynamic-providers/profile-store/types";
+import type { ProfileStoreInputs } from "../../dynamic-providers/profile-store/schema";
 import type { ProfileInputs, ProfileOutputs } from "../../dynamic-providers/profile/schema";
 import { http, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
 

@@ -53,4 +53,21 @@ describe("the program's import graph", () => {
     }
     expect(cycles(graph).map((c) => c.join(" -> "))).to.deep.equal([]);
   });
+
+  it("has no back arrow between provider folders", () => {
+    const files = new Set(tsFiles("dynamic-providers"));
+    const folderOf = (f: string) => f.split(path.sep)[1];
+    const graph = new Map<string, string[]>();
+    for (const file of files) {
+      if (file.split(path.sep).length < 3) continue;
+      const from = folderOf(file);
+      const to = ts
+        .preProcessFile(fs.readFileSync(path.join(ROOT, file), "utf8"), true, true)
+        .importedFiles.flatMap((i) => (i.fileName.startsWith(".") ? [resolved(file, i.fileName, files)].filter((f): f is string => f !== undefined) : []))
+        .filter((f) => f.split(path.sep).length >= 3 && folderOf(f) !== from)
+        .map(folderOf);
+      graph.set(from, [...new Set([...(graph.get(from) ?? []), ...to])]);
+    }
+    expect(cycles(graph).map((c) => c.join(" -> "))).to.deep.equal([]);
+  });
 });

@@ -7,11 +7,14 @@
  */
 import { expect } from "chai";
 import { spawn, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { providerShim } from "../../../dynamic-providers/shim";
 import { REFUSAL } from "../../fixtures/providers/refusing";
 
 const ROOT = path.resolve(__dirname, "../../..");
+/** The shim as stacks written before shim-host.ts hold it in their state, for the same fixture provider. */
+const SHIM_IN_STATE_V1 = fs.readFileSync(path.join(ROOT, "test/fixtures/providers/shim-in-state-v1.txt"), "utf8");
 const SDK = path.dirname(require.resolve("@pulumi/pulumi/package.json"));
 const grpc = require(require.resolve("@grpc/grpc-js", { paths: [SDK] })) as typeof import("@grpc/grpc-js");
 const rpc = require(path.join(SDK, "proto", "provider_grpc_pb.js"));
@@ -81,11 +84,23 @@ describe("dynamic provider shim, in the SDK's provider host", function () {
     }
   });
 
+  it("is a few lines, the rest loaded at call time", () => {
+    expect(shimText.length, "characters of __provider").to.be.below(SHIM_IN_STATE_V1.length / 2);
+    expect(shimText).to.include('load("dynamic-providers/shim-host.ts")');
+  });
+
+  it("an older shim still in a stack's state keeps working: a refusal is its one line, nothing printed", async () => {
+    const req = new pb.ReadRequest().setId("r1").setUrn("urn:pulumi:s::p::t::r1").setProperties(structpb.Struct.fromJavaScript({ __provider: SHIM_IN_STATE_V1, mode: "refuse" }));
+    const { result, printed } = await printedDuring(() => ask("read", req));
+    expect(result.error).to.equal(REFUSAL);
+    expect(printed, "the host's stderr").to.equal("");
+  });
+
   it("diff: the shim's own text (`__provider`) changed is no change, even to a provider comparing every input", async () => {
     const req = new pb.DiffRequest()
       .setId("r1")
       .setUrn("urn:pulumi:s::p::t::r1")
-      .setOlds(structpb.Struct.fromJavaScript({ __provider: shimText.replace("narwhal-fleet.quieted", "narwhal-fleet.older"), mode: "compare" }))
+      .setOlds(structpb.Struct.fromJavaScript({ __provider: SHIM_IN_STATE_V1, mode: "compare" }))
       .setNews(props({ mode: "compare" }));
     const { error, response } = await ask("diff", req);
     expect(error).to.equal(undefined);

@@ -2,8 +2,7 @@
 import { expect } from "chai";
 import { z } from "zod";
 import { enginesNamed, handoffOf, preflightVerdict, streamError, type GateResult } from "../../../lib/preflight";
-import { typed } from "../../../lib/input-rules";
-import { digest, seconds, text } from "../../../lib/provider-fields";
+import { digest, oneOf, seconds, text } from "../../../lib/provider-fields";
 
 const gates: GateResult[] = [
   { gate: "reach", verdict: "fail", lines: [{ status: "fail", message: "e2: no answer" }] },
@@ -41,6 +40,6 @@ describe("typed provider fields: one message for a wrong type and a failed check
     expect(messages(digest("planSha256"), "abc")).to.deep.equal(['planSha256 must be sha256:<64 hex>, got "abc"']);
     expect(messages(seconds("probeTimeoutS"), 0)).to.deep.equal(["probeTimeoutS must be a positive number of seconds, got 0"]);
     expect(messages(seconds("probeTimeoutS"), "5")).to.deep.equal(['probeTimeoutS must be a positive number of seconds, got "5"']);
-    expect(messages(typed.oneOf("pairs", ["mesh", "ring"]), "star")).to.deep.equal(['pairs must be "mesh" or "ring", got "star"']);
+    expect(messages(oneOf("pairs", ["mesh", "ring"]), "star")).to.deep.equal(['pairs must be "mesh" or "ring", got "star"']);
   });
 });

@@ -1,52 +1,59 @@
 /**
- * The capture's reads on the engine's host, over one SSH login: the engine's log, when the process that
- * wrote it started, and the model's config.json (scripts and their output's meaning:
+ * The cache capture's reads on the engine's host, over one SSH login: the engine's log, when the process
+ * that wrote it started, and the model's config.json (scripts and their output's meaning:
  * lib/engine/log-source.ts). Each read is bounded and named, and joins the commands the evidence keeps.
+ * The provider (dynamic-providers/cache-capture) opens the reader inside its call.
  */
-import { EngineError } from "../../lib/engine/errors";
+import { EngineError } from "./errors";
 import {
   configReadScript,
   logReadScript,
+  logTargets,
+  noServingLog,
   parseConfigRead,
   parseLogRead,
   parseProcessStart,
   processStartScript,
+  type EngineLogSource,
   type LogTarget,
   type LogText,
-} from "../../lib/engine/log-source";
-import type { LogOrigin, LogProcess } from "../../lib/engine/startup-log";
-import { SshSession } from "../../lib/ssh/client";
-import { OPERATE, sshTarget } from "../../lib/ssh/login";
-import { readLogin } from "../../lib/ssh/stored-login";
-import type { CacheCaptureInputs } from "./schema";
-import { capture, newAttempt, scriptCommand, type Attempt } from "../failed-attempt";
-import { ATTEMPTS_DIR, listAttemptsScript, parseKeptAttempts, type KeptAttempt } from "../../lib/runtime/attempts";
-import { NATIVE_ENGINE_LOG } from "../../lib/runtime/native";
+} from "./log-source";
+import { checkLogIsServingProcess, readEngineStartup, type EngineStartup, type LogOrigin, type LogProcess } from "./startup-log";
+import { SshSession } from "../ssh/client";
+import { OPERATE, sshTarget } from "../ssh/login";
+import { readLogin, type StoredLogin } from "../ssh/stored-login";
+import { capture, newAttempt, scriptCommand, type Attempt } from "../evidence/failed-attempt";
+import type { EvidenceCommand } from "../evidence/record";
+import { ATTEMPTS_DIR, listAttemptsScript, parseKeptAttempts, type KeptAttempt } from "../runtime/attempts";
+import { NATIVE_ENGINE_LOG } from "../runtime/native";
 
-/** One command run on the host, as the evidence record lists it. */
-export interface HostCommand {
-  scriptSha256: string;
-  host: string;
-  exitStatus: number | null;
-  startedAt: string;
-  endedAt: string;
+/** The engine's host and what is read there: its login (secrets beside it), its log, its checkpoint. */
+export interface EngineHost {
+  hostAlias: string;
+  login: StoredLogin;
+  privateKey?: string;
+  password?: string;
+  engineLog: EngineLogSource;
+  /** Its container, when the engine runs in one: its log is read by this id. */
+  processIdentity: { containerId?: string };
+  modelDir: string;
 }
 
 /** One login to the engine's host for the capture's reads; `close` ends it. */
 export class HostReader {
   private constructor(
     private readonly ssh: SshSession,
-    private readonly i: CacheCaptureInputs,
+    private readonly i: EngineHost,
     private readonly timeoutS: number,
     private readonly attempt: Attempt,
   ) {}
 
   /** Every command run so far, as the evidence record lists it (a failed capture's record too). */
-  get commands(): HostCommand[] {
-    return this.attempt.commands as HostCommand[];
+  get commands(): EvidenceCommand[] {
+    return this.attempt.commands;
   }
 
-  static async open(i: CacheCaptureInputs, timeoutS: number, attempt: Attempt = newAttempt()): Promise<HostReader> {
+  static async open(i: EngineHost, timeoutS: number, attempt: Attempt = newAttempt()): Promise<HostReader> {
     try {
       const ssh = await SshSession.open(sshTarget(readLogin(i.login, { alias: i.hostAlias, privateKey: i.privateKey, password: i.password }), OPERATE));
       return new HostReader(ssh, i, timeoutS, attempt);
@@ -99,4 +106,29 @@ export class HostReader {
   close(): void {
     this.ssh.close();
   }
+}
+
+/** The errors that say a log is not (or no longer) the serving engine's: another candidate may be. */
+const LOG_REFUSALS = new Set(["NARWHAL_CACHE_LOG", "NARWHAL_CACHE_LOG_ROTATED"]);
+
+/**
+ * The serving engine's log: each candidate in turn, read and checked; for a file, its API server must be
+ * the process serving now (started at `servingStartS`). None passing is an error naming each candidate.
+ */
+export async function servingLog(reader: HostReader, i: EngineHost, servingStartS: number): Promise<{ startup: EngineStartup; origin: LogOrigin }> {
+  const refusals: Array<{ source: string; error: EngineError }> = [];
+  for (const target of logTargets(i.engineLog, i.processIdentity.containerId)) {
+    try {
+      const { log, origin } = await reader.log(target);
+      const startup = readEngineStartup(log.text, origin);
+      // A container's log is its own since its latest start; a file may hold any start's lines.
+      if (target.kind === "file") checkLogIsServingProcess(startup, await reader.processStart(startup.apiServer.pid), servingStartS, origin);
+      return { startup, origin };
+    } catch (err) {
+      const e = err as EngineError;
+      if (!LOG_REFUSALS.has(e.code)) throw err;
+      refusals.push({ source: target.kind === "file" ? target.path : `docker logs ${target.containerId.slice(0, 12)}`, error: e });
+    }
+  }
+  throw noServingLog(i.hostAlias, refusals);
 }

@@ -1,11 +1,13 @@
 /**
  * The one HTTP transport of Gate C's providers: an {@link Ask} over undici with its own connection pool,
  * closed after each provider call (a restarted engine on the same port never meets a stale socket, and
- * nothing keeps the provider host alive). undici is required at call time, never captured.
+ * nothing keeps the provider host alive). undici is required at call time, never captured. Also the cheap
+ * observation of when each engine's live process started, which the peer wave and a generation's peer
+ * check both rest on.
  */
-import { endpoint, httpFailure, type Ask, type ProofSubject } from "../../lib/engine/generation";
-import { engineHeaders, PROBE_ACCEPT } from "../../lib/engine/request";
-import { sendJson } from "../engine-request";
+import { endpoint, httpFailure, processStartFrom, type Ask, type ProcessIdentity, type ProofSubject } from "../lib/engine/generation";
+import { engineHeaders, PROBE_ACCEPT } from "../lib/engine/request";
+import { sendJson } from "./engine-request";
 
 /** The runbook's `urlopen(..., timeout=60)`: the longest any single probe may take. */
 export const REQUEST_TIMEOUT_S = 60;
@@ -49,4 +51,24 @@ export async function withEngineHttp<T>(
   } finally {
     await http.close();
   }
+}
+
+/** A refresh must not hang on one engine: each observation is bounded. */
+export const OBSERVE_TIMEOUT_S = 10;
+
+export interface Observed {
+  readonly engineId: string;
+  readonly hostAlias: string;
+  readonly url: string;
+  readonly processIdentity: ProcessIdentity;
+}
+
+/** One start time per engine; `null` when the engine did not answer (its own proof reports why). */
+export async function observeStarts(engines: readonly Observed[], apiKey: string | undefined): Promise<Record<string, number | null>> {
+  const starts = await Promise.all(
+    engines.map((e) =>
+      withEngineHttp(e, apiKey, async (ask) => processStartFrom(e, await ask("/metrics")), OBSERVE_TIMEOUT_S).catch(() => null),
+    ),
+  );
+  return Object.fromEntries(engines.map((e, i) => [e.engineId, starts[i]!]));
 }

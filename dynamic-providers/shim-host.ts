@@ -1,0 +1,103 @@
+/**
+ * What every provider shim does around a call, loaded by the shim at call time from the project the CLI
+ * runs in. It lives here, not in the shim, so that each resource's `__provider` (the shim's serialised
+ * text, stored twice per resource in the state and written at every checkpoint) stays a few lines.
+ */
+import type * as pulumi from "@pulumi/pulumi";
+
+/** The project's compile-cache loader: modules by their path from the project root. */
+const load = (relativePath: string): unknown => (require("../tools/ts-require.js") as { load(p: string): unknown }).load(relativePath);
+
+type Method = "check" | "diff" | "create" | "read" | "update" | "delete";
+
+const implementationOf = (implementation: string): pulumi.dynamic.ResourceProvider => (load(implementation) as { provider: pulumi.dynamic.ResourceProvider }).provider;
+
+/**
+ * Every login prefers the host keys the stack's config pins now over those in a resource's old inputs
+ * (lib/ssh/configured-hosts.ts): before each call, the hosts list is read again from the stack file.
+ */
+function pins(props: unknown): void {
+  const stack = (props as { stack?: unknown } | undefined)?.stack;
+  if (typeof stack !== "string") return;
+  const hosts = (load("dynamic-providers/stack-config-file.ts") as typeof import("./stack-config-file")).currentHostsConfig(process.cwd(), stack);
+  if (hosts !== undefined) (load("lib/ssh/configured-hosts.ts") as typeof import("../lib/ssh/configured-hosts")).setConfiguredHosts(hosts);
+}
+
+/**
+ * The engine's protobuf encoder rejects `undefined` anywhere in a result ("Unexpected struct type"), so
+ * every result goes through JSON once: absent fields are dropped, not sent.
+ */
+const plain = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+/** `__provider` is the shim's own text, not an input: a changed shim is never a change of the resource. */
+function own<T>(props: T): T {
+  if (!props || typeof props !== "object") return props;
+  const { __provider: _shim, ...rest } = props as Record<string, unknown>;
+  return rest as T;
+}
+
+/**
+ * The SDK's provider host prints `${error}: ${error.stack}` to its stderr, which the CLI shows under the
+ * Stack, for a failed check, diff, read or delete (not create or update), while the resource's own line
+ * already carries the message: a refusal the provider worded would show twice, the second time with its
+ * JavaScript frames. That one print of that one error is dropped; an error JavaScript itself raised (a
+ * bug: TypeError, ReferenceError, ...) keeps its stack. The set is global, shared with the shims of
+ * earlier versions still in state, which install the same filter under the same key.
+ */
+async function quiet<T>(call: () => T | Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    const bug = [TypeError, ReferenceError, SyntaxError, RangeError].some((type) => error instanceof type);
+    if (error instanceof Error && !bug) {
+      const store = globalThis as unknown as Record<symbol, Set<string> | undefined>;
+      const key = Symbol.for("narwhal-fleet.quieted-provider-errors");
+      let quieted = store[key];
+      if (!quieted) {
+        const held = (quieted = store[key] = new Set<string>());
+        const print = console.error.bind(console);
+        console.error = (...args: unknown[]) => {
+          if (args.length === 1 && typeof args[0] === "string" && held.delete(args[0])) return;
+          print(...args);
+        };
+      }
+      quieted.add(`${String(error)}: ${error.stack}`);
+    }
+    throw error;
+  }
+}
+
+/** One provider call through the shim: the implementation loaded, the pins read, the result made plain. */
+export async function call(implementation: string, method: Method, args: unknown[]): Promise<unknown> {
+  const p = implementationOf(implementation);
+  switch (method) {
+    case "check": {
+      const [olds, news] = args;
+      return quiet(async () => plain(p.check ? await p.check(olds, news) : { inputs: news }));
+    }
+    case "diff": {
+      const [id, olds, news] = args as [string, unknown, unknown];
+      return quiet(() => (pins(news), p.diff!(id, own(olds), own(news))));
+    }
+    case "create": {
+      const [inputs] = args as [Record<string, unknown>];
+      pins(inputs);
+      // A finished measurement the store refused is kept aside and adopted by the next create of the same inputs.
+      const pending = load("dynamic-providers/pending-evidence.ts") as typeof import("./pending-evidence");
+      return plain(await pending.createKeepingEvidence(implementation, inputs, () => p.create(inputs)));
+    }
+    case "read": {
+      const [id, props] = args as [string, unknown];
+      return quiet(async () => (pins(props), plain(p.read ? await p.read(id, props) : { id, props })));
+    }
+    case "update": {
+      const [id, olds, news] = args as [string, unknown, unknown];
+      pins(news);
+      return plain(await p.update!(id, olds, news));
+    }
+    case "delete": {
+      const [id, props] = args as [string, unknown];
+      return quiet(() => (pins(props), p.delete ? p.delete(id, props) : Promise.resolve()));
+    }
+  }
+}
