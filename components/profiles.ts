@@ -7,7 +7,7 @@ import { previousInLane } from "../lib/profiling/lanes";
 import { sweepRecord, type Sweep } from "../lib/profiling/sweep";
 import type { AdoptSource } from "../lib/profiling/adopt";
 import { Profile } from "../dynamic-providers/profile/resource";
-import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry } from "../dynamic-providers/profile/types";
+import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry } from "../lib/profiling/engine-profile";
 import { loginInputs } from "./login-inputs";
 import { ProfileStore } from "../dynamic-providers/profile-store/resource";
 import type { Attestation } from "../dynamic-providers/attestation/resource";

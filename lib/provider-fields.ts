@@ -50,3 +50,15 @@ export const httpBaseUrl = (k: string, whose: string) => {
 
 /** One of a few words, refused as `<k> must be "a" or "b", got <value>`. */
 export const oneOf = <const W extends readonly [string, ...string[]]>(k: string, words: W) => z.enum(words, { error: got(k, `must be ${words.map((w) => JSON.stringify(w)).join(" or ")}`) });
+
+/** A `sha256:` digest as every record and binding writes it. */
+export const digest = (k: string) => z.string({ error: got(k, "must be sha256:<64 hex>") }).regex(/^sha256:[0-9a-f]{64}$/, { error: got(k, "must be sha256:<64 hex>") });
+
+/**
+ * A value the schema types and does not judge: the program builds it from checked config (or a lib
+ * function judges it where it is read), as a hand-written interface typed it before. Absent passes.
+ */
+export const given = <T>() => z.any().optional() as unknown as z.ZodType<T>;
+
+/** A schema whose rule is a shared untyped one (input-rules' judgedBy, hostLogin), given the type it proves. */
+export const typedAs = <T>(schema: z.ZodType) => schema.transform((v) => v as T);

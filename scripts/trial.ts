@@ -6,7 +6,7 @@
  * drained, reconciled) and keeps it as a `load-trial` record with subject `adhoc-<time>`. It changes no
  * state: the next `up` neither sees nor replaces it. Exits 2 on bad arguments, 1 when the point cannot run.
  */
-import type { LoadTrialInputs } from "../dynamic-providers/load-trial/types";
+import type { LoadTrialInputs } from "../dynamic-providers/load-trial/schema";
 import { revealed } from "../lib/secret-envelope";
 import { parseFlags, parseOrExit, positiveNumber, required, UsageError } from "./args";
 import { openStack } from "./stack/select";

@@ -14,9 +14,9 @@
  * - delete: nothing remote (the sidecar belongs to its remote command).
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { z } from "zod";
 import { AttestationError } from "../../lib/attestation/errors";
 import { checkAttestation, type SidecarAttestation } from "../../lib/attestation/verify";
+import { clockProblem, detailOf, observedAttestation, processClockOf } from "../../lib/attestation/sidecar-answer";
 import { contractFingerprint } from "../../lib/attestation/contract";
 import type { EvidenceCommand } from "../../lib/evidence/record";
 import { journalled } from "../http-evidence";
@@ -24,10 +24,8 @@ import { providerEvidence } from "../evidence";
 import { type Ask, type ProofSubject } from "../../lib/engine/generation";
 import { heldWhileStartStands } from "../diff";
 import { evidenceProvider } from "../evidence-provider";
-import { processIdentitySchema } from "../engine-generation/schema";
-import { nonEmpty, positiveNumber, positiveSeconds, sha256Digest } from "../input-rules";
 import { withEngineHttp } from "../engine-http";
-import type { AttestationInputs, AttestationObservation, AttestationOutputs, AttestationRecord } from "./types";
+import { attestationInputs, type AttestationInputs, type AttestationObservation, type AttestationOutputs, type AttestationRecord } from "./schema";
 
 export const MEASURED_AGAINST = [
   "engineId",
@@ -48,12 +46,6 @@ export const ATTESTATION_MOVED = "attestation";
 
 const ATTESTATION_PATH = "/v1/attestation";
 const PROCESS_PATH = "/v1/process";
-/**
- * How far the sidecar's clock for the engine's pid (from /proc) may sit from the engine's own
- * `process_start_time_seconds`: equal for vLLM, whose Prometheus client reads the same /proc entry, a
- * moment apart for a runtime that stamps its start itself. A reused pid would be minutes or days off.
- */
-export const PROCESS_CLOCK_TOLERANCE_S = 5;
 const POLL_MS = 250;
 
 const sidecarBase = (url: string) => url.replace(/\/v1\/attestation\/?$/, "");
@@ -64,16 +56,6 @@ function subjectOf(i: AttestationInputs): ProofSubject {
 
 function who(i: AttestationInputs): string {
   return `engine ${i.engineId} on host ${i.hostAlias}: attestation sidecar at ${i.url}`;
-}
-
-function detailOf(body: string): string {
-  try {
-    const d = (JSON.parse(body) as { detail?: unknown }).detail;
-    if (typeof d === "string") return d;
-  } catch {
-    // not JSON: the body itself is the detail
-  }
-  return body.trim().slice(0, 200) || "(empty body)";
 }
 
 function engineChanged(i: AttestationInputs, path: string, body: string): AttestationError {
@@ -108,17 +90,6 @@ async function waitForSidecar(ask: Ask, i: AttestationInputs): Promise<void> {
   );
 }
 
-function clockProblem(i: AttestationInputs, clock: number): string | undefined {
-  const start = i.processStartTime;
-  if (i.processIdentity.containerId !== undefined) {
-    // A container starts before the engine process inside it.
-    return clock <= start + PROCESS_CLOCK_TOLERANCE_S ? undefined : `/v1/process says container ${i.processIdentity.containerId.slice(0, 12)} started at ${clock}, after the engine process (${start})`;
-  }
-  return Math.abs(clock - start) <= PROCESS_CLOCK_TOLERANCE_S
-    ? undefined
-    : `/v1/process says pid ${i.processIdentity.pid} started at ${clock}, the proved engine process at ${start}: the sidecar watches another process`;
-}
-
 interface Reading {
   text: string;
   checked: SidecarAttestation;
@@ -145,19 +116,10 @@ async function readSidecar(i: AttestationInputs): Promise<Reading> {
       });
       const problems = [...checked.problems];
       const proc = await ask(PROCESS_PATH);
-      let clock: number | null = null;
-      if (proc.status === 200) {
-        let value: unknown;
-        try {
-          value = (JSON.parse(proc.body) as { process_start_time_seconds?: unknown }).process_start_time_seconds;
-        } catch {
-          value = undefined;
-        }
-        if (typeof value === "number" && Number.isFinite(value)) clock = value;
-      }
+      const clock = processClockOf(proc.status, proc.body);
       if (clock === null) problems.push(`${PROCESS_PATH} answered HTTP ${proc.status} (${detailOf(proc.body)}), not the engine's process start: the sidecar was not started with --engine-pid or --engine-container`);
       else {
-        const p = clockProblem(i, clock);
+        const p = clockProblem(i.processIdentity, i.processStartTime, clock);
         if (p) problems.push(p);
       }
       return { text: reply.body, checked, clock, problems };
@@ -192,57 +154,20 @@ async function record(i: AttestationInputs, reading: Reading, startedAt: string,
   return { relativePath: written.relativePath, digest: written.digest };
 }
 
-/** The inputs as the check judges them, in the order their failures are reported; values unknown until apply are judged on the up. */
-const inputs = z.object({
-  engineId: nonEmpty("engineId"),
-  hostAlias: nonEmpty("hostAlias"),
-  version: nonEmpty("version"),
-  documentDigest: sha256Digest("documentDigest"),
-  generationDigest: sha256Digest("generationDigest"),
-  planSha256: sha256Digest("planSha256"),
-  cacheLayoutDigest: sha256Digest("cacheLayoutDigest"),
-  url: z.unknown().refine((u) => typeof u === "string" && /^http:\/\/[^/\s]+\/v1\/attestation$/.test(u), { error: (iss) => `url must be the sidecar's http://<address>:<port>/v1/attestation, got ${JSON.stringify(iss.input)}` }),
-  processIdentity: processIdentitySchema,
-  probeTimeoutS: positiveSeconds("probeTimeoutS"),
-  processStartTime: positiveNumber("processStartTime"),
-  sidecar: z.unknown().refine((c) => Number.isInteger((c as { pid?: unknown } | undefined)?.pid) && (c as { pid: number }).pid > 0, {
-    error: (iss) => `sidecar.pid must be a positive integer, got ${JSON.stringify((iss.input as { pid?: unknown } | undefined)?.pid)}`,
-  }),
-});
-
 /** What the sidecar answers now; never throws. */
 export async function observe(props: AttestationOutputs): Promise<AttestationObservation> {
-  const none = (observedState: AttestationObservation["observedState"], observedDetail: string): AttestationObservation => ({ observedAttestation: "none", observedState, observedDetail });
   try {
-    return await withEngineHttp(
-      subjectOf(props),
-      undefined,
-      async (ask) => {
-        const reply = await ask(ATTESTATION_PATH);
-        if (reply.status === 503) return none("engine-changed", `${ATTESTATION_PATH} answered 503: ${detailOf(reply.body)}`);
-        if (reply.status !== 200) return none("unreadable", `${ATTESTATION_PATH} answered HTTP ${reply.status}`);
-        let digest: unknown;
-        try {
-          digest = (JSON.parse(reply.body) as { attestation_digest?: unknown }).attestation_digest;
-        } catch {
-          return none("unreadable", `${ATTESTATION_PATH} did not answer JSON`);
-        }
-        if (typeof digest !== "string") return none("unreadable", `${ATTESTATION_PATH} has no attestation_digest`);
-        return digest === props.attestationDigest
-          ? { observedAttestation: digest, observedState: "attested", observedDetail: "the sidecar serves the recorded attestation" }
-          : { observedAttestation: digest, observedState: "changed", observedDetail: `the sidecar serves ${digest}, recorded ${props.attestationDigest}` };
-      },
-      Math.min(props.probeTimeoutS, 30),
-    );
+    const reply = await withEngineHttp(subjectOf(props), undefined, (ask) => ask(ATTESTATION_PATH), Math.min(props.probeTimeoutS, 30));
+    return observedAttestation(ATTESTATION_PATH, reply.status, reply.body, props.attestationDigest);
   } catch (err) {
-    return none("unreachable", (err as { reason?: string }).reason ?? (err as Error).message);
+    return { observedAttestation: "none", observedState: "unreachable", observedDetail: (err as { reason?: string }).reason ?? (err as Error).message };
   }
 }
 
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<AttestationInputs, AttestationOutputs>({
   measuredAgainst: MEASURED_AGAINST,
   updatable: UPDATABLE,
-  inputs,
+  inputs: attestationInputs,
 
   async create(inputs) {
     const startedAt = new Date().toISOString();

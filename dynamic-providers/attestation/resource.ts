@@ -1,5 +1,5 @@
 import { dynamicResource, type ArgsOf } from "../declare";
-import type { AttestationInputs, AttestationOutputs } from "./types";
+import type { AttestationInputs, AttestationOutputs } from "./schema";
 
 export type AttestationArgs = ArgsOf<AttestationInputs>;
 

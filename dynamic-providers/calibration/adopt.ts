@@ -4,12 +4,13 @@
  * by lib/preflight judgeCalibration.
  */
 import * as fs from "node:fs";
+import { documentEngines, timeoutsOf } from "../../lib/preflight/document-plan";
 import { judgeCalibration, type CalibrationAdoption as Judgement } from "../../lib/preflight/calibration-adopt";
+import type { EngineIdentity } from "../../lib/preflight/calibration-outcome";
 import type { Pair } from "../../lib/preflight/pairs";
-import { documentEngines, timeoutsOf } from "../preflight/plan";
-import { withRoutes } from "../preflight/provider";
-import { httpSampler, type EngineIdentity } from "./sampler";
-import type { CalibrationInputs } from "./types";
+import { withRoutes } from "../preflight/routes";
+import { httpSampler } from "./sampler";
+import type { CalibrationInputs } from "./schema";
 
 export interface AdoptionLook {
   /** The file's bytes, when it could be read. */

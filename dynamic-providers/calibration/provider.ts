@@ -21,19 +21,19 @@ import * as path from "node:path";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
 import { providerEvidence } from "../evidence";
-import { clientTtftFit, type CalibrationResult } from "../../lib/preflight/calibration";
-import { describeMismatches, type AdoptedCalibration } from "../../lib/preflight/calibration-adopt";
+import { calibrationFigures, calibrationObservations, clientTtftRequirement, identityProblems, ttftRejudged, type CalibrationOrigin, type EngineIdentity } from "../../lib/preflight/calibration-outcome";
+import { describeMismatches } from "../../lib/preflight/calibration-adopt";
+import { documentEngines, timeoutsOf } from "../../lib/preflight/document-plan";
 import { proposeDeadline, runCalibration, type CalibrationRun } from "../../lib/preflight/calibration-run";
 import { validationPairs, type Pair } from "../../lib/preflight/pairs";
+import type { CalibrationResult } from "../../lib/preflight/calibration";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
-import { documentEngines, timeoutsOf } from "../preflight/plan";
-import { nameEngines, withRoutes } from "../preflight/provider";
+import { nameEngines, withRoutes } from "../preflight/routes";
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import type { EvidenceCommand } from "../../lib/evidence/record";
 import { lookAtAdoption } from "./adopt";
-import { calibrationInputs } from "./check";
-import { httpSampler, type EngineIdentity } from "./sampler";
-import type { CalibrationAdoption, CalibrationInputs, CalibrationOutputs } from "./types";
+import { httpSampler } from "./sampler";
+import { calibrationInputs, type CalibrationAdoption, type CalibrationInputs, type CalibrationOutputs } from "./schema";
 
 export const MEASURED_AGAINST = ["model", "runtime", "engines", "inputLengths", "samplesPerGroup"] as const;
 /**
@@ -46,27 +46,10 @@ export const UPDATABLE = ["stack", "fleetDocument", "observationBoundS", "maxFai
 
 const SAMPLER_SOURCE = "dynamic-providers/calibration/sampler.ts";
 
-const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
-
 /** Every refusal of the inputs, each naming its property; exported for tests. */
 export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(calibrationInputs, news);
 
-/** Why the engines cannot be calibrated as declared, or why the run's samples do not belong together. */
-function identityProblems(i: CalibrationInputs, before: EngineIdentity[], after: EngineIdentity[]): string[] {
-  const problems: string[] = [];
-  for (const b of before) {
-    const declared = i.engines.find((e) => e.engineId === b.iid)!.maxModelLen;
-    if (b.maxModelLen !== declared) problems.push(`${b.iid} serves a context of ${b.maxModelLen ?? "unknown"} tokens, its launch plan ${declared}`);
-    const a = after.find((x) => x.iid === b.iid);
-    if (a && (a.processStart !== b.processStart || a.version !== b.version)) problems.push(`${b.iid} changed process during calibration (start ${b.processStart} -> ${a.processStart}); its samples mix generations`);
-  }
-  return problems;
-}
-
-/** How the record's figures came about: sampled now, or adopted from an earlier calibration file. */
-type Origin = { run: CalibrationRun | undefined; adoption?: CalibrationAdoption } | { adopted: AdoptedCalibration; adoption: CalibrationAdoption; bytes: Buffer };
-
-async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: Pair[], origin: Origin, identities: { before: EngineIdentity[]; after: EngineIdentity[] }, verdict: { status: "pass" | "fail"; reasons: string[] }, result: CalibrationResult | undefined, startedAt: string, commands: EvidenceCommand[] = []) {
+async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: Pair[], origin: CalibrationOrigin, identities: { before: EngineIdentity[]; after: EngineIdentity[] }, verdict: { status: "pass" | "fail"; reasons: string[] }, result: CalibrationResult | undefined, startedAt: string, commands: EvidenceCommand[] = []) {
   const store = providerEvidence(i.stack, [i.apiKey, i.viaPrivateKey, i.viaPassword]);
   const artifact = (name: string, value: unknown) => store.artifact("calibration", name, JSON.stringify(value, null, 2) + "\n");
   const run = "run" in origin ? origin.run : undefined;
@@ -77,8 +60,6 @@ async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: 
     await artifact("identities.json", identities),
     ...("bytes" in origin ? [] : [await store.artifact("calibration", "sampler.ts", fs.readFileSync(path.join(process.cwd(), SAMPLER_SOURCE), "utf8"))]),
   ];
-  const adopted = "adopted" in origin ? { adopted: { path: origin.adoption.source.path, sha256: origin.adoption.source.sha256, ...(origin.adoption.source.pinned ? { pinned: origin.adoption.source.pinned } : {}), capturedAt: origin.adopted.capturedAt, sampledUnderBoundS: origin.adopted.observationBoundS, inputLengths: origin.adopted.inputLengths, samplesPerGroup: origin.adopted.samplesPerGroup } } : {};
-  const refused = "run" in origin && origin.adoption ? { notAdopted: { path: origin.adoption.source.path, sha256: origin.adoption.source.sha256, mismatches: origin.adoption.mismatches } } : {};
   const written = await store.record({
     kind: "calibration",
     subject: { kind: "fleet", alias: i.stack },
@@ -86,7 +67,7 @@ async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: 
     commands,
     startedAt,
     endedAt: new Date().toISOString(),
-    observations: JSON.parse(JSON.stringify({ result: result ?? null, ...adopted, ...refused, incomplete: run?.incomplete ?? [], failures: run?.groups.flatMap((g) => g.failures.map((f) => `${g.producer} -> ${g.consumer} at ${g.inputTokens}: ${f}`)) ?? [] })),
+    observations: JSON.parse(JSON.stringify(calibrationObservations(origin, result))),
     verdict,
     artifacts,
   });
@@ -95,14 +76,14 @@ async function record(i: CalibrationInputs, fleetDocumentDigest: string, paths: 
 
 /** Samples once and proposes a deadline; exported for tests, which call it as the provider host would. */
 export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<CalibrationOutputs, keyof CalibrationInputs>> {
-  const failures = inputFailures(i as unknown as Record<string, unknown>);
+  const failures = inputFailures(i);
   if (failures.length) throw new Error(`calibration: ${failures.map((f) => f.reason).join("; ")}`);
   const startedAt = new Date().toISOString();
   const t0 = Date.now();
   const doc = i.fleetDocument;
   const fleetDocumentDigest = sha256Json(doc);
   const t = timeoutsOf(doc);
-  const clientTtftRequirementS = num((doc.slo as Record<string, unknown>).ttft_s)!;
+  const clientTtftRequirementS = clientTtftRequirement(doc)!;
   const paths = validationPairs(
     i.engines.map((e) => ({ id: e.engineId, role: e.role, pin: e.pin })),
     "mesh",
@@ -129,11 +110,11 @@ export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<Calibra
     const sampler = httpSampler({ engines: routed, model: i.model, apiKey: i.apiKey, timeouts: { healthS: t.healthS, prefillS: t.prefillS, tokenizeS: t.tokenizeS, observationBoundS: i.observationBoundS, requestS: t.requestS } });
     try {
       identities.before = await Promise.all(routed.map((e) => sampler.identity(e.iid)));
-      problems = identityProblems(i, identities.before, []);
+      problems = identityProblems(i.engines, identities.before, []);
       if (problems.length) return;
       run = await runCalibration({ paths, inputLengths: i.inputLengths, samplesPerGroup: i.samplesPerGroup, maxFailuresPerGroup: i.maxFailuresPerGroup, schedule: i.schedule }, sampler);
       identities.after = await Promise.all(routed.map((e) => sampler.identity(e.iid)));
-      problems = identityProblems(i, identities.before, identities.after);
+      problems = identityProblems(i.engines, identities.before, identities.after);
     } finally {
       await sampler.close();
     }
@@ -174,33 +155,13 @@ type Facts = Pick<CalibrationOutputs, "fleetDocumentDigest" | "paths" | "current
 
 function outputsOf(f: Facts): Omit<CalibrationOutputs, keyof CalibrationInputs> {
   const { result, evidence, adoption, ...rest } = f;
-  return {
-    ...rest,
-    groups: result.groups.map((g) => ({ ...g })),
-    floorS: result.floor,
-    deadlineS: result.deadline,
-    prefillS: result.prefillS,
-    clientTtftS: result.clientTtft,
-    fitsClientTtft: result.fitsClientTtft,
-    ...(evidence ? { evidence } : {}),
-    ...(adoption ? { adoption } : {}),
-  };
+  return { ...rest, ...calibrationFigures(result), ...(evidence ? { evidence } : {}), ...(adoption ? { adoption } : {}) };
 }
 
 /** An SLO or deadline edit re-judges the fit from the kept figures; nothing is sampled again. */
 export function rejudged(olds: CalibrationOutputs, news: CalibrationInputs): CalibrationOutputs {
   const doc = news.fleetDocument;
-  const requirement = num((doc.slo as Record<string, unknown> | undefined)?.ttft_s) ?? olds.clientTtftRequirementS;
-  const fit = clientTtftFit(olds.deadlineS, olds.prefillS, news.routerOverheadS, requirement);
-  return {
-    ...olds,
-    ...news,
-    fleetDocumentDigest: sha256Json(doc),
-    currentDeadlineS: timeoutsOf(doc).firstTokenS,
-    clientTtftRequirementS: requirement,
-    clientTtftS: fit.clientTtft,
-    fitsClientTtft: fit.fitsClientTtft,
-  };
+  return { ...olds, ...news, fleetDocumentDigest: sha256Json(doc), currentDeadlineS: timeoutsOf(doc).firstTokenS, ...ttftRejudged(olds, doc, news.routerOverheadS) };
 }
 
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<CalibrationInputs, CalibrationOutputs>({

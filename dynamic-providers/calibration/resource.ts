@@ -1,5 +1,5 @@
 import { dynamicResource, type ArgsOf } from "../declare";
-import type { CalibrationInputs, CalibrationOutputs } from "./types";
+import type { CalibrationInputs, CalibrationOutputs } from "./schema";
 
 export type CalibrationArgs = ArgsOf<CalibrationInputs>;
 

@@ -8,10 +8,11 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
+import { handoffOf, streamError } from "../../lib/preflight/outcome";
+import type { EngineIdentity } from "../../lib/preflight/calibration-outcome";
 import type { Pair } from "../../lib/preflight/pairs";
 import type { SampleRecord, Sampler } from "../../lib/preflight/calibration-run";
 import { sseEvents, streamedTokens } from "../../lib/profiling/sse";
-import { handoffOf, streamError } from "../preflight/observer";
 import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
 import { engineHeaders } from "../../lib/engine/request";
 import { notedStream, sendJson, timedOut } from "../engine-request";
@@ -24,14 +25,6 @@ export interface SamplerOptions {
   readonly model: string;
   readonly apiKey?: string;
   readonly timeouts: { readonly healthS: number; readonly prefillS: number; readonly tokenizeS: number; readonly observationBoundS: number; readonly requestS: number };
-}
-
-/** What an engine says about itself: the served context and the live process identity. */
-export interface EngineIdentity {
-  readonly iid: string;
-  readonly maxModelLen: number | null;
-  readonly version: string | null;
-  readonly processStart: number | null;
 }
 
 class Expired extends Error {}

@@ -12,14 +12,13 @@
  * - update: re-judges the kept figures against a new goodput fraction or prediction bound.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { sha256Json } from "../../lib/digest";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
-import { loadTrialInputs } from "./check";
-import type { LoadTrialInputs, LoadTrialOutputs } from "./types";
+import { loadTrialInputs, type LoadTrialInputs, type LoadTrialOutputs } from "./schema";
 import { departure, throughRouter } from "../../lib/trial/predict";
 import { fetchGet } from "../../lib/trial/http";
 import { judgePoint } from "../../lib/trial/verdict";
-import { runTrial, type EdgeSnapshot, type HostProbes, type TrialOutcome, type TrialRoutes } from "../../lib/trial/run";
+import { listenerProblem, listenerScript, SOCKETS_SCRIPT, trialArtifacts, trialRecordInputs, trialVerdict } from "../../lib/trial/record";
+import { runTrial, type HostProbes, type TrialOutcome, type TrialRoutes } from "../../lib/trial/run";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
@@ -35,29 +34,6 @@ const SOCKETS_TIMEOUT_S = 20;
 
 /** Every refusal of the inputs, each naming its property; exported for tests. */
 export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(loadTrialInputs, news);
-
-/** What each host shows of its sockets: the summary and the TCP states by count. */
-const SOCKETS_SCRIPT = "ss -s; echo; ss -tanH | awk '{print $1}' | sort | uniq -c";
-
-/** The pids listening on a port, and each one's parent: the router may listen from a worker it started. */
-const listenerScript = (port: number) =>
-  `for p in $(ss -ltnpH "sport = :${port}" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do echo "$p $(awk '{print $4}' /proc/$p/stat 2>/dev/null) $(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null | cut -c1-120)"; done`;
-
-/** Why the port's listeners are not the router's process, from listenerScript's lines; undefined when they are. */
-export function listenerProblem(out: string, port: number, routerPid: number, hostAlias: string): string | undefined {
-  const rows = out
-    .trim()
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => {
-      const [pid, ppid, ...cmd] = l.split(" ");
-      return { pid: Number(pid), ppid: Number(ppid), cmd: cmd.join(" ").trim() };
-    });
-  if (!rows.length) return `listener conflict: nothing listens on port ${port} of ${hostAlias}, where the router ${routerPid} should`;
-  const foreign = rows.filter((r) => r.pid !== routerPid && r.ppid !== routerPid);
-  if (!foreign.length) return undefined;
-  return `listener conflict: port ${port} of ${hostAlias} is held by ${foreign.map((r) => `pid ${r.pid} (${r.cmd || "unknown"})`).join(", ")}, not the router ${routerPid}`;
-}
 
 interface Opened {
   routes: TrialRoutes;
@@ -127,28 +103,9 @@ async function openRoutes(i: LoadTrialInputs): Promise<Opened> {
   }
 }
 
-const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n";
-
-/** The manifest: what the point was bound to and how it was sent. */
-function manifest(i: LoadTrialInputs, opened: Pick<Opened, "routes"> | undefined, outcome: TrialOutcome | undefined): Record<string, unknown> {
-  return {
-    point: i.point,
-    model: i.model,
-    slo: i.slo,
-    fleetDocumentDigest: i.fleetDocumentDigest,
-    router: { host: i.routerHost, pid: i.routerPid, startedAt: i.routerStartedAt },
-    profileStoreDigest: i.profileStoreDigest,
-    engines: i.engines.map((e) => ({ engineId: e.engineId, role: e.role, host: e.hostAlias, generationDigest: e.generationDigest, profileDigest: sha256Json(e.row) })),
-    tunnel: { via: i.routerHost, forwards: opened ? ["router", ...opened.routes.engines.map((e) => `engine ${e.iid}`), ...(opened.routes.prometheus ? ["prometheus"] : [])] : [] },
-    client: { ...(outcome?.run.settings ?? {}), requestTimeoutS: i.requestTimeoutS, drainTimeoutS: i.drainTimeoutS, window: outcome ? { start: outcome.run.start, end: outcome.run.end } : null },
-  };
-}
-
-const snapshotOf = (s: EdgeSnapshot | undefined) => s ?? null;
-
 /** Runs the point and keeps it; exported for tests and `npm run trial`, which call it as the provider host would. */
 export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string; log?: (line: string) => void } = {}): Promise<Omit<LoadTrialOutputs, keyof LoadTrialInputs>> {
-  const failures = inputFailures(i as unknown as Record<string, unknown>);
+  const failures = inputFailures(i);
   if (failures.length) throw new Error(`trial point ${i.point?.id ?? "?"}: ${failures.map((f) => f.reason).join("; ")}`);
   const startedAt = new Date().toISOString();
   const t0 = Date.now();
@@ -180,25 +137,20 @@ export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string;
   } finally {
     await opened?.close().catch(() => undefined);
   }
-  const artifacts = [
-    await store.artifact("load-trial", "manifest.json", json(manifest(i, opened, outcome))),
-    await store.artifact("load-trial", "requests.json", json(outcome?.run.records ?? [])),
-    await store.artifact("load-trial", "summary.json", json(outcome?.observations.summary ?? null)),
-    await store.artifact("load-trial", "snapshots-before.json", json(snapshotOf(outcome?.before))),
-    await store.artifact("load-trial", "snapshots-after.json", json(snapshotOf(outcome?.after))),
-    await store.artifact("load-trial", "tunnel.log", (opened?.tunnelLog ?? ["no tunnel was opened"]).join("\n") + "\n"),
-  ];
+  const routes = opened?.routes;
+  const forwards = routes ? ["router", ...routes.engines.map((e) => `engine ${e.iid}`), ...(routes.prometheus ? ["prometheus"] : [])] : undefined;
+  const artifacts = [];
+  for (const [name, text] of trialArtifacts(i, forwards, opened?.tunnelLog, outcome)) artifacts.push(await store.artifact("load-trial", name, text));
   const o = outcome?.observations;
-  const verdict = failure || !o ? { status: "fail" as const, reasons: [failure?.message ?? "the point did not run"] } : { status: o.verdict === "pass" ? ("pass" as const) : ("fail" as const), reasons: o.reasons };
   const written = await store.record({
     kind: "load-trial",
     subject: { kind: "fleet", alias: opts.subject ?? i.point.id },
-    inputs: JSON.parse(JSON.stringify({ point: i.point, model: i.model, slo: i.slo, routerUrl: i.routerUrl, routerPid: i.routerPid, routerStartedAt: i.routerStartedAt, fleetDocumentDigest: i.fleetDocumentDigest, engines: i.engines.map((e) => ({ engineId: e.engineId, role: e.role, generationDigest: e.generationDigest })), profileStoreDigest: i.profileStoreDigest })),
+    inputs: JSON.parse(JSON.stringify(trialRecordInputs(i))),
     commands: [...(opened?.commands ?? []), ...journal.commands()],
     startedAt,
     endedAt: new Date().toISOString(),
     observations: o ? JSON.parse(JSON.stringify(o)) : { error: failure?.message ?? "the point did not run" },
-    verdict,
+    verdict: trialVerdict(failure, outcome),
     artifacts,
   });
   if (failure || !outcome || !o) throw new Error(`trial point ${i.point.id}: ${failure?.message ?? "did not run"} (what it saw is kept as ${written.relativePath})`);

@@ -1,5 +1,5 @@
 import { dynamicResource, type ArgsOf } from "../declare";
-import type { LoadTrialInputs, LoadTrialOutputs } from "./types";
+import type { LoadTrialInputs, LoadTrialOutputs } from "./schema";
 
 export type LoadTrialArgs = ArgsOf<LoadTrialInputs>;
 

@@ -66,9 +66,3 @@ export function engineLogTails(access: ReadonlyArray<EngineLogAccess>, secrets: 
     },
   };
 }
-
-/** The engines a failed line names: each id that appears in it as a word of its own. */
-export function enginesNamed(message: string, engineIds: ReadonlyArray<string>): string[] {
-  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  return engineIds.filter((id) => new RegExp(`(^|[^A-Za-z0-9._-])${escape(id)}($|[^A-Za-z0-9._-])`).test(message));
-}

@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
 import { attestationProblems } from "../../lib/preflight/attestation";
+import { handoffOf, streamError } from "../../lib/preflight/outcome";
 import type { Observer } from "../../lib/preflight/run";
 import type { Probe } from "../../lib/preflight/pairs";
 import type { TransferRecord } from "../../lib/preflight/transfer";
@@ -50,28 +51,6 @@ interface Reply {
 }
 
 class Timeout extends Error {}
-
-/** narwhal's `sse_error`: the status and message an SSE error event carries. */
-export function streamError(error: unknown): string {
-  if (error && typeof error === "object") {
-    const e = error as { code?: unknown; message?: unknown };
-    const status = Number.isInteger(e.code) && (e.code as number) >= 400 && (e.code as number) <= 599 ? e.code : 500;
-    const message = typeof e.message === "string" && e.message.trim() ? e.message.trim() : JSON.stringify(error);
-    return `${String(status)} ${message}`;
-  }
-  return `500 ${typeof error === "string" && error.trim() ? error.trim() : JSON.stringify(error)}`;
-}
-
-/** The KV handoff a prefill reply carries, checked as narwhal checks it before the decode leg. */
-export function handoffOf(text: string): Record<string, unknown> {
-  const payload = JSON.parse(text) as Record<string, unknown>;
-  const choices = Array.isArray(payload.choices) ? payload.choices : [];
-  const params = ((choices[0] as Record<string, unknown> | undefined)?.kv_transfer_params ?? payload.kv_transfer_params ?? {}) as Record<string, unknown>;
-  if (!params || typeof params !== "object" || Array.isArray(params) || !Object.keys(params).length) throw new Error("the prefill response carries no kv_transfer_params");
-  if (typeof params.remote_engine_id !== "string" || !params.remote_engine_id) throw new Error("handoff has no remote_engine_id");
-  if (!Array.isArray(params.remote_block_ids)) throw new Error("handoff has no remote_block_ids");
-  return params;
-}
 
 export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<void> } {
   const { Agent, request } = require("undici") as typeof import("undici");

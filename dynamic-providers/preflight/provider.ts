@@ -14,74 +14,27 @@
  * - read:   a preflight is a measurement of the past: nothing is re-probed.
  */
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
+import { nameEngines, withRoutes } from "./routes";
 import type { EvidenceCommand } from "../../lib/evidence/record";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
 import { providerEvidence } from "../evidence";
-import { failedGates, type GateResult } from "../../lib/preflight/types";
+import { documentEngines, observerSettings, planOf } from "../../lib/preflight/document-plan";
+import { enginesNamed, failureSummary, preflightVerdict, strictReplaces } from "../../lib/preflight/outcome";
+import { failedGates } from "../../lib/preflight/types";
 import { runPreflight, type PreflightOutcome } from "../../lib/preflight/run";
 import { runSummary, skippedSummary, stopsDeployment, type RunSummary } from "../../lib/preflight/status";
-import { SshSession } from "../../lib/ssh/client";
-import { OPERATE, sshTarget } from "../../lib/ssh/login";
-import { readLogin } from "../../lib/ssh/stored-login";
-import { forwardedUrl, localForward, type LocalForward } from "../../lib/ssh/forward";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
-import { preflightInputs } from "./check";
 import { httpObserver, type ObservedEngine } from "./observer";
-import { engineLogTails, enginesNamed, type LogTail } from "./engine-logs";
-import { documentEngines, observerSettings, planOf } from "./plan";
-import type { PreflightInputs, PreflightOutputs } from "./types";
+import { engineLogTails, type LogTail } from "./engine-logs";
+import { preflightInputs, type PreflightInputs, type PreflightOutputs } from "./schema";
 
 export const MEASURED_AGAINST = ["fleetDocument", "engines", "profiles", "profileStoreDigest", "fabricEdges", "pairs", "repeats"] as const;
 // `strict` never changes what was measured; turned on over a degraded run it replaces (strictReplaces).
 export const UPDATABLE = ["stack", "schedule", "strict", "apiKey", "via", "viaPrivateKey", "viaPassword"] as const;
 
-/** A degraded run recorded while strict was off no longer stands once strict is on: run it again (and fail if it still degrades). */
-export function strictReplaces(olds: Partial<PreflightOutputs>, news: PreflightInputs): boolean {
-  return news.strict === true && olds.strict !== true && olds.status === "degraded";
-}
-
 /** Every refusal of the inputs, each naming its property; exported for tests. */
 export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(preflightInputs, news);
-
-/** Runs `fn` with engine and sidecar base URLs reachable from where the router will reach them. */
-export async function withRoutes<T, E extends { url: string; attestationUrl?: string }>(i: Pick<PreflightInputs, "via" | "viaPrivateKey" | "viaPassword">, engines: E[], fn: (routed: E[]) => Promise<T>): Promise<T> {
-  if (!i.via) return fn(engines);
-  const session = await SshSession.open(sshTarget(readLogin(i.via, { privateKey: i.viaPrivateKey, password: i.viaPassword }), OPERATE));
-  const forwards: LocalForward[] = [];
-  const route = async (url: string): Promise<string> => {
-    const u = new URL(url);
-    const f = await localForward(session, u.hostname.replace(/^\[|\]$/g, ""), Number(u.port || 80));
-    forwards.push(f);
-    return forwardedUrl(url, f);
-  };
-  try {
-    const routed: E[] = [];
-    for (const e of engines) routed.push({ ...e, url: await route(e.url), ...(e.attestationUrl ? { attestationUrl: await route(e.attestationUrl) } : {}) });
-    return await fn(routed);
-  } finally {
-    await Promise.all(forwards.map((f) => f.close()));
-    session.close();
-  }
-}
-
-/** Names each engine's (and its sidecar's) answers by its id in the step's commands, routed or not. */
-export function nameEngines(journal: HttpJournal, engines: ReadonlyArray<{ iid: string; url: string; attestationUrl?: string }>): void {
-  for (const e of engines) {
-    journal.name(e.url, `engine ${e.iid}`);
-    if (e.attestationUrl) journal.name(e.attestationUrl, `sidecar ${e.iid}`);
-  }
-}
-
-/** Who a failed line is about: an engine id or a `producer -> consumer` pair at its start. */
-export function failureSummary(results: readonly GateResult[]): string {
-  return failedGates(results)
-    .map((g) => {
-      const subjects = [...new Set(g.lines.filter((l) => l.status === "fail").map((l) => /^(\S+(?: -> \S+?)?):?\s/.exec(l.message)?.[1] ?? l.message))];
-      return `${g.gate} (${subjects.join(", ")})`;
-    })
-    .join("; ");
-}
 
 async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: RunSummary, fleetDocumentDigest: string, startedAt: string, tails: LogTail[] = [], commands: EvidenceCommand[] = []) {
   const store = providerEvidence(i.stack, [i.apiKey, i.viaPrivateKey, i.viaPassword, ...Object.values(i.engineHostSecrets ?? {}).flatMap((s) => [s.privateKey, s.password])]);
@@ -93,7 +46,6 @@ async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: Ru
     artifacts.push(log);
     engineLogs.push({ engineId: t.engineId, source: t.source, log: log.relativePath });
   }
-  const failed = failedGates(outcome.gates);
   const written = await store.record({
     kind: "preflight",
     subject: { kind: "fleet", alias: i.stack },
@@ -102,10 +54,7 @@ async function record(i: PreflightInputs, outcome: PreflightOutcome, summary: Ru
     startedAt,
     endedAt: new Date().toISOString(),
     observations: JSON.parse(JSON.stringify({ gates: outcome.gates, rounds: outcome.rounds, status: summary.status, narwhal: summary.narwhal, skipped: summary.skipped, warnings: summary.warnings, engineLogs })),
-    // A degraded run keeps its skips as the verdict's reasons; it fails only when the stack asked for strict.
-    verdict: stopsDeployment(summary.status, i.strict ?? false)
-      ? { status: "fail", reasons: failed.length ? failed.flatMap((g) => g.lines.filter((l) => l.status === "fail").map((l) => `${g.gate}: ${l.message}`)) : summary.skipped.map((s) => `${s.gate} skipped: ${s.message}`) }
-      : { status: "pass", reasons: summary.skipped.map((s) => `${s.gate} skipped: ${s.message}`) },
+    verdict: preflightVerdict(outcome.gates, summary.status, summary.skipped, i.strict ?? false),
     artifacts,
   });
   return { relativePath: written.relativePath, digest: written.digest };

@@ -1,5 +1,5 @@
 import { dynamicResource, type ArgsOf } from "../declare";
-import type { PreflightInputs, PreflightOutputs } from "./types";
+import type { PreflightInputs, PreflightOutputs } from "./schema";
 
 export type PreflightArgs = ArgsOf<PreflightInputs>;
 

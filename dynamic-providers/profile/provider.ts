@@ -19,25 +19,20 @@
  * - delete: nothing remote (the store resource owns the files on the router host).
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { sha256Json } from "../../lib/digest";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { providerEvidence } from "../evidence";
 import { adoptionFor } from "../../lib/profiling/adopt";
 import { adoptionLimitReason, fitProblems, NARWHAL_FIT_LIMITS } from "../../lib/profiling/fit-limits";
-import { attestationBindingDigest, buildRow, identityGenerationDigest, type EngineSamples, type ProfileRow } from "../../lib/profiling/store";
+import { bindingOf, profileResult, sweptRow, type ProfileAdoption, type ProfileFitTry, type ProfileResult } from "../../lib/profiling/engine-profile";
 import { DEFAULT_FIT_ATTEMPTS, measureWithinLimits } from "../../lib/profiling/accept";
 import { emptyRecord, Profiler, type MeasureRecord } from "../../lib/profiling/measure";
 import { ProfileError } from "../../lib/profiling/errors";
-import { SshSession } from "../../lib/ssh/client";
-import { OPERATE, sshTarget } from "../../lib/ssh/login";
-import { readLogin } from "../../lib/ssh/stored-login";
-import { forwardedUrl, localForward } from "../../lib/ssh/forward";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { hasUnknown } from "../diff";
-import { profileInputs } from "./check";
 import { HttpJournal, currentHttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { profileHttp } from "./http";
-import type { ProfileAdoption, ProfileFitErrors, ProfileFitTry, ProfileInputs, ProfileOutputs, ProfileResult } from "./types";
+import { withRoutes } from "../preflight/routes";
+import { profileInputs, type ProfileInputs, type ProfileOutputs } from "./schema";
 
 export const MEASURED_AGAINST = [
   "engineId",
@@ -70,34 +65,6 @@ export function limitsReplace(olds: Partial<ProfileOutputs>, news: ProfileInputs
 /** Every refusal of the inputs, each naming its property; exported for tests. */
 export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(profileInputs, news);
 
-/** Runs `fn` with a base URL that reaches the engine from where measurements must be made. */
-async function withEngineRoute<T>(i: ProfileInputs, fn: (baseUrl: string) => Promise<T>): Promise<T> {
-  if (!i.via) return fn(i.url);
-  const session = await SshSession.open(sshTarget(readLogin(i.via, { privateKey: i.viaPrivateKey, password: i.viaPassword }), OPERATE));
-  try {
-    const u = new URL(i.url);
-    const forward = await localForward(session, u.hostname.replace(/^\[|\]$/g, ""), Number(u.port || 80));
-    try {
-      return await fn(forwardedUrl(i.url, forward));
-    } finally {
-      await forward.close();
-    }
-  } finally {
-    session.close();
-  }
-}
-
-export function bindingOf(i: ProfileInputs): { digest: string; evidence: Record<string, unknown> } {
-  const engine = { version: i.version, process_start_time_seconds: i.processStartTime };
-  if (i.attestationDigest) {
-    return {
-      digest: attestationBindingDigest(i.attestationDigest, i.launchDigest),
-      evidence: { attestation_digest: i.attestationDigest, ...(i.launchDigest ? { launch_digest: i.launchDigest } : {}), generation_digest: i.generationDigest, engine },
-    };
-  }
-  return { digest: identityGenerationDigest(i.version, i.processStartTime), evidence: { engine } };
-}
-
 async function record(i: ProfileInputs, entry: Record<string, unknown>, startedAt: string, verdict: { status: "pass" | "fail"; reasons: string[] }, observations: Record<string, unknown>) {
   const store = providerEvidence(i.stack!, [i.apiKey, i.viaPrivateKey, i.viaPassword]);
   const artifact = await store.artifact("profile", "engine-samples.json", JSON.stringify(entry, null, 2) + "\n");
@@ -117,15 +84,7 @@ async function record(i: ProfileInputs, entry: Record<string, unknown>, startedA
 }
 
 /** One sweep, not yet judged against the limits: the row and everything create keeps of it. */
-interface Swept {
-  row: ProfileRow;
-  entry: EngineSamples & { warm_up?: unknown };
-  fitErrors: ProfileFitErrors;
-  maxModelLen: number;
-  effectiveSweep: ProfileResult["effectiveSweep"];
-  startedAt: string;
-  wallSeconds: number;
-}
+type Swept = ReturnType<typeof sweptRow> & Pick<ProfileResult, "maxModelLen" | "effectiveSweep"> & { startedAt: string; wallSeconds: number };
 
 /** One full sweep of the engine. A stop condition records what was seen (verdict fail) and rejects naming the record. */
 async function sweepOnce(i: ProfileInputs, binding: ReturnType<typeof bindingOf>, label: string, log?: (line: string) => void): Promise<Swept> {
@@ -133,7 +92,7 @@ async function sweepOnce(i: ProfileInputs, binding: ReturnType<typeof bindingOf>
   const t0 = Date.now();
   const raw: MeasureRecord = emptyRecord();
   try {
-    const m = await withEngineRoute(i, async (base) => {
+    const m = await withRoutes(i, [{ url: i.url }], async ([{ url: base }]) => {
       currentHttpJournal()?.name(base, `engine ${i.engineId}`);
       const http = profileHttp(base, i.apiKey, label, Math.max(...i.sweep.decodeConcurrency, i.maxNumSeqs ?? 1) + 2);
       try {
@@ -142,35 +101,7 @@ async function sweepOnce(i: ProfileInputs, binding: ReturnType<typeof bindingOf>
         await http.close();
       }
     });
-    const row: ProfileRow = buildRow({
-      iid: i.engineId,
-      generationDigest: binding.digest,
-      prefill: m.prefill,
-      prefillSamples: raw.prefill,
-      blockTokens: m.blockTokens,
-      decode: m.decode,
-      decodePoints: m.decodePoints,
-      decodeFitMape: m.decodeFitMape,
-      decodeCvMape: m.decodeCvMape,
-      kvCapacityTokens: m.kvCapacityTokens,
-      decodeMaxOutputTokens: m.decodeMaxOutputTokens,
-    });
-    const entry: EngineSamples = {
-      max_model_len: m.maxModelLen,
-      sweep: raw.sweep!,
-      ...(i.maxNumSeqs !== undefined ? { max_num_seqs: i.maxNumSeqs } : {}),
-      generation_evidence: binding.evidence,
-      prefill: raw.prefill,
-      prefill_fit_points: m.prefill.representatives,
-      prefill_fit_mape: m.prefill.mape,
-      prefill_block_tokens: m.blockTokens,
-      decode: raw.decode,
-      decode_intervals: raw.decode_intervals,
-      prefix_cache_hit_tokens: raw.prefix_cache_hit_tokens ?? null,
-      profile: row,
-    };
-    const fitErrors = { prefillMape: m.prefill.mape, prefillWorstPoint: m.prefill.worst, decodeFitMape: m.decodeFitMape, decodeCvMape: m.decodeCvMape! };
-    return { row, entry: { ...entry, warm_up: raw.warm_up }, fitErrors, maxModelLen: m.maxModelLen, effectiveSweep: m.sweep, startedAt, wallSeconds: (Date.now() - t0) / 1000 };
+    return { ...sweptRow(i, binding, m, raw), maxModelLen: m.maxModelLen, effectiveSweep: m.sweep, startedAt, wallSeconds: (Date.now() - t0) / 1000 };
   } catch (err) {
     const message = (err as Error).message;
     let where = "";
@@ -221,20 +152,10 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
   }
   // The accepted try's record: keyed by its attempt, which counts the sweeps a prefill stop ended too.
   const last = kept.get(tries[tries.length - 1].attempt);
-  return {
-    row: accepted.row,
-    profileDigest: sha256Json(accepted.row),
-    bindingDigest: binding.digest,
-    fitErrors: accepted.fitErrors,
-    maxModelLen: accepted.maxModelLen,
-    effectiveSweep: accepted.effectiveSweep,
-    samples: last?.artifact ?? { relativePath: "", sha256: sha256Json(accepted.entry) },
-    ...(last ? { evidence: last.evidence } : {}),
-    measuredAt: accepted.startedAt,
-    // Every try's time: what this engine's profile cost the up.
-    wallSeconds: (Date.now() - t0) / 1000,
-    fitTries: tries,
-  };
+  const { row, fitErrors, maxModelLen, effectiveSweep } = accepted;
+  // Every try's time: what this engine's profile cost the up.
+  const wallSeconds = (Date.now() - t0) / 1000;
+  return profileResult({ row, bindingDigest: binding.digest, fitErrors, maxModelLen, effectiveSweep, measuredAt: accepted.startedAt, wallSeconds, fitTries: tries }, accepted.entry, last);
 }
 
 /**
@@ -265,23 +186,10 @@ export async function adoptProfile(i: ProfileInputs): Promise<{ result: ProfileR
   const kept = i.stack
     ? await record(i, a.entry, startedAt, { status: "pass", reasons: [] }, { adopted: { ...source, storeMeta: a.meta, storeWrittenAt: storeWritten.toISOString(), reason }, row: a.row, fitErrors: a.fitErrors, maxModelLen: a.maxModelLen })
     : undefined;
-  return {
-    result: {
-      row: a.row,
-      profileDigest: sha256Json(a.row),
-      bindingDigest: binding.digest,
-      fitErrors: a.fitErrors,
-      maxModelLen: a.maxModelLen,
-      effectiveSweep: a.sweep,
-      samples: kept?.artifact ?? { relativePath: "", sha256: sha256Json(a.entry) },
-      ...(kept ? { evidence: kept.evidence } : {}),
-      // The measurement happened when the store was written, not now.
-      measuredAt: storeWritten.toISOString(),
-      wallSeconds: 0,
-      fitTries: [],
-      adoption: { verdict: "adopted", reason, source },
-    },
-  };
+  // The measurement happened when the store was written, not now.
+  const adoption: ProfileAdoption = { verdict: "adopted", reason, source };
+  const facts = { row: a.row, bindingDigest: binding.digest, fitErrors: a.fitErrors, maxModelLen: a.maxModelLen, effectiveSweep: a.sweep, measuredAt: storeWritten.toISOString(), wallSeconds: 0, fitTries: [], adoption };
+  return { result: profileResult(facts, a.entry, kept) };
 }
 
 /** Adopts when `adopt` allows it, else measures; the outcome says which and why. */

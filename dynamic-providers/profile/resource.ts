@@ -1,5 +1,5 @@
 import { dynamicResource, type ArgsOf } from "../declare";
-import type { ProfileInputs, ProfileOutputs } from "./types";
+import type { ProfileInputs, ProfileOutputs } from "./schema";
 
 export type ProfileArgs = ArgsOf<ProfileInputs>;
 

@@ -16,7 +16,7 @@ import { engineContract } from "../../lib/attestation/contract";
 import { sidecarEndpoint, sidecarStartScript, sidecarStopScript, type SidecarOptions } from "../../lib/attestation/sidecar";
 import { provider as attestation } from "../../dynamic-providers/attestation/provider";
 import { Attestation } from "../../dynamic-providers/attestation/resource";
-import type { AttestationInputs, AttestationOutputs } from "../../dynamic-providers/attestation/types";
+import type { AttestationInputs, AttestationOutputs } from "../../dynamic-providers/attestation/schema";
 import { captureLocal } from "../support/local-capture";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";

@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { calibrateFleet } from "../../dynamic-providers/calibration/provider";
-import type { CalibrationInputs } from "../../dynamic-providers/calibration/types";
+import type { CalibrationInputs } from "../../dynamic-providers/calibration/schema";
 import { KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, completedRequests, type SimEngine } from "../unit/sim-engine/helpers";
 
 const STACK = "provider-tests";

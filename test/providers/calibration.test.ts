@@ -10,7 +10,7 @@ import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { calibrateFleet, provider } from "../../dynamic-providers/calibration/provider";
-import type { CalibrationInputs } from "../../dynamic-providers/calibration/types";
+import type { CalibrationInputs } from "../../dynamic-providers/calibration/schema";
 import { EVIDENCE_ALTERED } from "../../dynamic-providers/integrity";
 import { defaultInputLengths } from "../../lib/preflight/calibration-run";
 import { KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";

@@ -20,7 +20,7 @@ import { envFile, shq } from "../../lib/shell";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { provider as attestation } from "../../dynamic-providers/attestation/provider";
-import type { AttestationOutputs } from "../../dynamic-providers/attestation/types";
+import type { AttestationOutputs } from "../../dynamic-providers/attestation/schema";
 import { ranks } from "../unit/attestation/fixtures";
 import { simLaunch } from "./support/sim-launch";
 

@@ -14,7 +14,7 @@ import { provider as generationProvider } from "../../dynamic-providers/engine-g
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { provider as profileProvider } from "../../dynamic-providers/profile/provider";
 import { writeStore } from "../../dynamic-providers/profile-store/provider";
-import type { ProfileInputs, ProfileOutputs } from "../../dynamic-providers/profile/types";
+import type { ProfileInputs, ProfileOutputs } from "../../dynamic-providers/profile/schema";
 import { KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, completedRequests, type SimEngine } from "../unit/sim-engine/helpers";
 
 const STACK = "provider-tests";

@@ -13,7 +13,7 @@ import * as path from "node:path";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { measureProfile } from "../../dynamic-providers/profile/provider";
-import type { ProfileInputs } from "../../dynamic-providers/profile/types";
+import type { ProfileInputs } from "../../dynamic-providers/profile/schema";
 import { ProfileError } from "../../lib/profiling/errors";
 import type { Sweep } from "../../lib/profiling/sweep";
 import { makeModel, removeTemps, ROOT, startEngine, stopAll } from "../unit/sim-engine/helpers";

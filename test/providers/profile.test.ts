@@ -15,7 +15,7 @@ import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-gen
 import { measureProfile, provider as profileProvider } from "../../dynamic-providers/profile/provider";
 import { writeStore } from "../../dynamic-providers/profile-store/provider";
 import type { ProfileStoreInputs } from "../../dynamic-providers/profile-store/schema";
-import type { ProfileInputs, ProfileOutputs } from "../../dynamic-providers/profile/types";
+import type { ProfileInputs, ProfileOutputs } from "../../dynamic-providers/profile/schema";
 import { http, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
 
 const STACK = "provider-tests";

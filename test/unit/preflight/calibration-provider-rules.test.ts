@@ -6,7 +6,7 @@
  */
 import { expect } from "chai";
 import { inputFailures, provider, rejudged } from "../../../dynamic-providers/calibration/provider";
-import type { CalibrationInputs, CalibrationOutputs } from "../../../dynamic-providers/calibration/types";
+import type { CalibrationInputs, CalibrationOutputs } from "../../../dynamic-providers/calibration/schema";
 import { UNKNOWN } from "../../../lib/unknown";
 
 const D = (c: string) => "sha256:" + c.repeat(64);
@@ -92,7 +92,7 @@ describe("calibration provider: replacement and input rules", () => {
     bad.engines.pop();
     bad.model = "other";
     bad.schedule = "parallel" as never;
-    const failures = inputFailures(bad as unknown as Record<string, unknown>);
+    const failures = inputFailures(bad);
     expect(failures).to.deep.equal([
       { property: "engines", reason: 'engines[e1].generationDigest must be sha256:<64 hex>, got "abc"' },
       { property: "engines", reason: "engines: no generation, role and context given for e2" },
@@ -104,8 +104,8 @@ describe("calibration provider: replacement and input rules", () => {
     ]);
     const far = inputs();
     far.observationBoundS = 601;
-    expect(inputFailures(far as unknown as Record<string, unknown>)).to.deep.equal([{ property: "observationBoundS", reason: "observation bound 601s must be within serving.request_timeout_s 600s" }]);
-    expect(inputFailures(inputs() as unknown as Record<string, unknown>)).to.deep.equal([]);
+    expect(inputFailures(far)).to.deep.equal([{ property: "observationBoundS", reason: "observation bound 601s must be within serving.request_timeout_s 600s" }]);
+    expect(inputFailures(inputs())).to.deep.equal([]);
   });
 
   it("leaves what a preview cannot know yet to the up, through the provider's check", async () => {

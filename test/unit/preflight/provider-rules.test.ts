@@ -3,9 +3,10 @@
  * probe, the failure that names gate and engines, and the budgets taken from the fleet document.
  */
 import { expect } from "chai";
-import { failureSummary, inputFailures, provider } from "../../../dynamic-providers/preflight/provider";
-import { planOf, timeoutsOf } from "../../../dynamic-providers/preflight/plan";
-import type { PreflightInputs, PreflightOutputs } from "../../../dynamic-providers/preflight/types";
+import { inputFailures, provider } from "../../../dynamic-providers/preflight/provider";
+import { failureSummary } from "../../../lib/preflight/outcome";
+import { planOf, timeoutsOf } from "../../../lib/preflight/document-plan";
+import type { PreflightInputs, PreflightOutputs } from "../../../dynamic-providers/preflight/schema";
 import { UNKNOWN } from "../../../lib/unknown";
 import type { GateResult } from "../../../lib/preflight/types";
 

@@ -14,8 +14,9 @@ import { colocatedRestartRisk, UNCALIBRATED_WARNING } from "../../../lib/preflig
 import { declaredContract } from "../../../lib/preflight/declared-contract";
 import { runPreflight, type Observer, type PreflightPlan } from "../../../lib/preflight/run";
 import { runSummary, stopsDeployment } from "../../../lib/preflight/status";
+import { strictReplaces } from "../../../lib/preflight/outcome";
 import type { GateResult } from "../../../lib/preflight/types";
-import { provider, strictReplaces } from "../../../dynamic-providers/preflight/provider";
+import { provider } from "../../../dynamic-providers/preflight/provider";
 
 const ROOT = path.resolve(__dirname, "../../..");
 const PYTHON = path.join(ROOT, ".tools", "venv", "bin", "python");
@@ -67,10 +68,10 @@ describe("preflight: the whole run's status, as narwhal-check decides it", () =>
 
   it("a failed run always stops the up; a degraded one only with preflight.strict", () => {
     expect([stopsDeployment("fail", false), stopsDeployment("degraded", false), stopsDeployment("degraded", true), stopsDeployment("pass", true)]).to.deep.equal([true, false, true, false]);
-    expect(strictReplaces({ status: "degraded", strict: false }, { strict: true } as never)).to.equal(true);
-    expect(strictReplaces({ status: "pass", strict: false }, { strict: true } as never)).to.equal(false);
-    expect(strictReplaces({ status: "degraded", strict: true }, { strict: false } as never)).to.equal(false);
-    expect(strictReplaces({ status: "degraded" }, { strict: false } as never)).to.equal(false);
+    expect(strictReplaces({ status: "degraded", strict: false }, { strict: true })).to.equal(true);
+    expect(strictReplaces({ status: "pass", strict: false }, { strict: true })).to.equal(false);
+    expect(strictReplaces({ status: "degraded", strict: true }, { strict: false })).to.equal(false);
+    expect(strictReplaces({ status: "degraded" }, { strict: false })).to.equal(false);
   });
 
   it("strict turned on over a degraded run replaces it; absent strict in older state is no change", async () => {

@@ -4,7 +4,7 @@ import { adhocInputs, parseTrialArgs } from "../../../scripts/trial";
 import { revealed } from "../../../lib/secret-envelope";
 import { capacityLines } from "../../../scripts/capacity-lines";
 import { UsageError } from "../../../scripts/args";
-import { listenerProblem } from "../../../dynamic-providers/load-trial/provider";
+import { listenerProblem } from "../../../lib/trial/record";
 
 const secret = (v: unknown) => ({ "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", plaintext: JSON.stringify(v) });
 

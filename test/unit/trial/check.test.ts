@@ -1,7 +1,8 @@
 /** The load trial provider's check: a point is refused by field, and against the profiled range, before anything remote runs. */
 import { expect } from "chai";
 import { inputFailures, rejudged, MEASURED_AGAINST } from "../../../dynamic-providers/load-trial/provider";
-import type { LoadTrialInputs, LoadTrialOutputs } from "../../../dynamic-providers/load-trial/types";
+import type { LoadTrialInputs, LoadTrialOutputs } from "../../../dynamic-providers/load-trial/schema";
+import { UNKNOWN } from "../../../lib/unknown";
 import { row, summary } from "./fixtures";
 
 const DIGEST = `sha256:${"b".repeat(64)}`;
@@ -40,6 +41,15 @@ const reasons = (i: LoadTrialInputs) => inputFailures(i as unknown as Record<str
 describe("load trial: check", () => {
   it("accepts a point within the profiled range", () => {
     expect(reasons(inputs())).to.deep.equal([]);
+  });
+
+  it("lets a preview's unknown values through the typed fields, and judges them on the up", () => {
+    const preview = { ...inputs(), routerPid: UNKNOWN, slo: UNKNOWN, engines: UNKNOWN, fleetDocumentDigest: UNKNOWN } as unknown as LoadTrialInputs;
+    expect(reasons(preview)).to.deep.equal([]);
+    expect(reasons({ ...inputs(), routerPid: 0, slo: { ttftS: "1", tpotS: 0.05 } } as unknown as LoadTrialInputs)).to.deep.equal([
+      "routerPid: routerPid must be a positive integer, got 0",
+      'slo: slo.ttftS must be a positive number of seconds, got "1"',
+    ]);
   });
 
   it("refuses a rate the profiles do not cover, naming the range", () => {

@@ -2,14 +2,13 @@
  * The preflight plan and observer settings from a fleet document: the budgets are the ones the router
  * will use, with narwhal-inference 0.7.0's defaults where the document leaves a key out.
  */
-import { declaredContract } from "../../lib/preflight/declared-contract";
-import { restartRiskApplies } from "../../lib/preflight/restart-risk";
-import type { GateProfile } from "../../lib/preflight/judge";
-import type { PairMode } from "../../lib/preflight/pairs";
-import type { PreflightPlan } from "../../lib/preflight/run";
-import type { ScheduleMode } from "../../lib/preflight/schedule";
-import { fitLimitsOf } from "../../lib/profiling/fit-limits";
-import type { ObserverOptions } from "./observer";
+import { fitLimitsOf } from "../profiling/fit-limits";
+import { declaredContract } from "./declared-contract";
+import { restartRiskApplies } from "./restart-risk";
+import type { GateProfile } from "./judge";
+import type { PairMode } from "./pairs";
+import type { PreflightPlan } from "./run";
+import type { ScheduleMode } from "./schedule";
 
 const num = (v: unknown, fallback: number): number => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
 const obj = (v: unknown): Record<string, unknown> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
@@ -86,7 +85,8 @@ export function planOf(doc: Record<string, unknown>, profiles: readonly GateProf
   };
 }
 
-export function observerSettings(doc: Record<string, unknown>, apiKey: string | undefined): Omit<ObserverOptions, "engines"> {
+/** What the preflight's observer needs of the document: the model, the declared contract and the budgets. */
+export function observerSettings(doc: Record<string, unknown>, apiKey: string | undefined) {
   const t = timeoutsOf(doc);
   return { model: String(doc.model), apiKey, contract: doc.engine_contract ? obj(doc.engine_contract) : null, timeouts: t };
 }
