@@ -1,68 +1,19 @@
 /**
- * The pieces the providers' input schemas share. Each refuses in the provider's own words, naming the
- * property, so a refusal reads the same whichever provider checks it (see schemaFailures below, which
- * keeps these messages as written and lets unknown values through).
+ * The rules the providers' input schemas share beyond one field (a field's own type and wording are in
+ * lib/provider-fields.ts): rules across fields, over each item of a list, in the order refusals are
+ * reported, and schemaFailures, which keeps the messages as written and lets unknown values through.
  *
  * A property whose rule lets an absent value pass must be marked `.optional()`: zod refuses a missing
  * key ("expected nonoptional") whenever its schema is not, even one that would accept `undefined`.
  */
 import { z, type ZodType } from "zod";
-import { isStackFolderName } from "./stack-name";
 import { hasUnknown } from "./unknown";
 
 /** A string with something in it. */
 export const isFilled = (v: unknown): v is string => typeof v === "string" && v !== "";
 
-/** A service's http(s) base URL (an optional path allowed), refused naming whose it is. */
-export const httpBaseUrl = (k: string, whose: string) =>
-  z.unknown().refine((u) => typeof u === "string" && /^https?:\/\/[^/\s]+(\/\S*)?$/.test(u), { error: (iss) => `${k} must be ${whose} http(s) base URL, got ${JSON.stringify(iss.input)}` });
-
 /** A `sha256:` digest as every record and binding writes it. */
 export const isDigest = (v: unknown): v is string => typeof v === "string" && /^sha256:[0-9a-f]{64}$/.test(v);
-
-/**
- * A string input that must not be empty, refused as "<k> must be a non-empty string". A refinement, not
- * z.string(): a refused type would keep a schema's rules across properties from running.
- */
-export const nonEmpty = (k: string) => z.unknown().refine(isFilled, { error: `${k} must be a non-empty string` });
-
-/** A stack name as it names folders here and on the hosts: letters, digits, "_", "." or "-". */
-export const stackName = () =>
-  z.unknown().refine(isStackFolderName, {
-    error: (iss) => `stack must be a stack name that can name a folder (letters, digits, "_", "." or "-"), got ${JSON.stringify(iss.input)}`,
-  });
-
-/** An absolute path on a host. */
-export const absolutePath = (k: string) => z.unknown().refine((v) => typeof v === "string" && v.startsWith("/"), { error: (iss) => `${k} must be an absolute path, got ${JSON.stringify(iss.input)}` });
-
-/** A TCP port. */
-export const tcpPort = (k: string) =>
-  z.unknown().refine((n) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 65535, { error: (iss) => `${k} must be a port from 1 to 65535, got ${JSON.stringify(iss.input)}` });
-
-/** A list, whatever its items. */
-export const list = (k: string) => z.unknown().refine(Array.isArray, { error: (iss) => `${k} must be a list, got ${JSON.stringify(iss.input)}` });
-
-/** A bound in seconds: a finite number above zero. */
-export const positiveSeconds = (k: string) =>
-  z.unknown().refine((t) => typeof t === "number" && Number.isFinite(t) && t > 0, { error: (iss) => `${k} must be a positive number of seconds, got ${JSON.stringify(iss.input)}` });
-
-/** A finite number above zero (a process start, as /metrics gives it). */
-export const positiveNumber = (k: string) =>
-  z.unknown().refine((t) => typeof t === "number" && Number.isFinite(t) && t > 0, { error: (iss) => `${k} must be a positive number, got ${JSON.stringify(iss.input)}` });
-
-export const sha256Digest = (k: string) => z.unknown().refine(isDigest, { error: (iss) => `${k} must be sha256:<64 hex>, got ${JSON.stringify(iss.input)}` });
-
-/** An integer of at least `min`. */
-export const integerAtLeast = (k: string, min: number) =>
-  z.unknown().refine((n) => Number.isInteger(n) && (n as number) >= min, { error: (iss) => `${k} must be an integer of at least ${min}, got ${JSON.stringify(iss.input)}` });
-
-/** A whole number above zero. */
-export const positiveInteger = (k: string) =>
-  z.unknown().refine((n) => Number.isInteger(n) && (n as number) > 0, { error: (iss) => `${k} must be a positive integer, got ${JSON.stringify(iss.input)}` });
-
-/** One of a few words, refused as `<k> must be "a" or "b", got <value>`. */
-export const oneOf = (k: string, words: readonly string[]) =>
-  z.unknown().refine((v) => words.includes(v as string), { error: (iss) => `${k} must be ${words.map((w) => JSON.stringify(w)).join(" or ")}, got ${JSON.stringify(iss.input)}` });
 
 /**
  * A value judged by a rule that returns its problems (often one the library applies elsewhere), once the
