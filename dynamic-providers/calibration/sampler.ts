@@ -14,8 +14,7 @@ import type { Pair } from "../../lib/preflight/pairs";
 import type { SampleRecord, Sampler } from "../../lib/preflight/calibration-run";
 import { sseEvents, streamedTokens } from "../../lib/profiling/sse";
 import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
-import { engineHeaders } from "../../lib/engine/request";
-import { notedStream, sendJson, timedOut } from "../engine-request";
+import { engineHeaders, notedStream, sendJson, timedOut } from "../../lib/engine/request";
 
 /** Text whose token ids seed every probe prompt, so each id is one the engine's own tokenizer made. */
 export const SEED_TEXT = "calibration probe benchmark ".repeat(8);

@@ -18,8 +18,7 @@ import type { TransferRecord } from "../../lib/preflight/transfer";
 import { identityGenerationDigest } from "../../lib/profiling/store";
 import { sseEvents, streamedTokens } from "../../lib/profiling/sse";
 import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
-import { engineHeaders } from "../../lib/engine/request";
-import { notedStream, sendJson, timedOut } from "../engine-request";
+import { engineHeaders, notedStream, sendJson, timedOut } from "../../lib/engine/request";
 
 export const PROBE_PROMPT = "benchmark ".repeat(64);
 export const PACE_PROMPT = "benchmark ".repeat(4096);
