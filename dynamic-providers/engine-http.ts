@@ -6,8 +6,7 @@
  * check both rest on.
  */
 import { endpoint, httpFailure, processStartFrom, type Ask, type ProcessIdentity, type ProofSubject } from "../lib/engine/generation";
-import { engineHeaders, PROBE_ACCEPT } from "../lib/engine/request";
-import { sendJson } from "./engine-request";
+import { engineHeaders, PROBE_ACCEPT, sendJson } from "../lib/engine/request";
 
 /** The runbook's `urlopen(..., timeout=60)`: the longest any single probe may take. */
 export const REQUEST_TIMEOUT_S = 60;

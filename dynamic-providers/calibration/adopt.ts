@@ -9,7 +9,7 @@ import { judgeCalibration, type CalibrationAdoption as Judgement } from "../../l
 import type { EngineIdentity } from "../../lib/preflight/calibration-outcome";
 import type { Pair } from "../../lib/preflight/pairs";
 import { withRoutes } from "../preflight/routes";
-import { httpSampler } from "./sampler";
+import { httpSampler } from "../../lib/preflight/calibration-sampler";
 import type { CalibrationInputs } from "./schema";
 
 export interface AdoptionLook {

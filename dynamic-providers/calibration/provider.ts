@@ -32,7 +32,7 @@ import { nameEngines, withRoutes } from "../preflight/routes";
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import type { EvidenceCommand } from "../../lib/evidence/record";
 import { lookAtAdoption } from "./adopt";
-import { httpSampler } from "./sampler";
+import { httpSampler } from "../../lib/preflight/calibration-sampler";
 import { calibrationInputs, type CalibrationAdoption, type CalibrationInputs, type CalibrationOutputs } from "./schema";
 
 export const MEASURED_AGAINST = ["model", "runtime", "engines", "inputLengths", "samplesPerGroup"] as const;
@@ -44,7 +44,7 @@ export const MEASURED_AGAINST = ["model", "runtime", "engines", "inputLengths", 
 // `adopt` only matters when the calibration is created: a file named later never replaces measured samples.
 export const UPDATABLE = ["stack", "fleetDocument", "observationBoundS", "maxFailuresPerGroup", "routerOverheadS", "schedule", "apiKey", "via", "viaPrivateKey", "viaPassword", "adopt"] as const;
 
-const SAMPLER_SOURCE = "dynamic-providers/calibration/sampler.ts";
+const SAMPLER_SOURCE = "lib/preflight/calibration-sampler.ts";
 
 /** Every refusal of the inputs, each naming its property; exported for tests. */
 export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(calibrationInputs, news);

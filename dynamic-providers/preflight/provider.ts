@@ -25,7 +25,7 @@ import { failedGates } from "../../lib/preflight/types";
 import { runPreflight, type PreflightOutcome } from "../../lib/preflight/run";
 import { runSummary, skippedSummary, stopsDeployment, type RunSummary } from "../../lib/preflight/status";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
-import { httpObserver, type ObservedEngine } from "./observer";
+import { httpObserver, type ObservedEngine } from "../../lib/preflight/http-observer";
 import { engineLogTails, type LogTail } from "./engine-logs";
 import { preflightInputs, type PreflightInputs, type PreflightOutputs } from "./schema";
 

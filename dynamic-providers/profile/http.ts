@@ -6,8 +6,7 @@
 import { performance } from "node:perf_hooks";
 import type { EngineClient, Reply, StreamChunk } from "../../lib/profiling/client";
 import { SseSplitter } from "../../lib/profiling/sse";
-import { engineHeaders } from "../../lib/engine/request";
-import { notedStream, sendJson, timedOut } from "../engine-request";
+import { engineHeaders, notedStream, sendJson, timedOut } from "../../lib/engine/request";
 
 export interface ProfileHttp extends EngineClient {
   close(): Promise<void>;

@@ -5,7 +5,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { httpObserver, type ObserverOptions } from "../../../dynamic-providers/preflight/observer";
+import { httpObserver, type ObserverOptions } from "../../../lib/preflight/http-observer";
 import { processStartTime, parsePrometheusText } from "../../../lib/engine/prometheus";
 import type { GateProfile } from "../../../lib/preflight/judge";
 import type { PreflightPlan } from "../../../lib/preflight/run";

@@ -5,21 +5,21 @@
  * one-token prefill pace probes, `/tokenize`, a KV handoff export (`kv_transfer_params`
  * `{do_remote_decode: true}`), and per pair a fresh handoff consumed with a fixed prompt whose first
  * token must arrive within `engine.first_token_timeout_s`. The API key goes as a Bearer header and
- * never into a message. undici is required at call time.
+ * never into a message. The engines come at the URLs the provider routed (its SSH forwards through the
+ * router host, dynamic-providers/preflight/routes.ts). undici is required at call time.
  */
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
-import { attestationProblems } from "../../lib/preflight/attestation";
-import { handoffOf, streamError } from "../../lib/preflight/outcome";
-import type { Observer } from "../../lib/preflight/run";
-import type { Probe } from "../../lib/preflight/pairs";
-import type { TransferRecord } from "../../lib/preflight/transfer";
-import { identityGenerationDigest } from "../../lib/profiling/store";
-import { sseEvents, streamedTokens } from "../../lib/profiling/sse";
-import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
-import { engineHeaders } from "../../lib/engine/request";
-import { notedStream, sendJson, timedOut } from "../engine-request";
+import { processStartTime, parsePrometheusText } from "../engine/prometheus";
+import { attestationProblems } from "./attestation";
+import { handoffOf, streamError } from "./outcome";
+import type { Observer } from "./run";
+import type { Probe } from "./pairs";
+import type { TransferRecord } from "./transfer";
+import { identityGenerationDigest } from "../profiling/store";
+import { sseEvents, streamedTokens } from "../profiling/sse";
+import { classifyEngineFailure, probeOver } from "../engine/gone";
+import { engineHeaders, notedStream, sendJson, timedOut } from "../engine/request";
 
 export const PROBE_PROMPT = "benchmark ".repeat(64);
 export const PACE_PROMPT = "benchmark ".repeat(4096);
@@ -83,7 +83,7 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
     const t = o.timeouts.healthS;
     const v = await send(`${e.url}/version`, undefined, t);
     if (v.status !== 200) throw new Error(`/version answered ${v.status}`);
-    const version = JSON.parse(v.text).version;
+    const version = (JSON.parse(v.text) as { version?: unknown }).version;
     if (typeof version !== "string") throw new Error("/version has no version");
     const m = await send(`${e.url}/metrics`, undefined, t);
     if (m.status !== 200) throw new Error(`/metrics answered ${m.status}`);
@@ -158,7 +158,7 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
     async models(iid) {
       try {
         const r = await send(`${engine(iid).url}/v1/models`, undefined, o.timeouts.modelS ?? 15);
-        const data = JSON.parse(r.text).data;
+        const data = (JSON.parse(r.text) as { data?: unknown }).data;
         if (!Array.isArray(data)) throw new Error(`answered ${r.status} without data`);
         return data.map((m: { id: string }) => m.id);
       } catch (err) {
@@ -181,8 +181,8 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
         if (!best || seconds < best.seconds) {
           let promptTokens: number | undefined;
           try {
-            const n = JSON.parse(r.text).usage?.prompt_tokens;
-            if (Number.isInteger(n) && n > 0) promptTokens = n;
+            const n = (JSON.parse(r.text) as { usage?: { prompt_tokens?: unknown } }).usage?.prompt_tokens;
+            if (Number.isInteger(n) && (n as number) > 0) promptTokens = n as number;
           } catch {
             promptTokens = undefined;
           }
@@ -195,8 +195,8 @@ export function httpObserver(o: ObserverOptions): Observer & { close(): Promise<
       try {
         const r = await send(`${engine(iid).url}/tokenize`, { model: o.model, prompt: PROBE_PROMPT }, o.timeouts.tokenizeS);
         if (r.status !== 200) return { error: `answered ${r.status}` };
-        const count = JSON.parse(r.text).count;
-        return Number.isInteger(count) ? count : 0;
+        const count = (JSON.parse(r.text) as { count?: unknown }).count;
+        return Number.isInteger(count) ? (count as number) : 0;
       } catch (err) {
         return { error: describe(err, o.timeouts.tokenizeS) };
       }

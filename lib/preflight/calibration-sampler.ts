@@ -3,19 +3,19 @@
  * fresh prefill on the producer (`kv_transfer_params {do_remote_decode: true}`) with an exact-length
  * token-id prompt and its own cache salt, then the streamed decode on the consumer with that handoff,
  * timed from starting the decode request to its first generated token under the diagnostic
- * observation bound. The API key goes as a Bearer header and never into a record.
+ * observation bound. The API key goes as a Bearer header and never into a record. The engines come at
+ * the URLs the provider routed (dynamic-providers/preflight/routes.ts); its record keeps this file as the probe code.
  */
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { processStartTime, parsePrometheusText } from "../../lib/engine/prometheus";
-import { handoffOf, streamError } from "../../lib/preflight/outcome";
-import type { EngineIdentity } from "../../lib/preflight/calibration-outcome";
-import type { Pair } from "../../lib/preflight/pairs";
-import type { SampleRecord, Sampler } from "../../lib/preflight/calibration-run";
-import { sseEvents, streamedTokens } from "../../lib/profiling/sse";
-import { classifyEngineFailure, probeOver } from "../../lib/engine/gone";
-import { engineHeaders } from "../../lib/engine/request";
-import { notedStream, sendJson, timedOut } from "../engine-request";
+import { processStartTime, parsePrometheusText } from "../engine/prometheus";
+import { handoffOf, streamError } from "./outcome";
+import type { EngineIdentity } from "./calibration-outcome";
+import type { Pair } from "./pairs";
+import type { SampleRecord, Sampler } from "./calibration-run";
+import { sseEvents, streamedTokens } from "../profiling/sse";
+import { classifyEngineFailure, probeOver } from "../engine/gone";
+import { engineHeaders, notedStream, sendJson, timedOut } from "../engine/request";
 
 /** Text whose token ids seed every probe prompt, so each id is one the engine's own tokenizer made. */
 export const SEED_TEXT = "calibration probe benchmark ".repeat(8);
@@ -88,7 +88,7 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
       }
       try {
         const v = await send(`${url(iid)}/version`, undefined, t);
-        if (v.status === 200) version = String(JSON.parse(v.text).version ?? "") || null;
+        if (v.status === 200) version = String((JSON.parse(v.text) as { version?: unknown }).version ?? "") || null;
         const m = await send(`${url(iid)}/metrics`, undefined, t);
         if (m.status === 200) processStart = processStartTime(parsePrometheusText(m.text)) ?? null;
       } catch {
@@ -114,8 +114,8 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
         const r = await send(`${url(p.producer)}/v1/completions`, { ...body, prompt: ids, max_tokens: 1, stream: false, kv_transfer_params: { do_remote_decode: true } }, o.timeouts.prefillS);
         prefillSeconds = (performance.now() - started) / 1000;
         if (r.status !== 200) return failed("prefill_failed", `prefill on ${p.producer} answered ${r.status}: ${r.text.slice(0, 300)}`);
-        const n = JSON.parse(r.text).usage?.prompt_tokens;
-        promptTokens = Number.isInteger(n) ? n : null;
+        const n = (JSON.parse(r.text) as { usage?: { prompt_tokens?: unknown } }).usage?.prompt_tokens;
+        promptTokens = Number.isInteger(n) ? (n as number) : null;
         handoff = handoffOf(r.text);
       } catch (err) {
         return failed("prefill_failed", `prefill on ${p.producer}: ${await explain(err, p.producer, o.timeouts.prefillS)}`);
