@@ -6,7 +6,7 @@ import type { GateResult } from "../../lib/preflight/types";
 import type { TransferRecord } from "../../lib/preflight/transfer";
 import type { ProfileRow } from "../../lib/profiling/store";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { digest, given, got, oneOf, typedAs } from "../../lib/provider-fields";
+import { digest, given, got, oneOf, typedAs, whole } from "../../lib/provider-fields";
 import { hasUnknown } from "../diff";
 import { across, each, inOrder } from "../input-rules";
 import type { EngineHostSecrets, EngineLogAccess } from "./engine-logs";
@@ -46,7 +46,7 @@ const fields = z.object({
   schedule: oneOf("schedule", ["concurrent", "sequential"]),
   /** Fail on a degraded run too (`preflight.strict`); a failed run always fails. Absent = false. */
   strict: z.boolean({ error: got("strict", "must be true or false") }).optional(),
-  repeats: z.number({ error: got("repeats", "must be an integer from 1 to 100") }).int().min(1).max(100),
+  repeats: whole(1, 100, got("repeats", "must be an integer from 1 to 100")),
   stack: given<string>(),
   /** The fleet document the router will load (engines, roles, model, SLOs, deadlines, budgets, engine_contract). */
   fleetDocument: given<Record<string, unknown>>(),
