@@ -21,6 +21,12 @@ export const whole = (lo: number, hi: number, error?: Words) => z.number({ error
 /** A finite number above zero. */
 export const aboveZero = (error?: Words) => z.number({ error }).positive({ error });
 
+/** A number of at least `min`. */
+export const atLeast = (min: number, error?: Words) => z.number({ error }).min(min, { error });
+
+/** A string matching `pattern`, refused in the same words whether it is no string or the wrong one. */
+export const matching = (pattern: RegExp, error?: Words) => z.string({ error }).regex(pattern, { error });
+
 /** A TCP port. */
 export const tcpPort = (k: string) => whole(1, 65535, got(k, "must be a port from 1 to 65535"));
 

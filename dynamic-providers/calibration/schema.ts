@@ -7,7 +7,7 @@ import type { CalibrationAdoptSource } from "../../lib/preflight/calibration-ado
 import type { GroupResult } from "../../lib/preflight/calibration";
 import type { Pair } from "../../lib/preflight/pairs";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { digest, given, got, oneOf, positiveWhole, whole } from "../../lib/provider-fields";
+import { atLeast, digest, given, got, oneOf, positiveWhole, whole } from "../../lib/provider-fields";
 import { hasUnknown } from "../diff";
 import { across, each, inOrder, isDigest } from "../input-rules";
 
@@ -81,7 +81,7 @@ const adoptSource = (a: unknown) => {
 const rest = z.object({
   samplesPerGroup: whole(MIN_SAMPLES_PER_GROUP, Number.MAX_SAFE_INTEGER, got("samplesPerGroup", `must be an integer of at least ${MIN_SAMPLES_PER_GROUP}`)),
   maxFailuresPerGroup: positiveWhole("maxFailuresPerGroup"),
-  routerOverheadS: z.number({ error: got("routerOverheadS", "must be a non-negative number of seconds") }).min(0),
+  routerOverheadS: atLeast(0, got("routerOverheadS", "must be a non-negative number of seconds")),
   schedule: oneOf("schedule", ["concurrent", "sequential"]),
   /**
    * A calibration measured before this stack (`calibration.adopt`) with the digest the program read:
