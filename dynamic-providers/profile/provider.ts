@@ -30,7 +30,7 @@ import { ProfileError } from "../../lib/profiling/errors";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { hasUnknown } from "../diff";
 import { HttpJournal, currentHttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
-import { profileHttp } from "./http";
+import { profileHttp } from "../../lib/profiling/engine-http";
 import { withRoutes } from "../preflight/routes";
 import { profileInputs, type ProfileInputs, type ProfileOutputs } from "./schema";
 

@@ -4,10 +4,10 @@
  * undici is required at call time, never captured.
  */
 import { performance } from "node:perf_hooks";
-import type { EngineClient, Reply, StreamChunk } from "../../lib/profiling/client";
-import { SseSplitter } from "../../lib/profiling/sse";
-import { engineHeaders } from "../../lib/engine/request";
-import { notedStream, sendJson, timedOut } from "../engine-request";
+import type { EngineClient, Reply, StreamChunk } from "./client";
+import { SseSplitter } from "./sse";
+import { engineHeaders } from "../engine/request";
+import { notedStream, sendJson, timedOut } from "../../dynamic-providers/engine-request";
 
 export interface ProfileHttp extends EngineClient {
   close(): Promise<void>;
