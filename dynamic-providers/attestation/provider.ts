@@ -27,18 +27,7 @@ import { evidenceProvider } from "../evidence-provider";
 import { withEngineHttp } from "../engine-http";
 import { attestationInputs, type AttestationInputs, type AttestationObservation, type AttestationOutputs, type AttestationRecord } from "./schema";
 
-export const MEASURED_AGAINST = [
-  "engineId",
-  "url",
-  "documentDigest",
-  "generationDigest",
-  "processStartTime",
-  "version",
-  "processIdentity",
-  "planSha256",
-  "cacheLayoutDigest",
-  "sidecar",
-] as const;
+export const MEASURED_AGAINST = ["engineId", "url", "documentDigest", "generationDigest", "processStartTime", "version", "processIdentity", "planSha256", "cacheLayoutDigest", "sidecar"] as const;
 /** The document travels with its digest, which is what it is judged by. */
 export const UPDATABLE = ["hostAlias", "probeTimeoutS", "stack", "document", "runbookDocument"] as const;
 /** The replace key `pulumi preview` shows when a refresh found the sidecar attesting something else. */

@@ -34,19 +34,7 @@ import { profileHttp } from "../../lib/profiling/engine-http";
 import { withRoutes } from "../preflight/routes";
 import { profileInputs, type ProfileInputs, type ProfileOutputs } from "./schema";
 
-export const MEASURED_AGAINST = [
-  "engineId",
-  "url",
-  "servedName",
-  "generationDigest",
-  "processStartTime",
-  "version",
-  "attestationDigest",
-  "launchDigest",
-  "planSha256",
-  "sweep",
-  "maxNumSeqs",
-] as const;
+export const MEASURED_AGAINST = ["engineId", "url", "servedName", "generationDigest", "processStartTime", "version", "attestationDigest", "launchDigest", "planSha256", "sweep", "maxNumSeqs"] as const;
 // `adopt` only matters when the profile is created: a store named later never replaces a measured row.
 // The limits replace a profile only when its row breaks the new ones (limitsReplace); how many tries a
 // create may take never changes what was measured.
