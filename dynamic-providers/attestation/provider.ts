@@ -82,7 +82,9 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Attest
 
   async create(inputs) {
     const startedAt = new Date().toISOString();
-    const read = await journalled({ [inputs.url]: `sidecar ${inputs.engineId}` }, () => withEngineHttp(subjectOf(inputs), undefined, (ask) => readSidecar(ask, inputs), inputs.probeTimeoutS));
+    const read = await journalled({ [inputs.url]: `sidecar ${inputs.engineId}` }, () =>
+      withEngineHttp(subjectOf(inputs), undefined, (ask) => readSidecar(ask, inputs), inputs.probeTimeoutS),
+    );
     const reading = read.value;
     const evidence = inputs.stack ? await record(inputs, reading, startedAt, read.journal.commands()) : undefined;
     if (reading.problems.length) {
