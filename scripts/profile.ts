@@ -10,7 +10,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { profileHttp } from "../dynamic-providers/profile/http";
+import { profileHttp } from "../lib/profiling/engine-http";
 import { documentBytes, samplesPath, storeDocument } from "../lib/profiling/store";
 import { mergeStores } from "../lib/profiling/merge";
 import { parseProfileArgs, USAGE, UsageError } from "../lib/profiling/cli-args";

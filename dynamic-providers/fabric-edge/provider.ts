@@ -29,10 +29,7 @@ import { withSessions } from "./session";
 /** What the figure was taken against: a change means the figure no longer describes the path. */
 const MEASURED_AGAINST = ["edgeId", "source", "destination", "transport", "rdma", "tool"] as const;
 /** What only changes how the hosts are reached or what the figure is compared with. */
-const UPDATABLE = [
-  "stack", "iperfPort", "rdmaPort", "sourceLogin", "destinationLogin", "sourcePrivateKey", "sourcePassword",
-  "destinationPrivateKey", "destinationPassword", "requiredGbps", "budget", "lockWaitS",
-] as const;
+const UPDATABLE = ["stack", "iperfPort", "rdmaPort", "sourceLogin", "destinationLogin", "sourcePrivateKey", "sourcePassword", "destinationPrivateKey", "destinationPassword", "requiredGbps", "budget", "lockWaitS"] as const;
 
 /**
  * The fabric address discovery found is unknown whenever a host's discovery is re-taken, for any reason

@@ -1,9 +1,8 @@
 /** FabricEdge's inputs as one zod schema (every problem named by field and edge, before any host is touched), the types it produces, and the outputs. */
 import { z } from "zod";
 import { INTERFACE_PATTERN, ipProblem } from "../../lib/config/formats";
-import type { FabricVerdict } from "../../lib/fabric/budget";
 import type { LinkFingerprint } from "../../lib/fabric/fingerprint";
-import type { EdgeMeasurement, PathDigests } from "../../lib/fabric/edge-outcome";
+import type { EdgeMeasurement, EdgeVerdict, PathDigests } from "../../lib/fabric/edge-outcome";
 import { aboveZero, filled, whole } from "../../lib/provider-fields";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { hasUnknown } from "../diff";
@@ -128,7 +127,7 @@ export function edgeInputProblems(i: FabricEdgeInputs): Array<[keyof FabricEdgeI
   return schemaFailures(edgeInputs, i as unknown as Record<string, unknown>).map((f) => [f.property as keyof FabricEdgeInputs, f.reason]);
 }
 
-export type FabricEdgeOutputs = FabricEdgeInputs & {
+export type FabricEdgeOutputs = FabricEdgeInputs & EdgeVerdict & {
   measurement: EdgeMeasurement;
   fingerprint: { forward: LinkFingerprint; return: LinkFingerprint };
   /** As measured at create. */
@@ -137,8 +136,5 @@ export type FabricEdgeOutputs = FabricEdgeInputs & {
   observed: PathDigests;
   /** Why `observed` differs, when a side could not be fingerprinted at the last refresh. */
   observedProblems: string[];
-  verdict: FabricVerdict;
-  verdictReason: string;
-  marginGbps: number | null;
   evidence: { relativePath: string; digest: string };
 };

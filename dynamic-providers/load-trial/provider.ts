@@ -17,7 +17,8 @@ import { loadTrialInputs, type LoadTrialInputs, type LoadTrialOutputs } from "./
 import { departure, throughRouter } from "../../lib/trial/predict";
 import { fetchGet } from "../../lib/trial/http";
 import { judgePoint } from "../../lib/trial/verdict";
-import { listenerProblem, listenerScript, SOCKETS_SCRIPT, trialArtifacts, trialRecordInputs, trialVerdict } from "../../lib/trial/record";
+import { trialArtifacts, trialRecordInputs, trialVerdict } from "../../lib/trial/record";
+import { hostProbes } from "../../lib/trial/host-probes";
 import { runTrial, type HostProbes, type TrialOutcome, type TrialRoutes } from "../../lib/trial/run";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
@@ -29,8 +30,6 @@ import type { EvidenceCommand } from "../../lib/evidence/record";
 
 export const MEASURED_AGAINST = ["point", "model", "slo", "routerUrl", "routerPid", "routerStartedAt", "fleetDocumentDigest", "engines", "profileStoreDigest"] as const;
 export const UPDATABLE = ["stack", "prometheus", "scrapeIntervalS", "routerHost", "via", "viaPrivateKey", "viaPassword", "hosts", "hostPrivateKeys", "hostPasswords", "requestTimeoutS", "drainTimeoutS", "minGoodFraction", "predictionBound", "routerOverheadS"] as const;
-
-const SOCKETS_TIMEOUT_S = 20;
 
 /** Every refusal of the inputs, each naming its property; exported for tests. */
 export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(loadTrialInputs, news);
@@ -48,12 +47,6 @@ interface Opened {
 async function openRoutes(i: LoadTrialInputs): Promise<Opened> {
   const tunnelLog: string[] = [];
   const commands: EvidenceCommand[] = [];
-  const exec = async (s: SshSession, host: string, script: string, name: string) => {
-    const startedAt = new Date().toISOString();
-    const r = await s.exec(script, { timeoutS: SOCKETS_TIMEOUT_S, name });
-    commands.push({ host, argv: ["sh", "-c", script], exitStatus: r.code >= 0 && r.code <= 255 ? r.code : null, startedAt, endedAt: new Date().toISOString() });
-    return r;
-  };
   const note = (line: string) => tunnelLog.push(`${new Date().toISOString()} ${line}`);
   const session = await SshSession.open(sshTarget(readLogin(i.via, { privateKey: i.viaPrivateKey, password: i.viaPassword }), OPERATE));
   note(`ssh session to ${i.routerHost} (${i.via.user}@${i.via.host}:${i.via.port})`);
@@ -73,30 +66,14 @@ async function openRoutes(i: LoadTrialInputs): Promise<Opened> {
     note("tunnel closed");
   };
   try {
-    const router = await forward("router", new URL(i.routerUrl).host);
+    const routerBase = await forward("router", new URL(i.routerUrl).host);
     const engines = [];
     for (const e of i.engines) engines.push({ iid: e.engineId, role: e.role, base: await forward(`engine ${e.engineId}`, new URL(e.url).host) });
     const prometheus = i.prometheus ? await forward("prometheus", i.prometheus) : undefined;
-    const routerPort = Number(new URL(i.routerUrl).port || 80);
-    const hosts: HostProbes = {
-      async sockets() {
-        const out: Record<string, string> = {};
-        for (const h of i.hosts) {
-          const s = h.alias === i.routerHost ? session : await SshSession.open(sshTarget(readLogin(h.login, { privateKey: i.hostPrivateKeys?.[h.alias], password: i.hostPasswords?.[h.alias] }), OPERATE));
-          try {
-            out[h.alias] = (await exec(s, h.alias, SOCKETS_SCRIPT, "socket summary (ss)")).stdout;
-          } finally {
-            if (s !== session) s.close();
-          }
-        }
-        return out;
-      },
-      async listener() {
-        const r = await exec(session, i.routerHost, listenerScript(routerPort), "router port listener (ss -ltnp)");
-        return listenerProblem(r.stdout, routerPort, i.routerPid, i.routerHost);
-      },
-    };
-    return { routes: { router, engines, ...(prometheus ? { prometheus } : {}) }, hosts, tunnelLog, commands, close };
+    const login = (h: LoadTrialInputs["hosts"][number]) => SshSession.open(sshTarget(readLogin(h.login, { privateKey: i.hostPrivateKeys?.[h.alias], password: i.hostPasswords?.[h.alias] }), OPERATE));
+    const router = { alias: i.routerHost, session, port: Number(new URL(i.routerUrl).port || 80), pid: i.routerPid };
+    const hosts = hostProbes({ router, hosts: i.hosts, login }, commands);
+    return { routes: { router: routerBase, engines, ...(prometheus ? { prometheus } : {}) }, hosts, tunnelLog, commands, close };
   } catch (e) {
     await close();
     throw e;
@@ -117,20 +94,8 @@ export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string;
   try {
     await withHttpJournal(journal, async () => {
       opened = await openRoutes(i);
-      outcome = await runTrial(fetchGet, opened.routes, opened.hosts, {
-        point: i.point,
-        model: i.model,
-        slo: i.slo,
-        profiles: i.engines.map((e) => ({ iid: e.engineId, role: e.role, row: e.row })),
-        requestTimeoutS: i.requestTimeoutS,
-        drainTimeoutS: i.drainTimeoutS,
-        scrapeIntervalS: i.scrapeIntervalS,
-        minGoodFraction: i.minGoodFraction,
-        predictionBound: i.predictionBound,
-        routerOverheadS: i.routerOverheadS,
-        requestIdPrefix: `trial-${i.point.id}-${t0.toString(36)}-`,
-        log: opts.log,
-      });
+      const profiles = i.engines.map((e) => ({ iid: e.engineId, role: e.role, row: e.row }));
+      outcome = await runTrial(fetchGet, opened.routes, opened.hosts, { ...i, profiles, requestIdPrefix: `trial-${i.point.id}-${t0.toString(36)}-`, log: opts.log });
     });
   } catch (e) {
     failure = e as Error;
@@ -154,19 +119,10 @@ export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string;
     artifacts,
   });
   if (failure || !outcome || !o) throw new Error(`trial point ${i.point.id}: ${failure?.message ?? "did not run"} (what it saw is kept as ${written.relativePath})`);
-  return {
-    verdict: o.verdict,
-    reasons: o.reasons,
-    summary: o.summary,
-    prediction: o.prediction,
-    departure: o.departure,
-    range: o.range,
-    reconciliation: o.reconciliation,
-    window: { start: outcome.run.start, end: outcome.run.end },
-    evidence: { relativePath: written.relativePath, digest: written.digest },
-    ranAt: startedAt,
-    wallSeconds: (Date.now() - t0) / 1000,
-  };
+  const { verdict, reasons, summary, prediction, departure: off, range, reconciliation } = o;
+  const window = { start: outcome.run.start, end: outcome.run.end };
+  const evidence = { relativePath: written.relativePath, digest: written.digest };
+  return { verdict, reasons, summary, prediction, departure: off, range, reconciliation, window, evidence, ranAt: startedAt, wallSeconds: (Date.now() - t0) / 1000 };
 }
 
 /** A new goodput fraction or prediction bound re-judges the kept figures; nothing is sent again. */

@@ -21,32 +21,19 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
 import { providerEvidence } from "../evidence";
-import { adoptionFor } from "../../lib/profiling/adopt";
-import { adoptionLimitReason, fitProblems, NARWHAL_FIT_LIMITS } from "../../lib/profiling/fit-limits";
-import { bindingOf, profileResult, sweptRow, type ProfileAdoption, type ProfileFitTry, type ProfileResult } from "../../lib/profiling/engine-profile";
+import { fitProblems, NARWHAL_FIT_LIMITS } from "../../lib/profiling/fit-limits";
+import { adoptedProfile, bindingOf, profileResult, sweptRow, type ProfileAdoption, type ProfileFitTry, type ProfileResult } from "../../lib/profiling/engine-profile";
 import { DEFAULT_FIT_ATTEMPTS, measureWithinLimits } from "../../lib/profiling/accept";
 import { emptyRecord, Profiler, type MeasureRecord } from "../../lib/profiling/measure";
 import { ProfileError } from "../../lib/profiling/errors";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { hasUnknown } from "../diff";
 import { HttpJournal, currentHttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
-import { profileHttp } from "./http";
+import { profileHttp } from "../../lib/profiling/engine-http";
 import { withRoutes } from "../preflight/routes";
 import { profileInputs, type ProfileInputs, type ProfileOutputs } from "./schema";
 
-export const MEASURED_AGAINST = [
-  "engineId",
-  "url",
-  "servedName",
-  "generationDigest",
-  "processStartTime",
-  "version",
-  "attestationDigest",
-  "launchDigest",
-  "planSha256",
-  "sweep",
-  "maxNumSeqs",
-] as const;
+export const MEASURED_AGAINST = ["engineId", "url", "servedName", "generationDigest", "processStartTime", "version", "attestationDigest", "launchDigest", "planSha256", "sweep", "maxNumSeqs"] as const;
 // `adopt` only matters when the profile is created: a store named later never replaces a measured row.
 // The limits replace a profile only when its row breaks the new ones (limitsReplace); how many tries a
 // create may take never changes what was measured.
@@ -166,30 +153,17 @@ export async function adoptProfile(i: ProfileInputs): Promise<{ result: ProfileR
   const source = i.adopt!;
   const startedAt = new Date().toISOString();
   const fs = require("node:fs") as typeof import("node:fs");
-  let storeBytes: Buffer;
-  let samplesBytes: Buffer;
-  let storeWritten: Date;
+  let read: { store: Buffer; samples: Buffer; writtenAt: string };
   try {
-    [storeBytes, samplesBytes] = await Promise.all([fs.promises.readFile(source.storePath), fs.promises.readFile(source.samplesPath)]);
-    storeWritten = (await fs.promises.stat(source.storePath)).mtime;
+    const [store, samples] = await Promise.all([fs.promises.readFile(source.storePath), fs.promises.readFile(source.samplesPath)]);
+    read = { store, samples, writtenAt: (await fs.promises.stat(source.storePath)).mtime.toISOString() };
   } catch (err) {
     return { reason: `cannot read the store to adopt: ${(err as Error).message}` };
   }
-  const binding = bindingOf(i);
-  const decision = adoptionFor(i.engineId, binding.digest, source, storeBytes, samplesBytes);
-  if (!decision.ok) return { reason: decision.reason };
-  const a = decision.adopted;
-  // An adopted row passes the same limits as a measured one, or it is measured instead.
-  const overLimits = adoptionLimitReason(a.row, i.fitLimits ?? NARWHAL_FIT_LIMITS, source.storePath);
-  if (overLimits) return { reason: overLimits };
-  const reason = `row of ${source.storePath} binds the live generation ${binding.digest}`;
-  const kept = i.stack
-    ? await record(i, a.entry, startedAt, { status: "pass", reasons: [] }, { adopted: { ...source, storeMeta: a.meta, storeWrittenAt: storeWritten.toISOString(), reason }, row: a.row, fitErrors: a.fitErrors, maxModelLen: a.maxModelLen })
-    : undefined;
-  // The measurement happened when the store was written, not now.
-  const adoption: ProfileAdoption = { verdict: "adopted", reason, source };
-  const facts = { row: a.row, bindingDigest: binding.digest, fitErrors: a.fitErrors, maxModelLen: a.maxModelLen, effectiveSweep: a.sweep, measuredAt: storeWritten.toISOString(), wallSeconds: 0, fitTries: [], adoption };
-  return { result: profileResult(facts, a.entry, kept) };
+  const a = adoptedProfile(i.engineId, bindingOf(i).digest, source, read, i.fitLimits ?? NARWHAL_FIT_LIMITS);
+  if (a.reason !== undefined) return { reason: a.reason };
+  const kept = i.stack ? await record(i, a.entry, startedAt, { status: "pass", reasons: [] }, a.observations) : undefined;
+  return { result: profileResult(a.facts, a.entry, kept) };
 }
 
 /** Adopts when `adopt` allows it, else measures; the outcome says which and why. */

@@ -3,7 +3,8 @@
  * the store row and sidecar entry built from a measurement, and the result create returns.
  */
 import { sha256Json } from "../digest";
-import type { AdoptSource } from "./adopt";
+import { adoptionFor, type AdoptSource } from "./adopt";
+import { adoptionLimitReason, type FitLimits } from "./fit-limits";
 import type { MeasureRecord, Measurement } from "./measure";
 import { attestationBindingDigest, buildRow, identityGenerationDigest, type EngineSamples, type ProfileRow } from "./store";
 import type { Sweep } from "./sweep";
@@ -122,4 +123,22 @@ export function profileResult(
     ...(kept ? { evidence: kept.evidence } : {}),
     ...(adoption ? { adoption } : {}),
   };
+}
+
+/**
+ * The engine's row from a store measured before this stack, when it binds the live generation and passes
+ * the same limits as a measured row (else the engine is measured instead): the result's facts, the sidecar
+ * entry and what the record observes; or why not. The measurement happened when the store was written, not now.
+ */
+export function adoptedProfile(engineId: string, bindingDigest: string, source: AdoptSource, read: { store: Uint8Array; samples: Uint8Array; writtenAt: string }, limits: FitLimits) {
+  const decision = adoptionFor(engineId, bindingDigest, source, read.store, read.samples);
+  if (!decision.ok) return { reason: decision.reason };
+  const a = decision.adopted;
+  const overLimits = adoptionLimitReason(a.row, limits, source.storePath);
+  if (overLimits) return { reason: overLimits };
+  const reason = `row of ${source.storePath} binds the live generation ${bindingDigest}`;
+  const observations = { adopted: { ...source, storeMeta: a.meta, storeWrittenAt: read.writtenAt, reason }, row: a.row, fitErrors: a.fitErrors, maxModelLen: a.maxModelLen };
+  const adoption: ProfileAdoption = { verdict: "adopted", reason, source };
+  const facts = { row: a.row, bindingDigest, fitErrors: a.fitErrors, maxModelLen: a.maxModelLen, effectiveSweep: a.sweep, measuredAt: read.writtenAt, wallSeconds: 0, fitTries: [], adoption };
+  return { facts, entry: a.entry, observations };
 }

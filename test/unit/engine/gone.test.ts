@@ -5,7 +5,7 @@ import { classifyEngineFailure, connectionLost, EngineGoneError, probeOver, type
 import { DEFAULT_SWEEP } from "../../../lib/profiling/sweep";
 import { Profiler } from "../../../lib/profiling/measure";
 import type { EngineClient, Reply } from "../../../lib/profiling/client";
-import { profileHttp, type ProfileHttp } from "../../../dynamic-providers/profile/http";
+import { profileHttp, type ProfileHttp } from "../../../lib/profiling/engine-http";
 
 /**
  * An engine on loopback that streams two tokens of a completion and then dies (its sockets and its

@@ -5,6 +5,8 @@
 import { expect } from "chai";
 import { createHash } from "node:crypto";
 import { adoptionFor, type AdoptSource } from "../../../lib/profiling/adopt";
+import { adoptedProfile } from "../../../lib/profiling/engine-profile";
+import { NARWHAL_FIT_LIMITS } from "../../../lib/profiling/fit-limits";
 import { identityGenerationDigest } from "../../../lib/profiling/store";
 import { narwhalRow } from "./store-fixture";
 
@@ -70,6 +72,26 @@ describe("profiling: adoption of an earlier store", () => {
     expect(reasonOf("e0", LIVE, files({ store: (s) => s.profiles.push({ ...s.profiles[0] }) }))).to.match(/has 2 rows for engine e0 \(role-mix variants\)/);
     expect(reasonOf("e0", LIVE, files({ store: (s) => (s.profiles[0].decode_cv_mape = -1) }))).to.match(/decode_cv_mape must be nonnegative/);
     expect(reasonOf("e7", LIVE)).to.equal("/srv/runbook/runs/profiles.json has no row for engine e7");
+  });
+});
+
+describe("profiling: the adopted profile", () => {
+  const WRITTEN = "2026-01-02T03:04:05.000Z";
+  const adopt = (limits = NARWHAL_FIT_LIMITS, f = files()) => adoptedProfile("e0", LIVE, f.source, { store: f.storeBytes, samples: f.samplesBytes, writtenAt: WRITTEN }, limits);
+
+  it("dates an adopted row when its store was written and records why it was adopted", () => {
+    const a = adopt();
+    if (a.reason !== undefined) throw new Error(a.reason);
+    const reason = `row of /srv/runbook/runs/profiles.json binds the live generation ${LIVE}`;
+    expect(a.facts).to.include({ measuredAt: WRITTEN, wallSeconds: 0, bindingDigest: LIVE });
+    expect(a.facts.adoption).to.deep.equal({ verdict: "adopted", reason, source: files().source });
+    expect(a.observations.adopted).to.include({ storeWrittenAt: WRITTEN, reason });
+    expect(a.entry.profile).to.equal(a.facts.row);
+  });
+
+  it("measures instead a row over the preflight's limits, or one that binds another generation", () => {
+    expect(adopt({ maxDecodeFitMape: 0.001, maxDecodeCvMape: 0.13 }).reason).to.match(/^the row of \/srv\/runbook\/runs\/profiles.json fails the preflight.s profile limits: /);
+    expect(adoptedProfile("e0", OTHER, files().source, { store: files().storeBytes, samples: files().samplesBytes, writtenAt: WRITTEN }, NARWHAL_FIT_LIMITS).reason).to.equal(reasonOf("e0", OTHER));
   });
 });
 

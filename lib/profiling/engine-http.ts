@@ -4,9 +4,9 @@
  * undici is required at call time, never captured.
  */
 import { performance } from "node:perf_hooks";
-import type { EngineClient, Reply, StreamChunk } from "../../lib/profiling/client";
-import { SseSplitter } from "../../lib/profiling/sse";
-import { engineHeaders, notedStream, sendJson, timedOut } from "../../lib/engine/request";
+import type { EngineClient, Reply, StreamChunk } from "./client";
+import { SseSplitter } from "./sse";
+import { engineHeaders, notedStream, sendJson, timedOut } from "../engine/request";
 
 export interface ProfileHttp extends EngineClient {
   close(): Promise<void>;
