@@ -2,7 +2,7 @@
 import { z } from "zod";
 import type { EngineContract } from "../../lib/attestation/contract";
 import type { ServedDocument } from "../../lib/attestation/document";
-import { aboveZero, digest, given, got, seconds, text } from "../../lib/provider-fields";
+import { aboveZero, digest, given, got, matching, seconds, text, whole } from "../../lib/provider-fields";
 import { processIdentitySchema } from "../engine-generation/schema";
 import { fieldsOf } from "../input-rules";
 
@@ -18,14 +18,14 @@ export const attestationInputs = z.object({
   planSha256: digest("planSha256"),
   cacheLayoutDigest: digest("cacheLayoutDigest"),
   /** The sidecar's `/v1/attestation` URL (the fleet document's `attestation_url`). */
-  url: z.string({ error: got("url", "must be the sidecar's http://<address>:<port>/v1/attestation") }).regex(/^http:\/\/[^/\s]+\/v1\/attestation$/),
+  url: matching(/^http:\/\/[^/\s]+\/v1\/attestation$/, got("url", "must be the sidecar's http://<address>:<port>/v1/attestation")),
   /** The runtime the generation was proved with: `/v1/process` must answer for it. */
   processIdentity: processIdentitySchema,
   /** Bounded wait for the sidecar's `/health`, and the timeout of each request. */
   probeTimeoutS: seconds("probeTimeoutS"),
   processStartTime: aboveZero(got("processStartTime", "must be a positive number")),
   /** The sidecar process its remote command started: a restarted sidecar is a new attestation. */
-  sidecar: z.preprocess(fieldsOf, z.object({ pid: z.number({ error: got("sidecar.pid", "must be a positive integer") }).int().positive(), startedAt: given<string>() })),
+  sidecar: z.preprocess(fieldsOf, z.object({ pid: whole(1, Number.MAX_SAFE_INTEGER, got("sidecar.pid", "must be a positive integer")), startedAt: given<string>() })),
   document: given<ServedDocument>(),
   /**
    * Set when the document is an adopted runbook engine's own (`<run>/engine-attestation.json`, see

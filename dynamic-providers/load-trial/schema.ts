@@ -5,7 +5,7 @@ import { pointRange } from "../../lib/trial/predict";
 import type { ClockAnchor, Departure, Prediction, ProfiledRange, Reconciliation, TrialPoint, TrialSummary, TrialVerdict } from "../../lib/trial/types";
 import type { ProfileRow } from "../../lib/profiling/store";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { aboveZero, digest, given, got, oneOf, positiveWhole, seconds, text, typedAs } from "../../lib/provider-fields";
+import { aboveZero, atLeast, digest, given, got, matching, oneOf, positiveWhole, seconds, text, typedAs } from "../../lib/provider-fields";
 import { hasUnknown } from "../diff";
 import { across, each, hostLogin, inOrder } from "../input-rules";
 
@@ -43,11 +43,14 @@ const withinProfiledRange = across((news, refuse) => {
   for (const p of pointRange(engines.map((e) => ({ role: e.role, row: e.row })), point).problems) refuse("point", p);
 });
 
+/** The share of requests that must be good: above none, at most all. */
+const inUnit = got("minGoodFraction", "must be in (0, 1]");
+
 const fields = z.object({
   stack: text("stack"),
   model: text("model"),
   /** The router's private URL, reached only through an SSH local forward from the router host. */
-  routerUrl: z.string({ error: got("routerUrl", "must be the router's http URL") }).regex(/^https?:\/\//),
+  routerUrl: matching(/^https?:\/\//, got("routerUrl", "must be the router's http URL")),
   engines: z
     .custom<TrialEngine[]>()
     .refine((v) => Array.isArray(v) && v.length > 0, { error: "engines: expected a non-empty list" })
@@ -62,10 +65,10 @@ const fields = z.object({
   fleetDocumentDigest: digest("fleetDocumentDigest"),
   /** The profile store the router loaded: a new profile re-runs every point. */
   profileStoreDigest: digest("profileStoreDigest"),
-  minGoodFraction: z.number({ error: got("minGoodFraction", "must be in (0, 1]") }).gt(0).max(1),
+  minGoodFraction: z.number({ error: inUnit }).gt(0, { error: inUnit }).max(1, { error: inUnit }),
   predictionBound: aboveZero(got("predictionBound", "must be a positive number")),
   /** The router's overhead added to the predicted first token (`calibration.routerOverheadS`). */
-  routerOverheadS: z.number({ error: got("routerOverheadS", "must be a non-negative number of seconds") }).min(0),
+  routerOverheadS: atLeast(0, got("routerOverheadS", "must be a non-negative number of seconds")),
   slo: z.object({ ttftS: seconds("slo.ttftS"), tpotS: seconds("slo.tpotS") }),
   point: given<TrialPoint>(),
   routerStartedAt: given<string>(),

@@ -5,11 +5,11 @@ import { sweepProblems, type Sweep } from "../../lib/profiling/sweep";
 import type { AdoptSource } from "../../lib/profiling/adopt";
 import type { ProfileResult } from "../../lib/profiling/engine-profile";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { aboveZero, digest, given, got, seconds, text, typedAs } from "../../lib/provider-fields";
+import { aboveZero, digest, given, got, matching, seconds, text, typedAs, whole } from "../../lib/provider-fields";
 import { across, inOrder, isDigest, judgedBy } from "../input-rules";
 
 /** A digest that may be absent (an engine without an attestation). */
-const digestWhenSet = (k: string) => z.string({ error: got(k, "must be sha256:<64 hex> when set") }).regex(/^sha256:[0-9a-f]{64}$/).nullish();
+const digestWhenSet = (k: string) => matching(/^sha256:[0-9a-f]{64}$/, got(k, "must be sha256:<64 hex> when set")).nullish();
 
 const launchWithAttestation = across((news, refuse) => {
   if (news.launchDigest != null && news.attestationDigest == null) refuse("launchDigest", "launchDigest comes with the attestation it is part of: set attestationDigest too");
@@ -34,7 +34,7 @@ const engine = z.object({
   servedName: text("servedName"),
   version: text("version"),
   /** The engine's private URL (the fleet document's `url`). */
-  url: z.string({ error: got("url", "must be the engine's http://<address>:<port> base URL") }).regex(/^http:\/\/[^/\s]+$/),
+  url: matching(/^http:\/\/[^/\s]+$/, got("url", "must be the engine's http://<address>:<port> base URL")),
   /** The proved process (EngineGeneration): a restarted engine is a new generation and a new profile. */
   generationDigest: digest("generationDigest"),
   /** The launch plan the engine runs (its `--max-num-seqs` is the limit below). */
@@ -48,7 +48,7 @@ const measurement = z.object({
   processStartTime: aboveZero(got("processStartTime", "must be a positive number")),
   sweep: typedAs<Sweep>(judgedBy((s) => (s && typeof s === "object" ? sweepProblems(s as never) : "sweep must be an object"))),
   /** The plan's max_num_seqs, bounding decode concurrency; absent when the plan leaves vLLM's default. */
-  maxNumSeqs: z.number({ error: got("maxNumSeqs", "must be a positive integer (the plan's --max-num-seqs)") }).int().min(1).optional(),
+  maxNumSeqs: whole(1, Number.MAX_SAFE_INTEGER, got("maxNumSeqs", "must be a positive integer (the plan's --max-num-seqs)")).optional(),
   /** Timeout of one probe (health, tokenize, metrics), and of one completion or decode cohort, seconds. */
   probeTimeoutS: seconds("probeTimeoutS"),
   requestTimeoutS: seconds("requestTimeoutS"),
@@ -58,7 +58,7 @@ const measurement = z.object({
    */
   fitLimits: typedAs<FitLimits>(judgedBy(fitLimitsProblem)).optional(),
   /** Sweeps before a fit over the limits fails the create (each kept as evidence); default 3. */
-  fitAttempts: z.number({ error: got("fitAttempts", "must be an integer from 1 to 10 (profiling.fitAttempts)") }).int().min(1).max(10).optional(),
+  fitAttempts: whole(1, 10, got("fitAttempts", "must be an integer from 1 to 10 (profiling.fitAttempts)")).optional(),
   /**
    * A store measured before this stack (`profiling.adoptStore`) with the digests the program read:
    * create adopts this engine's row instead of measuring when it binds the live generation.
