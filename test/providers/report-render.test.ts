@@ -67,8 +67,11 @@ function countingProxy(): Promise<{ port: number; seen: string[]; close: () => P
   });
   server.on("connect", (req, socket) => {
     seen.push(`CONNECT ${req.url}`);
+    // Chromium may reset a refused tunnel before the answer is out: that is no failure of the page.
+    socket.on("error", () => undefined);
     socket.end("HTTP/1.1 403 Forbidden\r\n\r\n");
   });
+  server.on("clientError", (_err, socket) => socket.destroy());
   return new Promise((resolve) =>
     server.listen(0, "127.0.0.1", () =>
       resolve({ port: (server.address() as AddressInfo).port, seen, close: () => new Promise<void>((r) => server.close(() => r())) }),
