@@ -5,8 +5,8 @@
 import { sha256Json } from "../digest";
 import { adoptionFor, type AdoptSource } from "./adopt";
 import { adoptionLimitReason, type FitLimits } from "./fit-limits";
-import type { MeasureRecord, Measurement } from "./measure";
-import { attestationBindingDigest, buildRow, identityGenerationDigest, type EngineSamples, type ProfileRow } from "./store";
+import { measuredRow, type MeasureRecord, type Measurement } from "./measure";
+import { attestationBindingDigest, identityGenerationDigest, type EngineSamples, type ProfileRow } from "./store";
 import type { Sweep } from "./sweep";
 
 /** How create came by the row: adopted from an earlier store, or measured (and, with `adopt` set, why). */
@@ -78,19 +78,7 @@ export function bindingOf(i: ProfiledEngine): { digest: string; evidence: Record
 
 /** One sweep's store row, its sidecar entry (`engine-samples.json`, warm-up kept beside it) and its fit errors. */
 export function sweptRow(i: ProfiledEngine, binding: ReturnType<typeof bindingOf>, m: Measurement, raw: MeasureRecord) {
-  const row: ProfileRow = buildRow({
-    iid: i.engineId,
-    generationDigest: binding.digest,
-    prefill: m.prefill,
-    prefillSamples: raw.prefill,
-    blockTokens: m.blockTokens,
-    decode: m.decode,
-    decodePoints: m.decodePoints,
-    decodeFitMape: m.decodeFitMape,
-    decodeCvMape: m.decodeCvMape,
-    kvCapacityTokens: m.kvCapacityTokens,
-    decodeMaxOutputTokens: m.decodeMaxOutputTokens,
-  });
+  const row: ProfileRow = measuredRow(i.engineId, binding.digest, m, raw);
   const entry: EngineSamples = {
     max_model_len: m.maxModelLen,
     sweep: raw.sweep!,

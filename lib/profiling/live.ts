@@ -11,13 +11,13 @@ import { ProfileError } from "./errors";
 import { pct } from "./fit";
 import { fitProblems } from "./fit-limits";
 import { fleetLanes, neighboursOf, selectEngines, type FleetEngine, type ProfileFleet } from "./fleet-file";
-import { emptyRecord, Profiler, type MeasureRecord } from "./measure";
+import { emptyRecord, measuredRow, Profiler, type MeasureRecord } from "./measure";
 import { metricFacts } from "./metrics";
 import { NeighbourLoad, type ColocatedWorkload } from "./neighbours";
 import { checkOutputs, writeFresh, writeSidecar } from "./outputs";
 import { localTarget } from "./local-target";
 import { publishStore } from "./publish";
-import { buildRow, documentBytes, identityGenerationDigest, samplesDocument, storeDocument, type ProfileRow } from "./store";
+import { documentBytes, identityGenerationDigest, samplesDocument, storeDocument, type ProfileRow } from "./store";
 import { sweepRecord, type Sweep } from "./sweep";
 
 export interface ClosableClient extends EngineClient {
@@ -131,19 +131,7 @@ export async function runLive(o: LiveOptions): Promise<{ count: number; path: st
       const after = await identity(client, o.probeTimeoutS, spec.iid);
       if (after.start !== before.start || after.version !== before.version) throw new ProfileError("NARWHAL_PROFILE_GENERATION", `${spec.iid}: engine generation changed during profiling`);
       const row: ProfileRow = {
-        ...buildRow({
-          iid: spec.iid,
-          generationDigest: identityGenerationDigest(before.version, before.start),
-          prefill: m.prefill,
-          prefillSamples: record.prefill,
-          blockTokens: m.blockTokens,
-          decode: m.decode,
-          decodePoints: m.decodePoints,
-          decodeFitMape: m.decodeFitMape,
-          decodeCvMape: m.decodeCvMape,
-          kvCapacityTokens: m.kvCapacityTokens,
-          decodeMaxOutputTokens: m.decodeMaxOutputTokens,
-        }),
+        ...measuredRow(spec.iid, identityGenerationDigest(before.version, before.start), m, record),
         ...colocated,
       };
       const problems = decodeEvidenceProblems(row, o.fleet.maxDecodeFitMape, o.fleet.maxDecodeCvMape);

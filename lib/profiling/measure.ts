@@ -13,6 +13,7 @@ import { ProfileError } from "./errors";
 import { decodeCrossValidationMape, decodeMape, fitDecodePlane, fitPrefill, mean, median, pct, type DecodePlane, type DecodePoint, type PrefillFit } from "./fit";
 import { metricFacts, type EngineMetricFacts } from "./metrics";
 import { boundedSweep, PREFILL_OUTPUT_TOKENS, sweepRecord, type Sweep } from "./sweep";
+import { buildRow, type ProfileRow } from "./store";
 
 export interface MeasureOptions {
   iid: string;
@@ -363,4 +364,21 @@ export class Profiler {
       processStartTime: before.processStartTime,
     };
   }
+}
+
+/** An engine's profile row from one sweep: its fits and domain, bound to the generation it measured. */
+export function measuredRow(iid: string, generationDigest: string, m: Measurement, raw: MeasureRecord): ProfileRow {
+  return buildRow({
+    iid,
+    generationDigest,
+    prefill: m.prefill,
+    prefillSamples: raw.prefill,
+    blockTokens: m.blockTokens,
+    decode: m.decode,
+    decodePoints: m.decodePoints,
+    decodeFitMape: m.decodeFitMape,
+    decodeCvMape: m.decodeCvMape,
+    kvCapacityTokens: m.kvCapacityTokens,
+    decodeMaxOutputTokens: m.decodeMaxOutputTokens,
+  });
 }
