@@ -30,14 +30,23 @@ async function replies(get: HttpGet, base: string): Promise<Partial<Record<Trial
 /**
  * The counters Prometheus holds once every target was scraped at or after `sinceMs`, waiting at most
  * `boundS` (three scrape intervals and a margin); past it, the problems that stood in the way.
+ *
+ * The queries of one read run side by side, so a scrape can land between them: the scrape time may be
+ * the new one while a counter is still the old scrape's. A scrape's samples are stored together, so once
+ * one read has seen the new scrape time, every query started after it sees that scrape whole: the
+ * counters are taken from the read after it.
  */
 export async function prometheusCounters(get: HttpGet, base: string, o: { sinceMs: number; boundS: number; iids: readonly string[] }): Promise<{ snapshot?: CounterSnapshot; problems: string[] }> {
   const deadline = Date.now() + o.boundS * 1000;
   const at = new Date(o.sinceMs).toISOString();
   try {
+    const readNow = async () => countersFromPrometheus(await replies(get, base), { at, iids: o.iids, scrapedAfterS: o.sinceMs / 1000 });
     for (;;) {
-      const read = countersFromPrometheus(await replies(get, base), { at, iids: o.iids, scrapedAfterS: o.sinceMs / 1000 });
-      if (!read.problems.length) return { snapshot: read.snapshot, problems: [] };
+      const read = await readNow();
+      if (!read.problems.length) {
+        const settled = await readNow();
+        return { snapshot: settled.snapshot, problems: settled.problems };
+      }
       if (Date.now() > deadline) return { problems: read.problems.map((p) => `${p} (waited ${o.boundS} s for a scrape after the fleet was idle)`) };
       await new Promise((r) => setTimeout(r, POLL_MS));
     }

@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import { countersFromPrometheus, engineCounters, routerCounters, TRIAL_QUERIES, type QueryReply, type TrialQuery, type VectorSample } from "../../../lib/trial/counters";
+import { prometheusCounters } from "../../../lib/trial/prometheus";
 import { Counter, Gauge, Registry } from "../../../sim/engine/metrics";
 import { caught } from "./fixtures";
 
@@ -160,6 +161,23 @@ describe("trial counters from Prometheus", () => {
       ...over,
     };
   }
+
+  it("takes the counters from a read made after the new scrape was seen: a read's queries may straddle it", async () => {
+    const keys = Object.keys(TRIAL_QUERIES) as TrialQuery[];
+    // The first read's token query is answered before the scrape landed, its scrape-time query after.
+    const straddling = replies({ generationTokens: vec([[{ iid: "p0" }, 100], [{ iid: "d0" }, 12416]]) });
+    const settled = replies();
+    let calls = 0;
+    const get = async (url: string) => {
+      const key = keys.find((k) => url.endsWith(`query=${encodeURIComponent(TRIAL_QUERIES[k])}`))!;
+      const reply = (calls++ < keys.length ? straddling : settled)[key];
+      return { status: 200, body: JSON.stringify(reply) };
+    };
+    const read = await prometheusCounters(get, "http://prometheus", { sinceMs: (at - 5) * 1000, boundS: 5, iids: ["p0", "d0"] });
+    expect(read.problems).to.deep.equal([]);
+    expect(read.snapshot!.engines.d0.generationTokens).to.equal(12800);
+    expect(calls, "two reads").to.equal(2 * keys.length);
+  });
 
   it("queries by the iid label on the engines job and the router job", () => {
     expect(TRIAL_QUERIES.success).to.equal('sum by (iid, finished_reason) (vllm:request_success_total{job="engines"})');
