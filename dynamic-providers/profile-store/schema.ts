@@ -46,6 +46,9 @@ export const storeInputs = fields
     (news, ctx) => {
       const { profiles, engineIds } = news as unknown as Record<string, unknown>;
       if (hasUnknown(profiles) || hasUnknown(engineIds)) return;
+      const lists = Object.entries({ profiles, engineIds });
+      for (const [k, v] of lists) if (!Array.isArray(v)) ctx.addIssue({ code: "custom", path: [k], message: `${k} must be a list, got ${JSON.stringify(v)}` });
+      if (lists.some(([, v]) => !Array.isArray(v))) return;
       const fail = (message: string) => ctx.addIssue({ code: "custom", path: ["profiles"], message });
       const listed = profiles as ProfileStoreInputs["profiles"];
       const problem = idsProblem(listed.map((x) => ({ iid: x.engineId })), engineIds as string[]);

@@ -33,6 +33,15 @@ describe("profile store: a change rewrites the files in place", () => {
     expect(r.failures![1].reason).to.contain("missing e1, e2");
   });
 
+  it("refuses missing lists by name instead of failing inside the rule that compares them", async () => {
+    const { profiles: _p, ...withoutProfiles } = olds as Record<string, unknown>;
+    const r = await provider.check!({}, { ...withoutProfiles, engineIds: "e1" });
+    expect(r.failures).to.deep.equal([
+      { property: "profiles", reason: "profiles must be a list, got undefined" },
+      { property: "engineIds", reason: 'engineIds must be a list, got "e1"' },
+    ]);
+  });
+
   it("lets a path only known after apply through a preview", async () => {
     expect((await provider.check!({}, { ...olds, path: UNKNOWN, engineIds: [] })).failures ?? []).to.deep.equal([]);
   });
