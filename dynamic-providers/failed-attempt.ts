@@ -5,7 +5,7 @@
 import type { EvidenceArtifact } from "../lib/evidence/record";
 import { failureRecord, listedAttempt, type Attempt, type FailedStep, type ListedAttempt } from "../lib/evidence/failed-attempt";
 import type { KeptAttempt } from "../lib/runtime/attempts";
-import { providerEvidence, type EvidenceRef, type ProviderEvidence } from "./evidence";
+import { providerEvidence, type EvidenceRef, type ProviderEvidence } from "../lib/evidence/provider-evidence";
 
 export * from "../lib/evidence/failed-attempt";
 

@@ -5,7 +5,7 @@
  */
 import { HttpJournal, withHttpJournal } from "../lib/evidence/http-journal";
 import type { EvidenceArtifact } from "../lib/evidence/record";
-import type { ProviderEvidence } from "./evidence";
+import type { ProviderEvidence } from "../lib/evidence/provider-evidence";
 
 /** The paths of Gate C's proof and capture whose GET answers are evidence: kept whole, the last of each. */
 export const GATE_C_CAPTURES: ReadonlySet<string> = new Set(["/health", "/version", "/v1/models", "/metrics"]);

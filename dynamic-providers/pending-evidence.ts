@@ -1,2 +1,2 @@
-/** Loaded by path from every provider shim in state (shim.ts, `create`): the bookkeeping lives in lib/. */
+/** Kept for the provider shims already in stack states, which load this path (`create`); new code loads lib/. */
 export { createKeepingEvidence, keptAside, pendingRoot, type KeptAside } from "../lib/evidence/pending";

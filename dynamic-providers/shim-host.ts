@@ -4,6 +4,9 @@
  * text, stored twice per resource in the state and written at every checkpoint) stays a few lines.
  */
 import type * as pulumi from "@pulumi/pulumi";
+import { createKeepingEvidence } from "../lib/evidence/pending";
+import { setConfiguredHosts } from "../lib/ssh/configured-hosts";
+import { currentHostsConfig } from "../lib/ssh/stack-config-file";
 
 /** The project's compile-cache loader: modules by their path from the project root. */
 const load = (relativePath: string): unknown => (require("../tools/ts-require.js") as { load(p: string): unknown }).load(relativePath);
@@ -19,8 +22,8 @@ const implementationOf = (implementation: string): pulumi.dynamic.ResourceProvid
 function pins(props: unknown): void {
   const stack = (props as { stack?: unknown } | undefined)?.stack;
   if (typeof stack !== "string") return;
-  const hosts = (load("dynamic-providers/stack-config-file.ts") as typeof import("./stack-config-file")).currentHostsConfig(process.cwd(), stack);
-  if (hosts !== undefined) (load("lib/ssh/configured-hosts.ts") as typeof import("../lib/ssh/configured-hosts")).setConfiguredHosts(hosts);
+  const hosts = currentHostsConfig(process.cwd(), stack);
+  if (hosts !== undefined) setConfiguredHosts(hosts);
 }
 
 /**
@@ -83,8 +86,7 @@ export async function call(implementation: string, method: Method, args: unknown
       const [inputs] = args as [Record<string, unknown>];
       pins(inputs);
       // A finished measurement the store refused is kept aside and adopted by the next create of the same inputs.
-      const pending = load("dynamic-providers/pending-evidence.ts") as typeof import("./pending-evidence");
-      return plain(await pending.createKeepingEvidence(implementation, inputs, () => p.create(inputs)));
+      return plain(await createKeepingEvidence(implementation, inputs, () => p.create(inputs)));
     }
     case "read": {
       const [id, props] = args as [string, unknown];

@@ -1,2 +1,2 @@
-/** Loaded by path from every provider shim in state (shim.ts, `pins`): the reader itself lives in lib/. */
+/** Kept for the provider shims already in stack states, which load this path (`pins`); new code loads lib/. */
 export { currentHostsConfig } from "../lib/ssh/stack-config-file";

@@ -20,9 +20,9 @@ import { ATTESTATION_PATH, readSidecar, sidecarWho, type SidecarReading } from "
 import { contractFingerprint } from "../../lib/attestation/contract";
 import type { EvidenceCommand } from "../../lib/evidence/record";
 import { journalled } from "../http-evidence";
-import { providerEvidence } from "../evidence";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import type { ProofSubject } from "../../lib/engine/generation";
-import { heldWhileStartStands } from "../diff";
+import { heldWhileStartStands } from "../../lib/evidence/diff";
 import { evidenceProvider } from "../evidence-provider";
 import { withEngineHttp } from "../engine-http";
 import { attestationInputs, type AttestationInputs, type AttestationObservation, type AttestationOutputs, type AttestationRecord } from "./schema";

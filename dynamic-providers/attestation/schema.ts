@@ -4,7 +4,7 @@ import type { EngineContract } from "../../lib/attestation/contract";
 import type { ServedDocument } from "../../lib/attestation/document";
 import { aboveZero, digest, given, got, matching, seconds, text, whole } from "../../lib/provider-fields";
 import { processIdentitySchema } from "../engine-generation/schema";
-import { fieldsOf } from "../input-rules";
+import { fieldsOf } from "../../lib/input-rules";
 
 /** The inputs as the check judges them, in the order their failures are reported; values unknown until apply are judged on the up. */
 export const attestationInputs = z.object({

@@ -22,9 +22,9 @@ import { expectOk, liveGeneration, requireProvedGeneration, type ProofSubject } 
 import { checkStartupAgainstMetrics, ranksFromEngineLog } from "../../lib/engine/layout-sources";
 import { modelKvGeometry } from "../../lib/engine/model-kv";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
-import { heldWhileStartStands } from "../diff";
+import { heldWhileStartStands } from "../../lib/evidence/diff";
 import { evidenceProvider } from "../evidence-provider";
-import { providerEvidence } from "../evidence";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import { GATE_C_CAPTURES, captureArtifacts } from "../http-evidence";
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { REQUEST_TIMEOUT_S, withEngineHttp } from "../engine-http";

@@ -4,10 +4,10 @@ import type { CacheLayout } from "../../lib/engine/cache-layout";
 import type { EngineLogSource } from "../../lib/engine/log-source";
 import type { LogLine } from "../../lib/engine/startup-log";
 import { absolutePath, filled, got, positiveWhole, seconds } from "../../lib/provider-fields";
-import { hasUnknown } from "../diff";
+import { hasUnknown } from "../../lib/unknown";
 import { processIdentitySchema } from "../engine-generation/schema";
 import { storedLogin } from "../image-check/schema";
-import { across, fieldsOf, inOrder, isFilled } from "../input-rules";
+import { across, fieldsOf, inOrder, isFilled } from "../../lib/input-rules";
 
 /** Where the engine's stdout and stderr go: log files (absolute paths) on the host, or its container's log (lib/engine/log-source.ts). */
 const engineLog = z.custom<EngineLogSource>().superRefine((given, ctx) => {

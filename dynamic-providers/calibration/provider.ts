@@ -20,7 +20,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
-import { providerEvidence } from "../evidence";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import { calibrationFigures, calibrationObservations, clientTtftRequirement, identityProblems, ttftRejudged, type CalibrationOrigin, type EngineIdentity } from "../../lib/preflight/calibration-outcome";
 import { describeMismatches } from "../../lib/preflight/calibration-adopt";
 import { documentEngines, timeoutsOf } from "../../lib/preflight/document-plan";

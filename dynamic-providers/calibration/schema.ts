@@ -8,8 +8,8 @@ import type { GroupResult } from "../../lib/preflight/calibration";
 import type { Pair } from "../../lib/preflight/pairs";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { atLeast, digest, given, got, oneOf, positiveWhole, whole } from "../../lib/provider-fields";
-import { hasUnknown } from "../diff";
-import { across, each, inOrder, isDigest } from "../input-rules";
+import { hasUnknown } from "../../lib/unknown";
+import { across, each, inOrder, isDigest } from "../../lib/input-rules";
 
 /** The engines, once known: the rules that read them beside another property need every one. */
 const knownEngines = (v: unknown) => (Array.isArray(v) && !hasUnknown(v) ? (v as Array<Record<string, unknown>>) : undefined);

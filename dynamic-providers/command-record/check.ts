@@ -1,8 +1,8 @@
 /** CommandRecord inputs: each step's script and output become artifacts of the record. */
 import { z } from "zod";
-import { each } from "../input-rules";
+import { each } from "../../lib/input-rules";
 import { oneOf, stackName, text } from "../../lib/provider-fields";
-import type { EvidenceRef } from "../evidence";
+import type { EvidenceRef } from "../../lib/evidence/provider-evidence";
 
 const isText = (v: unknown) => typeof v === "string";
 

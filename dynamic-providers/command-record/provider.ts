@@ -10,7 +10,7 @@
  * - delete: leaves the record, as every evidence record is left.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { heldWhileStartStands } from "../diff";
+import { heldWhileStartStands } from "../../lib/evidence/diff";
 import { evidenceProvider } from "../evidence-provider";
 import { commandRecordInputs, type CommandRecordInputs, type CommandRecordOutputs } from "./check";
 
@@ -20,7 +20,7 @@ const MEASURED_AGAINST = ["kind", "hostAlias", "steps", "observations"] as const
 const STEP_LOGS: Record<CommandRecordInputs["kind"], string> = { install: "pip.log", router: "router.log" };
 
 async function record(inputs: CommandRecordInputs): Promise<CommandRecordOutputs> {
-  const { providerEvidence } = require("../evidence") as typeof import("../evidence");
+  const { providerEvidence } = require("../../lib/evidence/provider-evidence") as typeof import("../../lib/evidence/provider-evidence");
   const { textDigest } = require("../../lib/router/serve") as typeof import("../../lib/router/serve");
   const store = providerEvidence(inputs.stack);
   const recordedAt = new Date().toISOString();

@@ -1,7 +1,7 @@
 /** DeploymentConfig inputs: each file name becomes a file of the evidence store. */
 import { z } from "zod";
 import { stackName } from "../../lib/provider-fields";
-import type { EvidenceRef } from "../evidence";
+import type { EvidenceRef } from "../../lib/evidence/provider-evidence";
 
 /** A plain file name: no folder, no hidden or parent name. */
 const FILE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/;

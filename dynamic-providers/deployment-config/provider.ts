@@ -5,7 +5,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
-import { providerEvidence } from "../evidence";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import { evidenceProvider } from "../evidence-provider";
 import { textDigest } from "../../lib/router/serve";
 import { deploymentConfigInputs, type DeploymentConfigInputs, type DeploymentConfigOutputs } from "./check";

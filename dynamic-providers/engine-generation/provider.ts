@@ -15,9 +15,10 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { observeGeneration, proveLiveProcess, waitForHealth, type ProofSubject } from "../../lib/engine/generation";
-import { hasUnknown, heldWhileStartStands } from "../diff";
+import { hasUnknown } from "../../lib/unknown";
+import { heldWhileStartStands } from "../../lib/evidence/diff";
 import { evidenceProvider } from "../evidence-provider";
-import { providerEvidence } from "../evidence";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import { GATE_C_CAPTURES, captureArtifacts } from "../http-evidence";
 import { capturingAsk, keepFailedAttempt, newAttempt } from "../failed-attempt";
 import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";

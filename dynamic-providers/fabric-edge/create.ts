@@ -12,7 +12,7 @@ import { FabricError } from "../../lib/fabric/errors";
 import { iperf3Commands } from "../../lib/fabric/iperf3";
 import { FABRIC_DIAGNOSIS } from "../../lib/fabric/matrix";
 import { withMeasurementLock } from "../../lib/fabric/measurement-lock";
-import { providerEvidence } from "../evidence";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import type { FabricEdgeInputs, FabricEdgeOutputs, RdmaTool, TcpTool } from "./schema";
 import { withSessions } from "./session";
 

@@ -20,7 +20,7 @@ import { observe } from "../../lib/fabric/edge-measure";
 import { digestsOf, verdictFields, type PathDigests } from "../../lib/fabric/edge-outcome";
 import { FabricError } from "../../lib/fabric/errors";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
-import { hasUnknown } from "../diff";
+import { hasUnknown } from "../../lib/unknown";
 import { evidenceProvider } from "../evidence-provider";
 import { createRdmaEdge, createTcpEdge } from "./create";
 import { edgeInputProblems, edgeInputs, type EdgeEndpoint, type FabricEdgeInputs, type FabricEdgeOutputs } from "./schema";

@@ -5,9 +5,9 @@ import type { LinkFingerprint } from "../../lib/fabric/fingerprint";
 import type { EdgeMeasurement, EdgeVerdict, PathDigests } from "../../lib/fabric/edge-outcome";
 import { aboveZero, filled, whole } from "../../lib/provider-fields";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { hasUnknown } from "../diff";
+import { hasUnknown } from "../../lib/unknown";
 import { schemaFailures } from "../evidence-provider";
-import { across, fieldsOf, inOrder } from "../input-rules";
+import { across, fieldsOf, inOrder } from "../../lib/input-rules";
 
 const notInterface = (iss: { input?: unknown }) => `fabricInterface ${JSON.stringify(iss.input)} is not an interface name`;
 

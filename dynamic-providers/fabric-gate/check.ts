@@ -1,9 +1,9 @@
 /** FabricGate inputs: the hosts of the matrix and each measured edge with the record its figure came from. */
 import { z } from "zod";
-import { each, isDigest } from "../input-rules";
+import { each, isDigest } from "../../lib/input-rules";
 import { stackName } from "../../lib/provider-fields";
 import type { EdgeMatrix, GateEdge } from "../../lib/fabric/matrix";
-import type { EvidenceRef } from "../evidence";
+import type { EvidenceRef } from "../../lib/evidence/provider-evidence";
 
 /** One edge as the gate judges it, with the evidence its figure came from. */
 export type GateEdgeInput = GateEdge & { evidence: EvidenceRef };

@@ -6,7 +6,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { edgeMatrix, gateProblems, requireGatePassed } from "../../lib/fabric/matrix";
-import { providerEvidence } from "../evidence";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import { evidenceProvider } from "../evidence-provider";
 import { fabricGateInputs, type FabricGateInputs, type FabricGateOutputs } from "./check";
 

@@ -17,7 +17,7 @@ import { observeHost, type ObserveOptions } from "../../lib/discovery/observe";
 import { sha256Json } from "../../lib/digest";
 import { facetsOf, type FacetDigests } from "../../lib/discovery/facets";
 import { evidenceProvider } from "../evidence-provider";
-import { providerEvidence } from "../evidence";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import { keepFailedAttempt, newAttempt } from "../failed-attempt";
 import { discoveryInputs, type HostDiscoveryInputs, type HostDiscoveryOutputs } from "./schema";
 import { cleanupScript, stackFolder } from "../../lib/fleet/host-cleanup";

@@ -4,7 +4,7 @@
  * artifacts, and the immutable image-check record that names them.
  */
 import { evidenceRoot } from "../../lib/evidence/store";
-import { providerEvidence } from "../evidence";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import { appendLogLine, type AppendedLine } from "../../lib/evidence/append-log";
 import { checkDigest } from "../../lib/image-check/verdict";
 import { checkLogLine, checkLogName, type CheckLogStep } from "../../lib/image-check/log";

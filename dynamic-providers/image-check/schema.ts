@@ -7,8 +7,8 @@ import type { RuntimeFindings } from "../../lib/image-check/verdict";
 import type { LaunchRecord } from "../../lib/launch/plan";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { isStackFolderName } from "../../lib/stack-name";
-import { hasUnknown } from "../diff";
-import { across, hostLogin, inOrder } from "../input-rules";
+import { hasUnknown } from "../../lib/unknown";
+import { across, hostLogin, inOrder } from "../../lib/input-rules";
 
 /** A stored login to the engine's host, pinned to the key discovery verified (stored without aliases: `hostAlias` names the host). */
 export const storedLogin = () => hostLogin().transform((l) => l as unknown as StoredLogin);

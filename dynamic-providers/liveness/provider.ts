@@ -11,7 +11,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { NOT_SERVING, observeLiveness, restartReason } from "../../lib/liveness";
 import { UNKNOWN } from "../../lib/unknown";
-import { diffInputs } from "../diff";
+import { diffInputs } from "../../lib/evidence/diff";
 import { schemaCheck } from "../evidence-provider";
 import { livenessInputs, type LivenessInputs, type LivenessOutputs } from "./check";
 

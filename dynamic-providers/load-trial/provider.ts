@@ -24,7 +24,7 @@ import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
 import { localForward } from "../../lib/ssh/forward";
-import { providerEvidence } from "../evidence";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import { currentHttpJournal, HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import type { EvidenceCommand } from "../../lib/evidence/record";
 

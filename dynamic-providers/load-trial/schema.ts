@@ -6,8 +6,8 @@ import type { ClockAnchor, Departure, Prediction, ProfiledRange, Reconciliation,
 import type { ProfileRow } from "../../lib/profiling/store";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { aboveZero, atLeast, digest, given, got, matching, oneOf, positiveWhole, seconds, text, typedAs } from "../../lib/provider-fields";
-import { hasUnknown } from "../diff";
-import { across, each, hostLogin, inOrder } from "../input-rules";
+import { hasUnknown } from "../../lib/unknown";
+import { across, each, hostLogin, inOrder } from "../../lib/input-rules";
 
 /** One engine as the trial sees it: the generation it must still be, its role and where the router host reaches it. */
 const engine = (id: unknown) => {

@@ -14,7 +14,7 @@ import { restartedMembers, waveFor, waveSettingsChanged, type MemberRecord } fro
 import { withSsh } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
-import { hasUnknown } from "../diff";
+import { hasUnknown } from "../../lib/unknown";
 import { schemaCheck } from "../evidence-provider";
 import { observeStarts } from "../engine-http";
 import { peerWaveInputs, type PeerWaveInputs, type PeerWaveOutputs, type WaveMember } from "./check";

@@ -18,7 +18,7 @@ import { nameEngines, withRoutes } from "./routes";
 import type { EvidenceCommand } from "../../lib/evidence/record";
 import type * as pulumi from "@pulumi/pulumi";
 import { sha256Json } from "../../lib/digest";
-import { providerEvidence } from "../evidence";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import { documentEngines, observerSettings, planOf } from "../../lib/preflight/document-plan";
 import { enginesNamed, failureSummary, preflightVerdict, strictReplaces } from "../../lib/preflight/outcome";
 import { failedGates } from "../../lib/preflight/types";

@@ -7,8 +7,8 @@ import type { TransferRecord } from "../../lib/preflight/transfer";
 import type { ProfileRow } from "../../lib/profiling/store";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { digest, given, got, oneOf, typedAs, whole } from "../../lib/provider-fields";
-import { hasUnknown } from "../diff";
-import { across, each, inOrder } from "../input-rules";
+import { hasUnknown } from "../../lib/unknown";
+import { across, each, inOrder } from "../../lib/input-rules";
 import type { EngineHostSecrets, EngineLogAccess } from "./engine-logs";
 
 /** One engine as preflight checks it: which generation, attestation and profile it must be; its refusals named by its id. */

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { idsProblem, rowProblem, type ProfileRow } from "../../lib/profiling/store";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
-import { hasUnknown } from "../diff";
+import { hasUnknown } from "../../lib/unknown";
 
 const notPath = (iss: { input?: unknown }) => `path must be an absolute path on the router host without "..", got ${JSON.stringify(iss.input)}`;
 

@@ -20,14 +20,14 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { withHostKeyOf } from "../../lib/ssh/host-key";
-import { providerEvidence } from "../evidence";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import { fitProblems, NARWHAL_FIT_LIMITS } from "../../lib/profiling/fit-limits";
 import { adoptedProfile, bindingOf, profileResult, sweptRow, type ProfileAdoption, type ProfileFitTry, type ProfileResult } from "../../lib/profiling/engine-profile";
 import { DEFAULT_FIT_ATTEMPTS, measureWithinLimits } from "../../lib/profiling/accept";
 import { emptyRecord, Profiler, type MeasureRecord } from "../../lib/profiling/measure";
 import { ProfileError } from "../../lib/profiling/errors";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
-import { hasUnknown } from "../diff";
+import { hasUnknown } from "../../lib/unknown";
 import { HttpJournal, currentHttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { profileHttp } from "../../lib/profiling/engine-http";
 import { withRoutes } from "../preflight/routes";

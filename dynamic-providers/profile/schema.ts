@@ -6,7 +6,7 @@ import type { AdoptSource } from "../../lib/profiling/adopt";
 import type { ProfileResult } from "../../lib/profiling/engine-profile";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { aboveZero, digest, given, got, matching, seconds, text, typedAs, whole } from "../../lib/provider-fields";
-import { across, inOrder, isDigest, judgedBy } from "../input-rules";
+import { across, inOrder, isDigest, judgedBy } from "../../lib/input-rules";
 
 /** A digest that may be absent (an engine without an attestation). */
 const digestWhenSet = (k: string) => matching(/^sha256:[0-9a-f]{64}$/, got(k, "must be sha256:<64 hex> when set")).nullish();

@@ -7,10 +7,10 @@ import type * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
 import { agreement, agreementRecord, disagreements, REPLICA_AGREEMENT_KIND as KIND, type HostCheckpoint } from "../../lib/checkpoint/agreement";
 import type { ReplicaShape } from "../../lib/launch/policy";
-import { hasUnknown } from "../diff";
+import { hasUnknown } from "../../lib/unknown";
 import { schemaCheck } from "../evidence-provider";
-import { across, inOrder } from "../input-rules";
-import { providerEvidence } from "../evidence";
+import { across, inOrder } from "../../lib/input-rules";
+import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence/store";
 
 const fields = z.object({

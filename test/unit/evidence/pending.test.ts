@@ -4,8 +4,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { EvidenceStore, evidenceRoot } from "../../../lib/evidence/store";
-import { providerEvidence, type EvidenceRef } from "../../../dynamic-providers/evidence";
-import { createKeepingEvidence, pendingRoot } from "../../../dynamic-providers/pending-evidence";
+import { providerEvidence, type EvidenceRef } from "../../../lib/evidence/provider-evidence";
+import { createKeepingEvidence, pendingRoot } from "../../../lib/evidence/pending";
 import { rejectionOf, sampleRecord } from "./helpers";
 
 /**

@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { EvidenceStore } from "../../../lib/evidence/store";
-import { providerEvidence } from "../../../dynamic-providers/evidence";
+import { providerEvidence } from "../../../lib/evidence/provider-evidence";
 import { appendLogLine } from "../../../lib/evidence/append-log";
 import { rejectionOf, sampleRecord } from "./helpers";
 
