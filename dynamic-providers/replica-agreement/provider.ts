@@ -5,7 +5,7 @@
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { z } from "zod";
-import { agreement, agreementRecord, disagreements, REPLICA_AGREEMENT_KIND as KIND, type HostCheckpoint } from "../../lib/checkpoint/agreement";
+import { agreement, agreementRecord, disagreements, REPLICA_AGREEMENT_KIND as KIND, type HostCheckpoint, type ListedRefusal } from "../../lib/checkpoint/agreement";
 import type { ReplicaShape } from "../../lib/launch/policy";
 import { hasUnknown } from "../../lib/unknown";
 import { schemaCheck } from "../evidence-provider";
@@ -18,7 +18,7 @@ const fields = z.object({
   engines: z.custom<ReplicaShape[]>(),
   /** The checkpoint manifest discovery recorded on each engine host. */
   checkpoints: z.custom<HostCheckpoint[]>(),
-  /** When set, a disagreement is kept in runs/<stack>/evidence before it is refused. */
+  /** When set, a disagreement is kept in runs/<stack>/evidence before it is refused, and so is the agreement that follows it. */
   stack: z.string({ error: "stack must be the stack's name" }).optional(),
 });
 
@@ -38,34 +38,42 @@ const agreementInputs = inOrder(
 );
 
 /**
- * The check's own record: the runbook keeps a failed gate's evidence, so a disagreement is kept as a
- * `fail` record before it is refused, with the hosts' manifests and the engines' shapes it judged. The
- * check runs on a preview too; a preview that sees replicas disagree has run the check, and says so.
+ * The check's own record (lib/checkpoint/agreement.ts): the runbook keeps a failed gate's evidence, so a
+ * disagreement is kept as a `fail` record before it is refused, and the agreement that follows is kept as
+ * a `pass` listing the refusals it ends. The check runs on a preview too; a preview that sees replicas
+ * disagree has run the check, and says so.
  */
-async function keepJudgement(news: ReplicaAgreementInputs, reasons: string[]): Promise<string> {
+async function keepJudgement(news: ReplicaAgreementInputs, refusals: ListedRefusal[] = []): Promise<string> {
   const evidence = providerEvidence(news.stack!);
   const manifests = await evidence.artifact(KIND, "checkpoints.json", JSON.stringify(news.checkpoints, null, 2));
-  return (await evidence.record(agreementRecord(news.stack!, news.engines, news.checkpoints, reasons, manifests))).relativePath;
+  return (await evidence.record(agreementRecord(news.stack!, news.engines, news.checkpoints, manifests, refusals))).relativePath;
 }
 
-/** Whether the stack's newest replica-agreement record is a refusal (the deployment record's current step). */
-async function newestRefused(stack: string): Promise<boolean> {
+/**
+ * The stack's refusals since its last agreement, oldest first: the replica-agreement records after the
+ * newest `pass`, in the order the deployment record sorts steps (start time, then path). Empty when the
+ * newest record is an agreement, or when there is none.
+ */
+async function refusalsSinceAgreement(stack: string): Promise<ListedRefusal[]> {
   const store = new EvidenceStore(evidenceRoot(process.cwd(), stack));
-  let newest: { endedAt: string; status: string } | undefined;
+  const own = [];
   for (const listed of await store.list(KIND)) {
     const r = await store.read(listed.relativePath, listed.digest);
-    if (r.subject.kind !== "fleet" || r.subject.alias !== stack) continue;
-    if (!newest || r.endedAt > newest.endedAt) newest = { endedAt: r.endedAt, status: r.verdict.status };
+    if (r.subject.kind === "fleet" && r.subject.alias === stack) own.push({ listed, r });
   }
-  return newest?.status === "fail";
+  own.sort((a, b) => (a.r.startedAt !== b.r.startedAt ? (a.r.startedAt < b.r.startedAt ? -1 : 1) : a.listed.relativePath < b.listed.relativePath ? -1 : 1));
+  let from = own.length;
+  while (from > 0 && own[from - 1].r.verdict.status === "fail") from--;
+  return own.slice(from).map(({ listed, r }) => ({ record: listed.relativePath, digest: listed.digest, verdict: "fail", reasons: r.verdict.reasons, startedAt: r.startedAt, endedAt: r.endedAt }));
 }
 
 const checkAgreement = schemaCheck<ReplicaAgreementInputs>(agreementInputs);
 
 export const provider: pulumi.dynamic.ResourceProvider = {
   /**
-   * Judges the replicas, and records a refusal, and the agreement that follows one: replicas may agree
-   * again with inputs this resource already holds (a host's checkpoint put back), when no update runs.
+   * Judges the replicas, and records a refusal, and the agreement that follows one. Both are written here
+   * rather than in create or update: a refusal at check means neither runs, and replicas may agree again
+   * with inputs this resource already holds (a host's checkpoint put back), when no update runs either.
    */
   async check(olds: ReplicaAgreementInputs, news: ReplicaAgreementInputs) {
     const checked = await checkAgreement(olds, news);
@@ -74,15 +82,12 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     if (failures.length === 0) {
       // A store that cannot be read or written here holds the check up nowhere: the refusal stays the
       // newest record, and the next check writes the agreement.
-      await newestRefused(news.stack)
-        .then((refused) => (refused ? keepJudgement(news, []) : undefined))
+      await refusalsSinceAgreement(news.stack)
+        .then((refusals) => (refusals.length ? keepJudgement(news, refusals) : undefined))
         .catch(() => undefined);
       return checked;
     }
-    const kept = await keepJudgement(
-      news,
-      failures.map((f) => `${f.property}: ${f.reason}`),
-    ).then(
+    const kept = await keepJudgement(news).then(
       (path) => `the failed attempt is kept as ${path}`,
       (err: Error) => `the failed attempt could not be recorded: ${err.message}`,
     );

@@ -4,7 +4,7 @@
  */
 import type { EvidenceArtifact, EvidenceRecordFields } from "../evidence/record";
 import { checkReplicaShapes, type ReplicaShape } from "../launch/policy";
-import { compareReplicas, replicaDifferenceMessage, type ManifestIdentity } from "./compare";
+import { compareReplicas, replicaDifferenceMessage, type ManifestIdentity, type ReplicaDifference } from "./compare";
 
 export const REPLICA_AGREEMENT_KIND = "replica-agreement";
 
@@ -14,12 +14,20 @@ export interface HostCheckpoint {
   manifest: ManifestIdentity & { modelTreeSha256: string };
 }
 
-/** Each way the replicas disagree, as the property it concerns and the words of its refusal. */
-export function disagreements(engines: ReplicaShape[], checkpoints: HostCheckpoint[]): Array<{ property: "checkpoints" | "engines"; message: string }> {
+/**
+ * One way the replicas disagree: the list it concerns, the words of its refusal, and the facts that
+ * differ (the checkpoint's first differing file, or the engine setting the shape comes from).
+ */
+export type Disagreement =
+  | { property: "checkpoints"; message: string; checkpoint: ReplicaDifference }
+  | { property: "engines"; message: string; configPath: string };
+
+/** Each way the replicas disagree, checkpoint first. */
+export function disagreements(engines: ReplicaShape[], checkpoints: HostCheckpoint[]): Disagreement[] {
   const difference = compareReplicas(checkpoints);
   return [
-    ...(difference ? [{ property: "checkpoints" as const, message: replicaDifferenceMessage(difference) }] : []),
-    ...checkReplicaShapes(engines).map((issue) => ({ property: "engines" as const, message: `${issue.path}: ${issue.message}` })),
+    ...(difference ? [{ property: "checkpoints" as const, message: replicaDifferenceMessage(difference), checkpoint: difference }] : []),
+    ...checkReplicaShapes(engines).map((issue) => ({ property: "engines" as const, message: `${issue.path}: ${issue.message}`, configPath: issue.path })),
   ];
 }
 
@@ -33,27 +41,49 @@ export function agreement(engines: ReplicaShape[], checkpoints: HostCheckpoint[]
   };
 }
 
+/** A kept refusal, as the agreement that follows it lists it. */
+export interface ListedRefusal {
+  record: string;
+  digest: string;
+  verdict: "fail";
+  reasons: string[];
+  startedAt: string;
+  endedAt: string;
+}
+
 /**
- * The check's own record: a `fail` one with its reasons, or the agreement that follows one, with the hosts'
- * manifests (`manifests`, written as an artifact) and the engines' shapes it judged.
+ * The check's own record: a `fail` one when the replicas disagree, or the agreement that follows one or
+ * more refusals (`refusals`, which it lists). It names the hosts it judged (`inputs.hosts`: it runs no
+ * command on them, it compares what discovery recorded), each engine's facts as compared, each
+ * difference, and the hosts' manifests (`manifests`, written as an artifact).
  */
 export function agreementRecord(
   stack: string,
   engines: ReplicaShape[],
   checkpoints: HostCheckpoint[],
-  reasons: string[],
   manifests: EvidenceArtifact,
+  refusals: ListedRefusal[] = [],
 ): Omit<EvidenceRecordFields, "stack" | "sourceRevision"> {
   const at = new Date().toISOString();
+  const found = disagreements(engines, checkpoints);
+  const treeOf = new Map(checkpoints.map((c) => [c.host, c.manifest.modelTreeSha256]));
+  const compared = engines.map((e) => ({ engine: e.id, host: e.host, product: e.product, tensorParallelSize: e.tensorParallelSize, modelTreeSha256: treeOf.get(e.host) ?? null }));
+  const differences = found.map(({ property, message, ...facts }) => ({ property, ...facts, message }));
   return {
     kind: REPLICA_AGREEMENT_KIND,
     subject: { kind: "fleet", alias: stack },
-    inputs: { engines, checkpoints: checkpoints.map((c) => ({ host: c.host, modelTreeSha256: c.manifest.modelTreeSha256 })) } as never,
+    inputs: {
+      hosts: [...new Set([...engines.map((e) => e.host), ...checkpoints.map((c) => c.host)])].sort(),
+      engines,
+      checkpoints: checkpoints.map((c) => ({ host: c.host, modelTreeSha256: c.manifest.modelTreeSha256 })),
+    } as never,
     commands: [],
     startedAt: at,
     endedAt: at,
-    observations: {},
-    verdict: reasons.length ? { status: "fail", reasons } : { status: "pass", reasons: ["every engine host holds the same checkpoint snapshot; the replicas share one accelerator product and TP shape"] },
+    observations: (found.length ? { compared, differences } : { compared, failedAttempts: refusals }) as never,
+    verdict: found.length
+      ? { status: "fail", reasons: found.map((d) => `${d.property}: ${d.message}`) }
+      : { status: "pass", reasons: ["every engine host holds the same checkpoint snapshot; the replicas share one accelerator product and TP shape"] },
     artifacts: [manifests],
   };
 }

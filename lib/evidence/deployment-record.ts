@@ -55,7 +55,10 @@ export interface GateStep {
   kind: string;
   /** `host sim1`, `engine e0`, `edge sim1->sim2`, `fleet dev`. */
   subject: string;
-  /** Every host alias the step touched: its subject's hosts and the hosts its commands ran on. */
+  /**
+   * Every host alias the step touched: its subject's hosts, the hosts its commands ran on, and for a
+   * fleet-wide judgement the hosts it compared (`inputs.hosts`).
+   */
   hosts: string[];
   sourceRevision: string;
   revisions: StepRevisions;
@@ -107,9 +110,18 @@ export const DEPLOYMENT_RECORD_KIND = "deployment-record";
 /** Engine id -> host alias, so a step about an engine names the host it ran on. */
 export type EngineHosts = Readonly<Record<string, string>>;
 
+/**
+ * The hosts a fleet-wide judgement compared without running anything on them (the replica check), as it
+ * names them in `inputs.hosts`; none for other records.
+ */
+function judgedHosts(record: EvidenceRecord): string[] {
+  const hosts = record.subject.kind === "fleet" ? record.inputs.hosts : undefined;
+  return Array.isArray(hosts) && hosts.every((h) => typeof h === "string") ? hosts : [];
+}
+
 function hostsOf(record: EvidenceRecord, engineHosts: EngineHosts): string[] {
   const { kind, alias } = record.subject;
-  const fromSubject = kind === "host" ? [alias] : kind === "edge" ? alias.split("->") : kind === "engine" && engineHosts[alias] ? [engineHosts[alias]] : [];
+  const fromSubject = kind === "host" ? [alias] : kind === "edge" ? alias.split("->") : kind === "engine" && engineHosts[alias] ? [engineHosts[alias]] : judgedHosts(record);
   // `local` is the machine running Pulumi (an HTTP request's origin), not a host of the fleet.
   return [...new Set([...fromSubject, ...record.commands.map((c) => c.host).filter((h) => h !== LOCAL_HOST)])].sort();
 }

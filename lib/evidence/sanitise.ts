@@ -64,6 +64,8 @@ const CREDENTIAL_TEXT: ReadonlyArray<[RegExp, string]> = [
   [/\b([A-Za-z0-9_]*(?:API_KEY|PASSWORD|PASSWD|PASSPHRASE|TOKEN|SECRET))=[^\s"']+/gi, `$1=${REDACTED}`],
 ];
 
+/** This program's revision outside a git checkout (revision.ts): `narwhal-fleet@1.0.0-rc1+tree:…` names no host. */
+const TREE_REVISION = /^narwhal-fleet@[0-9A-Za-z.+-]+\+tree:[0-9a-f]{16,64}/;
 const USER_AT_HOST = /(?<![\w.@+:-])([A-Za-z0-9_][A-Za-z0-9_.-]*)@(\[[0-9A-Fa-f:.]+(?:%[\w.-]+)?\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)/g;
 const IPV6_BRACKETED = /\[([0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[\w.-]+)?)\]/g;
 const IPV6_BARE = /(?<![\w:.])([0-9A-Fa-f.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*(?:%[\w.-]+)?)(?![\w:])/g;
@@ -171,7 +173,7 @@ export class Sanitiser {
     let s = this.secrets.redact(input, REDACTED);
     for (const [regex, replacement] of CREDENTIAL_TEXT) s = s.replace(regex, replacement);
     for (const { regex, alias } of this.paths) s = s.replace(regex, `path:${alias}`);
-    s = s.replace(USER_AT_HOST, (whole, _user: string, host: string) => this.destination(whole, host));
+    s = s.replace(USER_AT_HOST, (whole, _user: string, host: string, at: number, all: string) => (TREE_REVISION.test(all.slice(at)) ? whole : this.destination(whole, host)));
     if (this.names) s = s.replace(this.names, (name) => `host:${this.hostByName.get(name.toLowerCase())!}`);
     s = s.replace(DECIMAL_GID, (whole: string) => {
       const address = decimalGidAddress(whole);

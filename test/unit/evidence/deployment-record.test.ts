@@ -91,6 +91,16 @@ describe("evidence: deployment record", () => {
     expect(deploymentRecord("dev", [stored(9, attestation)]).gates.find((g) => g.gate === "E")!.steps[0].hosts).to.deep.equal([]);
   });
 
+  it("names the hosts a fleet-wide judgement compared (inputs.hosts), and no host for a fleet record that names none", () => {
+    const judged = sampleRecord({ kind: "replica-agreement", subject: { kind: "fleet", alias: "dev" }, inputs: { hosts: ["sim2", "sim1"] }, commands: [] });
+    expect(deploymentRecord("dev", [stored(9, judged)]).gates[0].steps[0].hosts).to.deep.equal(["sim1", "sim2"]);
+    const config = sampleRecord({ kind: "deployment-config", subject: { kind: "fleet", alias: "dev" }, inputs: { "fleet.json": "sha256:" + "a".repeat(64) }, commands: [] });
+    expect(deploymentRecord("dev", [stored(9, config)]).gates[0].steps[0].hosts).to.deep.equal([]);
+    // Only a fleet-wide record names hosts this way: a host's own record is about its subject alone.
+    const discovery = sampleRecord({ inputs: { hosts: ["sim2"] }, commands: [] });
+    expect(deploymentRecord("dev", [stored(9, discovery)]).gates[0].steps[0].hosts).to.deep.equal(["sim1"]);
+  });
+
   it("becomes a valid store record whose digest depends only on the evidence, and whose verdict names the gaps", () => {
     const records = [stored(1, sampleRecord()), stored(3, edge("fail"))];
     const a = deploymentRecordEvidence(deploymentRecord("dev", records), REV);

@@ -164,6 +164,18 @@ describe("evidence: sanitised export", () => {
     expect(exported).to.deep.equal({ ...record, inputs: { ...record.inputs, destination: "dest:1" }, observations: { upstream: "host:rtr:8000" } });
   });
 
+  // Outside a git checkout the revision is `narwhal-fleet@<version>+tree:<hex>`: a version with a letter
+  // (a pre-release, or `unknown` without a package.json) looked like user@host and became dest:N, which
+  // the export's schema refuses as a revision.
+  it("leaves this program's tree revision alone, whatever its version, and still rewrites a destination beside it", () => {
+    for (const sourceRevision of ["narwhal-fleet@unknown+tree:e3b0c44298fc1c14", "narwhal-fleet@1.0.0-rc1+tree:e3b0c44298fc1c14"]) {
+      const record = sampleRecord({ sourceRevision, observations: { ran: `${sourceRevision} as ops@gpu-b` } });
+      const [exported] = exportSanitised([record], { hosts: { sim2: "ops@gpu-b" } });
+      expect(exported.sourceRevision).to.equal(sourceRevision);
+      expect(exported.observations).to.deep.equal({ ran: `${sourceRevision} as host:sim2` });
+    }
+  });
+
   it("refuses an alias map that gives one address to two hosts", () => {
     expect(() => exportSanitised([], { hosts: { sim1: "10.0.0.1", sim2: "ubuntu@10.0.0.1" } }))
       .to.throw("hosts sim1 and sim2 share an address or name in the export alias map; each value must name one host")
