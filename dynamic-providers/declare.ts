@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { providerShim } from "./shim";
+import { IMPLEMENTATION } from "../lib/shim-props";
 
 /** A resource's arguments: each input as a value or a Pulumi Input. */
 export type ArgsOf<I> = { [K in keyof I]: pulumi.Input<I[K]> };
@@ -49,7 +50,7 @@ export interface DynamicResourceSpec<O, L> {
  */
 export function dynamicResource<I extends object, O extends object, A = ArgsOf<I>>() {
   return <const L extends ReadonlyArray<Added<I, O>>>(spec: DynamicResourceSpec<O, L> & { outputs: Complete<L, Added<I, O>> }): DynamicResourceClass<A, O> => {
-    const shim = providerShim(spec.provider);
+    const shim = providerShim;
     const own: pulumi.CustomResourceOptions = {
       ...(spec.aliases ? { aliases: spec.aliases } : {}),
       ...(spec.secretOutputs ? { additionalSecretOutputs: [...spec.secretOutputs] } : {}),
@@ -59,7 +60,7 @@ export function dynamicResource<I extends object, O extends object, A = ArgsOf<I
       static readonly provider = shim;
       constructor(name: string, args: A, opts?: pulumi.CustomResourceOptions) {
         const outputs = Object.fromEntries(spec.outputs.map((k) => [k, undefined]));
-        super(shim, name, { ...outputs, ...(args as object) }, optionsOf(opts), "narwhal", spec.type);
+        super(shim, name, { ...outputs, ...(args as object), [IMPLEMENTATION]: spec.provider }, optionsOf(opts), "narwhal", spec.type);
       }
     }
     return Declared as unknown as DynamicResourceClass<A, O>;

@@ -7,6 +7,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { createKeepingEvidence } from "../lib/evidence/pending";
 import { setConfiguredHosts } from "../lib/ssh/configured-hosts";
 import { currentHostsConfig } from "../lib/ssh/stack-config-file";
+import { IMPLEMENTATION, withoutShimProps } from "../lib/shim-props";
 
 /** The project's compile-cache loader: modules by their path from the project root. */
 const load = (relativePath: string): unknown => (require("../tools/ts-require.js") as { load(p: string): unknown }).load(relativePath);
@@ -32,12 +33,6 @@ function pins(props: unknown): void {
  */
 const plain = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 
-/** `__provider` is the shim's own text, not an input: a changed shim is never a change of the resource. */
-function own<T>(props: T): T {
-  if (!props || typeof props !== "object") return props;
-  const { __provider: _shim, ...rest } = props as Record<string, unknown>;
-  return rest as T;
-}
 
 /**
  * The SDK's provider host prints `${error}: ${error.stack}` to its stderr, which the CLI shows under the
@@ -80,7 +75,7 @@ export async function call(implementation: string, method: Method, args: unknown
     }
     case "diff": {
       const [id, olds, news] = args as [string, unknown, unknown];
-      return quiet(() => (pins(news), p.diff!(id, own(olds), own(news))));
+      return quiet(() => (pins(news), p.diff!(id, withoutShimProps(olds), withoutShimProps(news))));
     }
     case "create": {
       const [inputs] = args as [Record<string, unknown>];
@@ -102,4 +97,44 @@ export async function call(implementation: string, method: Method, args: unknown
       return quiet(() => (pins(props), p.delete ? p.delete(id, props) : Promise.resolve()));
     }
   }
+}
+
+type Props = Record<string, unknown> | undefined;
+
+/** The props a call names its resource's implementation in: the new inputs where the call has them. */
+function propsOf(method: Method, args: unknown[]): { props: Props; fallback?: Props } {
+  switch (method) {
+    case "check":
+      return { props: args[1] as Props, fallback: args[0] as Props };
+    case "diff":
+    case "update":
+      return { props: args[2] as Props, fallback: args[1] as Props };
+    case "create":
+      return { props: args[0] as Props };
+    case "read":
+    case "delete":
+      return { props: args[1] as Props };
+  }
+}
+
+/** The result with the resource's `__implementation` kept, wherever the engine stores props from it. */
+function keepingImplementation(method: Method, result: unknown, implementation: string): unknown {
+  const add = (o: unknown) => (o && typeof o === "object" ? { ...o, [IMPLEMENTATION]: implementation } : o);
+  const r = result as Record<string, unknown> | undefined;
+  if (!r || typeof r !== "object") return result;
+  if (method === "check") return { ...r, inputs: add(r.inputs) };
+  if (method === "create" || method === "update") return { ...r, outs: add(r.outs) };
+  if (method === "read") return { ...r, props: add(r.props) };
+  return result;
+}
+
+/**
+ * One provider call through the shared shim (shim.ts): the implementation the resource names in its props.
+ * Shims of earlier versions, still in stack states, name their implementation themselves and use `call`.
+ */
+export async function dispatch(method: Method, args: unknown[]): Promise<unknown> {
+  const { props, fallback } = propsOf(method, args);
+  const named = props?.[IMPLEMENTATION] ?? fallback?.[IMPLEMENTATION];
+  if (typeof named !== "string") throw new Error(`narwhal-fleet provider shim: the resource names no ${IMPLEMENTATION} for ${method}; run pulumi up with this program to record it`);
+  return keepingImplementation(method, await call(named, method, args), named);
 }

@@ -16,6 +16,7 @@ import * as path from "node:path";
 import { canonicalJson } from "../digest";
 import { EvidenceError } from "./errors";
 import { EvidenceStore, evidenceRoot } from "./store";
+import { withoutShimProps } from "../shim-props";
 
 /** One create's writes the store refused, kept aside. */
 export interface KeptAside {
@@ -46,7 +47,7 @@ interface KeptResult {
 }
 
 function resultFile(root: string, implementation: string, inputs: Record<string, unknown>): string {
-  const { __provider: _shim, ...own } = inputs;
+  const own = withoutShimProps(inputs);
   const key = createHash("sha256").update(canonicalJson({ implementation, inputs: own })).digest("hex");
   return path.join(root, "results", `${key}.json`);
 }
@@ -88,8 +89,8 @@ export async function createKeepingEvidence<R extends { id: string; outs?: Recor
   const aside: KeptAside = { stack, files: [] };
   const result = await current.run(aside, create);
   if (!aside.refusal) return result;
-  const { __provider: _shim, ...own } = inputs;
-  const added = Object.fromEntries(Object.entries(result.outs ?? {}).filter(([k, v]) => k !== "__provider" && canonicalJson(v ?? null) !== canonicalJson(own[k] ?? null)));
+  const own = withoutShimProps(inputs);
+  const added = Object.fromEntries(Object.entries(withoutShimProps(result.outs ?? {})).filter(([k, v]) => canonicalJson(v ?? null) !== canonicalJson(own[k] ?? null)));
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   fs.writeFileSync(file, JSON.stringify({ implementation, id: result.id, added, files: aside.files } satisfies KeptResult), { mode: 0o600 });
   throw refusedAgain(aside.refusal, root);

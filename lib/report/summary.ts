@@ -2,6 +2,7 @@ import { UNKNOWN } from "../unknown";
 import type { PreviewEvent, StepMetadata, StepState } from "./events";
 import { evidenceKind, GATE_ORDER, GATE_TITLES, type Gate } from "./kinds";
 import { holdsSecret, holdsUnknown, renderValue, sameValue, SECRET_TEXT } from "./values";
+import { IMPLEMENTATION, SHIM_TEXT } from "../shim-props";
 
 /** A piece of evidence: which resource, what it is, and which host or engine it speaks for. */
 export interface EvidenceRef {
@@ -161,7 +162,7 @@ function changedInputs(m: StepMetadata): string[] {
   const o = propsOf(m.old, "inputs");
   const n = propsOf(m.new, "inputs");
   return [...new Set([...Object.keys(o), ...Object.keys(n)])]
-    .filter((k) => k !== "__provider")
+    .filter((k) => k !== SHIM_TEXT && k !== IMPLEMENTATION)
     .filter((k) => holdsUnknown(n[k]) || !sameValue(o[k], n[k]))
     .sort();
 }

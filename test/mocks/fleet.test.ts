@@ -100,7 +100,8 @@ describe("mocks: Fleet component", () => {
     expect(Object.keys(e2.plan as object).sort()).to.deep.equal(["argv", "engineId", "env", "maxModelLen", "planSha256", "tensorParallelSize", "url"]);
     // The SSH key reaches the check only as a secret, and never its serialised provider.
     expect(reveal(e2.privateKey)).to.equal(SSH_KEY).and.not.equal(e2.privateKey);
-    expect(String(e2.__provider)).to.include("dynamic-providers/image-check/provider.ts").and.not.include(SSH_KEY.split("\n")[1]);
+    expect(e2.__implementation).to.equal("dynamic-providers/image-check/provider.ts");
+    expect(String(e2.__provider)).to.not.include(SSH_KEY.split("\n")[1]);
     // The live proof expects the version the check found, not the one discovery read.
     expect(registered.find((r) => r.name === "fleet-e2-generation")!.inputs.expectedVersion).to.equal("0.29.0+checked");
   });
@@ -131,8 +132,9 @@ describe("mocks: Fleet component", () => {
     expect(holders.sort()).to.deep.equal(
       [...["e1", "e2", "e3"].flatMap((e) => [`fleet-${e}-cache`, `fleet-${e}-generation`, `fleet-${e}-process`]), "fleet-kv-wave-1"].sort(),
     );
-    const provider = String(registered.find((r) => r.name === "fleet-a")!.inputs.__provider);
-    expect(provider).to.include("dynamic-providers/host-discovery/provider.ts");
+    const discovery = registered.find((r) => r.name === "fleet-a")!.inputs;
+    expect(discovery.__implementation).to.equal("dynamic-providers/host-discovery/provider.ts");
+    const provider = String(discovery.__provider);
     expect(provider).to.not.include(SSH_KEY.split("\n")[1]);
     expect(provider).to.not.include(process.cwd());
   });

@@ -13,8 +13,10 @@ import { providerShim } from "../../../dynamic-providers/shim";
 import { REFUSAL } from "../../fixtures/providers/refusing";
 
 const ROOT = path.resolve(__dirname, "../../..");
-/** The shim as stacks written before shim-host.ts hold it in their state, for the same fixture provider. */
+/** The shims stacks written by earlier versions hold in their state, for the same fixture provider: before shim-host.ts, and one per resource type. */
 const SHIM_IN_STATE_V1 = fs.readFileSync(path.join(ROOT, "test/fixtures/providers/shim-in-state-v1.txt"), "utf8");
+const SHIM_IN_STATE_V2 = fs.readFileSync(path.join(ROOT, "test/fixtures/providers/shim-in-state-v2.txt"), "utf8");
+const FIXTURE = "test/fixtures/providers/refusing.ts";
 const SDK = path.dirname(require.resolve("@pulumi/pulumi/package.json"));
 const grpc = require(require.resolve("@grpc/grpc-js", { paths: [SDK] })) as typeof import("@grpc/grpc-js");
 const rpc = require(path.join(SDK, "proto", "provider_grpc_pb.js"));
@@ -32,8 +34,7 @@ describe("dynamic provider shim, in the SDK's provider host", function () {
 
   before(async () => {
     const { serializeFunction } = require("@pulumi/pulumi").runtime;
-    const shim = providerShim("test/fixtures/providers/refusing.ts");
-    shimText = (await serializeFunction(() => shim)).text;
+    shimText = (await serializeFunction(() => providerShim)).text;
     // The engine starts the host in the program directory with its own address; this test is the engine.
     host = spawn(process.execPath, [path.join(SDK, "cmd", "dynamic-provider", "index.js"), "127.0.0.1:1"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
     host.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -45,7 +46,7 @@ describe("dynamic provider shim, in the SDK's provider host", function () {
   });
   after(() => host?.kill());
 
-  const props = (extra: Record<string, unknown>) => structpb.Struct.fromJavaScript({ __provider: shimText, ...extra });
+  const props = (extra: Record<string, unknown>) => structpb.Struct.fromJavaScript({ __provider: shimText, __implementation: FIXTURE, ...extra });
   const ask = (method: string, req: unknown) =>
     new Promise<{ error?: string; response?: unknown }>((resolve) => client[method].call(client, req, (err, res) => resolve(err ? { error: err.details } : { response: res })));
   /** What the host printed to stderr during `run`, once it has had time to print. */
@@ -89,18 +90,30 @@ describe("dynamic provider shim, in the SDK's provider host", function () {
     expect(shimText).to.include('load("dynamic-providers/shim-host.ts")');
   });
 
-  it("an older shim still in a stack's state keeps working: a refusal is its one line, nothing printed", async () => {
-    const req = new pb.ReadRequest().setId("r1").setUrn("urn:pulumi:s::p::t::r1").setProperties(structpb.Struct.fromJavaScript({ __provider: SHIM_IN_STATE_V1, mode: "refuse" }));
-    const { result, printed } = await printedDuring(() => ask("read", req));
-    expect(result.error).to.equal(REFUSAL);
-    expect(printed, "the host's stderr").to.equal("");
+  for (const [version, text] of [["v1", SHIM_IN_STATE_V1], ["v2", SHIM_IN_STATE_V2]] as const) {
+    it(`an older shim still in a stack's state (${version}, naming its own implementation) keeps working: a refusal is its one line, nothing printed`, async () => {
+      const req = new pb.ReadRequest().setId("r1").setUrn("urn:pulumi:s::p::t::r1").setProperties(structpb.Struct.fromJavaScript({ __provider: text, mode: "refuse" }));
+      const { result, printed } = await printedDuring(() => ask("read", req));
+      expect(result.error).to.equal(REFUSAL);
+      expect(printed, "the host's stderr").to.equal("");
+    });
+  }
+
+  it("one shim for every resource type: each resource names its implementation, and results keep that name for the next call", async () => {
+    const { response } = await ask("check", requests.check({ mode: "echo" }));
+    const inputs = (response as { getInputs(): { toJavaScript(): Record<string, unknown> } }).getInputs().toJavaScript();
+    expect(inputs).to.include({ __implementation: FIXTURE, mode: "echo" });
+    const read = await ask("read", requests.read({ mode: "echo" }));
+    expect((read.response as { getProperties(): { toJavaScript(): Record<string, unknown> } }).getProperties().toJavaScript()).to.include({ __implementation: FIXTURE });
+    const unnamed = new pb.ReadRequest().setId("r1").setUrn("urn:pulumi:s::p::t::r1").setProperties(structpb.Struct.fromJavaScript({ __provider: shimText, mode: "echo" }));
+    expect((await ask("read", unnamed)).error).to.match(/names no __implementation for read/);
   });
 
-  it("diff: the shim's own text (`__provider`) changed is no change, even to a provider comparing every input", async () => {
+  it("diff: the shim's own props (`__provider`, `__implementation`) changed are no change, even to a provider comparing every input", async () => {
     const req = new pb.DiffRequest()
       .setId("r1")
       .setUrn("urn:pulumi:s::p::t::r1")
-      .setOlds(structpb.Struct.fromJavaScript({ __provider: SHIM_IN_STATE_V1, mode: "compare" }))
+      .setOlds(structpb.Struct.fromJavaScript({ __provider: SHIM_IN_STATE_V2, mode: "compare" }))
       .setNews(props({ mode: "compare" }));
     const { error, response } = await ask("diff", req);
     expect(error).to.equal(undefined);
