@@ -62,12 +62,38 @@ export interface Observed {
   readonly processIdentity: ProcessIdentity;
 }
 
-/** One start time per engine; `null` when the engine did not answer (its own proof reports why). */
-export async function observeStarts(engines: readonly Observed[], apiKey: string | undefined): Promise<Record<string, number | null>> {
-  const starts = await Promise.all(
-    engines.map((e) =>
-      withEngineHttp(e, apiKey, async (ask) => processStartFrom(e, await ask("/metrics")), OBSERVE_TIMEOUT_S).catch(() => null),
-    ),
-  );
-  return Object.fromEntries(engines.map((e, i) => [e.engineId, starts[i]!]));
+/**
+ * How long a refresh's observation of an engine's start serves other refresh reads in the same provider
+ * host. A refresh reads every generation and every wave at once, and each of them observes the same KV
+ * peers: one observation per engine per refresh, not one per engine per peer (64 engines: 64 reads of
+ * /metrics, not 4,032). Well within one refresh; far shorter than any restart the next refresh must see.
+ */
+export const REFRESH_OBSERVATION_SHARED_S = 30;
+
+/** Observations a refresh may share, by engine URL and API key, with when each was started. */
+const sharedObservations = new Map<string, { at: number; start: Promise<number | null> }>();
+
+function observeStart(e: Observed, apiKey: string | undefined): Promise<number | null> {
+  return withEngineHttp(e, apiKey, async (ask) => processStartFrom(e, await ask("/metrics")), OBSERVE_TIMEOUT_S).catch(() => null);
+}
+
+/** A refresh's observation of `e`: the one another read made less than {@link REFRESH_OBSERVATION_SHARED_S} ago, or a new one. */
+function sharedStart(e: Observed, apiKey: string | undefined, now: number): Promise<number | null> {
+  const key = JSON.stringify([e.url, e.processIdentity.hostAlias, apiKey ?? null]);
+  const seen = sharedObservations.get(key);
+  if (seen && now - seen.at < REFRESH_OBSERVATION_SHARED_S * 1000) return seen.start;
+  const start = observeStart(e, apiKey);
+  sharedObservations.set(key, { at: now, start });
+  return start;
+}
+
+/**
+ * One start time per engine; `null` when the engine did not answer (its own proof reports why). A
+ * refresh (`forRefresh`) shares observations between its reads; a wave or a proof observes afresh, since
+ * it judges what runs at that moment.
+ */
+export async function observeStarts(engines: readonly Observed[], apiKey: string | undefined, options: { forRefresh?: boolean } = {}): Promise<Record<string, number | null>> {
+  const now = Date.now();
+  const starts = await Promise.all(engines.map((e) => (options.forRefresh ? sharedStart(e, apiKey, now) : observeStart(e, apiKey))));
+  return Object.fromEntries(engines.map((e, i) => [e.engineId, starts[i]]));
 }

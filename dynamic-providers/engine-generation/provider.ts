@@ -143,7 +143,7 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Engine
     const s = subjectOf(props);
     const timeoutS = props.probeTimeoutS > 0 ? Math.min(REFRESH_TIMEOUT_S, props.probeTimeoutS) : REFRESH_TIMEOUT_S;
     const seen = await withEngineHttp(s, props.apiKey, (ask) => observeGeneration(ask, s, props), timeoutS);
-    const peers = props.peers ? { observedPeerStarts: await observeStarts(peerList(props.peers), props.apiKey) } : {};
+    const peers = props.peers ? { observedPeerStarts: await observeStarts(peerList(props.peers), props.apiKey, { forRefresh: true }) } : {};
     // The capture stays as it was written; only the observation fields change.
     return { id, props: { ...props, ...seen, ...peers } };
   },

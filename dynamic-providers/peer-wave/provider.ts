@@ -68,6 +68,6 @@ export const provider: pulumi.dynamic.ResourceProvider = {
 
   async read(id: string, props: PeerWaveOutputs) {
     if (!props.recorded) return { id, props };
-    return { id, props: { ...props, observedStarts: await observeStarts(props.members, props.apiKey) } };
+    return { id, props: { ...props, observedStarts: await observeStarts(props.members, props.apiKey, { forRefresh: true }) } };
   },
 };
