@@ -26,6 +26,8 @@ import { adoptedProfile, bindingOf, profileResult, sweptRow, type ProfileAdoptio
 import { DEFAULT_FIT_ATTEMPTS, measureWithinLimits } from "../../lib/profiling/accept";
 import { emptyRecord, Profiler, type MeasureRecord } from "../../lib/profiling/measure";
 import { ProfileError } from "../../lib/profiling/errors";
+import { contentionGauge, type ContentionGauge } from "../../lib/profiling/contention";
+import { resampleBrief, resampledFigures, withResamples, type ResampleSummary } from "../../lib/profiling/resample";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { hasUnknown } from "../../lib/unknown";
 import { HttpJournal, currentHttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
@@ -71,24 +73,41 @@ async function record(i: ProfileInputs, entry: Record<string, unknown>, startedA
 }
 
 /** One sweep, not yet judged against the limits: the row and everything create keeps of it. */
-type Swept = ReturnType<typeof sweptRow> & Pick<ProfileResult, "maxModelLen" | "effectiveSweep"> & { startedAt: string; wallSeconds: number };
+type Swept = ReturnType<typeof sweptRow> & Pick<ProfileResult, "maxModelLen" | "effectiveSweep"> & { startedAt: string; wallSeconds: number; resampled?: ResampleSummary };
+
+/** The event-loop monitor's period: short enough to see a lateness within one prefill sample. */
+const LOOP_RESOLUTION_MS = 5;
+
+/**
+ * The contention of this machine, which times every request (with `via` the tunnel's local end is here):
+ * the profiler's event-loop lateness, and PSI's CPU pressure where the kernel has it (lib/profiling/contention.ts).
+ */
+function machineContention(): { gauge: ContentionGauge; close(): void } {
+  const fs = require("node:fs") as typeof import("node:fs");
+  const { performance, monitorEventLoopDelay } = require("node:perf_hooks") as typeof import("node:perf_hooks");
+  const loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
+  loop.enable();
+  const gauge = contentionGauge({ loop, resolutionMs: LOOP_RESOLUTION_MS, now: () => performance.now() / 1000, readPsi: () => fs.readFileSync("/proc/pressure/cpu", "utf8") });
+  return { gauge, close: () => loop.disable() };
+}
 
 /** One full sweep of the engine. A stop condition records what was seen (verdict fail) and rejects naming the record. */
 async function sweepOnce(i: ProfileInputs, binding: ReturnType<typeof bindingOf>, label: string, log?: (line: string) => void): Promise<Swept> {
   const startedAt = new Date().toISOString();
   const t0 = Date.now();
   const raw: MeasureRecord = emptyRecord();
+  const contention = machineContention();
   try {
     const m = await withRoutes(i, [{ url: i.url }], async ([{ url: base }]) => {
       currentHttpJournal()?.name(base, `engine ${i.engineId}`);
       const http = profileHttp(base, i.apiKey, label, Math.max(...i.sweep.decodeConcurrency, i.maxNumSeqs ?? 1) + 2);
       try {
-        return await new Profiler(http, { iid: i.engineId, model: i.servedName, sweep: i.sweep, maxNumSeqs: i.maxNumSeqs, processStartTime: i.processStartTime, probeTimeoutS: i.probeTimeoutS, requestTimeoutS: i.requestTimeoutS, log }, raw).run();
+        return await new Profiler(http, { iid: i.engineId, model: i.servedName, sweep: i.sweep, maxNumSeqs: i.maxNumSeqs, processStartTime: i.processStartTime, probeTimeoutS: i.probeTimeoutS, requestTimeoutS: i.requestTimeoutS, log, contention: contention.gauge }, raw).run();
       } finally {
         await http.close();
       }
     });
-    return { ...sweptRow(i, binding, m, raw), maxModelLen: m.maxModelLen, effectiveSweep: m.sweep, startedAt, wallSeconds: (Date.now() - t0) / 1000 };
+    return { ...sweptRow(i, binding, m, raw), maxModelLen: m.maxModelLen, effectiveSweep: m.sweep, startedAt, wallSeconds: (Date.now() - t0) / 1000, ...(m.resampled ? { resampled: m.resampled } : {}) };
   } catch (err) {
     const message = (err as Error).message;
     let where = "";
@@ -97,7 +116,9 @@ async function sweepOnce(i: ProfileInputs, binding: ReturnType<typeof bindingOf>
       if (kept) where = ` (raw observations kept as ${kept.evidence.relativePath})`;
     }
     const code = err instanceof ProfileError ? err.code : (err as { code?: string }).code === "NARWHAL_ENGINE_GONE" ? "NARWHAL_ENGINE_GONE" : "NARWHAL_PROFILE_PROBE";
-    throw new ProfileError(code, `profile of ${label}: ${message}${where}`);
+    throw withResamples(new ProfileError(code, `profile of ${label}: ${message}${where}`), raw.resampled);
+  } finally {
+    contention.close();
   }
 }
 
@@ -120,14 +141,16 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
       attempts: i.fitAttempts ?? DEFAULT_FIT_ATTEMPTS,
       measure: () => sweepOnce(i, binding, label, log),
       rowOf: (s) => s.row,
+      resamplesOf: (s) => s.resampled,
       kept: async ({ attempt, result: s, problems }) => {
         const reasons = problems.map((p) => p.message);
-        if (reasons.length) log?.(`engine ${i.engineId}: try ${attempt} over the preflight's limits (${reasons.join("; ")}); measuring again`);
-        const written = i.stack
-          ? await record(i, { ...s.entry }, s.startedAt, { status: reasons.length ? "fail" : "pass", reasons }, { attempt, row: s.row, fitErrors: s.fitErrors, fitLimits: i.fitLimits ?? NARWHAL_FIT_LIMITS, maxModelLen: s.maxModelLen, wallSeconds: s.wallSeconds })
-          : undefined;
+        const resampled = s.resampled ? `; ${resampleBrief(s.resampled)}` : "";
+        if (reasons.length) log?.(`engine ${i.engineId}: try ${attempt} over the preflight's limits (${reasons.join("; ")}${resampled}); measuring again`);
+        else if (s.resampled?.retaken) log?.(`engine ${i.engineId}: try ${attempt} within the limits${resampled}`);
+        const observations = { attempt, row: s.row, fitErrors: s.fitErrors, fitLimits: i.fitLimits ?? NARWHAL_FIT_LIMITS, maxModelLen: s.maxModelLen, wallSeconds: s.wallSeconds, ...(s.resampled ? { resampled: s.resampled } : {}) };
+        const written = i.stack ? await record(i, { ...s.entry }, s.startedAt, { status: reasons.length ? "fail" : "pass", reasons }, observations) : undefined;
         if (written) kept.set(attempt, written);
-        tries.push({ attempt, fitErrors: s.fitErrors, problems: reasons, ...(written ? { evidence: written.evidence } : {}) });
+        tries.push({ attempt, fitErrors: s.fitErrors, problems: reasons, ...(s.resampled ? { resampled: resampledFigures(s.resampled) } : {}), ...(written ? { evidence: written.evidence } : {}) });
       },
     }));
   } catch (err) {

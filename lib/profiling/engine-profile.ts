@@ -8,6 +8,7 @@ import { adoptionLimitReason, type FitLimits } from "./fit-limits";
 import { measuredRow, type MeasureRecord, type Measurement } from "./measure";
 import { attestationBindingDigest, identityGenerationDigest, type EngineSamples, type ProfileRow } from "./store";
 import type { Sweep } from "./sweep";
+import type { ResampledFigures } from "./resample";
 
 /** How create came by the row: adopted from an earlier store, or measured (and, with `adopt` set, why). */
 export interface ProfileAdoption {
@@ -28,6 +29,8 @@ export interface ProfileFitTry {
   attempt: number;
   fitErrors: ProfileFitErrors;
   problems: string[];
+  /** The samples the sweep took again while the timing host was disturbed, and that host's contention. */
+  resampled?: ResampledFigures;
   evidence?: { relativePath: string; digest: string };
 }
 

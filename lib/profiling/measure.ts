@@ -12,6 +12,8 @@ import { Cohort, overlappingTokens, type Interval } from "./cohort";
 import { ProfileError } from "./errors";
 import { decodeCrossValidationMape, decodeMape, fitDecodePlane, fitPrefill, mean, median, pct, type DecodePlane, type DecodePoint, type PrefillFit } from "./fit";
 import { metricFacts, type EngineMetricFacts } from "./metrics";
+import type { ContentionGauge } from "./contention";
+import { DISTURBED_LATENESS, resampleBrief, Resampler, RETAKES_PER_PHASE_SAMPLE, summarize, type ResampleSummary } from "./resample";
 import { boundedSweep, PREFILL_OUTPUT_TOKENS, sweepRecord, type Sweep } from "./sweep";
 import { buildRow, type ProfileRow } from "./store";
 
@@ -28,6 +30,11 @@ export interface MeasureOptions {
   probeTimeoutS: number;
   requestTimeoutS: number;
   log?: (line: string) => void;
+  /**
+   * The contention of the host that times the requests: with it, a sample taken while that host was
+   * disturbed is taken again within a bounded budget (./resample.ts); without it every sample is kept.
+   */
+  contention?: ContentionGauge;
 }
 
 /** The raw record of one engine's sweep, filled as it goes (narwhal's per-engine sidecar entry, plus facts). */
@@ -45,6 +52,8 @@ export interface MeasureRecord {
   decode_intervals: Array<{ input_tokens: number; concurrency: number; repeat: number; tokens: number; intervals: Interval[] }>;
   prefix_cache_hit_tokens?: number | null;
   warm_up?: { tokens: number; seconds: number };
+  /** The sweep's re-sampling (not part of narwhal's sidecar entry: evidence only). */
+  resampled?: ResampleSummary;
   error?: string;
 }
 
@@ -60,6 +69,8 @@ export interface Measurement {
   kvCapacityTokens: number | null;
   decodeMaxOutputTokens: number;
   processStartTime: number | null;
+  /** Set when the sweep was taken with a contention gauge. */
+  resampled?: ResampleSummary;
 }
 
 export const emptyRecord = (): MeasureRecord => ({ prefill: [], decode: [], decode_intervals: [] });
@@ -76,11 +87,23 @@ function parse(body: string): Record<string, unknown> | undefined {
 }
 
 export class Profiler {
+  /** With a gauge, each phase's re-sampling, made once the engine's bounded sweep says how many samples it keeps. */
+  private phases: { prefill: Resampler; decode: Resampler } | undefined;
+
   constructor(
     private readonly http: EngineClient,
     private readonly o: MeasureOptions,
     readonly record: MeasureRecord = emptyRecord(),
   ) {}
+
+  /** One sample, taken again while the timing machine was disturbed (when a gauge was given). */
+  private sample<T>(phase: "prefill" | "decode", point: string, take: () => Promise<T>): Promise<T> {
+    return this.phases ? this.phases[phase].take(point, take) : take();
+  }
+
+  private resampled(): ResampleSummary | undefined {
+    return this.phases && summarize(DISTURBED_LATENESS, [this.phases.prefill, this.phases.decode]);
+  }
 
   private log(line: string): void {
     this.o.log?.(`  ${this.o.iid}: ${line}`);
@@ -194,7 +217,7 @@ export class Profiler {
       const { text, tokens } = await this.prompt(target);
       this.overflow("prefill", tokens, PREFILL_OUTPUT_TOKENS, maxModelLen);
       const first = this.record.prefill.length;
-      for (let i = 0; i < s.prefillRepeats; i++) this.record.prefill.push([tokens, await this.prefillOnce(text, tokens)]);
+      for (let i = 0; i < s.prefillRepeats; i++) this.record.prefill.push([tokens, await this.sample("prefill", `prefill ${tokens} #${i + 1}`, () => this.prefillOnce(text, tokens))]);
       const m = median(this.record.prefill.slice(first).map((p) => p[1]));
       this.log(`prefill ${String(tokens).padStart(6)} tok -> ${(m * 1000).toFixed(1)} ms median`);
     }
@@ -244,6 +267,25 @@ export class Profiler {
     return c;
   }
 
+  /** One decode replicate: a cohort, run again with longer streams when too few of its intervals overlapped. */
+  private async replicate(text: string, input: number, size: number, tokens: number, maxModelLen: number): Promise<{ c: Cohort; used: number }> {
+    let used = tokens;
+    let c = await this.cohort(text, input, size, used);
+    if (c.intervals.length < 2 * size) {
+      // narwhal stretches streams that left before the last joined; a cohort that did overlap but
+      // too briefly gets twice the tokens, within the context left after the input.
+      const stretched = overlappingTokens(c, maxModelLen - input);
+      const doubled = c.joined === size && 2 * used <= maxModelLen - input ? 2 * used : undefined;
+      const retry = stretched ?? doubled;
+      if (retry !== undefined) {
+        used = retry;
+        this.overflow("decode", input, used, maxModelLen);
+        c = await this.cohort(text, input, size, used);
+      }
+    }
+    return { c, used };
+  }
+
   async decodeSweep(s: Sweep, maxModelLen: number): Promise<number> {
     let maxTokensUsed = s.decodeTokens;
     let warmed = false;
@@ -258,20 +300,7 @@ export class Profiler {
       for (const size of s.decodeConcurrency) {
         const replicates: DecodePoint[] = [];
         for (let repeat = 0; repeat < s.decodeRepeats; repeat++) {
-          let used = s.decodeTokens;
-          let c = await this.cohort(text, input, size, used);
-          if (c.intervals.length < 2 * size) {
-            // narwhal stretches streams that left before the last joined; a cohort that did overlap but
-            // too briefly gets twice the tokens, within the context left after the input.
-            const stretched = overlappingTokens(c, maxModelLen - input);
-            const doubled = c.joined === size && 2 * used <= maxModelLen - input ? 2 * used : undefined;
-            const retry = stretched ?? doubled;
-            if (retry !== undefined) {
-              used = retry;
-              this.overflow("decode", input, used, maxModelLen);
-              c = await this.cohort(text, input, size, used);
-            }
-          }
+          const { c, used } = await this.sample("decode", `decode isl=${input} c=${size} #${repeat + 1}`, () => this.replicate(text, input, size, s.decodeTokens, maxModelLen));
           if (c.intervals.length < 2 * size) {
             throw new ProfileError(
               "NARWHAL_PROFILE_PROBE",
@@ -294,8 +323,11 @@ export class Profiler {
   /** The whole sweep; every stop condition throws a {@link ProfileError} with `record` holding what was seen. */
   async run(): Promise<Measurement> {
     try {
-      return await this.runInner();
+      const m = await this.runInner();
+      const resampled = (this.record.resampled = this.resampled());
+      return resampled ? { ...m, resampled } : m;
     } catch (caught) {
+      this.record.resampled = this.resampled();
       // A connection lost mid-sweep is asked about: a dead or restarted engine is named as that.
       const err = (await classifyEngineFailure(caught, {
         engineId: this.o.iid,
@@ -308,6 +340,17 @@ export class Profiler {
     }
   }
 
+  /** The prefill stop, with how the machine stood while its samples were taken: noise or the engine. */
+  private judged<T>(fit: () => T): T {
+    try {
+      return fit();
+    } catch (err) {
+      const resampled = this.resampled();
+      if (!resampled || !(err instanceof ProfileError) || err.code !== "NARWHAL_PROFILE_PREFILL_FIT") throw err;
+      throw new ProfileError(err.code, `${err.message} (${resampleBrief(resampled)})`);
+    }
+  }
+
   private async runInner(): Promise<Measurement> {
     const o = this.o;
     await this.health();
@@ -315,6 +358,13 @@ export class Profiler {
     this.record.max_model_len = maxModelLen;
     const sweep = boundedSweep(o.sweep, maxModelLen, o.maxNumSeqs);
     this.record.sweep = sweepRecord(sweep);
+    if (o.contention) {
+      const budget = (samples: number) => ({ budget: RETAKES_PER_PHASE_SAMPLE * samples });
+      this.phases = {
+        prefill: new Resampler(o.contention, budget(sweep.prefillLens.length * sweep.prefillRepeats)),
+        decode: new Resampler(o.contention, budget(sweep.decodeInputLens.length * sweep.decodeConcurrency.length * sweep.decodeRepeats)),
+      };
+    }
     if (o.maxNumSeqs !== undefined) this.record.max_num_seqs = o.maxNumSeqs;
     this.log(
       `max_model_len ${maxModelLen}; prefill up to ${Math.max(...sweep.prefillLens)}, decode input up to ${Math.max(...sweep.decodeInputLens)}, decode concurrency up to ${Math.max(...sweep.decodeConcurrency)}`,
@@ -332,7 +382,7 @@ export class Profiler {
 
     await this.prefillSweep(sweep, maxModelLen);
     this.coldCheck(before.prefixCacheHits, (await this.metrics()).prefixCacheHits);
-    const prefill = fitPrefill(this.record.prefill, before.blockTokens);
+    const prefill = this.judged(() => fitPrefill(this.record.prefill, before.blockTokens));
     this.record.prefill_fit_points = prefill.representatives;
     this.record.prefill_fit_mape = prefill.mape;
     this.record.prefill_fit_worst_point = prefill.worst;

@@ -63,7 +63,11 @@ describe("providers: Profile accepts only a fit the preflight accepts", function
     expect(err!.code).to.equal("NARWHAL_PROFILE_LIMIT");
     const [first, ...rest] = err!.message.split("\n");
     console.log(`      ${first.slice(0, 160)}…`);
-    expect(first).to.match(/^engine e0: decode_fit_mape (\d\.\d{4}) exceeds the limit 0 after 2 tries \(try 1: decode_fit_mape \d\.\d{4} > 0; try 2: decode_fit_mape \1 > 0\); the preflight's profile gate would reject this profile\. Re-run `pulumi up` /);
+    // Each try says what the machine did to its samples; re-takes are counted apart from the tries.
+    const m = /^engine e0: decode_fit_mape (\d\.\d{4}) exceeds the limit 0 after 2 tries and (\d+) re-taken samples? \(try 1: decode_fit_mape \d\.\d{4} > 0, (.+?); try 2: decode_fit_mape \1 > 0, (.+?)\); the preflight's profile gate would reject this profile\. Re-run `pulumi up` /.exec(first);
+    expect(m, first).to.not.equal(null);
+    const retakes = [m![3], m![4]].map((b) => /^(\d+) samples? re-taken \(/.exec(b)?.[1] ?? (b.startsWith("no sample re-taken (") ? "0" : "?"));
+    expect(Number(m![2])).to.equal(Number(retakes[0]) + Number(retakes[1]));
     expect(lines.filter((l) => /^engine e0: try 1 over the preflight's limits/.test(l))).to.have.length(1);
     // Both sweeps are evidence: each a record whose verdict names the figure.
     const kept = /^every try is kept as evidence: (.+)$/.exec(rest.find((l) => l.startsWith("every try")) ?? "")![1].split(", ");
@@ -73,6 +77,7 @@ describe("providers: Profile accepts only a fit the preflight accepts", function
       expect(rec.verdict.status).to.equal("fail");
       expect(rec.verdict.reasons[0]).to.match(/^e0 decode_fit_mape \d\.\d{4} exceeds the profile-validation limit 0$/);
       expect(rec.observations.attempt).to.equal(n + 1);
+      expect(rec.observations.resampled.samples).to.equal(SWEEP.prefillLens.length * SWEEP.prefillRepeats + SWEEP.decodeInputLens.length * SWEEP.decodeConcurrency.length * SWEEP.decodeRepeats);
       expect(JSON.stringify(rec)).to.not.include(API_KEY);
     }
   });

@@ -9,6 +9,7 @@ import { Report } from "../../../lib/preflight/types";
 import { DEFAULT_FIT_ATTEMPTS, measureWithinLimits, type FitTry } from "../../../lib/profiling/accept";
 import { fitLimitsOf, fitLimitsProblem, fitProblems, NARWHAL_FIT_LIMITS, type FitEvidence } from "../../../lib/profiling/fit-limits";
 import { ProfileError } from "../../../lib/profiling/errors";
+import { withResamples, type ResampleSummary } from "../../../lib/profiling/resample";
 
 const ROW: FitEvidence = { iid: "e1", decode_min_requests: 1, decode_max_requests: 8, decode_min_kv_tokens: 256, decode_max_kv_tokens: 9000, decode_fit_mape: 0.03, decode_cv_mape: 0.05 };
 
@@ -108,6 +109,49 @@ describe("profiling: a fit over a limit is measured again, then fails naming the
     expect(err.code).to.equal("NARWHAL_PROFILE_LIMIT");
     expect(err.message).to.match(
       /^engine e3: decode_fit_mape 0\.0571 exceeds the limit 0\.05 after 3 tries \(try 1: decode_fit_mape 0\.0571 > 0\.05; try 2: the prefill fit stopped; try 3: decode_fit_mape 0\.0571 > 0\.05\); /,
+    );
+  });
+
+  it("counts re-taken samples apart from the tries, a stopped sweep's included, each try with its machine's figures", async () => {
+    const resampled = (retaken: number, spent = false): ResampleSummary => ({
+      threshold: 0.1,
+      budget: 15,
+      spent,
+      samples: 15,
+      disturbed: retaken,
+      retaken,
+      keptDisturbed: 0,
+      peakLateness: 0.31,
+      meanLateness: 0.12,
+      peakPressure: 0.98,
+      meanPressure: 0.9,
+      points: [],
+    });
+    const sweeps = [
+      { ...ROW, decode_fit_mape: 0.0566, resampled: resampled(4) },
+      undefined,
+      { ...ROW, decode_fit_mape: 0.0571, resampled: resampled(15, true) },
+    ];
+    let calls = 0;
+    const err = (await measureWithinLimits({
+      engineId: "e4",
+      limits: NARWHAL_FIT_LIMITS,
+      attempts: 3,
+      measure: async () => {
+        const s = sweeps[calls++];
+        if (!s) throw withResamples(new ProfileError("NARWHAL_PROFILE_PREFILL_FIT", "prefill median fit error 27.1%"), resampled(2));
+        return s;
+      },
+      rowOf: (x) => x,
+      resamplesOf: (x) => x.resampled,
+    }).catch((e) => e)) as ProfileError;
+    expect(calls).to.equal(3);
+    const figures = "the profiler's timers late up to 31% of a sample's time, mean 12%; CPU pressure up to 98%, mean 90%";
+    expect(err.message.split("; the preflight's")[0]).to.equal(
+      "engine e4: decode_fit_mape 0.0571 exceeds the limit 0.05 after 3 tries and 21 re-taken samples (" +
+        `try 1: decode_fit_mape 0.0566 > 0.05, 4 samples re-taken (${figures}; budget 15); ` +
+        `try 2: the prefill fit stopped, 2 samples re-taken (${figures}; budget 15); ` +
+        `try 3: decode_fit_mape 0.0571 > 0.05, 15 samples re-taken (${figures}; budget 15, spent))`,
     );
   });
 

@@ -3,6 +3,7 @@ import { DEFAULT_SWEEP, type Sweep } from "../../../lib/profiling/sweep";
 import { Profiler } from "../../../lib/profiling/measure";
 import { ProfileError } from "../../../lib/profiling/errors";
 import type { EngineClient, Reply, StreamChunk } from "../../../lib/profiling/client";
+import type { ContentionGauge } from "../../../lib/profiling/contention";
 
 /** An engine double answering on a virtual clock: each call is scripted by the test. */
 class FakeEngine implements EngineClient {
@@ -132,5 +133,47 @@ describe("profiling driver stop conditions", () => {
     };
     const err = await stopOf(new Profiler(e, options));
     expect(err.message).to.equal("decode probe stopped before its forced token limit");
+  });
+});
+
+describe("profiling driver re-sampling", () => {
+  /** A gauge marking the n-th sample's first take (1-based, in sweep order) as disturbed: 40% of it late. */
+  const gaugeDisturbing = (disturbed: Set<number>): ContentionGauge => {
+    let reading = 0;
+    return {
+      pressure: true,
+      begin() {
+        const n = ++reading;
+        return () => ({ wallS: 0.1, lateS: disturbed.has(n) ? 0.04 : 0, lateness: disturbed.has(n) ? 0.4 : 0.01, pressure: 0.9 });
+      },
+    };
+  };
+
+  it("re-takes only the disturbed prefill sample and keeps the undisturbed take in the sweep's samples", async () => {
+    const e = new FakeEngine();
+    // The second prefill completion is slowed by the machine: its take is disturbed and must not be kept.
+    const post = e.post.bind(e);
+    e.post = async (path: string, body: any) => {
+      const r = await post(path, body);
+      if (path === "/v1/completions" && e.completions === 2) e.clock += 0.5;
+      return r;
+    };
+    const p = new Profiler(e, { ...options, contention: gaugeDisturbing(new Set([2])) });
+    await p.run().catch(() => undefined);
+    // 9 samples kept (3 lengths × 3 repeats) from 10 completions; none near the 0.5 s stall.
+    expect(e.completions).to.equal(10);
+    expect(p.record.prefill).to.have.length(9);
+    expect(Math.max(...p.record.prefill.map(([, s]) => s))).to.be.below(0.1);
+    const r = p.record.resampled!;
+    expect(r.points).to.deep.equal([{ point: "prefill 256 #2", lateness: [0.4, 0.01], pressure: [0.9, 0.9], kept: 1 }]);
+    expect(r).to.deep.include({ retaken: 1, disturbed: 1, keptDisturbed: 0 });
+  });
+
+  it("without a gauge every sample is taken once and nothing is summarised", async () => {
+    const e = new FakeEngine();
+    const p = new Profiler(e, options);
+    await p.run().catch(() => undefined);
+    expect(p.record.prefill).to.have.length(9);
+    expect(p.record.resampled).to.equal(undefined);
   });
 });
