@@ -11,7 +11,8 @@
  * replaced). Then the floor program (bench/floor) with the fleet stack's resource count, and its
  * no-change `preview --refresh`. With `--restart-kv-peers` the fleet sets `runtime.restartKvPeers`, so the
  * up after the restart restarts the rest of the KV component and converges; without it, that up stops at
- * the preflight on the peers' stale handshakes, as the runbook says it must. Prints one JSON object on stdout, progress on stderr. Both stacks are
+ * the preflight, the peers crashing at their first handshake with the new process once their UCX endpoints
+ * to the old one have timed out (vLLM #49238, NIXL 0.7.1), as the runbook's rule foresees. Prints one JSON object on stdout, progress on stderr. Both stacks are
  * destroyed and removed and the four hosts taken down at the end, also on error or Ctrl-C.
  */
 import * as fs from "node:fs";

@@ -10,6 +10,10 @@
  *                        config.json and /metrics) and the NIXL compatibility-hash inputs;
  * - POST /dead          marks the engine dead or alive without killing it: body {"dead": true|false}
  *                        (default true). SIGUSR2 toggles the same state.
+ * - GET  /nixl          the NIXL model's state: the declared NIXL version and the one the crash rule
+ *                        follows, the endpoint timeout, the remote engines held and their endpoints;
+ * - POST /nixl          sets {"endpoint_timeout_s": simulated seconds, "nixl_version": "1.5.0"} (either),
+ *                        so a test need not wait 180 simulated seconds nor build an image per NIXL release.
  *
  * Nothing on this port is guarded: it is the test harness's, never a client's or a router's.
  */
@@ -42,6 +46,7 @@ export function truthDocument(engine: Engine): Record<string, unknown> {
     process_start_time_seconds: p.processStartS,
     dead: engine.dead,
     engine_id: p.nixl?.engineId ?? null,
+    nixl: p.nixl?.tunables() ?? null,
   };
 }
 
@@ -116,8 +121,20 @@ export class ControlServer {
           if (wanted !== undefined && typeof wanted !== "boolean") return sendJson(res, 400, { detail: "'dead' must be true or false" });
           return sendJson(res, 200, { dead: this.engine.toggleDead(wanted ?? true) });
         }
+        case "GET /nixl":
+        case "POST /nixl": {
+          const nixl = this.engine.parts.nixl;
+          if (!nixl) return sendJson(res, 409, { detail: "this engine has no --kv-transfer-config, so no NIXL connector" });
+          if (route === "GET /nixl") return sendJson(res, 200, nixl.tunables());
+          const body = ((await readJson(req)) ?? {}) as { endpoint_timeout_s?: unknown; nixl_version?: unknown };
+          const unknown = Object.keys(body).filter((k) => k !== "endpoint_timeout_s" && k !== "nixl_version");
+          if (unknown.length > 0) return sendJson(res, 400, { detail: `unknown key(s) ${unknown.join(", ")}; POST /nixl takes endpoint_timeout_s and nixl_version` });
+          if (body.endpoint_timeout_s !== undefined && typeof body.endpoint_timeout_s !== "number") return sendJson(res, 400, { detail: "'endpoint_timeout_s' must be a number of simulated seconds" });
+          if (body.nixl_version !== undefined && typeof body.nixl_version !== "string") return sendJson(res, 400, { detail: "'nixl_version' must be a version string such as 1.5.0" });
+          return sendJson(res, 200, nixl.tunables({ endpointTimeoutS: body.endpoint_timeout_s, nixlVersion: body.nixl_version }));
+        }
         default:
-          return sendJson(res, 404, { detail: `no control route ${route}; the routes are GET /truth, GET /cache-layout, POST /dead` });
+          return sendJson(res, 404, { detail: `no control route ${route}; the routes are GET /truth, GET /cache-layout, POST /dead, GET /nixl, POST /nixl` });
       }
     } catch (err) {
       sendJson(res, 400, { detail: (err as Error).message });

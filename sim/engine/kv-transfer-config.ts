@@ -2,8 +2,9 @@
  * `--kv-transfer-config '<json>'`: vLLM's KVTransferConfig, restricted to the NixlConnector.
  *
  * Field names and defaults follow vLLM (kv_load_failure_policy "fail", kv_buffer_device "cuda", a random
- * uuid engine_id) and the NIXL extra-config keys Narwhal's launcher sets (backends, kv_lease_duration,
- * enforce_handshake_compat, enable_cross_layers_blocks).
+ * uuid engine_id at every process start unless `engine_id` pins one) and the NIXL extra-config keys Narwhal's
+ * launcher sets (backends, kv_lease_duration, enforce_handshake_compat, enable_cross_layers_blocks), plus
+ * engine_ttl, which bounds how long a peer's NIXL state outlives its last read.
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
@@ -34,12 +35,16 @@ const ExtraSchema = z.looseObject({
   kv_lease_duration: z.number().positive().default(30),
   enforce_handshake_compat: z.boolean().default(true),
   enable_cross_layers_blocks: z.boolean().default(false),
+  /** Seconds a remote engine's NIXL state may stay unread before the next new-engine handshake evicts it; <= 0 never. */
+  engine_ttl: z.number().default(3600),
 });
 
 export interface KVTransferConfig {
   kvConnector: "NixlConnector";
   kvRole: (typeof ROLES)[number];
   engineId: string;
+  /** Whether `engine_id` was given: the same id across restarts, so peers never handshake again (case B). */
+  engineIdPinned: boolean;
   kvBufferDevice: string;
   kvLoadFailurePolicy: "recompute" | "fail";
   enablePermuteLocalKv: boolean;
@@ -47,6 +52,8 @@ export interface KVTransferConfig {
   kvLeaseDurationS: number;
   enforceHandshakeCompat: boolean;
   enableCrossLayersBlocks: boolean;
+  /** kv_connector_extra_config.engine_ttl (simulated seconds; <= 0 disables eviction). */
+  engineTtlS: number;
   /** The JSON as given, for logs and the cache-layout capture. */
   raw: Record<string, unknown>;
 }
@@ -86,6 +93,7 @@ export function parseKvTransferConfig(text: string): KVTransferConfig {
     kvConnector: "NixlConnector",
     kvRole: raw.kv_role as KVTransferConfig["kvRole"],
     engineId: raw.engine_id ?? randomUUID(),
+    engineIdPinned: typeof raw.engine_id === "string",
     kvBufferDevice: raw.kv_buffer_device,
     kvLoadFailurePolicy: raw.kv_load_failure_policy,
     enablePermuteLocalKv: raw.enable_permute_local_kv,
@@ -93,6 +101,7 @@ export function parseKvTransferConfig(text: string): KVTransferConfig {
     kvLeaseDurationS: extra.data.kv_lease_duration,
     enforceHandshakeCompat: extra.data.enforce_handshake_compat,
     enableCrossLayersBlocks: extra.data.enable_cross_layers_blocks,
+    engineTtlS: extra.data.engine_ttl,
     raw: json as Record<string, unknown>,
   };
 }

@@ -22,6 +22,7 @@ import { apiServer, configureLogging, engineCore, workerLogs } from "./log";
 import { checkModelRuntime, loadModelInfo, resolveDtype, resolveMaxModelLen } from "./model";
 import { NixlConnector } from "./nixl";
 import { compatibilityFactors } from "./nixl-compat";
+import { findNixlDistribution } from "./nixl-runtime";
 import { resolvePlatform } from "./platform";
 import { Scheduler } from "./scheduler";
 import { EngineServer } from "./server";
@@ -115,6 +116,9 @@ async function serve(argv: readonly string[]): Promise<void> {
   if (kv) {
     // With a KV connector vLLM disables the hybrid KV cache manager unless told otherwise.
     const hmaEnabled = args.disableHybridKvCacheManager === false;
+    // vLLM's worker refuses the NixlConnector when the nixl package cannot be imported.
+    const nixlDistribution = findNixlDistribution();
+    if (!nixlDistribution) throw new StartupError("RuntimeError", "NIXL is not available");
     nixl = new NixlConnector({
       config: kv,
       geometry,
@@ -124,6 +128,14 @@ async function serve(argv: readonly string[]): Promise<void> {
       timeScale: sim.timeScale,
       releaseBlocks: (blocks) => scheduler.release(blocks),
       logs: { core: engineCore, workers },
+      nixl: nixlDistribution,
+      // A segfaulted worker takes the engine down: the executor, then the front end, see the process die.
+      // Writes to pipes and files are synchronous on Linux, so the lines are out before the exit.
+      onWorkerCrash: (rank) => {
+        if (args.tensorParallelSize > 1) engineCore.error("v1/executor/multiproc_executor.py:172", `Worker proc VllmWorker-${rank} died unexpectedly, shutting down executor.`);
+        apiServer.error("v1/engine/core_client.py:691", "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.");
+        process.exit(1);
+      },
     });
     running.nixl = nixl;
     try {

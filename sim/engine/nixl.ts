@@ -1,24 +1,34 @@
 /**
- * The NixlConnector, both halves:
+ * The NixlConnector, both halves, as vLLM 0.29.0 runs it (../shared/reference/vllm-restart-facts.md §1):
  *
  * - producer (P, the prefill leg): after a request with `do_remote_decode` finishes, its KV blocks stay
  *   allocated under a lease (kv_lease_duration, scaled by the time scale) and the response carries the
  *   handoff (`kv_transfer_params`). P answers the side channel: its handshake metadata, and reads of the
  *   held blocks (streaming their bytes, then freeing them).
- * - consumer (D, the decode leg): for `do_remote_prefill`, D handshakes with remote_host:remote_port
- *   (compatibility hash, engine id, TP/layout/page checks as in vLLM's _validate_remote_agent_handshake),
- *   reads the blocks, and only then decodes.
+ * - consumer (D, the decode leg): for `do_remote_prefill`, D reads the blocks from the remote engine the
+ *   handoff names, handshaking first when it holds no state for that remote_engine_id (compatibility hash,
+ *   engine id, TP/layout/page checks as in vLLM's _validate_remote_agent_handshake), and only then decodes.
  *
- * Known vLLM behaviour reproduced on purpose (issue #38840): D caches a peer's handshake metadata per
- * host:port and never refreshes it. When P restarts on the same host:port with a new engine_id, every
- * handoff from the new P fails on D with an AssertionError until D itself restarts.
+ * D's per-peer state is keyed by the remote engine_id, never by host:port (§1.2), so what a restart leaves
+ * behind depends on the restarted engine's id (§1.5):
+ * - a new id (the default, a uuid per process start): the next handoff naming it handshakes again with
+ *   remote_host:remote_port and works; the old id's entry stays behind until engine_ttl eviction or
+ *   shutdown. A handoff the old process prefilled fails: with the old id known, its read reaches a process
+ *   that is not that agent (transfer_failed); unknown, its handshake meets the new process and raises
+ *   "Remote NIXL agent engine ID mismatch" (case C).
+ * - a pinned id: D never handshakes again and every read goes to the dead agent (case B).
+ * And below vLLM, in NIXL (nixl-runtime.ts, vLLM #49238): an endpoint to a gone peer fails after the UCX
+ * endpoint timeout, and the next handshake's loadRemoteMD then segfaults a D worker, taking the engine down,
+ * unless the declared NIXL has the fix (NIXL_ERR_REMOTE_DISCONNECT instead). README.md has the exact rules.
  */
+import { randomUUID } from "node:crypto";
 import type { Server } from "node:net";
 import type { CacheGeometry } from "./geometry";
 import type { KVTransferConfig } from "./kv-transfer-config";
 import { now } from "./latency";
 import type { ProcessLog } from "./log";
 import { compatibilityHash } from "./nixl-compat";
+import { hasRkeyUnpackFix, type NixlDistribution, UCX_ENDPOINT_TIMEOUT_S } from "./nixl-runtime";
 import { listenSideChannel, type HandlerResult, type Message, SideChannelClient } from "./side-channel";
 
 /** vLLM sets a 5 s receive timeout on the handshake socket. */
@@ -31,6 +41,8 @@ const TOMBSTONES = 10_000;
 /** NixlAgentMetadata as the handshake carries it. */
 export interface AgentMetadata {
   engine_id: string;
+  /** The NIXL agent's name: a uuid per process (vLLM's NixlWrapper(str(uuid.uuid4()))), inside agent_metadata in vLLM. */
+  agent_name: string;
   kv_caches_base_addr: number[];
   device_id: number;
   num_blocks: number;
@@ -88,6 +100,32 @@ export interface NixlOptions {
   releaseBlocks: (blocks: readonly number[]) => void;
   /** Where vLLM's connector halves log: the scheduler in the engine core, a worker per TP rank. */
   logs: { core: ProcessLog; workers: ReadonlyArray<ProcessLog> };
+  /** The NIXL distribution the image declares (nixl-runtime.ts); its version decides #49238's crash. */
+  nixl: NixlDistribution;
+  /**
+   * A worker died natively (the segfault of #49238): the connector has written what the worker prints; this
+   * must take the whole engine down, as vLLM's executor does when a worker process dies.
+   */
+  onWorkerCrash: (rank: number) => void;
+}
+
+/**
+ * One remote engine as D holds it (base_worker.py: _remote_agents, dst_xfer_side_handles,
+ * kv_caches_base_addr, _engine_last_active, all keyed by engine_id).
+ */
+interface RemoteEngine {
+  engineId: string;
+  meta: AgentMetadata;
+  host: string;
+  port: number;
+  /** now() of the last read issued to it, failed ones included (_engine_last_active), or of the handshake. */
+  lastActive: number;
+  /** The UCX endpoint to its agent, modelled as a side-channel connection held open from the handshake on. */
+  endpoint: SideChannelClient;
+  /** now() when that connection closed (the peer's process is gone), null while it lives. */
+  goneAt: number | null;
+  /** A failed endpoint NIXL has torn down (after NIXL_ERR_REMOTE_DISCONNECT): it can race no loadRemoteMD again. */
+  torn: boolean;
 }
 
 /** The connector's sources below vllm/ (distributed/kv_transfer/kv_connector/v1/nixl/). */
@@ -120,13 +158,64 @@ export class NixlConnector {
   readonly compatHash: string;
   private readonly held = new Map<string, Held>();
   private readonly gone = new Map<string, "expired" | "transferred">();
-  /** Handshake metadata per "host:port", never refreshed (vLLM #38840). */
-  private readonly peers = new Map<string, AgentMetadata>();
+  /** This process's NIXL agent: a new name at every start, whatever the engine_id. */
+  readonly agentName = randomUUID();
+  /** Remote engines by engine_id (vLLM 0.29.0 keys nothing by host:port). */
+  private readonly remotes = new Map<string, RemoteEngine>();
+  /** One handshake in flight per remote engine_id (_handshake_futures). */
+  private readonly handshakes = new Map<string, Promise<RemoteEngine>>();
+  /** Simulated seconds before an endpoint to a gone peer fails; the control port may shorten it. */
+  private endpointTimeoutS = UCX_ENDPOINT_TIMEOUT_S;
+  /** The NIXL version whose crash rule applies: the image's, unless the control port overrides it. */
+  private nixlVersion: string;
+  private nixlFixed: boolean;
   private server: Server | null = null;
 
   constructor(private readonly o: NixlOptions) {
     this.engineId = o.config.engineId;
     this.compatHash = compatibilityHash(o.hashFactors);
+    this.nixlVersion = o.nixl.version;
+    this.nixlFixed = hasRkeyUnpackFix(o.nixl.version);
+  }
+
+  /**
+   * What the control port shows and sets (never a vLLM route): the endpoint timeout in simulated seconds,
+   * and the NIXL version the crash rule follows, so a test can play a fixed release against the image's.
+   */
+  tunables(set: { endpointTimeoutS?: number; nixlVersion?: string } = {}): Record<string, unknown> {
+    if (set.endpointTimeoutS !== undefined) {
+      if (!(set.endpointTimeoutS >= 0)) throw new Error("endpoint_timeout_s must be a number >= 0");
+      this.endpointTimeoutS = set.endpointTimeoutS;
+    }
+    if (set.nixlVersion !== undefined) {
+      this.nixlFixed = hasRkeyUnpackFix(set.nixlVersion);
+      this.nixlVersion = set.nixlVersion;
+    }
+    return {
+      distribution: this.o.nixl.name,
+      declared_version: this.o.nixl.version,
+      declared_in: this.o.nixl.source,
+      version: this.nixlVersion,
+      rkey_unpack_fix: this.nixlFixed,
+      endpoint_timeout_s: this.endpointTimeoutS,
+      engine_ttl_s: this.o.config.engineTtlS,
+      agent_name: this.agentName,
+      remote_engines: [...this.remotes.values()].map((r) => ({
+        engine_id: r.engineId,
+        agent_name: r.meta.agent_name,
+        host: r.host,
+        port: r.port,
+        endpoint: r.goneAt === null ? "connected" : r.torn ? "torn down" : this.endpointFailed(r) ? "failed" : "peer gone",
+      })),
+    };
+  }
+
+  private get endpointTimeoutMs(): number {
+    return this.endpointTimeoutS * this.o.timeScale * 1000;
+  }
+
+  private endpointFailed(r: RemoteEngine): boolean {
+    return !r.torn && r.goneAt !== null && now() - r.goneAt >= this.endpointTimeoutMs;
   }
 
   get sideChannel(): { host: string; port: number } {
@@ -149,6 +238,7 @@ export class NixlConnector {
     const g = this.o.geometry;
     return {
       engine_id: this.engineId,
+      agent_name: this.agentName,
       // Fake but stable device addresses, one region per KV layer.
       kv_caches_base_addr: Array.from({ length: g.kvLayers }, (_, i) => 0x7f0000000000 + i * g.pageSizeBytes * g.numGpuBlocks),
       device_id: 0,
@@ -198,9 +288,12 @@ export class NixlConnector {
     this.o.logs.core.debug(`${NIXL}/base_scheduler.py:171`, `NIXL compatibility hash: ${this.compatHash}`);
   }
 
+  /** Shutdown: _cleanup_remote_engine for every peer (its endpoint closed), the side channel closed. */
   close(): void {
     this.server?.close();
     for (const h of this.held.values()) if (h.timer) clearTimeout(h.timer);
+    for (const r of this.remotes.values()) r.endpoint.close();
+    this.remotes.clear();
   }
 
   // ---- producer -------------------------------------------------------------------------------------
@@ -249,8 +342,16 @@ export class NixlConnector {
     }
     if (msg.type !== "read") return { reply: { ok: false, error: `unknown side-channel message type ${String(msg.type)}` } };
     const requestId = String(msg.remote_request_id);
-    if (msg.expected_engine_id !== this.engineId) {
-      return { reply: { ok: false, error: `this NIXL agent is engine ${this.engineId}, not ${String(msg.expected_engine_id)}` } };
+    if (msg.expected_agent !== this.agentName || msg.expected_engine_id !== this.engineId) {
+      // The reader's descriptors name an agent of a process that is gone (a restart at this address).
+      return {
+        reply: {
+          ok: false,
+          error:
+            `NIXL read of request ${requestId} failed: remote agent ${String(msg.expected_agent)} of engine ${String(msg.expected_engine_id)} ` +
+            `is gone (the process at this address now runs agent ${this.agentName} of engine ${this.engineId})`,
+        },
+      };
     }
     const h = this.held.get(requestId);
     if (!h) {
@@ -293,27 +394,25 @@ export class NixlConnector {
     if (typeof engineId !== "string" || !engineId || typeof host !== "string" || typeof port !== "number" || blockIds === null) {
       throw new KvLoadError("invalid_params", `kv_transfer_params is not a complete handoff: ${JSON.stringify(params)}`);
     }
-    const path = `tcp://${host}:${port}`;
-    const key = `${host}:${port}`;
-    const cached = this.peers.get(key);
-    if (cached && cached.engine_id !== engineId) {
-      throw new KvLoadError(
-        "handshake_failed",
-        `AssertionError: stale NIXL handshake for ${path}: metadata cached for engine ${cached.engine_id}, ` +
-          `but the handoff names engine ${engineId} (the remote engine restarted; restart this engine to clear it, vLLM #38840)`,
-      );
-    }
     const started = now();
+    // pull_worker.start_load_kv: a handshake only for a remote_engine_id this engine holds nothing for.
+    const remote = this.remotes.get(engineId) ?? (await this.ensureHandshake(engineId, host, port, remoteTp));
+    // _read_blocks_for_req stamps the engine active when the read is issued, whether or not it succeeds.
+    remote.lastActive = now();
+    // The read goes to the agent the handshake found, wherever the handoff now points.
+    const path = `tcp://${remote.host}:${remote.port}`;
     let client: SideChannelClient;
     try {
-      client = await SideChannelClient.connect(host, port, HANDSHAKE_TIMEOUT_MS);
+      client = await SideChannelClient.connect(remote.host, remote.port, HANDSHAKE_TIMEOUT_MS);
     } catch (err) {
-      throw new KvLoadError("handshake_failed", `could not reach the NIXL side channel at ${path}: ${(err as Error).message}`);
+      throw new KvLoadError("transfer_failed", `NIXL read from remote agent ${remote.meta.agent_name} (engine ${engineId}) at ${path} failed: ${(err as Error).message}`);
     }
     try {
-      if (!cached) this.peers.set(key, await this.handshake(client, path, engineId, remoteTp));
       const { reply, payloadBytes } = await client
-        .request({ type: "read", expected_engine_id: engineId, remote_request_id: requestId, block_ids: blockIds, consumer_engine_id: this.engineId }, HANDSHAKE_TIMEOUT_MS)
+        .request(
+          { type: "read", expected_engine_id: engineId, expected_agent: remote.meta.agent_name, remote_request_id: requestId, block_ids: blockIds, consumer_engine_id: this.engineId },
+          HANDSHAKE_TIMEOUT_MS,
+        )
         .catch((err: Error) => {
           throw new KvLoadError("transfer_failed", `reading KV blocks from ${path} failed: ${err.message}`);
         });
@@ -329,7 +428,60 @@ export class NixlConnector {
     }
   }
 
-  private async handshake(client: SideChannelClient, path: string, engineId: string, remoteTp: number): Promise<AgentMetadata> {
+  /** _ensure_handshake: evict stale engines, then join or start the one handshake in flight for engineId. */
+  private ensureHandshake(engineId: string, host: string, port: number, remoteTp: number): Promise<RemoteEngine> {
+    this.evictStaleEngines();
+    const known = this.remotes.get(engineId);
+    if (known) return Promise.resolve(known);
+    let pending = this.handshakes.get(engineId);
+    if (!pending) {
+      pending = this.handshake(engineId, host, port, remoteTp).finally(() => this.handshakes.delete(engineId));
+      this.handshakes.set(engineId, pending);
+    }
+    return pending;
+  }
+
+  /** _evict_stale_engines: drops engines unread for longer than engine_ttl (runs only on a new handshake). */
+  private evictStaleEngines(): void {
+    const ttl = this.o.config.engineTtlS;
+    if (ttl <= 0) return;
+    for (const r of [...this.remotes.values()]) {
+      const idleS = (now() - r.lastActive) / 1000 / this.o.timeScale;
+      if (idleS <= ttl) continue;
+      // _cleanup_remote_engine: remove_remote_agent closes the endpoint, failed or not.
+      r.endpoint.close();
+      this.remotes.delete(r.engineId);
+      for (const w of this.o.logs.workers) w.info(`${NIXL}/base_worker.py:1671`, `Evicted stale remote engine ${r.engineId} (inactive for ${idleS.toFixed(1)}s).`);
+    }
+  }
+
+  /** _nixl_handshake, then add_remote_agent: one remote engine fetched, checked, loaded and kept. */
+  private async handshake(engineId: string, host: string, port: number, remoteTp: number): Promise<RemoteEngine> {
+    const path = `tcp://${host}:${port}`;
+    let client: SideChannelClient;
+    try {
+      client = await SideChannelClient.connect(host, port, HANDSHAKE_TIMEOUT_MS);
+    } catch (err) {
+      throw new KvLoadError("handshake_failed", `could not reach the NIXL side channel at ${path}: ${(err as Error).message}`);
+    }
+    try {
+      const meta = await this.fetchMetadata(client, path, engineId);
+      this.loadRemoteMetadata(meta);
+      const problem = this.validateRemote(meta, remoteTp);
+      if (problem) throw new KvLoadError("handshake_failed", problem);
+      this.logTransferPlan(meta, remoteTp);
+      const remote: RemoteEngine = { engineId, meta, host, port, lastActive: now(), endpoint: client, goneAt: null, torn: false };
+      client.onClose(() => (remote.goneAt ??= now()));
+      this.remotes.set(engineId, remote);
+      return remote;
+    } catch (err) {
+      client.close();
+      throw err;
+    }
+  }
+
+  /** GET_META_MSG, the compatibility hash and the engine id check of _nixl_handshake. */
+  private async fetchMetadata(client: SideChannelClient, path: string, engineId: string): Promise<AgentMetadata> {
     const { reply } = await client.request({ type: "get_meta", engine_id: this.engineId, compatibility_hash: this.compatHash }, HANDSHAKE_TIMEOUT_MS).catch((err: Error) => {
       throw new KvLoadError("handshake_failed", `NIXL handshake with ${path} failed: ${err.message}`);
     });
@@ -345,11 +497,60 @@ export class NixlConnector {
     }
     for (const w of this.o.logs.workers) w.info(`${NIXL}/base_worker.py:947`, `NIXL compatibility check passed (hash: ${remoteHash})`);
     const meta = reply.agent_metadata as AgentMetadata;
+    // A handoff prefilled by a process that has since restarted with a new id reaches the new process (case C).
     if (meta.engine_id !== engineId) {
       throw new KvLoadError("handshake_failed", `RuntimeError: Remote NIXL agent engine ID mismatch. Expected ${engineId},received ${meta.engine_id}.`);
     }
-    const problem = this.validateRemote(meta, remoteTp);
-    if (problem) throw new KvLoadError("handshake_failed", problem);
+    return meta;
+  }
+
+  /**
+   * nixlAgent::loadRemoteMD for a new remote agent (vLLM #49238). While this engine holds an endpoint that
+   * has failed (its peer's process gone for the endpoint timeout) and that is still loaded (not evicted),
+   * NIXL without PR #1987 segfaults one worker inside ucp_ep_rkey_unpack, which takes the engine down; with
+   * it, the call returns NIXL_ERR_REMOTE_DISCONNECT and this handshake fails, the failed endpoint being
+   * closed by then, so the next handshake goes through.
+   */
+  private loadRemoteMetadata(meta: AgentMetadata): void {
+    const failed = [...this.remotes.values()].filter((r) => this.endpointFailed(r));
+    if (failed.length === 0) return;
+    if (!this.nixlFixed) {
+      this.crash(0, meta, failed[0]);
+      return;
+    }
+    for (const r of failed) r.torn = true;
+    throw new KvLoadError(
+      "handshake_failed",
+      `nixl._bindings.nixlRemoteDisconnectError: NIXL_ERR_REMOTE_DISCONNECT (loadRemoteMD of agent ${meta.agent_name} of engine ${meta.engine_id}: ` +
+        `the UCX endpoint to agent ${failed[0].meta.agent_name} of engine ${failed[0].engineId} has failed)`,
+    );
+  }
+
+  /** What a worker prints when UCX's signal handler catches the segfault, before the engine goes down. */
+  private crash(rank: number, meta: AgentMetadata, failed: RemoteEngine): void {
+    const w = this.o.logs.workers[rank];
+    w.write(
+      [
+        `Caught signal 11 (Segmentation fault: address not mapped to object) in ucp_ep_rkey_unpack during nixlAgent::loadRemoteMD ` +
+          `of agent ${meta.agent_name} (engine ${meta.engine_id}); the UCX endpoint to agent ${failed.meta.agent_name} (engine ${failed.engineId}) ` +
+          `had failed (Endpoint timeout). ${this.o.nixl.name} ${this.nixlVersion} lacks ai-dynamo/nixl PR #1987 (vLLM #49238).`,
+        "==== backtrace ====",
+        " 0  libucp.so.0: ucp_ep_rkey_unpack()",
+        " 1  libplugin_UCX.so: nixl::ucx::rkey::unpackUcpRkey()",
+        " 2  libplugin_UCX.so: nixlUcxEngine::internalMDHelper()",
+        " 3  libnixl.so: nixlAgent::loadRemoteMD()",
+        "=================",
+        "Fatal Python error: Segmentation fault",
+      ].join("\n"),
+      process.stderr,
+    );
+    this.o.onWorkerCrash(rank);
+    // The engine is going down: nothing after a segfault runs, so no answer reaches this request.
+    throw new KvLoadError("worker_died", `Worker_TP${rank} died in nixlAgent::loadRemoteMD (segmentation fault)`);
+  }
+
+  /** add_remote_agent's `Transfer plan:` line, once per rank at the first handshake with a remote engine. */
+  private logTransferPlan(meta: AgentMetadata, remoteTp: number): void {
     const localTp = this.o.geometry.tensorParallelSize;
     const tpRatio = localTp >= remoteTp ? localTp / remoteTp : -(remoteTp / localTp);
     this.o.logs.workers.forEach((w, rank) =>
@@ -359,7 +560,6 @@ export class NixlConnector {
           `remote_pp=1, local_dcp=1, remote_dcp=1, local_rank=${rank}, remote_block_len=${meta.block_lens[0]})`,
       ),
     );
-    return meta;
   }
 
   /** _validate_remote_agent_handshake: TP ratio, layout, block size and page geometry; null when fine. */

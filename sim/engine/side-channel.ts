@@ -91,6 +91,7 @@ export class SideChannelClient {
   private buffer: Buffer = Buffer.alloc(0);
   private waiter: (() => void) | null = null;
   private failure: Error | null = null;
+  private readonly closeListeners: Array<() => void> = [];
 
   private constructor(private readonly socket: Socket) {
     socket.on("data", (d: Buffer) => {
@@ -102,7 +103,19 @@ export class SideChannelClient {
       this.waiter?.();
     };
     socket.on("error", fail);
-    socket.on("close", () => fail(new Error("side channel closed by peer")));
+    socket.on("close", () => {
+      fail(new Error("side channel closed by peer"));
+      for (const cb of this.closeListeners.splice(0)) cb();
+    });
+  }
+
+  /**
+   * Calls `cb` once when the connection closes, either end (at once if it already has): how D learns that a
+   * peer's process is gone, the kernel closing its sockets as it exits.
+   */
+  onClose(cb: () => void): void {
+    if (this.socket.destroyed) cb();
+    else this.closeListeners.push(cb);
   }
 
   /** Connects to tcp://host:port within timeoutMs (vLLM's handshake socket uses a 5 s receive timeout). */

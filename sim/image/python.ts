@@ -18,13 +18,15 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadSimConfig } from "../engine/config";
 import { parseKvTransferConfig } from "../engine/kv-transfer-config";
+import { IMAGE_SITE_PACKAGES } from "../engine/nixl-runtime";
 import { Tokenizer } from "../engine/tokenizer";
 
 /**
  * The image's site-packages: build.ts copies the simulated vllm package's files (sim/python/vllm) and the
- * distributions' metadata (sim/python/*.dist-info) there, where a vLLM image's Python keeps them.
+ * distributions' metadata (sim/python/*.dist-info) there, where a vLLM image's Python keeps them. Defined
+ * beside the engine, which reads the NIXL version there too.
  */
-export const IMAGE_SITE_PACKAGES = "/usr/local/lib/python3.12/dist-packages";
+export { IMAGE_SITE_PACKAGES };
 
 /** vLLM 0.29's file declaring the NIXL connector's protocol version, under site-packages. */
 export const NIXL_METADATA_PY = "vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py";

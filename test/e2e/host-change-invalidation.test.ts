@@ -6,7 +6,7 @@ import { sharedFleet, getObjectConfig, setObjectConfig } from "./support/stack";
 import { expectNothingPlanned, plannedChanges } from "./support/preview";
 import { FLEET_AFTER_ENGINE_PATTERN } from "./support/names";
 import { expectUpWithinPreview } from "./support/remeasured";
-import { restartPeersThenUp } from "./support/relaunch";
+import { ENDPOINT_TIMEOUT_MS, preflightAfterStart, restartPeersThenUp } from "./support/relaunch";
 
 /** Resources of the shared fleet that belong to other hosts' engines (e1, e4 on the first host, e2 on the second). */
 const OTHER_ENGINES = /^fleet-(attestation-|profiles-)?e[124]\b/;
@@ -62,15 +62,19 @@ describe("e2e: hardware and fabric address changes on one host", function () {
       for (const name of steps.keys()) {
         expect(name).to.match(new RegExp(`^fleet-(${c.alias}(-narwhal-venv)?|replicas|config|e3-.*|attestation-e3(-sidecar)?|profiles-e3|fabric-.*${c.alias}.*|fabric-gate|${FLEET_AFTER_ENGINE_PATTERN}|router-host-monitoring-targets)$`));
       }
-      // The peers meet e3 at a new host:port and handshake with it afresh (vLLM #38840 strikes a restart on
-      // the same host:port), so this up converges: e3's evidence and the edges touching its host, nothing else.
+      // The peers handshake with e3's new process (a new engine id, wherever it listens) before their UCX
+      // endpoints to the old one fail (past that their handshakes would segfault them, vLLM #49238), so this
+      // up converges: e3's evidence and the edges touching its host, nothing else.
+      const upStarted = Date.now();
       const remeasured = await expectUpWithinPreview(stack, steps, { includes: "fleet-e3-generation", untouched: OTHER_ENGINES });
+      const after = await preflightAfterStart(stack.name, upStarted, "e3");
+      expect(after, `the preflight began ${after} ms after e3's new process started, past the peers' ${ENDPOINT_TIMEOUT_MS} ms endpoint timeout`).to.be.below(ENDPOINT_TIMEOUT_MS);
       expect(remeasured.filter((n) => n.startsWith("fleet-fabric-") && n !== "fleet-fabric-gate").sort(), "every edge touching the host, measured from the new address").to.deep.equal(
         ["sim1-to-sim4", "sim2-to-sim4", "sim4-to-sim1", "sim4-to-sim2"].map((e) => `fleet-fabric-${e}`),
       );
 
       // Back on the first address (named: with two on the interface, no choice keeps the one measured last),
-      // e3 restarts on a host:port its peers hold the first process's handshake for: they restart first.
+      // e3 restarts once more while its peers hold the NIXL state of both earlier processes: they restart first.
       await choose(c.address);
       await restartPeersThenUp(stack, "e3", { exact: false });
     } finally {

@@ -28,6 +28,7 @@ import { runbookAttestationDocument } from "../unit/attestation/runbook-document
 import { API_KEY, E2E_TIME_SCALE, EngineEntry, hostEntries, openStack, PROFILING, PROJECT_ROOT, getObjectConfig, setObjectConfig } from "./support/stack";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { awaitHealthy, restartByHand } from "./support/restart";
+import { UCX_ENDPOINT_TIMEOUT_S } from "../../sim/engine/nixl-runtime";
 
 const STACK = "e2e-runbook";
 const HOST = "sim15";
@@ -300,9 +301,14 @@ echo $!`,
       // One engine restarts: its sidecar now serves the program's own document, and only its profile is measured.
       const restartedAt = Date.now();
       await awaitHealthy(await restartByHand(STACK, "e2", host.alias), 60_000);
+      // Its peer e1 handshakes with e2's new engine id but keeps the old process's NIXL state; once e1's UCX
+      // endpoint to it has timed out (waited out here if the up would come sooner), e1's first handshake with
+      // the new e2 segfaults it (vLLM #49238, NIXL 0.7.1). The preflight's e1 -> e2 passes (e2 holds nothing
+      // old), its e2 -> e1 takes e1 down: the preflight stops the up, as the runbook's rule foresees.
+      const endpointFailsAt = restartedAt + UCX_ENDPOINT_TIMEOUT_S * E2E_TIME_SCALE * 1000 + 5000;
+      if (Date.now() < endpointFailsAt) await new Promise((r) => setTimeout(r, endpointFailsAt - Date.now()));
       let failure = "";
       await stack.up({ ...quiet, refresh: true }).catch((err: Error) => (failure = err.message));
-      // Its peer e1 still holds the old process's NIXL handshake (vLLM #38840): the preflight stops the up, as the runbook says.
       expect(failure, failure.slice(-2000)).to.contain("preflight failed: consume (e2 -> e1)");
       // A failed up leaves the stack outputs as they were: what it did is in the resources' state.
       const e1Profile = await stateOutputs("fleet-profiles-e1");

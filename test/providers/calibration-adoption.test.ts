@@ -67,7 +67,7 @@ describe("providers: Calibration adopts a runbook's first-token calibration", fu
     fs.writeFileSync(path.join(dir, "fleet.json"), JSON.stringify(fleetDocument()));
     file = path.join(dir, "runs", "first-token.json");
     // The runbook's step, as its operator runs it: no engine contract, so the file binds each engine's identity generation.
-    // e1 is a pinned decode engine: restarting it later leaves no other engine holding its stale NIXL handshake.
+    // e1 is a pinned decode engine: restarting it later leaves no NIXL state of it on e0 (in pull mode only the reader keeps peer state).
     const run = spawnSync(CHECK, ["--fleet", path.join(dir, "fleet.json"), "--calibrate-first-token", "--input-tokens", LENGTHS.join(","), "--samples", "100", "--observation-timeout-s", "10", "--calibration-out", file], {
       cwd: dir,
       env: { ...process.env, NARWHAL_ENGINE_API_KEY: API_KEY },

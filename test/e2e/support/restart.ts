@@ -12,7 +12,8 @@ export async function restartByHand(stack: string, id: string, host: string): Pr
     set -eu
     run=${run}
     pid=$(cat "$run/pid")
-    kill -TERM "-$pid"
+    # An engine that crashed (a NIXL segfault, vLLM #49238) has no process left to stop.
+    kill -TERM "-$pid" 2>/dev/null || true
     while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
     argv=$(python3 -c 'import json,shlex,sys; p=json.load(open(sys.argv[1])); print(" ".join(shlex.quote(a) for a in ["env"] + [k+"="+v for k,v in p["env"].items()] + ["setsid"] + p["argv"]))' "$run/launch.json")
     (set -a; . "$run/engine.env"; set +a; cd "$run"; eval "exec $argv" > "$run/engine.log" 2>&1 < /dev/null) &
@@ -35,8 +36,9 @@ export async function awaitHealthy(url: string, timeoutMs = 20_000): Promise<voi
 }
 
 /**
- * The runbook's rule after any engine restart (vLLM #38840): its NIXL peers keep the old process's
- * handshake until they restart too. Restarts the given engines at once, as one wave, and waits for each.
+ * The runbook's rule after any engine restart: its NIXL peers keep the old process's state until they
+ * restart too (with NIXL below 1.5.0 a peer's next handshake after the UCX endpoint timeout segfaults it,
+ * vLLM #49238). Restarts the given engines at once, as one wave, and waits for each.
  */
 export async function restartWaveByHand(stack: string, ids: readonly string[], engines: Record<string, { host: string }>): Promise<void> {
   const urls = await Promise.all(ids.map((id) => restartByHand(stack, id, engines[id].host)));

@@ -147,23 +147,155 @@ describe("sim-engine NIXL handoff between engine processes", function () {
     const dec = await decode(plain, { do_remote_prefill: true, remote_engine_id: "x", remote_host: "127.0.0.1", remote_port: 1, remote_block_ids: [[1]] });
     expect(dec.status).to.equal(200);
   });
+});
 
-  it("after a producer restart on the same host:port, the consumer fails with a stale handshake until it restarts (vLLM #38840)", async () => {
-    const ports = { port: producer.port, sidePort: producer.sidePort };
-    await producer.stop();
-    const restarted = await startEngine({ model, ...ports, args: ["--kv-transfer-config", kvConfig({ engine_id: "prefill-1" })] });
-    const kv = await prefill(restarted);
-    const stale = await decode(consumer, kv);
-    expect(stale.status).to.equal(500);
-    expect(stale.json.error.message).to.contain(
-      `AssertionError: stale NIXL handshake for tcp://127.0.0.1:${ports.sidePort}: metadata cached for engine prefill-0, but the handoff names engine prefill-1`,
-    );
-    expect((await decode(consumer, await prefill(restarted))).status).to.equal(500);
+/** Sets the NIXL model's test knobs on an engine's control port (sim/engine/control.ts, POST /nixl). */
+async function nixlKnobs(engine: SimEngine, knobs: { endpoint_timeout_s?: number; nixl_version?: string }): Promise<Record<string, any>> {
+  const r = await http(`${engine.controlUrl}/nixl`, { body: knobs });
+  expect(r.status, r.text).to.equal(200);
+  return r.json;
+}
 
-    const consumerPorts = { port: consumer.port, sidePort: consumer.sidePort };
-    await consumer.stop();
-    const freshConsumer = await startEngine({ model, ...consumerPorts, args: ["--kv-transfer-config", kvConfig({ engine_id: "decode-1" })] });
-    const r = await decode(freshConsumer, await prefill(restarted));
+async function remoteEngines(engine: SimEngine): Promise<Array<{ engine_id: string; endpoint: string }>> {
+  return (await http(`${engine.controlUrl}/nixl`)).json.remote_engines;
+}
+
+/** The engine id a simulator logs at startup (`Initializing NIXL worker <engine_id>`). */
+function engineIdOf(engine: SimEngine): string {
+  return /Initializing NIXL worker (\S+)/.exec(engine.stdout)![1];
+}
+
+const count = (text: string, needle: string) => text.split(needle).length - 1;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A decode leg that may not get an answer at all (the engine crashed under it). */
+const decodeOrError = (engine: SimEngine, kv: unknown) => decode(engine, kv).catch((err: Error) => err);
+
+describe("sim-engine NIXL peers across a restart (vLLM 0.29.0 keyed by engine_id; NIXL #49238)", function () {
+  this.timeout(60000);
+  let model: string;
+
+  before(() => (model = makeModel()));
+  afterEach(stopAll);
+  after(removeTemps);
+
+  /** Stops `engine` and starts another on its ports with `args`: a restart on the same host:port. */
+  async function restart(engine: SimEngine, args: string[]): Promise<SimEngine> {
+    await engine.stop();
+    return startEngine({ model, port: engine.port, sidePort: engine.sidePort, args });
+  }
+
+  it("a producer restarted with a new engine_id is handshaken again; the old id's entry stays behind; its in-flight handoff fails its read", async () => {
+    const args = ["--kv-transfer-config", kvConfig()];
+    let producer = await startEngine({ model, args });
+    const consumer = await startEngine({ model, args });
+    await nixlKnobs(consumer, { endpoint_timeout_s: 1e6 });
+    expect((await decode(consumer, await prefill(producer))).status).to.equal(200);
+    const unread = await prefill(producer);
+    const oldId = engineIdOf(producer);
+
+    producer = await restart(producer, args);
+    const newId = engineIdOf(producer);
+    expect(newId).to.match(/^[0-9a-f-]{36}$/).and.not.equal(oldId);
+    const kv = await prefill(producer);
+    expect(kv).to.include({ remote_engine_id: newId, remote_port: producer.sidePort });
+    const r = await decode(consumer, kv);
     expect(r.status, r.text).to.equal(200);
+    // One handshake per remote engine id: the new one logs its own compatibility check and transfer plan.
+    expect(count(consumer.stdout, "NIXL compatibility check passed")).to.equal(2);
+    expect(count(consumer.stdout, "Transfer plan: TransferTopology(")).to.equal(2);
+    // The old id's entry is leaked, not an error: its endpoint saw the process go.
+    expect((await remoteEngines(consumer)).map((e) => [e.engine_id, e.endpoint])).to.deep.equal([[oldId, "peer gone"], [newId, "connected"]]);
+    // Prefilled by the old process, read after the restart with the old id known: the read reaches a process
+    // that is not that agent, and the request fails as a failed KV load.
+    const lost = await decode(consumer, unread);
+    expect(lost.status).to.equal(500);
+    expect(lost.json.error.message).to.match(new RegExp(`NIXL read of request \\S+ failed: remote agent \\S+ of engine ${oldId} is gone`));
+    expect(consumer.stdout).to.contain("NIXL transfer failure: transfer_failed.");
+    expect((await decode(consumer, await prefill(producer))).status).to.equal(200);
+  });
+
+  it("a handoff prefilled by the old process and read by an engine that never met it fails the handshake with vLLM's engine ID mismatch (case C)", async () => {
+    const args = ["--kv-transfer-config", kvConfig()];
+    let producer = await startEngine({ model, args });
+    const unread = await prefill(producer);
+    const oldId = engineIdOf(producer);
+    producer = await restart(producer, args);
+    const consumer = await startEngine({ model, args });
+    const r = await decode(consumer, unread);
+    expect(r.status).to.equal(500);
+    expect(r.json.error.message).to.equal(`Internal server error: KV load failed (handshake_failed): RuntimeError: Remote NIXL agent engine ID mismatch. Expected ${oldId},received ${engineIdOf(producer)}.`);
+    expect(consumer.stdout).to.contain("NIXL transfer failure: handshake_failed.");
+    // Nothing was kept for either id: the next handoff from the new process handshakes and works.
+    expect(await remoteEngines(consumer)).to.deep.equal([]);
+    expect((await decode(consumer, await prefill(producer))).status).to.equal(200);
+  });
+
+  it("a producer restarted with a pinned engine_id is never handshaken again: reads go to the dead agent until the consumer restarts (case B)", async () => {
+    const pinned = ["--kv-transfer-config", kvConfig({ engine_id: "prefill-pinned" })];
+    let producer = await startEngine({ model, args: pinned });
+    let consumer = await startEngine({ model, args: ["--kv-transfer-config", kvConfig()] });
+    await nixlKnobs(consumer, { endpoint_timeout_s: 1e6 });
+    expect((await decode(consumer, await prefill(producer))).status).to.equal(200);
+    producer = await restart(producer, pinned);
+    for (let i = 0; i < 2; i++) {
+      const r = await decode(consumer, await prefill(producer));
+      expect(r.status).to.equal(500);
+      expect(r.json.error.message).to.match(/NIXL read of request \S+ failed: remote agent \S+ of engine prefill-pinned is gone \(the process at this address now runs agent \S+ of engine prefill-pinned\)/);
+    }
+    expect(count(consumer.stdout, "Transfer plan: TransferTopology(")).to.equal(1);
+    consumer = await restart(consumer, ["--kv-transfer-config", kvConfig()]);
+    expect((await decode(consumer, await prefill(producer))).status).to.equal(200);
+  });
+
+  it("with the image's NIXL 0.7.1, the first handshake after an endpoint to a gone producer failed segfaults a worker and the engine exits (#49238)", async () => {
+    const args = ["--kv-transfer-config", kvConfig()];
+    let producer = await startEngine({ model, args });
+    const consumer = await startEngine({ model, args });
+    expect(await nixlKnobs(consumer, { endpoint_timeout_s: 2 })).to.include({ distribution: "nixl", declared_version: "0.7.1", version: "0.7.1", rkey_unpack_fix: false });
+    expect((await decode(consumer, await prefill(producer))).status).to.equal(200);
+    producer = await restart(producer, args);
+    // 2 simulated seconds at time scale 0.05: the endpoint fails 100 ms after the old producer exited.
+    await sleep(300);
+    expect((await remoteEngines(consumer)).map((e) => e.endpoint)).to.deep.equal(["failed"]);
+    const r = await decodeOrError(consumer, await prefill(producer));
+    expect(r).to.be.instanceOf(Error);
+    expect(await consumer.exited).to.equal(1);
+    expect(consumer.stderr).to.contain("Caught signal 11 (Segmentation fault: address not mapped to object) in ucp_ep_rkey_unpack during nixlAgent::loadRemoteMD");
+    expect(consumer.stderr).to.contain("nixl 0.7.1 lacks ai-dynamo/nixl PR #1987 (vLLM #49238)");
+    expect(consumer.stderr).to.contain("Fatal Python error: Segmentation fault");
+    expect(consumer.stdout).to.match(/\(APIServer pid=\d+\) ERROR .* Engine core proc EngineCore_DP0 died unexpectedly, shutting down client\./);
+  });
+
+  it("with a NIXL that has the fix (1.5.0 on), that handshake fails with NIXL_ERR_REMOTE_DISCONNECT instead, the engine survives, and the next handshake works", async () => {
+    const args = ["--kv-transfer-config", kvConfig()];
+    let producer = await startEngine({ model, args });
+    const consumer = await startEngine({ model, args });
+    await nixlKnobs(consumer, { endpoint_timeout_s: 2, nixl_version: "1.5.0" });
+    expect((await decode(consumer, await prefill(producer))).status).to.equal(200);
+    producer = await restart(producer, args);
+    await sleep(300);
+    const r = await decode(consumer, await prefill(producer));
+    expect(r.status).to.equal(500);
+    expect(r.json.error.message).to.match(/^Internal server error: KV load failed \(handshake_failed\): nixl\._bindings\.nixlRemoteDisconnectError: NIXL_ERR_REMOTE_DISCONNECT \(loadRemoteMD of agent/);
+    expect(consumer.proc.exitCode).to.equal(null);
+    expect((await remoteEngines(consumer)).map((e) => e.endpoint)).to.deep.equal(["torn down"]);
+    expect((await decode(consumer, await prefill(producer))).status).to.equal(200);
+    expect(consumer.stderr).to.not.contain("Segmentation fault");
+  });
+
+  it("engine_ttl eviction runs before the handshake loads the new agent, so an evicted dead peer cannot crash it", async () => {
+    const args = ["--kv-transfer-config", kvConfig({}, { engine_ttl: 1 })];
+    let producer = await startEngine({ model, args });
+    const consumer = await startEngine({ model, args });
+    await nixlKnobs(consumer, { endpoint_timeout_s: 2 });
+    expect((await decode(consumer, await prefill(producer))).status).to.equal(200);
+    const oldId = engineIdOf(producer);
+    producer = await restart(producer, args);
+    await sleep(300);
+    const r = await decode(consumer, await prefill(producer));
+    expect(r.status, r.text).to.equal(200);
+    expect(consumer.stdout).to.match(new RegExp(`Evicted stale remote engine ${oldId} \\(inactive for \\d+\\.\\ds\\)\\.`));
+    expect((await remoteEngines(consumer)).map((e) => e.engine_id)).to.deep.equal([engineIdOf(producer)]);
   });
 });

@@ -78,6 +78,8 @@ function consumer(kvJson: Record<string, unknown> = {}, geometry: CacheGeometry 
     timeScale: 1,
     releaseBlocks: () => undefined,
     logs: { core: QUIET, workers: [QUIET, QUIET] },
+    nixl: { name: "nixl", version: "0.7.1", source: "METADATA" },
+    onWorkerCrash: () => undefined,
   });
 }
 
@@ -86,6 +88,7 @@ function producerMeta(tp: number, over: Partial<AgentMetadata> = {}): AgentMetad
   const page = 2 * (8 / tp) * 128 * 2 * 16;
   return {
     engine_id: "p",
+    agent_name: "agent-p",
     kv_caches_base_addr: Array.from({ length: 32 }, (_, i) => i),
     device_id: 0,
     num_blocks: 1000,
