@@ -1,7 +1,7 @@
 /**
  * The peer restart wave (`runtime.restartKvPeers`): after an engine of a KV component restarts, every
- * other member restarts at once, so no engine keeps a NIXL handshake of a process that is gone
- * (vLLM #38840). Pure: which members restarted since the wave last recorded them, and who restarts now.
+ * other member restarts at once, so no engine keeps NIXL state of a process that is gone, which crashes
+ * it at a later handshake below NIXL 1.5.0 (vLLM #49238). Pure: which members restarted since the wave last recorded them, and who restarts now.
  */
 import { canonicalJson } from "../digest";
 import type { ProcessIdentity } from "./generation";

@@ -1,8 +1,9 @@
 /**
  * Which engines share NIXL handshake state. Two engines are KV peers when one may hand KV to the other
- * (role pins decide, as for preflight's pairs). After any engine restarts, its peers keep the old
- * process's handshake (vLLM #38840), and restarting them leaves their own peers stale in turn, so the
- * unit that must restart together is a connected component of the peer graph, not the direct peers.
+ * (role pins decide, as for preflight's pairs). After any engine restarts, the peers that read from it keep
+ * the old process's NIXL state, which crashes them at a later handshake below NIXL 1.5.0 (vLLM #49238),
+ * and restarting them leaves their own peers exposed in turn, so the unit that must restart together is a
+ * connected component of the peer graph, not the direct peers.
  */
 import { canConsume, canProduce, type PairEngine } from "../preflight/pairs";
 

@@ -59,9 +59,11 @@ export const RuntimeSchema = f
         .default(true)
         .describe(
           "After an engine restarts (by hand, by a supervisor, or because its plan changed), restart every other " +
-            "engine of its KV component at once before anything is proved again: they hold NIXL handshakes of the old " +
-            "process (vLLM #38840), and restarting only direct peers would leave theirs stale in turn. Off, a restart " +
-            "leaves the preflight failing `consume` on the restarted engine's pairs until a hand restart. See " +
+            "engine of its KV component at once before anything is proved again: each one that read KV from the old " +
+            "process still holds its NIXL state, and below NIXL 1.5.0 its next handshake with a new engine crashes it " +
+            "once that state's UCX endpoint has timed out (vLLM #49238); restarting only direct peers would leave theirs " +
+            "exposed in turn. Off, a restart leaves the preflight failing `consume` through the crashed readers until a " +
+            "hand restart. See " +
             "[Restarts and NIXL peers](invalidation.md#restarts-and-nixl-peers).",
         ),
       deadlinesS: f
