@@ -122,7 +122,7 @@ async function serve(argv: readonly string[]): Promise<void> {
     nixl = new NixlConnector({
       config: kv,
       geometry,
-      hashFactors: compatibilityFactors({ vllmVersion: sim.version, model: args.model, geometry, crossLayersBlocks: kv.enableCrossLayersBlocks, hmaEnabled }),
+      hashFactors: compatibilityFactors({ vllmVersion: sim.version, model: args.model, geometry, hmaEnabled }),
       sideChannelHost: env.VLLM_NIXL_SIDE_CHANNEL_HOST || "localhost",
       sideChannelPort: sideChannelPort(env),
       timeScale: sim.timeScale,

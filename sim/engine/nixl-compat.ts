@@ -12,10 +12,13 @@ import type { CacheGeometry } from "./geometry";
  */
 export const NIXL_CONNECTOR_VERSION = 9;
 
-/** Python's json.dumps(obj, sort_keys=True) for a flat dict of str/int/float/bool (vllm hash_factors). */
-export function pythonJsonDumps(factors: Record<string, string | number | boolean>): string {
-  const value = (v: string | number | boolean) =>
-    typeof v === "string" ? JSON.stringify(v).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`) : String(v);
+/** One factor's value: Python's str, int, float, bool or None. */
+export type Factor = string | number | boolean | null;
+
+/** Python's json.dumps(obj, sort_keys=True) for a flat dict of str/int/float/bool/None (vllm hash_factors). */
+export function pythonJsonDumps(factors: Record<string, Factor>): string {
+  const value = (v: Factor) =>
+    typeof v === "string" ? JSON.stringify(v).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`) : v === null ? "null" : String(v);
   const body = Object.keys(factors)
     .sort()
     .map((k) => `${JSON.stringify(k)}: ${value(factors[k])}`)
@@ -27,12 +30,15 @@ export interface HashInputs {
   vllmVersion: string;
   model: string;
   geometry: CacheGeometry;
-  crossLayersBlocks: boolean;
   hmaEnabled: boolean;
 }
 
-/** compute_nixl_compatibility_hash: SHA-256 over the factors that make two engines' KV interchangeable. */
-export function compatibilityFactors(i: HashInputs): Record<string, string | number | boolean> {
+/**
+ * compute_nixl_compatibility_hash in vLLM 0.29.0 (reference/vllm-restart-facts.md): its factors, with no
+ * `cross_layers_blocks`; `speculative_config` only for EAGLE/MTP drafts, which the simulator never serves,
+ * else None; `transfer_mode` "pull", the NixlConnector's (NixlPullConnector).
+ */
+export function compatibilityFactors(i: HashInputs): Record<string, Factor> {
   return {
     vllm_version: i.vllmVersion,
     nixl_connector_version: NIXL_CONNECTOR_VERSION,
@@ -43,12 +49,13 @@ export function compatibilityFactors(i: HashInputs): Record<string, string | num
     num_hidden_layers: i.geometry.numHiddenLayers,
     attn_backend_name: i.geometry.attentionBackend,
     cache_dtype: i.geometry.cacheDtype,
-    cross_layers_blocks: i.crossLayersBlocks,
     is_hma_enabled: i.hmaEnabled,
+    speculative_config: null,
+    transfer_mode: "pull",
   };
 }
 
-export function compatibilityHash(factors: Record<string, string | number | boolean>): string {
+export function compatibilityHash(factors: Record<string, Factor>): string {
   return createHash("sha256").update(pythonJsonDumps(factors)).digest("hex");
 }
 

@@ -27,7 +27,7 @@ import type { CacheGeometry } from "./geometry";
 import type { KVTransferConfig } from "./kv-transfer-config";
 import { now } from "./latency";
 import type { ProcessLog } from "./log";
-import { compatibilityHash } from "./nixl-compat";
+import { compatibilityHash, type Factor } from "./nixl-compat";
 import { hasRkeyUnpackFix, type NixlDistribution, UCX_ENDPOINT_TIMEOUT_S } from "./nixl-runtime";
 import { listenSideChannel, type HandlerResult, type Message, SideChannelClient } from "./side-channel";
 
@@ -92,7 +92,7 @@ export interface TransferStats {
 export interface NixlOptions {
   config: KVTransferConfig;
   geometry: CacheGeometry;
-  hashFactors: Record<string, string | number | boolean>;
+  hashFactors: Record<string, Factor>;
   sideChannelHost: string;
   sideChannelPort: number;
   timeScale: number;
@@ -222,7 +222,7 @@ export class NixlConnector {
     return { host: this.o.sideChannelHost, port: this.o.sideChannelPort };
   }
 
-  get hashFactors(): Record<string, string | number | boolean> {
+  get hashFactors(): Record<string, Factor> {
     return this.o.hashFactors;
   }
 

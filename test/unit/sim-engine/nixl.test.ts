@@ -3,7 +3,7 @@ import type { CacheGeometry } from "../../../sim/engine/geometry";
 import { parseKvTransferConfig } from "../../../sim/engine/kv-transfer-config";
 import { ProcessLog } from "../../../sim/engine/log";
 import { type AgentMetadata, NixlConnector } from "../../../sim/engine/nixl";
-import { compatibilityHash, pythonJsonDumps } from "../../../sim/engine/nixl-compat";
+import { compatibilityFactors, compatibilityHash, pythonJsonDumps } from "../../../sim/engine/nixl-compat";
 
 // Expected values computed with CPython: hashlib.sha256(json.dumps(factors, sort_keys=True).encode()).
 const FACTORS = {
@@ -36,6 +36,16 @@ describe("sim-engine NIXL compatibility hash", () => {
 
   it("changes with the dtype", () => {
     expect(compatibilityHash({ ...FACTORS, dtype: "torch.float16" })).to.not.equal(compatibilityHash(FACTORS));
+  });
+
+  it("hashes vLLM 0.29.0's factors: no cross_layers_blocks, speculative_config None, transfer_mode pull", () => {
+    const factors = compatibilityFactors({ vllmVersion: "0.29.0", model: "/models/llama", geometry: GEOMETRY, hmaEnabled: false });
+    expect(Object.keys(factors).sort()).to.deep.equal(
+      ["attn_backend_name", "cache_dtype", "dtype", "head_size", "is_hma_enabled", "model", "nixl_connector_version", "num_hidden_layers", "num_kv_heads", "speculative_config", "transfer_mode", "vllm_version"],
+    );
+    // CPython: json.dumps of these factors, sort_keys=True, then sha256.
+    expect(pythonJsonDumps(factors)).to.include('"speculative_config": null, "transfer_mode": "pull"');
+    expect(compatibilityHash(factors)).to.equal("230ab144b48d6ebbf79835c74edd18760744c1cfe63631e3b8027ebc29271a8b");
   });
 });
 
