@@ -89,6 +89,11 @@ export const deployment = {
   router: fleet.routerHost,
   engines: Object.fromEntries(spec.engines.map((e) => [e.id, { host: e.host, role: e.role }])),
 };
+/**
+ * With `runtime.restartKvPeers`: per KV component, its engines and who restarts when one of them does
+ * (`component`: all of them; `engine`: only that one), from their NIXL versions and launch plans, and why.
+ */
+export const restarts = fleet.restartScopes;
 /** The fleet document with every engine address replaced by its host alias (no credential is ever in it). */
 export const fleetDocument = fleet.sanitisedFleetDocument;
 /** Gate G: the router's URL (the router host's fabric address), once the router host is deployed. */

@@ -44,8 +44,11 @@ export interface EngineArgs {
    * together; the live proof comes after the wave and is bound to the peers' processes.
    */
   kvPeers?: {
-    /** Each peer field its own input, so a preview that cannot know one peer's identity yet still sees the rest. */
-    peers: Record<string, KvPeer>;
+    /**
+     * Each peer field its own input, so a preview that cannot know one peer's identity yet still sees the
+     * rest; none where the component's restart scope is one engine (lib/engine/restart-scope.ts).
+     */
+    peers: pulumi.Input<Record<string, KvPeer> | undefined>;
     wave: pulumi.Input<pulumi.Resource[]>;
   };
 }

@@ -92,6 +92,8 @@ export class Fleet extends pulumi.ComponentResource {
   public readonly sanitisedFleetDocument: pulumi.Output<Record<string, unknown>>;
   /** With `runtime.restartKvPeers`: one restart wave per KV component. */
   public readonly peerWaves: PeerWave[];
+  /** With `runtime.restartKvPeers`: per KV component, its engines and who restarts with one of them, and why. */
+  public readonly restartScopes?: pulumi.Output<Array<{ engines: string[]; kind: "component" | "engine"; reason: string }>>;
   /** Each engine's spec and resources, in config order (for stack outputs that list per-engine evidence). */
   public readonly engineParts: ReadonlyArray<{ spec: EngineSpec; engine: Engine }>;
 
@@ -133,6 +135,7 @@ export class Fleet extends pulumi.ComponentResource {
 
     this.engineParts = engines;
     this.peerWaves = kvPeers?.connect(engines.map(({ spec: e, engine }) => ({ id: e.id, host: e.host, engine })), (host) => hosts.get(host)!.connection) ?? [];
+    this.restartScopes = kvPeers?.scopes;
     this.routerHost = this.discovery.routerHost;
     this.hosts = this.discovery.summary;
     this.engines = pulumi.all(

@@ -8,6 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { FleetSpec } from "../lib/config/types";
 import { kvComponents } from "../lib/fleet/kv-components";
+import { restartScope, type RestartScope } from "../lib/engine/restart-scope";
 import { loginInputs } from "./login-inputs";
 import { PeerWave } from "../dynamic-providers/peer-wave/resource";
 import type { Engine, EngineArgs, KvPeer } from "./engine";
@@ -19,6 +20,8 @@ const RESTART_MARGIN_S = 30;
 export interface KvPeerWiring {
   /** What an engine's generation needs: its peers and the wave of its component; undefined outside any component. */
   argsFor(engineId: string): EngineArgs["kvPeers"];
+  /** Each KV component's engines and who restarts with one of them, and why (the stack's `restarts` output). */
+  readonly scopes: pulumi.Output<Array<{ engines: string[] } & RestartScope>>;
   /** Creates the waves once every engine exists. */
   connect(engines: ReadonlyArray<{ id: string; host: string; engine: Engine }>, connectionOf: (host: string) => pulumi.Input<command.types.input.remote.ConnectionArgs>): PeerWave[];
 }
@@ -35,14 +38,21 @@ export function kvPeerWiring(name: string, spec: FleetSpec, engineApiKey: pulumi
     return { url: d.url[0], processIdentity: d.processIdentity[0], processStartKey: d.processStartKey[0] };
   };
   const waves = components.map(() => pulumi.deferredOutput<pulumi.Resource[]>());
+  // Each component's restart scope, from its members' image checks (their NIXL) and plans, known once
+  // every engine exists.
+  const scopes = components.map(() => pulumi.deferredOutput<RestartScope>());
   const componentOf = new Map(components.flatMap((c, i) => c.map((id) => [id, i] as const)));
 
   return {
+    scopes: pulumi.all(scopes.map((s, i) => s[0].apply((scope) => ({ engines: components[i], ...scope })))),
+
     argsFor(engineId) {
       const c = componentOf.get(engineId);
       if (c === undefined) return undefined;
       const others = components[c].filter((id) => id !== engineId);
-      return { peers: Object.fromEntries(others.map((id) => [id, peerOf(id)])), wave: waves[c][0] };
+      const peers = Object.fromEntries(others.map((id) => [id, peerOf(id)]));
+      // Where only a restarted engine restarts, its readers' proofs stand: they are bound to no peer.
+      return { peers: scopes[c][0].apply((scope) => (scope.kind === "component" ? peers : undefined)), wave: waves[c][0] };
     },
 
     connect(engines, connectionOf) {
@@ -55,6 +65,10 @@ export function kvPeerWiring(name: string, spec: FleetSpec, engineApiKey: pulumi
       }
       return components.map((ids, i) => {
         const logins = new Map(ids.map((id) => byId.get(id)!.host).map((host) => [host, loginInputs(connectionOf(host))]));
+        const scope = pulumi
+          .all(ids.map((id) => pulumi.all([byId.get(id)!.engine.imageCheck.findings, byId.get(id)!.engine.plan]).apply(([findings, plan]) => ({ engineId: id, nixlVersion: findings?.nixl?.version ?? null, argv: plan.argv }))))
+          .apply(restartScope);
+        scopes[i][1](scope);
         const wave = new PeerWave(
           `${name}-kv-wave-${i + 1}`,
           {
@@ -74,6 +88,7 @@ export function kvPeerWiring(name: string, spec: FleetSpec, engineApiKey: pulumi
             ),
             apiKey: engineApiKey,
             restartTimeoutS: spec.runtime.deadlinesS.stop + spec.runtime.deadlinesS.start + RESTART_MARGIN_S,
+            scope,
           },
           { parent },
         );

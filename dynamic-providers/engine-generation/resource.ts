@@ -4,9 +4,12 @@ import type { EngineGenerationInputs, EngineGenerationOutputs } from "./schema";
 
 type Peer = NonNullable<EngineGenerationInputs["peers"]>[string];
 
-/** As declared, but each peer's fields are inputs of their own: one peer not known in a preview leaves the others known. */
+/**
+ * As declared, but each peer's fields are inputs of their own: one peer not known in a preview leaves the
+ * others known. The list itself may wait on the component's restart scope, which decides whether there is one.
+ */
 export type EngineGenerationArgs = Omit<ArgsOf<EngineGenerationInputs>, "peers"> & {
-  peers?: Record<string, { [K in keyof Peer]: pulumi.Input<Peer[K]> }>;
+  peers?: pulumi.Input<Record<string, { [K in keyof Peer]: pulumi.Input<Peer[K]> }> | undefined>;
 };
 
 /**

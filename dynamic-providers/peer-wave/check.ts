@@ -3,6 +3,7 @@ import { z } from "zod";
 import { seconds } from "../../lib/provider-fields";
 import type { ProcessIdentity } from "../../lib/engine/generation";
 import type { MemberRecord, Restart } from "../../lib/engine/peer-wave";
+import type { RestartScope } from "../../lib/engine/restart-scope";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 
 /** One engine of the KV component: where it serves, who owns it, and how to restart it on its host. */
@@ -34,6 +35,11 @@ export const peerWaveInputs = z.object({
   apiKey: z.string({ error: "apiKey must be text" }).optional(),
   /** Bound on one member's restart script (stop plus health deadlines, plus margin). */
   restartTimeoutS: seconds("restartTimeoutS"),
+  /**
+   * Who restarts with a member that restarted, from the members' NIXL versions and launch plans
+   * (lib/engine/restart-scope.ts); a wave recorded before it had none and restarts the component.
+   */
+  scope: z.custom<RestartScope>().optional(),
 });
 
 export type PeerWaveInputs = z.infer<typeof peerWaveInputs>;
@@ -43,6 +49,6 @@ export interface PeerWaveOutputs extends PeerWaveInputs {
   recorded: Record<string, MemberRecord>;
   /** Set by refresh: each member's live start, `null` when it did not answer. */
   observedStarts?: Record<string, number | null>;
-  /** The last wave that restarted anything: when, why, and who. */
-  lastWave?: { at: string; restarted: Restart[]; wave: string[] };
+  /** The last wave that found a member restarted: when, why, who restarted with it, and the scope's reason. */
+  lastWave?: { at: string; restarted: Restart[]; wave: string[]; scope?: string };
 }

@@ -53,7 +53,7 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     // Judged against what runs at the moment of the wave, not what the refresh saw some time before.
     const starts = await observeStarts(news.members, news.apiKey);
     const restarted = restartedMembers(olds.recorded ?? {}, news.members, starts);
-    const wave = waveFor(news.members.map((m) => m.engineId), restarted);
+    const wave = waveFor(news.members.map((m) => m.engineId), restarted, news.scope);
     // One wave: every member stops and starts at the same time, so none re-handshakes an old process.
     const results = await Promise.allSettled(news.members.filter((m) => wave.includes(m.engineId)).map((m) => restart(m, news)));
     const failed = results.flatMap((r) => (r.status === "rejected" ? [(r.reason as Error).message] : []));
@@ -61,7 +61,7 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     const outs: PeerWaveOutputs = {
       ...news,
       recorded: await record(news),
-      ...(wave.length ? { lastWave: { at: new Date().toISOString(), restarted, wave } } : olds.lastWave ? { lastWave: olds.lastWave } : {}),
+      ...(restarted.length ? { lastWave: { at: new Date().toISOString(), restarted, wave, ...(news.scope ? { scope: news.scope.reason } : {}) } } : olds.lastWave ? { lastWave: olds.lastWave } : {}),
     };
     return { outs };
   },

@@ -11,6 +11,7 @@ import type { ProcessIdentity } from "../engine/generation";
 import { canonicalDigest } from "./canonical";
 import { contractProblems, type ContractField, type EngineContract } from "./contract";
 import { AttestationError } from "./errors";
+import { flagValue } from "../image-check/request";
 
 export const ATTESTATION_SCHEMA = "narwhal.attestation";
 export const ATTESTATION_SCHEMA_VERSION = 1;
@@ -83,11 +84,6 @@ export function launchArgs(args: ReadonlyArray<string>): string[] {
   return kept;
 }
 
-function flag(argv: ReadonlyArray<string>, name: string): string | undefined {
-  const i = argv.lastIndexOf(name);
-  return i >= 0 ? argv[i + 1] : undefined;
-}
-
 /** vLLM's NIXL connector classes and the direction they move KV (narwhal's transfer-mode capture). */
 const TRANSFER_MODES: Readonly<Record<string, "pull" | "push">> = { NixlConnector: "pull", NixlPullConnector: "pull", NixlPushConnector: "push" };
 
@@ -112,7 +108,7 @@ export function attestationDocument(facts: AttestationFacts): AttestationDocumen
   if (cacheLayoutDigest(layout) !== facts.cacheLayoutDigest) bad(`the cache layout digest ${facts.cacheLayoutDigest} is not the digest of the captured layout`);
   if (layout.tensorParallelSize !== plan.tensorParallelSize) bad(`the captured layout has tensor parallel size ${layout.tensorParallelSize}, the plan ${plan.tensorParallelSize}`);
 
-  const transferText = flag(plan.argv, "--kv-transfer-config") ?? bad("the launch plan has no --kv-transfer-config");
+  const transferText = flagValue(plan.argv, "--kv-transfer-config") ?? bad("the launch plan has no --kv-transfer-config");
   let transfer: Record<string, unknown>;
   try {
     transfer = JSON.parse(transferText) as Record<string, unknown>;
@@ -151,7 +147,7 @@ export function attestationDocument(facts: AttestationFacts): AttestationDocumen
     connector,
     kv_role: typeof transfer.kv_role === "string" ? transfer.kv_role : "",
     transfer_mode: mode,
-    speculative_config: flag(plan.argv, "--speculative-config") ?? "disabled",
+    speculative_config: flagValue(plan.argv, "--speculative-config") ?? "disabled",
     enforce_handshake_compat: true,
   };
   const problems = contractProblems(contract);

@@ -5,6 +5,7 @@
  */
 import { canonicalJson } from "../digest";
 import type { ProcessIdentity } from "./generation";
+import type { RestartScope } from "./restart-scope";
 
 /** What the wave recorded of a member after it last ran: who owns the endpoint and when it started. */
 export interface MemberRecord {
@@ -54,9 +55,12 @@ export function restartedMembers(
   return restarts;
 }
 
-/** Who restarts in the wave: every member that did not just restart, or nobody when none did. */
-export function waveFor(memberIds: readonly string[], restarted: readonly Restart[]): string[] {
-  if (restarted.length === 0) return [];
+/**
+ * Who restarts in the wave: every member that did not just restart, or nobody when none did, or when the
+ * component's restart scope (./restart-scope.ts) is one engine.
+ */
+export function waveFor(memberIds: readonly string[], restarted: readonly Restart[], scope: Pick<RestartScope, "kind"> = { kind: "component" }): string[] {
+  if (restarted.length === 0 || scope.kind === "engine") return [];
   const moved = new Set(restarted.map((r) => r.engineId));
   return memberIds.filter((id) => !moved.has(id));
 }
@@ -102,6 +106,7 @@ export interface WaveSettings {
   credentials?: unknown;
   apiKey?: string;
   restartTimeoutS: number;
+  scope?: RestartScope;
 }
 
 /** Whether anything but the members' recorded processes (which the restart check reads) changed. */
@@ -111,6 +116,7 @@ export function waveSettingsChanged(olds: WaveSettings, news: WaveSettings): boo
     membership(olds) !== membership(news) ||
     canonicalJson(olds.credentials ?? null) !== canonicalJson(news.credentials ?? null) ||
     olds.apiKey !== news.apiKey ||
-    olds.restartTimeoutS !== news.restartTimeoutS
+    olds.restartTimeoutS !== news.restartTimeoutS ||
+    canonicalJson(olds.scope ?? null) !== canonicalJson(news.scope ?? null)
   );
 }

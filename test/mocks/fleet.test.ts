@@ -10,6 +10,9 @@ function promiseOf<T>(o: pulumi.Output<T>): Promise<T> {
   return new Promise((resolve) => o.apply(resolve));
 }
 
+/** The NIXL version every image check reads, when a test sets one (none: the check found no nixl distribution). */
+let checkedNixl: string | null = null;
+
 /** Give discovery the facts a real one would record, so the plans downstream resolve. */
 function state(type: string, _name: string, inputs: Record<string, any>): Record<string, unknown> {
   switch (type) {
@@ -23,7 +26,7 @@ function state(type: string, _name: string, inputs: Record<string, any>): Record
     case "command:remote:Command":
       return { ...inputs, stdout: '{"pid":42,"startedAt":"2026-01-01T00:00:00Z"}' };
     case "pulumi-nodejs:dynamic/narwhal:ImageCheck":
-      return { ...inputs, vllmApiVersion: "0.29.0+checked" };
+      return { ...inputs, vllmApiVersion: "0.29.0+checked", ...(checkedNixl ? { findings: { nixl: { version: checkedNixl } } } : {}) };
     case "pulumi-nodejs:dynamic/narwhal:Liveness":
       return { ...inputs, epoch: `epoch-${inputs.name}` };
     default:
@@ -167,6 +170,23 @@ describe("mocks: Fleet component", () => {
     expect(generation("e1").inputs.processStartKey).to.match(/^sha256:[0-9a-f]{64}$/).and.not.equal(generation("e3").inputs.processStartKey);
     const at = (name: string) => registered.findIndex((r) => r.name === name);
     for (const e of ["e1", "e2", "e3"]) expect(at(`fleet-${e}-generation`), e).to.be.greaterThan(at("fleet-kv-wave-1"));
+    // No NIXL version read is no evidence of the fix: the whole component restarts, and the wave says why.
+    expect(wave.scope).to.deep.include({ kind: "component" });
+    expect((wave.scope as { reason: string }).reason).to.match(/^NIXL unknown on e1, e2, e3 predates 1\.5\.0/);
+  });
+
+  it("with runtime.restartKvPeers and NIXL 1.5.0 on every engine, a restart is one engine's: the wave restarts nobody else and no proof is bound to a peer", async () => {
+    checkedNixl = "1.5.0";
+    try {
+      const fleet = mocks.build(fleetConfig({ runtime: { restartKvPeers: true } }), mockSecrets(API_KEY, SSH_KEY));
+      await promiseOf(fleet.engines);
+      const wave = registered.find((r) => r.type === "pulumi-nodejs:dynamic/narwhal:PeerWave")!.inputs;
+      expect(wave.scope).to.deep.include({ kind: "engine" });
+      expect((wave.scope as { reason: string }).reason).to.include("only that engine restarts");
+      for (const e of ["e1", "e2", "e3"]) expect(registered.find((r) => r.name === `fleet-${e}-generation`)!.inputs.peers, e).to.equal(undefined);
+    } finally {
+      checkedNixl = null;
+    }
   });
 
   it("with runtime.restartKvPeers off, no wave and no peers on any proof", async () => {
