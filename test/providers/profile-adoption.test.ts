@@ -10,12 +10,12 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Sweep } from "../../lib/profiling/sweep";
-import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { provider as profileProvider } from "../../dynamic-providers/profile/provider";
 import { writeStore } from "../../dynamic-providers/profile-store/provider";
 import type { ProfileInputs, ProfileOutputs } from "../../dynamic-providers/profile/schema";
 import { KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, completedRequests, type SimEngine } from "../unit/sim-engine/helpers";
+import { profileInputs, provedEngine } from "./support/profiled-engine";
 
 const STACK = "provider-tests";
 const API_KEY = "sk-narwhal-adopt-7d2b4e";
@@ -32,27 +32,12 @@ describe("providers: Profile adopts a runbook's profile store", function () {
   const engines: SimEngine[] = [];
   const generations: EngineGenerationOutputs[] = [];
 
-  const prove = async (id: string, engine: SimEngine) =>
-    (await generationProvider.create({ engineId: id, hostAlias: "local", url: engine.url, apiKey: API_KEY, processIdentity: { hostAlias: "local", pid: engine.proc.pid! }, planSha256: "sha256:" + "c3".repeat(32), expectedVersion: "0.29.0", servedName: "tiny", probeTimeoutS: 20 }))
-      .outs as EngineGenerationOutputs;
+  const prove = (id: string, engine: SimEngine) => provedEngine(id, engine, { apiKey: API_KEY, planSha256: "sha256:" + "c3".repeat(32) });
 
-  const inputsFor = (id: string, g: EngineGenerationOutputs): ProfileInputs => ({
-    engineId: id,
-    hostAlias: "local",
-    url: g.url,
-    servedName: "tiny",
-    generationDigest: g.generationDigest,
-    processStartTime: g.processStartTime,
-    version: g.version,
-    planSha256: g.planSha256,
-    sweep: SWEEP,
-    maxNumSeqs: 8,
-    apiKey: API_KEY,
-    probeTimeoutS: 20,
-    requestTimeoutS: 60,
-    stack: STACK,
-    adopt: { storePath: path.join(dir, "runs", "profiles.json"), storeSha256: sha(path.join(dir, "runs", "profiles.json")), samplesPath: path.join(dir, "runs", "profiles.samples.json"), samplesSha256: sha(path.join(dir, "runs", "profiles.samples.json")) },
-  });
+  const inputsFor = (id: string, g: EngineGenerationOutputs): ProfileInputs =>
+    profileInputs(id, g, { apiKey: API_KEY, sweep: SWEEP, stack: STACK }, {
+      adopt: { storePath: path.join(dir, "runs", "profiles.json"), storeSha256: sha(path.join(dir, "runs", "profiles.json")), samplesPath: path.join(dir, "runs", "profiles.samples.json"), samplesSha256: sha(path.join(dir, "runs", "profiles.samples.json")) },
+    });
 
   before(async () => {
     model = makeModel({});

@@ -10,14 +10,13 @@ import { expect } from "chai";
 import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { measureProfile } from "../../dynamic-providers/profile/provider";
 import type { ProfileInputs } from "../../dynamic-providers/profile/schema";
 import { decodeMape, fitDecodePlane, fitPrefillMedians, type DecodePoint } from "../../lib/profiling/fit";
 import { DISTURBED_LATENESS, RETAKES_PER_PHASE_SAMPLE, RETAKES_PER_SAMPLE, type ResampleSummary } from "../../lib/profiling/resample";
 import { DEFAULT_SWEEP, type Sweep } from "../../lib/profiling/sweep";
 import { makeModel, removeTemps, ROOT, startEngine, stopAll } from "../unit/sim-engine/helpers";
+import { profileInputs, provedEngine } from "./support/profiled-engine";
 
 const STACK = "provider-tests";
 const API_KEY = "sk-narwhal-profile-busy-8d21c4";
@@ -34,25 +33,8 @@ describe("providers: a profile on a busy machine re-takes the samples the machin
 
   before(async () => {
     const engine = await startEngine({ model: makeModel({}), args: ARGS, sim: { timeScale: TIME_SCALE, startupDelayS: 0 } });
-    const planSha256 = "sha256:" + "d8".repeat(32);
-    const g = (await generationProvider.create({ engineId: "e0", hostAlias: "local", url: engine.url, apiKey: API_KEY, processIdentity: { hostAlias: "local", pid: engine.proc.pid! }, planSha256, expectedVersion: "0.29.0", servedName: "tiny", probeTimeoutS: 20 }))
-      .outs as EngineGenerationOutputs;
-    inputs = {
-      engineId: "e0",
-      hostAlias: "local",
-      url: g.url,
-      servedName: "tiny",
-      generationDigest: g.generationDigest,
-      processStartTime: g.processStartTime,
-      version: g.version,
-      planSha256,
-      sweep: SWEEP,
-      maxNumSeqs: 8,
-      apiKey: API_KEY,
-      probeTimeoutS: 20,
-      requestTimeoutS: 60,
-      stack: STACK,
-    };
+    const g = await provedEngine("e0", engine, { apiKey: API_KEY, planSha256: "sha256:" + "d8".repeat(32) });
+    inputs = profileInputs("e0", g, { apiKey: API_KEY, sweep: SWEEP, stack: STACK });
     for (let i = 0; i < BUSY_LOOPS; i++) loops.push(spawn(process.execPath, ["-e", "for(;;){}"], { stdio: "ignore" }));
   });
 

@@ -10,13 +10,12 @@
 import { expect } from "chai";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
-import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { measureProfile } from "../../dynamic-providers/profile/provider";
 import type { ProfileInputs } from "../../dynamic-providers/profile/schema";
 import { ProfileError } from "../../lib/profiling/errors";
 import type { Sweep } from "../../lib/profiling/sweep";
 import { makeModel, removeTemps, ROOT, startEngine, stopAll } from "../unit/sim-engine/helpers";
+import { profileInputs, provedEngine } from "./support/profiled-engine";
 
 const STACK = "provider-tests";
 const API_KEY = "sk-narwhal-profile-limits-3b7f20";
@@ -29,25 +28,8 @@ describe("providers: Profile accepts only a fit the preflight accepts", function
 
   before(async () => {
     const engine = await startEngine({ model: makeModel({}), args: ARGS, sim: { timeScale: 0.5, startupDelayS: 0 } });
-    const planSha256 = "sha256:" + "c4".repeat(32);
-    const g = (await generationProvider.create({ engineId: "e0", hostAlias: "local", url: engine.url, apiKey: API_KEY, processIdentity: { hostAlias: "local", pid: engine.proc.pid! }, planSha256, expectedVersion: "0.29.0", servedName: "tiny", probeTimeoutS: 20 }))
-      .outs as EngineGenerationOutputs;
-    inputs = {
-      engineId: "e0",
-      hostAlias: "local",
-      url: g.url,
-      servedName: "tiny",
-      generationDigest: g.generationDigest,
-      processStartTime: g.processStartTime,
-      version: g.version,
-      planSha256,
-      sweep: SWEEP,
-      maxNumSeqs: 8,
-      apiKey: API_KEY,
-      probeTimeoutS: 20,
-      requestTimeoutS: 60,
-      stack: STACK,
-    };
+    const g = await provedEngine("e0", engine, { apiKey: API_KEY, planSha256: "sha256:" + "c4".repeat(32) });
+    inputs = profileInputs("e0", g, { apiKey: API_KEY, sweep: SWEEP, stack: STACK });
   });
 
   after(async () => {

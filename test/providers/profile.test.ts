@@ -10,13 +10,13 @@ import * as fs from "node:fs";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import * as path from "node:path";
 import { DEFAULT_SWEEP, type Sweep } from "../../lib/profiling/sweep";
-import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-generation/schema";
 import { measureProfile, provider as profileProvider } from "../../dynamic-providers/profile/provider";
 import { writeStore } from "../../dynamic-providers/profile-store/provider";
 import type { ProfileStoreInputs } from "../../dynamic-providers/profile-store/schema";
 import type { ProfileInputs, ProfileOutputs } from "../../dynamic-providers/profile/schema";
 import { http, makeModel, removeTemps, ROOT, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
+import { profileInputs, provedEngine } from "./support/profiled-engine";
 
 const STACK = "provider-tests";
 const API_KEY = "sk-narwhal-profile-5c1e9a";
@@ -33,31 +33,11 @@ const SWEEP: Sweep = { ...DEFAULT_SWEEP, prefillLens: [256, 512, 1024, 2048, 307
 const REL = 0.15;
 const ABS_S = 0.003;
 
-async function prove(id: string, engine: SimEngine): Promise<EngineGenerationOutputs> {
-  const planSha256 = "sha256:" + Buffer.from(id.padEnd(32, "-")).toString("hex");
-  return (await generationProvider.create({ engineId: id, hostAlias: "local", url: engine.url, apiKey: API_KEY, processIdentity: { hostAlias: "local", pid: engine.proc.pid! }, planSha256, expectedVersion: "0.29.0", servedName: "tiny", probeTimeoutS: 20 }))
-    .outs as EngineGenerationOutputs;
-}
+const prove = (id: string, engine: SimEngine): Promise<EngineGenerationOutputs> =>
+  provedEngine(id, engine, { apiKey: API_KEY, planSha256: "sha256:" + Buffer.from(id.padEnd(32, "-")).toString("hex") });
 
 function inputsFor(id: string, g: EngineGenerationOutputs, url = g.url): ProfileInputs {
-  return {
-    engineId: id,
-    hostAlias: "local",
-    url,
-    servedName: "tiny",
-    generationDigest: g.generationDigest,
-    processStartTime: g.processStartTime,
-    version: g.version,
-    attestationDigest: "sha256:" + "a1".repeat(32),
-    launchDigest: "sha256:" + "b2".repeat(32),
-    planSha256: g.planSha256,
-    sweep: SWEEP,
-    maxNumSeqs: 8,
-    apiKey: API_KEY,
-    probeTimeoutS: 20,
-    requestTimeoutS: 60,
-    stack: STACK,
-  };
+  return profileInputs(id, g, { apiKey: API_KEY, sweep: SWEEP, stack: STACK }, { url, attestationDigest: "sha256:" + "a1".repeat(32), launchDigest: "sha256:" + "b2".repeat(32) });
 }
 
 /** Sweeps taken before the coefficients' comparison fails (see the test). */
