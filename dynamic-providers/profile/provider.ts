@@ -32,6 +32,9 @@ import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { hasUnknown } from "../../lib/unknown";
 import { HttpJournal, currentHttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { profileHttp } from "../../lib/profiling/engine-http";
+import { countedClient } from "../../lib/profiling/counted-client";
+import { loadOf, reservationOf, settledLoad, witness, type Reservation } from "../../lib/engine/reservation";
+import type { EngineClient } from "../../lib/profiling/client";
 import { withRoutes } from "../preflight/routes";
 import { profileInputs, type ProfileInputs, type ProfileOutputs } from "./schema";
 
@@ -73,7 +76,29 @@ async function record(i: ProfileInputs, entry: Record<string, unknown>, startedA
 }
 
 /** One sweep, not yet judged against the limits: the row and everything create keeps of it. */
-type Swept = ReturnType<typeof sweptRow> & Pick<ProfileResult, "maxModelLen" | "effectiveSweep"> & { startedAt: string; wallSeconds: number; resampled?: ResampleSummary };
+type Swept = ReturnType<typeof sweptRow> & Pick<ProfileResult, "maxModelLen" | "effectiveSweep"> & { startedAt: string; wallSeconds: number; resampled?: ResampleSummary; reservation: Reservation };
+
+/**
+ * Runs `sweep` on a client that counts its own completions, between two reads of the engine's load: what
+ * the engine served besides the sweep in that window is its reservation (lib/engine/reservation.ts). A
+ * closing read that fails leaves the reservation unproven, never the sweep lost.
+ */
+async function reservedSweep<T>(engineId: string, http: EngineClient, probeTimeoutS: number, sweep: (c: EngineClient) => Promise<T>): Promise<{ value: T; reservation: Reservation }> {
+  const readLoad = async () => {
+    const r = await http.get("/metrics", probeTimeoutS);
+    if (r.status !== 200) throw new Error(`GET /metrics answered ${r.status}`);
+    return loadOf(r.body, http.label);
+  };
+  const before = await readLoad();
+  const counted = countedClient(http);
+  const value = await sweep(counted);
+  try {
+    const after = await settledLoad(readLoad, before, counted.finished());
+    return { value, reservation: reservationOf([witness(engineId, before, after, counted.finished())]) };
+  } catch (err) {
+    return { value, reservation: { idle: false, engines: [], reasons: [`engine ${engineId}: its load could not be read after the sweep (${(err as Error).message}), so its reservation is not proven`] } };
+  }
+}
 
 /** The event-loop monitor's period: short enough to see a lateness within one prefill sample. */
 const LOOP_RESOLUTION_MS = 5;
@@ -98,16 +123,17 @@ async function sweepOnce(i: ProfileInputs, binding: ReturnType<typeof bindingOf>
   const raw: MeasureRecord = emptyRecord();
   const contention = machineContention();
   try {
-    const m = await withRoutes(i, [{ url: i.url }], async ([{ url: base }]) => {
+    const { value: m, reservation } = await withRoutes(i, [{ url: i.url }], async ([{ url: base }]) => {
       currentHttpJournal()?.name(base, `engine ${i.engineId}`);
       const http = profileHttp(base, i.apiKey, label, Math.max(...i.sweep.decodeConcurrency, i.maxNumSeqs ?? 1) + 2);
       try {
-        return await new Profiler(http, { iid: i.engineId, model: i.servedName, sweep: i.sweep, maxNumSeqs: i.maxNumSeqs, processStartTime: i.processStartTime, probeTimeoutS: i.probeTimeoutS, requestTimeoutS: i.requestTimeoutS, log, contention: contention.gauge }, raw).run();
+        const options = { iid: i.engineId, model: i.servedName, sweep: i.sweep, maxNumSeqs: i.maxNumSeqs, processStartTime: i.processStartTime, probeTimeoutS: i.probeTimeoutS, requestTimeoutS: i.requestTimeoutS, log, contention: contention.gauge };
+        return await reservedSweep(i.engineId, http, i.probeTimeoutS, (client) => new Profiler(client, options, raw).run());
       } finally {
         await http.close();
       }
     });
-    return { ...sweptRow(i, binding, m, raw), maxModelLen: m.maxModelLen, effectiveSweep: m.sweep, startedAt, wallSeconds: (Date.now() - t0) / 1000, ...(m.resampled ? { resampled: m.resampled } : {}) };
+    return { ...sweptRow(i, binding, m, raw), maxModelLen: m.maxModelLen, effectiveSweep: m.sweep, startedAt, wallSeconds: (Date.now() - t0) / 1000, ...(m.resampled ? { resampled: m.resampled } : {}), reservation };
   } catch (err) {
     const message = (err as Error).message;
     let where = "";
@@ -147,10 +173,11 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
         const resampled = s.resampled ? `; ${resampleBrief(s.resampled)}` : "";
         if (reasons.length) log?.(`engine ${i.engineId}: try ${attempt} over the preflight's limits (${reasons.join("; ")}${resampled}); measuring again`);
         else if (s.resampled?.retaken) log?.(`engine ${i.engineId}: try ${attempt} within the limits${resampled}`);
-        const observations = { attempt, row: s.row, fitErrors: s.fitErrors, fitLimits: i.fitLimits ?? NARWHAL_FIT_LIMITS, maxModelLen: s.maxModelLen, wallSeconds: s.wallSeconds, ...(s.resampled ? { resampled: s.resampled } : {}) };
+        const observations = { attempt, row: s.row, fitErrors: s.fitErrors, fitLimits: i.fitLimits ?? NARWHAL_FIT_LIMITS, maxModelLen: s.maxModelLen, wallSeconds: s.wallSeconds, ...(s.resampled ? { resampled: s.resampled } : {}), reservation: s.reservation };
         const written = i.stack ? await record(i, { ...s.entry }, s.startedAt, { status: reasons.length ? "fail" : "pass", reasons }, observations) : undefined;
         if (written) kept.set(attempt, written);
-        tries.push({ attempt, fitErrors: s.fitErrors, problems: reasons, ...(s.resampled ? { resampled: resampledFigures(s.resampled) } : {}), ...(written ? { evidence: written.evidence } : {}) });
+        if (!s.reservation.idle) log?.(`engine ${i.engineId}: try ${attempt} was not reserved: ${s.reservation.reasons.join("; ")}`);
+        tries.push({ attempt, fitErrors: s.fitErrors, problems: reasons, reserved: s.reservation.idle, ...(s.resampled ? { resampled: resampledFigures(s.resampled) } : {}), ...(written ? { evidence: written.evidence } : {}) });
       },
     }));
   } catch (err) {
@@ -162,10 +189,10 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
   }
   // The accepted try's record: keyed by its attempt, which counts the sweeps a prefill stop ended too.
   const last = kept.get(tries[tries.length - 1].attempt);
-  const { row, fitErrors, maxModelLen, effectiveSweep } = accepted;
+  const { row, fitErrors, maxModelLen, effectiveSweep, reservation } = accepted;
   // Every try's time: what this engine's profile cost the up.
   const wallSeconds = (Date.now() - t0) / 1000;
-  return profileResult({ row, bindingDigest: binding.digest, fitErrors, maxModelLen, effectiveSweep, measuredAt: accepted.startedAt, wallSeconds, fitTries: tries }, accepted.entry, last);
+  return profileResult({ row, bindingDigest: binding.digest, fitErrors, maxModelLen, effectiveSweep, measuredAt: accepted.startedAt, wallSeconds, fitTries: tries, reservation }, accepted.entry, last);
 }
 
 /**

@@ -11,6 +11,6 @@ export type ProfileArgs = ArgsOf<ProfileInputs>;
 export class Profile extends dynamicResource<ProfileInputs, ProfileOutputs>()({
   type: "Profile",
   provider: "dynamic-providers/profile/provider.ts",
-  outputs: ["row", "profileDigest", "bindingDigest", "fitErrors", "maxModelLen", "effectiveSweep", "samples", "evidence", "measuredAt", "wallSeconds", "adoption", "fitTries"],
+  outputs: ["row", "profileDigest", "bindingDigest", "fitErrors", "maxModelLen", "effectiveSweep", "samples", "evidence", "measuredAt", "wallSeconds", "adoption", "fitTries", "reservation"],
   secretOutputs: ["apiKey", "viaPrivateKey", "viaPassword"],
 }) {}

@@ -78,3 +78,25 @@ export function reservationReasons(observations: unknown): string[] | undefined 
   if (!r || r.idle !== false) return undefined;
   return Array.isArray(r.reasons) && r.reasons.length ? r.reasons.map(String) : ["the probe's engines served other requests during it"];
 }
+
+/** How long a probe's closing read waits for vLLM's finish counter to cover the probe's own requests. */
+export const SETTLE_BOUND_S = 2;
+const SETTLE_STEP_MS = 100;
+
+/**
+ * The closing read of a window: vLLM counts a finish as it processes the step's outputs, which can come a
+ * moment after the client read the answer, so the engine is read again, within {@link SETTLE_BOUND_S},
+ * until its finishes cover the probe's own and it holds nothing; the last read is taken either way (what
+ * it still shows then is foreign).
+ */
+export async function settledLoad(read: () => Promise<EngineLoad>, before: EngineLoad, own: number, o: { now?: () => number; sleep?: (ms: number) => Promise<void>; boundS?: number } = {}): Promise<EngineLoad> {
+  const now = o.now ?? Date.now;
+  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const until = now() + (o.boundS ?? SETTLE_BOUND_S) * 1000;
+  for (;;) {
+    const load = await read();
+    const covered = load.processStart !== before.processStart || (load.finished - before.finished >= own && load.inFlight === 0);
+    if (covered || now() >= until) return load;
+    await sleep(SETTLE_STEP_MS);
+  }
+}

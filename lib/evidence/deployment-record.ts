@@ -7,6 +7,7 @@
 import { GATES, gateOfKind, type GateId } from "./gates";
 import { evidenceRecord, type EvidenceHttp, type EvidenceRecord, type EvidenceVerdict } from "./record";
 import { LOAD_TRIAL_KIND, trialStep, type TrialStepSummary } from "./trial-step";
+import { reservationReasons } from "../engine/reservation";
 
 /** A record read back from the store, with where it is and the digest that proves it unchanged. */
 export interface StoredRecord {
@@ -69,7 +70,10 @@ export interface GateStep {
   verdict: EvidenceVerdict;
   /** A trial point's id, offered rate and trial verdict. */
   trial?: TrialStepSummary;
-  /** Why the step passed only in part (a preflight whose observations say `degraded`): its gate is `degraded`. */
+  /**
+   * Why the step passed only in part (a preflight whose observations say `degraded`, a probe whose
+   * engines served other requests during it): its gate is `degraded`.
+   */
   degraded?: string[];
   startedAt: string;
   endedAt: string;
@@ -83,7 +87,8 @@ export interface GateStep {
 }
 
 /**
- * `degraded`: every current step passed, but one passed only in part (a preflight that skipped checks);
+ * `degraded`: every current step passed, but one passed only in part (a preflight that skipped checks, a
+ * probe taken beside other traffic);
  * `not-recorded`: the store holds no record of the gate (it has not run, or it keeps no store record).
  */
 export type GateStatus = "pass" | "degraded" | "fail" | "info" | "not-recorded";
@@ -137,13 +142,23 @@ export const INSTALL_KIND = "install";
 const obj = (v: unknown): Record<string, unknown> | undefined => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
 
 /** The preflight's own word on a partial run: observations.status `degraded`, with what it skipped. */
-function degradedOf(record: EvidenceRecord): string[] | undefined {
-  if (record.kind !== "preflight") return undefined;
+function preflightDegraded(record: EvidenceRecord): string[] {
+  if (record.kind !== "preflight") return [];
   const o = obj(record.observations);
-  if (o?.status !== "degraded") return undefined;
+  if (o?.status !== "degraded") return [];
   const skipped = Array.isArray(o.skipped) ? o.skipped.map(obj).filter((x) => x !== undefined) : [];
   const reasons = skipped.map((x) => `${String(x.gate ?? "a gate")} skipped: ${String(x.message ?? "no reason given")}`);
   return reasons.length ? reasons : record.verdict.reasons.length ? [...record.verdict.reasons] : ["preflight status degraded"];
+}
+
+/**
+ * Why a passing step passed only in part: a degraded preflight, or a probe (fabric edge, profile,
+ * calibration) whose engines served other traffic during it, so its figures are not the idle figures the
+ * runbook reserves the engines for (lib/engine/reservation.ts).
+ */
+function degradedOf(record: EvidenceRecord): string[] | undefined {
+  const reasons = [...preflightDegraded(record), ...(reservationReasons(record.observations) ?? [])];
+  return reasons.length ? reasons : undefined;
 }
 
 function stepOf({ relativePath, digest, record }: StoredRecord, engineHosts: EngineHosts): GateStep {

@@ -9,6 +9,7 @@ import { measuredRow, type MeasureRecord, type Measurement } from "./measure";
 import { attestationBindingDigest, identityGenerationDigest, type EngineSamples, type ProfileRow } from "./store";
 import type { Sweep } from "./sweep";
 import type { ResampledFigures } from "./resample";
+import type { Reservation } from "../engine/reservation";
 
 /** How create came by the row: adopted from an earlier store, or measured (and, with `adopt` set, why). */
 export interface ProfileAdoption {
@@ -31,6 +32,8 @@ export interface ProfileFitTry {
   problems: string[];
   /** The samples the sweep took again while the timing host was disturbed, and that host's contention. */
   resampled?: ResampledFigures;
+  /** Whether the engine served nothing but this sweep during it (lib/engine/reservation.ts). */
+  reserved?: boolean;
   evidence?: { relativePath: string; digest: string };
 }
 
@@ -54,6 +57,8 @@ export interface ProfileResult {
   fitTries: ProfileFitTry[];
   /** Set when `adopt` was given: whether the row was adopted or measured, and why. */
   adoption?: ProfileAdoption;
+  /** The accepted sweep's reservation: whether the engine served anything else during it; absent when adopted. */
+  reservation?: Reservation;
 }
 
 /** The engine a row is measured on, as the Profile's inputs name it. */
@@ -102,7 +107,7 @@ export function sweptRow(i: ProfiledEngine, binding: ReturnType<typeof bindingOf
 
 /** The result create returns for a row, measured or adopted; `samples` is the kept sidecar entry, or its digest when nothing was kept. */
 export function profileResult(
-  r: Pick<ProfileResult, "row" | "bindingDigest" | "fitErrors" | "maxModelLen" | "effectiveSweep" | "measuredAt" | "wallSeconds" | "fitTries" | "adoption">,
+  r: Pick<ProfileResult, "row" | "bindingDigest" | "fitErrors" | "maxModelLen" | "effectiveSweep" | "measuredAt" | "wallSeconds" | "fitTries" | "adoption" | "reservation">,
   entry: unknown,
   kept: { artifact: ProfileResult["samples"]; evidence: NonNullable<ProfileResult["evidence"]> } | undefined,
 ): ProfileResult {

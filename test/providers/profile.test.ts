@@ -103,8 +103,44 @@ describe("providers: Profile against simulated engines", function () {
       expect(p.row.decode_max_requests).to.equal(8);
       expect(p.effectiveSweep.decodeConcurrency).to.deep.equal([1, 4, 8]);
       expect(p.fitErrors.decodeFitMape).to.be.below(0.05);
+      // Nothing else sent to the engines: each served exactly the sweep's own completions in its window.
+      const [w] = p.reservation!.engines;
+      expect(p.reservation!.idle, JSON.stringify(p.reservation)).to.equal(true);
+      expect(w.own).to.be.greaterThan(0);
+      expect(w.after.finished - w.before.finished).to.equal(w.own);
     }
   }
+
+  it("proves a sweep beside other traffic unreserved: the engine's counters show what it served besides the sweep, in the outputs and the record", async () => {
+    const g = proved[0];
+    // Another client (a serving router's traffic) sends one short completion after another to e0.
+    let sent = 0;
+    let answered = 0;
+    let stop = false;
+    const traffic = (async () => {
+      while (!stop) {
+        sent++;
+        const r = await http(`${engines[0].url}/v1/completions`, { body: { model: "tiny", prompt: "other traffic", max_tokens: 2 }, headers: { authorization: `Bearer ${API_KEY}` } });
+        if (r.status === 200) answered++;
+      }
+    })();
+    let p: ProfileOutputs;
+    try {
+      p = (await profileProvider.create({ ...inputsFor("e0", g), fitLimits: { maxDecodeFitMape: 1, maxDecodeCvMape: 1 } })).outs as ProfileOutputs;
+    } finally {
+      stop = true;
+      await traffic;
+    }
+    const r = p.reservation!;
+    expect(r.idle).to.equal(false);
+    expect(answered).to.be.greaterThan(0);
+    // Every foreign request counted is one the other client sent; its last may have come after the window.
+    expect(r.engines[0].foreign).to.be.within(1, sent);
+    expect(r.reasons[0]).to.match(/^engine e0 served \d+ requests? besides the probe's \d+.*: it was not reserved/);
+    expect(p.fitTries.at(-1)!.reserved).to.equal(false);
+    const record = JSON.parse(fs.readFileSync(path.join(ROOT, "runs", STACK, "evidence", p.evidence!.relativePath), "utf8"));
+    expect(record.observations.reservation.reasons).to.deep.equal(r.reasons);
+  });
 
   function storeInputs(dir: string, file = "profiles.json"): ProfileStoreInputs {
     return {

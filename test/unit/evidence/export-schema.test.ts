@@ -100,6 +100,21 @@ describe("evidence: the exported deployment record's schema", () => {
     expect(rerun.startingState.kind === "previous-record" && rerun.startingState.record.digest).to.equal(records.find((r) => r.record.kind === "preflight")!.digest);
   });
 
+  it("makes a probe's gate degraded while its current record says its engines served other traffic; a reserved re-measure passes it", () => {
+    const records = everyKind().filter((r) => r.record.kind !== "preflight");
+    const busy = { idle: false, engines: [], reasons: ["engine e0 served 3 requests besides the probe's 40: it was not reserved, so its figures are not the runbook's idle figures"] };
+    const edge = records.findIndex((r) => r.record.kind === "fabric-edge");
+    records[edge] = stored(sampleRecord({ ...records[edge].record, observations: { reservation: busy } }));
+    const index = deploymentRecord("dev", records);
+    const gateD = index.gates.find((g) => g.gate === "D")!;
+    expect(gateD.status).to.equal("degraded");
+    expect(gateD.steps.find((s) => s.kind === "fabric-edge")!.degraded).to.deep.equal(busy.reasons);
+    expect(DeploymentRecordSchema.safeParse(JSON.parse(JSON.stringify(index))).success).to.equal(true);
+
+    const quiet = stored(sampleRecord({ ...records[edge].record, startedAt: "2025-01-31T13:00:00.000Z", endedAt: "2025-01-31T13:01:00.000Z", observations: { reservation: { idle: true, engines: [], reasons: [] } } }));
+    expect(deploymentRecord("dev", [...records, quiet]).gates.find((g) => g.gate === "D")!.status).to.equal("pass");
+  });
+
   it("fails the schema when a step loses a field", () => {
     const index = JSON.parse(JSON.stringify(deploymentRecord("dev", everyKind()))) as { gates: Array<{ steps: Array<Record<string, unknown>> }> };
     delete index.gates[0].steps[0].startingState;
