@@ -168,6 +168,7 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
       measure: () => sweepOnce(i, binding, label, log),
       rowOf: (s) => s.row,
       resamplesOf: (s) => s.resampled,
+      unreservedOf: (s) => s.reservation.reasons,
       kept: async ({ attempt, result: s, problems }) => {
         const reasons = problems.map((p) => p.message);
         const resampled = s.resampled ? `; ${resampleBrief(s.resampled)}` : "";
@@ -176,7 +177,7 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
         const observations = { attempt, row: s.row, fitErrors: s.fitErrors, fitLimits: i.fitLimits ?? NARWHAL_FIT_LIMITS, maxModelLen: s.maxModelLen, wallSeconds: s.wallSeconds, ...(s.resampled ? { resampled: s.resampled } : {}), reservation: s.reservation };
         const written = i.stack ? await record(i, { ...s.entry }, s.startedAt, { status: reasons.length ? "fail" : "pass", reasons }, observations) : undefined;
         if (written) kept.set(attempt, written);
-        if (!s.reservation.idle) log?.(`engine ${i.engineId}: try ${attempt} was not reserved: ${s.reservation.reasons.join("; ")}`);
+        if (!s.reservation.idle) log?.(`engine ${i.engineId}: try ${attempt} was not reserved (${s.reservation.reasons.join("; ")})`);
         tries.push({ attempt, fitErrors: s.fitErrors, problems: reasons, reserved: s.reservation.idle, ...(s.resampled ? { resampled: resampledFigures(s.resampled) } : {}), ...(written ? { evidence: written.evidence } : {}) });
       },
     }));

@@ -122,6 +122,26 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
   }
 
   /**
+   * Each engine's newest profile sweep since `t`, with what its engine served besides the sweep: the
+   * reservation the runbook asks of a re-measure while the router serves (lib/engine/reservation.ts).
+   */
+  async function reservationsSince(t: number): Promise<Record<string, { idle: boolean; reasons: string[]; foreign: number; sweeps: number }>> {
+    const store = new EvidenceStore(evidenceRoot(PROJECT_ROOT, STACK));
+    const out: Record<string, { at: number; idle: boolean; reasons: string[]; foreign: number; sweeps: number }> = {};
+    for (const r of await store.list("profile")) {
+      const rec = (await store.read(r.relativePath, r.digest)) as unknown as { subject: { alias: string }; startedAt: string; observations: { reservation?: { idle: boolean; reasons: string[]; engines: Array<{ foreign: number }> } } };
+      const at = Date.parse(rec.startedAt);
+      const reservation = rec.observations.reservation;
+      if (at < t || !reservation) continue;
+      const was = out[rec.subject.alias];
+      const sweeps = (was?.sweeps ?? 0) + 1;
+      if (!was || at > was.at) out[rec.subject.alias] = { at, idle: reservation.idle, reasons: reservation.reasons, foreign: reservation.engines[0]?.foreign ?? 0, sweeps };
+      else was.sweeps = sweeps;
+    }
+    return Object.fromEntries(Object.entries(out).map(([id, { at: _at, ...rest }]) => [id, rest]));
+  }
+
+  /**
    * The one `up --refresh` after a fault: it succeeds, measures again exactly what the preview planned
    * (from the records' own times), restarts every engine the preview names, and leaves nothing to do.
    */
@@ -170,6 +190,7 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     await expectNothingPlanned(stack, { refresh: true });
     // Clients through the router from before the fault until the fleet converged again.
     let samples: Array<{ at: number; pid: string }> = [];
+    const faultAt = Date.now();
     const report = await clientsThrough("a, engine killed", async () => {
       await runInHost(big.alias, ["sh", "-c", `kill -KILL "$(cat ${runDir("f2")}/pid)"`]);
       const steps = await plannedChanges(stack, { refresh: true });
@@ -203,6 +224,12 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     expect(old).to.match(/^\d+$/);
     expect(samples.some((x) => x.pid === old && x.at >= lastProved), "the old router served past the engines' proofs").to.equal(true);
     expect(samples[samples.length - 1].pid).to.match(/^\d+$/).and.not.equal(old);
+    // Clients sent through the serving router all along, yet no request reached an engine while it was
+    // profiled again: the router had ejected every restarted process (docs/gates.md).
+    const reserved = await reservationsSince(faultAt);
+    console.log(`      profiles re-measured under traffic: ${JSON.stringify(reserved)}`);
+    expect(Object.keys(reserved).sort()).to.deep.equal(ENGINES);
+    for (const [id, r] of Object.entries(reserved)) expect(r.idle, `${id}: ${r.reasons.join("; ")}`).to.equal(true);
     await expectNarwhalCheckAgrees(stack);
   });
 
