@@ -40,6 +40,8 @@ export interface EngineProfileSummary {
   fitTries?: ProfileFitTry[];
   /** With `profiling.adoptStore`: adopted from it, or measured and why. */
   adoption?: ProfileAdoption;
+  /** Set when the accepted sweep's engine served other requests during it: why it was not reserved. */
+  unreserved?: string[];
 }
 
 /**
@@ -126,13 +128,14 @@ export class ProfileMesh extends pulumi.ComponentResource {
       Object.fromEntries(
         Object.entries(this.profiles).map(([id, p]) => [
           id,
-          pulumi.all([p.profileDigest, p.bindingDigest, p.fitErrors, p.evidence, p.adoption, p.fitTries]).apply(([profileDigest, bindingDigest, fitErrors, evidence, adoption, fitTries]): EngineProfileSummary => ({
+          pulumi.all([p.profileDigest, p.bindingDigest, p.fitErrors, p.evidence, p.adoption, p.fitTries, p.reservation]).apply(([profileDigest, bindingDigest, fitErrors, evidence, adoption, fitTries, reservation]): EngineProfileSummary => ({
             profileDigest,
             bindingDigest,
             fitErrors,
             ...(evidence ? { evidence } : {}),
             ...(fitTries && fitTries.length > 1 ? { fitTries } : {}),
             ...(adoption ? { adoption } : {}),
+            ...(reservation && !reservation.idle ? { unreserved: reservation.reasons } : {}),
           })),
         ]),
       ),
