@@ -5,8 +5,8 @@
  *   sides of the path (MTU, address, `ip route get`, route files), refuse a path that is not the fabric,
  *   check that nothing else uses iperf3 or the port, start the server on the destination, run the client
  *   on the source, stop the server whatever happened, and record everything as evidence, with the
- *   reservation the engines on both hosts prove from their counters read around it (./reservation.ts). A `ucx_rdma`
- *   edge does the same with ib_write_bw between its HCA ports, refusing a port that is
+ *   reservation the engines on both hosts prove from their counters read around it (./reservation.ts).
+ *   A `ucx_rdma` edge does the same with ib_write_bw between its HCA ports, refusing a port that is
  *   not ACTIVE or lacks its GID index first and reading the port counters around the test. The verdict
  *   against the budget is computed, and kept: "below" is reported by the fleet's fabric gate, so the
  *   figure stays on record and a budget change re-evaluates it without re-measuring.

@@ -25,7 +25,7 @@ export interface UnreadEngine {
   engine: string;
   side: EdgeHostEngine["side"];
   url: string;
-  /** `before`, `after`, or both, each with what failed. */
+  /** Before the measurement, after it, or both, each with what failed (once when both failed alike). */
   problems: string[];
 }
 
@@ -57,7 +57,10 @@ const unreadReason = (u: UnreadEngine) =>
 export function edgeReservation(reads: ReadonlyArray<{ engine: EdgeHostEngine; before: EngineRead; after: EngineRead }>): EdgeReservation {
   const witnesses = reads.flatMap(({ engine, before, after }) => (before.ok && after.ok ? [witness(engine.engineId, before.load, after.load, 0)] : []));
   const unread = reads.flatMap(({ engine, before, after }): UnreadEngine[] => {
-    const problems = [...(before.ok ? [] : [`before the measurement (${before.problem})`]), ...(after.ok ? [] : [`after it (${after.problem})`])];
+    const problems =
+      !before.ok && !after.ok && before.problem === after.problem
+        ? [`before or after the measurement (${before.problem})`]
+        : [...(before.ok ? [] : [`before the measurement (${before.problem})`]), ...(after.ok ? [] : [`after it (${after.problem})`])];
     return problems.length ? [{ engine: engine.engineId, side: engine.side, url: engine.url, problems }] : [];
   });
   const read = reservationOf(witnesses);

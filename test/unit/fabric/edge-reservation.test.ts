@@ -86,5 +86,7 @@ describe("fabric edge reservation", () => {
     const both = edgeReservation([{ engine: e2, before: { ok: false, problem: "HTTP 500" }, after: { ok: false, problem: "timed out" } }]);
     expect(both.unread[0].problems).to.deep.equal(["before the measurement (HTTP 500)", "after it (timed out)"]);
     expect(both.reasons).to.have.length(1);
+    const alike = edgeReservation([{ engine: e2, before: { ok: false, problem: "connection refused" }, after: { ok: false, problem: "connection refused" } }]);
+    expect(alike.unread[0].problems).to.deep.equal(["before or after the measurement (connection refused)"]);
   });
 });
