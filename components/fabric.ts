@@ -8,6 +8,7 @@ import { edgeBudget, meshEdges, meshEngines } from "../lib/fabric/mesh";
 import { edgeLockWaitS, rdmaLockWaitS } from "../lib/fabric/iperf3-remote";
 import type { EdgeMatrix } from "../lib/fabric/matrix";
 import type { FabricVerdict } from "../lib/fabric/budget";
+import type { EdgeHostEngine } from "../lib/fabric/edge-reservation";
 import { FabricEdge, type EdgeEndpointArgs } from "../dynamic-providers/fabric-edge/resource";
 import { FabricGate } from "../dynamic-providers/fabric-gate/resource";
 import type { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
@@ -72,6 +73,14 @@ export class FabricMesh extends pulumi.ComponentResource {
       return { host: l.host, port: l.port, user: l.user, jump: storedJump(l.jump), connectTimeoutS: l.connectTimeoutS, maxSessions: spec.ssh.maxSessionsPerHost };
     };
 
+    // Every engine on an edge's two hosts: their KV transfers share its link, so their counters prove it idle.
+    const hostEngines = (source: string, destination: string): pulumi.Output<EdgeHostEngine[]> => {
+      const on = args.engines.flatMap(({ spec: s, engine }) =>
+        s.host === source || s.host === destination ? [{ engineId: s.id, side: s.host === source ? ("source" as const) : ("destination" as const), engine }] : [],
+      );
+      return pulumi.all(on.map((e) => e.engine.url)).apply((urls) => on.map((e, k) => ({ engineId: e.engineId, side: e.side, url: urls[k] })));
+    };
+
     // Engines first (their caches captured, nothing serving yet), then each edge after the one before it.
     let previous: pulumi.Resource[] = args.engines.map((e) => e.engine);
     this.edges = planned.map((e) => {
@@ -99,6 +108,7 @@ export class FabricMesh extends pulumi.ComponentResource {
           requiredGbps: budget.requiredGbps,
           budget: budget.apply(({ governingEngine, budgetKey, formula }) => ({ governingEngine, budgetKey, formula })),
           lockWaitS: rdma ? rdmaLockWaitS() : edgeLockWaitS(spec.fabric.durationS),
+          engines: hostEngines(e.source, e.destination),
         },
         { parent: this, dependsOn: previous },
       );

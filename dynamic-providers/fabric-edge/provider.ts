@@ -4,12 +4,14 @@
  * - create: one directed measurement (./create.ts, lib/fabric/edge-measure.ts), holding the measurement lock: observe both hosts'
  *   sides of the path (MTU, address, `ip route get`, route files), refuse a path that is not the fabric,
  *   check that nothing else uses iperf3 or the port, start the server on the destination, run the client
- *   on the source, stop the server whatever happened, and record everything as evidence. A `ucx_rdma`
- *   edge does the same with ib_write_bw between its HCA ports, refusing a port that is
+ *   on the source, stop the server whatever happened, and record everything as evidence, with the
+ *   reservation the engines on both hosts prove from their counters read around it (./reservation.ts).
+ *   A `ucx_rdma` edge does the same with ib_write_bw between its HCA ports, refusing a port that is
  *   not ACTIVE or lacks its GID index first and reading the port counters around the test. The verdict
  *   against the budget is computed, and kept: "below" is reported by the fleet's fabric gate, so the
  *   figure stays on record and a budget change re-evaluates it without re-measuring.
- * - diff: what the measurement was taken against replaces; the budget, logins and port update.
+ * - diff: what the measurement was taken against replaces; the budget, logins, port and the engines whose
+ *   counters prove the reservation update.
  * - update: recomputes the verdict from the stored measurement; nothing is measured.
  * - read: observes both sides again without traffic, recorded as `observed` beside `measured`, so
  *   `pulumi preview --refresh` replaces exactly the edges whose path moved.
@@ -28,8 +30,11 @@ import { withSessions } from "./session";
 
 /** What the figure was taken against: a change means the figure no longer describes the path. */
 const MEASURED_AGAINST = ["edgeId", "source", "destination", "transport", "rdma", "tool"] as const;
-/** What only changes how the hosts are reached or what the figure is compared with. */
-const UPDATABLE = ["stack", "iperfPort", "rdmaPort", "sourceLogin", "destinationLogin", "sourcePrivateKey", "sourcePassword", "destinationPrivateKey", "destinationPassword", "requiredGbps", "budget", "lockWaitS"] as const;
+/**
+ * What only changes how the hosts are reached, what the figure is compared with, or whose counters prove the
+ * next measurement's reservation (`engines`: an edge measured before it was an input keeps its figure).
+ */
+const UPDATABLE = ["stack", "iperfPort", "rdmaPort", "sourceLogin", "destinationLogin", "sourcePrivateKey", "sourcePassword", "destinationPrivateKey", "destinationPassword", "requiredGbps", "budget", "lockWaitS", "engines"] as const;
 
 /**
  * The fabric address discovery found is unknown whenever a host's discovery is re-taken, for any reason
@@ -62,9 +67,11 @@ export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<Fabric
     // A budget is unknown only in a preview that re-captures an engine's cache; a restart usually keeps
     // the geometry, and `up` diffs again with the real figure, so "unknown" is not announced as a change.
     const budget = hasUnknown(news.requiredGbps) || hasUnknown(news.budget) ? { requiredGbps: olds.requiredGbps, budget: olds.budget } : {};
+    // Engine URLs are unknown while a host's discovery is re-taken, for the same reasons as its address above.
+    const engines = hasUnknown(news.engines) && olds.engines !== undefined ? { engines: olds.engines } : {};
     return {
       olds: { ...olds, source: knownEndpoint(olds.source, undefined)!, destination: knownEndpoint(olds.destination, undefined)! },
-      news: { ...news, ...budget, source: knownEndpoint(news.source, olds.source)!, destination: knownEndpoint(news.destination, olds.destination)! },
+      news: { ...news, ...budget, ...engines, source: knownEndpoint(news.source, olds.source)!, destination: knownEndpoint(news.destination, olds.destination)! },
     };
   },
 

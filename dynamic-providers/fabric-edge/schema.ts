@@ -3,11 +3,12 @@ import { z } from "zod";
 import { INTERFACE_PATTERN, ipProblem } from "../../lib/config/formats";
 import type { LinkFingerprint } from "../../lib/fabric/fingerprint";
 import type { EdgeMeasurement, EdgeVerdict, PathDigests } from "../../lib/fabric/edge-outcome";
-import { aboveZero, filled, whole } from "../../lib/provider-fields";
+import type { EdgeHostEngine, EdgeReservationSummary } from "../../lib/fabric/edge-reservation";
+import { aboveZero, filled, got, oneOf, whole } from "../../lib/provider-fields";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { hasUnknown } from "../../lib/unknown";
 import { schemaFailures } from "../evidence-provider";
-import { across, fieldsOf, inOrder } from "../../lib/input-rules";
+import { across, each, fieldsOf, inOrder } from "../../lib/input-rules";
 
 const notInterface = (iss: { input?: unknown }) => `fabricInterface ${JSON.stringify(iss.input)} is not an interface name`;
 
@@ -54,6 +55,30 @@ export type RdmaTool = z.infer<typeof rdmaTool>;
 const rdmaEnd = z.object({ hca: z.string().regex(/^[A-Za-z0-9_.-]+$/), port: whole(1, 255), gidIndex: whole(0, 255).nullable() });
 const rdmaEnds = z.object({ source: rdmaEnd, destination: rdmaEnd });
 
+/** One engine on the edge's hosts, refused by its id: its `/metrics` is read over the host's SSH login, so only plain http. */
+const hostEngine = (id: unknown) => {
+  const k = (field: string) => `engines[${String(id)}].${field}`;
+  return z.object({
+    engineId: filled(got("engines[].engineId", "must be the engine's id")),
+    side: oneOf(k("side"), ["source", "destination"]),
+    url: z.string({ error: got(k("url"), "must be the engine's http base URL") }).regex(/^http:\/\/[^/\s]+(\/\S*)?$/, {
+      error: got(k("url"), "must be the engine's http base URL (its /metrics is read through the host's SSH login, which carries plain http)"),
+    }),
+  });
+};
+
+/** The engines on the edge's two hosts: each well formed, none twice. */
+const hostEngines = z
+  .custom<EdgeHostEngine[]>()
+  .refine((v) => Array.isArray(v), { error: (iss) => `engines must list the engines on the edge's two hosts (empty when there are none), got ${JSON.stringify(iss.input)}` })
+  .superRefine(each((e) => hostEngine(e.engineId)))
+  .superRefine((v, ctx) => {
+    if (!Array.isArray(v)) return;
+    const ids = v.map((e) => (e as Partial<EdgeHostEngine> | null)?.engineId);
+    const twice = [...new Set(ids.filter((id, k) => typeof id === "string" && ids.indexOf(id) !== k))];
+    if (twice.length) ctx.addIssue({ code: "custom", message: `engines lists ${twice.join(", ")} more than once: an engine runs on one host` });
+  });
+
 const fields = z.object({
   /** Names the evidence folder. */
   stack: z.string(),
@@ -81,6 +106,11 @@ const fields = z.object({
   requiredGbps: z.number({ error: (iss) => `requiredGbps ${JSON.stringify(iss.input)} is not a number` }),
   /** Whose budget that is, for the verdict's record. */
   budget: z.object({ governingEngine: z.string(), budgetKey: z.string(), formula: z.string() }),
+  /**
+   * Every engine on the source and destination hosts, whose counters prove the edge had them idle
+   * (observations.reservation); who they are changes nothing of the figure, so this only updates.
+   */
+  engines: hostEngines,
   /** Bounded wait for another edge's measurement to finish before this one refuses. */
   lockWaitS: aboveZero((iss) => `lockWaitS ${JSON.stringify(iss.input)} (seconds, above 0)`),
 });
@@ -119,7 +149,7 @@ export const edgeInputs = inOrder(
   namedByItsEnds,
   pick("transport"),
   toolOfTransport,
-  pick("iperfPort", "requiredGbps", "lockWaitS"),
+  pick("iperfPort", "requiredGbps", "lockWaitS", "engines"),
 );
 
 /** `[property, reason]` per problem; values only known after apply (preview) are not judged. */
@@ -137,4 +167,6 @@ export type FabricEdgeOutputs = FabricEdgeInputs & EdgeVerdict & {
   /** Why `observed` differs, when a side could not be fingerprinted at the last refresh. */
   observedProblems: string[];
   evidence: { relativePath: string; digest: string };
+  /** Whether the engines on the edge's hosts served nothing during the measurement; absent for an edge measured before edges proved it. */
+  reservation?: EdgeReservationSummary;
 };

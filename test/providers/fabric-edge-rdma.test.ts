@@ -104,6 +104,9 @@ describe("providers: RDMA fabric edges measured with ib_write_bw between simulat
     expect(record.observations.client.stdout).to.include("                    RDMA_Write BW Test\n");
     expect(record.observations.serverLog).to.include("* Waiting for client to connect... *");
     expect(record.observations.hca.destination).to.deep.include({ hca: "mlx5_0", port: 1, state: "4: ACTIVE", linkLayer: "Ethernet" });
+    // No engine runs on either host: nothing could have shared the link.
+    expect(record.observations.reservation).to.deep.equal({ idle: true, engines: [], reasons: [], watched: [], unread: [] });
+    expect(measured.reservation).to.deep.equal({ idle: true, reasons: [], foreign: {} });
     expect(record.commands.find((x: { argv?: string[] }) => x.argv)?.argv).to.deep.equal([
       "timeout", "-k", "5", "60", "ib_write_bw", "-d", "mlx5_0", "-i", "1", "-x", "3", "-s", "65536", "-n", "5000", "-p", "18515", "-F", "--report_gbits", "198.18.0.51",
     ]);

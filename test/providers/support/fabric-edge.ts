@@ -11,7 +11,7 @@ export function edgeLogin(h: SimHost) {
   return { host: h.address, port: h.sshPort, user: h.user, connectTimeoutS: 20, maxSessions: 4 };
 }
 
-/** What an edge from `s` to `d` holds whatever its transport: the ends, their logins (one key), a test budget. */
+/** What an edge from `s` to `d` holds whatever its transport: the ends, their logins (one key), a test budget, no engines on either host. */
 export function edgeBetween(s: SimHost, d: SimHost, stack: string) {
   const key = fs.readFileSync(s.privateKeyPath, "utf8");
   return {
@@ -25,5 +25,6 @@ export function edgeBetween(s: SimHost, d: SimHost, stack: string) {
     destinationPrivateKey: key,
     budget: { governingEngine: "e1", budgetKey: "g1", formula: "test budget" },
     lockWaitS: 60,
+    engines: [],
   } satisfies Partial<FabricEdgeInputs>;
 }

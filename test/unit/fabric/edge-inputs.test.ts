@@ -17,6 +17,10 @@ const good: FabricEdgeInputs = {
   requiredGbps: 0.9,
   budget: { governingEngine: "e1", budgetKey: "k", formula: "f" },
   lockWaitS: 60,
+  engines: [
+    { engineId: "e1", side: "source", url: "http://10.0.1.11:8100" },
+    { engineId: "e2", side: "destination", url: "http://[fd00::12]:8100" },
+  ],
 };
 
 describe("fabric edge inputs", () => {
@@ -42,5 +46,29 @@ describe("fabric edge inputs", () => {
 
   it("does not judge what preview cannot know yet", () => {
     expect(edgeInputProblems({ ...good, source: UNKNOWN as never, destination: { ...end("b", 12), fabricAddress: UNKNOWN }, edgeId: "x" })).to.deep.equal([]);
+  });
+
+  it("names each engine on the edge's hosts by its id and field, and refuses one listed twice", () => {
+    const engines = [
+      { engineId: "e1", side: "both", url: "http://10.0.1.11:8100" },
+      { engineId: "e2", side: "destination", url: "https://10.0.1.12:8100" },
+      { engineId: "e3", side: "source", url: 8100 },
+      { engineId: "e1", side: "source", url: "http://10.0.1.11:8101" },
+    ];
+    expect(edgeInputProblems({ ...good, engines: engines as never })).to.deep.equal([
+      ["engines", 'engines[e1].side must be "source" or "destination", got "both"'],
+      ["engines", 'engines[e2].url must be the engine\'s http base URL (its /metrics is read through the host\'s SSH login, which carries plain http), got "https://10.0.1.12:8100"'],
+      ["engines", "engines[e3].url must be the engine's http base URL, got 8100"],
+      ["engines", "engines lists e1 more than once: an engine runs on one host"],
+    ]);
+    expect(edgeInputProblems({ ...good, engines: undefined as never })).to.deep.equal([
+      ["engines", "engines must list the engines on the edge's two hosts (empty when there are none), got undefined"],
+    ]);
+    expect(edgeInputProblems({ ...good, engines: [] })).to.deep.equal([]);
+  });
+
+  it("does not judge engine URLs a preview cannot know yet", () => {
+    expect(edgeInputProblems({ ...good, engines: [{ engineId: "e1", side: "source", url: UNKNOWN }] })).to.deep.equal([]);
+    expect(edgeInputProblems({ ...good, engines: UNKNOWN as never })).to.deep.equal([]);
   });
 });

@@ -28,4 +28,25 @@ describe("fabric edge: what a change does to the measurement", () => {
     const news = { ...inputs, requiredGbps: UNKNOWN, source: { ...source, fabricAddress: UNKNOWN, hostKey: UNKNOWN }, destination: { ...destination, fabricAddress: UNKNOWN, fabricAddressChoice: "10.88.0.12" } };
     expect(await provider.diff!("x", olds, news)).to.deep.equal({ changes: false, replaces: [], deleteBeforeReplace: false });
   });
+
+  it("updates in place, never re-measures, when the engines on its hosts are given to an edge measured without them, or change", async () => {
+    const engines = [{ engineId: "e1", side: "source", url: "http://10.88.0.11:8100" }];
+    expect(await provider.diff!("x", olds, { ...inputs, engines })).to.deep.equal({ changes: true, replaces: [], deleteBeforeReplace: false });
+    const withEngines = { ...olds, engines };
+    expect(await provider.diff!("x", withEngines, { ...inputs, engines })).to.deep.equal({ changes: false, replaces: [], deleteBeforeReplace: false });
+    expect(await provider.diff!("x", withEngines, { ...inputs, engines: [...engines, { engineId: "e2", side: "destination", url: "http://10.88.0.12:8100" }] })).to.deep.equal({
+      changes: true,
+      replaces: [],
+      deleteBeforeReplace: false,
+    });
+    // A preview that re-takes a host's discovery cannot know its engines' URLs: read as the ones kept.
+    expect(await provider.diff!("x", withEngines, { ...inputs, engines: [{ ...engines[0], url: UNKNOWN }] })).to.deep.equal({ changes: false, replaces: [], deleteBeforeReplace: false });
+  });
+
+  it("keeps the measurement and its reservation on an update of the engines", async () => {
+    const measured = { ...olds, measurement: { gbps: 20, samplesGbps: [20], retransmits: 0 }, reservation: { idle: true, reasons: [], foreign: {} } };
+    const engines = [{ engineId: "e1", side: "source", url: "http://10.88.0.11:8100" }];
+    const { outs } = await provider.update!("x", measured, { ...inputs, engines });
+    expect(outs).to.deep.include({ engines, measurement: measured.measurement, reservation: measured.reservation });
+  });
 });
