@@ -27,13 +27,15 @@ import { DEFAULT_FIT_ATTEMPTS, measureWithinLimits } from "../../lib/profiling/a
 import { emptyRecord, Profiler, type MeasureRecord } from "../../lib/profiling/measure";
 import { ProfileError } from "../../lib/profiling/errors";
 import { contentionGauge, type ContentionGauge } from "../../lib/profiling/contention";
-import { resampleBrief, resampledFigures, withResamples, type ResampleSummary } from "../../lib/profiling/resample";
+import { resampleBrief, resampledFigures, withResamples, type ResampleSummary, type TrafficWitness } from "../../lib/profiling/resample";
 import { evidenceProvider, schemaFailures } from "../evidence-provider";
 import { hasUnknown } from "../../lib/unknown";
 import { HttpJournal, currentHttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { profileHttp } from "../../lib/profiling/engine-http";
 import { countedClient } from "../../lib/profiling/counted-client";
-import { loadOf, reservationOf, settledLoad, witness, type Reservation } from "../../lib/engine/reservation";
+import { loadOf, settledLoad, witness, type Reservation } from "../../lib/engine/reservation";
+import { sweepReservation } from "../../lib/profiling/reservation";
+import { trafficWitness } from "../../lib/profiling/traffic";
 import type { EngineClient } from "../../lib/profiling/client";
 import { withRoutes } from "../preflight/routes";
 import { profileInputs, type ProfileInputs, type ProfileOutputs } from "./schema";
@@ -79,11 +81,12 @@ async function record(i: ProfileInputs, entry: Record<string, unknown>, startedA
 type Swept = ReturnType<typeof sweptRow> & Pick<ProfileResult, "maxModelLen" | "effectiveSweep"> & { startedAt: string; wallSeconds: number; resampled?: ResampleSummary; reservation: Reservation };
 
 /**
- * Runs `sweep` on a client that counts its own completions, between two reads of the engine's load: what
- * the engine served besides the sweep in that window is its reservation (lib/engine/reservation.ts). A
- * closing read that fails leaves the reservation unproven, never the sweep lost.
+ * Runs `sweep` on a client that counts its own completions, between two reads of the engine's load, with
+ * a witness of each sample's traffic: what the engine served besides the sweep's own samples is its
+ * reservation (lib/profiling/reservation.ts). A closing read that fails leaves the reservation unproven,
+ * never the sweep lost.
  */
-async function reservedSweep<T>(engineId: string, http: EngineClient, probeTimeoutS: number, sweep: (c: EngineClient) => Promise<T>): Promise<{ value: T; reservation: Reservation }> {
+async function reservedSweep<T extends { resampled?: ResampleSummary }>(engineId: string, http: EngineClient, probeTimeoutS: number, sweep: (c: EngineClient, traffic: TrafficWitness) => Promise<T>): Promise<{ value: T; reservation: Reservation }> {
   const readLoad = async () => {
     const r = await http.get("/metrics", probeTimeoutS);
     if (r.status !== 200) throw new Error(`GET /metrics answered ${r.status}`);
@@ -91,10 +94,10 @@ async function reservedSweep<T>(engineId: string, http: EngineClient, probeTimeo
   };
   const before = await readLoad();
   const counted = countedClient(http);
-  const value = await sweep(counted);
+  const value = await sweep(counted, trafficWitness(engineId, readLoad, counted));
   try {
     const after = await settledLoad(readLoad, before, counted.finished());
-    return { value, reservation: reservationOf([witness(engineId, before, after, counted.finished())]) };
+    return { value, reservation: sweepReservation(witness(engineId, before, after, counted.finished()), value.resampled) };
   } catch (err) {
     return { value, reservation: { idle: false, engines: [], reasons: [`engine ${engineId}: its load could not be read after the sweep (${(err as Error).message}), so its reservation is not proven`] } };
   }
@@ -128,7 +131,7 @@ async function sweepOnce(i: ProfileInputs, binding: ReturnType<typeof bindingOf>
       const http = profileHttp(base, i.apiKey, label, Math.max(...i.sweep.decodeConcurrency, i.maxNumSeqs ?? 1) + 2);
       try {
         const options = { iid: i.engineId, model: i.servedName, sweep: i.sweep, maxNumSeqs: i.maxNumSeqs, processStartTime: i.processStartTime, probeTimeoutS: i.probeTimeoutS, requestTimeoutS: i.requestTimeoutS, log, contention: contention.gauge };
-        return await reservedSweep(i.engineId, http, i.probeTimeoutS, (client) => new Profiler(client, options, raw).run());
+        return await reservedSweep(i.engineId, http, i.probeTimeoutS, (client, traffic) => new Profiler(client, { ...options, traffic }, raw).run());
       } finally {
         await http.close();
       }
@@ -168,7 +171,6 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
       measure: () => sweepOnce(i, binding, label, log),
       rowOf: (s) => s.row,
       resamplesOf: (s) => s.resampled,
-      unreservedOf: (s) => s.reservation.reasons,
       kept: async ({ attempt, result: s, problems }) => {
         const reasons = problems.map((p) => p.message);
         const resampled = s.resampled ? `; ${resampleBrief(s.resampled)}` : "";
@@ -177,7 +179,7 @@ export async function measureProfile(i: ProfileInputs, log?: (line: string) => v
         const observations = { attempt, row: s.row, fitErrors: s.fitErrors, fitLimits: i.fitLimits ?? NARWHAL_FIT_LIMITS, maxModelLen: s.maxModelLen, wallSeconds: s.wallSeconds, ...(s.resampled ? { resampled: s.resampled } : {}), reservation: s.reservation };
         const written = i.stack ? await record(i, { ...s.entry }, s.startedAt, { status: reasons.length ? "fail" : "pass", reasons }, observations) : undefined;
         if (written) kept.set(attempt, written);
-        if (!s.reservation.idle) log?.(`engine ${i.engineId}: try ${attempt} was not reserved (${s.reservation.reasons.join("; ")})`);
+        if (!s.reservation.idle) log?.(`engine ${i.engineId}: try ${attempt} was not reserved: ${s.reservation.reasons.join("; ")}`);
         tries.push({ attempt, fitErrors: s.fitErrors, problems: reasons, reserved: s.reservation.idle, ...(s.resampled ? { resampled: resampledFigures(s.resampled) } : {}), ...(written ? { evidence: written.evidence } : {}) });
       },
     }));

@@ -81,7 +81,7 @@ export function reservationReasons(observations: unknown): string[] | undefined 
 
 /** How long a probe's closing read waits for vLLM's finish counter to cover the probe's own requests. */
 export const SETTLE_BOUND_S = 2;
-const SETTLE_STEP_MS = 100;
+const SETTLE_STEP_MS = 25;
 
 /**
  * The closing read of a window: vLLM counts a finish as it processes the step's outputs, which can come a

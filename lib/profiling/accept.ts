@@ -11,8 +11,6 @@ import { resampleBrief, resamplesIn, type ResampleSummary } from "./resample";
 
 /** Tries per engine when the config does not say (`profiling.fitAttempts`). */
 export const DEFAULT_FIT_ATTEMPTS = 3;
-/** Sweeps within the limits measured again because their engine served other requests during them. */
-export const UNRESERVED_RETRIES = 1;
 
 export interface FitTry<T> {
   /** 1-based. */
@@ -39,13 +37,6 @@ export interface AcceptOptions<T> {
   rowOf(result: T): FitEvidence;
   /** The sweep's re-sampling, when it was taken with a contention gauge. */
   resamplesOf?(result: T): ResampleSummary | undefined;
-  /**
-   * Why the sweep was not reserved (its engine served other requests during it: lib/engine/reservation.ts);
-   * empty when it was. Such a sweep within the limits is measured once more while tries remain, as a try
-   * of its own, since one stray request (a serving router's readmission check of a restarted engine) is
-   * the common case; a second unreserved sweep is accepted as it is, and its record says why.
-   */
-  unreservedOf?(result: T): readonly string[];
   /** Called with each try as soon as it is judged (the provider writes its evidence record here). */
   kept?(t: FitTry<T>): Promise<void>;
 }
@@ -104,7 +95,6 @@ export async function measureWithinLimits<T>(o: AcceptOptions<T>): Promise<Accep
   /** The tries Narwhal's prefill rule stopped, with its words. */
   const stops: Array<{ attempt: number; message: string; resampled?: ResampleSummary }> = [];
   const said = (s: { attempt: number; message: string }) => `try ${s.attempt}: ${s.message}`;
-  let unreservedRetries = UNRESERVED_RETRIES;
   for (let attempt = 1; attempt <= o.attempts; attempt++) {
     let result: T;
     try {
@@ -125,10 +115,7 @@ export async function measureWithinLimits<T>(o: AcceptOptions<T>): Promise<Accep
     const t: FitTry<T> = { attempt, result, problems: fitProblems(o.rowOf(result), o.limits), ...(resampled ? { resampled } : {}) };
     tries.push(t);
     await o.kept?.(t);
-    if (t.problems.length) continue;
-    const measureAgain = attempt < o.attempts && unreservedRetries > 0 && (o.unreservedOf?.(result).length ?? 0) > 0;
-    if (!measureAgain) return { accepted: result, tries };
-    unreservedRetries--;
+    if (!t.problems.length) return { accepted: result, tries };
   }
   throw new ProfileError("NARWHAL_PROFILE_LIMIT", overLimitMessage(o.engineId, tries, stops.map(({ attempt, resampled }) => ({ attempt, resampled }))));
 }

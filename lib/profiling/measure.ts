@@ -13,7 +13,7 @@ import { ProfileError } from "./errors";
 import { decodeCrossValidationMape, decodeMape, fitDecodePlane, fitPrefill, mean, median, pct, type DecodePlane, type DecodePoint, type PrefillFit } from "./fit";
 import { metricFacts, type EngineMetricFacts } from "./metrics";
 import type { ContentionGauge } from "./contention";
-import { DISTURBED_LATENESS, resampleBrief, Resampler, RETAKES_PER_PHASE_SAMPLE, summarize, type ResampleSummary } from "./resample";
+import { DISTURBED_LATENESS, resampleBrief, Resampler, RETAKES_PER_PHASE_SAMPLE, summarize, type ResampleSummary, type TrafficWitness } from "./resample";
 import { boundedSweep, PREFILL_OUTPUT_TOKENS, sweepRecord, type Sweep } from "./sweep";
 import { buildRow, type ProfileRow } from "./store";
 
@@ -35,6 +35,8 @@ export interface MeasureOptions {
    * disturbed is taken again within a bounded budget (./resample.ts); without it every sample is kept.
    */
   contention?: ContentionGauge;
+  /** With the gauge: what the engine served besides each sample; a sample it shared is taken again too. */
+  traffic?: TrafficWitness;
 }
 
 /** The raw record of one engine's sweep, filled as it goes (narwhal's per-engine sidecar entry, plus facts). */
@@ -359,7 +361,7 @@ export class Profiler {
     const sweep = boundedSweep(o.sweep, maxModelLen, o.maxNumSeqs);
     this.record.sweep = sweepRecord(sweep);
     if (o.contention) {
-      const budget = (samples: number) => ({ budget: RETAKES_PER_PHASE_SAMPLE * samples });
+      const budget = (samples: number) => ({ budget: RETAKES_PER_PHASE_SAMPLE * samples, traffic: o.traffic });
       this.phases = {
         prefill: new Resampler(o.contention, budget(sweep.prefillLens.length * sweep.prefillRepeats)),
         decode: new Resampler(o.contention, budget(sweep.decodeInputLens.length * sweep.decodeConcurrency.length * sweep.decodeRepeats)),

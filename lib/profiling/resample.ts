@@ -1,14 +1,17 @@
 /**
- * Re-sampling what the machine disturbed. Each sample of a sweep (one prefill completion, one decode
- * replicate) is taken under a contention reading of the machine that times it (./contention.ts). A sample
- * during which the profiler's timers ran late for more than {@link DISTURBED_LATENESS} of its time
- * measured the machine as much as the engine, so it is taken again, at most {@link RETAKES_PER_SAMPLE}
- * times; a sample below it is kept as it is, never taken again. Each phase of a sweep (prefill, decode)
- * may re-take at most as many samples as it keeps, so a sweep at most doubles and the prefill phase
- * cannot spend what the decode phase needs. Of a sample's takes the least late is kept, and only that
- * take enters the sweep's samples: the fits are narwhal-profile's over what was kept. Which take is kept
- * depends on the machine's reading alone, never on the latency measured, so the choice does not pull the
- * figures either way.
+ * Re-sampling what the machine or another client disturbed. Each sample of a sweep (one prefill
+ * completion, one decode replicate) is taken under a contention reading of the machine that times it
+ * (./contention.ts) and, with a traffic witness, a count of what the engine served besides the sample's
+ * own requests (lib/engine/reservation.ts). A sample during which the profiler's timers ran late for more
+ * than {@link DISTURBED_LATENESS} of its time measured the machine as much as the engine; one the engine
+ * shared with another request (a serving router's traffic, its readmission check) measured that request
+ * too. Either is taken again, at most {@link RETAKES_PER_SAMPLE} times; a sample neither disturbed is kept
+ * as it is, never taken again. Each phase of a sweep (prefill, decode) may re-take at most as many
+ * samples as it keeps, so a sweep at most doubles and the prefill phase cannot spend what the decode
+ * phase needs. Of a sample's takes the one the engine had to itself is kept, then the least late, and
+ * only that take enters the sweep's samples: the fits are narwhal-profile's over what was kept. Which
+ * take is kept depends on those readings alone, never on the latency measured, so the choice does not
+ * pull the figures either way.
  */
 import type { ContentionGauge, ContentionReading } from "./contention";
 
@@ -19,11 +22,20 @@ export const RETAKES_PER_SAMPLE = 2;
 /** Re-takes a phase may spend per sample it keeps: its budget is this times its sample count. */
 export const RETAKES_PER_PHASE_SAMPLE = 1;
 
-/** One sample that was taken more than once: every take's lateness (and pressure), in order, and which was kept. */
+/**
+ * What another client did to one sample: `begin` reads the engine before the sample and returns the
+ * closing read, which resolves to the requests the engine served besides the sample's own.
+ */
+export interface TrafficWitness {
+  begin(): Promise<() => Promise<number>>;
+}
+
+/** One sample that was taken more than once: every take's lateness (and pressure, and foreign requests with a witness), in order, and which was kept. */
 export interface Retaken {
   readonly point: string;
   readonly lateness: readonly number[];
   readonly pressure: ReadonlyArray<number | null>;
+  readonly foreign?: readonly number[];
   readonly kept: number;
 }
 
@@ -41,6 +53,10 @@ export interface ResampleSummary {
   readonly retaken: number;
   /** Kept samples still over the threshold (their re-takes, or the budget, ran out). */
   readonly keptDisturbed: number;
+  /** With a traffic witness: kept samples whose first take the engine shared with other requests, kept samples it still shared, and those requests over every take. */
+  readonly shared?: number;
+  readonly keptShared?: number;
+  readonly foreignRequests?: number;
   /** The profiler's lateness over every take: highest and mean share of a sample's time. */
   readonly peakLateness: number;
   readonly meanLateness: number;
@@ -53,6 +69,8 @@ export interface ResampleSummary {
 export interface ResampleOptions {
   /** Re-takes this sampler may spend in all. */
   budget: number;
+  /** What the engine served besides each sample; without it only the machine decides. */
+  traffic?: TrafficWitness;
   threshold?: number;
   perSample?: number;
 }
@@ -66,6 +84,10 @@ export class Resampler {
   private samples = 0;
   private disturbed = 0;
   private keptDisturbed = 0;
+  private shared = 0;
+  private keptShared = 0;
+  private foreignRequests = 0;
+  private readonly traffic: TrafficWitness | undefined;
   private readonly readings: ContentionReading[] = [];
   private readonly points: Retaken[] = [];
 
@@ -76,30 +98,45 @@ export class Resampler {
     this.threshold = o.threshold ?? DISTURBED_LATENESS;
     this.perSample = o.perSample ?? RETAKES_PER_SAMPLE;
     this.budget = o.budget;
+    this.traffic = o.traffic;
   }
 
   /**
    * Takes `sample` (which must not record anything itself) until a take is undisturbed or the sample's or
-   * the phase's re-takes are spent; returns the least late take's value.
+   * the phase's re-takes are spent; returns the kept take's value: one the engine had to itself, then
+   * the least late.
    */
   async take<T>(point: string, sample: () => Promise<T>): Promise<T> {
-    const takes: Array<{ value: T; reading: ContentionReading }> = [];
+    const takes: Array<{ value: T; reading: ContentionReading; foreign: number }> = [];
+    const disturbed = (t: (typeof takes)[number]) => t.reading.lateness > this.threshold || t.foreign > 0;
     for (;;) {
+      const closeTraffic = await this.traffic?.begin();
       const end = this.gauge.begin();
       const value = await sample();
       const reading = end();
-      takes.push({ value, reading });
+      const foreign = closeTraffic ? await closeTraffic() : 0;
+      takes.push({ value, reading, foreign });
       this.readings.push(reading);
-      if (reading.lateness <= this.threshold || takes.length > this.perSample || this.retaken >= this.budget) break;
+      this.foreignRequests += foreign;
+      if (!disturbed(takes[takes.length - 1]) || takes.length > this.perSample || this.retaken >= this.budget) break;
       this.retaken++;
     }
     let kept = 0;
-    for (let i = 1; i < takes.length; i++) if (takes[i].reading.lateness < takes[kept].reading.lateness) kept = i;
+    const better = (a: (typeof takes)[number], b: (typeof takes)[number]) => (a.foreign > 0) !== (b.foreign > 0) ? a.foreign === 0 : a.reading.lateness < b.reading.lateness;
+    for (let i = 1; i < takes.length; i++) if (better(takes[i], takes[kept])) kept = i;
     this.samples++;
     if (takes[0].reading.lateness > this.threshold) this.disturbed++;
     if (takes[kept].reading.lateness > this.threshold) this.keptDisturbed++;
+    if (takes[0].foreign > 0) this.shared++;
+    if (takes[kept].foreign > 0) this.keptShared++;
     if (takes.length > 1) {
-      this.points.push({ point, lateness: takes.map((t) => round(t.reading.lateness)), pressure: takes.map((t) => (t.reading.pressure === null ? null : round(t.reading.pressure))), kept });
+      this.points.push({
+        point,
+        lateness: takes.map((t) => round(t.reading.lateness)),
+        pressure: takes.map((t) => (t.reading.pressure === null ? null : round(t.reading.pressure))),
+        ...(this.traffic ? { foreign: takes.map((t) => t.foreign) } : {}),
+        kept,
+      });
     }
     return takes[kept].value;
   }
@@ -110,7 +147,19 @@ export class Resampler {
 
   /** What {@link summarize} reads. */
   state() {
-    return { budget: this.budget, retaken: this.retaken, samples: this.samples, disturbed: this.disturbed, keptDisturbed: this.keptDisturbed, readings: this.readings, points: this.points };
+    return {
+      budget: this.budget,
+      retaken: this.retaken,
+      samples: this.samples,
+      disturbed: this.disturbed,
+      keptDisturbed: this.keptDisturbed,
+      witnessed: this.traffic !== undefined,
+      shared: this.shared,
+      keptShared: this.keptShared,
+      foreignRequests: this.foreignRequests,
+      readings: this.readings,
+      points: this.points,
+    };
   }
 }
 
@@ -132,6 +181,7 @@ export function summarize(threshold: number, phases: readonly Resampler[]): Resa
     disturbed: sum((x) => x.disturbed),
     retaken: sum((x) => x.retaken),
     keptDisturbed: sum((x) => x.keptDisturbed),
+    ...(s.some((x) => x.witnessed) ? { shared: sum((x) => x.shared), keptShared: sum((x) => x.keptShared), foreignRequests: sum((x) => x.foreignRequests) } : {}),
     peakLateness: late.length ? round(Math.max(...late)) : 0,
     meanLateness: late.length ? round(mean(late)) : 0,
     peakPressure: pressures.length ? round(Math.max(...pressures)) : null,
@@ -145,14 +195,16 @@ const percent = (x: number) => `${Math.round(x * 100)}%`;
 /**
  * One sweep's re-sampling in a few words, for a message: `3 samples re-taken (the profiler's timers late
  * up to 24% of a sample's time, mean 6%, over 10% in 4 samples; CPU pressure up to 100%, mean 84%;
- * budget 15)`, `budget spent` when a phase ran out, or `no sample re-taken (...)`.
+ * budget 15)`, with how many the engine shared with other requests when it did, `budget spent` when a phase
+ * ran out, or `no sample re-taken (...)`.
  */
 export function resampleBrief(s: ResampleSummary): string {
   const late = `the profiler's timers late up to ${percent(s.peakLateness)} of a sample's time, mean ${percent(s.meanLateness)}`;
   const pressure = s.peakPressure === null ? "" : `; CPU pressure up to ${percent(s.peakPressure)}, mean ${percent(s.meanPressure!)}`;
   if (!s.retaken) return `no sample re-taken (${late}, threshold ${percent(s.threshold)}${pressure})`;
   const still = s.keptDisturbed ? `, ${s.keptDisturbed} kept over the threshold ${percent(s.threshold)}` : "";
-  return `${s.retaken} ${s.retaken === 1 ? "sample" : "samples"} re-taken (${late}${still}${pressure}; budget ${s.budget}${s.spent ? ", spent" : ""})`;
+  const shared = s.shared ? `; ${s.shared} shared the engine with other requests${s.keptShared ? `, ${s.keptShared} kept so` : ""}` : "";
+  return `${s.retaken} ${s.retaken === 1 ? "sample" : "samples"} re-taken (${late}${still}${pressure}${shared}; budget ${s.budget}${s.spent ? ", spent" : ""})`;
 }
 
 /** A sweep's stop carries its re-sampling, so a try a stop ended still counts its re-takes. */

@@ -136,7 +136,9 @@ describe("providers: Profile against simulated engines", function () {
     expect(answered).to.be.greaterThan(0);
     // Every foreign request counted is one the other client sent; its last may have come after the window.
     expect(r.engines[0].foreign).to.be.within(1, sent);
-    expect(r.reasons[0]).to.match(/^engine e0 served \d+ requests? besides the probe's \d+.*: it was not reserved/);
+    // Every sample the engine shared was taken again until the re-takes ran out; those kept shared are named.
+    expect(r.reasons[0]).to.match(/^engine e0: \d+ of the \d+ samples its fits rest on shared it with other requests \(\d+ besides the sweep's \d+ over the sweep; re-takes ran out\): it was not reserved/);
+    expect(p.fitTries.at(-1)!.resampled!.shared).to.be.greaterThan(0);
     expect(p.fitTries.at(-1)!.reserved).to.equal(false);
     const record = JSON.parse(fs.readFileSync(path.join(ROOT, "runs", STACK, "evidence", p.evidence!.relativePath), "utf8"));
     expect(record.observations.reservation.reasons).to.deep.equal(r.reasons);

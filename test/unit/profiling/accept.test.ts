@@ -51,28 +51,6 @@ describe("profiling: a fit over a limit is measured again, then fails naming the
     };
   };
 
-  it("measures once more a sweep within the limits whose engine served other requests, and accepts a second unreserved one as it is", async () => {
-    const busy = (n: number) => ({ ...ROW, decode_fit_mape: 0.03, foreign: n });
-    const run = async (foreign: number[], attempts = 3) => {
-      const seen: number[] = [];
-      const r = await measureWithinLimits({
-        engineId: "e1",
-        limits: NARWHAL_FIT_LIMITS,
-        attempts,
-        measure: async (attempt) => (seen.push(attempt), busy(foreign[attempt - 1])),
-        rowOf: (x) => x,
-        unreservedOf: (x) => (x.foreign ? [`engine e1 served ${x.foreign} requests besides the probe's`] : []),
-      });
-      return { seen, accepted: r.accepted.foreign, tries: r.tries.length };
-    };
-    // One stray request (a router's readmission check): measured again, the reserved sweep accepted.
-    expect(await run([1, 0])).to.deep.equal({ seen: [1, 2], accepted: 0, tries: 2 });
-    // Steady traffic: measured once more only, then accepted as it is (its record says why).
-    expect(await run([3, 4, 5])).to.deep.equal({ seen: [1, 2], accepted: 4, tries: 2 });
-    // No try left: accepted as it is.
-    expect(await run([2], 1)).to.deep.equal({ seen: [1], accepted: 2, tries: 1 });
-  });
-
   it("accepts the first try within the limits and keeps the tries before it", async () => {
     const m = measuring([0.0566, 0.031]);
     const kept: Array<FitTry<FitEvidence>> = [];

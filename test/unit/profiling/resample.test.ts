@@ -105,4 +105,39 @@ describe("profiling: re-sampling what the machine disturbed", () => {
       "no sample re-taken (the profiler's timers late up to 4% of a sample's time, mean 1%, threshold 10%; CPU pressure up to 100%, mean 84%)",
     );
   });
+
+  describe("a sample the engine shared with another client", () => {
+    /** A witness whose n-th sample saw the n-th count of foreign requests. */
+    const witnessing = (foreign: number[]) => {
+      let n = 0;
+      return { traffic: { begin: async () => { const i = n++; return async () => foreign[i]; } }, get used() { return n; } };
+    };
+
+    it("re-takes it like a disturbed one, and keeps the take the engine had to itself before a less late one", async () => {
+      const w = witnessing([1, 0]);
+      const r = new Resampler(scripted([0, 0.05]), { budget: 10, traffic: w.traffic });
+      const t = takes([0.05, 0.04]);
+      // The second take is later (0.05) but alone on the engine: it is kept.
+      expect(await r.take("prefill 512 #1", t.sample)).to.equal(0.04);
+      const s = r.summary();
+      expect(s).to.deep.include({ samples: 1, retaken: 1, shared: 1, keptShared: 0, foreignRequests: 1, disturbed: 0, keptDisturbed: 0 });
+      expect(s.points).to.deep.equal([{ point: "prefill 512 #1", lateness: [0, 0.05], pressure: [0.7, 0.7], foreign: [1, 0], kept: 1 }]);
+      expect(resampleBrief(s)).to.match(/1 shared the engine with other requests; budget 10\)$/);
+    });
+
+    it("keeps a shared take once the re-takes run out, and counts it", async () => {
+      const w = witnessing([2, 3, 1]);
+      const r = new Resampler(scripted([0, 0, 0]), { budget: 10, traffic: w.traffic });
+      await r.take("decode isl=256 c=1 #1", takes([1, 2, 3]).sample);
+      expect(w.used).to.equal(1 + RETAKES_PER_SAMPLE);
+      expect(r.summary()).to.deep.include({ shared: 1, keptShared: 1, foreignRequests: 6 });
+      expect(resampleBrief(r.summary())).to.contain("1 shared the engine with other requests, 1 kept so");
+    });
+
+    it("says nothing of traffic without a witness", async () => {
+      const r = new Resampler(scripted([0]), { budget: 1 });
+      await r.take("p", async () => 1);
+      expect(r.summary()).to.not.have.any.keys("shared", "keptShared", "foreignRequests");
+    });
+  });
 });
