@@ -56,7 +56,8 @@ export const preflight = {
 };
 /**
  * Gate F's first-token calibration, when enabled: the proposed engine.first_token_timeout_s, the one in
- * the document now, each group's figures, the client TTFT check and the evidence record.
+ * the document now, each group's figures, the client TTFT check, whether the sampled engines served
+ * anything else meanwhile, and the evidence record.
  *
  * Exported only when calibration runs: an `export const` that is `undefined` still becomes a key of this
  * module, and Pulumi warns "Undefined value (firstTokenDeadline) will not show as a stack output" on
@@ -76,6 +77,7 @@ if (calibrated) {
       failedAttempts: calibrated.failedAttempts,
       evidence: calibrated.evidence,
       adoption: calibrated.adoption,
+      reservation: calibrated.reservation,
     },
   });
 }

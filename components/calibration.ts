@@ -82,5 +82,9 @@ export function calibration(name: string, args: CalibrationArgs, opts: pulumi.Cu
     if (a?.verdict === "adopted") void pulumi.log.info(`calibration: adopted ${a.source.path} (${a.source.sha256}), sampled ${a.capturedAt}; no new samples`, resource);
     else if (a) void pulumi.log.warn(`calibration: ${a.source.path} not adopted (${describeMismatches(a.mismatches)}); measured afresh`, resource);
   });
+  // Samples taken beside other traffic are not the runbook's idle figures; the output keeps why.
+  resource.reservation.apply((r) => {
+    if (r && !r.idle) void pulumi.log.warn(`calibration: the engines were not reserved while sampled: ${r.reasons.join("; ")}`, resource);
+  });
   return resource;
 }

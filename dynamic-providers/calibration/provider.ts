@@ -7,7 +7,8 @@
  *           engine's live identity and adopts it, sampling nothing, when every binding holds; else (or
  *           without `adopt`) samples every role-permitted directed path at every input length from the router host's
  *           network position (the preflight's transport), keeps every attempt, the fleet document, the
- *           probe code and each engine's process identity as evidence, and proposes a deadline; fails
+ *           probe code and each engine's process identity as evidence, proves from each engine's own
+ *           counters whether it served anything besides the samples (`reservation`), and proposes a deadline; fails
  *           naming the paths when a group falls short, an engine restarts mid-run or serves another
  *           context than its plan;
  * - diff:   model, runtime, engines (generation, attestation, transport, served context, roles),
@@ -33,6 +34,8 @@ import { HttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import type { EvidenceCommand } from "../../lib/evidence/record";
 import { lookAtAdoption } from "./adopt";
 import { httpSampler } from "../../lib/preflight/calibration-sampler";
+import { windowReservation, windowStart } from "../../lib/engine/reservation-window";
+import type { Reservation } from "../../lib/engine/reservation";
 import { calibrationInputs, type CalibrationAdoption, type CalibrationInputs, type CalibrationOutputs } from "./schema";
 
 export const MEASURED_AGAINST = ["model", "runtime", "engines", "inputLengths", "samplesPerGroup"] as const;
@@ -103,6 +106,7 @@ export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<Calibra
   const endpoints = documentEngines(doc).map((e) => ({ iid: e.iid, url: e.url }));
   const identities = { before: [] as EngineIdentity[], after: [] as EngineIdentity[] };
   let run: CalibrationRun | undefined;
+  let reservation: Reservation | undefined;
   let problems: string[] = [];
   const journal = new HttpJournal({});
   await withHttpJournal(journal, () => withRoutes(i, endpoints, async (routed) => {
@@ -112,7 +116,9 @@ export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<Calibra
       identities.before = await Promise.all(routed.map((e) => sampler.identity(e.iid)));
       problems = identityProblems(i.engines, identities.before, []);
       if (problems.length) return;
+      const start = await windowStart(routed.map((e) => e.iid), sampler.load);
       run = await runCalibration({ paths, inputLengths: i.inputLengths, samplesPerGroup: i.samplesPerGroup, maxFailuresPerGroup: i.maxFailuresPerGroup, schedule: i.schedule }, sampler);
+      reservation = await windowReservation(start, sampler.load, sampler.ownRequests);
       identities.after = await Promise.all(routed.map((e) => sampler.identity(e.iid)));
       problems = identityProblems(i.engines, identities.before, identities.after);
     } finally {
@@ -127,7 +133,7 @@ export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<Calibra
       problems = [(err as Error).message];
     }
   }
-  const evidence = i.stack ? await record(i, fleetDocumentDigest, paths, { run, ...(adoption ? { adoption } : {}) }, identities, { status: problems.length ? "fail" : "pass", reasons: problems }, result, startedAt, journal.commands()) : undefined;
+  const evidence = i.stack ? await record(i, fleetDocumentDigest, paths, { run, ...(adoption ? { adoption } : {}), ...(reservation ? { reservation } : {}) }, identities, { status: problems.length ? "fail" : "pass", reasons: problems }, result, startedAt, journal.commands()) : undefined;
   const notAdopted = adoption ? `; ${i.adopt!.path} was not adopted: ${describeMismatches(adoption.mismatches)}` : "";
   if (problems.length || !result) throw new Error(`calibration: ${problems.join("; ")}${evidence ? ` (every sample and failure kept as ${evidence.relativePath})` : ""}${notAdopted}`);
   return outputsOf({
@@ -142,6 +148,7 @@ export async function calibrateFleet(i: CalibrationInputs): Promise<Omit<Calibra
     identities: identities.after,
     evidence,
     adoption,
+    reservation,
     ranAt: startedAt,
     wallSeconds: (Date.now() - t0) / 1000,
   });
@@ -151,11 +158,12 @@ type Facts = Pick<CalibrationOutputs, "fleetDocumentDigest" | "paths" | "current
   result: CalibrationResult;
   evidence: CalibrationOutputs["evidence"];
   adoption: CalibrationAdoption | undefined;
+  reservation?: Reservation;
 };
 
 function outputsOf(f: Facts): Omit<CalibrationOutputs, keyof CalibrationInputs> {
-  const { result, evidence, adoption, ...rest } = f;
-  return { ...rest, ...calibrationFigures(result), ...(evidence ? { evidence } : {}), ...(adoption ? { adoption } : {}) };
+  const { result, evidence, adoption, reservation, ...rest } = f;
+  return { ...rest, ...calibrationFigures(result), ...(evidence ? { evidence } : {}), ...(adoption ? { adoption } : {}), ...(reservation ? { reservation } : {}) };
 }
 
 /** An SLO or deadline edit re-judges the fit from the kept figures; nothing is sampled again. */

@@ -11,6 +11,6 @@ export type CalibrationArgs = ArgsOf<CalibrationInputs>;
 export class Calibration extends dynamicResource<CalibrationInputs, CalibrationOutputs>()({
   type: "Calibration",
   provider: "dynamic-providers/calibration/provider.ts",
-  outputs: ["fleetDocumentDigest", "paths", "groups", "floorS", "deadlineS", "currentDeadlineS", "sampledUnderBoundS", "prefillS", "clientTtftS", "clientTtftRequirementS", "fitsClientTtft", "samples", "failedAttempts", "identities", "evidence", "adoption", "ranAt", "wallSeconds"],
+  outputs: ["fleetDocumentDigest", "paths", "groups", "floorS", "deadlineS", "currentDeadlineS", "sampledUnderBoundS", "prefillS", "clientTtftS", "clientTtftRequirementS", "fitsClientTtft", "samples", "failedAttempts", "identities", "evidence", "adoption", "reservation", "ranAt", "wallSeconds"],
   secretOutputs: ["apiKey", "viaPrivateKey", "viaPassword"],
 }) {}

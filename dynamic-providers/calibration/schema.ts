@@ -6,6 +6,7 @@ import type { CalibrationAdoptionOutcome, EngineIdentity } from "../../lib/prefl
 import type { CalibrationAdoptSource } from "../../lib/preflight/calibration-adopt";
 import type { GroupResult } from "../../lib/preflight/calibration";
 import type { Pair } from "../../lib/preflight/pairs";
+import type { Reservation } from "../../lib/engine/reservation";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { atLeast, digest, given, got, oneOf, positiveWhole, whole } from "../../lib/provider-fields";
 import { hasUnknown } from "../../lib/unknown";
@@ -140,6 +141,11 @@ export interface CalibrationOutputs extends CalibrationInputs {
   evidence?: { relativePath: string; digest: string };
   /** Set when `adopt` was given: whether the calibration was adopted or measured, and why. */
   adoption?: CalibrationAdoption;
+  /**
+   * Whether the engines served nothing but the samples while they were taken, from their own counters
+   * (lib/engine/reservation.ts); absent when nothing was sampled (an adopted calibration).
+   */
+  reservation?: Reservation;
   ranAt: string;
   wallSeconds: number;
 }

@@ -5,6 +5,7 @@
 import type { AdoptedCalibration, CalibrationAdoptSource, CalibrationMismatch } from "./calibration-adopt";
 import { clientTtftFit, type CalibrationResult } from "./calibration";
 import type { CalibrationRun } from "./calibration-run";
+import type { Reservation } from "../engine/reservation";
 
 /** What an engine says about itself: the served context and the live process identity. */
 export interface EngineIdentity {
@@ -36,10 +37,13 @@ export function identityProblems(engines: ReadonlyArray<{ engineId: string; maxM
   return problems;
 }
 
-/** How the record's figures came about: sampled now, or adopted from an earlier calibration file. */
-export type CalibrationOrigin = { run: CalibrationRun | undefined; adoption?: CalibrationAdoptionOutcome } | { adopted: AdoptedCalibration; adoption: CalibrationAdoptionOutcome; bytes: Buffer };
+/**
+ * How the record's figures came about: sampled now (with whether the engines served anything else
+ * meanwhile, once samples were taken), or adopted from an earlier calibration file.
+ */
+export type CalibrationOrigin = { run: CalibrationRun | undefined; adoption?: CalibrationAdoptionOutcome; reservation?: Reservation } | { adopted: AdoptedCalibration; adoption: CalibrationAdoptionOutcome; bytes: Buffer };
 
-/** The record's observations: the result, where an adopted one came from (or why a file was not adopted), and every failed attempt. */
+/** The record's observations: the result, where an adopted one came from (or why a file was not adopted), the sampled engines' reservation, and every failed attempt. */
 export function calibrationObservations(origin: CalibrationOrigin, result: CalibrationResult | undefined) {
   const run = "run" in origin ? origin.run : undefined;
   const { source } = origin.adoption ?? {};
@@ -49,7 +53,8 @@ export function calibrationObservations(origin: CalibrationOrigin, result: Calib
       : {};
   const refused = "run" in origin && origin.adoption ? { notAdopted: { path: origin.adoption.source.path, sha256: origin.adoption.source.sha256, mismatches: origin.adoption.mismatches } } : {};
   const failures = run?.groups.flatMap((g) => g.failures.map((f) => `${g.producer} -> ${g.consumer} at ${g.inputTokens}: ${f}`)) ?? [];
-  return { result: result ?? null, ...adopted, ...refused, incomplete: run?.incomplete ?? [], failures };
+  const reservation = "run" in origin && origin.reservation ? { reservation: origin.reservation } : {};
+  return { result: result ?? null, ...adopted, ...refused, ...reservation, incomplete: run?.incomplete ?? [], failures };
 }
 
 /** The result's figures as create returns them. */

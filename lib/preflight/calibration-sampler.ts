@@ -5,10 +5,19 @@
  * timed from starting the decode request to its first generated token under the diagnostic
  * observation bound. The API key goes as a Bearer header and never into a record. The engines come at
  * the URLs the provider routed (dynamic-providers/preflight/routes.ts); its record keeps this file as the probe code.
+ *
+ * The sampler also counts, per engine, the completions it had answered in full: the ones vLLM counts in
+ * `vllm:request_success_total` (a prefill leg answered 200, a decode stream read to its end), and the
+ * ones it gave up on (a timeout, the observation bound, a malformed or error event), which are aborted:
+ * vLLM does not count those, but holds them until its next step. /tokenize, /version and /metrics are
+ * no requests to it. Those counts and each engine's load (`load`) are what the calibration's
+ * reservation is proved from (lib/engine/reservation.ts).
  */
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { processStartTime, parsePrometheusText } from "../engine/prometheus";
+import { loadOf, type EngineLoad } from "../engine/reservation";
+import type { OwnRequests } from "../engine/settled-load";
 import { handoffOf, streamError } from "./outcome";
 import type { EngineIdentity } from "./calibration-outcome";
 import type { Pair } from "./pairs";
@@ -29,11 +38,24 @@ export interface SamplerOptions {
 
 class Expired extends Error {}
 
-export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string): Promise<EngineIdentity>; close(): Promise<void> } {
+/** The calibration's own reads of an engine beside its samples. */
+export interface EngineReads {
+  identity(iid: string): Promise<EngineIdentity>;
+  /** The engine's load from its `/metrics`; throws naming the engine when it cannot be read. */
+  load: (iid: string) => Promise<EngineLoad>;
+  /** The sampler's completions this engine answered in full so far, and those the sampler gave up on there. */
+  ownRequests: (iid: string) => OwnRequests;
+}
+
+export function httpSampler(o: SamplerOptions): Sampler & EngineReads & { close(): Promise<void> } {
   const { Agent, request } = require("undici") as typeof import("undici");
   const agent = new Agent({ connections: 4, keepAliveTimeout: 4000, connect: { timeout: 10_000 } });
   const byId = new Map(o.engines.map((e) => [e.iid, e]));
   const seeds = new Map<string, number[]>();
+  const finishes = new Map<string, number>();
+  const abandons = new Map<string, number>();
+  const answered = (iid: string) => finishes.set(iid, (finishes.get(iid) ?? 0) + 1);
+  const abandoned = (iid: string) => abandons.set(iid, (abandons.get(iid) ?? 0) + 1);
   const url = (iid: string) => {
     const e = byId.get(iid);
     if (!e) throw new Error(`calibration: no engine ${iid}`);
@@ -98,6 +120,16 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
       return { iid, maxModelLen, version, processStart };
     },
 
+    load: async (iid) => {
+      const r = await send(`${url(iid)}/metrics`, undefined, o.timeouts.healthS).catch((err: unknown) => {
+        throw new Error(`${iid} /metrics: ${describe(err, o.timeouts.healthS)}`);
+      });
+      if (r.status !== 200) throw new Error(`${iid} /metrics answered ${r.status}: ${r.text.slice(0, 200)}`);
+      return loadOf(r.text, iid);
+    },
+
+    ownRequests: (iid) => ({ own: finishes.get(iid) ?? 0, abandoned: abandons.get(iid) ?? 0 }),
+
     async sample(p: Pair, inputTokens: number, attempt: number): Promise<SampleRecord> {
       const at = new Date().toISOString();
       const base = { producer: p.producer, consumer: p.consumer, inputTokens, attempt, at };
@@ -108,16 +140,23 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
       let handoff: Record<string, unknown>;
       // The decode leg resends the same prompt; the ids are the producer's tokenizer's, which the engine contract makes the consumer's too.
       let ids: number[];
+      // Whether the engine may hold a request of ours that got no answer (see ownRequests).
+      let held = false;
       try {
         ids = await prompt(p.producer, inputTokens);
         const started = performance.now();
+        held = true;
         const r = await send(`${url(p.producer)}/v1/completions`, { ...body, prompt: ids, max_tokens: 1, stream: false, kv_transfer_params: { do_remote_decode: true } }, o.timeouts.prefillS);
+        held = false;
         prefillSeconds = (performance.now() - started) / 1000;
         if (r.status !== 200) return failed("prefill_failed", `prefill on ${p.producer} answered ${r.status}: ${r.text.slice(0, 300)}`);
+        // A non-streamed completion is answered once the engine has finished it.
+        answered(p.producer);
         const n = (JSON.parse(r.text) as { usage?: { prompt_tokens?: unknown } }).usage?.prompt_tokens;
         promptTokens = Number.isInteger(n) ? (n as number) : null;
         handoff = handoffOf(r.text);
       } catch (err) {
+        if (held) abandoned(p.producer);
         return failed("prefill_failed", `prefill on ${p.producer}: ${await explain(err, p.producer, o.timeouts.prefillS)}`);
       }
       const bound = new AbortController();
@@ -125,6 +164,7 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
       const started = performance.now();
       let firstToken: number | null = null;
       let tokens = 0;
+      held = true;
       try {
         const res = await notedStream(`${url(p.consumer)}/v1/completions`, request(`${url(p.consumer)}/v1/completions`, {
           method: "POST",
@@ -133,7 +173,10 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
           dispatcher: agent,
           signal: AbortSignal.any([bound.signal, AbortSignal.timeout(o.timeouts.requestS * 1000)]),
         }));
-        if (res.statusCode !== 200) return failed("engine_error", `decode on ${p.consumer} answered ${res.statusCode}: ${(await res.body.text()).slice(0, 300)}`);
+        if (res.statusCode !== 200) {
+          held = false;
+          return failed("engine_error", `decode on ${p.consumer} answered ${res.statusCode}: ${(await res.body.text()).slice(0, 300)}`);
+        }
         for await (const event of sseEvents(res.body as AsyncIterable<Uint8Array>)) {
           if (event.done) continue;
           if (!("data" in event)) return failed("engine_error", `decode on ${p.consumer}: malformed stream event`);
@@ -146,11 +189,15 @@ export function httpSampler(o: SamplerOptions): Sampler & { identity(iid: string
             clearTimeout(timer);
           }
         }
+        // The stream ran to its end: the engine finished the decode leg.
+        held = false;
+        answered(p.consumer);
       } catch (err) {
         if (bound.signal.aborted && firstToken === null) return failed("observation_expired", `no first token from ${p.consumer} within the ${o.timeouts.observationBoundS} s observation bound`);
         return failed("engine_error", `decode on ${p.consumer}: ${await explain(err, p.consumer, o.timeouts.requestS)}`, firstToken);
       } finally {
         clearTimeout(timer);
+        if (held) abandoned(p.consumer);
       }
       if (!tokens || firstToken === null) return failed("no_tokens", `${p.consumer} accepted the handoff and produced no tokens`);
       return { ...base, status: "completed", promptTokens, prefillSeconds, firstTokenSeconds: firstToken };

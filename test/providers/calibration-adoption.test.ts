@@ -114,6 +114,9 @@ describe("providers: Calibration adopts a runbook's first-token calibration", fu
     expect(record.verdict.status).to.equal("pass");
     // The file's own lengths and sample count, which may differ from the configured ones it stands in for.
     expect(record.observations.adopted).to.deep.include({ path: file, sha256: sha(file), capturedAt: r.ranAt, inputLengths: LENGTHS, samplesPerGroup: 100 });
+    // Nothing was sampled now: no reservation to prove.
+    expect(r).to.not.have.property("reservation");
+    expect(record.observations).to.not.have.property("reservation");
     expect(Date.parse(record.startedAt)).to.be.at.least(t0);
     const kept = fs.readFileSync(evidenceFile(record.artifacts[0].relativePath));
     expect("sha256:" + createHash("sha256").update(kept).digest("hex")).to.equal(sha(file));
@@ -147,5 +150,9 @@ describe("providers: Calibration adopts a runbook's first-token calibration", fu
     expect(record.verdict.status).to.equal("pass");
     expect(record.observations.notAdopted.mismatches.map((m: { field: string }) => m.field)).to.deep.equal(["process_starts.e1", "generations.e1"]);
     expect(record.observations.adopted).to.equal(undefined);
+    // The fresh run's own requests are all the engines finished meanwhile.
+    expect(r.reservation!.idle).to.equal(true);
+    expect(r.reservation!.engines.map((w) => w.own)).to.deep.equal([after[0] - before[0], after[1] - before[1]]);
+    expect(record.observations.reservation).to.deep.equal(r.reservation);
   });
 });

@@ -1,7 +1,10 @@
 /**
  * First-token calibration against engine simulators on 127.0.0.1 at a fast time scale: 100 completed
  * samples per directed path and input length up to the longest admitted input, a proposed deadline
- * above every group, the evidence kept without the key; a consumer slower than the observation bound
+ * above every group, the evidence kept without the key, and the engines proved reserved by their own
+ * counters (each finished exactly the calibration's requests); a client sending completions straight
+ * to one engine meanwhile leaves that engine, and only it, not reserved, the samples still
+ * kept and the deadline still proposed; a consumer slower than the observation bound
  * stops the run naming its paths with every failed attempt kept; an engine serving another context
  * than its plan is refused before any sample; a record altered on disk replaces, on refresh, the one
  * calibration that wrote it and no other. Every process is stopped.
@@ -13,7 +16,7 @@ import { calibrateFleet, provider } from "../../dynamic-providers/calibration/pr
 import type { CalibrationInputs } from "../../dynamic-providers/calibration/schema";
 import { EVIDENCE_ALTERED } from "../../dynamic-providers/integrity";
 import { defaultInputLengths } from "../../lib/preflight/calibration-run";
-import { KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";
+import { completedRequests, KV_BOTH, makeModel, removeTemps, ROOT, startEngine, stopAll, type SimEngine } from "../unit/sim-engine/helpers";
 
 const API_KEY = "sk-narwhal-calibration-51c9a0";
 const CONTEXT = 2048;
@@ -67,7 +70,9 @@ describe("providers: first-token calibration", function () {
 
   it("takes 100 samples per directed path and input length up to the longest admitted input and proposes a deadline above every group", async () => {
     const t0 = Date.now();
+    const finishedBefore = await Promise.all(["e0", "e1"].map((iid) => completedRequests(byId.get(iid)!)));
     const r = await calibrateFleet(inputs([{ iid: "e0", role: "prefill" }, { iid: "e1", role: "decode" }]));
+    const finishedAfter = await Promise.all(["e0", "e1"].map((iid) => completedRequests(byId.get(iid)!)));
     console.log(`      ${r.samples} samples in ${((Date.now() - t0) / 1000).toFixed(1)} s; floor ${r.floorS.toFixed(3)} s, deadline ${r.deadlineS} s, prefill ${r.prefillS.toFixed(3)} s`);
     expect(r.paths).to.deep.equal([
       { producer: "e0", consumer: "e1" },
@@ -94,12 +99,22 @@ describe("providers: first-token calibration", function () {
       ["e0", CONTEXT, "number"],
       ["e1", CONTEXT, "number"],
     ]);
+    // Each engine produced for 400 samples and consumed 400: 800 finished requests of the calibration's
+    // own, all its counter gained, and nothing else.
+    expect(r.reservation!.idle).to.equal(true);
+    expect(r.reservation!.reasons).to.deep.equal([]);
+    expect(r.reservation!.engines.map((w) => [w.engine, w.own, w.foreign, w.restarted, w.after.finished - w.before.finished, w.after.inFlight])).to.deep.equal([
+      ["e0", 800, 0, false, 800, 0],
+      ["e1", 800, 0, false, 800, 0],
+    ]);
+    expect(finishedAfter.map((n, k) => n - finishedBefore[k])).to.deep.equal([800, 800]);
 
     // Raw timings, the fleet document, identities and the probe code are kept; the key is in none of them.
     const recordText = fs.readFileSync(evidenceFile(r.evidence!.relativePath), "utf8");
     const record = JSON.parse(recordText);
     expect(record.kind).to.equal("calibration");
     expect(record.verdict.status).to.equal("pass");
+    expect(record.observations.reservation).to.deep.equal(r.reservation);
     const artifacts = record.artifacts.map((a: { relativePath: string }) => fs.readFileSync(evidenceFile(a.relativePath), "utf8"));
     for (const text of [recordText, ...artifacts]) expect(text).to.not.include(API_KEY);
     const samples = JSON.parse(artifacts[0]);
@@ -109,6 +124,53 @@ describe("providers: first-token calibration", function () {
     // The producer counted exactly the tokens asked for: the prompt is sized in token ids.
     expect(new Set(longest.map((s: { promptTokens: number }) => s.promptTokens))).to.deep.equal(new Set([CONTEXT - 1]));
     expect(artifacts[3]).to.include("observation bound");
+  });
+
+  it("records an engine that served another client during the samples as not reserved, and only that one", async () => {
+    // A client of its own sends completions straight to e1 from before the calibration until after it.
+    const e1 = byId.get("e1")!;
+    let stop = false;
+    let answered = 0;
+    let firstAnswer!: () => void;
+    const started = new Promise<void>((resolve) => (firstAnswer = resolve));
+    const client = (async () => {
+      while (!stop) {
+        const res = await fetch(`${e1.url}/v1/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "tiny", prompt: "a request from another client", max_tokens: 4 }),
+        });
+        await res.text();
+        if (res.status === 200) answered++;
+        firstAnswer();
+      }
+    })();
+    await started;
+    let r: Awaited<ReturnType<typeof calibrateFleet>>;
+    try {
+      r = await calibrateFleet(inputs([{ iid: "e0", role: "prefill" }, { iid: "e1", role: "decode" }], { inputLengths: [64] }));
+    } finally {
+      stop = true;
+      await client;
+    }
+    console.log(`      the other client had ${answered} completions answered; e1 served ${r.reservation!.engines[1].foreign} besides the calibration`);
+
+    expect(r.samples).to.equal(200);
+    expect(r.reservation!.idle).to.equal(false);
+    const [w0, w1] = r.reservation!.engines;
+    expect([w0.engine, w0.own, w0.foreign]).to.deep.equal(["e0", 200, 0]);
+    // e1's own requests are still exactly the calibration's; the rest of what it finished or held is the other client's.
+    expect([w1.engine, w1.own, w1.restarted]).to.deep.equal(["e1", 200, false]);
+    expect(w1.foreign).to.be.above(0);
+    expect(w1.foreign).to.be.at.most(answered);
+    expect(w1.foreign).to.equal(w1.after.finished - w1.before.finished - 200 + w1.after.inFlight);
+    expect(r.reservation!.reasons).to.have.length(1);
+    expect(r.reservation!.reasons[0]).to.match(new RegExp(`^engine e1 served ${w1.foreign} requests? besides the probe's 200`));
+
+    // The samples stand and the deadline is proposed; the record says the engines were not idle.
+    const record = JSON.parse(fs.readFileSync(evidenceFile(r.evidence!.relativePath), "utf8"));
+    expect(record.verdict.status).to.equal("pass");
+    expect(record.observations.reservation).to.deep.equal(r.reservation);
   });
 
   it("replaces, on refresh, exactly the calibration whose record was altered on disk", async () => {
@@ -151,6 +213,9 @@ describe("providers: first-token calibration", function () {
     const record = JSON.parse(fs.readFileSync(evidenceFile(recordPath), "utf8"));
     expect(record.verdict.status).to.equal("fail");
     expect(record.observations.failures).to.have.length(6);
+    // The failed run keeps its reservation: e2 finished none of the abandoned decodes, and nothing else.
+    expect(record.observations.reservation.idle).to.equal(true);
+    expect(record.observations.reservation.engines.map((w: { engine: string; own: number; foreign: number }) => [w.engine, w.own, w.foreign])).to.deep.include(["e2", 0, 0]);
     const samples = JSON.parse(fs.readFileSync(evidenceFile(record.artifacts[0].relativePath), "utf8")) as Array<{ consumer: string; status: string; failure?: string }>;
     expect(samples.filter((s) => s.status === "failed").map((s) => `${s.consumer}:${s.failure}`)).to.deep.equal(Array(6).fill("e2:observation_expired"));
     await slow.stop();
@@ -164,5 +229,7 @@ describe("providers: first-token calibration", function () {
     expect(message).to.match(/^calibration: e1 serves a context of 2048 tokens, its launch plan 4096 \(every sample and failure kept as \S+\)$/);
     const record = JSON.parse(fs.readFileSync(evidenceFile(/kept as (\S+)\)$/.exec(message)![1]), "utf8"));
     expect(JSON.parse(fs.readFileSync(evidenceFile(record.artifacts[0].relativePath), "utf8"))).to.deep.equal([]);
+    // Nothing was sampled, so there is no window to have been reserved for.
+    expect(record.observations).to.not.have.property("reservation");
   });
 });
