@@ -33,7 +33,8 @@ import { hasUnknown } from "../../lib/unknown";
 import { HttpJournal, currentHttpJournal, withHttpJournal } from "../../lib/evidence/http-journal";
 import { profileHttp } from "../../lib/profiling/engine-http";
 import { countedClient } from "../../lib/profiling/counted-client";
-import { loadOf, settledLoad, witness, type Reservation } from "../../lib/engine/reservation";
+import { loadOf, witness, type Reservation } from "../../lib/engine/reservation";
+import { settledLoad } from "../../lib/engine/settled-load";
 import { sweepReservation } from "../../lib/profiling/reservation";
 import { trafficWitness } from "../../lib/profiling/traffic";
 import type { EngineClient } from "../../lib/profiling/client";
@@ -96,7 +97,7 @@ async function reservedSweep<T extends { resampled?: ResampleSummary }>(engineId
   const counted = countedClient(http);
   const value = await sweep(counted, trafficWitness(engineId, readLoad, counted));
   try {
-    const after = await settledLoad(readLoad, before, counted.finished());
+    const after = await settledLoad(readLoad, before, { own: counted.finished() });
     return { value, reservation: sweepReservation(witness(engineId, before, after, counted.finished()), value.resampled) };
   } catch (err) {
     return { value, reservation: { idle: false, engines: [], reasons: [`engine ${engineId}: its load could not be read after the sweep (${(err as Error).message}), so its reservation is not proven`] } };

@@ -33,7 +33,7 @@ export interface EngineWitness {
   own: number;
   /** Requests the engine served or held beside the probe's: 0 when it was reserved in fact. */
   foreign: number;
-  /** The engine's process changed during the window, so its counters started again. */
+  /** The engine's process changed during the window (or its finish counter went back), so its counters started again. */
   restarted: boolean;
 }
 
@@ -57,14 +57,16 @@ export function loadFromCounters(c: EngineCounters): EngineLoad {
 }
 
 export function witness(engine: string, before: EngineLoad, after: EngineLoad, own: number): EngineWitness {
-  const restarted = before.processStart !== after.processStart;
+  // A counter that went back is a restart too: the only sign where the engine has no process start
+  // (vLLM with several API servers).
+  const restarted = before.processStart !== after.processStart || after.finished < before.finished;
   const foreign = restarted ? 0 : Math.max(0, after.finished - before.finished - own) + after.inFlight;
   return { engine, before, after, own, foreign, restarted };
 }
 
 export function reservationOf(witnesses: readonly EngineWitness[]): Reservation {
   const reasons = witnesses.flatMap((w) => {
-    if (w.restarted) return [`engine ${w.engine} restarted during the probe (process start ${w.before.processStart} -> ${w.after.processStart}): its counters cannot say what else it served`];
+    if (w.restarted) return [`engine ${w.engine} restarted during the probe (process start ${w.before.processStart} -> ${w.after.processStart}, finished ${w.before.finished} -> ${w.after.finished}): its counters cannot say what else it served`];
     if (w.foreign === 0) return [];
     const held = w.after.inFlight ? `, ${w.after.inFlight} still running or waiting at its end` : "";
     return [`engine ${w.engine} served ${w.foreign} ${w.foreign === 1 ? "request" : "requests"} besides the probe's ${w.own}${held}: it was not reserved, so its figures are not the runbook's idle figures`];
@@ -79,24 +81,3 @@ export function reservationReasons(observations: unknown): string[] | undefined 
   return Array.isArray(r.reasons) && r.reasons.length ? r.reasons.map(String) : ["the probe's engines served other requests during it"];
 }
 
-/** How long a probe's closing read waits for vLLM's finish counter to cover the probe's own requests. */
-export const SETTLE_BOUND_S = 2;
-const SETTLE_STEP_MS = 25;
-
-/**
- * The closing read of a window: vLLM counts a finish as it processes the step's outputs, which can come a
- * moment after the client read the answer, so the engine is read again, within {@link SETTLE_BOUND_S},
- * until its finishes cover the probe's own and it holds nothing; the last read is taken either way (what
- * it still shows then is foreign).
- */
-export async function settledLoad(read: () => Promise<EngineLoad>, before: EngineLoad, own: number, o: { now?: () => number; sleep?: (ms: number) => Promise<void>; boundS?: number } = {}): Promise<EngineLoad> {
-  const now = o.now ?? Date.now;
-  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const until = now() + (o.boundS ?? SETTLE_BOUND_S) * 1000;
-  for (;;) {
-    const load = await read();
-    const covered = load.processStart !== before.processStart || (load.finished - before.finished >= own && load.inFlight === 0);
-    if (covered || now() >= until) return load;
-    await sleep(SETTLE_STEP_MS);
-  }
-}

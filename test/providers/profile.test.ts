@@ -126,7 +126,10 @@ describe("providers: Profile against simulated engines", function () {
     })();
     let p: ProfileOutputs;
     try {
-      p = (await profileProvider.create({ ...inputsFor("e0", g), fitLimits: { maxDecodeFitMape: 1, maxDecodeCvMape: 1 } })).outs as ProfileOutputs;
+      // A short sweep, one try: every shared sample is taken again, so the traffic at most triples it.
+      const sweep: Sweep = { ...SWEEP, prefillLens: [256, 512, 1024, 2048], prefillRepeats: 2, decodeInputLens: [256, 1024], decodeConcurrency: [1, 4], decodeRepeats: 1 };
+      p = (await profileProvider.create({ ...inputsFor("e0", g), sweep, fitAttempts: 1, fitLimits: { maxDecodeFitMape: 1, maxDecodeCvMape: 1 } })).outs as ProfileOutputs;
+      console.log(`      beside traffic: wall ${p.wallSeconds.toFixed(1)} s, ${JSON.stringify(p.fitTries.map((t) => t.resampled && { retaken: t.resampled.retaken, shared: t.resampled.shared, keptShared: t.resampled.keptShared }))}`);
     } finally {
       stop = true;
       await traffic;
