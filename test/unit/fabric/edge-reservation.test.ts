@@ -65,7 +65,7 @@ describe("fabric edge reservation", () => {
   it("is not idle when an engine restarted in the window: its counters started again", () => {
     const r = edgeReservation([{ engine: e2, before: read({ stop: 3, start: 100 }), after: read({ stop: 0, start: 200 }) }]);
     expect(r.idle).to.equal(false);
-    expect(r.reasons[0]).to.match(/^engine e2 restarted during the probe \(process start 100 -> 200\)/);
+    expect(r.reasons[0]).to.match(/^engine e2 restarted during the probe \(process start 100 -> 200, finished/);
     expect(reservationSummary(r).foreign).to.deep.equal({ e2: null });
   });
 
