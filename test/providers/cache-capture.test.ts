@@ -22,9 +22,6 @@ import { startScript as dockerStartScript, stopScript as dockerStopScript } from
 import { containerRestartScript } from "../../lib/runtime/restart";
 import { startScript, stopScript } from "../../lib/runtime/native";
 import { envFile, shq } from "../../lib/shell";
-import { SshSession } from "../../lib/ssh/client";
-import { OPERATE, sshTarget } from "../../lib/ssh/login";
-import { readLogin } from "../../lib/ssh/stored-login";
 import { loadDockerImage, simDown, simUp, sshExec } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { buildSimImage } from "../../sim/image/build";
@@ -32,7 +29,7 @@ import { expectSimulatorTruth } from "../support/cache-truth";
 import { rejection } from "../support/rejection";
 import { keptAttempt } from "../support/kept-attempt";
 import { ATTEMPTS_SH } from "../../lib/runtime/attempts";
-import { simLaunch, simLogin } from "./support/sim-launch";
+import { onHost, simLaunch, simLogin } from "./support/sim-launch";
 
 const STACK = "provider-cache-capture";
 const API_KEY = "sk-narwhal-capture-3e9b1d";
@@ -44,16 +41,6 @@ function launch(h: SimHost, id: string, port: number, nixlPort: number): LaunchI
   return simLaunch(h, { id, port, nixlPort, gpuIds: [0, 1] }, { policy: { engineEnv } });
 }
 
-/** Runs a script on the host over the program's own SSH client (the start scripts read the env file from stdin). */
-async function onHost(h: SimHost, script: string, stdin = ""): Promise<{ code: number; stdout: string; stderr: string }> {
-  const { login, privateKey } = simLogin(h);
-  const ssh = await SshSession.open(sshTarget(readLogin(login, { alias: h.alias, privateKey }), OPERATE));
-  try {
-    return await ssh.exec(script, { stdin, timeoutS: 120, name: "test step" });
-  } finally {
-    ssh.close();
-  }
-}
 
 async function must(h: SimHost, command: string): Promise<string> {
   const r = await sshExec(h, command, { timeoutMs: 30_000 });

@@ -16,12 +16,9 @@ import type { EdgeReservation } from "../../lib/fabric/edge-reservation";
 import { renderLaunchPlan, type LaunchPlan } from "../../lib/launch/plan";
 import { startScript, stopScript } from "../../lib/runtime/native";
 import { envFile } from "../../lib/shell";
-import { SshSession } from "../../lib/ssh/client";
-import { OPERATE, sshTarget } from "../../lib/ssh/login";
-import { readLogin } from "../../lib/ssh/stored-login";
 import { simDown, simUp, type SimHost } from "../../sim/hosts";
 import { edgeBetween } from "./support/fabric-edge";
-import { simLaunch, simLogin } from "./support/sim-launch";
+import { onHost, simLaunch } from "./support/sim-launch";
 
 const STACK = "provider-fabric-reservation";
 const API_KEY = "sk-narwhal-fabric-reservation-7c41";
@@ -34,15 +31,6 @@ let plan: LaunchPlan;
 let runDir: string;
 const runtime = () => ({ runDir, healthTimeoutS: 90, stopTimeoutS: 10 });
 
-async function onHost(h: SimHost, script: string, stdin = ""): Promise<{ code: number; stdout: string; stderr: string }> {
-  const { login, privateKey } = simLogin(h);
-  const ssh = await SshSession.open(sshTarget(readLogin(login, { alias: h.alias, privateKey }), OPERATE));
-  try {
-    return await ssh.exec(script, { stdin, timeoutS: 120, name: "test step" });
-  } finally {
-    ssh.close();
-  }
-}
 
 function inputs(extra: Partial<FabricEdgeInputs> = {}): FabricEdgeInputs {
   return {

@@ -5,7 +5,9 @@
  */
 import * as fs from "node:fs";
 import type { LaunchInputs } from "../../../lib/launch/plan";
-import type { StoredLogin } from "../../../lib/ssh/stored-login";
+import { SshSession } from "../../../lib/ssh/client";
+import { OPERATE, sshTarget } from "../../../lib/ssh/login";
+import { readLogin, type StoredLogin } from "../../../lib/ssh/stored-login";
 import type { SimHost } from "../../../sim/hosts";
 import { launchInputs } from "../../unit/launch/inputs";
 
@@ -25,4 +27,15 @@ export function simLaunch(
 
 export function simLogin(h: SimHost): { login: StoredLogin; privateKey: string } {
   return { login: { host: h.address, port: h.sshPort, user: h.user, hostKey: h.hostKey, connectTimeoutS: 20 }, privateKey: fs.readFileSync(h.privateKeyPath, "utf8") };
+}
+
+/** Runs a script on the host over the program's own SSH client (the start scripts read the env file from stdin). */
+export async function onHost(h: SimHost, script: string, stdin = ""): Promise<{ code: number; stdout: string; stderr: string }> {
+  const { login, privateKey } = simLogin(h);
+  const ssh = await SshSession.open(sshTarget(readLogin(login, { alias: h.alias, privateKey }), OPERATE));
+  try {
+    return await ssh.exec(script, { stdin, timeoutS: 120, name: "test step" });
+  } finally {
+    ssh.close();
+  }
 }
