@@ -1,7 +1,10 @@
 /**
- * The profile's traffic witness: what the engine served besides one sample, from its own counters read
- * just before the sample and just after it (lib/engine/reservation.ts), the sample's own completions
- * counted by the client that sent them (./counted-client.ts).
+ * The profile's traffic witness: what the engine served besides one sample, from its own counters
+ * (lib/engine/reservation.ts), the profile's own completions counted by the client that sent them
+ * (./counted-client.ts). One read closes a sample and opens the next: a sample's window runs from the
+ * read that closed the one before it, so whatever the engine served in between counts against the next
+ * sample (it was there, or had just been, when the sample ran), and the engine is read once per sample,
+ * not twice. The profile's own completions between samples (its warm-ups) are counted as its own.
  */
 import { witness, type EngineLoad } from "../engine/reservation";
 import { settledLoad } from "../engine/settled-load";
@@ -12,15 +15,16 @@ import type { TrafficWitness } from "./resample";
 const SAMPLE_POLL_MS = 20;
 
 export function trafficWitness(engineId: string, readLoad: () => Promise<EngineLoad>, client: CountedClient): TrafficWitness {
+  let last: { load: EngineLoad; own: number } | undefined;
   return {
     async begin() {
-      const before = await readLoad();
-      const ownBefore = client.finished();
+      const opened = last ?? { load: await readLoad(), own: client.finished() };
       return async () => {
-        const own = client.finished() - ownBefore;
-        const after = await settledLoad(readLoad, before, { own }, { pollMs: SAMPLE_POLL_MS });
+        const own = client.finished() - opened.own;
+        const after = await settledLoad(readLoad, opened.load, { own }, { pollMs: SAMPLE_POLL_MS });
+        last = { load: after, own: client.finished() };
         // A restart inside a sample is the profiler's own stop (its generation check), not traffic.
-        return witness(engineId, before, after, own).foreign;
+        return witness(engineId, opened.load, after, own).foreign;
       };
     },
   };
