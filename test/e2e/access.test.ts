@@ -51,9 +51,6 @@ describe("e2e: ssh_config alias with a jump host, and password login", function 
         model: { servedName: "tiny-llama", checkpointDir: target.modelDir },
         router: { host: "router" },
         ssh: { connectTimeoutS: 30, configFile: path.relative(PROJECT_ROOT, sshConfig) },
-        // This file is about logins; its two engines on one host are profiled while the fault lane loads
-        // both cores, and their decode fits need more tries to settle there (issue: a first up on a busy machine).
-        profiling: { fitAttempts: 6 },
       },
     );
     // The engine host's key comes from the alias's IdentityFile only; the router's password is a secret.
