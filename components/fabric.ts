@@ -112,6 +112,10 @@ export class FabricMesh extends pulumi.ComponentResource {
         },
         { parent: this, dependsOn: previous },
       );
+      // A measurement beside the engines' KV traffic is not the runbook's idle figure; the output keeps why.
+      edge.reservation.apply((r) => {
+        if (r && !r.idle) void pulumi.log.warn(`fabric edge ${e.id}: its hosts' engines were not reserved: ${r.reasons.join("; ")}`, edge);
+      });
       previous = [edge];
       return edge;
     });

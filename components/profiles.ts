@@ -105,6 +105,10 @@ export class ProfileMesh extends pulumi.ComponentResource {
         // Engines sharing a GPU group take turns; the rest run side by side.
         { parent: this, dependsOn: after },
       );
+      // Samples taken beside other traffic are not the runbook's idle figures; the output keeps why.
+      this.profiles[e.id].reservation.apply((r) => {
+        if (r && !r.idle) void pulumi.log.warn(`profile of ${e.id}: the engine was not reserved: ${r.reasons.join("; ")}`, this.profiles[e.id]);
+      });
     }
     const stored = Object.values(this.profiles).map((p) =>
       pulumi.all([p.engineId, p.row, p.profileDigest, p.samples]).apply(([engineId, row, profileDigest, samples]) => ({ engineId, row, profileDigest, samples })),
