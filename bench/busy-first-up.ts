@@ -21,6 +21,7 @@ import { simDown, simUp } from "../sim/hosts";
 import { parseFlags, parseOrExit } from "../scripts/args";
 import { E2E_TIME_SCALE, openStack, PROJECT_ROOT, type EngineEntry } from "../test/e2e/support/stack";
 import { failureReason } from "./scale/steps";
+import { withDeadline } from "./scale/deadline";
 import { EvidenceStore, evidenceRoot } from "../lib/evidence/store";
 
 const STACK = "bench-busy";
@@ -38,21 +39,6 @@ const ROUNDS = Number(flags.rounds ?? 3);
 const LOOPS = Number(flags.loops ?? 3);
 
 const log = (msg: string) => process.stderr.write(`[bench:busy-first-up ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-
-async function bounded<T>(what: string, limitMs: number, stack: Stack, op: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expiry = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      void stack.cancel().catch(() => undefined);
-      reject(new Error(`${what}: no result within ${limitMs / 60_000} min (${what.toUpperCase().replace(/\W+/g, "_")}_TIMEOUT)`));
-    }, limitMs);
-  });
-  try {
-    return await Promise.race([op(), expiry]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 interface ProfileFigures {
   sweeps: number;
@@ -82,7 +68,7 @@ async function round(stack: Stack, n: number) {
   const load: number[] = [];
   for (let up = 1; up <= MAX_UPS; up++) {
     load.push(Number(os.loadavg()[0].toFixed(2)));
-    const ok = await bounded(`round ${n} up ${up}`, UP_TIMEOUT_MS, stack, () =>
+    const ok = await withDeadline(`round ${n} up ${up}`, stack, UP_TIMEOUT_MS, () =>
       stack.up({ onOutput: () => undefined }).then(
         () => true,
         (err: Error) => (failures.push(failureReason(err.message)), false),
@@ -99,7 +85,7 @@ async function main(): Promise<void> {
   let stack: Stack | undefined;
   const cleanup = async () => {
     for (const l of loops) l.kill("SIGKILL");
-    if (stack) await bounded("destroy", DESTROY_TIMEOUT_MS, stack, () => stack!.destroy({ onOutput: () => undefined })).catch((err: Error) => log(`destroy: ${err.message}`));
+    if (stack) await withDeadline("destroy", stack, DESTROY_TIMEOUT_MS, () => stack!.destroy({ onOutput: () => undefined })).catch((err: Error) => log(`destroy: ${err.message}`));
     if (stack) await stack.workspace.removeStack(STACK).catch(() => undefined);
     fs.rmSync(path.join(PROJECT_ROOT, `Pulumi.${STACK}.yaml`), { force: true });
     await simDown({ aliases: [...HOSTS] }).catch(() => undefined);
@@ -123,7 +109,7 @@ async function main(): Promise<void> {
     log(`${LOOPS} CPU loops running beside the up`);
     const rounds = [];
     for (let n = 1; n <= ROUNDS; n++) {
-      await bounded("destroy", DESTROY_TIMEOUT_MS, stack, () => stack!.destroy({ onOutput: () => undefined }));
+      await withDeadline("destroy", stack, DESTROY_TIMEOUT_MS, () => stack!.destroy({ onOutput: () => undefined }));
       rounds.push(await round(stack, n));
     }
     const out = {

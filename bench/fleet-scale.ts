@@ -26,6 +26,7 @@ import { awaitHealthy, restartByHand } from "../test/e2e/support/restart";
 import { PROMETHEUS_PORT, ROUTER_PORT, SCALE_HOSTS, SCALE_LAYOUT, SCALE_TOPOLOGY_SIZE, scaleEngines } from "./scale/fleet-config";
 import { ensureFileBackend, openFloorStack, stateResourceCount } from "./scale/floor-stack";
 import { failureReason, tallySteps, type StepTally } from "./scale/steps";
+import { withDeadline } from "./scale/deadline";
 
 const FLEET_STACK = "bench-scale";
 const FLOOR_STACK = "bench-scale-floor";
@@ -47,23 +48,12 @@ const RESTART_HEALTH_TIMEOUT_MS = 60_000;
 const log = (msg: string) => process.stderr.write(`[bench:scale ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 const seconds = (ms: number) => Number((ms / 1000).toFixed(1));
 
-/** Runs one stack operation against a named deadline; on expiry the operation is cancelled. */
+/** Runs one stack operation against a named deadline (./scale/deadline.ts), logging its time. */
 async function timed<T>(phase: string, stack: Stack, limitMs: number, op: () => Promise<T>): Promise<{ value: T; s: number }> {
   const t0 = performance.now();
-  let timer: NodeJS.Timeout | undefined;
-  const expiry = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      void stack.cancel().catch(() => undefined);
-      reject(new Error(`${phase}: no result within ${limitMs / 60_000} min (${phase.toUpperCase().replace(/\W+/g, "_")}_TIMEOUT)`));
-    }, limitMs);
-  });
-  try {
-    const value = await Promise.race([op(), expiry]);
-    log(`${phase}: ${seconds(performance.now() - t0)} s`);
-    return { value, s: seconds(performance.now() - t0) };
-  } finally {
-    clearTimeout(timer);
-  }
+  const value = await withDeadline(phase, stack, limitMs, op);
+  log(`${phase}: ${seconds(performance.now() - t0)} s`);
+  return { value, s: seconds(performance.now() - t0) };
 }
 
 /** An up that may fail by design (the preflight after a lone restart): its time and first error line count. */
