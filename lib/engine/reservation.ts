@@ -13,7 +13,6 @@
  * counter, so it goes unseen unless it is in flight at a read.
  */
 import { engineCounters } from "../trial/counters";
-import type { EngineCounters } from "../trial/types";
 
 /** One engine's load at one read: its finished requests, what it holds, and its process. */
 export interface EngineLoad {
@@ -48,10 +47,7 @@ export interface Reservation {
 
 /** An engine's load from its `/metrics` body. `whose` names the engine in a parse error. */
 export function loadOf(metricsText: string, whose: string): EngineLoad {
-  return loadFromCounters(engineCounters(metricsText, whose));
-}
-
-export function loadFromCounters(c: EngineCounters): EngineLoad {
+  const c = engineCounters(metricsText, whose);
   const finished = Object.values(c.success).reduce((s, n) => s + n, 0);
   return { finished, inFlight: c.running + c.waiting, processStart: c.processStart ?? null };
 }
