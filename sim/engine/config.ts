@@ -7,6 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { UCX_ENDPOINT_TIMEOUT_S } from "./nixl-runtime";
 
 /** Ground-truth latency coefficients, in seconds of simulated time (before `timeScale`). */
 export const LatencyCoefficientsSchema = z.strictObject({
@@ -61,6 +62,12 @@ export const SimConfigSchema = z.strictObject({
    * does, so the preflight's exact input sizing (the `tokenize` gate) fails against a live engine.
    */
   tokenizeRoute: z.boolean().default(true),
+  nixl: z
+    .strictObject({
+      /** Simulated seconds before a UCX endpoint to a gone peer fails (nixl-runtime.ts); a test's host may shorten it. */
+      endpointTimeoutS: z.number().nonnegative().default(UCX_ENDPOINT_TIMEOUT_S),
+    })
+    .prefault({}),
 });
 
 /** The parsed file, defaults filled in. */

@@ -126,6 +126,7 @@ async function serve(argv: readonly string[]): Promise<void> {
       sideChannelHost: env.VLLM_NIXL_SIDE_CHANNEL_HOST || "localhost",
       sideChannelPort: sideChannelPort(env),
       timeScale: sim.timeScale,
+      endpointTimeoutS: sim.nixl.endpointTimeoutS,
       releaseBlocks: (blocks) => scheduler.release(blocks),
       logs: { core: engineCore, workers },
       nixl: nixlDistribution,

@@ -18,7 +18,7 @@ export const NIXL_SEARCH_PATH: readonly string[] = [join(__dirname, "..", "pytho
 /**
  * Simulated seconds after a peer's process is gone before a UCX endpoint to it fails ("Endpoint timeout",
  * CONNECTED -> FAILED). #49238 saw about 3 minutes. Scaled by the time scale like every simulated duration;
- * the control port (POST /nixl) can shorten it for a test.
+ * a host's sim config (`nixl.endpointTimeoutS`) or the control port (POST /nixl) can shorten it for a test.
  */
 export const UCX_ENDPOINT_TIMEOUT_S = 180;
 

@@ -96,6 +96,8 @@ export interface NixlOptions {
   sideChannelHost: string;
   sideChannelPort: number;
   timeScale: number;
+  /** Simulated seconds before an endpoint to a gone peer fails (the host's sim config; UCX's own by default). */
+  endpointTimeoutS?: number;
   /** Gives held blocks back to the scheduler's pool. */
   releaseBlocks: (blocks: readonly number[]) => void;
   /** Where vLLM's connector halves log: the scheduler in the engine core, a worker per TP rank. */
@@ -164,8 +166,8 @@ export class NixlConnector {
   private readonly remotes = new Map<string, RemoteEngine>();
   /** One handshake in flight per remote engine_id (_handshake_futures). */
   private readonly handshakes = new Map<string, Promise<RemoteEngine>>();
-  /** Simulated seconds before an endpoint to a gone peer fails; the control port may shorten it. */
-  private endpointTimeoutS = UCX_ENDPOINT_TIMEOUT_S;
+  /** Simulated seconds before an endpoint to a gone peer fails; the sim config or the control port may shorten it. */
+  private endpointTimeoutS: number;
   /** The NIXL version whose crash rule applies: the image's, unless the control port overrides it. */
   private nixlVersion: string;
   private nixlFixed: boolean;
@@ -174,6 +176,7 @@ export class NixlConnector {
   constructor(private readonly o: NixlOptions) {
     this.engineId = o.config.engineId;
     this.compatHash = compatibilityHash(o.hashFactors);
+    this.endpointTimeoutS = o.endpointTimeoutS ?? UCX_ENDPOINT_TIMEOUT_S;
     this.nixlVersion = o.nixl.version;
     this.nixlFixed = hasRkeyUnpackFix(o.nixl.version);
   }

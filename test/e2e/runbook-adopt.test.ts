@@ -28,11 +28,13 @@ import { runbookAttestationDocument } from "../unit/attestation/runbook-document
 import { API_KEY, E2E_TIME_SCALE, EngineEntry, hostEntries, openStack, PROFILING, PROJECT_ROOT, getObjectConfig, setObjectConfig } from "./support/stack";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
 import { awaitHealthy, restartByHand } from "./support/restart";
-import { UCX_ENDPOINT_TIMEOUT_S } from "../../sim/engine/nixl-runtime";
+import { readSimConfig, writeSimConfig } from "../../sim/hosts/sim-config";
 
 const STACK = "e2e-runbook";
 const HOST = "sim15";
 const RUN = "/srv/runbook/runs/engine-launch-e2e";
+/** Simulated seconds before a UCX endpoint to a gone peer fails, on this host in the case that waits it out. */
+const ENDPOINT_TIMEOUT_S = 20;
 /** Each engine's runbook launch directory in the store-adoption case. */
 const runOf = (id: string) => `/srv/runbook/runs/engine-launch-${id}`;
 const quiet = { onOutput: () => undefined };
@@ -215,6 +217,8 @@ echo "$pid \${20}"`,
 
   it("adopts the profile store narwhal-profile measured on the runbook's attested engines; after one restart only that engine is profiled again", async () => {
     await stack.destroy(quiet);
+    // This case waits out a UCX endpoint timeout: the engines it starts time out sooner than UCX's 3 minutes.
+    writeSimConfig(host.simConfigPath, { ...readSimConfig(host.simConfigPath), nixl: { endpointTimeoutS: ENDPOINT_TIMEOUT_S } });
     const ids = engines.map((e) => e.id);
     const plans = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await programPlan(id)] as const)));
 
@@ -305,7 +309,7 @@ echo $!`,
       // endpoint to it has timed out (waited out here if the up would come sooner), e1's first handshake with
       // the new e2 segfaults it (vLLM #49238, NIXL 0.7.1). The preflight's e1 -> e2 passes (e2 holds nothing
       // old), its e2 -> e1 takes e1 down: the preflight stops the up, as the runbook's rule foresees.
-      const endpointFailsAt = restartedAt + UCX_ENDPOINT_TIMEOUT_S * E2E_TIME_SCALE * 1000 + 5000;
+      const endpointFailsAt = restartedAt + ENDPOINT_TIMEOUT_S * E2E_TIME_SCALE * 1000 + 5000;
       if (Date.now() < endpointFailsAt) await new Promise((r) => setTimeout(r, endpointFailsAt - Date.now()));
       let failure = "";
       await stack.up({ ...quiet, refresh: true }).catch((err: Error) => (failure = err.message));

@@ -22,6 +22,7 @@ describe("sim-engine config (NARWHAL_SIM_CONFIG)", () => {
       version: "0.29.0",
       startupDelayS: 1.0,
       tokenizeRoute: true,
+      nixl: { endpointTimeoutS: 180 },
     });
     expect(coefficientsFor(c, 8000)).to.deep.equal(DEFAULT_COEFFICIENTS);
   });
@@ -41,5 +42,6 @@ describe("sim-engine config (NARWHAL_SIM_CONFIG)", () => {
     expect(() => loadSimConfig(withFile({ gpu: { vendor: "intel" } }))).to.throw(SimConfigError, /gpu\.vendor/);
     expect(() => loadSimConfig(withFile({ timescale: 1 }))).to.throw(SimConfigError, /timescale/);
     expect(() => loadSimConfig(withFile("{"))).to.throw(SimConfigError, /not JSON/);
+    expect(() => loadSimConfig(withFile({ nixl: { endpointTimeoutS: -1 } }))).to.throw(SimConfigError, /nixl\.endpointTimeoutS/);
   });
 });

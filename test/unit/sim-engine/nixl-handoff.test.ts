@@ -185,6 +185,15 @@ describe("sim-engine NIXL peers across a restart (vLLM 0.29.0 keyed by engine_id
     return startEngine({ model, port: engine.port, sidePort: engine.sidePort, args });
   }
 
+  it("takes the UCX endpoint timeout from the host's sim config, and the control port overrides it", async () => {
+    const args = ["--kv-transfer-config", kvConfig()];
+    const engine = await startEngine({ model, args, sim: { timeScale: 0.05, nixl: { endpointTimeoutS: 7 } } });
+    expect((await http(`${engine.controlUrl}/nixl`)).json.endpoint_timeout_s).to.equal(7);
+    expect((await nixlKnobs(engine, { endpoint_timeout_s: 3 })).endpoint_timeout_s).to.equal(3);
+    const plain = await startEngine({ model, args });
+    expect((await http(`${plain.controlUrl}/nixl`)).json.endpoint_timeout_s).to.equal(180);
+  });
+
   it("a producer restarted with a new engine_id is handshaken again; the old id's entry stays behind; its in-flight handoff fails its read", async () => {
     const args = ["--kv-transfer-config", kvConfig()];
     let producer = await startEngine({ model, args });
