@@ -41,7 +41,8 @@ export interface OwnRequests {
   abandoned?: number;
 }
 
-const realClock: SettleClock = {
+/** The system's monotonic clock and timers. */
+export const realClock: SettleClock = {
   now: () => performance.now(),
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };

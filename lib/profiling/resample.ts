@@ -5,7 +5,8 @@
  * own requests (lib/engine/reservation.ts). A sample during which the profiler's timers ran late for more
  * than {@link DISTURBED_LATENESS} of its time measured the machine as much as the engine; one the engine
  * shared with another request (a serving router's traffic, its readmission check) measured that request
- * too. Either is taken again, at most {@link RETAKES_PER_SAMPLE} times; a sample neither disturbed is kept
+ * too, and its re-take first waits, within the witness's bound, for the engine to serve nobody else (a
+ * serving router takes a restarted engine out at its next identity check). Either is taken again, at most {@link RETAKES_PER_SAMPLE} times; a sample neither disturbed is kept
  * as it is, never taken again. Each phase of a sweep (prefill, decode) may re-take at most as many
  * samples as it keeps, so a sweep at most doubles and the prefill phase cannot spend what the decode
  * phase needs. Of a sample's takes the one the engine had to itself is kept, then the least late, and
@@ -24,10 +25,13 @@ export const RETAKES_PER_PHASE_SAMPLE = 1;
 
 /**
  * What another client did to one sample: `begin` reads the engine before the sample and returns the
- * closing read, which resolves to the requests the engine served besides the sample's own.
+ * closing read, which resolves to the requests the engine served besides the sample's own. `quiet`
+ * waits, within the witness's bound, until the engine serves nobody else, and resolves to the
+ * milliseconds it waited.
  */
 export interface TrafficWitness {
   begin(): Promise<() => Promise<number>>;
+  quiet(): Promise<number>;
 }
 
 /** One sample that was taken more than once: every take's lateness (and pressure, and foreign requests with a witness), in order, and which was kept. */
@@ -57,6 +61,8 @@ export interface ResampleSummary {
   readonly shared?: number;
   readonly keptShared?: number;
   readonly foreignRequests?: number;
+  /** With a traffic witness: seconds the sweep waited, before re-taking a shared sample, for the engine to serve nobody else. */
+  readonly quietWaitS?: number;
   /** The profiler's lateness over every take: highest and mean share of a sample's time. */
   readonly peakLateness: number;
   readonly meanLateness: number;
@@ -87,6 +93,7 @@ export class Resampler {
   private shared = 0;
   private keptShared = 0;
   private foreignRequests = 0;
+  private quietWaitMs = 0;
   private readonly traffic: TrafficWitness | undefined;
   private readonly readings: ContentionReading[] = [];
   private readonly points: Retaken[] = [];
@@ -120,6 +127,7 @@ export class Resampler {
       this.foreignRequests += foreign;
       if (!disturbed(takes[takes.length - 1]) || takes.length > this.perSample || this.retaken >= this.budget) break;
       this.retaken++;
+      if (this.traffic && foreign > 0) this.quietWaitMs += await this.traffic.quiet();
     }
     let kept = 0;
     const better = (a: (typeof takes)[number], b: (typeof takes)[number]) => (a.foreign > 0) !== (b.foreign > 0) ? a.foreign === 0 : a.reading.lateness < b.reading.lateness;
@@ -157,6 +165,7 @@ export class Resampler {
       shared: this.shared,
       keptShared: this.keptShared,
       foreignRequests: this.foreignRequests,
+      quietWaitMs: this.quietWaitMs,
       readings: this.readings,
       points: this.points,
     };
@@ -181,7 +190,7 @@ export function summarize(threshold: number, phases: readonly Resampler[]): Resa
     disturbed: sum((x) => x.disturbed),
     retaken: sum((x) => x.retaken),
     keptDisturbed: sum((x) => x.keptDisturbed),
-    ...(s.some((x) => x.witnessed) ? { shared: sum((x) => x.shared), keptShared: sum((x) => x.keptShared), foreignRequests: sum((x) => x.foreignRequests) } : {}),
+    ...(s.some((x) => x.witnessed) ? { shared: sum((x) => x.shared), keptShared: sum((x) => x.keptShared), foreignRequests: sum((x) => x.foreignRequests), quietWaitS: Math.round(sum((x) => x.quietWaitMs) / 100) / 10 } : {}),
     peakLateness: late.length ? round(Math.max(...late)) : 0,
     meanLateness: late.length ? round(mean(late)) : 0,
     peakPressure: pressures.length ? round(Math.max(...pressures)) : null,

@@ -122,20 +122,21 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
   }
 
   /**
-   * Each engine's newest profile sweep since `t`, with what its engine served besides the sweep: the
-   * reservation the runbook asks of a re-measure while the router serves (lib/engine/reservation.ts).
+   * Each engine's newest profile sweep since `t`, with what its engine served besides the sweep and how
+   * long the sweep waited for it to serve nobody else: the reservation the runbook asks of a re-measure
+   * while the router serves (lib/engine/reservation.ts).
    */
-  async function reservationsSince(t: number): Promise<Record<string, { idle: boolean; reasons: string[]; foreign: number; sweeps: number }>> {
+  async function reservationsSince(t: number): Promise<Record<string, { idle: boolean; reasons: string[]; foreign: number; waitedS: number; sweeps: number }>> {
     const store = new EvidenceStore(evidenceRoot(PROJECT_ROOT, STACK));
-    const out: Record<string, { at: number; idle: boolean; reasons: string[]; foreign: number; sweeps: number }> = {};
+    const out: Record<string, { at: number; idle: boolean; reasons: string[]; foreign: number; waitedS: number; sweeps: number }> = {};
     for (const r of await store.list("profile")) {
-      const rec = (await store.read(r.relativePath, r.digest)) as unknown as { subject: { alias: string }; startedAt: string; observations: { reservation?: { idle: boolean; reasons: string[]; engines: Array<{ foreign: number }> } } };
+      const rec = (await store.read(r.relativePath, r.digest)) as unknown as { subject: { alias: string }; startedAt: string; observations: { reservation?: { idle: boolean; reasons: string[]; engines: Array<{ foreign: number }>; samples?: { quietWaitS: number } } } };
       const at = Date.parse(rec.startedAt);
       const reservation = rec.observations.reservation;
       if (at < t || !reservation) continue;
       const was = out[rec.subject.alias];
       const sweeps = (was?.sweeps ?? 0) + 1;
-      if (!was || at > was.at) out[rec.subject.alias] = { at, idle: reservation.idle, reasons: reservation.reasons, foreign: reservation.engines[0]?.foreign ?? 0, sweeps };
+      if (!was || at > was.at) out[rec.subject.alias] = { at, idle: reservation.idle, reasons: reservation.reasons, foreign: reservation.engines[0]?.foreign ?? 0, waitedS: reservation.samples?.quietWaitS ?? 0, sweeps };
       else was.sweeps = sweeps;
     }
     return Object.fromEntries(Object.entries(out).map(([id, { at: _at, ...rest }]) => [id, rest]));

@@ -107,10 +107,15 @@ describe("profiling: re-sampling what the machine disturbed", () => {
   });
 
   describe("a sample the engine shared with another client", () => {
-    /** A witness whose n-th sample saw the n-th count of foreign requests. */
+    /** A witness whose n-th sample saw the n-th count of foreign requests; each quiet wait takes 250 ms, logged between samples. */
     const witnessing = (foreign: number[]) => {
       let n = 0;
-      return { traffic: { begin: async () => { const i = n++; return async () => foreign[i]; } }, get used() { return n; } };
+      const log: string[] = [];
+      const traffic = {
+        begin: async () => { const i = n++; log.push(`take ${i}`); return async () => foreign[i]; },
+        quiet: async () => (log.push("quiet"), 250),
+      };
+      return { traffic, log, get used() { return n; } };
     };
 
     it("re-takes it like a disturbed one, and keeps the take the engine had to itself before a less late one", async () => {
@@ -123,6 +128,16 @@ describe("profiling: re-sampling what the machine disturbed", () => {
       expect(s).to.deep.include({ samples: 1, retaken: 1, shared: 1, keptShared: 0, foreignRequests: 1, disturbed: 0, keptDisturbed: 0 });
       expect(s.points).to.deep.equal([{ point: "prefill 512 #1", lateness: [0, 0.05], pressure: [0.7, 0.7], foreign: [1, 0], kept: 1 }]);
       expect(resampleBrief(s)).to.match(/1 shared the engine with other requests; budget 10\)$/);
+      expect(w.log, "the re-take waits for the engine to serve nobody else").to.deep.equal(["take 0", "quiet", "take 1"]);
+      expect(s.quietWaitS).to.equal(0.3);
+    });
+
+    it("waits for quiet only before re-taking a shared sample, not one the machine made late", async () => {
+      const w = witnessing([0, 0]);
+      const r = new Resampler(scripted([0.5, 0]), { budget: 10, traffic: w.traffic });
+      await r.take("prefill 512 #1", takes([1, 2]).sample);
+      expect(w.log).to.deep.equal(["take 0", "take 1"]);
+      expect(r.summary()).to.deep.include({ retaken: 1, quietWaitS: 0 });
     });
 
     it("keeps a shared take once the re-takes run out, and counts it", async () => {
@@ -130,6 +145,8 @@ describe("profiling: re-sampling what the machine disturbed", () => {
       const r = new Resampler(scripted([0, 0, 0]), { budget: 10, traffic: w.traffic });
       await r.take("decode isl=256 c=1 #1", takes([1, 2, 3]).sample);
       expect(w.used).to.equal(1 + RETAKES_PER_SAMPLE);
+      // No wait after the last take: nothing is taken after it.
+      expect(w.log.filter((x) => x === "quiet")).to.have.length(RETAKES_PER_SAMPLE);
       expect(r.summary()).to.deep.include({ shared: 1, keptShared: 1, foreignRequests: 6 });
       expect(resampleBrief(r.summary())).to.contain("1 shared the engine with other requests, 1 kept so");
     });
@@ -137,7 +154,7 @@ describe("profiling: re-sampling what the machine disturbed", () => {
     it("says nothing of traffic without a witness", async () => {
       const r = new Resampler(scripted([0]), { budget: 1 });
       await r.take("p", async () => 1);
-      expect(r.summary()).to.not.have.any.keys("shared", "keptShared", "foreignRequests");
+      expect(r.summary()).to.not.have.any.keys("shared", "keptShared", "foreignRequests", "quietWaitS");
     });
   });
 });
