@@ -7,12 +7,12 @@
  * shared with another request (a serving router's traffic, its readmission check) measured that request
  * too, and its re-take first waits, within the witness's bound, for the engine to serve nobody else (a
  * serving router takes a restarted engine out at its next identity check). Either is taken again, at most
- * {@link RETAKES_PER_SAMPLE} times; a sample neither disturbed is kept as it is, never taken again. Each phase of a sweep (prefill, decode) may re-take at most as many
- * samples as it keeps, so a sweep at most doubles and the prefill phase cannot spend what the decode
- * phase needs. Of a sample's takes the one the engine had to itself is kept, then the least late, and
- * only that take enters the sweep's samples: the fits are narwhal-profile's over what was kept. Which
- * take is kept depends on those readings alone, never on the latency measured, so the choice does not
- * pull the figures either way.
+ * {@link RETAKES_PER_SAMPLE} times; a sample neither disturbed is kept as it is, never taken again. Each
+ * phase of a sweep (prefill, decode) may re-take at most as many samples as it keeps, so a sweep at most
+ * doubles and the prefill phase cannot spend what the decode phase needs. Of a sample's takes the one the
+ * engine had to itself is kept, then the least late, and only that take enters the sweep's samples: the
+ * fits are narwhal-profile's over what was kept. Which take is kept depends on those readings alone, never
+ * on the latency measured, so the choice does not pull the figures either way.
  */
 import type { ContentionGauge, ContentionReading } from "./contention";
 
