@@ -7,6 +7,7 @@
  *           engine and Prometheus (never a direct connection to a private address), runs the point
  *           (lib/trial/run.ts) and keeps every request, summary, snapshot and the tunnel's log as one
  *           `load-trial` record; a point that could not run keeps what it saw (verdict fail) and fails;
+ *           a point only the client machine disturbed runs again, each try its own record (tries.ts);
  * - diff:   the point, the SLO, the engines' generations, the profile store and the serving router
  *           replace it (the next point runs); credentials, bounds and judgement thresholds only update;
  * - update: re-judges the kept figures against a new goodput fraction or prediction bound.
@@ -20,6 +21,7 @@ import { judgePoint } from "../../lib/trial/verdict";
 import { trialArtifacts, trialRecordInputs, trialVerdict } from "../../lib/trial/record";
 import { hostProbes } from "../../lib/trial/host-probes";
 import { runTrial, type HostProbes, type TrialOutcome, type TrialRoutes } from "../../lib/trial/run";
+import { disturbedClientOnly, reasonsAfterTries, untilUndisturbed, type DisturbedTry } from "../../lib/trial/tries";
 import { SshSession } from "../../lib/ssh/client";
 import { OPERATE, sshTarget } from "../../lib/ssh/login";
 import { readLogin } from "../../lib/ssh/stored-login";
@@ -80,10 +82,8 @@ async function openRoutes(i: LoadTrialInputs): Promise<Opened> {
   }
 }
 
-/** Runs the point and keeps it; exported for tests and `npm run trial`, which call it as the provider host would. */
-export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string; log?: (line: string) => void } = {}): Promise<Omit<LoadTrialOutputs, keyof LoadTrialInputs>> {
-  const failures = inputFailures(i);
-  if (failures.length) throw new Error(`trial point ${i.point?.id ?? "?"}: ${failures.map((f) => f.reason).join("; ")}`);
+/** One try of the point, kept as its own record; a try that could not run throws, after keeping what it saw. */
+async function runOnce(i: LoadTrialInputs, before: readonly DisturbedTry[], opts: { subject?: string; log?: (line: string) => void }) {
   const startedAt = new Date().toISOString();
   const t0 = Date.now();
   const store = providerEvidence(i.stack, [i.viaPrivateKey, i.viaPassword, ...Object.values(i.hostPrivateKeys ?? {}), ...Object.values(i.hostPasswords ?? {})]);
@@ -106,7 +106,7 @@ export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string;
   const forwards = routes ? ["router", ...routes.engines.map((e) => `engine ${e.iid}`), ...(routes.prometheus ? ["prometheus"] : [])] : undefined;
   const artifacts = [];
   for (const [name, text] of trialArtifacts(i, forwards, opened?.tunnelLog, outcome)) artifacts.push(await store.artifact("load-trial", name, text));
-  const o = outcome?.observations;
+  const o = outcome?.observations && { ...outcome.observations, reasons: reasonsAfterTries(outcome.observations.reasons, before, disturbedClientOnly(outcome.observations.reconciliation)) };
   const written = await store.record({
     kind: "load-trial",
     subject: { kind: "fleet", alias: opts.subject ?? i.point.id },
@@ -115,21 +115,33 @@ export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string;
     startedAt,
     endedAt: new Date().toISOString(),
     observations: o ? JSON.parse(JSON.stringify(o)) : { error: failure?.message ?? "the point did not run" },
-    verdict: trialVerdict(failure, outcome),
+    verdict: trialVerdict(failure, outcome && o && { ...outcome, observations: o }),
     artifacts,
   });
   if (failure || !outcome || !o) throw new Error(`trial point ${i.point.id}: ${failure?.message ?? "did not run"} (what it saw is kept as ${written.relativePath})`);
-  const { verdict, reasons, summary, prediction, departure: off, range, reconciliation } = o;
-  const window = { start: outcome.run.start, end: outcome.run.end };
-  const evidence = { relativePath: written.relativePath, digest: written.digest };
-  return { verdict, reasons, summary, prediction, departure: off, range, reconciliation, window, evidence, ranAt: startedAt, wallSeconds: (Date.now() - t0) / 1000 };
+  return { observations: o, window: { start: outcome.run.start, end: outcome.run.end }, reconciliation: o.reconciliation, evidence: { relativePath: written.relativePath, digest: written.digest }, startedAt };
+}
+
+/**
+ * Runs the point and keeps it, again while only the client machine disturbs it (lib/trial/tries.ts);
+ * exported for tests and `npm run trial`, which call it as the provider host would.
+ */
+export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string; log?: (line: string) => void } = {}): Promise<Omit<LoadTrialOutputs, keyof LoadTrialInputs>> {
+  const failures = inputFailures(i);
+  if (failures.length) throw new Error(`trial point ${i.point?.id ?? "?"}: ${failures.map((f) => f.reason).join("; ")}`);
+  const t0 = Date.now();
+  const log = (line: string) => opts.log?.(`trial ${i.point.id}: ${line}`);
+  const { last, disturbed } = await untilUndisturbed((_n, before) => runOnce(i, before, opts), log);
+  const { verdict, reasons, summary, prediction, departure: off, range, reconciliation } = last.observations;
+  return { verdict, reasons, summary, prediction, departure: off, range, reconciliation, window: last.window, evidence: last.evidence, disturbedTries: disturbed, ranAt: last.startedAt, wallSeconds: (Date.now() - t0) / 1000 };
 }
 
 /** A new goodput fraction or prediction bound re-judges the kept figures; nothing is sent again. */
 export function rejudged(olds: LoadTrialOutputs, news: LoadTrialInputs): LoadTrialOutputs {
   const judged = judgePoint({ summary: olds.summary, reconciliation: olds.reconciliation, minGoodFraction: news.minGoodFraction, slo: news.slo });
+  const reasons = reasonsAfterTries(judged.reasons, olds.disturbedTries ?? [], disturbedClientOnly(olds.reconciliation));
   const prediction = throughRouter(olds.prediction, news.routerOverheadS - (olds.routerOverheadS ?? 0));
-  return { ...olds, ...news, verdict: judged.verdict, reasons: judged.reasons, prediction, departure: departure(prediction, olds.summary, news.predictionBound) };
+  return { ...olds, ...news, verdict: judged.verdict, reasons, prediction, departure: departure(prediction, olds.summary, news.predictionBound) };
 }
 
 export const provider: pulumi.dynamic.ResourceProvider = evidenceProvider<LoadTrialInputs, LoadTrialOutputs>({

@@ -11,6 +11,6 @@ export type LoadTrialArgs = ArgsOf<LoadTrialInputs>;
 export class LoadTrial extends dynamicResource<LoadTrialInputs, LoadTrialOutputs>()({
   type: "LoadTrial",
   provider: "dynamic-providers/load-trial/provider.ts",
-  outputs: ["verdict", "reasons", "summary", "prediction", "departure", "range", "reconciliation", "window", "evidence", "ranAt", "wallSeconds"],
+  outputs: ["verdict", "reasons", "summary", "prediction", "departure", "range", "reconciliation", "window", "evidence", "disturbedTries", "ranAt", "wallSeconds"],
   secretOutputs: ["viaPrivateKey", "viaPassword", "hostPrivateKeys", "hostPasswords"],
 }) {}

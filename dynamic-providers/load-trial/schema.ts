@@ -5,6 +5,7 @@ import { pointRange } from "../../lib/trial/predict";
 import type { ClockAnchor, Departure, Prediction, ProfiledRange, Reconciliation, TrialPoint, TrialSummary, TrialVerdict } from "../../lib/trial/types";
 import type { ProfileRow } from "../../lib/profiling/store";
 import type { StoredLogin } from "../../lib/ssh/stored-login";
+import type { DisturbedTry } from "../../lib/trial/tries";
 import { aboveZero, atLeast, digest, given, got, matching, oneOf, positiveWhole, seconds, text, typedAs } from "../../lib/provider-fields";
 import { hasUnknown } from "../../lib/unknown";
 import { across, each, hostLogin, inOrder } from "../../lib/input-rules";
@@ -98,6 +99,8 @@ export interface LoadTrialOutputs extends LoadTrialInputs {
   reconciliation: Reconciliation;
   window: { start: ClockAnchor; end: ClockAnchor };
   evidence: { relativePath: string; digest: string };
+  /** Tries before this one that only the client machine disturbed, each with its record (lib/trial/tries.ts); absent in older states. */
+  disturbedTries?: DisturbedTry[];
   ranAt: string;
   wallSeconds: number;
 }

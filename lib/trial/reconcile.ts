@@ -23,6 +23,9 @@ import type { CounterSnapshot, EngineCounters, ReconcileCheck, ReconcileToleranc
  */
 export const DEFAULT_TOLERANCE: ReconcileTolerance = { sendLagMs: 50, eventLoopDelayMs: 100, tokens: 0.02 };
 
+/** The causes that are the client machine's, not the fleet's: each cause sentence starts with its name and a colon. */
+export const CLIENT_CAUSES = ["client saturation", "scheduler lag"] as const;
+
 export interface ReconcileInput {
   records: RequestRecord[];
   summary: TrialSummary;

@@ -1,54 +1,6 @@
 import { expect } from "chai";
-import { DEFAULT_TOLERANCE, reconcile, type ReconcileInput } from "../../../lib/trial/reconcile";
-import type { CounterSnapshot, EngineCounters, RequestRecord } from "../../../lib/trial/types";
-import { summary } from "./fixtures";
-
-function record(index: number, ok = true, completionTokens = 100): RequestRecord {
-  return {
-    index,
-    requestId: `trial-p1-${index}`,
-    promptTokens: 500,
-    outputTokens: 100,
-    dueS: index * 0.1,
-    sentS: index * 0.1 + 0.001,
-    ...(ok ? { firstTokenS: index * 0.1 + 0.09, usage: { promptTokens: 500, completionTokens }, finishReason: "length" } : { error: "HTTP 502: upstream" }),
-    endS: index * 0.1 + 2.6,
-    chunkGapsS: [],
-    status: ok ? "ok" : "error",
-  };
-}
-
-const engine = (over: Partial<EngineCounters> = {}): EngineCounters => ({ processStart: 1764934171.62, success: {}, generationTokens: 0, promptTokens: 0, running: 0, waiting: 0, ...over });
-
-/** Ten requests of 100 tokens through one prefill engine (p0) and two decode engines (d0, d1). */
-function clean(): ReconcileInput {
-  const before: CounterSnapshot = {
-    at: "before",
-    engines: {
-      p0: engine({ success: { length: 50, abort: 1 }, generationTokens: 50, promptTokens: 25000 }),
-      d0: engine({ success: { stop: 20, length: 10 }, generationTokens: 3000, promptTokens: 15000 }),
-      d1: engine({ success: { length: 20 }, generationTokens: 2000, promptTokens: 10000 }),
-    },
-    router: { offered: 50, served: 50, failed: 0, prefillAttempts: 50, decodeAttempts: 50 },
-  };
-  const after: CounterSnapshot = {
-    at: "after",
-    engines: {
-      p0: engine({ success: { length: 60, abort: 1 }, generationTokens: 60, promptTokens: 30000 }),
-      d0: engine({ success: { stop: 22, length: 14 }, generationTokens: 3600, promptTokens: 18000 }),
-      d1: engine({ success: { length: 24 }, generationTokens: 2400, promptTokens: 12000 }),
-    },
-    router: { offered: 60, served: 60, failed: 0, prefillAttempts: 60, decodeAttempts: 60 },
-  };
-  return {
-    records: Array.from({ length: 10 }, (_, i) => record(i)),
-    summary: summary({ completed: 10, p99_send_lag_ms: 2, max_event_loop_delay_ms: 12, achieved_send_rate: 10 }),
-    roles: { p0: "prefill", d0: "decode", d1: "decode" },
-    direct: { before, after },
-    prometheus: { before: structuredClone(before), after: structuredClone(after), problems: [] },
-    tolerance: DEFAULT_TOLERANCE,
-  };
-}
+import { reconcile, type ReconcileInput } from "../../../lib/trial/reconcile";
+import { clean, engine, record } from "./fixtures";
 
 const only = (o: ReconcileInput) => {
   const r = reconcile(o);
