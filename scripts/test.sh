@@ -61,10 +61,26 @@ case "$layer" in
     tsc --noEmit -p .
     run_e2e ;;
   all)
-    tsc --noEmit -p .
-    eslint .
-    (cd tools/command-provider && GOFLAGS=-mod=mod go test ./...)
-    mocha --reporter scripts/mocha-reporter.js "test/unit/**/*.test.ts" "test/mocks/**/*.test.ts" "test/providers/**/*.test.ts" 2>&1 | tee "$logs/layers.log" || status=1
+    # The type check, the lint and the command provider's Go tests run beside the unit and mock layers,
+    # which touch no simulated host and spend much of their time waiting on the processes they start;
+    # each check's output is printed once the layers are done. The providers and e2e layers, which time
+    # real engines, start only once every check has passed and run with the machine to themselves.
+    checks=(tsc eslint go-test)
+    tsc --noEmit -p . >"$logs/check-tsc.out" 2>&1 & pids=($!)
+    eslint . >"$logs/check-eslint.out" 2>&1 & pids+=($!)
+    (cd tools/command-provider && GOFLAGS=-mod=mod go test ./...) >"$logs/check-go-test.out" 2>&1 & pids+=($!)
+    mocha --reporter scripts/mocha-reporter.js "test/unit/**/*.test.ts" "test/mocks/**/*.test.ts" 2>&1 | tee "$logs/layers.log" || status=1
+    failed_checks=()
+    for i in "${!checks[@]}"; do
+      wait "${pids[$i]}" || failed_checks+=("${checks[$i]}")
+      printf '\n==> %s\n' "${checks[$i]}"
+      cat "$logs/check-${checks[$i]}.out"
+    done
+    if [ ${#failed_checks[@]} -gt 0 ]; then
+      echo "scripts/test.sh: ${failed_checks[*]} failed (output above); the providers and e2e layers did not run" >&2
+      exit 1
+    fi
+    mocha --reporter scripts/mocha-reporter.js "test/providers/**/*.test.ts" 2>&1 | tee "$logs/providers.log" || status=1
     run_e2e ;;
   *) echo "usage: scripts/test.sh [unit|mocks|providers|e2e|all]" >&2; exit 2 ;;
 esac
