@@ -23,6 +23,65 @@ started=$SECONDS
 step() { printf '\n==> %s\n' "$*"; }
 done_() { printf '    %s\n' "$*"; }
 
+# The Go builds (the CLI, the language host, the command provider) are most of a first setup's time and
+# keep both cores busy; the downloads and installs below wait on the network and the disk, so they run
+# meanwhile. The builds' output is printed once they end.
+go_builds() {
+  step "Pulumi CLI $PULUMI_VERSION"
+  existing=$(command -v pulumi || true)
+  if [ -n "$existing" ] && [ "$existing" != "$TOOLS/bin/pulumi" ] &&
+     [ "$(printf '%s\n%s\n' "$PULUMI_VERSION" "$(pulumi version 2>/dev/null)" | sort -V | head -1)" = "$PULUMI_VERSION" ]; then
+    ln -sfn "$existing" "$TOOLS/bin/pulumi"
+    done_ "using $existing ($(pulumi version))"
+  elif [ -x "$TOOLS/bin/pulumi" ] && [ "$("$TOOLS/bin/pulumi" version)" = "$PULUMI_VERSION" ]; then
+    done_ "already built"
+  else
+    # pkg/v3 carries replace directives, so `go install pkg@version` refuses it; a wrapper module that
+    # requires it as a tool builds it, because Go ignores a dependency's replace directives.
+    mkdir -p "$TOOLS/go/cli"
+    (cd "$TOOLS/go/cli" &&
+      { [ -f go.mod ] || go mod init narwhal-fleet/tools/cli >/dev/null 2>&1; } &&
+      GOFLAGS=-mod=mod go get -tool "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi@$PULUMI_VERSION" &&
+      GOFLAGS=-mod=mod go build -tags osusergo -o "$TOOLS/bin/pulumi" \
+        -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
+        github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
+    done_ "built $("$TOOLS/bin/pulumi" version)"
+  fi
+
+  step "Pulumi Node.js language host (sdk/v3 $LANGUAGE_HOST_SDK_VERSION)"
+  if [ -x "$TOOLS/bin/pulumi-language-nodejs-$LANGUAGE_HOST_SDK_VERSION" ] && [ -f "$TOOLS/go/langhost/.built-$LANGUAGE_HOST_SDK_VERSION" ]; then
+    done_ "already built"
+  else
+    mkdir -p "$TOOLS/go/langhost"
+    (cd "$TOOLS/go/langhost" &&
+      { [ -f go.mod ] || go mod init narwhal-fleet/tools/langhost >/dev/null 2>&1; } &&
+      GOFLAGS=-mod=mod go get "github.com/pulumi/pulumi/sdk/v3@$LANGUAGE_HOST_SDK_VERSION" &&
+      GOFLAGS=-mod=mod go build -o "$TOOLS/bin/pulumi-language-nodejs-$LANGUAGE_HOST_SDK_VERSION" \
+        -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$LANGUAGE_HOST_SDK_VERSION" \
+        github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs &&
+      touch ".built-$LANGUAGE_HOST_SDK_VERSION")
+    done_ "built"
+  fi
+  # The CLI hands Pulumi.yaml's runtime options to the language host in its run request; this older host
+  # reads them only as flags, so it would load ts-node for every project. The plugin the CLI starts (in
+  # the project's folder) passes the project's `typescript` option as the flag, defaulting to true as
+  # Pulumi does: this project's program.js loads compiled JavaScript and needs no ts-node.
+  cat >"$TOOLS/bin/pulumi-language-nodejs.new" <<EOF
+#!/bin/sh
+typescript=true
+grep -Eq '^[[:space:]]+typescript:[[:space:]]*false[[:space:]]*(#.*)?\$' Pulumi.yaml 2>/dev/null && typescript=false
+exec "\$(dirname "\$0")/pulumi-language-nodejs-$LANGUAGE_HOST_SDK_VERSION" -typescript=\$typescript "\$@"
+EOF
+  chmod 755 "$TOOLS/bin/pulumi-language-nodejs.new" && mv "$TOOLS/bin/pulumi-language-nodejs.new" "$TOOLS/bin/pulumi-language-nodejs"
+
+  step "Command provider $COMMAND_PROVIDER_VERSION (tools/command-provider)"
+  # Built outside .tools/bin so the copy on PATH never shadows the one in the plugin cache.
+  bash tools/command-provider/build.sh "$TOOLS/build/pulumi-resource-command"
+  done_ "installed in the plugin cache"
+}
+go_builds >"$TOOLS/go-builds.log" 2>&1 &
+go_builds_pid=$!
+
 step "Debian packages: ${DEBIAN_PACKAGES[*]}"
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -56,53 +115,6 @@ else
   done_ "node_modules is current"
 fi
 
-step "Pulumi CLI $PULUMI_VERSION"
-existing=$(command -v pulumi || true)
-if [ -n "$existing" ] && [ "$existing" != "$TOOLS/bin/pulumi" ] &&
-   [ "$(printf '%s\n%s\n' "$PULUMI_VERSION" "$(pulumi version 2>/dev/null)" | sort -V | head -1)" = "$PULUMI_VERSION" ]; then
-  ln -sfn "$existing" "$TOOLS/bin/pulumi"
-  done_ "using $existing ($(pulumi version))"
-elif [ -x "$TOOLS/bin/pulumi" ] && [ "$("$TOOLS/bin/pulumi" version)" = "$PULUMI_VERSION" ]; then
-  done_ "already built"
-else
-  # pkg/v3 carries replace directives, so `go install pkg@version` refuses it; a wrapper module that
-  # requires it as a tool builds it, because Go ignores a dependency's replace directives.
-  mkdir -p "$TOOLS/go/cli"
-  (cd "$TOOLS/go/cli" &&
-    { [ -f go.mod ] || go mod init narwhal-fleet/tools/cli >/dev/null 2>&1; } &&
-    GOFLAGS=-mod=mod go get -tool "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi@$PULUMI_VERSION" &&
-    GOFLAGS=-mod=mod go build -tags osusergo -o "$TOOLS/bin/pulumi" \
-      -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
-      github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
-  done_ "built $("$TOOLS/bin/pulumi" version)"
-fi
-
-step "Pulumi Node.js language host (sdk/v3 $LANGUAGE_HOST_SDK_VERSION)"
-if [ -x "$TOOLS/bin/pulumi-language-nodejs-$LANGUAGE_HOST_SDK_VERSION" ] && [ -f "$TOOLS/go/langhost/.built-$LANGUAGE_HOST_SDK_VERSION" ]; then
-  done_ "already built"
-else
-  mkdir -p "$TOOLS/go/langhost"
-  (cd "$TOOLS/go/langhost" &&
-    { [ -f go.mod ] || go mod init narwhal-fleet/tools/langhost >/dev/null 2>&1; } &&
-    GOFLAGS=-mod=mod go get "github.com/pulumi/pulumi/sdk/v3@$LANGUAGE_HOST_SDK_VERSION" &&
-    GOFLAGS=-mod=mod go build -o "$TOOLS/bin/pulumi-language-nodejs-$LANGUAGE_HOST_SDK_VERSION" \
-      -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$LANGUAGE_HOST_SDK_VERSION" \
-      github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs &&
-    touch ".built-$LANGUAGE_HOST_SDK_VERSION")
-  done_ "built"
-fi
-# The CLI hands Pulumi.yaml's runtime options to the language host in its run request; this older host
-# reads them only as flags, so it would load ts-node for every project. The plugin the CLI starts (in
-# the project's folder) passes the project's `typescript` option as the flag, defaulting to true as
-# Pulumi does: this project's program.js loads compiled JavaScript and needs no ts-node.
-cat >"$TOOLS/bin/pulumi-language-nodejs.new" <<EOF
-#!/bin/sh
-typescript=true
-grep -Eq '^[[:space:]]+typescript:[[:space:]]*false[[:space:]]*(#.*)?\$' Pulumi.yaml 2>/dev/null && typescript=false
-exec "\$(dirname "\$0")/pulumi-language-nodejs-$LANGUAGE_HOST_SDK_VERSION" -typescript=\$typescript "\$@"
-EOF
-chmod 755 "$TOOLS/bin/pulumi-language-nodejs.new" && mv "$TOOLS/bin/pulumi-language-nodejs.new" "$TOOLS/bin/pulumi-language-nodejs"
-
 step "Dynamic provider host from @pulumi/pulumi"
 # The engine looks for this bundled plugin next to the CLI; without it dynamic resources fail.
 install -m755 node_modules/@pulumi/pulumi/pulumi-resource-pulumi-nodejs "$TOOLS/bin/"
@@ -117,24 +129,6 @@ if [ ! -d policy/node_modules ] || [ "$(cat policy/node_modules/.narwhal-lock.sh
 else
   done_ "policy/node_modules is current"
 fi
-
-step "Policy pack language host (tools/policy-language-host)"
-# `--policy-pack policy` runs the pack through the language host PulumiPolicy.yaml names (nodejs-policy);
-# the sdk v3.68.0 Node.js host cannot run plugins (docs/toolchain.md). A language plugin outside the CLI's
-# own set is looked up only in the plugin cache.
-host_src=tools/policy-language-host/pulumi-language-nodejs-policy
-host_dir="$PULUMI_HOME/plugins/language-nodejs-policy-v$POLICY_HOST_VERSION"
-if [ -f "$host_dir/pulumi-language-nodejs-policy" ] && cmp -s "$host_src" "$host_dir/pulumi-language-nodejs-policy"; then
-  done_ "already installed"
-else
-  pulumi plugin install language nodejs-policy "$POLICY_HOST_VERSION" --file "$host_src" --reinstall >/dev/null
-  done_ "installed in the plugin cache"
-fi
-
-step "Command provider $COMMAND_PROVIDER_VERSION (tools/command-provider)"
-# Built outside .tools/bin so the copy on PATH never shadows the one in the plugin cache.
-bash tools/command-provider/build.sh "$TOOLS/build/pulumi-resource-command"
-done_ "installed in the plugin cache"
 
 step "Python venv with narwhal-inference==$NARWHAL_VERSION"
 if [ -x "$TOOLS/venv/bin/narwhal-serve" ] &&
@@ -156,6 +150,24 @@ else
   "$TOOLS/venv/bin/pip" download -q --disable-pip-version-check --dest "$wheels" "narwhal-inference==$NARWHAL_VERSION"
   touch "$wheels/.complete"
   done_ "downloaded to .tools/wheelhouse/"
+fi
+
+go_builds_ok=1
+wait "$go_builds_pid" || go_builds_ok=0
+cat "$TOOLS/go-builds.log"
+[ "$go_builds_ok" = 1 ] || { echo "scripts/setup.sh: a Go build failed (its output is above, and in .tools/go-builds.log)" >&2; exit 1; }
+
+step "Policy pack language host (tools/policy-language-host)"
+# `--policy-pack policy` runs the pack through the language host PulumiPolicy.yaml names (nodejs-policy);
+# the sdk v3.68.0 Node.js host cannot run plugins (docs/toolchain.md). A language plugin outside the CLI's
+# own set is looked up only in the plugin cache.
+host_src=tools/policy-language-host/pulumi-language-nodejs-policy
+host_dir="$PULUMI_HOME/plugins/language-nodejs-policy-v$POLICY_HOST_VERSION"
+if [ -f "$host_dir/pulumi-language-nodejs-policy" ] && cmp -s "$host_src" "$host_dir/pulumi-language-nodejs-policy"; then
+  done_ "already installed"
+else
+  pulumi plugin install language nodejs-policy "$POLICY_HOST_VERSION" --file "$host_src" --reinstall >/dev/null
+  done_ "installed in the plugin cache"
 fi
 
 step "Local state backend"
