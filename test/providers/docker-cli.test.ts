@@ -11,7 +11,6 @@
 import { expect } from "chai";
 import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -25,6 +24,7 @@ import { envFile } from "../../lib/shell";
 import { listAttemptsScript, parseKeptAttempts } from "../../lib/runtime/attempts";
 import { buildSimImage } from "../../sim/image/build";
 import { writeTestModel } from "../../sim/engine/testing-model";
+import { freePorts } from "../unit/sim-engine/helpers";
 
 const STACK = `dctest${process.pid}`;
 const API_KEY = "narwhal-docker-cli-key-5d1e7b";
@@ -34,17 +34,6 @@ function docker(...args: string[]): string {
   const r = spawnSync("docker", args, { encoding: "utf8", timeout: 60_000 });
   if (r.status !== 0) throw new Error(`docker ${args.join(" ")}: ${r.stderr}`);
   return r.stdout.trim();
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function httpStatus(url: string, headers: Record<string, string> = {}): Promise<number | "refused"> {
@@ -108,8 +97,9 @@ describe("docker-cli runtime on the local Docker Engine", function () {
   }
 
   async function engine(id: string, over: Overrides = {}): Promise<Engine> {
+    const [port, nixlPort] = await freePorts(2);
     const inputs: LaunchInputs = {
-      engine: { id, port: await freePort(), nixlPort: await freePort(), gpuIds: [0], gpuIdsNamed: true },
+      engine: { id, port, nixlPort, gpuIds: [0], gpuIdsNamed: true },
       host: { alias: "local", fabricInterface: "lo", fabricAddress: "127.0.0.1", vendor: "none" },
       model: { servedName: "tiny", checkpointDir: modelDir, maxPositionEmbeddings: 4096, ...over.model },
       policy: {

@@ -18,7 +18,7 @@ import { parseSurvey, surveyScript } from "../../lib/runtime/runbook-survey";
 import { envFile } from "../../lib/shell";
 import { launchInputs } from "../unit/launch/inputs";
 import { processIdentity, runbookEnv, runbookPlan, writeRunbookRun } from "../unit/launch/runbook-record";
-import { freePort, http, makeModel, removeTemps, ROOT, tempDir } from "../unit/sim-engine/helpers";
+import { freePorts, http, makeModel, removeTemps, ROOT, tempDir } from "../unit/sim-engine/helpers";
 
 const API_KEY = "sk-runbook-adopt-51d0";
 
@@ -108,9 +108,10 @@ describe("runbook-launched engines: adopted when their plan equals the program's
     // The simulator stands in for vLLM under the command name the plan runs.
     fs.writeFileSync(vllm, `#!/bin/sh\nexec ${process.execPath} -r ${ROOT}/tools/ts-require.js ${ROOT}/sim/engine/main.ts "$@"\n`, { mode: 0o755 });
     const base = launchInputs({ vllmCommand: vllm, maxModelLen: 1024, blockSize: 16 });
+    const [port, nixlPort] = await freePorts(2);
     plan = renderLaunchPlan({
       ...base,
-      engine: { id: "e1", port: await freePort(), nixlPort: await freePort(), gpuIds: [0], gpuIdsNamed: true },
+      engine: { id: "e1", port, nixlPort, gpuIds: [0], gpuIdsNamed: true },
       host: { ...base.host, fabricAddress: "127.0.0.1", fabricInterface: "lo" },
       model: { servedName: "tiny", checkpointDir: makeModel() },
       policy: { ...base.policy, tensorParallelSize: 1 },

@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { createServer, type AddressInfo, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { SimConfigInput } from "../../../sim/engine/config";
@@ -44,16 +44,33 @@ export function makeModel(options: TestModelOptions = {}): string {
   return writeTestModel(join(tempDir("sim-model-"), "model"), options);
 }
 
+/**
+ * `count` distinct ports the OS says are free right now, none of `except`: each stays bound until all are
+ * chosen, so two calls' worth of ports never repeat one another (ports taken one after another can).
+ */
+export async function freePorts(count: number, except: readonly number[] = []): Promise<number[]> {
+  const held: Server[] = [];
+  const ports: number[] = [];
+  try {
+    while (ports.length < count) {
+      const srv = createServer();
+      held.push(srv);
+      await new Promise<void>((bound, reject) => {
+        srv.once("error", reject);
+        srv.listen(0, "127.0.0.1", () => bound());
+      });
+      const port = (srv.address() as AddressInfo).port;
+      if (!except.includes(port)) ports.push(port);
+    }
+  } finally {
+    await Promise.all(held.map((srv) => new Promise((closed) => srv.close(() => closed(undefined)))));
+  }
+  return ports;
+}
+
 /** A port the OS says is free right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolvePort(port));
-    });
-  });
+export async function freePort(): Promise<number> {
+  return (await freePorts(1))[0];
 }
 
 export interface StartOptions {
@@ -132,9 +149,11 @@ export class SimEngine {
  * control port on a free port of its own.
  */
 export async function spawnEngine(o: StartOptions): Promise<SimEngine> {
-  const port = o.port ?? (await freePort());
-  const sidePort = o.sidePort ?? (await freePort());
-  const controlPort = o.controlPort ?? (await freePort());
+  const given = [o.port, o.sidePort, o.controlPort].filter((p): p is number => p !== undefined);
+  const spare = await freePorts(3 - given.length, given);
+  const port = o.port ?? spare.shift()!;
+  const sidePort = o.sidePort ?? spare.shift()!;
+  const controlPort = o.controlPort ?? spare.shift()!;
   const env = childEnv({
     VLLM_NIXL_SIDE_CHANNEL_HOST: "127.0.0.1",
     VLLM_NIXL_SIDE_CHANNEL_PORT: String(sidePort),
