@@ -23,6 +23,23 @@ OWN_HOSTS_E2E=(
   test/e2e/runbook-adopt.test.ts   # sim15 (AMD)
 )
 
+# Provider files that bring up simulated hosts, take the harness down, or use Docker: they run in one
+# mocha beside the other provider files, which start their engines, routers and sshd on loopback only.
+# Each provider test waits on the processes it starts for about half its time, so two lanes share the
+# cores well.
+SIM_HOSTS_PROVIDERS=(
+  test/providers/cache-capture.test.ts test/providers/checkpoint.test.ts test/providers/command-record.test.ts
+  test/providers/discovery-probe.test.ts test/providers/docker-cli.test.ts test/providers/engine-generation.test.ts
+  test/providers/fabric-edge.test.ts test/providers/fabric-edge-rdma.test.ts test/providers/fabric-edge-reservation.test.ts
+  test/providers/host-discovery.test.ts test/providers/host-discovery-rdma.test.ts test/providers/image-check.test.ts
+  test/providers/liveness.test.ts test/providers/monitoring-port-check.test.ts test/providers/narwhal-install.test.ts
+  test/providers/preflight-agreement.test.ts test/providers/rocm-devices.test.ts test/providers/sim-docker-host.test.ts
+  test/providers/sim-harness.test.ts test/providers/sim-harness-lifecycle.test.ts test/providers/sim-rdma.test.ts
+  test/providers/ssh-client.test.ts
+  # on loopback, but its sshd and Pulumi stacks make it the longest file: here it evens the two lanes
+  test/providers/command-provider.test.ts
+)
+
 logs=$(mktemp -d)
 # The suite leaves nothing running: the simulated hosts the providers and e2e layers bring up, and all
 # that runs on them (engines, sidecars, routers, Prometheus), go when it ends, passed or failed.
@@ -36,17 +53,25 @@ finish() {
 trap finish EXIT
 status=0
 
-run_e2e() {
-  local ignore=() f
-  for f in "${OWN_HOSTS_E2E[@]}"; do ignore+=(--ignore "$f"); done
-  # The second lane writes to a log, printed once the first lane is done, so neither output interleaves.
-  # --exit: a failed e2e test can leave a poller or a login open; the lane still ends once its tests have.
-  mocha --exit --reporter scripts/mocha-reporter.js "${OWN_HOSTS_E2E[@]}" >"$logs/e2e-own-hosts.log" 2>&1 &
+# Two mocha runs side by side: the files named first write to a log of their own, printed once the
+# rest are done, so neither output interleaves.
+#   beside <log> <title> <files...> -- <mocha arguments for the rest>
+beside() {
+  local log=$1 title=$2; shift 2
+  local own=() ignore=()
+  while [ "$1" != -- ]; do own+=("$1"); ignore+=(--ignore "$1"); shift; done
+  shift
+  # --exit: a failed test can leave a poller or a login open; the lane still ends once its tests have.
+  mocha --exit --reporter scripts/mocha-reporter.js "${own[@]}" >"$logs/$log-beside.log" 2>&1 &
   local side=$!
-  mocha --exit --reporter scripts/mocha-reporter.js 'test/e2e/**/*.test.ts' "${ignore[@]}" 2>&1 | tee "$logs/e2e.log" || status=1
+  mocha --exit --reporter scripts/mocha-reporter.js "$@" "${ignore[@]}" 2>&1 | tee "$logs/$log.log" || status=1
   wait "$side" || status=1
-  printf '\n==> e2e files on hosts of their own (run beside the ones above)\n\n'
-  cat "$logs/e2e-own-hosts.log"
+  printf '\n==> %s (run beside the ones above)\n\n' "$title"
+  cat "$logs/$log-beside.log"
+}
+
+run_e2e() {
+  beside e2e "e2e files on hosts of their own" "${OWN_HOSTS_E2E[@]}" -- 'test/e2e/**/*.test.ts'
 }
 
 # The CLI runs the program as JavaScript from a compile cache (tools/ts-require.js) without checking
@@ -80,7 +105,7 @@ case "$layer" in
       echo "scripts/test.sh: ${failed_checks[*]} failed (output above); the providers and e2e layers did not run" >&2
       exit 1
     fi
-    mocha --reporter scripts/mocha-reporter.js "test/providers/**/*.test.ts" 2>&1 | tee "$logs/providers.log" || status=1
+    beside providers "provider files on simulated hosts or Docker" "${SIM_HOSTS_PROVIDERS[@]}" -- "test/providers/**/*.test.ts"
     run_e2e ;;
   *) echo "usage: scripts/test.sh [unit|mocks|providers|e2e|all]" >&2; exit 2 ;;
 esac
