@@ -106,7 +106,9 @@ async function runOnce(i: LoadTrialInputs, before: readonly DisturbedTry[], opts
   const forwards = routes ? ["router", ...routes.engines.map((e) => `engine ${e.iid}`), ...(routes.prometheus ? ["prometheus"] : [])] : undefined;
   const artifacts = [];
   for (const [name, text] of trialArtifacts(i, forwards, opened?.tunnelLog, outcome)) artifacts.push(await store.artifact("load-trial", name, text));
-  const o = outcome?.observations && { ...outcome.observations, reasons: reasonsAfterTries(outcome.observations.reasons, before, disturbedClientOnly(outcome.observations.reconciliation)) };
+  // The try's reasons name the disturbed tries before it, in its record as in the outputs.
+  const tried = outcome && { ...outcome, observations: { ...outcome.observations, reasons: reasonsAfterTries(outcome.observations.reasons, before, disturbedClientOnly(outcome.observations.reconciliation)) } };
+  const o = tried?.observations;
   const written = await store.record({
     kind: "load-trial",
     subject: { kind: "fleet", alias: opts.subject ?? i.point.id },
@@ -115,11 +117,11 @@ async function runOnce(i: LoadTrialInputs, before: readonly DisturbedTry[], opts
     startedAt,
     endedAt: new Date().toISOString(),
     observations: o ? JSON.parse(JSON.stringify(o)) : { error: failure?.message ?? "the point did not run" },
-    verdict: trialVerdict(failure, outcome && o && { ...outcome, observations: o }),
+    verdict: trialVerdict(failure, tried),
     artifacts,
   });
-  if (failure || !outcome || !o) throw new Error(`trial point ${i.point.id}: ${failure?.message ?? "did not run"} (what it saw is kept as ${written.relativePath})`);
-  return { observations: o, window: { start: outcome.run.start, end: outcome.run.end }, reconciliation: o.reconciliation, evidence: { relativePath: written.relativePath, digest: written.digest }, startedAt };
+  if (failure || !tried) throw new Error(`trial point ${i.point.id}: ${failure?.message ?? "did not run"} (what it saw is kept as ${written.relativePath})`);
+  return { observations: tried.observations, window: { start: tried.run.start, end: tried.run.end }, evidence: { relativePath: written.relativePath, digest: written.digest }, startedAt };
 }
 
 /**
@@ -131,7 +133,7 @@ export async function runLoadTrial(i: LoadTrialInputs, opts: { subject?: string;
   if (failures.length) throw new Error(`trial point ${i.point?.id ?? "?"}: ${failures.map((f) => f.reason).join("; ")}`);
   const t0 = Date.now();
   const log = (line: string) => opts.log?.(`trial ${i.point.id}: ${line}`);
-  const { last, disturbed } = await untilUndisturbed((_n, before) => runOnce(i, before, opts), log);
+  const { last, disturbed } = await untilUndisturbed((before) => runOnce(i, before, opts), log);
   const { verdict, reasons, summary, prediction, departure: off, range, reconciliation } = last.observations;
   return { verdict, reasons, summary, prediction, departure: off, range, reconciliation, window: last.window, evidence: last.evidence, disturbedTries: disturbed, ranAt: last.startedAt, wallSeconds: (Date.now() - t0) / 1000 };
 }

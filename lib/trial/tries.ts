@@ -6,6 +6,7 @@
  * all; every try keeps its own record, and the last try's verdict stands. A point unreconciled for any
  * other cause (a counter reset, a failed scrape, counts that disagree) is the fleet's and is never re-run.
  */
+import type { EvidenceRef } from "../evidence/provider-evidence";
 import { CLIENT_CAUSES } from "./reconcile";
 import type { Reconciliation } from "./types";
 
@@ -19,28 +20,29 @@ export function disturbedClientOnly(r: Reconciliation): boolean {
 
 /** A try the client machine disturbed, as the outputs name it: its record and why it was run again. */
 export interface DisturbedTry {
-  evidence: { relativePath: string; digest: string };
+  evidence: EvidenceRef;
   reasons: string[];
 }
 
-/** One try's result: its reconciliation when it ran, and its record. */
+/** One try that ran: its observations' reconciliation, and its record. */
 export interface TryResult {
-  reconciliation: Reconciliation;
-  evidence: { relativePath: string; digest: string };
+  observations: { reconciliation: Reconciliation };
+  evidence: EvidenceRef;
 }
 
 /**
- * Runs `once` (try numbers from 1, with the disturbed tries before it) until a try is not disturbed by the client machine alone, or
- * {@link CLIENT_TRIES} have run; a try that throws ends it at once. Returns the last try and the ones
- * before it.
+ * Runs `once`, handing it the disturbed tries before it, until a try is not disturbed by the client
+ * machine alone or {@link CLIENT_TRIES} have run; a try that throws ends it at once. Returns the last
+ * try and the ones before it.
  */
-export async function untilUndisturbed<T extends TryResult>(once: (n: number, before: readonly DisturbedTry[]) => Promise<T>, log: (line: string) => void = () => undefined, tries = CLIENT_TRIES): Promise<{ last: T; disturbed: DisturbedTry[] }> {
+export async function untilUndisturbed<T extends TryResult>(once: (before: readonly DisturbedTry[]) => Promise<T>, log: (line: string) => void = () => undefined, tries = CLIENT_TRIES): Promise<{ last: T; disturbed: DisturbedTry[] }> {
   const disturbed: DisturbedTry[] = [];
-  for (let n = 1; ; n++) {
-    const result = await once(n, [...disturbed]);
-    if (n >= tries || !disturbedClientOnly(result.reconciliation)) return { last: result, disturbed };
-    disturbed.push({ evidence: result.evidence, reasons: result.reconciliation.causes });
-    log(`try ${n} of ${tries}: the client machine disturbed it (${result.reconciliation.causes.join("; ")}); its record is ${result.evidence.relativePath}; running the point again`);
+  for (;;) {
+    const result = await once([...disturbed]);
+    const { reconciliation } = result.observations;
+    if (disturbed.length + 1 >= tries || !disturbedClientOnly(reconciliation)) return { last: result, disturbed };
+    disturbed.push({ evidence: result.evidence, reasons: reconciliation.causes });
+    log(`try ${disturbed.length} of ${tries}: the client machine disturbed it (${reconciliation.causes.join("; ")}); its record is ${result.evidence.relativePath}; running the point again`);
   }
 }
 

@@ -42,14 +42,15 @@ describe("trial tries: a point only the client machine disturbed runs again", ()
     expect(disturbedClientOnly(r)).to.equal(false);
   });
 
-  const tryOf = (n: number, r: Reconciliation): TryResult => ({ reconciliation: r, evidence: { relativePath: `load-trial/try-${n}.json`, digest: `sha256:${n}` } });
+  const tryOf = (n: number, r: Reconciliation): TryResult => ({ observations: { reconciliation: r }, evidence: { relativePath: `load-trial/try-${n}.json`, digest: `sha256:${n}` } });
 
   it("runs again after a disturbed try, passing on the tries before, and stops at the first undisturbed one", async () => {
     const seen: Array<[number, string[]]> = [];
     const lines: string[] = [];
     const outcomes = [reconciled(lagging), reconciled(stalled), reconciled()];
     const { last, disturbed } = await untilUndisturbed(
-      async (n, before) => {
+      async (before) => {
+        const n = before.length + 1;
         seen.push([n, before.map((d) => d.evidence.relativePath)]);
         return tryOf(n, outcomes[n - 1]);
       },
@@ -67,12 +68,12 @@ describe("trial tries: a point only the client machine disturbed runs again", ()
 
   it(`stops after ${CLIENT_TRIES} tries however disturbed, and at once after a try the fleet failed`, async () => {
     let calls = 0;
-    const always = await untilUndisturbed(async (n) => (calls++, tryOf(n, reconciled(lagging))));
+    const always = await untilUndisturbed(async (before) => (calls++, tryOf(before.length + 1, reconciled(lagging))));
     expect(calls).to.equal(CLIENT_TRIES);
     expect(always.disturbed).to.have.length(CLIENT_TRIES - 1);
     calls = 0;
     const reset = reconciled((o) => (o.direct.after.engines.d1 = engine({ processStart: 1, success: {}, generationTokens: 0, promptTokens: 0 })));
-    await untilUndisturbed(async (n) => (calls++, tryOf(n, reset)));
+    await untilUndisturbed(async () => (calls++, tryOf(1, reset)));
     expect(calls).to.equal(1);
     calls = 0;
     const thrown = await untilUndisturbed(async () => {
