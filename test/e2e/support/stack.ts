@@ -16,11 +16,15 @@ export const E2E_TIME_SCALE = 0.5;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
- * A sweep within 4096 tokens (the contract's minimum counts of lengths and levels, repeats and the engine's
+ * A sweep within 4096 tokens (the contract's minimum counts of levels, repeats and the engine's
  * max_num_seqs) profiles an engine in seconds instead of minutes; the fits still need every point. Engines
  * are profiled side by side (the default): on two cores their fits stay within a fifth of Narwhal's limits.
+ * The prefill sweep reaches 4096 because the pace gate times a 4096-token prompt against the fit: three
+ * lengths up to 2048 fit the quadratic exactly, so one disturbed median swung the extrapolation to 4096
+ * by a third and a healthy engine's pace sat on the 1.5x line (passing our preflight, failing
+ * narwhal-check a minute later).
  */
-export const PROFILING = { prefillRepeats: 3, prefillLens: [256, 1024, 2048], decodeInputLens: [512, 1024, 2048], decodeConcurrency: [1, 4] };
+export const PROFILING = { prefillRepeats: 3, prefillLens: [256, 1024, 2048, 4096], decodeInputLens: [512, 1024, 2048], decodeConcurrency: [1, 4] };
 
 export interface EngineEntry {
   id: string;
