@@ -11,6 +11,7 @@ import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
 import { NAMES_RUN_FUNCTION } from "../runtime/runbook-survey";
 import type { ProcessIdentity } from "../engine/generation";
 import { AttestationError } from "./errors";
+import { TRUST_STORE_SH } from "../trust-store";
 
 /** Where the sidecar listens and how it is reached. */
 export interface SidecarEndpoint {
@@ -152,7 +153,7 @@ if ! command -v ${shq(o.command)} >/dev/null 2>&1; then
 fi
 ${liveOwnerScript(o)}(
   cd "$run"
-  exec setsid ${shellLine(sidecarArgv(o)).replace(shq(LIVE_PID), '"$engine_pid"')} > "$run/sidecar.log" 2>&1 < /dev/null
+  ${TRUST_STORE_SH}  exec setsid ${shellLine(sidecarArgv(o)).replace(shq(LIVE_PID), '"$engine_pid"')} > "$run/sidecar.log" 2>&1 < /dev/null
 ) &
 pid=$!
 record_pid "$pid" "$run/pid"

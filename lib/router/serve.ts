@@ -11,6 +11,7 @@ import { shellLine, shq } from "../shell";
 import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
 import { portCheckScript, refuseTakenPortLines } from "../port-taken";
 import { ATTEMPTS_DIR, ATTEMPTS_SH } from "../runtime/attempts";
+import { TRUST_STORE_SH } from "../trust-store";
 
 export interface RouterOptions {
   /** The router's folder on its host (0700): fleet.json, profiles, env file, pid, log, journal. */
@@ -126,7 +127,7 @@ ${writeStore}${ATTEMPTS_SH}attempt_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 (
   set -a; . "$run/router.env"; set +a
   cd "$run"
-  exec setsid ${shellLine(routerArgv(o))} > "$run/router.log" 2>&1 < /dev/null
+  ${TRUST_STORE_SH}  exec setsid ${shellLine(routerArgv(o))} > "$run/router.log" 2>&1 < /dev/null
 ) &
 pid=$!
 record_pid "$pid" "$run/pid"

@@ -151,6 +151,9 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
   it("the start script writes the document privately, starts narwhal-attest and waits for its /health", async () => {
     sidecar = await startSidecar(opts);
     expect(pidAlive(sidecar.pid)).to.equal(true);
+    // It loads TLS roots from a CA directory or the operator's own setting, never certifi's bundle per client (lib/trust-store.ts).
+    const environ = fs.readFileSync(`/proc/${sidecar.pid}/environ`, "utf8").split("\0");
+    expect(environ.filter((v) => /^SSL_CERT_(FILE|DIR)=./.test(v)), "the sidecar's SSL_CERT_* variables").to.not.be.empty;
     const file = path.join(opts.runDir, "engine-attestation.json");
     expect(fs.statSync(file).mode & 0o777).to.equal(0o600);
     expect(fs.statSync(opts.runDir).mode & 0o777).to.equal(0o700);

@@ -245,6 +245,9 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       expect(cmdline).to.contain("narwhal-serve");
       expect(cmdline).to.not.contain(API_KEY);
       expect(fs.readFileSync(path.join(router.runDir, "fleet.json"), "utf8")).to.not.contain(API_KEY);
+      // TLS roots from a CA directory or the operator's own setting, never certifi's bundle per client (lib/trust-store.ts).
+      const environ = fs.readFileSync(`/proc/${started.pid}/environ`, "utf8").split("\0");
+      expect(environ.filter((v) => /^SSL_CERT_(FILE|DIR)=./.test(v)), "the router's SSL_CERT_* variables").to.not.be.empty;
     });
 
     it("proves itself: /health with the engine count, /v1/models, one completion through a prefill and a decode engine", async () => {
