@@ -8,5 +8,4 @@
  * largest CPU user of a fleet's hosts between measurements. The directory still verifies TLS through the
  * host's own roots; an operator's own setting of either variable is kept.
  */
-export const TRUST_STORE_SH = `if [ -z "\${SSL_CERT_FILE:-}" ] && [ -z "\${SSL_CERT_DIR:-}" ] && [ -d /etc/ssl/certs ]; then export SSL_CERT_DIR=/etc/ssl/certs; fi
-`;
+export const TRUST_STORE_SH = `if [ -z "\${SSL_CERT_FILE:-}" ] && [ -z "\${SSL_CERT_DIR:-}" ] && [ -d /etc/ssl/certs ]; then export SSL_CERT_DIR=/etc/ssl/certs; fi`;

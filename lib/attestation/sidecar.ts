@@ -153,7 +153,8 @@ if ! command -v ${shq(o.command)} >/dev/null 2>&1; then
 fi
 ${liveOwnerScript(o)}(
   cd "$run"
-  ${TRUST_STORE_SH}  exec setsid ${shellLine(sidecarArgv(o)).replace(shq(LIVE_PID), '"$engine_pid"')} > "$run/sidecar.log" 2>&1 < /dev/null
+  ${TRUST_STORE_SH}
+  exec setsid ${shellLine(sidecarArgv(o)).replace(shq(LIVE_PID), '"$engine_pid"')} > "$run/sidecar.log" 2>&1 < /dev/null
 ) &
 pid=$!
 record_pid "$pid" "$run/pid"

@@ -127,7 +127,8 @@ ${writeStore}${ATTEMPTS_SH}attempt_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 (
   set -a; . "$run/router.env"; set +a
   cd "$run"
-  ${TRUST_STORE_SH}  exec setsid ${shellLine(routerArgv(o))} > "$run/router.log" 2>&1 < /dev/null
+  ${TRUST_STORE_SH}
+  exec setsid ${shellLine(routerArgv(o))} > "$run/router.log" 2>&1 < /dev/null
 ) &
 pid=$!
 record_pid "$pid" "$run/pid"

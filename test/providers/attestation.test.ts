@@ -25,6 +25,7 @@ import { pidAlive } from "../../sim/hosts/exec";
 import { runbookAttestationDocument } from "../unit/attestation/runbook-document-fixture";
 import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
+import { trustStoreVariables } from "../support/trust-store-env";
 
 const run = promisify(execFile);
 const STACK = "provider-tests";
@@ -151,9 +152,8 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
   it("the start script writes the document privately, starts narwhal-attest and waits for its /health", async () => {
     sidecar = await startSidecar(opts);
     expect(pidAlive(sidecar.pid)).to.equal(true);
-    // It loads TLS roots from a CA directory or the operator's own setting, never certifi's bundle per client (lib/trust-store.ts).
-    const environ = fs.readFileSync(`/proc/${sidecar.pid}/environ`, "utf8").split("\0");
-    expect(environ.filter((v) => /^SSL_CERT_(FILE|DIR)=./.test(v)), "the sidecar's SSL_CERT_* variables").to.not.be.empty;
+    // TLS roots from a CA directory or the operator's own setting, never certifi's bundle per client (lib/trust-store.ts).
+    expect(trustStoreVariables(sidecar.pid), "the sidecar's SSL_CERT_* variables").to.not.be.empty;
     const file = path.join(opts.runDir, "engine-attestation.json");
     expect(fs.statSync(file).mode & 0o777).to.equal(0o600);
     expect(fs.statSync(opts.runDir).mode & 0o777).to.equal(0o700);

@@ -38,6 +38,7 @@ import { pidAlive } from "../../sim/hosts/exec";
 import { fetchGet } from "../../lib/trial/http";
 import { runTrial, type HostProbes, type TrialOptions, type TrialRoutes } from "../../lib/trial/run";
 import type { ProfileRow } from "../../lib/profiling/store";
+import { trustStoreVariables } from "../support/trust-store-env";
 
 const run = promisify(execFile);
 const API_KEY = "sk-narwhal-router-5c1e9b";
@@ -246,8 +247,7 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       expect(cmdline).to.not.contain(API_KEY);
       expect(fs.readFileSync(path.join(router.runDir, "fleet.json"), "utf8")).to.not.contain(API_KEY);
       // TLS roots from a CA directory or the operator's own setting, never certifi's bundle per client (lib/trust-store.ts).
-      const environ = fs.readFileSync(`/proc/${started.pid}/environ`, "utf8").split("\0");
-      expect(environ.filter((v) => /^SSL_CERT_(FILE|DIR)=./.test(v)), "the router's SSL_CERT_* variables").to.not.be.empty;
+      expect(trustStoreVariables(started.pid), "the router's SSL_CERT_* variables").to.not.be.empty;
     });
 
     it("proves itself: /health with the engine count, /v1/models, one completion through a prefill and a decode engine", async () => {

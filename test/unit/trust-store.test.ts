@@ -5,7 +5,7 @@ import { TRUST_STORE_SH } from "../../lib/trust-store";
 
 /** What the line leaves set, starting from exactly `env` (plus PATH). */
 function after(env: Record<string, string>): { file: string; dir: string } {
-  const out = execFileSync("sh", ["-c", `${TRUST_STORE_SH}printf '%s\\n%s' "\${SSL_CERT_FILE-unset}" "\${SSL_CERT_DIR-unset}"`], {
+  const out = execFileSync("sh", ["-c", `${TRUST_STORE_SH}\nprintf '%s\\n%s' "\${SSL_CERT_FILE-unset}" "\${SSL_CERT_DIR-unset}"`], {
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
     encoding: "utf8",
   });
