@@ -269,14 +269,23 @@ describe("sim host harness", function () {
     expect((await runInHost("sim1", "hostname")).stdout.trim()).to.equal("sim1");
     await runInHost("sim1", ["tc", "qdisc", "replace", "dev", "fab0", "root", "tbf", "rate", "200mbit", "burst", "64kb", "latency", "50ms"]);
     try {
-      const server = spawnInHost("sim2", ["iperf3", "-s", "-B", "198.18.0.12", "-p", "5202", "-1"]);
+      // A server that outlives a failed try (no `-1`): on a loaded machine a try can connect before the
+      // server listens, or end without a result (iperf3 then prints `end: {}` or an `error`), and is retried.
+      const server = spawnInHost("sim2", ["iperf3", "-s", "-B", "198.18.0.12", "-p", "5202"]);
       let gbps = 0;
-      for (let attempt = 0; attempt < 20 && !gbps; attempt++) {
-        const r = await runInHost("sim1", ["iperf3", "-c", "198.18.0.12", "-p", "5202", "-t", "1", "-J"], { allowFail: true });
-        if (r.code === 0) gbps = JSON.parse(r.stdout).end.sum_received.bits_per_second / 1e9;
-        else await new Promise((res) => setTimeout(res, 100));
+      let lastTry = "";
+      try {
+        for (let attempt = 0; attempt < 20 && !gbps; attempt++) {
+          const r = await runInHost("sim1", ["iperf3", "-c", "198.18.0.12", "-p", "5202", "-t", "1", "-J"], { allowFail: true });
+          const report = parseIperfReport(r.stdout);
+          gbps = (report?.end?.sum_received?.bits_per_second ?? 0) / 1e9;
+          lastTry = `exit ${r.code}: ${report?.error || r.stderr.trim() || "no result"}`;
+          if (!gbps) await new Promise((res) => setTimeout(res, 250));
+        }
+      } finally {
+        server.kill();
       }
-      server.kill();
+      expect(gbps, `iperf3 through the throttle gave no result after 20 tries; last ${lastTry}`).to.be.greaterThan(0);
       expect(gbps).to.be.within(0.01, 0.3);
     } finally {
       await runInHost("sim1", ["tc", "qdisc", "del", "dev", "fab0", "root"]);
@@ -357,4 +366,13 @@ describe("sim host harness", function () {
 function gpuOf(spec: HostSpec) {
   const m = spec.layout.model!;
   return { product: m.product, memoryGiB: m.memoryGiB, vendor: m.vendor };
+}
+
+/** iperf3's `-J` report, or undefined when a try printed none (or half of one). */
+function parseIperfReport(stdout: string): { error?: string; end?: { sum_received?: { bits_per_second?: number } } } | undefined {
+  try {
+    return JSON.parse(stdout);
+  } catch {
+    return undefined;
+  }
 }
