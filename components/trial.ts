@@ -7,6 +7,7 @@ import type { RouterHost } from "./router";
 import type { Engine } from "./engine";
 import { loginInputs } from "./login-inputs";
 import { capacityPoint, type CapacityPoint } from "../lib/trial/capacity";
+import { routerBackendPort } from "../lib/router/front";
 
 export interface TrialArgs {
   spec: FleetSpec;
@@ -52,6 +53,7 @@ export function capacityTrial(name: string, args: TrialArgs, parent: pulumi.Reso
           slo: { ttftS: spec.slo.ttftS, tpotS: spec.slo.tpotS },
           routerUrl: router.url,
           routerPid: router.started.pid,
+          routerBackendPort: routerBackendPort(spec.router),
           routerStartedAt: router.started.startedAt,
           fleetDocumentDigest: router.documentDigest,
           ...(spec.observability.enabled ? { prometheus: `127.0.0.1:${spec.observability.prometheusPort}` } : {}),

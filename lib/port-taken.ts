@@ -12,7 +12,7 @@ import { PID_FILE_SH } from "./pid-file";
  * The service's own running process, the one a replacement takes over: a listener that is it (or in its
  * process group) is not a conflict. A native process's pid file, or a container's name (its main pid).
  */
-export type OwnProcess = { readonly pidFile: string } | { readonly container: string };
+export type OwnProcess = { readonly pidFile: string } | { readonly pidFiles: readonly string[] } | { readonly container: string };
 
 export interface TakenPort {
   /** What wanted the port: `router`, `prometheus`, `grafana`, `evidence freshness exporter`. */
@@ -42,10 +42,11 @@ export function ownerFromSs(ssLine: string): { pid: number; name: string } | und
   return m ? { pid: Number(m[2]), name: m[1] } : undefined;
 }
 
-/** Shell that sets `own` to the running own process's pid, or to "" when it is not running. */
+/** Shell that sets `own` to the running own processes' pids (space-separated), or to "" when none runs. */
 function ownPidLine(own: OwnProcess | undefined): string {
   if (own === undefined) return `own=""`;
   if ("pidFile" in own) return `own=$(live_pid ${shq(own.pidFile)} || true)`;
+  if ("pidFiles" in own) return `own=$({ ${own.pidFiles.map((f) => `live_pid ${shq(f)}`).join("; ")}; } 2>/dev/null | tr '\\n' ' ' | sed 's/ *$//')`;
   return `own=$(docker inspect -f '{{if .State.Running}}{{.State.Pid}}{{end}}' ${shq(own.container)} 2>/dev/null || true)`;
 }
 
@@ -72,7 +73,10 @@ if [ -n "$listeners" ]; then
       printf 'a listener this login cannot name (%s)\\n' "$(printf '%s\\n' "$line" | tr -s ' ' | cut -c1-120)"
       break
     fi
-    if [ -n "$own" ] && { [ "$pid" = "$own" ] || [ "$(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$own" ]; }; then continue; fi
+    if [ -n "$own" ]; then
+      pgid=$(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ')
+      case " $own " in *" $pid "*|*" \${pgid:-none} "*) continue ;; esac
+    fi
     cmd=$({ tr '\\000' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null | cut -c1-200 | sed 's/ *$//')
     printf 'pid %s (%s)\\n' "$pid" "\${cmd:-command line not readable}"
     break
@@ -90,7 +94,7 @@ fi`;
  */
 export function portCheckScript(t: TakenPort & { readonly own: OwnProcess }): string {
   return `set -eu
-${"pidFile" in t.own ? PID_FILE_SH : ""}${refuseTakenPortLines(t)}
+${"container" in t.own ? "" : PID_FILE_SH}${refuseTakenPortLines(t)}
 echo free
 `;
 }

@@ -5,8 +5,10 @@ import type { NarwhalInstall } from "./install";
 import { Router, type FleetHostForCheck } from "./router";
 import { Monitoring } from "../observability";
 import { localAddress, routerUrl } from "../../lib/router/serve";
+import { routerBackendPort } from "../../lib/router/front";
 import { stackDirOn } from "../../lib/fleet/state-dir";
 import { CommandRecord } from "../../dynamic-providers/command-record/resource";
+import { lastJsonLine } from "../runtime/stdout";
 import type { DocumentEngine } from "../../lib/observability/targets";
 import type { FreshnessExpectation } from "../../lib/observability/freshness-exporter";
 
@@ -66,6 +68,7 @@ export class RouterHost extends pulumi.ComponentResource {
         runDir: `${base}/router`,
         bindAddress: spec.router.bindAddress,
         port: spec.router.port,
+        backendPort: routerBackendPort(spec.router),
         address: args.address,
         model: spec.model.servedName,
         engineIds: spec.engines.map((e) => e.id),
@@ -85,8 +88,8 @@ export class RouterHost extends pulumi.ComponentResource {
           stack: args.stack,
           kind: "router",
           hostAlias: args.hostAlias,
-          steps: pulumi.all([stepOf("start", this.router.process), stepOf("proof", this.router.proofCommand)]),
-          observations: { started: this.router.started, proof: this.router.proof },
+          steps: pulumi.all([stepOf("front", this.router.front), stepOf("start", this.router.process), stepOf("proof", this.router.proofCommand)]),
+          observations: { front: this.router.front.stdout.apply((out) => lastJsonLine<{ pid: number; startedAt: string }>(out)), started: this.router.started, proof: this.router.proof },
         },
         { parent: this },
       ),

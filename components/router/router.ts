@@ -9,6 +9,7 @@ import type { NarwhalInstall } from "./install";
 import { lastJsonLine } from "../runtime/stdout";
 import { startKeyOf } from "../runtime/start-key";
 import { Liveness } from "../../dynamic-providers/liveness/resource";
+import { frontStartScript, frontStopScript } from "../../lib/router/front";
 
 export interface RouterArgs {
   connection: command.types.input.remote.ConnectionArgs;
@@ -28,6 +29,8 @@ export interface RouterArgs {
   runDir: string;
   bindAddress: string;
   port: number;
+  /** narwhal-serve's own port on loopback, behind the front on `port` (`router.backendPort`). */
+  backendPort: number;
   /** An address of the router host that clients reach (its URL in the stack outputs). */
   address: pulumi.Input<string>;
   model: string;
@@ -59,10 +62,11 @@ export function probeableBind(bindAddress: string): boolean {
 /**
  * Gate G: `narwhal-serve` on the router host, started after the last gate and proved: `/health` ready
  * with every engine, the served model listed, one completion through a prefill and a decode engine.
- * The router swaps in place (an update: stop, then start) when its document, profile store or install
- * changes, once everything before it succeeded; until then the serving router keeps serving. A start
- * interrupted after launching is adopted by the next one; a restarted router re-matches the saved
- * profiles against the live engines itself.
+ * Clients reach it through its front (lib/router/front.ts) on the router port, which holds their requests
+ * while the router behind it is swapped. The router swaps in place (an update: hold, stop, start,
+ * release) when its document, profile store or install changes, once everything before it succeeded;
+ * until then the serving router keeps serving. A start interrupted after launching is adopted by the
+ * next one; a restarted router re-matches the saved profiles against the live engines itself.
  */
 export class Router extends pulumi.ComponentResource {
   public readonly url: pulumi.Output<string>;
@@ -75,6 +79,8 @@ export class Router extends pulumi.ComponentResource {
   /** The profile store's path on the router host, where the document's `profiles.path` points. */
   public readonly profileStorePath: pulumi.Output<string>;
   public readonly process: command.remote.Command;
+  /** The front on the router port: replaced only when its port, backend or code changes. */
+  public readonly front: command.remote.Command;
   /** The one-controller check on each fleet host, run before the router starts. */
   public readonly controllerChecks: command.remote.Command[];
   /** The proof's command: one completion through the router, its health and models. */
@@ -120,6 +126,7 @@ export class Router extends pulumi.ComponentResource {
       binDir: marker.binDir,
       bindAddress: args.bindAddress,
       port: args.port,
+      backendPort: args.backendPort,
       fleetDocument,
       profileStore,
       profileStoreDigest,
@@ -155,6 +162,31 @@ export class Router extends pulumi.ComponentResource {
           { parent: this, dependsOn: [args.after, args.install.command] },
         ),
     ));
+    const front = (this.front = new command.remote.Command(
+      `${name}-front`,
+      {
+        connection: args.connection,
+        create: pulumi.all([args.install.marker, epoch]).apply(([marker, restartEpoch]) =>
+          frontStartScript({
+            routerDir: args.runDir,
+            binDir: marker.binDir,
+            bindAddress: args.bindAddress,
+            port: args.port,
+            backendPort: args.backendPort,
+            startTimeoutS: args.startTimeoutS,
+            stopTimeoutS: args.stopTimeoutS,
+            hostAlias: args.hostAlias,
+            ...(restartEpoch === undefined ? {} : { restartEpoch }),
+          }),
+        ),
+        delete: frontStopScript({ routerDir: args.runDir, stopTimeoutS: args.stopTimeoutS }),
+        addPreviousOutputInEnv: false,
+        logging: "stderr",
+      },
+      // After the port check: a port held by another process stops the run before anything is touched. Its
+      // start runs again (an update: it keeps a running front) when a refresh found the router's URL down.
+      { parent: this, dependsOn: [args.after, args.install.command, portCheck] },
+    ));
     // A new document or store is an update that swaps the router in place (stop, then start), run once the
     // preflight that judged them passed. A replacement would be deleted at the start of every up that
     // restarts an engine (the engine's process is deleted before its replacement, and with it whatever
@@ -171,7 +203,7 @@ export class Router extends pulumi.ComponentResource {
         logging: "stderr",
       },
       // A replacement (`up --replace`) binds the same port, so the old router must be gone first: after the port check.
-      { parent: this, deleteBeforeReplace: true, dependsOn: [args.after, args.install.command, portCheck, ...controllerChecks] },
+      { parent: this, deleteBeforeReplace: true, dependsOn: [args.after, args.install.command, portCheck, front, ...controllerChecks] },
     );
     this.started = this.process.stdout.apply((out) => lastJsonLine<RouterStarted>(out));
     const proof = new command.remote.Command(

@@ -31,7 +31,7 @@ import { currentHttpJournal, HttpJournal, withHttpJournal } from "../../lib/evid
 import type { EvidenceCommand } from "../../lib/evidence/record";
 
 export const MEASURED_AGAINST = ["point", "model", "slo", "routerUrl", "routerPid", "routerStartedAt", "fleetDocumentDigest", "engines", "profileStoreDigest"] as const;
-export const UPDATABLE = ["stack", "prometheus", "scrapeIntervalS", "routerHost", "via", "viaPrivateKey", "viaPassword", "hosts", "hostPrivateKeys", "hostPasswords", "requestTimeoutS", "drainTimeoutS", "minGoodFraction", "predictionBound", "routerOverheadS"] as const;
+export const UPDATABLE = ["stack", "prometheus", "scrapeIntervalS", "routerHost", "via", "viaPrivateKey", "viaPassword", "hosts", "hostPrivateKeys", "hostPasswords", "requestTimeoutS", "drainTimeoutS", "minGoodFraction", "predictionBound", "routerOverheadS", "routerBackendPort"] as const;
 
 /** Every refusal of the inputs, each naming its property; exported for tests. */
 export const inputFailures = (news: Record<string, unknown>): pulumi.dynamic.CheckFailure[] => schemaFailures(loadTrialInputs, news);
@@ -73,7 +73,7 @@ async function openRoutes(i: LoadTrialInputs): Promise<Opened> {
     for (const e of i.engines) engines.push({ iid: e.engineId, role: e.role, base: await forward(`engine ${e.engineId}`, new URL(e.url).host) });
     const prometheus = i.prometheus ? await forward("prometheus", i.prometheus) : undefined;
     const login = (h: LoadTrialInputs["hosts"][number]) => SshSession.open(sshTarget(readLogin(h.login, { privateKey: i.hostPrivateKeys?.[h.alias], password: i.hostPasswords?.[h.alias] }), OPERATE));
-    const router = { alias: i.routerHost, session, port: Number(new URL(i.routerUrl).port || 80), pid: i.routerPid };
+    const router = { alias: i.routerHost, session, port: i.routerBackendPort ?? Number(new URL(i.routerUrl).port || 80), pid: i.routerPid };
     const hosts = hostProbes({ router, hosts: i.hosts, login }, commands);
     return { routes: { router: routerBase, engines, ...(prometheus ? { prometheus } : {}) }, hosts, tunnelLog, commands, close };
   } catch (e) {

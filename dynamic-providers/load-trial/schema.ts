@@ -62,6 +62,8 @@ const fields = z.object({
   scrapeIntervalS: seconds("scrapeIntervalS"),
   /** The serving router process: a restarted router serves another trial. */
   routerPid: positiveWhole("routerPid"),
+  /** The port routerPid listens on, behind the router's front (`router.backendPort`); absent: routerUrl's own port. */
+  routerBackendPort: positiveWhole("routerBackendPort").optional(),
   /** The fleet document the router serves (its SLO, deadlines and engines). */
   fleetDocumentDigest: digest("fleetDocumentDigest"),
   /** The profile store the router loaded: a new profile re-runs every point. */

@@ -12,14 +12,20 @@ import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
 import { portCheckScript, refuseTakenPortLines } from "../port-taken";
 import { ATTEMPTS_DIR, ATTEMPTS_SH } from "../runtime/attempts";
 import { TRUST_STORE_SH } from "../trust-store";
+import { backendAddress, FRONT_HOLD_SH, frontDir } from "./front";
+
+export { localAddress, routerUrl } from "./address";
 
 export interface RouterOptions {
   /** The router's folder on its host (0700): fleet.json, profiles, env file, pid, log, journal. */
   readonly runDir: string;
   /** The install's bin folder (Gate B's marker), holding `narwhal-serve`. */
   readonly binDir: string;
+  /** Where the router's front listens for clients (lib/router/front.ts): `router.bindAddress`, `router.port`. */
   readonly bindAddress: string;
   readonly port: number;
+  /** Where narwhal-serve itself listens, on loopback behind the front: `router.backendPort`. */
+  readonly backendPort: number;
   /** The fleet document's JSON text. */
   readonly fleetDocument: string;
   /** The profile store's JSON text, written where the document's `profiles.path` points; absent: not written. */
@@ -47,18 +53,6 @@ export function textDigest(text: string): string {
   return "sha256:" + createHash("sha256").update(text).digest("hex");
 }
 
-/** The address a client on the router host uses for a bind address (a wildcard bind is reached on loopback). */
-export function localAddress(bindAddress: string): string {
-  if (bindAddress === "0.0.0.0") return "127.0.0.1";
-  if (bindAddress === "::") return "[::1]";
-  return bindAddress.includes(":") ? `[${bindAddress}]` : bindAddress;
-}
-
-/** The router's URL as a client names it, from any address that reaches the router host. */
-export function routerUrl(address: string, port: number): string {
-  return `http://${address.includes(":") && !address.startsWith("[") ? `[${address}]` : address}:${port}`;
-}
-
 /**
  * Where the document's `profiles.path` lands relative to the router's working folder. narwhal-serve
  * resolves a relative path against its working directory; the program only writes relative paths that
@@ -73,8 +67,9 @@ export function profileStorePath(document: Record<string, unknown>): string {
   return p;
 }
 
-export function routerArgv(o: Pick<RouterOptions, "binDir" | "bindAddress" | "port">): string[] {
-  return [`${o.binDir}/narwhal-serve`, "--fleet", "fleet.json", "--host", o.bindAddress, "--port", String(o.port)];
+/** narwhal-serve on loopback: only the front, on the same host, talks to it. */
+export function routerArgv(o: Pick<RouterOptions, "binDir" | "backendPort">): string[] {
+  return [`${o.binDir}/narwhal-serve`, "--fleet", "fleet.json", "--host", "127.0.0.1", "--port", String(o.backendPort)];
 }
 
 /** What a router serves, as its folder's `identity` file records it: `<document digest> <store digest>`. */
@@ -85,8 +80,8 @@ export function routerIdentity(o: Pick<RouterOptions, "fleetDocument" | "profile
 
 export function routerStartScript(o: RouterOptions): string {
   const identity = routerIdentity(o);
-  const health = `http://${localAddress(o.bindAddress)}:${o.port}/health`;
-  const where = `${o.bindAddress}:${o.port}`;
+  const health = `http://${backendAddress(o.backendPort)}/health`;
+  const where = backendAddress(o.backendPort);
   const storePath = profileStorePath(JSON.parse(o.fleetDocument) as Record<string, unknown>);
   const writeStore =
     o.profileStore === undefined
@@ -97,7 +92,7 @@ mv -f "$run/"${shq(storePath)}".tmp" "$run/"${shq(storePath)}
 `;
   const epoch = o.restartEpoch === undefined ? "" : `# liveness epoch ${o.restartEpoch}\n`;
   return `${epoch}set -eu
-${PID_FILE_SH}run=${shq(o.runDir)}
+${PID_FILE_SH}${FRONT_HOLD_SH}run=${shq(o.runDir)}
 mkdir -p "$run" && chmod 700 "$run"
 umask 077
 if running=$(live_pid "$run/pid"); then
@@ -114,9 +109,9 @@ if [ ! -x ${shq(`${o.binDir}/narwhal-serve`)} ]; then
   echo ${shq(`router: ${o.binDir}/narwhal-serve is missing; the narwhal install (Gate B) must finish first`)} >&2
   exit 1
 fi
-${refuseTakenPortLines({ what: "router", port: o.port, configKey: "router.port", hostAlias: o.hostAlias })}
+${refuseTakenPortLines({ what: "router", port: o.backendPort, configKey: "router.backendPort", hostAlias: o.hostAlias })}
 if ! command -v ss >/dev/null 2>&1 && curl -sS -o /dev/null --max-time 2 ${shq(health)} 2>/dev/null; then
-  echo ${shq(`router: port ${o.port} on ${o.hostAlias ? `host ${o.hostAlias}` : "this host"} already answers HTTP (${where} wanted; no ss here to name its owner); stop that process or set router.port to a free port, then run pulumi up again`)} >&2
+  echo ${shq(`router: port ${o.backendPort} on ${o.hostAlias ? `host ${o.hostAlias}` : "this host"} already answers HTTP (${where} wanted; no ss here to name its owner); stop that process or set router.backendPort to a free port, then run pulumi up again`)} >&2
   exit 1
 fi
 cat > "$run/router.env.tmp"
@@ -143,6 +138,7 @@ while :; do
     tail -n 20 "$run/router.log" >&2
     ${keepRouterAttempt(o, '"$status"', "router exited before /health reported ready")}
     forget_pid "$run/pid"; rm -f "$run/identity" "$run/router.env"
+    front_release "$run/front"
     exit 1
   fi
   if [ "$(date +%s)" -ge "$deadline" ]; then
@@ -151,10 +147,12 @@ while :; do
     kill -TERM "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
     ${keepRouterAttempt(o, "''", `router did not report ready within router.startTimeoutS ${o.startTimeoutS}s; stopped it`)}
     forget_pid "$run/pid"; rm -f "$run/identity" "$run/router.env"
+    front_release "$run/front"
     exit 1
   fi
   sleep 0.3
 done
+front_release "$run/front"
 printf '{"pid":%s,"startedAt":"%s","health":%s}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$body" > "$run/started"
 list_attempts "$run/${ATTEMPTS_DIR}" ${ROUTER_LOG}
 cat "$run/started"
@@ -170,25 +168,33 @@ function keepRouterAttempt(o: RouterOptions, status: string, reason: string): st
 }
 
 /**
- * Run before the router is replaced (which stops the serving router first, to free its port): refuses when
- * the port it will bind is held by anything but the serving router, so a refusal leaves that router serving.
+ * Run before the front or the router is replaced: refuses when the public port is held by anything but
+ * this router's front (or a router started before fronts, which listened there itself), so a refusal
+ * leaves the router serving.
  */
 export function routerPortCheckScript(o: Pick<RouterOptions, "runDir" | "port" | "hostAlias">): string {
-  return portCheckScript({ what: "router", port: o.port, configKey: "router.port", hostAlias: o.hostAlias, own: { pidFile: `${o.runDir}/pid` } });
+  return portCheckScript({ what: "router", port: o.port, configKey: "router.port", hostAlias: o.hostAlias, own: { pidFiles: [`${frontDir(o.runDir)}/pid`, `${o.runDir}/pid`] } });
 }
 
 /**
  * The router on a new document or store (a `pulumi up` update, run only after the preflight that judged
- * them passed): the serving router stops only now, then the new one starts on the same port.
+ * them passed): the front holds new requests, the serving router stops only now (finishing what it took),
+ * then the new one starts behind the front, which sends it the held requests.
  */
 export function routerSwapScript(o: RouterOptions): string {
   return `(\n${routerStopScript(o)})\n${routerStartScript(o)}`;
 }
 
-/** Stops the router's process group (SIGKILL after the stop timeout) and removes the key file; keeps document, log and journal. */
-export function routerStopScript(o: Pick<RouterOptions, "runDir" | "stopTimeoutS">): string {
+/**
+ * Stops the router's process group (SIGKILL after the stop timeout) and removes the key file; keeps
+ * document, log and journal. The front holds new requests first, bounded by a stop and a start: a stop
+ * is followed by a start (a swap, a replacement) unless the stack is destroyed, and then the front's own
+ * stop releases them.
+ */
+export function routerStopScript(o: Pick<RouterOptions, "runDir" | "stopTimeoutS" | "startTimeoutS">): string {
   return `set -u
-${PID_FILE_SH}run=${shq(o.runDir)}
+${PID_FILE_SH}${FRONT_HOLD_SH}run=${shq(o.runDir)}
+front_hold "$run/front" ${o.stopTimeoutS + o.startTimeoutS + 10}
 rm -f "$run/router.env"
 ${stopPidFileLines("router", '"$run/pid"', o.stopTimeoutS)}
 forget_pid "$run/pid"; rm -f "$run/identity" "$run/started"

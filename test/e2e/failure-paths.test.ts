@@ -102,14 +102,14 @@ describe("e2e: failure paths an operator follows (re-keyed host, unwritable evid
   });
 
   it("refuses a router port another process holds with one first line (host, port, owner, fix); the serving router keeps serving", async () => {
-    const squatter = spawnInHost(host.alias, ["python3", "-m", "http.server", "8922", "--bind", "0.0.0.0"]);
+    const squatter = spawnInHost(host.alias, ["python3", "-m", "http.server", "8924", "--bind", "0.0.0.0"]);
     try {
-      await waitForListener(host.alias, 8922);
-      await stack.setConfig("narwhal-fleet:router.port", { value: "8922" }, true);
+      await waitForListener(host.alias, 8924);
+      await stack.setConfig("narwhal-fleet:router.port", { value: "8924" }, true);
       let message = "";
       await stack.up(quiet).catch((err: Error) => (message = err.message));
       // The engine prints a resource's error as "error: <its first line>"; the start script is not quoted.
-      expect(message).to.match(/\n\s+error: router: port 8922 on host sim13 is taken by pid \d+ \(\S*python3\S* -m http\.server 8922 --bind 0\.0\.0\.0\); stop that process or set router\.port to a free port, then run pulumi up again\n/);
+      expect(message).to.match(/\n\s+error: router: port 8924 on host sim13 is taken by pid \d+ \(\S*python3\S* -m http\.server 8924 --bind 0\.0\.0\.0\); stop that process or set router\.port to a free port, then run pulumi up again\n/);
       expect(message).to.not.include('mkdir -p "$run" && chmod 700 "$run"');
       // The refusal came before the serving router was stopped for its replacement: it still answers.
       const health = await runInHost(host.alias, ["sh", "-c", "curl -fsS --max-time 5 http://127.0.0.1:8921/health"]);

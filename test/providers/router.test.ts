@@ -8,7 +8,7 @@
  */
 import { expect } from "chai";
 import { localPrometheus } from "../support/local-prometheus";
-import { execFile, spawnSync } from "node:child_process";
+import { execFile, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import { createServer, type Server } from "node:net";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
@@ -18,6 +18,8 @@ import { promisify } from "node:util";
 import { parseFleetConfig } from "../../lib/config/parse";
 import { ENGINE_API_KEY_ENV, fleetDocument } from "../../lib/fleet/fleet-document";
 import { installScript, uninstallScript, type InstallMarker, type InstallOptions } from "../../lib/router/install";
+import { frontStartScript, frontStopScript, type FrontOptions } from "../../lib/router/front";
+import { FRONT_STATUS_PATH } from "../../lib/router/front-py";
 import { routerIdentity, routerStartScript, routerStopScript, routerSwapScript, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
 import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
 import { controllerCheckScript, documentEngines, engineAddressOf, enginePortOf } from "../../lib/router/controller-check";
@@ -53,6 +55,62 @@ async function sh(script: string, input = "", env: NodeJS.ProcessEnv = process.e
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
+/** As sh, without blocking the event loop: for scripts that run while this process sends requests. */
+function shAsync(script: string, input = ""): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("sh", ["-c", script], { stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(input);
+  });
+}
+
+/**
+ * Two clients sending completions one after another to `base` (plain and streamed in turn) until `stop`:
+ * each request's HTTP status, or the client's error when none came.
+ */
+function clientsThrough(base: string) {
+  const outcomes: Array<number | string> = [];
+  let running = true;
+  const client = async (stream: boolean) => {
+    while (running) {
+      const outcome = await fetch(`${base}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "tiny", prompt: "A narwhal is", max_tokens: 4, temperature: 0, stream }),
+        signal: AbortSignal.timeout(60_000),
+      }).then(
+        async (res) => {
+          const text = await res.text();
+          // A streamed answer ends with its [DONE] event: the front passed every event through.
+          return res.status === 200 && stream && !text.includes("data: [DONE]") ? "stream cut short" : res.status;
+        },
+        (e: Error) => e.message,
+      );
+      outcomes.push(outcome);
+    }
+  };
+  const loops = [client(false), client(true)];
+  return {
+    /** Waits (30 s, named) until one request was served: the clients are running. */
+    async servedOne(): Promise<void> {
+      const deadline = Date.now() + 30_000;
+      while (!outcomes.includes(200)) {
+        if (Date.now() > deadline) throw new Error(`clients: nothing served through ${base} within 30 s: ${JSON.stringify(outcomes.slice(-5))}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    async stop(): Promise<Array<number | string>> {
+      running = false;
+      await Promise.all(loops);
+      return outcomes;
+    },
+  };
+}
+
 const lastJson = <T>(out: string): T => JSON.parse(out.trim().split("\n").pop()!) as T;
 
 /** The pinned wheels, fetched once per machine: the install itself then runs offline with --no-index. */
@@ -73,6 +131,8 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
   let document: Record<string, unknown>;
   let store: string;
   let router: RouterOptions;
+  let front: FrontOptions;
+  let frontPid: number;
   let started: RouterStarted;
   const stops: string[] = [];
 
@@ -219,21 +279,37 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
         binDir: marker.binDir,
         bindAddress: "127.0.0.1",
         port: await freePort(),
+        backendPort: await freePort(),
         fleetDocument: JSON.stringify(document, null, 2),
         profileStore: store,
         startTimeoutS: 60,
         stopTimeoutS: 10,
       };
-      stops.push(routerStopScript(router));
+      front = { routerDir: router.runDir, binDir: router.binDir, bindAddress: router.bindAddress, port: router.port, backendPort: router.backendPort, startTimeoutS: 60, stopTimeoutS: 10 };
+      stops.push(routerStopScript(router), frontStopScript(front));
     });
 
-    it("starts bound to the configured address and port and reports every engine ready", async () => {
+    it("starts its front on the configured address and port, narwhal-serve on loopback behind it, and reports every engine ready", async () => {
+      const f = await sh(frontStartScript(front));
+      expect(f.code, f.stderr).to.equal(0);
+      frontPid = lastJson<{ pid: number }>(f.stdout).pid;
       const r = await sh(routerStartScript(router), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
       expect(r.code, r.stderr).to.equal(0);
       started = lastJson<RouterStarted>(r.stdout);
       expect(started.health).to.deep.include({ status: "ok", instances: 2 });
-      const listening = spawnSync("ss", ["-Hltn", `sport = :${router.port}`], { encoding: "utf8" }).stdout;
-      expect(listening).to.contain(`127.0.0.1:${router.port}`);
+      const listener = (port: number) => spawnSync("ss", ["-Hltnp", `sport = :${port}`], { encoding: "utf8" }).stdout;
+      expect(listener(router.port)).to.contain(`127.0.0.1:${router.port}`).and.contain(`pid=${frontPid},`);
+      expect(listener(router.backendPort)).to.contain(`127.0.0.1:${router.backendPort}`);
+      // Through the front, the router's own answers.
+      const health = await http(`http://127.0.0.1:${router.port}/health`);
+      expect(health.status).to.equal(200);
+      expect(JSON.parse(health.text)).to.deep.include({ status: "ok", instances: 2 });
+    });
+
+    it("keeps its front when the front's start runs again with the same inputs", async () => {
+      const f = await sh(frontStartScript(front));
+      expect(f.code, f.stderr).to.equal(0);
+      expect(lastJson<{ pid: number }>(f.stdout).pid).to.equal(frontPid);
     });
 
     it("keeps the document, profile store and key file private, and the key off every command line", () => {
@@ -267,20 +343,25 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       expect(lastJson<RouterStarted>(r.stdout).pid).to.equal(started.pid);
     });
 
-    it("refuses to start a second router on a port something else already serves", async () => {
+    it("refuses to start a second router or front on a port something else already serves", async () => {
       const port = await freePort();
       const squatter: Server = createServer();
       await new Promise<void>((resolve) => squatter.listen(port, "127.0.0.1", resolve));
       try {
-        const other = { ...router, runDir: path.join(tempDir("router-run-"), "router"), port };
-        const r = await sh(routerStartScript(other), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
+        const runDir = path.join(tempDir("router-run-"), "router");
+        // One line each: the port, the owner (this test's own process) and the key to change.
+        const refusal = (key: string) => new RegExp(`^router: port ${port} on this host is taken by pid ${process.pid} \\(\\S*node\\b.*; stop that process or set ${key} to a free port, then run pulumi up again$`);
+        const r = await sh(routerStartScript({ ...router, runDir, backendPort: port }), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
         expect(r.code).to.equal(1);
-        // One line: the port, the owner (this test's own process) and the fix.
         expect(r.stderr.trim().split("\n")).to.have.length(1);
-        expect(r.stderr).to.match(new RegExp(`^router: port ${port} on this host is taken by pid ${process.pid} \\(\\S*node\\b`));
-        expect(r.stderr).to.contain("; stop that process or set router.port to a free port, then run pulumi up again");
-        expect(fs.existsSync(path.join(other.runDir, "pid"))).to.equal(false);
-        expect(fs.existsSync(path.join(other.runDir, "router.env"))).to.equal(false);
+        expect(r.stderr.trim()).to.match(refusal("router\\.backendPort"));
+        expect(fs.existsSync(path.join(runDir, "pid"))).to.equal(false);
+        expect(fs.existsSync(path.join(runDir, "router.env"))).to.equal(false);
+        const f = await sh(frontStartScript({ ...front, routerDir: runDir, port }));
+        expect(f.code).to.equal(1);
+        expect(f.stderr.trim().split("\n")).to.have.length(1);
+        expect(f.stderr.trim()).to.match(refusal("router\\.port"));
+        expect(fs.existsSync(path.join(runDir, "front", "pid"))).to.equal(false);
       } finally {
         squatter.close();
       }
@@ -305,21 +386,45 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       started = again;
     });
 
-    it("swaps onto a new profile store in one update: the start alone refuses the serving router, the swap stops it and starts anew", async () => {
+    it("swaps onto a new profile store in one update, failing no client: the front holds requests while the old router stops and the new one starts", async () => {
       // As the fleet runs it: Gate F wrote the store, the router knows its digest.
       const next = { ...router, profileStore: undefined, profileStoreDigest: "sha256:" + "5e".repeat(32) };
       // The start script never stops a router serving something else: only the swap, run once the preflight passed, does.
       const refused = await sh(routerStartScript(next), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
       expect(refused.code).to.equal(1);
       expect(refused.stderr).to.contain(`router: pid ${started.pid} already serves another fleet document`);
-      const r = await sh(routerSwapScript(next), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
+      const clients = clientsThrough(`http://127.0.0.1:${router.port}`);
+      await clients.servedOne();
+      const r = await shAsync(routerSwapScript(next), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
+      const outcomes = await clients.stop();
       expect(r.code, r.stderr).to.equal(0);
+      // Requests were sent before, during and after the swap; none failed, and some waited for it.
+      expect(outcomes.filter((o) => o !== 200), JSON.stringify(outcomes)).to.deep.equal([]);
+      expect(outcomes.length).to.be.greaterThan(3);
+      const status = JSON.parse((await http(`http://127.0.0.1:${router.port}${FRONT_STATUS_PATH}`)).text) as { held: number; pid: number; holding: boolean };
+      expect(status, "the front held requests during the swap").to.deep.include({ pid: frontPid, holding: false });
+      expect(status.held).to.be.greaterThan(0);
       const swapped = lastJson<RouterStarted>(r.stdout);
       expect(swapped.pid).to.not.equal(started.pid);
       expect(swapped.health).to.deep.include({ status: "ok", instances: 2 });
       expect(pidAlive(started.pid), "the old router").to.equal(false);
       started = swapped;
       router = next;
+    });
+
+    it("answers 502 at once for a router that died outside a swap (nothing hides it), and serves again once the router is back", async () => {
+      process.kill(-started.pid, "SIGKILL");
+      const deadline = Date.now() + 10_000;
+      while (pidAlive(started.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const t0 = Date.now();
+      const refused = await http(`http://127.0.0.1:${router.port}/health`);
+      expect(refused.status, refused.text).to.equal(502);
+      expect(JSON.parse(refused.text).error).to.deep.include({ type: "router_unavailable" });
+      expect(Date.now() - t0, "answered without waiting for a router").to.be.lessThan(5_000);
+      const r = await sh(routerStartScript(router), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
+      expect(r.code, r.stderr).to.equal(0);
+      started = lastJson<RouterStarted>(r.stdout);
+      expect((await http(`http://127.0.0.1:${router.port}/health`)).status).to.equal(200);
     });
 
     it("one controller: another stack's check refuses the serving narwhal-serve, naming host, port, pid and command; this stack's own passes", async () => {
@@ -338,7 +443,7 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       const other = await sh(check(path.join(tempDir("router-run-"), "router")));
       expect(other.code, other.stdout).to.equal(1);
       expect(other.stderr.trim().split("\n"), other.stderr).to.have.length(1);
-      expect(other.stderr).to.contain(`router: another Narwhal router already serves this fleet's engine(s) ${engines.map((e) => engineAddressOf(e.url)).join(", ")}: host local, port ${router.port}, pid ${started.pid} (`);
+      expect(other.stderr).to.contain(`router: another Narwhal router already serves this fleet's engine(s) ${engines.map((e) => engineAddressOf(e.url)).join(", ")}: host local, port ${router.backendPort}, pid ${started.pid} (`);
       // The command line is cut to 200 characters: the venv's path is long, narwhal-serve's name comes first.
       expect(other.stderr).to.match(/pid \d+ \([^)]*narwhal-serve[^)]*\); exactly one controller may be active for a fleet/);
     });
@@ -346,11 +451,11 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
     it("narwhal's lifecycle drain is a restart workflow: a drained engine that did not restart is not readmitted", async () => {
       // Why Gate D and F re-measures do not drain their engines through the router (docs/gates.md): a second
       // router over the same engines, so the serving one keeps its placement.
-      const probe = { ...router, runDir: path.join(tempDir("router-run-"), "router"), port: await freePort(), profileStore: store, profileStoreDigest: undefined };
+      const probe = { ...router, runDir: path.join(tempDir("router-run-"), "router"), backendPort: await freePort(), profileStore: store, profileStoreDigest: undefined };
       stops.push(routerStopScript(probe));
       const r = await sh(routerStartScript(probe), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
       expect(r.code, r.stderr).to.equal(0);
-      const base = `http://127.0.0.1:${probe.port}/narwhal/lifecycle`;
+      const base = `http://127.0.0.1:${probe.backendPort}/narwhal/lifecycle`;
       const post = async (what: string, body: unknown) => {
         const res = await fetch(`${base}/${what}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
         return { status: res.status, doc: (await res.json()) as { error: string; engines: Record<string, { state: string; accepts_new: boolean; restart_required: boolean; error: string }> } };

@@ -6,6 +6,7 @@
 import { parsePortRange } from "../formats";
 import type { PathSegment } from "../errors";
 import { engineName, type Rule, type RuleInput } from "./context";
+import { routerBackendPort } from "../../router/front";
 
 interface Claim {
   readonly path: PathSegment[];
@@ -51,6 +52,7 @@ function claimsByHost(ctx: RuleInput): Map<string, Claim[]> {
     const single = (path: PathSegment[], label: string, port: number | undefined) =>
       port !== undefined && add(routerHost, { path, label, lo: port, hi: port, defaulted: !ctx.written(path) });
     single(["router", "port"], "the router port", ctx.router.value.port);
+    if (ctx.router.value.port !== undefined) single(["router", "backendPort"], "the router's backend port", routerBackendPort(ctx.router.value as { port: number; backendPort?: number }));
     if (ctx.observability.value.enabled) {
       single(["observability", "prometheusPort"], "the Prometheus port", ctx.observability.value.prometheusPort);
       single(["observability", "grafanaPort"], "the Grafana port", ctx.observability.value.grafanaPort);
@@ -101,6 +103,10 @@ function fix(host: string, later: Claim, earlier: Claim, all: Claim[]): string {
 }
 
 export const portRules: Rule = (ctx, report) => {
+  const router = ctx.router.value;
+  if (router.port !== undefined && router.backendPort === undefined && router.port === 65535) {
+    report(["router", "backendPort"], "router.port 65535 leaves no port above it for the router's backend (router.port + 1); set router.backendPort to a free port");
+  }
   for (const [host, claims] of claimsByHost(ctx)) {
     claims.forEach((later, j) => {
       const earlier = claims.slice(0, j).find(

@@ -108,7 +108,13 @@ export const RouterSchema = f
         .optional()
         .meta({ description: "Alias of the router's host.", defaultText: "the lowest-numbered engine's host" }),
       bindAddress: f.text("an IPv4 or IPv6 address", fmt.ipProblem).default(P.router.bindAddress).describe("Address the router listens on."),
-      port: f.port().default(P.router.port).describe("Router HTTP port."),
+      port: f.port().default(P.router.port).describe("Router HTTP port: the router's front, which clients call, listens here."),
+      backendPort: f.port().optional().meta({
+        description:
+          "narwhal-serve's own port, on loopback behind the front; the front holds requests while the router behind it " +
+          "is swapped (docs/operating.md).",
+        defaultText: "`router.port` + 1",
+      }),
       startTimeoutS: f.seconds().default(P.router.startTimeoutS).describe("Bounded wait for the router's `/health` to report ready after its start, seconds."),
       narwhal: f
         .strict(
@@ -146,7 +152,7 @@ export const RouterSchema = f
             "on every engine host (its attestation sidecars), one install per host.",
         ),
     },
-    "an object {host, bindAddress, port, startTimeoutS, narwhal}",
+    "an object {host, bindAddress, port, backendPort, startTimeoutS, narwhal}",
   )
   .describe("Router placement and package.");
 

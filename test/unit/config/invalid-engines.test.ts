@@ -147,6 +147,21 @@ const CASES: BadCase[] = [
     ],
   },
   {
+    name: "the router's backend port (router.port + 1 by default) clashing with an engine on the router host",
+    edit: (c) => (c.engines[0].port = 8001),
+    issues: [
+      [
+        "engines[0].port",
+        "engine e0's port 8001 clashes with the router's backend port 8001 (its default) on host a; choose a port that no other service on host a uses",
+      ],
+    ],
+  },
+  {
+    name: "router port 65535 with no backend port above it",
+    edit: (c) => (c.router = { ...c.router, port: 65535 }),
+    issues: [["router.backendPort", "router.port 65535 leaves no port above it for the router's backend (router.port + 1); set router.backendPort to a free port"]],
+  },
+  {
     name: "all engines pinned prefill",
     edit: (c) => c.engines.forEach((e: RawConfig) => Object.assign(e, { role: "prefill", pin: true })),
     issues: [["engines", 'all 2 engines are pinned to prefill; at least one engine must be able to decode: unpin one, or set its role to "decode"']],

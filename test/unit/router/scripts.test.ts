@@ -32,13 +32,14 @@ describe("router: serve scripts", () => {
     binDir: "/srv/n/narwhal-inference-0.7.0/venv/bin",
     bindAddress: "0.0.0.0",
     port: 8000,
+    backendPort: 8001,
     fleetDocument: JSON.stringify({ engines: [], profiles: { path: "runs/profiles.json" } }),
     startTimeoutS: 120,
     stopTimeoutS: 30,
   };
 
-  it("narwhal-serve's argv names the document, address and port, and nothing secret", () => {
-    expect(routerArgv(options)).to.deep.equal(["/srv/n/narwhal-inference-0.7.0/venv/bin/narwhal-serve", "--fleet", "fleet.json", "--host", "0.0.0.0", "--port", "8000"]);
+  it("narwhal-serve's argv names the document and its loopback port behind the front, and nothing secret", () => {
+    expect(routerArgv(options)).to.deep.equal(["/srv/n/narwhal-inference-0.7.0/venv/bin/narwhal-serve", "--fleet", "fleet.json", "--host", "127.0.0.1", "--port", "8001"]);
   });
 
   it("the key arrives on stdin: the start script never holds it", () => {

@@ -39,6 +39,7 @@ describe("router start: a failed start's log is kept per attempt", function () {
       binDir: path.join(dir, "bin"),
       bindAddress: "127.0.0.1",
       port: await freePort(),
+      backendPort: await freePort(),
       fleetDocument: JSON.stringify({ fleet: { profiles: { path: "profiles.json" } } }),
       startTimeoutS: 10,
       stopTimeoutS: 5,
@@ -67,7 +68,7 @@ describe("router start: a failed start's log is kept per attempt", function () {
       [2, "fleet.json: engine p0 has no profile", "router exited before /health reported ready"],
       [3, "second try: port in use", "router exited before /health reported ready"],
     ]);
-    expect(kept[0].command).to.equal(`'${options.binDir}/narwhal-serve' '--fleet' 'fleet.json' '--host' '127.0.0.1' '--port' '${options.port}'`);
+    expect(kept[0].command).to.equal(`'${options.binDir}/narwhal-serve' '--fleet' 'fleet.json' '--host' '127.0.0.1' '--port' '${options.backendPort}'`);
     expect(fs.existsSync(path.join(options.runDir, "router.log"))).to.equal(false);
   });
 });
