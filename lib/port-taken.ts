@@ -46,7 +46,7 @@ export function ownerFromSs(ssLine: string): { pid: number; name: string } | und
 function ownPidLine(own: OwnProcess | undefined): string {
   if (own === undefined) return `own=""`;
   if ("pidFile" in own) return `own=$(live_pid ${shq(own.pidFile)} || true)`;
-  if ("pidFiles" in own) return `own=$({ ${own.pidFiles.map((f) => `live_pid ${shq(f)}`).join("; ")}; } 2>/dev/null | tr '\\n' ' ' | sed 's/ *$//')`;
+  if ("pidFiles" in own) return `own=$({ ${own.pidFiles.map((f) => `live_pid ${shq(f)} || true`).join("; ")}; } 2>/dev/null | tr '\\n' ' ' | sed 's/ *$//')`;
   return `own=$(docker inspect -f '{{if .State.Running}}{{.State.Pid}}{{end}}' ${shq(own.container)} 2>/dev/null || true)`;
 }
 

@@ -72,6 +72,22 @@ describe("a router or monitoring port already taken", () => {
       expect(() => execFileSync("sh", ["-c", script], { stdio: "ignore" })).to.throw();
     });
 
+    it("lets through the listener of any of several own processes (the router's front, or a router from before fronts), and no other", () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "narwhal-own-"));
+      const [front, router] = [path.join(dir, "front.pid"), path.join(dir, "router.pid")];
+      const script = portCheckScript({ what: "router", port, configKey: "router.port", own: { pidFiles: [front, router] } });
+      fs.writeFileSync(front, "999999999\n"); // a front that is gone
+      fs.writeFileSync(router, `${listener.pid}\n`);
+      expect(execFileSync("sh", ["-c", script], { encoding: "utf8" })).to.equal("free\n");
+      fs.writeFileSync(front, `${listener.pid}\n`);
+      fs.rmSync(router);
+      expect(execFileSync("sh", ["-c", script], { encoding: "utf8" })).to.equal("free\n");
+      fs.writeFileSync(front, "1\n");
+      const r = spawnSync("sh", ["-c", script], { encoding: "utf8" });
+      expect(r.status).to.equal(1);
+      expect(r.stderr).to.contain(`is taken by pid ${listener.pid} (`);
+    });
+
     it("names another listener on the same port (another address) even when our own process holds it too", async () => {
       const pidFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "narwhal-own-")), "pid");
       fs.writeFileSync(pidFile, `${listener.pid}\n`);
