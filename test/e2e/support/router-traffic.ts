@@ -31,6 +31,8 @@ interface HealthSample {
 }
 
 export interface FailedRequest extends SentRequest {
+  /** The router's journal has a row for it: the router itself took the request (and failed or refused it). */
+  readonly journaled: boolean;
   /** Engines the router's journal names for the request (each attempt's prefill and decode); empty if it never reached one. */
   readonly engines: string[];
   /** The router's reason for the failure (its journal's `reason`, e.g. `no_engine`), if it wrote one. */
@@ -135,7 +137,7 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
           const engines = row ? touchedEngines(row) : [];
           const reason = row?.reason ?? undefined;
           const atEngines = engines.length > 0 && reason !== NO_ENGINE;
-          return { ...r, engines, reason, enginesHealthy: atEngines && engines.every((id) => healthyThrough(id, r.start, r.end)) };
+          return { ...r, journaled: row !== undefined, engines, reason, enginesHealthy: atEngines && engines.every((id) => healthyThrough(id, r.start, r.end)) };
         });
       // From the first request sent, so a fault that stops service at once (the router's host gone) counts
       // the time until the first request served too.
