@@ -75,9 +75,10 @@ export function evidenceKind(type: string, urn: string, name: string, custom: bo
   return { kind: type, gate: "other" };
 }
 
-/** The router's commands by name: its checks before a start (port, single controller), its proof, its process. */
+/** The router's commands by name: its checks before a start (port, single controller), its front, its proof, its process. */
 function routerStep(name: string): string {
   if (name.endsWith("-proof")) return "router proof";
+  if (name.endsWith("-front")) return "router front";
   if (name.endsWith("-port-check")) return "router port check";
   if (/-controller-check-[^-]+$/.test(name)) return "router controller check";
   return "router process";

@@ -31,6 +31,9 @@ describe("preview report: values and kinds", () => {
     expect(evidenceKind("docker:index/container:Container", engineUrn("docker:index/container:Container", "fleet-e1-container"), "fleet-e1-container", true)).to.deep.equal({ kind: "engine container", gate: "C" });
     const sidecar = "urn:pulumi:s::narwhal-fleet::narwhal:fleet:Fleet$narwhal:attestation:AttestationMesh$command:remote:Command::fleet-attestation-e1-sidecar";
     expect(evidenceKind("command:remote:Command", sidecar, "fleet-attestation-e1-sidecar", true)).to.deep.equal({ kind: "attestation sidecar", gate: "E" });
+    const routerUrn = (name: string) => `urn:pulumi:s::narwhal-fleet::narwhal:fleet:Fleet$narwhal:router:RouterHost$narwhal:router:Router$command:remote:Command::${name}`;
+    expect(evidenceKind("command:remote:Command", routerUrn("fleet-router-host-router-front"), "fleet-router-host-router-front", true)).to.deep.equal({ kind: "router front", gate: "G" });
+    expect(evidenceKind("command:remote:Command", routerUrn("fleet-router-host-router-process"), "fleet-router-host-router-process", true)).to.deep.equal({ kind: "router process", gate: "G" });
     expect(evidenceKind("pulumi:providers:command", "urn:pulumi:s::p::pulumi:providers:command::default", "default", true)).to.equal(undefined);
     expect(evidenceKind("narwhal:engine:Engine", engineUrn("narwhal:engine:Engine", "fleet-e1"), "fleet-e1", false)).to.equal(undefined);
   });
