@@ -102,16 +102,22 @@ class Front:
                 why = "the router behind this front (%s) gave no answer: %s" % (self.backend, exc.__class__.__name__)
                 return await answer(send, 502, {"error": {"message": why, "type": "router_unavailable"}})
         self.counts["forwarded"] += 1
+        # A client that hangs up closes the router's connection too, so the router cancels the request as it
+        # would for the client itself (a streamed generation stops at the engine).
+        gone = asyncio.ensure_future(until_disconnect(receive))
+        gone.add_done_callback(lambda _: asyncio.ensure_future(response.aclose()))
         try:
             out = [(k, v) for k, v in response.headers.raw if k.lower() not in RESPONSE_DROP]
             await send({"type": "http.response.start", "status": response.status_code, "headers": out})
             async for chunk in response.aiter_raw():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except httpx.TransportError as exc:
-            # The router went away mid-answer: the client's connection ends short, as it would have.
-            print("front: answer from %s cut short: %r" % (self.backend, exc), flush=True)
+        except Exception as exc:
+            if not gone.done():
+                # The router went away mid-answer: the client's connection ends short, as it would have.
+                print("front: answer from %s cut short: %r" % (self.backend, exc), flush=True)
         finally:
+            gone.cancel()
             await response.aclose()
 
     async def lifespan(self, receive, send):
@@ -130,6 +136,11 @@ class Front:
                 await self.client.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+async def until_disconnect(receive):
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def answer(send, status, document):

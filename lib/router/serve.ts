@@ -1,10 +1,11 @@
 /**
  * Gate G on the router host: `narwhal-serve` as a supervised process, the `create` and `delete` of one
- * remote command. Start writes the fleet document and profile store (0600, written then renamed), reads
- * the engine API key from stdin into a 0600 environment file, refuses a port something else already
- * serves, adopts a router of this very document after an interruption, and waits (bounded) for
- * `/health` to report every engine. That no other router serves the same engines, on any fleet host, is
- * checked before this start by lib/router/controller-check.ts.
+ * remote command, on loopback behind the router's front (lib/router/front.ts). Start writes the fleet
+ * document and profile store (0600, written then renamed), reads the engine API key from stdin into a 0600
+ * environment file, refuses a backend port something else already serves, adopts a router of this very
+ * document after an interruption, waits (bounded) for `/health` to report every engine, and releases the
+ * front's hold either way. That no other router serves the same engines, on any fleet host, is checked
+ * before this start by lib/router/controller-check.ts.
  */
 import { createHash } from "node:crypto";
 import { shellLine, shq } from "../shell";
@@ -99,6 +100,7 @@ if running=$(live_pid "$run/pid"); then
   # A start interrupted after launching: adopt the router if it serves this very document and store.
   if [ "$(cat "$run/identity" 2>/dev/null)" = ${shq(identity)} ] && [ -f "$run/started" ]; then
     cat > /dev/null
+    front_release "$run/front"
     cat "$run/started"
     exit 0
   fi

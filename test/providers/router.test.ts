@@ -8,7 +8,7 @@
  */
 import { expect } from "chai";
 import { localPrometheus } from "../support/local-prometheus";
-import { execFile, spawn, spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import { createServer, type Server } from "node:net";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
@@ -18,7 +18,8 @@ import { promisify } from "node:util";
 import { parseFleetConfig } from "../../lib/config/parse";
 import { ENGINE_API_KEY_ENV, fleetDocument } from "../../lib/fleet/fleet-document";
 import { installScript, uninstallScript, type InstallMarker, type InstallOptions } from "../../lib/router/install";
-import { frontStartScript, frontStopScript, type FrontOptions } from "../../lib/router/front";
+import { FRONT_HOLD_SH, frontDir, frontStartScript, frontStopScript, type FrontOptions } from "../../lib/router/front";
+import { PID_FILE_SH } from "../../lib/pid-file";
 import { FRONT_STATUS_PATH } from "../../lib/router/front-py";
 import { routerIdentity, routerStartScript, routerStopScript, routerSwapScript, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
 import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
@@ -31,7 +32,7 @@ import { prometheusConfig } from "../../lib/observability/prometheus";
 import { rulesFile } from "../../lib/observability/rules";
 import type { FreshnessExpectation, FreshnessRunOptions } from "../../lib/observability/freshness-exporter";
 import { exposedMetrics, metricNames } from "../support/metrics";
-import { envFile } from "../../lib/shell";
+import { envFile, shq } from "../../lib/shell";
 import { parseKeptAttempts } from "../../lib/runtime/attempts";
 import { provider as commandRecordProvider } from "../../dynamic-providers/command-record/provider";
 import { evidenceRoot } from "../../lib/evidence/store";
@@ -41,6 +42,7 @@ import { fetchGet } from "../../lib/trial/http";
 import { runTrial, type HostProbes, type TrialOptions, type TrialRoutes } from "../../lib/trial/run";
 import type { ProfileRow } from "../../lib/profiling/store";
 import { trustStoreVariables } from "../support/trust-store-env";
+import { shAsync } from "../support/sh-async";
 
 const run = promisify(execFile);
 const API_KEY = "sk-narwhal-router-5c1e9b";
@@ -53,19 +55,6 @@ const ARGS = ["--served-model-name", "tiny", "--api-key", API_KEY, "--block-size
 async function sh(script: string, input = "", env: NodeJS.ProcessEnv = process.env, shell = "sh"): Promise<{ code: number; stdout: string; stderr: string }> {
   const r = spawnSync(shell, ["-c", script], { input, env, encoding: "utf8", timeout: 300_000 });
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
-}
-
-/** As sh, without blocking the event loop: for scripts that run while this process sends requests. */
-function shAsync(script: string, input = ""): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn("sh", ["-c", script], { stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(input);
-  });
 }
 
 /**
@@ -337,10 +326,16 @@ describe("router host: install (Gate B), narwhal-serve (Gate G) and Prometheus",
       expect(proof.journal).to.deep.include({ prefill_iid: "p0", decode_iid: "d0", terminal: "completed", crossed: true });
     });
 
-    it("adopts itself when the start runs again for the same document and store", async () => {
+    it("adopts itself when the start runs again for the same document and store, releasing a hold a cut-short swap left", async () => {
+      // A stop's hold, as a swap cut short after it would leave it: the front holds until the start releases it.
+      const held = await sh(`${PID_FILE_SH}${FRONT_HOLD_SH}front_hold ${shq(frontDir(router.runDir))} 60`);
+      expect(held.code, held.stderr).to.equal(0);
+      const frontState = async () => JSON.parse((await http(`http://127.0.0.1:${router.port}${FRONT_STATUS_PATH}`)).text) as { holding: boolean };
+      expect(await frontState()).to.deep.include({ holding: true });
       const r = await sh(routerStartScript(router), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
       expect(r.code, r.stderr).to.equal(0);
       expect(lastJson<RouterStarted>(r.stdout).pid).to.equal(started.pid);
+      expect(await frontState()).to.deep.include({ holding: false });
     });
 
     it("refuses to start a second router or front on a port something else already serves", async () => {

@@ -7,6 +7,7 @@
  */
 import { expect } from "chai";
 import { spawn } from "node:child_process";
+import { shAsync } from "../support/sh-async";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { provider as generationProvider } from "../../dynamic-providers/engine-generation/provider";
@@ -22,21 +23,8 @@ import { freePorts, http, makeModel, removeTemps, ROOT, tempDir } from "../unit/
 
 const API_KEY = "sk-runbook-adopt-51d0";
 
-/**
- * Runs a script the way a remote command does (POSIX sh, stdin as given). Asynchronously: the runbook's
- * engine is this test's child, and only a running event loop reaps it once a script has stopped it.
- */
-function sh(script: string, stdin = ""): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn("sh", ["-c", script], { stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
-}
+/** Scripts run asynchronously: the runbook's engine is this test's child, and only a running event loop reaps it once a script has stopped it. */
+const sh = shAsync;
 
 /** Running, not a zombie waiting to be reaped. */
 function alive(pid: number): boolean {
