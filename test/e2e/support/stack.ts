@@ -24,7 +24,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "obj
  * by a third and a healthy engine's pace sat on the 1.5x line (passing our preflight, failing
  * narwhal-check a minute later).
  */
-export const PROFILING = { prefillRepeats: 3, prefillLens: [256, 1024, 2048, 4096], decodeInputLens: [512, 1024, 2048], decodeConcurrency: [1, 4] };
+export const PROFILING = { prefillRepeats: 3, prefillLens: [256, 1024, 2048, 4096], decodeInputLens: [512, 1024, 2048], decodeConcurrency: [1, 4], fitAttempts: 5 };
 
 export interface EngineEntry {
   id: string;
