@@ -7,6 +7,7 @@
 import { shellLine, shq } from "../shell";
 import { portCheckScript, refuseTakenPortLines, type TakenPort } from "../port-taken";
 import { PID_FILE_SH, stopPidFileLines } from "../pid-file";
+import { readyWait } from "../ready-wait";
 import { FRESHNESS_EXPORTER_PY, freshnessArgv, type FreshnessRunOptions } from "./freshness-exporter";
 
 export interface ObservabilityFiles {
@@ -62,24 +63,6 @@ export function prometheusPortCheckScript(o: Pick<PrometheusRunOptions, "runtime
   return portCheckScript({ ...prometheusPort(o), own: o.runtime === "native" ? { pidFile: `${o.dir}/pid` } : { container: o.containerName } });
 }
 
-function readyWait(url: string, what: string, timeoutS: number, alive: string, logs: string, cleanup: string): string {
-  return `deadline=$(( $(date +%s) + ${timeoutS} ))
-until curl -fsS -o /dev/null --max-time 2 ${shq(url)} 2>/dev/null; do
-  if ! ${alive}; then
-    echo ${shq(`${what} exited before ${url} answered; last log lines:`)} >&2
-    ${logs}
-    ${cleanup}
-    exit 1
-  fi
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    echo ${shq(`${what} did not answer ${url} within ${timeoutS}s; stopped it. Last log lines:`)} >&2
-    ${logs}
-    ${cleanup}
-    exit 1
-  fi
-  sleep 0.3
-done`;
-}
 
 export function prometheusArgs(o: Pick<PrometheusRunOptions, "dir" | "bindAddress" | "port">, storage: string): string[] {
   const listen = o.bindAddress.includes(":") ? `[${o.bindAddress}]:${o.port}` : `${o.bindAddress}:${o.port}`;

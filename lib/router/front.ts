@@ -18,6 +18,7 @@ import { PID_FILE_SH } from "../pid-file";
 import { refuseTakenPortLines } from "../port-taken";
 import { FRONT_PY, FRONT_STATUS_PATH } from "./front-py";
 import { localAddress } from "./address";
+import { readyWait } from "../ready-wait";
 
 export interface FrontOptions {
   /** The router's folder; the front works in its `front/` folder. */
@@ -57,9 +58,12 @@ export function frontArgv(o: Pick<FrontOptions, "routerDir" | "binDir" | "bindAd
   return [`${o.binDir}/python`, `${dir}/front.py`, "--host", o.bindAddress, "--port", String(o.port), "--backend", backendAddress(o.backendPort), "--dir", dir];
 }
 
+/** The front's code, as its identity names it: hashed once, not on every preview's script. */
+const FRONT_CODE = createHash("sha256").update(FRONT_PY).digest("hex").slice(0, 16);
+
 /** What a running front must match to be kept: its command line and its code. */
 export function frontIdentity(o: Pick<FrontOptions, "routerDir" | "binDir" | "bindAddress" | "port" | "backendPort">): string {
-  return `${createHash("sha256").update(FRONT_PY).digest("hex").slice(0, 16)} ${shellLine(frontArgv(o))}`;
+  return `${FRONT_CODE} ${shellLine(frontArgv(o))}`;
 }
 
 /**
@@ -134,17 +138,7 @@ rm -f "$dir/hold" "$dir/held"
 ) &
 pid=$!
 record_pid "$pid" "$dir/pid"
-deadline=$(( $(date +%s) + ${o.startTimeoutS} ))
-until curl -fsS -o /dev/null --max-time 2 ${shq(status)} 2>/dev/null; do
-  if ! kill -0 "$pid" 2>/dev/null || [ "$(date +%s)" -ge "$deadline" ]; then
-    echo ${shq(`router front did not answer ${status} within router.startTimeoutS ${o.startTimeoutS}s; stopped it. Last log lines:`)} >&2
-    tail -n 20 "$dir/front.log" >&2
-    kill -TERM "-$pid" 2>/dev/null || true
-    forget_pid "$dir/pid"
-    exit 1
-  fi
-  sleep 0.2
-done
+${readyWait(status, "router front", o.startTimeoutS, 'kill -0 "$pid" 2>/dev/null', 'tail -n 20 "$dir/front.log" >&2', 'kill -TERM "-$pid" 2>/dev/null || true; forget_pid "$dir/pid"')}
 printf '%s\\n' ${shq(identity)} > "$dir/identity"
 printf '{"pid":%s,"startedAt":"%s"}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$dir/started"
 cat "$dir/started"
