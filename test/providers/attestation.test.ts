@@ -5,11 +5,11 @@
  * dynamic provider host calls them. Every process started here is stopped.
  */
 import { expect } from "chai";
-import { execFile, spawn } from "node:child_process";
+import { shBounded as sh } from "../support/sh-async";
+import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import * as path from "node:path";
-import { promisify } from "node:util";
 import { attestationDocument, documentDigest, type AttestationDocument } from "../../lib/attestation/document";
 import { chooseDocument } from "../../lib/attestation/runbook-document";
 import { engineContract } from "../../lib/attestation/contract";
@@ -27,7 +27,6 @@ import { runbookListenerPidsScript } from "../../lib/runtime/runbook-survey";
 import { freePort, http, KV_BOTH, makeModel, removeTemps, ROOT, spawnEngine, startEngine, stopAll, tempDir, type SimEngine } from "../unit/sim-engine/helpers";
 import { trustStoreVariables } from "../support/trust-store-env";
 
-const run = promisify(execFile);
 const STACK = "provider-tests";
 const API_KEY = "sk-narwhal-attest-41d07a";
 const NARWHAL_ATTEST = path.join(ROOT, ".tools", "venv", "bin", "narwhal-attest");
@@ -65,16 +64,6 @@ function documentOf(p: Proved): AttestationDocument {
 }
 
 const sidecarDirs: string[] = [];
-
-async function sh(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run("sh", ["-c", script], { timeout: 90_000 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
-  }
-}
 
 function sidecarOptions(p: Proved, doc: AttestationDocument, port: number, runDir: string): SidecarOptions {
   return {
