@@ -8,9 +8,11 @@ import { CacheCapture } from "../dynamic-providers/cache-capture/resource";
 import type { EngineLogAccess } from "../dynamic-providers/preflight/engine-logs";
 import { checkRuntimeOf, ImageCheck } from "../dynamic-providers/image-check/resource";
 import { RUNTIME_CHECK_SHA256 } from "../lib/image-check/commands";
-import { loginInputs } from "./login-inputs";
+import { loginInputs, loginSecrets } from "./login-inputs";
 import { Liveness } from "../dynamic-providers/liveness/resource";
-import { engineProcess, HostScope, ProcessIdentity, type KnownHostsFiles, type RunbookOutcome } from "./runtime";
+import { EngineDrain } from "../dynamic-providers/engine-drain/resource";
+import { DRAIN_SLACK_S, drainScript, type DrainOutcome } from "../lib/router/drain";
+import { engineProcess, HostScope, processStopKey, ProcessIdentity, type KnownHostsFiles, type RunbookOutcome } from "./runtime";
 
 export interface EngineArgs {
   /** The launch plan Gate A rendered (components/discovery.ts), known once the host's discovery has resolved. */
@@ -51,6 +53,17 @@ export interface EngineArgs {
     peers: pulumi.Input<Record<string, KvPeer> | undefined>;
     wave: pulumi.Input<pulumi.Resource[]>;
   };
+  /** The serving router, which drains the engine before the program replaces its process (lib/router/drain.ts). */
+  router: EngineRouter;
+}
+
+/** Where the engine's drain runs: the router host, its narwhal venv and narwhal-serve's loopback port. */
+export interface EngineRouter {
+  hostAlias: string;
+  connection: pulumi.Input<command.types.input.remote.ConnectionArgs>;
+  /** The router host's narwhal install bin folder (its python runs the drain). */
+  binDir: string;
+  backendPort: number;
 }
 
 /** A KV peer as a generation holds it: where it serves, who owns it, and its start command's key (./runtime/start-key.ts). */
@@ -92,6 +105,10 @@ export class Engine extends pulumi.ComponentResource {
   public readonly cache: CacheCapture;
   /** Where the engine's log is and the login to its host: what the preflight reads a failing engine's log tail with. */
   public readonly logAccess: pulumi.Output<EngineLogAccess>;
+  /** Drains the engine on the serving router before each replacement of its process. */
+  public readonly drain: InstanceType<typeof EngineDrain>;
+  /** What the serving router did before the engine's process was last replaced; undefined before any replacement. */
+  public readonly lastDrain: pulumi.Output<(DrainOutcome & { at: string }) | undefined>;
   /** That login's secrets (a Pulumi secret). */
   public readonly hostSecrets: pulumi.Output<{ privateKey?: string; password?: string }>;
 
@@ -126,27 +143,41 @@ export class Engine extends pulumi.ComponentResource {
       { parent: this },
     );
 
-    const running = engineProcess(
-      args.runtime.kind,
-      name,
+    const processArgs = {
+      hostAlias: args.hostAlias,
+      plan: checkedPlan,
+      runtimeVersion: args.expectedVersion,
+      connection: args.connection,
+      engineApiKey: args.engineApiKey,
+      runDir: args.runDir,
+      runbookRun: args.runbookRun,
+      restartEpoch: this.liveness.epoch,
+      healthTimeoutS: args.healthTimeoutS,
+      stopTimeoutS: args.stopTimeoutS,
+      runtime: args.runtime,
+      placement: { modelDir: args.modelDir, stack: args.stack },
+      hostScope: args.hostScope ?? { name: `${name}-${args.hostAlias}`, parent: this },
+      knownHosts: args.knownHosts,
+    };
+    // Keyed by exactly what replaces the process, so it runs just before each replacement (Gate C's stop).
+    const routerLogin = loginInputs(args.router.connection);
+    this.drain = new EngineDrain(
+      `${name}-drain`,
       {
-        hostAlias: args.hostAlias,
-        plan: checkedPlan,
-        runtimeVersion: args.expectedVersion,
-        connection: args.connection,
-        engineApiKey: args.engineApiKey,
-        runDir: args.runDir,
-        runbookRun: args.runbookRun,
-        restartEpoch: this.liveness.epoch,
-        healthTimeoutS: args.healthTimeoutS,
-        stopTimeoutS: args.stopTimeoutS,
-        runtime: args.runtime,
-        placement: { modelDir: args.modelDir, stack: args.stack },
-        hostScope: args.hostScope ?? { name: `${name}-${args.hostAlias}`, parent: this },
-        knownHosts: args.knownHosts,
+        engineId: this.plan.engineId,
+        hostAlias: args.router.hostAlias,
+        login: routerLogin.login,
+        credentials: loginSecrets(routerLogin),
+        script: this.plan.engineId.apply((engineId) =>
+          drainScript({ python: `${args.router.binDir}/python`, backendPort: args.router.backendPort, engineId, deadlineS: args.stopTimeoutS }),
+        ),
+        stopKey: processStopKey(args.runtime.kind, processArgs),
+        timeoutS: args.stopTimeoutS + DRAIN_SLACK_S,
       },
-      this,
+      { parent: this },
     );
+    this.lastDrain = this.drain.lastDrain;
+    const running = engineProcess(args.runtime.kind, name, { ...processArgs, after: [this.drain] }, this);
     this.url = this.plan.url;
     this.identity = running.identity;
     this.startKey = running.startKey;
@@ -208,7 +239,7 @@ export class Engine extends pulumi.ComponentResource {
       engineLog,
       ...(id.containerId ? { containerId: id.containerId } : {}),
     }));
-    this.hostSecrets = pulumi.secret(pulumi.all([login.privateKey, login.password]).apply(([privateKey, password]) => ({ ...(privateKey ? { privateKey } : {}), ...(password ? { password } : {}) })));
+    this.hostSecrets = loginSecrets(login);
     this.registerOutputs({ plan: this.plan, url: this.url, pid: this.pid, identity: this.identity, startedAt: this.startedAt });
   }
 }

@@ -4,7 +4,10 @@ import type { ReplicaAgreement } from "../dynamic-providers/replica-agreement/re
 import type { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";
 import { kvPeerWiring } from "./peer-wave";
 import type { PeerWave } from "../dynamic-providers/peer-wave/resource";
-import { Engine } from "./engine";
+import { Engine, type EngineRouter } from "./engine";
+import { narwhalBinDir } from "./router/install";
+import { routerBackendPort } from "../lib/router/front";
+import type { DrainOutcome } from "../lib/router/drain";
 import type { KnownHostsFiles, RunbookOutcome } from "./runtime";
 import type { FleetSecrets, LocalFiles } from "./fleet-inputs";
 import { Discovery, type HostSummary } from "./discovery";
@@ -56,6 +59,8 @@ export interface EngineSummary {
   cacheLayoutDigest: string;
   /** With `engines[].runbookRun`: whether the runbook's engine was adopted, replaced (and why), or absent. */
   runbook?: RunbookOutcome;
+  /** What the serving router did before the program last replaced the engine's process (lib/router/drain.ts). */
+  lastDrain?: DrainOutcome & { at: string };
 }
 
 /**
@@ -104,6 +109,14 @@ export class Fleet extends pulumi.ComponentResource {
     this.discovery = new Discovery(`${name}-discovery`, { spec, secrets: args.secrets, stack: args.stack, sshConfig: args.sshConfig, identityKeys: args.localFiles.identityKeys, prefix: name }, { parent: this });
     const hosts = this.discovery.hosts;
     this.replicas = this.discovery.replicas;
+    // Every engine is drained on the serving router before its process is replaced.
+    const routerHost = this.discovery.routerHost;
+    const engineRouter: EngineRouter = {
+      hostAlias: routerHost,
+      connection: hosts.get(routerHost)!.connection,
+      binDir: narwhalBinDir(spec.router.narwhal, `${stackDirOn(spec, routerHost, args.stack)}/narwhal`),
+      backendPort: routerBackendPort(spec.router),
+    };
     const kvPeers = spec.runtime.restartKvPeers ? kvPeerWiring(name, spec, args.secrets.engineApiKey, this) : undefined;
     const engines = this.discovery.plans.map(({ spec: e, plan }) => ({
       spec: e,
@@ -127,6 +140,7 @@ export class Fleet extends pulumi.ComponentResource {
           // One docker provider per host (docker backend), named after the host's discovery.
           hostScope: { name: `${name}-${e.host}`, parent: this },
           knownHosts: args.knownHosts,
+          router: engineRouter,
         },
         // Order only: a disagreement stops every start, but no value of the agreement reaches a plan.
         { parent: this, dependsOn: [hosts.get(e.host)!.discovery, this.replicas] },
@@ -143,8 +157,8 @@ export class Fleet extends pulumi.ComponentResource {
         engines.map(({ spec: e, engine }) => [
           e.id,
           pulumi
-            .all([engine.url, engine.pid, engine.startedAt, engine.plan, engine.generation.generationDigest, engine.cache.cacheLayoutDigest, engine.runbook])
-            .apply(([url, pid, startedAt, plan, generationDigest, cacheLayoutDigest, runbook]): EngineSummary => ({
+            .all([engine.url, engine.pid, engine.startedAt, engine.plan, engine.generation.generationDigest, engine.cache.cacheLayoutDigest, engine.runbook, engine.lastDrain])
+            .apply(([url, pid, startedAt, plan, generationDigest, cacheLayoutDigest, runbook, lastDrain]): EngineSummary => ({
               host: e.host,
               role: e.role,
               url,
@@ -155,6 +169,7 @@ export class Fleet extends pulumi.ComponentResource {
               generationDigest,
               cacheLayoutDigest,
               ...(runbook ? { runbook } : {}),
+              ...(lastDrain ? { lastDrain } : {}),
             })),
         ]),
       ),

@@ -15,3 +15,8 @@ export function loginInputs(
   const login = c.apply((c) => storedLoginOf(c, alias));
   return { login: pulumi.unsecret(login), privateKey: c.apply((c) => c.privateKey), password: c.apply((c) => c.password) };
 }
+
+/** The credentials of `loginInputs` as one secret object, with only the ones the login has. */
+export function loginSecrets(l: Pick<ReturnType<typeof loginInputs>, "privateKey" | "password">): pulumi.Output<{ privateKey?: string; password?: string }> {
+  return pulumi.secret(pulumi.all([l.privateKey, l.password]).apply(([privateKey, password]) => ({ ...(privateKey ? { privateKey } : {}), ...(password ? { password } : {}) })));
+}

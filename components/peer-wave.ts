@@ -9,7 +9,7 @@ import type * as command from "@pulumi/command";
 import type { FleetSpec } from "../lib/config/types";
 import { kvComponents } from "../lib/fleet/kv-components";
 import { restartScope, type RestartScope } from "../lib/engine/restart-scope";
-import { loginInputs } from "./login-inputs";
+import { loginInputs, loginSecrets } from "./login-inputs";
 import { PeerWave } from "../dynamic-providers/peer-wave/resource";
 import type { Engine, EngineArgs, KvPeer } from "./engine";
 import type { ProcessIdentity } from "./runtime";
@@ -84,7 +84,7 @@ export function kvPeerWiring(name: string, spec: FleetSpec, engineApiKey: pulumi
               }));
             })),
             credentials: pulumi.secret(
-              pulumi.all(Object.fromEntries([...logins].map(([host, l]) => [host, pulumi.all([l.privateKey, l.password]).apply(([privateKey, password]) => ({ ...(privateKey ? { privateKey } : {}), ...(password ? { password } : {}) }))]))),
+              pulumi.all(Object.fromEntries([...logins].map(([host, l]) => [host, loginSecrets(l)]))),
             ),
             apiKey: engineApiKey,
             restartTimeoutS: spec.runtime.deadlinesS.stop + spec.runtime.deadlinesS.start + RESTART_MARGIN_S,

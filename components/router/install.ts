@@ -24,6 +24,16 @@ export interface NarwhalInstallArgs {
   formerly?: { parent: pulumi.Input<string>; name: string };
 }
 
+function narwhalSource(narwhal: RouterSpec["narwhal"]): NarwhalSource {
+  const bundle = narwhal.sourceBundle;
+  return bundle ? { kind: "bundle", sha256: bundle.sha256 } : { kind: "version", version: narwhal.version };
+}
+
+/** The bin folder an install of `narwhal` into `installDir` has, known from the config alone. */
+export function narwhalBinDir(narwhal: RouterSpec["narwhal"], installDir: string): string {
+  return `${venvDir({ installDir, source: narwhalSource(narwhal) })}/bin`;
+}
+
 /**
  * Gate B on one host: the approved narwhal-inference revision in its own venv, through one remote
  * command, and the evidence record of what that command ran and printed. A source bundle is copied
@@ -46,7 +56,7 @@ export class NarwhalInstall extends pulumi.ComponentResource {
     const formerly = args.formerly ? [{ name: args.formerly.name, parent: args.formerly.parent }] : [];
     super("narwhal:router:NarwhalInstall", name, {}, pulumi.mergeOptions(opts, { aliases: formerly }));
     const bundle = args.narwhal.sourceBundle;
-    const source: NarwhalSource = bundle ? { kind: "bundle", sha256: bundle.sha256 } : { kind: "version", version: args.narwhal.version };
+    const source = narwhalSource(args.narwhal);
     const options: InstallOptions = {
       source,
       host: args.hostAlias,
@@ -55,7 +65,7 @@ export class NarwhalInstall extends pulumi.ComponentResource {
       bundlePath: bundle ? `${args.installDir}/bundles/${bundle.sha256}.tar.gz` : undefined,
       timeoutS: args.narwhal.installTimeoutS,
     };
-    this.binDir = `${venvDir(options)}/bin`;
+    this.binDir = narwhalBinDir(args.narwhal, args.installDir);
     const dependsOn: pulumi.Resource[] = [];
     if (bundle && options.bundlePath) {
       const folder = new command.remote.Command(

@@ -15,6 +15,19 @@ function takeoverOf(d: RunbookDecision, run: string): RunbookContainerTakeover |
   return { action: d.action, containerId: d.identity.containerId, run, runbookPlanSha256: d.action === "adopt" ? d.runbookPlanSha256 : undefined, reason: d.reason };
 }
 
+function containerLaunch(args: Pick<ContainerProcessArgs, "plan" | "placement" | "runtime">) {
+  return pulumi.all([args.plan, args.placement]).apply(([plan, placement]) => ({ plan, target: containerTarget(plan, args.runtime, placement) }));
+}
+
+/**
+ * What replaces the container: its plan, its container spec (which covers what the plan hash does not:
+ * image, devices, mounts, container environment) and the liveness epoch.
+ */
+export function dockerCliTriggers(args: Pick<ContainerProcessArgs, "plan" | "placement" | "runtime" | "restartEpoch" | "runDir">): pulumi.Input<unknown>[] {
+  const opts = dockerCliOptions(args.runtime, args.runDir);
+  return [args.plan.planSha256, containerLaunch(args).apply(({ plan, target }) => scriptContainerSpec(plan, target, opts).specSha256), args.restartEpoch];
+}
+
 /**
  * The engine as a container run by the docker CLI on its host (lib/runtime/docker-cli.ts): one remote
  * command whose create checks the image, reconciles (adopts or removes) this engine's containers and
@@ -28,7 +41,7 @@ export function dockerCliProcess(name: string, args: ContainerProcessArgs, paren
   const run = args.runbookRun;
   const surveyed = run === undefined ? undefined : runbookSurvey(name, args, run, parent, { image: args.runtime.image!, dockerCommand: args.runtime.dockerCommand });
   const takeover = surveyed ? surveyed.decision.apply((d) => takeoverOf(d, run!)) : pulumi.output(undefined);
-  const launch = pulumi.all([args.plan, args.placement]).apply(([plan, placement]) => ({ plan, target: containerTarget(plan, args.runtime, placement) }));
+  const launch = containerLaunch(args);
   const process = new command.remote.Command(
     `${name}-process`,
     {
@@ -37,13 +50,13 @@ export function dockerCliProcess(name: string, args: ContainerProcessArgs, paren
       delete: launch.apply(({ plan, target }) => stopScript(plan, target, opts)),
       stdin: pulumi.secret(pulumi.output(args.engineApiKey).apply((key) => envFile({ VLLM_API_KEY: key }))),
       // The spec hash covers what the plan hash does not: image, devices, mounts, container environment.
-      triggers: [args.plan.planSha256, launch.apply(({ plan, target }) => scriptContainerSpec(plan, target, opts).specSha256), args.restartEpoch],
+      triggers: dockerCliTriggers(args),
       // Neither script reads the previous output, and most sshd configs refuse extra variables.
       addPreviousOutputInEnv: false,
       logging: "stderr",
     },
     // The container name is unique on the daemon and the replacement binds the same ports.
-    { parent, deleteBeforeReplace: true },
+    { parent, deleteBeforeReplace: true, dependsOn: args.after },
   );
   const started = process.stdout.apply((out) => lastJsonLine<{ containerId: string; startedAt: string; launchToken: string; adopted?: RunbookAdoption }>(out));
   return {

@@ -9,6 +9,23 @@ import { containerTarget, dockerCliOptions, dockerContainerSpec } from "../../li
 import { dockerHostProvider } from "./docker-host";
 import type { DockerProcessArgs, EngineProcess } from "./types";
 
+function containerSpecOf(args: Pick<DockerProcessArgs, "plan" | "placement" | "runtime" | "runDir">) {
+  const opts = dockerCliOptions(args.runtime, args.runDir);
+  return pulumi.all([args.plan, args.placement]).apply(([plan, placement]) =>
+    dockerContainerSpec(scriptContainerSpec(plan, containerTarget(plan, args.runtime, placement), opts), plan.url, args.runtime.deadlinesS),
+  );
+}
+
+/** The container's labels: a new plan, spec or liveness epoch is a new label, and `replaceOnChanges: ["labels"]` starts a fresh container. */
+function dockerLabels(args: Pick<DockerProcessArgs, "plan" | "placement" | "runtime" | "runDir" | "restartEpoch">) {
+  return pulumi.all([containerSpecOf(args).fields.labels, args.restartEpoch]).apply(([ls, epoch]) => [...ls, { label: "narwhal.liveness-epoch", value: epoch }]);
+}
+
+/** What replaces the container (its labels), as the GPU wait's triggers hold it. */
+export function dockerTriggers(args: Pick<DockerProcessArgs, "plan" | "placement" | "runtime" | "runDir" | "restartEpoch">): pulumi.Input<unknown>[] {
+  return [dockerLabels(args)];
+}
+
 /**
  * The engine as a @pulumi/docker Container on its host's daemon, through the host's docker provider
  * (docker-host.ts: SSH with the pinned key). The Container carries exactly the fields of the one
@@ -41,12 +58,9 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
   const d = args.runtime.deadlinesS;
   const opts = dockerCliOptions(args.runtime, args.runDir);
   const provider = dockerHostProvider(args.hostScope, args.hostAlias, args.connection, args.knownHosts);
-  const spec = pulumi.all([args.plan, args.placement]).apply(([plan, placement]) =>
-    dockerContainerSpec(scriptContainerSpec(plan, containerTarget(plan, args.runtime, placement), opts), plan.url, d),
-  );
+  const spec = containerSpecOf(args);
   const fields = spec.fields;
-  // A new liveness epoch is a new label: `replaceOnChanges: ["labels"]` starts a fresh container.
-  const labels = pulumi.all([fields.labels, args.restartEpoch]).apply(([ls, epoch]) => [...ls, { label: "narwhal.liveness-epoch", value: epoch }]);
+  const labels = dockerLabels(args);
   const dockerCmd = shq(args.runtime.dockerCommand);
 
   // Engines sharing a GPU start one after the other: a container waits, bounded, until no other engine's
@@ -63,7 +77,7 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
       addPreviousOutputInEnv: false,
       logging: "stderr",
     },
-    { parent, deleteBeforeReplace: true },
+    { parent, deleteBeforeReplace: true, dependsOn: args.after },
   );
 
   const container = new docker.Container(
@@ -98,7 +112,7 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
       replaceOnChanges: ["labels"],
       deleteBeforeReplace: true,
       additionalSecretOutputs: ["envs"],
-      dependsOn: [gpuFree],
+      dependsOn: [gpuFree, ...(args.after ?? [])],
     },
   );
 

@@ -1,8 +1,9 @@
-import type * as pulumi from "@pulumi/pulumi";
+import * as pulumi from "@pulumi/pulumi";
 import type { RuntimeSpec } from "../../lib/config/types";
-import { dockerCliProcess } from "./docker-cli";
-import { dockerProcess } from "./docker";
-import { nativeProcess } from "./native";
+import { sha256Json } from "../../lib/digest";
+import { dockerCliProcess, dockerCliTriggers } from "./docker-cli";
+import { dockerProcess, dockerTriggers } from "./docker";
+import { nativeProcess, nativeTriggers } from "./native";
 import type { EngineProcess, EngineProcessArgs } from "./types";
 
 export { nativeProcess } from "./native";
@@ -24,4 +25,13 @@ export function engineProcess(kind: RuntimeSpec["kind"], name: string, args: Eng
     case "docker":
       return dockerProcess(name, args, parent);
   }
+}
+
+/**
+ * A digest of what replaces the engine's running process under `runtime.kind`: exactly its backend's
+ * triggers, so whatever is keyed by it (the engine's drain) is replaced exactly when the process is.
+ */
+export function processStopKey(kind: RuntimeSpec["kind"], args: Omit<EngineProcessArgs, "after">): pulumi.Output<string> {
+  const triggers = kind === "native" ? nativeTriggers(args) : kind === "docker-cli" ? dockerCliTriggers(args) : dockerTriggers(args);
+  return pulumi.all(triggers).apply(sha256Json);
 }

@@ -15,6 +15,11 @@ function takeoverOf(d: RunbookDecision, run: string): RunbookTakeover | undefine
   return { action: d.action, ...d.identity, run, runbookPlanSha256: d.action === "adopt" ? d.runbookPlanSha256 : undefined, reason: d.reason };
 }
 
+/** What replaces the native process: its plan, the host's vLLM version, the liveness epoch. */
+export function nativeTriggers(args: Pick<NativeProcessArgs, "plan" | "runtimeVersion" | "restartEpoch">): pulumi.Input<unknown>[] {
+  return [args.plan.planSha256, args.runtimeVersion, args.restartEpoch];
+}
+
 /**
  * The engine as a native process on its host (lib/runtime/native.ts): one remote command whose create
  * starts it and whose delete stops its process group. Replaced when the launch plan or the host's vLLM
@@ -27,7 +32,7 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
   const surveyed = run === undefined ? undefined : runbookSurvey(name, args, run, parent);
   const decision = surveyed?.decision;
   const takeover = decision ? decision.apply((d) => takeoverOf(d, run!)) : pulumi.output(undefined);
-  const triggers = [args.plan.planSha256, args.runtimeVersion, args.restartEpoch];
+  const triggers = nativeTriggers(args);
   const process = new command.remote.Command(
     `${name}-process`,
     {
@@ -41,7 +46,7 @@ export function nativeProcess(name: string, args: NativeProcessArgs, parent: pul
       logging: "stderr",
     },
     // The replacement binds the same port, so the old process must be gone first.
-    { parent, deleteBeforeReplace: true },
+    { parent, deleteBeforeReplace: true, dependsOn: args.after },
   );
   const started = process.stdout.apply((out) => lastJsonLine<{ pid: number; startedAt: string; adopted?: RunbookAdoption }>(out));
   return {

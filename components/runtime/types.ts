@@ -72,6 +72,8 @@ export interface ProcessArgs {
    * the engine dead, hung or gone, restarts it. Every backend folds it into what replaces its process.
    */
   restartEpoch: pulumi.Input<string>;
+  /** What must finish before the running engine is stopped or replaced: its drain on the serving router. */
+  after?: pulumi.Resource[];
 }
 
 /** The native backend: exactly today's inputs. */

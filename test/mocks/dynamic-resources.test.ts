@@ -20,6 +20,7 @@ const SECRETS: Record<string, string[]> = {
   Calibration: ["apiKey", "viaPrivateKey", "viaPassword"],
   CommandRecord: [],
   DeploymentConfig: [],
+  EngineDrain: ["credentials"],
   EngineGeneration: ["apiKey"],
   FabricEdge: ["sourcePrivateKey", "sourcePassword", "destinationPrivateKey", "destinationPassword"],
   FabricGate: [],

@@ -112,6 +112,7 @@ describe("mocks: an engine with a runbook launch directory", () => {
       stack: "mock",
       runbookRun: RUN,
       knownHosts: { dir: "/fixture/known-hosts", write: () => expect.fail("only the docker backend writes known_hosts, and a runbook engine never runs on it") },
+      router: { hostAlias: "a", connection: { host: "198.18.0.11", user: "ops", privateKey: pulumi.secret("k") }, binDir: "/var/lib/narwhal-fleet/mock/narwhal/0.7.0/venv/bin", backendPort: 8001 },
     });
   }
 

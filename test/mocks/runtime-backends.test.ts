@@ -510,6 +510,7 @@ describe("mocks: engine runtime backends", () => {
         modelDir: "/models/tiny",
         stack: "mock",
         knownHosts: { dir: KNOWN_HOSTS_DIR, write: recordKnownHosts },
+        router: { hostAlias: "a", connection: connection(), binDir: "/var/lib/narwhal-fleet/mock/narwhal/0.7.0/venv/bin", backendPort: 8001 },
       });
     }
 

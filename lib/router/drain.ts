@@ -1,0 +1,110 @@
+/**
+ * Draining one engine on the serving router before the program stops it (narwhal's
+ * `POST /narwhal/lifecycle/drain`): the router places no new request on it, the requests it holds finish,
+ * and only then does its process stop, so a planned restart (a new plan, an upgraded runtime) fails no
+ * request where the engine's role has another engine to serve.
+ *
+ * Readmission is the router's swap onto the profile store that profiles the new process (this program's
+ * profiles bind the process, so narwhal's own readmit refuses the new one until then); a swapped router
+ * starts with every engine in placement.
+ *
+ * A drain is best effort, never a reason to keep an engine from its restart: with no router serving, an
+ * engine the router already holds out, or a drain the router refuses (narwhal holds one engine at a time;
+ * it refuses the last schedulable engine), the restart goes ahead as before and the outcome says why.
+ * Runs on the router host with the router venv's Python (stdlib only), against narwhal-serve on loopback.
+ */
+import { shq } from "../shell";
+
+export interface DrainOptions {
+  /** The router venv's python (the narwhal install's bin folder). */
+  readonly python: string;
+  /** narwhal-serve's loopback port (`router.backendPort`). */
+  readonly backendPort: number;
+  readonly engineId: string;
+  /** narwhal's drain deadline: how long the engine's requests may take to finish. */
+  readonly deadlineS: number;
+}
+
+export interface DrainOutcome {
+  /** True once the router held no request on the engine and took no new one. */
+  readonly drained: boolean;
+  readonly reason: string;
+  /** Seconds from the drain until the router called the engine ready to stop. */
+  readonly waitedS?: number;
+}
+
+/** Slack past narwhal's deadline for the script's own polling and the SSH round trip. */
+export const DRAIN_SLACK_S = 15;
+
+export const DRAIN_PY = String.raw`import json, sys, time, urllib.error, urllib.request
+port, iid, deadline = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+base = "http://127.0.0.1:%d/narwhal/lifecycle" % port
+
+def done(drained, reason, **extra):
+    print(json.dumps(dict(drained=drained, reason=reason, **extra)))
+    sys.exit(0)
+
+def ask(path="", body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(base + path, data=data, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=deadline + 5) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        try:
+            return e.code, json.load(e)
+        except ValueError:
+            return e.code, {}
+
+try:
+    status, doc = ask()
+except OSError as e:
+    done(False, "no router answers on 127.0.0.1:%d (%s): nothing to drain" % (port, type(e).__name__))
+engine = doc.get("engines", {}).get(iid) if status == 200 else None
+if engine is None:
+    done(False, "the serving router does not place engine %s (lifecycle answered %d)" % (iid, status))
+if not engine.get("accepts_new"):
+    done(False, "the serving router already holds %s out of placement (%s)" % (iid, engine.get("state")))
+status, doc = ask("/drain", {"engines": [iid], "deadline_s": deadline})
+if status != 200:
+    done(False, "the serving router refused the drain (%d): %s" % (status, doc.get("error") or "no reason given"))
+began = time.monotonic()
+while True:
+    engine = doc.get("engines", {}).get(iid, {})
+    waited = round(time.monotonic() - began, 1)
+    if engine.get("ready_to_stop"):
+        done(True, "the serving router placed nothing new on %s and its requests finished" % iid, waitedS=waited)
+    if engine.get("state") in ("deadline_exceeded", "blocked"):
+        done(False, "%s: %s" % (engine.get("state"), engine.get("error") or "no reason given"), waitedS=waited)
+    if waited > deadline + 5:
+        done(False, "the serving router did not call %s ready to stop within %ss" % (iid, deadline), waitedS=waited)
+    time.sleep(0.2)
+    try:
+        status, doc = ask()
+    except OSError as e:
+        done(False, "the serving router stopped answering during the drain (%s)" % type(e).__name__, waitedS=waited)
+`;
+
+/** The script the router host runs: one JSON line, the outcome; exit 0 whatever the router answered. */
+export function drainScript(o: DrainOptions): string {
+  return `if [ ! -x ${shq(o.python)} ]; then
+  echo ${shq(JSON.stringify({ drained: false, reason: `no router installed on this host (${o.python} is missing): nothing to drain` }))}
+  exit 0
+fi
+exec ${shq(o.python)} -c ${shq(DRAIN_PY)} ${o.backendPort} ${shq(o.engineId)} ${o.deadlineS}
+`;
+}
+
+/** The outcome the script printed last; a run that printed none is not a drain. */
+export function parseDrainOutcome(stdout: string): DrainOutcome {
+  const line = stdout.trim().split("\n").reverse().find((l) => l.startsWith("{"));
+  if (line) {
+    try {
+      const o = JSON.parse(line) as Partial<DrainOutcome>;
+      if (typeof o.drained === "boolean" && typeof o.reason === "string") return { drained: o.drained, reason: o.reason, ...(typeof o.waitedS === "number" ? { waitedS: o.waitedS } : {}) };
+    } catch {
+      // Not an outcome: fall through.
+    }
+  }
+  return { drained: false, reason: `the drain printed no outcome${stdout.trim() ? `: ${stdout.trim().split("\n").slice(-2).join(" | ")}` : ""}` };
+}
