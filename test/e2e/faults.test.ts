@@ -174,9 +174,11 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
   function expectRestartPlanned(steps: ReadonlyMap<string, PlannedStep>, id: string): void {
     expect(steps.get(`fleet-${id}-liveness`)).to.deep.include({ op: "replace", keys: ["serving"] });
     expect(steps.get(`fleet-${id}-process`)).to.deep.include({ op: "replace", keys: ["triggers"] });
+    // Drained on the serving router first: it already holds a dead engine out, so the outcome says so.
+    expect(steps.get(`fleet-${id}-drain`)?.op).to.equal("update");
     expect(steps.get(WAVE)?.op).to.equal("update");
     const others = ENGINES.filter((e) => e !== id);
-    expect([...steps.keys()].sort()).to.deep.equal([`fleet-${id}-liveness`, `fleet-${id}-process`, ...ENGINES.flatMap(processEvidence), ...fleetAfterEngine(["sim5", "sim8"]), WAVE].sort());
+    expect([...steps.keys()].sort()).to.deep.equal([`fleet-${id}-liveness`, `fleet-${id}-drain`, `fleet-${id}-process`, ...ENGINES.flatMap(processEvidence), ...fleetAfterEngine(["sim5", "sim8"]), WAVE].sort());
     for (const e of others) expect(steps.has(`fleet-${e}-process`), `${e}'s own process resource`).to.equal(false);
   }
 

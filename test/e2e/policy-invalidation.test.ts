@@ -5,6 +5,9 @@ import { expectNothingPlanned, plannedChanges, type PlannedStep } from "./suppor
 import { FLEET_AFTER_ENGINE, processEvidence, ROUTER_RESTART, SCRAPE_TARGETS } from "./support/names";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 import { expectUpConvergesBeforePeersFail, restartPeersThenUp } from "./support/relaunch";
+import { startTraffic, type TrafficReport } from "./support/router-traffic";
+
+const engineUrls = (engines: Record<string, { url: string }>) => Object.entries(engines).map(([id, e]) => ({ id, url: e.url }));
 
 /**
  * Runs `up` and holds the records it wrote to the plan (the configuration, the preflight and the router's
@@ -31,8 +34,28 @@ describe("e2e: launch policy evidence", function () {
       const touched = [...steps.keys()].sort();
       // A new max_num_seqs is a new profiling limit too: the engine's profile is measured again. The host's
       // narwhal install logs in with the key its discovery verifies, so it updates with that discovery.
-      expect(touched).to.deep.equal([...processEvidence("e2"), "fleet-e2-image-check", "fleet-e2-process", "fleet-config", "fleet-replicas", `fleet-${b.alias}`, `fleet-${b.alias}-narwhal-venv`, ...FLEET_AFTER_ENGINE, SCRAPE_TARGETS].sort());
-      await expectUpConvergesBeforePeersFail(stack, steps, "e2", { exact: true });
+      expect(touched).to.deep.equal([...processEvidence("e2"), "fleet-e2-image-check", "fleet-e2-drain", "fleet-e2-process", "fleet-config", "fleet-replicas", `fleet-${b.alias}`, `fleet-${b.alias}-narwhal-venv`, ...FLEET_AFTER_ENGINE, SCRAPE_TARGETS].sort());
+      // The planned restart of one decode engine (e3 and e4 serve its role) fails no request: the serving
+      // router drains e2 before its process stops, and is swapped onto the store that profiles the new one.
+      const outputs = await stack.outputs();
+      const traffic = startTraffic(outputs.routerUrl.value as string, engineUrls(outputs.engines.value as Record<string, { url: string }>));
+      let report: TrafficReport;
+      try {
+        await expectUpConvergesBeforePeersFail(stack, steps, "e2", { exact: true });
+      } finally {
+        report = await traffic.stop(hosts[0].alias, "/var/lib/narwhal-fleet/e2e/router");
+      }
+      const served = report.sent.filter((r) => r.outcome === 200).length;
+      console.log(
+        `      e2 relaunched on its new plan: ${report.sent.length} requests through the router, ${served} served, ${report.failed.length} failed, ` +
+          `${report.retriedAt.length} attempts failed and were retried (at ${JSON.stringify(report.retriedAt)})`,
+      );
+      expect(report.failed.map((r) => `${r.outcome} ${r.reason ?? ""} at ${r.engines.join("+")}`)).to.deep.equal([]);
+      expect(served).to.be.greaterThan(0);
+      // Not even an attempt failed at e2, which the router's retry would hide (undrained, a few did).
+      expect(report.retriedAt.filter((id) => id === "e2")).to.deep.equal([]);
+      const e2 = ((await stack.outputs()).engines.value as Record<string, { lastDrain?: { drained: boolean; reason: string } }>).e2;
+      expect(e2.lastDrain, JSON.stringify(e2.lastDrain)).to.deep.include({ drained: true });
     } finally {
       await setObjectConfig(stack, "engines", engines);
     }

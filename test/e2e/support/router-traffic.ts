@@ -49,6 +49,8 @@ export interface TrafficReport {
   readonly failed: FailedRequest[];
   /** The longest time without a served request, from the first request sent: how long clients saw nothing served. */
   readonly longestGapS: number;
+  /** Each engine a served request's failed earlier attempt named (the router retried it elsewhere), once per attempt. */
+  readonly retriedAt: string[];
 }
 
 interface JournalRow {
@@ -144,7 +146,12 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
       const servedAt = sent.filter((r) => r.outcome === 200).map((r) => r.end).sort((a, b) => a - b);
       const from = [Math.min(...sent.map((r) => r.start)), ...servedAt];
       const longestGapS = from.slice(1).reduce((most, t, i) => Math.max(most, t - from[i]), 0) / 1000;
-      return { sent, failed, longestGapS };
+      // Served, but only on a later attempt: the router's journal names where the earlier ones failed.
+      const retriedAt = sent
+        .filter((r) => r.outcome === 200)
+        .flatMap((r) => (journal.get(r.rid)?.attempt_failures ?? []).flatMap((f) => [f.prefill_iid, f.decode_iid]))
+        .filter((id): id is string => typeof id === "string");
+      return { sent, failed, longestGapS, retriedAt };
     },
   };
 }
