@@ -17,13 +17,13 @@ function containerSpecOf(args: Pick<DockerProcessArgs, "plan" | "placement" | "r
 }
 
 /** The container's labels: a new plan, spec or liveness epoch is a new label, and `replaceOnChanges: ["labels"]` starts a fresh container. */
-function dockerLabels(args: Pick<DockerProcessArgs, "plan" | "placement" | "runtime" | "runDir" | "restartEpoch">) {
-  return pulumi.all([containerSpecOf(args).fields.labels, args.restartEpoch]).apply(([ls, epoch]) => [...ls, { label: "narwhal.liveness-epoch", value: epoch }]);
+function dockerLabels(spec: ReturnType<typeof containerSpecOf>, restartEpoch: pulumi.Input<string>) {
+  return pulumi.all([spec.fields.labels, restartEpoch]).apply(([ls, epoch]) => [...ls, { label: "narwhal.liveness-epoch", value: epoch }]);
 }
 
 /** What replaces the container (its labels), as the GPU wait's triggers hold it. */
 export function dockerTriggers(args: Pick<DockerProcessArgs, "plan" | "placement" | "runtime" | "runDir" | "restartEpoch">): pulumi.Input<unknown>[] {
-  return [dockerLabels(args)];
+  return [dockerLabels(containerSpecOf(args), args.restartEpoch)];
 }
 
 /**
@@ -60,7 +60,7 @@ export function dockerProcess(name: string, args: DockerProcessArgs, parent: pul
   const provider = dockerHostProvider(args.hostScope, args.hostAlias, args.connection, args.knownHosts);
   const spec = containerSpecOf(args);
   const fields = spec.fields;
-  const labels = dockerLabels(args);
+  const labels = dockerLabels(spec, args.restartEpoch);
   const dockerCmd = shq(args.runtime.dockerCommand);
 
   // Engines sharing a GPU start one after the other: a container waits, bounded, until no other engine's
