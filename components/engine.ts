@@ -11,7 +11,8 @@ import { RUNTIME_CHECK_SHA256 } from "../lib/image-check/commands";
 import { loginInputs, loginSecrets } from "./login-inputs";
 import { Liveness } from "../dynamic-providers/liveness/resource";
 import { EngineDrain } from "../dynamic-providers/engine-drain/resource";
-import { DRAIN_SLACK_S, drainScript, type DrainOutcome } from "../lib/router/drain";
+import { DRAIN_SLACK_S, drainScript } from "../lib/router/drain";
+import type { StoredLogin } from "../lib/ssh/stored-login";
 import { engineProcess, HostScope, processStopKey, ProcessIdentity, type KnownHostsFiles, type RunbookOutcome } from "./runtime";
 
 export interface EngineArgs {
@@ -57,10 +58,12 @@ export interface EngineArgs {
   router: EngineRouter;
 }
 
-/** Where the engine's drain runs: the router host, its narwhal venv and narwhal-serve's loopback port. */
+/** Where the engine's drain runs: the router host (its login, built once for every engine), its narwhal venv and narwhal-serve's loopback port. */
 export interface EngineRouter {
   hostAlias: string;
-  connection: pulumi.Input<command.types.input.remote.ConnectionArgs>;
+  login: pulumi.Output<StoredLogin>;
+  /** Secret: that login's credentials. */
+  credentials: pulumi.Output<{ privateKey?: string; password?: string }>;
   /** The router host's narwhal install bin folder (its python runs the drain). */
   binDir: string;
   backendPort: number;
@@ -105,10 +108,8 @@ export class Engine extends pulumi.ComponentResource {
   public readonly cache: CacheCapture;
   /** Where the engine's log is and the login to its host: what the preflight reads a failing engine's log tail with. */
   public readonly logAccess: pulumi.Output<EngineLogAccess>;
-  /** Drains the engine on the serving router before each replacement of its process. */
+  /** Drains the engine on the serving router before each replacement of its process; `lastDrain` says how the last one went. */
   public readonly drain: InstanceType<typeof EngineDrain>;
-  /** What the serving router did before the engine's process was last replaced; undefined before any replacement. */
-  public readonly lastDrain: pulumi.Output<(DrainOutcome & { at: string }) | undefined>;
   /** That login's secrets (a Pulumi secret). */
   public readonly hostSecrets: pulumi.Output<{ privateKey?: string; password?: string }>;
 
@@ -160,14 +161,13 @@ export class Engine extends pulumi.ComponentResource {
       knownHosts: args.knownHosts,
     };
     // Keyed by exactly what replaces the process, so it runs just before each replacement (Gate C's stop).
-    const routerLogin = loginInputs(args.router.connection);
     this.drain = new EngineDrain(
       `${name}-drain`,
       {
         engineId: this.plan.engineId,
         hostAlias: args.router.hostAlias,
-        login: routerLogin.login,
-        credentials: loginSecrets(routerLogin),
+        login: args.router.login,
+        credentials: args.router.credentials,
         script: this.plan.engineId.apply((engineId) =>
           drainScript({ python: `${args.router.binDir}/python`, backendPort: args.router.backendPort, engineId, deadlineS: args.stopTimeoutS }),
         ),
@@ -176,7 +176,6 @@ export class Engine extends pulumi.ComponentResource {
       },
       { parent: this },
     );
-    this.lastDrain = this.drain.lastDrain;
     const running = engineProcess(args.runtime.kind, name, { ...processArgs, after: [this.drain] }, this);
     this.url = this.plan.url;
     this.identity = running.identity;

@@ -5,6 +5,7 @@ import type { DeploymentConfig } from "../dynamic-providers/deployment-config/re
 import { kvPeerWiring } from "./peer-wave";
 import type { PeerWave } from "../dynamic-providers/peer-wave/resource";
 import { Engine, type EngineRouter } from "./engine";
+import { loginInputs, loginSecrets } from "./login-inputs";
 import { narwhalBinDir } from "./router/install";
 import { routerBackendPort } from "../lib/router/front";
 import type { DrainOutcome } from "../lib/router/drain";
@@ -111,9 +112,11 @@ export class Fleet extends pulumi.ComponentResource {
     this.replicas = this.discovery.replicas;
     // Every engine is drained on the serving router before its process is replaced.
     const routerHost = this.discovery.routerHost;
+    const routerLogin = loginInputs(hosts.get(routerHost)!.connection);
     const engineRouter: EngineRouter = {
       hostAlias: routerHost,
-      connection: hosts.get(routerHost)!.connection,
+      login: routerLogin.login,
+      credentials: loginSecrets(routerLogin),
       binDir: narwhalBinDir(spec.router.narwhal, `${stackDirOn(spec, routerHost, args.stack)}/narwhal`),
       backendPort: routerBackendPort(spec.router),
     };
@@ -157,7 +160,7 @@ export class Fleet extends pulumi.ComponentResource {
         engines.map(({ spec: e, engine }) => [
           e.id,
           pulumi
-            .all([engine.url, engine.pid, engine.startedAt, engine.plan, engine.generation.generationDigest, engine.cache.cacheLayoutDigest, engine.runbook, engine.lastDrain])
+            .all([engine.url, engine.pid, engine.startedAt, engine.plan, engine.generation.generationDigest, engine.cache.cacheLayoutDigest, engine.runbook, engine.drain.lastDrain])
             .apply(([url, pid, startedAt, plan, generationDigest, cacheLayoutDigest, runbook, lastDrain]): EngineSummary => ({
               host: e.host,
               role: e.role,

@@ -29,7 +29,7 @@ export function engineProcess(kind: RuntimeSpec["kind"], name: string, args: Eng
 
 /**
  * A digest of what replaces the engine's running process under `runtime.kind`: exactly its backend's
- * triggers, so whatever is keyed by it (the engine's drain) is replaced exactly when the process is.
+ * triggers, so whatever is keyed by it (the engine's drain) changes exactly when the process is replaced.
  */
 export function processStopKey(kind: RuntimeSpec["kind"], args: Omit<EngineProcessArgs, "after">): pulumi.Output<string> {
   const triggers = kind === "native" ? nativeTriggers(args) : kind === "docker-cli" ? dockerCliTriggers(args) : dockerTriggers(args);

@@ -11,11 +11,11 @@
  * - read, delete: nothing remote (placement belongs to the router).
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { UNKNOWN } from "../../lib/unknown";
+import { diffInputs } from "../../lib/evidence/diff";
 import { schemaCheck } from "../evidence-provider";
 import { engineDrainInputs, type EngineDrainInputs, type EngineDrainOutputs } from "./check";
 
-const SETTINGS = ["engineId", "hostAlias", "login", "credentials", "script", "timeoutS"] as const;
+const UPDATABLE = ["stopKey", "engineId", "hostAlias", "login", "credentials", "script", "timeoutS"] as const;
 
 async function drain(inputs: EngineDrainInputs): Promise<NonNullable<EngineDrainOutputs["lastDrain"]>> {
   const { withSsh } = require("../../lib/ssh/client") as typeof import("../../lib/ssh/client");
@@ -37,10 +37,8 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   },
 
   async diff(_id: string, olds: EngineDrainOutputs, news: EngineDrainInputs) {
-    if (news.stopKey === (UNKNOWN as unknown) || news.stopKey !== olds.stopKey) return { changes: true, replaces: [], deleteBeforeReplace: false };
-    const { canonicalJson } = require("../../lib/digest") as typeof import("../../lib/digest");
-    const changed = SETTINGS.filter((k) => canonicalJson(olds[k] ?? null) !== canonicalJson(news[k] ?? null));
-    return { changes: changed.length > 0, replaces: [], deleteBeforeReplace: false };
+    // Never a replacement: a new stop key (or one a preview does not know yet) is an update, which drains.
+    return diffInputs(olds, news, [], UPDATABLE);
   },
 
   async update(_id: string, olds: EngineDrainOutputs, news: EngineDrainInputs) {

@@ -5,6 +5,7 @@
  * test/providers/runbook-launch.test.ts.
  */
 import { expect } from "chai";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 import { createHash } from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
 import type { RuntimeSpec } from "../../lib/config/types";
@@ -112,7 +113,7 @@ describe("mocks: an engine with a runbook launch directory", () => {
       stack: "mock",
       runbookRun: RUN,
       knownHosts: { dir: "/fixture/known-hosts", write: () => expect.fail("only the docker backend writes known_hosts, and a runbook engine never runs on it") },
-      router: { hostAlias: "a", connection: { host: "198.18.0.11", user: "ops", privateKey: pulumi.secret("k") }, binDir: "/var/lib/narwhal-fleet/mock/narwhal/0.7.0/venv/bin", backendPort: 8001 },
+      router: { hostAlias: "a", login: pulumi.output({ host: "198.18.0.11", port: 22, user: "ops" } as StoredLogin), credentials: pulumi.secret({ privateKey: "k" }), binDir: "/var/lib/narwhal-fleet/mock/narwhal/0.7.0/venv/bin", backendPort: 8001 },
     });
   }
 

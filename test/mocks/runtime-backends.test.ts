@@ -4,6 +4,7 @@
  * Docker Engine (test/providers/docker-cli.test.ts) and the native ones under sh (test/unit/runtime).
  */
 import { expect } from "chai";
+import type { StoredLogin } from "../../lib/ssh/stored-login";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { parseFleetConfig } from "../../lib/config/parse";
@@ -510,7 +511,7 @@ describe("mocks: engine runtime backends", () => {
         modelDir: "/models/tiny",
         stack: "mock",
         knownHosts: { dir: KNOWN_HOSTS_DIR, write: recordKnownHosts },
-        router: { hostAlias: "a", connection: connection(), binDir: "/var/lib/narwhal-fleet/mock/narwhal/0.7.0/venv/bin", backendPort: 8001 },
+        router: { hostAlias: "a", login: pulumi.output({ host: "198.18.0.11", port: 22, user: "ops" } as StoredLogin), credentials: pulumi.secret({ privateKey: "k" }), binDir: "/var/lib/narwhal-fleet/mock/narwhal/0.7.0/venv/bin", backendPort: 8001 },
       });
     }
 
