@@ -43,6 +43,8 @@ export interface EngineArgs {
   disableLogStats: boolean;
   enableLogRequests: boolean;
   uvicornLogLevel: string;
+  /** --shutdown-timeout: 0 aborts in-flight work on SIGTERM; above 0, the seconds a draining stop may take. */
+  shutdownTimeout: number;
 }
 
 type Kind = "int" | "float" | "str" | "strs" | "bool" | "choice" | "json";
@@ -81,6 +83,7 @@ const FLAGS: Record<string, FlagSpec> = {
   "--seed": { kind: "int", key: "seed" },
   "--disable-log-stats": { kind: "bool", key: "disableLogStats" },
   "--enable-log-requests": { kind: "bool", key: "enableLogRequests" },
+  "--shutdown-timeout": { kind: "int", key: "shutdownTimeout" },
   "--uvicorn-log-level": {
     kind: "choice",
     key: "uvicornLogLevel",
@@ -117,6 +120,7 @@ function defaults(): Omit<EngineArgs, "model"> {
     disableLogStats: false,
     enableLogRequests: false,
     uvicornLogLevel: "info",
+    shutdownTimeout: 0,
   };
 }
 
@@ -232,6 +236,7 @@ function validate(a: EngineArgs): void {
   }
   if (a.maxNumSeqs !== null && a.maxNumSeqs < 1) throw new ArgError(`argument --max-num-seqs: must be >= 1, got ${a.maxNumSeqs}`);
   if (a.maxModelLen !== null && a.maxModelLen < 1) throw new ArgError(`argument --max-model-len: must be >= 1, got ${a.maxModelLen}`);
+  if (a.shutdownTimeout < 0) throw new ArgError(`argument --shutdown-timeout: must be >= 0, got ${a.shutdownTimeout}`);
   if (a.apiServerCount < 1) throw new ArgError(`argument --api-server-count: must be >= 1, got ${a.apiServerCount}`);
 }
 

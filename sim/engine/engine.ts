@@ -37,8 +37,8 @@ export interface Job {
 
 export interface JobResult {
   tokens: Token[];
-  /** "stop" when the model emitted EOS (the EOS token counts in usage but has no text). */
-  finishReason: "length" | "stop";
+  /** "stop" when the model emitted EOS (the EOS token counts in usage but has no text); "abort" when refused in shutdown. */
+  finishReason: "length" | "stop" | "abort";
   completionTokens: number;
   kvTransferParams: KvTransferParams | null;
 }
@@ -61,6 +61,8 @@ export interface EngineParts {
 
 export class Engine {
   dead = false;
+  /** Set by a draining SIGTERM: EngineCore answers every new request as aborted (_reject_add_in_shutdown). */
+  shuttingDown = false;
   /** Generation requests in flight, reported by /load when --enable-server-load-tracking is set. */
   serverLoad = 0;
 
@@ -74,6 +76,8 @@ export class Engine {
 
   async run(job: Job): Promise<JobResult> {
     if (this.dead) throw new EngineDeadError();
+    // Like any aborted request, counted in no per-request metric (load-trial-facts.md, "Aborts").
+    if (this.shuttingDown) return { tokens: [], finishReason: "abort", completionTokens: 0, kvTransferParams: null };
     const { scheduler, nixl, metrics, tokenizer, args } = this.parts;
     const seq = new Seq(job.requestId, job.promptIds.length, job.maxTokens);
     const generator = new Generator(tokenizer, job.promptIds, job.sampling, Math.floor(Math.random() * 2 ** 31));

@@ -47,21 +47,58 @@ interface Running {
   server: EngineServer | null;
   control: ControlServer | null;
   engine: Engine | null;
+  /** --shutdown-timeout, once the flags are parsed. */
+  shutdownTimeoutS: number;
 }
 
+/** How often a draining shutdown looks for work left (vLLM's busy loop checks every step). */
+const DRAIN_POLL_MS = 20;
+
+/**
+ * vLLM 0.29's SIGTERM (../shared/reference/vllm-restart-facts.md §5). With --shutdown-timeout 0 in-flight
+ * work is aborted. Above 0 the engine drains: new requests are answered as aborted, the HTTP server and the
+ * NIXL side channel keep serving, and the engine runs until no request is unfinished and no prefill's KV
+ * blocks wait for a decode's read (or their lease ran out); the process manager kills it once the timeout
+ * passes. Only then do the side channel and the HTTP server close.
+ */
 function handleSignals(running: Running): void {
   let stopping = false;
-  const shutdown = () => {
+  const shutdown = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
-    apiServer.write("INFO:     Shutting down");
-    running.nixl?.close();
-    const closed = Promise.all([running.server?.close(), running.control?.close()]);
-    void closed.then(() => apiServer.write(`INFO:     Finished server process [${process.pid}]`, process.stdout, () => process.exit(0)));
+    const timeoutS = running.shutdownTimeoutS;
+    const mode = timeoutS === 0 ? "abort" : "drain";
+    apiServer.info("entrypoints/launcher.py:100", "[shutdown] API server: shutdown triggered");
+    apiServer.info("entrypoints/launcher.py:116", `[shutdown] API server: stopping engine client mode=${mode} timeout=${timeoutS}s`);
+    engineCore.info("v1/engine/core.py:1313", `[shutdown] EngineCore: trigger received signal=${signal}`);
+    engineCore.info("v1/engine/core.py:1432", `[shutdown] EngineCore: start mode=${mode} timeout=${timeoutS}s`);
+    const unfinished = () => (running.engine?.parts.scheduler.unfinished ?? 0) + (running.nixl?.heldRequests ?? 0);
+    const drained = mode === "drain" && running.engine ? drain(running.engine, unfinished, timeoutS) : Promise.resolve();
+    void drained.then(() => {
+      engineCore.info("v1/engine/core.py:1463", "[shutdown] EngineCore: request processing complete; starting resource teardown");
+      apiServer.write("INFO:     Shutting down");
+      running.nixl?.close();
+      const closed = Promise.all([running.server?.close(), running.control?.close()]);
+      void closed.then(() => apiServer.write(`INFO:     Finished server process [${process.pid}]`, process.stdout, () => process.exit(0)));
+    });
   };
-  process.on("SIGTERM", shutdown);
-  process.on("SIGINT", shutdown);
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
   process.on("SIGUSR2", () => running.engine?.toggleDead());
+}
+
+/** Runs until nothing is unfinished; after timeoutS the process manager's kill ends the wait. */
+async function drain(engine: Engine, unfinished: () => number, timeoutS: number): Promise<void> {
+  engine.shuttingDown = true;
+  engineCore.info("v1/engine/core.py:1446", `[shutdown] EngineCore: draining in-flight requests count=${unfinished()} timeout=${timeoutS}s`);
+  const killAt = performance.now() + timeoutS * 1000;
+  while (unfinished() > 0) {
+    if (performance.now() >= killAt) {
+      apiServer.warn("v1/utils.py:607", "[shutdown] Process manager: force killing remaining processes count=1");
+      return;
+    }
+    await sleep(DRAIN_POLL_MS);
+  }
 }
 
 /** The attention backends vLLM's platform layer weighs, in its order of preference. */
@@ -76,11 +113,12 @@ function candidateBackends(selected: string): string {
 
 async function serve(argv: readonly string[]): Promise<void> {
   const processStartS = performance.timeOrigin / 1000;
-  const running: Running = { nixl: null, server: null, control: null, engine: null };
+  const running: Running = { nixl: null, server: null, control: null, engine: null, shutdownTimeoutS: 0 };
   handleSignals(running);
   const env = process.env;
   configureLogging(env);
   const args = parseServeArgs(argv);
+  running.shutdownTimeoutS = args.shutdownTimeout;
   const sim = loadSimConfig(env);
   const control = controlPort(env);
   apiServer.info("entrypoints/openai/api_server.py:1839", `vLLM API server version ${sim.version}`);

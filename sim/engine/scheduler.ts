@@ -79,6 +79,11 @@ export class Scheduler {
     return n;
   }
 
+  /** Requests admitted or waiting for admission: the work a draining shutdown waits for. */
+  get unfinished(): number {
+    return this.running.size + this.waiting.length;
+  }
+
   /** vllm:num_requests_waiting: queued for admission, or waiting for remote KV (as vLLM counts them). */
   get numWaiting(): number {
     let n = this.waiting.length;

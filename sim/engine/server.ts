@@ -302,6 +302,7 @@ export class EngineServer {
               completionTokens++;
               emit(index, "", "stop", []);
             }
+            if (plan.stream && r.finishReason === "abort") emit(index, "", "abort", []);
             return r;
           }),
         );

@@ -248,3 +248,12 @@ export async function completedRequests(engine: SimEngine): Promise<number> {
     .filter((l) => l.startsWith("vllm:request_success_total"))
     .reduce((sum, l) => sum + Number(l.split(/\s+/).pop()), 0);
 }
+
+/** Polls `ready` every 20 ms; fails naming `what` after `timeoutMs` (a bound for a loaded machine). */
+export async function waitFor(ready: () => boolean, what: string, timeoutMs = 15000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!ready()) {
+    if (Date.now() > until) throw new Error(`${what}: not seen within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

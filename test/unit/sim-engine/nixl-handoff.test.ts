@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { http, KV_BOTH, makeModel, removeTemps, type SimEngine, sseEvents, startEngine, stopAll } from "./helpers";
+import { http, KV_BOTH, makeModel, removeTemps, type SimEngine, sseEvents, startEngine, stopAll, waitFor } from "./helpers";
 
 const PROMPT = "The sea is calm and the gulls are loud. ".repeat(8);
 
@@ -222,6 +222,37 @@ describe("sim-engine NIXL peers across a restart (vLLM 0.29.0 keyed by engine_id
     expect(lost.json.error.message).to.match(new RegExp(`NIXL read of request \\S+ failed: remote agent \\S+ of engine ${oldId} is gone`));
     expect(consumer.stdout).to.contain("NIXL transfer failure: transfer_failed.");
     expect((await decode(consumer, await prefill(producer))).status).to.equal(200);
+  });
+
+  it("with --shutdown-timeout, a stopping producer answers new requests as aborted and keeps running until its held blocks are read; without, the read fails", async () => {
+    const args = ["--kv-transfer-config", kvConfig()];
+    const draining = await startEngine({ model, args: [...args, "--shutdown-timeout", "30"] });
+    const aborting = await startEngine({ model, args });
+    const consumer = await startEngine({ model, args });
+    const [held, lost] = [await prefill(draining), await prefill(aborting)];
+
+    draining.proc.kill("SIGTERM");
+    await waitFor(() => draining.stdout.includes("draining in-flight requests count=1 timeout=30s"), "the producer's drain line");
+    const refused = await http(draining.url + "/v1/completions", { body: { prompt: PROMPT, max_tokens: 4 } });
+    expect(refused.status, refused.text).to.equal(200);
+    expect(refused.json.choices[0]).to.include({ text: "", finish_reason: "abort" });
+    const read = await decode(consumer, held);
+    expect(read.status, read.text).to.equal(200);
+    expect(await draining.exited).to.equal(0);
+    expect(draining.stdout).to.contain("[shutdown] API server: stopping engine client mode=drain timeout=30s");
+    expect(draining.stdout.indexOf("request processing complete")).to.be.greaterThan(draining.stdout.indexOf("draining in-flight"));
+
+    expect(await aborting.stop()).to.equal(0);
+    expect(aborting.stdout).to.contain("stopping engine client mode=abort timeout=0s");
+    expect((await decode(consumer, lost)).status).to.equal(500);
+  });
+
+  it("a draining producer whose blocks nobody reads is stopped once --shutdown-timeout passes", async () => {
+    const producer = await startEngine({ model, args: ["--kv-transfer-config", kvConfig(), "--shutdown-timeout", "1"] });
+    await prefill(producer);
+    producer.proc.kill("SIGTERM");
+    expect(await producer.exited).to.equal(0);
+    expect(producer.stdout).to.contain("[shutdown] Process manager: force killing remaining processes count=1");
   });
 
   it("a handoff prefilled by the old process and read by an engine that never met it fails the handshake with vLLM's engine ID mismatch (case C)", async () => {
