@@ -1,7 +1,7 @@
 /**
  * What one CLI run costs this program against Pulumi's own floor, at three fleet sizes.
  *
- *   npm run bench:cli [-- --rounds 3] [--sizes 4x2,16x4,64x16]
+ *   npm run bench:cli [-- --rounds 3] [--sizes 4x2,16x4,64x16] [--profile]
  *
  * Per size (engines x hosts, on hosts of the benchmark's own: sim50..), deploys stack `bench-cli-<n>` with
  * the e2e stack's config, timing its first `up` gate by gate, and the floor program (bench/floor) with as
@@ -12,7 +12,11 @@
  * by default (ts-node, type-checked), for comparison. Last, each stack's `destroy`, once.
  *
  * Each figure is the median of the rounds: wall seconds, CPU seconds (the CLI and every process under it)
- * and peak resident MiB of the program's Node process and of the largest dynamic-provider host.
+ * (`cpuByRoleS`: of them, the program's Node process, the dynamic-provider hosts, and the CLI with its
+ * other plugins) and peak resident MiB of the program's Node process and of the largest provider host.
+ * With `--profile`, one more no-change `preview` of the fleet and of the compiled floor runs with V8's
+ * profiler in each of their Node processes (bench/scale/cpu-profile-hook.js), and `profile` says where
+ * each process's CPU went: by owner (a package, a folder of this project, V8) and its top functions.
  * `programLoad` is the time to load the program's modules (node, warm cache) through tools/ts-require.js
  * and, for comparison, through ts-node. `loginsPerHost` counts the SSH logins each host's sshd accepted
  * during the fleet's `preview --refresh` runs, divided by the runs: one means every read on a host shared
@@ -21,6 +25,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import * as os from "node:os";
 import { execFileSync } from "node:child_process";
 import { PulumiCommand, type Stack } from "@pulumi/pulumi/automation";
 import { runInHost, simDown, simUp } from "../sim/hosts";
@@ -31,23 +36,24 @@ import { ensureFileBackend, FLOOR_DIR, openFloorStack, stateResourceCount } from
 import { median, runCli, type CliRun } from "./scale/cli-run";
 import { compileFloor, shareStackConfig } from "./scale/floor-compiled";
 import { gateTimes } from "./scale/gate-times";
+import { cpuWhere } from "./scale/cpu-profile";
 import type { SimHost } from "../sim/hosts/host";
 import type { EngineEntry } from "../test/e2e/support/stack";
 
-const USAGE = "usage: npm run bench:cli [-- --rounds N] [--sizes EXH,EXH,...]";
+const USAGE = "usage: npm run bench:cli [-- --rounds N] [--sizes EXH,EXH,...] [--profile]";
 
-function parseBenchArgs(argv: readonly string[]): { rounds: number; sizes: Array<{ engines: number; hosts: number }> } {
+function parseBenchArgs(argv: readonly string[]): { rounds: number; sizes: Array<{ engines: number; hosts: number }>; profile: boolean } {
   const wants = { rounds: "a positive number of rounds", sizes: "<engines>x<hosts> pairs with engines a multiple of hosts, e.g. 4x2,16x4,64x16" };
-  const values = parseFlags(argv, { rounds: { type: "string" }, sizes: { type: "string" } }, wants);
+  const values = parseFlags(argv, { rounds: { type: "string" }, sizes: { type: "string" }, profile: { type: "boolean" } }, wants);
   const sizes = (values.sizes ?? "4x2,16x4,64x16").split(",").map((s) => {
     const [engines, hosts] = s.split("x").map(Number) as [number, number];
     if (!(engines > 0 && hosts > 0 && engines % hosts === 0)) throw new UsageError(`--sizes: "${s}" is not <engines>x<hosts> with engines a multiple of hosts`);
     return { engines, hosts };
   });
-  return { rounds: positiveNumber("rounds", values.rounds, 3), sizes };
+  return { rounds: positiveNumber("rounds", values.rounds, 3), sizes, profile: values.profile === true };
 }
 
-const { rounds: ROUNDS, sizes: SIZES } = parseOrExit(() => parseBenchArgs(process.argv.slice(2)), USAGE);
+const { rounds: ROUNDS, sizes: SIZES, profile: PROFILE } = parseOrExit(() => parseBenchArgs(process.argv.slice(2)), USAGE);
 /** Hosts clear of every fleet the tests bring up (sim1-sim15, sim40-41, simdock) and of bench:scale's (sim21-24). */
 const FIRST_HOST = 50;
 const ROUTER_PORT = 8621;
@@ -56,6 +62,7 @@ const PROMETHEUS_PORT = 9691;
 const FLOOR_OVERHEAD = 2;
 const HOST_STATE_DIR = "/var/lib/narwhal-fleet";
 const PROGRAM_LOAD_RUNS = 5;
+const PROFILE_HOOK = path.join(PROJECT_ROOT, "bench", "scale", "cpu-profile-hook.js");
 /** Set by main: the folder the compiled floor runs in. */
 let FLOOR_COMPILED = "";
 
@@ -106,7 +113,13 @@ const ratio = (a: number, b: number) => Number((a / b).toFixed(2));
 function figuresOf(op: Op | "destroy", runs: Record<Runner, CliRun[]>) {
   const medians = (xs: CliRun[]) => {
     const peak = (role: keyof CliRun["peakRssMiB"]) => median(xs.map((x) => x.peakRssMiB[role]));
-    return { wallS: median(xs.map((x) => x.wallS)), cpuS: median(xs.map((x) => x.cpuS)), peakRssMiB: { program: peak("program"), providerHost: peak("providerHost") } };
+    const cpu = (role: keyof CliRun["cpuByRoleS"]) => median(xs.map((x) => x.cpuByRoleS[role]));
+    return {
+      wallS: median(xs.map((x) => x.wallS)),
+      cpuS: median(xs.map((x) => x.cpuS)),
+      cpuByRoleS: { program: cpu("program"), providerHost: cpu("providerHost"), cliAndPlugins: cpu("other") },
+      peakRssMiB: { program: peak("program"), providerHost: peak("providerHost") },
+    };
   };
   const per = { fleet: medians(runs.fleet), floorCompiled: medians(runs.floorCompiled), ...(runs.floorTsNode.length ? { floorTsNode: medians(runs.floorTsNode) } : {}) };
   const cpuRatio = ratio(per.fleet.cpuS, per.floorCompiled.cpuS);
@@ -164,6 +177,7 @@ async function measureSize(cli: PulumiCommand, engines: number, hostCount: numbe
         }
       }
     }
+    const profile = PROFILE ? await profiledPreviews({ fleet: where.fleet, floorCompiled: where.floorCompiled }, env) : undefined;
     // Destroy once each, the floor compiled: the states are gone after it.
     destroyed.fleet.push(await runCli(["destroy", "--yes", "--non-interactive", "--skip-preview", "--stack", name], PROJECT_ROOT, env));
     fleet = undefined;
@@ -180,6 +194,7 @@ async function measureSize(cli: PulumiCommand, engines: number, hostCount: numbe
       ...figures,
       destroy: figuresOf("destroy", destroyed),
       previewRefreshLoginsPerHost: loginsPerHost,
+      ...(profile ? { profile } : {}),
     };
   } finally {
     for (const [stack, stackName, dir] of [[fleet, name, PROJECT_ROOT], [floor, floorName, FLOOR_DIR]] as const) {
@@ -191,6 +206,28 @@ async function measureSize(cli: PulumiCommand, engines: number, hostCount: numbe
     await runInHost(aliases[0], ["rm", "-rf", "--", `${HOST_STATE_DIR}/${name}`]).catch(() => undefined);
     await simDown({ aliases }).catch((err: Error) => log(`sim down failed: ${err.message}`));
   }
+}
+
+/** One no-change `preview` of each, with V8's profiler in every Node process under it; where its CPU went. */
+async function profiledPreviews(where: Record<"fleet" | "floorCompiled", { cwd: string; stack: string }>, env: NodeJS.ProcessEnv) {
+  const out: Record<string, unknown> = {};
+  for (const [runner, w] of Object.entries(where)) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "narwhal-cpu-profile-"));
+    try {
+      const profiled = { ...env, NARWHAL_CPU_PROFILE_DIR: dir, NODE_OPTIONS: `${env.NODE_OPTIONS ?? ""} --require ${PROFILE_HOOK}`.trim() };
+      const run = await runCli([...OP_ARGS.preview, "--stack", w.stack], w.cwd, profiled);
+      const processes = fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith(".cpuprofile"))
+        .map((f) => ({ process: f.replace(/-\d+\.cpuprofile$/, ""), ...cpuWhere(path.join(dir, f), w.cwd) }))
+        .sort((a, b) => b.busyS - a.busyS);
+      out[runner] = { run, processes };
+      log(`profiled preview of ${runner}: ${JSON.stringify(processes.map((p) => [p.process, p.busyS]))}`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  return out;
 }
 
 async function main(): Promise<void> {

@@ -7,6 +7,8 @@ export interface CliRun {
   cpuS: number;
   /** Peak resident MiB of the largest process of each role under the run. */
   peakRssMiB: PeakRss;
+  /** CPU seconds by role, sampled (bench/scale/peak-rss.ts): where `cpuS` went. */
+  cpuByRoleS: PeakRss;
 }
 
 /** A named bound for every CLI run the benchmarks make: a run that takes longer is stopped and fails. */
@@ -30,13 +32,13 @@ export function runCli(args: string[], cwd: string, env: NodeJS.ProcessEnv = pro
     const timer = setTimeout(() => child.kill("SIGTERM"), CLI_RUN_TIMEOUT_MS);
     child.on("close", (code) => {
       clearTimeout(timer);
-      const peakRssMiB = rss.stop();
+      const { peakRssMiB, cpuS: cpuByRoleS } = rss.stop();
       const m = /(\d+\.\d+) (\d+\.\d+) (\d+\.\d+)\s*$/.exec(out);
       if (code !== 0 || !m) {
         reject(new Error(`pulumi ${args.join(" ")} in ${cwd} failed (exit ${code}; CLI_RUN_TIMEOUT ${CLI_RUN_TIMEOUT_MS / 60_000} min); its output is in ${log}`));
         return;
       }
-      resolve({ wallS: Number(m[1]), cpuS: Number((Number(m[2]) + Number(m[3])).toFixed(2)), peakRssMiB });
+      resolve({ wallS: Number(m[1]), cpuS: Number((Number(m[2]) + Number(m[3])).toFixed(2)), peakRssMiB, cpuByRoleS });
     });
   });
 }

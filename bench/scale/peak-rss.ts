@@ -1,8 +1,8 @@
 /**
- * Peak resident memory of the processes under one CLI run, by role: the program (Node running the
- * Pulumi program), the dynamic-provider hosts, and the rest (the CLI's engine, other plugins). Each
- * process's own high-water mark (`VmHWM`) is read every quarter second while it lives, so a process that
- * exits between two samples loses at most its last quarter second of growth.
+ * Peak resident memory and CPU of the processes under one CLI run, by role: the program (Node running
+ * the Pulumi program), the dynamic-provider hosts, and the rest (the CLI's engine, other plugins). Each
+ * process's own high-water mark (`VmHWM`) and CPU ticks are read every quarter second while it lives, so
+ * a process that exits between two samples loses at most its last quarter second of each.
  */
 import * as fs from "node:fs";
 
@@ -10,6 +10,8 @@ export type RssRole = "program" | "providerHost" | "other";
 export type PeakRss = Record<RssRole, number>;
 
 const SAMPLE_MS = 250;
+/** USER_HZ: /proc reports CPU in ticks of 1/100 s on Linux. */
+const TICKS_PER_S = 100;
 
 function children(): Map<number, number[]> {
   const byParent = new Map<number, number[]>();
@@ -45,24 +47,34 @@ export function roleOf(cmdline: string): RssRole {
   return "other";
 }
 
-/** MiB of `VmHWM` and the role of one process; undefined once it is gone. */
-function sample(pid: number): { role: RssRole; mib: number } | undefined {
+/** MiB of `VmHWM`, CPU ticks (user + system) and the role of one process; undefined once it is gone. */
+function sample(pid: number): { role: RssRole; mib: number; ticks: number } | undefined {
   try {
     const hwm = /^VmHWM:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
     if (!hwm) return undefined;
-    return { role: roleOf(fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ")), mib: Number(hwm[1]) / 1024 };
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields 14 and 15 (utime, stime), counted from the state field that follows the last ")".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return { role: roleOf(fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ")), mib: Number(hwm[1]) / 1024, ticks };
   } catch {
     return undefined;
   }
 }
 
-/** Starts sampling the tree under `root`; `stop` returns the peak MiB per role (the largest single process of each). */
-export function watchPeakRss(root: number): { stop: () => PeakRss } {
+/**
+ * Starts sampling the tree under `root`; `stop` returns the peak MiB per role (the largest single process
+ * of each) and the CPU seconds per role (every process of each, as last seen).
+ */
+export function watchPeakRss(root: number): { stop: () => { peakRssMiB: PeakRss; cpuS: PeakRss } } {
   const peak: PeakRss = { program: 0, providerHost: 0, other: 0 };
+  const lastTicks = new Map<number, { role: RssRole; ticks: number }>();
   const tick = () => {
     for (const pid of descendants(root)) {
       const s = sample(pid);
-      if (s) peak[s.role] = Math.max(peak[s.role], s.mib);
+      if (!s) continue;
+      peak[s.role] = Math.max(peak[s.role], s.mib);
+      lastTicks.set(pid, { role: s.role, ticks: s.ticks });
     }
   };
   tick();
@@ -71,7 +83,14 @@ export function watchPeakRss(root: number): { stop: () => PeakRss } {
     stop: () => {
       clearInterval(timer);
       tick();
-      return { program: Math.round(peak.program), providerHost: Math.round(peak.providerHost), other: Math.round(peak.other) };
+      const cpu: PeakRss = { program: 0, providerHost: 0, other: 0 };
+      for (const { role, ticks } of lastTicks.values()) cpu[role] += ticks / TICKS_PER_S;
+      const round = (r: PeakRss, digits: number): PeakRss => ({
+        program: Number(r.program.toFixed(digits)),
+        providerHost: Number(r.providerHost.toFixed(digits)),
+        other: Number(r.other.toFixed(digits)),
+      });
+      return { peakRssMiB: round(peak, 0), cpuS: round(cpu, 2) };
     },
   };
 }

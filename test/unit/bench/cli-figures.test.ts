@@ -1,10 +1,12 @@
 import { expect } from "chai";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { compileFloor, FLOOR_COMPILED_DIR } from "../../../bench/scale/floor-compiled";
 import { gateOfUrn, gateTimes } from "../../../bench/scale/gate-times";
 import { roleOf, watchPeakRss } from "../../../bench/scale/peak-rss";
+import { cpuWhere } from "../../../bench/scale/cpu-profile";
 
 const urn = (chain: string, name: string) => `urn:pulumi:bench::narwhal-fleet::narwhal:fleet:Fleet$${chain}::${name}`;
 
@@ -44,9 +46,40 @@ describe("bench:cli figures", () => {
     expect(roleOf("pulumi preview")).to.equal("other");
   });
 
-  it("reads the peak memory of a process tree", () => {
-    const peak = watchPeakRss(process.pid).stop();
-    expect(peak.other, "this mocha process").to.be.above(10);
+  it("reads the peak memory and the CPU of a process tree", () => {
+    const spent = process.cpuUsage();
+    const { peakRssMiB, cpuS } = watchPeakRss(process.pid).stop();
+    expect(peakRssMiB.other, "this mocha process").to.be.above(10);
+    // /proc counts in 10 ms ticks and the sampler reads it after this process's own count.
+    expect(cpuS.other).to.be.at.least(Math.floor((spent.user + spent.system) / 1e4) / 100);
+  });
+
+  it("says where a profiled process's CPU went: by owner and by function, idle left out", () => {
+    const frame = (functionName: string, url: string, lineNumber = 0) => ({ functionName, url, lineNumber });
+    const nodes = [
+      { id: 1, callFrame: frame("(root)", "") },
+      { id: 2, callFrame: frame("(idle)", "") },
+      { id: 3, callFrame: frame("serialize", "file:///p/node_modules/@pulumi/pulumi/runtime/rpc.js", 9) },
+      { id: 4, callFrame: frame("planOf", "file:///p/lib/launch/plan.ts", 41) },
+      { id: 5, callFrame: frame("(garbage collector)", "") },
+    ];
+    // A delta is the time from one sample to the next, so it is the earlier sample's: 3 gets 1 s + 3 s,
+    // 4 gets 2 s, idle 5 s, the collector 1 s, and the last sample nothing.
+    const profile = { nodes, samples: [3, 3, 4, 2, 5, 1], timeDeltas: [0, 1e6, 3e6, 2e6, 5e6, 1e6] };
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "cpu-where-")), "program-1.cpuprofile");
+    fs.writeFileSync(file, JSON.stringify(profile));
+    const where = cpuWhere(file, "/p", 2);
+    expect(where.busyS).to.equal(7);
+    expect(where.byOwner).to.deep.equal([
+      { owner: "@pulumi/pulumi", s: 4 },
+      { owner: "lib/", s: 2 },
+      { owner: "(garbage collector)", s: 1 },
+      { owner: "(root)", s: 0 },
+    ]);
+    expect(where.topFunctions).to.deep.equal([
+      { fn: "serialize node_modules/@pulumi/pulumi/runtime/rpc.js:10", s: 4 },
+      { fn: "planOf lib/launch/plan.ts:42", s: 2 },
+    ]);
   });
 
   it("compiles the floor into a project Pulumi runs as JavaScript", () => {
