@@ -33,11 +33,6 @@ export const RUNBOOK_DEFAULTS = deepFreeze({
     ucxTcpPortRange: "6300-6500",
     /** `kv_lease_duration` in the connector's extra config. */
     kvLeaseDurationS: 30,
-    /**
-     * vLLM's `--shutdown-timeout`: a stopped engine finishes its requests, and a prefill engine waits for
-     * the decode reads of its KV blocks, for up to this long. The lease bounds those reads, hence its value.
-     */
-    shutdownTimeoutS: 30,
   },
   /** Initial latency limits (recalibrated after profiling) and the router's deadlines. */
   slo: {

@@ -51,7 +51,6 @@ export interface LaunchInputs {
     readonly prefixCaching: boolean;
     readonly ucxTcpPortRange: string;
     readonly kvLeaseDurationS: number;
-    readonly shutdownTimeoutS: number;
     readonly rdmaHcas?: ReadonlyArray<string>;
     /** `rdma.gidIndex`: the RoCE GID UCX uses (`UCX_IB_GID_INDEX`), the one Gate D measured; UCX picks one itself when absent. */
     readonly rdmaGidIndex?: number;
@@ -165,13 +164,10 @@ export function renderLaunchPlan(inputs: LaunchInputs): LaunchPlan {
     policy.prefixCaching ? "--enable-prefix-caching" : "--no-enable-prefix-caching",
   ];
   const chosen = policy.engineArgs ?? defaults;
-  // Model requirements are appended even when engineArgs replaces the defaults (runbook, Gate A), and so
-  // is the drain on stop: without it vLLM aborts in-flight work, and a prefill engine frees KV blocks a
-  // decode engine is still reading.
+  // Model requirements are appended even when engineArgs replaces the defaults (runbook, Gate A).
   const required = [
     ...(model.trustRemoteCode && !chosen.includes("--trust-remote-code") ? ["--trust-remote-code"] : []),
     ...(model.tokenizer ? ["--tokenizer", model.tokenizer] : []),
-    "--shutdown-timeout", String(policy.shutdownTimeoutS),
   ];
   const argv = [
     policy.vllmCommand, "serve", model.checkpointDir,

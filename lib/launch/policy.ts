@@ -134,7 +134,6 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
       prefixCaching: spec.launch.prefixCaching,
       ucxTcpPortRange: spec.launch.ucxTcpPortRange,
       kvLeaseDurationS: spec.launch.kvLeaseDurationS,
-      shutdownTimeoutS: spec.launch.shutdownTimeoutS,
       rdmaHcas: rdma?.hcas,
       rdmaGidIndex: rdma?.gidIndex,
       rdmaDevices: rdma?.devices,

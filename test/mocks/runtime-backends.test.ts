@@ -110,7 +110,6 @@ function launch(over: { id?: string; port?: number; vendor?: "nvidia" | "amd" | 
       prefixCaching: true,
       ucxTcpPortRange: "40000-40100",
       kvLeaseDurationS: 30,
-      shutdownTimeoutS: 30,
       rdmaHcas: over.rdma ? ["mlx5_0:1"] : undefined,
       rdmaDevices: over.rdma ? (over.rdma === true ? ["/dev/infiniband/uverbs0"] : over.rdma) : undefined,
     },

@@ -105,7 +105,7 @@ describe("docker-cli runtime on the local Docker Engine", function () {
       policy: {
         vllmCommand: "vllm", transport: "tcp", dtype: "model", kvCacheDtype: "auto", blockSize: 16, enforceEager: true,
         maxModelLen: 2048, maxNumSeqs: 8, gpuMemoryUtilization: 0.9, tensorParallelSize: 1, prefixCaching: true,
-        ucxTcpPortRange: "6300-6500", kvLeaseDurationS: 30, shutdownTimeoutS: 30,
+        ucxTcpPortRange: "6300-6500", kvLeaseDurationS: 30,
         engineEnv: { NARWHAL_SIM_TIME_SCALE: "0.05", ...over.env },
         ...over.policy,
       },

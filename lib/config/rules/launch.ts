@@ -25,7 +25,6 @@ const OWNED_FLAGS: Record<string, string> = {
   "--kv-transfer-config": "launch.transport and launch.kvLeaseDurationS",
   "--api-key": "the engineApiKey secret",
   "--served-model-name": "model.servedName",
-  "--shutdown-timeout": "launch.shutdownTimeoutS",
 };
 
 /** `--served_model_name=x` and `--served-model-name x` are the same flag to vLLM's parser. */
@@ -66,19 +65,6 @@ export const launchRules: Rule = (ctx, report) => {
     if (o) checkOwned(o.engineEnv, o.engineArgs, ["engines", i, "overrides"], `engine ${engineName(ctx, i)}`, report);
   });
   rdmaDevices(ctx, report);
-  drainWithinStop(ctx, report);
-};
-
-/** The program's stop kills an engine after runtime.deadlinesS.stop: vLLM's drain must end before that. */
-const drainWithinStop: Rule = (ctx, report) => {
-  if (ctx.launch.failed.has("shutdownTimeoutS") || ctx.runtime.failed.has("deadlinesS")) return;
-  const drainS = ctx.launch.value.shutdownTimeoutS;
-  const stopS = ctx.runtime.value.deadlinesS?.stop;
-  if (drainS === undefined || stopS === undefined || stopS > drainS) return;
-  report(
-    ["runtime", "deadlinesS", "stop"],
-    `runtime.deadlinesS.stop (${stopS} s) must exceed launch.shutdownTimeoutS (${drainS} s), or a stop kills an engine that is still draining; raise it above ${drainS} or lower launch.shutdownTimeoutS`,
-  );
 };
 
 /**

@@ -79,10 +79,6 @@ export const LaunchSchema = f.strict(
     rdma: RdmaSchema.optional().describe("RDMA devices; required when `transport` is `ucx_rdma`."),
     ucxTcpPortRange: f.text('a port range "lo-hi"', fmt.portRangeProblem).default(R.launch.ucxTcpPortRange).describe("`UCX_TCP_PORT_RANGE`, `lo-hi`."),
     kvLeaseDurationS: f.num({ int: true, min: 1, unit: "seconds" }).default(R.launch.kvLeaseDurationS).describe("NIXL `kv_lease_duration`, seconds."),
-    shutdownTimeoutS: f
-      .num({ int: true, min: 0, unit: "seconds" })
-      .default(R.launch.shutdownTimeoutS)
-      .describe("vLLM `--shutdown-timeout`: how long a stopping engine drains (0 aborts); below `runtime.deadlinesS.stop`."),
   },
   "an object of launch policy",
 ).describe("The runbook's serving policy for every engine; `engines[].overrides` changes it per engine.");

@@ -131,7 +131,6 @@ describe("signature inputs from measured facts", () => {
       prefixCaching: false,
       ucxTcpPortRange: "6300-6500",
       kvLeaseDurationS: 30,
-      shutdownTimeoutS: 30,
     },
   });
   const sources = (plan: ReturnType<typeof renderLaunchPlan>) => ({ runtime: native, modelConfigSha256: "9c".repeat(32), accelerator: "NVIDIA H100 80GB HBM3", plan, transport: "tcp" as const });

@@ -35,7 +35,6 @@ describe("config: defaults", () => {
         prefixCaching: false,
         ucxTcpPortRange: "6300-6500",
         kvLeaseDurationS: 30,
-        shutdownTimeoutS: 30,
       },
       slo: { ttftS: 10, tpotS: 0.125, firstTokenTimeoutS: 2.5, requestTimeoutS: 600, prefillTimeoutS: 120, healthTimeoutS: 5 },
       router: { bindAddress: "0.0.0.0", port: 8000, startTimeoutS: 120, narwhal: { version: "0.7.0", installTimeoutS: 600 } },

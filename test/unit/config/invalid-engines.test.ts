@@ -251,29 +251,6 @@ const CASES: BadCase[] = [
     ],
   },
   {
-    name: "engineArgs with --shutdown-timeout",
-    edit: (c) => (c.launch = { engineArgs: ["--shutdown-timeout", "5"] }),
-    issues: [
-      [
-        "launch.engineArgs[0]",
-        "launch (every engine) passes --shutdown-timeout, which the program sets itself from launch.shutdownTimeoutS; remove it from engineArgs",
-      ],
-    ],
-  },
-  {
-    name: "a drain on stop no shorter than the stop deadline",
-    edit: (c) => {
-      c.launch = { shutdownTimeoutS: 90 };
-      c.runtime = { kind: "native", deadlinesS: { stop: 60 } };
-    },
-    issues: [
-      [
-        "runtime.deadlinesS.stop",
-        "runtime.deadlinesS.stop (60 s) must exceed launch.shutdownTimeoutS (90 s), or a stop kills an engine that is still draining; raise it above 90 or lower launch.shutdownTimeoutS",
-      ],
-    ],
-  },
-  {
     name: "an engineEnv value that is not a string (value never echoed)",
     edit: (c) => (c.launch = { engineEnv: { NCCL_DEBUG: 1 } }),
     issues: [["launch.engineEnv.NCCL_DEBUG", "found a number; expected a string value (quote numbers and booleans)"]],

@@ -20,7 +20,6 @@ export function launchInputs(over: Partial<LaunchInputs["policy"]> = {}, id = "e
       prefixCaching: false,
       ucxTcpPortRange: "6300-6500",
       kvLeaseDurationS: 30,
-      shutdownTimeoutS: 30,
       ...over,
     },
   };

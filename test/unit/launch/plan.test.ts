@@ -18,7 +18,6 @@ describe("launch plan", () => {
     expect(flag(plan.argv, "--max-model-len")).to.equal("8192"); // capped by the model
     expect(flag(plan.argv, "--block-size")).to.equal("128");
     expect(plan.argv).to.include("--enforce-eager").and.include("--no-enable-prefix-caching");
-    expect(flag(plan.argv, "--shutdown-timeout")).to.equal("30");
     expect(JSON.parse(flag(plan.argv, "--kv-transfer-config")!)).to.deep.equal({
       kv_connector: "NixlConnector",
       kv_role: "kv_both",
@@ -36,12 +35,6 @@ describe("launch plan", () => {
     expect(plan.url).to.equal("http://198.18.0.11:8100");
     expect(plan.planSha256).to.match(/^sha256:[0-9a-f]{64}$/);
     expect(plan.placement).to.deep.equal({ gpuIds: [0, 1], gpuIdsNamed: true, vendor: "nvidia", visibilityVariable: "CUDA_VISIBLE_DEVICES", transport: "tcp", rdmaDevices: [], renderNodes: [] });
-  });
-
-  it("keeps the drain on stop when engineArgs replace the default flags", () => {
-    const plan = renderLaunchPlan(launchInputs({ engineArgs: ["--max-num-seqs", "2"], shutdownTimeoutS: 45 }));
-    expect(plan.argv.filter((a) => a === "--shutdown-timeout")).to.have.length(1);
-    expect(flag(plan.argv, "--shutdown-timeout")).to.equal("45");
   });
 
   it("uses HIP_VISIBLE_DEVICES alone on ROCm, and RDMA devices for ucx_rdma", () => {

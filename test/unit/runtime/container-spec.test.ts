@@ -27,7 +27,6 @@ function inputs(vendor: "nvidia" | "amd" | "none", transport: "tcp" | "ucx_rdma"
       prefixCaching: true,
       ucxTcpPortRange: "6300-6500",
       kvLeaseDurationS: 30,
-      shutdownTimeoutS: 30,
       ...(transport === "ucx_rdma" ? { rdmaHcas: ["mlx5_0:1"], rdmaDevices } : {}),
     },
   };

@@ -23,7 +23,6 @@ const INPUTS: LaunchInputs = {
     vllmCommand: "vllm", transport: "tcp", dtype: "model", kvCacheDtype: "auto", blockSize: 16, enforceEager: true,
     maxModelLen: 2048, maxNumSeqs: 8, gpuMemoryUtilization: 0.9, tensorParallelSize: 1, prefixCaching: true, ucxTcpPortRange: "6300-6500",
     kvLeaseDurationS: 30,
-    shutdownTimeoutS: 30,
   },
 };
 const PLAN = renderLaunchPlan(INPUTS);
