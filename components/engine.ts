@@ -11,7 +11,7 @@ import { RUNTIME_CHECK_SHA256 } from "../lib/image-check/commands";
 import { loginInputs, loginSecrets } from "./login-inputs";
 import { Liveness } from "../dynamic-providers/liveness/resource";
 import { EngineDrain } from "../dynamic-providers/engine-drain/resource";
-import { DRAIN_SLACK_S, drainScript } from "../lib/router/drain";
+import { drainBoundS, drainScript, kvLeaseOf } from "../lib/router/drain";
 import type { StoredLogin } from "../lib/ssh/stored-login";
 import { engineProcess, HostScope, processStopKey, ProcessIdentity, type KnownHostsFiles, type RunbookOutcome } from "./runtime";
 
@@ -168,11 +168,18 @@ export class Engine extends pulumi.ComponentResource {
         hostAlias: args.router.hostAlias,
         login: args.router.login,
         credentials: args.router.credentials,
-        script: this.plan.engineId.apply((engineId) =>
-          drainScript({ python: `${args.router.binDir}/python`, backendPort: args.router.backendPort, engineId, deadlineS: args.stopTimeoutS }),
+        script: this.plan.apply((plan) =>
+          drainScript({
+            python: `${args.router.binDir}/python`,
+            backendPort: args.router.backendPort,
+            engineId: plan.engineId,
+            deadlineS: args.stopTimeoutS,
+            engineUrl: plan.url,
+            kvLeaseS: kvLeaseOf(plan.argv),
+          }),
         ),
         stopKey: processStopKey(args.runtime.kind, processArgs),
-        timeoutS: args.stopTimeoutS + DRAIN_SLACK_S,
+        timeoutS: this.plan.apply((plan) => drainBoundS({ deadlineS: args.stopTimeoutS, kvLeaseS: kvLeaseOf(plan.argv) })),
       },
       { parent: this },
     );

@@ -8,6 +8,14 @@
  * profiles bind the process, so narwhal's own readmit refuses the new one until then); a swapped router
  * starts with every engine in placement.
  *
+ * Narwhal calls an engine ready to stop once the router holds no request on it, which for a prefill
+ * engine is once its prefills answered: a decode engine may still be reading their KV blocks, and a
+ * stop then cuts that read. So the drain also waits until the engine's own `/metrics` (unguarded by
+ * `--api-key` in vLLM) shows no request running or waiting and no KV cache in use: the blocks were read
+ * or their lease (`kv_lease_duration`) ran out, whichever comes first. vLLM's `--shutdown-timeout` would
+ * wait for the same reads on SIGTERM, but it also answers every new request as aborted while `/health`
+ * stays 200, which fails requests at an engine stopped without a drain (a whole KV wave).
+ *
  * A drain is best effort, never a reason to keep an engine from its restart: with no router serving, an
  * engine the router already holds out, or a drain the router refuses (narwhal holds one engine at a time;
  * it refuses the last schedulable engine), the restart goes ahead as before and the outcome says why.
@@ -23,26 +31,73 @@ export interface DrainOptions {
   readonly engineId: string;
   /** narwhal's drain deadline: how long the engine's requests may take to finish. */
   readonly deadlineS: number;
+  /** The engine's URL as the router reaches it (the plan's), whose /metrics says when its KV is released. */
+  readonly engineUrl: string;
+  /** The plan's `kv_lease_duration`: held blocks are freed by then, read or not. */
+  readonly kvLeaseS: number;
 }
 
 export interface DrainOutcome {
   /** True once the router held no request on the engine and took no new one. */
   readonly drained: boolean;
   readonly reason: string;
-  /** Seconds from the drain until the router called the engine ready to stop. */
+  /** Seconds from the drain until the router called the engine ready to stop and its KV was released. */
   readonly waitedS?: number;
+}
+
+/** vLLM's default `kv_lease_duration` when the plan's connector config names none. */
+const VLLM_KV_LEASE_S = 30;
+
+/** The `kv_lease_duration` of a plan's `--kv-transfer-config`, else vLLM's default. */
+export function kvLeaseOf(argv: ReadonlyArray<string>): number {
+  const i = argv.lastIndexOf("--kv-transfer-config");
+  try {
+    const lease = (JSON.parse(argv[i + 1] ?? "{}") as { kv_connector_extra_config?: { kv_lease_duration?: unknown } }).kv_connector_extra_config?.kv_lease_duration;
+    return typeof lease === "number" && lease > 0 ? lease : VLLM_KV_LEASE_S;
+  } catch {
+    return VLLM_KV_LEASE_S;
+  }
+}
+
+/** The bound of the whole drain: narwhal's deadline, then the KV lease, each with the script's slack. */
+export function drainBoundS(o: Pick<DrainOptions, "deadlineS" | "kvLeaseS">): number {
+  return o.deadlineS + o.kvLeaseS + DRAIN_SLACK_S;
 }
 
 /** Slack past narwhal's deadline for the script's own polling and the SSH round trip. */
 export const DRAIN_SLACK_S = 15;
 
 export const DRAIN_PY = String.raw`import json, sys, time, urllib.error, urllib.request
-port, iid, deadline = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+port, iid, deadline, metrics, lease = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4], float(sys.argv[5])
 base = "http://127.0.0.1:%d/narwhal/lifecycle" % port
+WATCHED = ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting")
 
 def done(drained, reason, **extra):
     print(json.dumps(dict(drained=drained, reason=reason, **extra)))
     sys.exit(0)
+
+def in_use():
+    # The engine's own gauges, summed over their label sets: zero once nothing runs and no block is held.
+    with urllib.request.urlopen(metrics, timeout=5) as r:
+        text = r.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.split("{", 1)[0].split(" ", 1)[0] in WATCHED:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+def released(began):
+    # A prefill engine's blocks stay held until a decode reads them or their lease ends.
+    until = time.monotonic() + lease + 5
+    while True:
+        try:
+            if in_use() == 0:
+                return "and it holds no KV blocks"
+        except (OSError, ValueError) as e:
+            return "and its /metrics did not answer (%s): nothing held to wait for" % type(e).__name__
+        if time.monotonic() > until:
+            return "but its KV cache was still in use 5 s past the KV lease"
+        time.sleep(0.2)
 
 def ask(path="", body=None):
     data = None if body is None else json.dumps(body).encode()
@@ -73,7 +128,8 @@ while True:
     engine = doc.get("engines", {}).get(iid, {})
     waited = round(time.monotonic() - began, 1)
     if engine.get("ready_to_stop"):
-        done(True, "the serving router placed nothing new on %s and its requests finished" % iid, waitedS=waited)
+        held = released(began)
+        done(True, "the serving router placed nothing new on %s and its requests finished, %s" % (iid, held), waitedS=round(time.monotonic() - began, 1))
     if engine.get("state") in ("deadline_exceeded", "blocked"):
         done(False, "%s: %s" % (engine.get("state"), engine.get("error") or "no reason given"), waitedS=waited)
     if waited > deadline + 5:
@@ -91,7 +147,7 @@ export function drainScript(o: DrainOptions): string {
   echo ${shq(JSON.stringify({ drained: false, reason: `no router installed on this host (${o.python} is missing): nothing to drain` }))}
   exit 0
 fi
-exec ${shq(o.python)} -c ${shq(DRAIN_PY)} ${o.backendPort} ${shq(o.engineId)} ${o.deadlineS}
+exec ${shq(o.python)} -c ${shq(DRAIN_PY)} ${o.backendPort} ${shq(o.engineId)} ${o.deadlineS} ${shq(`${o.engineUrl}/metrics`)} ${o.kvLeaseS}
 `;
 }
 

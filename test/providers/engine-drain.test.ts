@@ -20,14 +20,29 @@ import { API_KEY, checkedTransfer, fleetOf, type Attested } from "./support/cont
 import { shBounded as sh } from "../support/sh-async";
 
 const BIN = path.join(ROOT, ".tools", "venv", "bin");
+/** Model seconds (30 s of wall time at the fleet's time scale): blocks stay held until read. */
+const KV_LEASE_S = 600;
+
+/** One leg straight to an engine, as the router sends it: a prefill that hands its KV on, or the decode that reads it. */
+async function leg(url: string, kvTransferParams: Record<string, unknown>): Promise<{ status: number; kv: Record<string, unknown> | null }> {
+  const res = await fetch(`${url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${API_KEY}` },
+    body: JSON.stringify({ model: "tiny", prompt: "A narwhal is a whale with a tusk. ".repeat(4), max_tokens: 1, temperature: 0, kv_transfer_params: kvTransferParams }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const body = (await res.json()) as { kv_transfer_params?: Record<string, unknown> | null };
+  return { status: res.status, kv: body.kv_transfer_params ?? null };
+}
 
 describe("providers: an engine drained on the serving router before its process stops", function () {
   this.timeout(300_000);
   const attested: Attested[] = [];
   let router: RouterOptions;
 
+  const engineOf = (id: string) => attested.find((a) => a.id === id)!.engine;
   const drain = async (engineId: string, o: Partial<{ python: string; backendPort: number }> = {}): Promise<DrainOutcome> => {
-    const r = await sh(drainScript({ python: `${BIN}/python`, backendPort: router.backendPort, engineId, deadlineS: 30, ...o }));
+    const r = await sh(drainScript({ python: `${BIN}/python`, backendPort: router.backendPort, engineId, deadlineS: 30, engineUrl: engineOf(engineId).url, kvLeaseS: KV_LEASE_S, ...o }));
     expect(r.code, r.stderr).to.equal(0);
     return parseDrainOutcome(r.stdout);
   };
@@ -35,7 +50,7 @@ describe("providers: an engine drained on the serving router before its process 
     (JSON.parse((await http(`http://127.0.0.1:${router.backendPort}/narwhal/lifecycle`)).text) as { engines: Record<string, { state: string; accepts_new: boolean }> }).engines;
 
   before(async () => {
-    const f = await fleetOf(checkedTransfer(makeModel()), attested, ["p0", "d0", "d1"]);
+    const f = await fleetOf(checkedTransfer(makeModel()), attested, ["p0", "d0", "d1"], KV_LEASE_S);
     const doc = f.doc as typeof f.doc & { profiles: { path: string } };
     router = {
       runDir: path.join(tempDir("drain-router-"), "router"),
@@ -82,15 +97,28 @@ describe("providers: an engine drained on the serving router before its process 
     const clients = [client(), client()];
     try {
       const d0 = attested.find((a) => a.id === "d0")!;
-      const drained = await drain("d0");
-      expect(drained, JSON.stringify(drained)).to.deep.include({ drained: true });
+      // A prefill d0 answered whose KV blocks no decode has read yet: the router holds no request on d0,
+      // so it calls d0 ready to stop, but a stop now would cut the read. The drain waits for it.
+      const prefilled = await leg(d0.engine.url, { do_remote_decode: true, do_remote_prefill: false });
+      expect(prefilled.status).to.equal(200);
+      const draining = drain("d0");
+      const deadline = Date.now() + 30_000;
+      while ((await placement()).d0.state !== "drained" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       expect((await placement()).d0).to.deep.include({ state: "drained", accepts_new: false });
+      // Ready to stop for narwhal, and still not drained for the program while the blocks are held.
+      const early = await Promise.race([draining.then(() => "returned"), new Promise((r) => setTimeout(() => r("waiting"), 1500))]);
+      expect(early, "the drain returned while d0 still held KV blocks").to.equal("waiting");
+      const read = await leg(engineOf("d1").url, prefilled.kv!);
+      expect(read.status, "d1's read of d0's blocks").to.equal(200);
+      const drained = await draining;
+      expect(drained, JSON.stringify(drained)).to.deep.include({ drained: true });
+      expect(drained.reason).to.equal("the serving router placed nothing new on d0 and its requests finished, and it holds no KV blocks");
       // The program's stop, as a replacement runs it: the engine (and its sidecar) go while clients send.
       await sh(sidecarStopScript(d0.sidecar));
       d0.engine.proc.kill("SIGKILL");
       const served = outcomes.length;
-      const deadline = Date.now() + 30_000;
-      while (outcomes.length < served + 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      const more = Date.now() + 30_000;
+      while (outcomes.length < served + 20 && Date.now() < more) await new Promise((r) => setTimeout(r, 100));
 
       // narwhal holds one engine at a time: the next drain is refused until the router is swapped.
       const next = await drain("d1");

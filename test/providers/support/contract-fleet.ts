@@ -85,10 +85,15 @@ async function attest(id: string, engine: SimEngine, transfer: ReturnType<typeof
   return { id, engine, doc, sidecar, generation, attestationDigest: live.attestation_digest, bindingDigest: attestationBindingDigest(live.attestation_digest, live.launch_digest) };
 }
 
-/** Engines (`ids`, the first one prefill), each attested with `transfer`, their profile rows and the fleet document declaring their contract. */
-export async function fleetOf(transfer: ReturnType<typeof checkedTransfer>, attested: Attested[], ids: readonly string[] = ["e0", "e1"]) {
+/**
+ * Engines (`ids`, the first one prefill), each attested with `transfer`, their profile rows and the fleet
+ * document declaring their contract. `kvLeaseS` sets the connector's `kv_lease_duration` (vLLM's 30 s by
+ * default; model time, so 1.5 s at this time scale).
+ */
+export async function fleetOf(transfer: ReturnType<typeof checkedTransfer>, attested: Attested[], ids: readonly string[] = ["e0", "e1"], kvLeaseS?: number) {
   const model = makeModel({ config: { max_position_embeddings: 32768 } });
-  for (const id of ids) attested.push(await attest(id, await startEngine({ model, args: ARGS, sim: { timeScale: 0.05, startupDelayS: 0 } }), transfer));
+  const args = kvLeaseS === undefined ? ARGS : [...ARGS, "--kv-transfer-config", JSON.stringify({ ...JSON.parse(KV_BOTH), kv_connector_extra_config: { kv_lease_duration: kvLeaseS } })];
+  for (const id of ids) attested.push(await attest(id, await startEngine({ model, args, sim: { timeScale: 0.05, startupDelayS: 0 } }), transfer));
   const contract = engineContract(attested.map((a) => ({ engineId: a.id, contract: a.doc.contract })));
   const rows: ProfileRow[] = [];
   // 50 ms of prefill margin: pace compares each engine with its own profile, and at this time scale

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { spawnSync } from "node:child_process";
-import { drainScript, parseDrainOutcome } from "../../../lib/router/drain";
+import { drainBoundS, drainScript, kvLeaseOf, parseDrainOutcome } from "../../../lib/router/drain";
 import { provider } from "../../../dynamic-providers/engine-drain/provider";
 import type { EngineDrainOutputs } from "../../../dynamic-providers/engine-drain/check";
 import { UNKNOWN } from "../../../lib/unknown";
@@ -20,9 +20,17 @@ describe("router drain before an engine's process is replaced", () => {
   });
 
   it("the script drains nothing on a host with no router installed, exiting 0", () => {
-    const r = spawnSync("sh", ["-c", drainScript({ python: "/nonexistent dir/python", backendPort: 8001, engineId: "e2", deadlineS: 60 })], { encoding: "utf8" });
+    const r = spawnSync("sh", ["-c", drainScript({ python: "/nonexistent dir/python", backendPort: 8001, engineId: "e2", deadlineS: 60, engineUrl: "http://10.0.0.2:8100", kvLeaseS: 30 })], { encoding: "utf8" });
     expect(r.status).to.equal(0);
     expect(parseDrainOutcome(r.stdout)).to.deep.equal({ drained: false, reason: "no router installed on this host (/nonexistent dir/python is missing): nothing to drain" });
+  });
+
+  it("reads the KV lease a drain waits out from the plan's connector config, else vLLM's 30 s", () => {
+    const config = (extra: Record<string, unknown>) => ["vllm", "serve", "--kv-transfer-config", JSON.stringify({ kv_connector: "NixlConnector", kv_connector_extra_config: extra })];
+    expect(kvLeaseOf(config({ kv_lease_duration: 45 }))).to.equal(45);
+    expect(kvLeaseOf(config({}))).to.equal(30);
+    expect(kvLeaseOf(["vllm", "serve"])).to.equal(30);
+    expect(drainBoundS({ deadlineS: 60, kvLeaseS: 45 })).to.equal(60 + 45 + 15);
   });
 
   describe("when the provider drains", () => {
