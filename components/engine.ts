@@ -161,6 +161,10 @@ export class Engine extends pulumi.ComponentResource {
       knownHosts: args.knownHosts,
     };
     // Keyed by exactly what replaces the process, so it runs just before each replacement (Gate C's stop).
+    const drainRun = this.plan.apply((plan) => {
+      const drain = { python: `${args.router.binDir}/python`, backendPort: args.router.backendPort, engineId: plan.engineId, deadlineS: args.stopTimeoutS, engineUrl: plan.url, kvLeaseS: kvLeaseOf(plan.argv) };
+      return { script: drainScript(drain), timeoutS: drainBoundS(drain) };
+    });
     this.drain = new EngineDrain(
       `${name}-drain`,
       {
@@ -168,18 +172,9 @@ export class Engine extends pulumi.ComponentResource {
         hostAlias: args.router.hostAlias,
         login: args.router.login,
         credentials: args.router.credentials,
-        script: this.plan.apply((plan) =>
-          drainScript({
-            python: `${args.router.binDir}/python`,
-            backendPort: args.router.backendPort,
-            engineId: plan.engineId,
-            deadlineS: args.stopTimeoutS,
-            engineUrl: plan.url,
-            kvLeaseS: kvLeaseOf(plan.argv),
-          }),
-        ),
+        script: drainRun.script,
         stopKey: processStopKey(args.runtime.kind, processArgs),
-        timeoutS: this.plan.apply((plan) => drainBoundS({ deadlineS: args.stopTimeoutS, kvLeaseS: kvLeaseOf(plan.argv) })),
+        timeoutS: drainRun.timeoutS,
       },
       { parent: this },
     );

@@ -21,6 +21,7 @@
  * it refuses the last schedulable engine), the restart goes ahead as before and the outcome says why.
  * Runs on the router host with the router venv's Python (stdlib only), against narwhal-serve on loopback.
  */
+import { flagValue } from "../image-check/request";
 import { shq } from "../shell";
 
 export interface DrainOptions {
@@ -50,9 +51,8 @@ const VLLM_KV_LEASE_S = 30;
 
 /** The `kv_lease_duration` of a plan's `--kv-transfer-config`, else vLLM's default. */
 export function kvLeaseOf(argv: ReadonlyArray<string>): number {
-  const i = argv.lastIndexOf("--kv-transfer-config");
   try {
-    const lease = (JSON.parse(argv[i + 1] ?? "{}") as { kv_connector_extra_config?: { kv_lease_duration?: unknown } }).kv_connector_extra_config?.kv_lease_duration;
+    const lease = (JSON.parse(flagValue(argv, "--kv-transfer-config") ?? "{}") as { kv_connector_extra_config?: { kv_lease_duration?: unknown } }).kv_connector_extra_config?.kv_lease_duration;
     return typeof lease === "number" && lease > 0 ? lease : VLLM_KV_LEASE_S;
   } catch {
     return VLLM_KV_LEASE_S;
@@ -86,7 +86,7 @@ def in_use():
             total += float(line.rsplit(" ", 1)[1])
     return total
 
-def released(began):
+def released():
     # A prefill engine's blocks stay held until a decode reads them or their lease ends.
     until = time.monotonic() + lease + 5
     while True:
@@ -128,7 +128,7 @@ while True:
     engine = doc.get("engines", {}).get(iid, {})
     waited = round(time.monotonic() - began, 1)
     if engine.get("ready_to_stop"):
-        held = released(began)
+        held = released()
         done(True, "the serving router placed nothing new on %s and its requests finished, %s" % (iid, held), waitedS=round(time.monotonic() - began, 1))
     if engine.get("state") in ("deadline_exceeded", "blocked"):
         done(False, "%s: %s" % (engine.get("state"), engine.get("error") or "no reason given"), waitedS=waited)

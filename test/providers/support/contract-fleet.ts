@@ -92,7 +92,8 @@ async function attest(id: string, engine: SimEngine, transfer: ReturnType<typeof
  */
 export async function fleetOf(transfer: ReturnType<typeof checkedTransfer>, attested: Attested[], ids: readonly string[] = ["e0", "e1"], kvLeaseS?: number) {
   const model = makeModel({ config: { max_position_embeddings: 32768 } });
-  const args = kvLeaseS === undefined ? ARGS : [...ARGS, "--kv-transfer-config", JSON.stringify({ ...JSON.parse(KV_BOTH), kv_connector_extra_config: { kv_lease_duration: kvLeaseS } })];
+  const leased = JSON.stringify({ ...JSON.parse(KV_BOTH), kv_connector_extra_config: { kv_lease_duration: kvLeaseS } });
+  const args = kvLeaseS === undefined ? ARGS : ARGS.map((a) => (a === KV_BOTH ? leased : a));
   for (const id of ids) attested.push(await attest(id, await startEngine({ model, args, sim: { timeScale: 0.05, startupDelayS: 0 } }), transfer));
   const contract = engineContract(attested.map((a) => ({ engineId: a.id, contract: a.doc.contract })));
   const rows: ProfileRow[] = [];
