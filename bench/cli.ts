@@ -37,6 +37,7 @@ import { median, runCli, type CliRun } from "./scale/cli-run";
 import { compileFloor, shareStackConfig } from "./scale/floor-compiled";
 import { gateTimes } from "./scale/gate-times";
 import { cpuWhere } from "./scale/cpu-profile";
+import { roleOf } from "./scale/process-tree";
 import type { SimHost } from "../sim/hosts/host";
 import type { EngineEntry } from "../test/e2e/support/stack";
 
@@ -219,7 +220,7 @@ async function profiledPreviews(where: Record<"fleet" | "floorCompiled", { cwd: 
       const processes = fs
         .readdirSync(dir)
         .filter((f) => f.endsWith(".cpuprofile"))
-        .map((f) => ({ process: f.replace(/-\d+\.cpuprofile$/, ""), ...cpuWhere(path.join(dir, f), w.cwd) }))
+        .map((f) => ({ process: roleOf(fs.readFileSync(path.join(dir, f.replace(/\.cpuprofile$/, ".argv")), "utf8")), ...cpuWhere(path.join(dir, f), w.cwd) }))
         .sort((a, b) => b.busyS - a.busyS);
       out[runner] = { run, processes };
       log(`profiled preview of ${runner}: ${JSON.stringify(processes.map((p) => [p.process, p.busyS]))}`);

@@ -1,14 +1,14 @@
 import { spawn } from "node:child_process";
-import { watchPeakRss, type PeakRss } from "./peak-rss";
+import { watchProcessTree, type ByRole } from "./process-tree";
 
 /** One CLI run: its wall time and the CPU time of the CLI and every process under it (plugins, Node). */
 export interface CliRun {
   wallS: number;
   cpuS: number;
   /** Peak resident MiB of the largest process of each role under the run. */
-  peakRssMiB: PeakRss;
-  /** CPU seconds by role, sampled (bench/scale/peak-rss.ts): where `cpuS` went. */
-  cpuByRoleS: PeakRss;
+  peakRssMiB: ByRole;
+  /** CPU seconds by role, sampled (bench/scale/process-tree.ts): where `cpuS` went. */
+  cpuByRoleS: ByRole;
 }
 
 /** A named bound for every CLI run the benchmarks make: a run that takes longer is stopped and fails. */
@@ -25,14 +25,14 @@ export function runCli(args: string[], cwd: string, env: NodeJS.ProcessEnv = pro
   const log = `/tmp/narwhal-bench-cli-${process.pid}.log`;
   return new Promise((resolve, reject) => {
     const child = spawn("bash", ["-c", script], { cwd, env: { ...env, NARWHAL_CLI_LOG: log }, stdio: ["ignore", "pipe", "pipe"] });
-    const rss = watchPeakRss(child.pid!);
+    const tree = watchProcessTree(child.pid!);
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     child.stderr.on("data", (d: Buffer) => (out += d.toString()));
     const timer = setTimeout(() => child.kill("SIGTERM"), CLI_RUN_TIMEOUT_MS);
     child.on("close", (code) => {
       clearTimeout(timer);
-      const { peakRssMiB, cpuS: cpuByRoleS } = rss.stop();
+      const { peakRssMiB, cpuS: cpuByRoleS } = tree.stop();
       const m = /(\d+\.\d+) (\d+\.\d+) (\d+\.\d+)\s*$/.exec(out);
       if (code !== 0 || !m) {
         reject(new Error(`pulumi ${args.join(" ")} in ${cwd} failed (exit ${code}; CLI_RUN_TIMEOUT ${CLI_RUN_TIMEOUT_MS / 60_000} min); its output is in ${log}`));

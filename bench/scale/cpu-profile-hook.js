@@ -1,14 +1,13 @@
 // Preloaded into every Node process of one CLI run (NODE_OPTIONS=--require <this file>) when
 // NARWHAL_CPU_PROFILE_DIR is set: samples the process with V8's profiler from its first module load and
-// writes `<role>-<pid>.cpuprofile` there as it exits. Node 20 refuses --cpu-prof in NODE_OPTIONS.
+// writes `<pid>.cpuprofile` there as it exits, with its command line in `<pid>.argv` (bench/cli.ts tells
+// the program from the provider hosts by it). Node 20 refuses --cpu-prof in NODE_OPTIONS.
 "use strict";
 const dir = process.env.NARWHAL_CPU_PROFILE_DIR;
 if (dir) {
   const inspector = require("node:inspector");
   const fs = require("node:fs");
   const path = require("node:path");
-  const argv = process.argv.join(" ");
-  const role = argv.includes("cmd/dynamic-provider") ? "providerHost" : argv.includes("cmd/run") ? "program" : "node";
   const session = new inspector.Session();
   session.connect();
   session.post("Profiler.enable");
@@ -20,7 +19,9 @@ if (dir) {
     written = true;
     // A session on the process's own thread answers synchronously, so this finishes inside "exit".
     session.post("Profiler.stop", (err, result) => {
-      if (!err) fs.writeFileSync(path.join(dir, `${role}-${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+      if (err) return;
+      fs.writeFileSync(path.join(dir, `${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+      fs.writeFileSync(path.join(dir, `${process.pid}.argv`), process.argv.join(" "));
     });
   };
   process.on("exit", write);

@@ -8,7 +8,6 @@ import * as fs from "node:fs";
 interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
-  hitCount?: number;
 }
 interface CpuProfile {
   nodes: ProfileNode[];

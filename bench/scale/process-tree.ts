@@ -6,8 +6,8 @@
  */
 import * as fs from "node:fs";
 
-export type RssRole = "program" | "providerHost" | "other";
-export type PeakRss = Record<RssRole, number>;
+export type ProcessRole = "program" | "providerHost" | "other";
+export type ByRole = Record<ProcessRole, number>;
 
 const SAMPLE_MS = 250;
 /** USER_HZ: /proc reports CPU in ticks of 1/100 s on Linux. */
@@ -41,14 +41,14 @@ function descendants(root: number): number[] {
   return out;
 }
 
-export function roleOf(cmdline: string): RssRole {
+export function roleOf(cmdline: string): ProcessRole {
   if (cmdline.includes("@pulumi/pulumi/cmd/dynamic-provider")) return "providerHost";
   if (cmdline.includes("@pulumi/pulumi/cmd/run")) return "program";
   return "other";
 }
 
 /** MiB of `VmHWM`, CPU ticks (user + system) and the role of one process; undefined once it is gone. */
-function sample(pid: number): { role: RssRole; mib: number; ticks: number } | undefined {
+function sample(pid: number): { role: ProcessRole; mib: number; ticks: number } | undefined {
   try {
     const hwm = /^VmHWM:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
     if (!hwm) return undefined;
@@ -66,9 +66,9 @@ function sample(pid: number): { role: RssRole; mib: number; ticks: number } | un
  * Starts sampling the tree under `root`; `stop` returns the peak MiB per role (the largest single process
  * of each) and the CPU seconds per role (every process of each, as last seen).
  */
-export function watchPeakRss(root: number): { stop: () => { peakRssMiB: PeakRss; cpuS: PeakRss } } {
-  const peak: PeakRss = { program: 0, providerHost: 0, other: 0 };
-  const lastTicks = new Map<number, { role: RssRole; ticks: number }>();
+export function watchProcessTree(root: number): { stop: () => { peakRssMiB: ByRole; cpuS: ByRole } } {
+  const peak: ByRole = { program: 0, providerHost: 0, other: 0 };
+  const lastTicks = new Map<number, { role: ProcessRole; ticks: number }>();
   const tick = () => {
     for (const pid of descendants(root)) {
       const s = sample(pid);
@@ -83,9 +83,9 @@ export function watchPeakRss(root: number): { stop: () => { peakRssMiB: PeakRss;
     stop: () => {
       clearInterval(timer);
       tick();
-      const cpu: PeakRss = { program: 0, providerHost: 0, other: 0 };
+      const cpu: ByRole = { program: 0, providerHost: 0, other: 0 };
       for (const { role, ticks } of lastTicks.values()) cpu[role] += ticks / TICKS_PER_S;
-      const round = (r: PeakRss, digits: number): PeakRss => ({
+      const round = (r: ByRole, digits: number): ByRole => ({
         program: Number(r.program.toFixed(digits)),
         providerHost: Number(r.providerHost.toFixed(digits)),
         other: Number(r.other.toFixed(digits)),

@@ -5,7 +5,7 @@ import * as path from "node:path";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { compileFloor, FLOOR_COMPILED_DIR } from "../../../bench/scale/floor-compiled";
 import { gateOfUrn, gateTimes } from "../../../bench/scale/gate-times";
-import { roleOf, watchPeakRss } from "../../../bench/scale/peak-rss";
+import { roleOf, watchProcessTree } from "../../../bench/scale/process-tree";
 import { cpuWhere } from "../../../bench/scale/cpu-profile";
 
 const urn = (chain: string, name: string) => `urn:pulumi:bench::narwhal-fleet::narwhal:fleet:Fleet$${chain}::${name}`;
@@ -48,7 +48,7 @@ describe("bench:cli figures", () => {
 
   it("reads the peak memory and the CPU of a process tree", () => {
     const spent = process.cpuUsage();
-    const { peakRssMiB, cpuS } = watchPeakRss(process.pid).stop();
+    const { peakRssMiB, cpuS } = watchProcessTree(process.pid).stop();
     expect(peakRssMiB.other, "this mocha process").to.be.above(10);
     // /proc counts in 10 ms ticks and the sampler reads it after this process's own count.
     expect(cpuS.other).to.be.at.least(Math.floor((spent.user + spent.system) / 1e4) / 100);
