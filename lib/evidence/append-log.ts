@@ -13,6 +13,7 @@ import { checkKind } from "./paths";
 import { ensureFolders, FILE_MODE } from "./safe-fs";
 import { SecretRegistry } from "./secrets";
 import { unwritableStoreError } from "./unwritable";
+import type { EvidenceBackend } from "./backends/backend";
 
 export const LOGS_FOLDER = "logs";
 const LOG_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\.jsonl$/;
@@ -34,7 +35,7 @@ export interface AppendedLine {
  * `NARWHAL_EVIDENCE_SYMLINK` or `NARWHAL_EVIDENCE_PATH` when something other than a regular file stands there.
  */
 export async function appendLogLine(
-  root: string,
+  where: string | EvidenceBackend,
   kind: string,
   name: string,
   line: string,
@@ -46,11 +47,17 @@ export async function appendLogLine(
   const hit = new SecretRegistry(options.secrets).findInBytes(bytes);
   if (hit) throw new EvidenceError("NARWHAL_EVIDENCE_SECRET", `${kind} log ${name} refused a line: a registered secret (${hit.encoding}) starts at byte ${hit.offset}; nothing was written`);
 
+  const relativePath = `${kind}/${LOGS_FOLDER}/${name}`;
+  const sha256 = `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+  if (typeof where !== "string") {
+    if (!where.append) throw new EvidenceError("NARWHAL_EVIDENCE_PATH", `evidence store ${where.name} keeps no logs`);
+    return { relativePath, offset: await where.append(relativePath, bytes), bytes: bytes.byteLength, sha256 };
+  }
   try {
-    return await appendNow(path.resolve(root), kind, name, bytes, options.owner);
+    return await appendNow(path.resolve(where), kind, name, bytes, options.owner);
   } catch (error) {
     // A read-only or full store refuses in one line, as the record store does.
-    throw unwritableStoreError(path.resolve(root), error) ?? error;
+    throw unwritableStoreError(path.resolve(where), error) ?? error;
   }
 }
 

@@ -10,7 +10,11 @@
  * - `NARWHAL_EVIDENCE_PATH`: a path is not one the store writes, or a folder on it is not a folder.
  * - `NARWHAL_EVIDENCE_EXPORT`: a sanitised export could not alias its inputs without losing data.
  * - `NARWHAL_EVIDENCE_UNWRITABLE`: the file system refused a write (read-only, no permission, full, a
- *   file where a folder should be); nothing was recorded.
+ *   file where a folder should be), or an S3 store refused it (403); nothing was recorded.
+ * - `NARWHAL_EVIDENCE_LOCATION`: `evidence.store` is not a store location, or its bucket does not exist.
+ * - `NARWHAL_EVIDENCE_CREDENTIALS`: an S3 store's credentials are missing from the environment or refused.
+ * - `NARWHAL_EVIDENCE_UNREACHABLE`: an S3 store did not answer within its bound; nothing was judged.
+ * - `NARWHAL_EVIDENCE_REFUSED`: an S3 store answered a request with an error not listed above.
  */
 export type EvidenceErrorCode =
   | "NARWHAL_EVIDENCE_INVALID"
@@ -20,7 +24,11 @@ export type EvidenceErrorCode =
   | "NARWHAL_EVIDENCE_CONFLICT"
   | "NARWHAL_EVIDENCE_PATH"
   | "NARWHAL_EVIDENCE_EXPORT"
-  | "NARWHAL_EVIDENCE_UNWRITABLE";
+  | "NARWHAL_EVIDENCE_UNWRITABLE"
+  | "NARWHAL_EVIDENCE_LOCATION"
+  | "NARWHAL_EVIDENCE_CREDENTIALS"
+  | "NARWHAL_EVIDENCE_UNREACHABLE"
+  | "NARWHAL_EVIDENCE_REFUSED";
 
 /**
  * Thrown by the evidence store and export. Callers and tests match on `code`, not `instanceof`: each

@@ -1,19 +1,21 @@
 /**
- * The evidence store: immutable records and artifacts under `runs/<stack>/evidence/`, each named by the
- * SHA-256 of its exact bytes. Pulumi state keeps only `{digest, relativePath}`; a file whose bytes no
- * longer hash to that digest is invalid evidence, and the resource that wrote it must measure again.
+ * The evidence store: immutable records and artifacts, each named by the SHA-256 of its exact bytes, in
+ * `runs/<stack>/evidence/` or an S3 bucket (backends/). Pulumi state keeps only `{digest, relativePath}`;
+ * a file whose bytes no longer hash to that digest is invalid evidence, and the resource that wrote it
+ * must measure again.
  */
 import { createHash } from "node:crypto";
-import { constants as fsConstants, promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { canonicalJson } from "../digest";
 import { EvidenceError } from "./errors";
-import { artifactPath, checkKind, parseStoredPath, recordFileHex, recordPath, type StoredPath } from "./paths";
-import { DIGEST_PATTERN, EvidenceArtifactSchema, parseEvidenceRecord, type EvidenceArtifact, type EvidenceRecord, KIND_PATTERN } from "./record";
-import { createExclusive, ensureFolders, entryAt, firstBadFolder, readNoFollow, refuseFolder, type Entry } from "./safe-fs";
+import { artifactPath, checkKind, parseStoredPath, recordPath, type StoredPath } from "./paths";
+import { DIGEST_PATTERN, EvidenceArtifactSchema, parseEvidenceRecord, type EvidenceArtifact, type EvidenceRecord } from "./record";
 import { SecretRegistry, type SecretInValue } from "./secrets";
-import { unwritableStoreError } from "./unwritable";
 import { isStackFolderName } from "../stack-name";
+import type { EvidenceBackend, ListedRecord } from "./backends/backend";
+import { FolderBackend } from "./backends/folder";
+
+export type { ListedRecord } from "./backends/backend";
 
 /** Options of {@link EvidenceStore}. */
 export interface EvidenceStoreOptions {
@@ -34,26 +36,10 @@ export interface WrittenRecord {
   readonly relativePath: string;
 }
 
-/** One record file found by `list`. Listing does not verify; `read` and `verify` do. */
-export interface ListedRecord {
-  readonly kind: string;
-  readonly digest: string;
-  readonly relativePath: string;
-}
-
 /** The result of `verify`: never a throw. */
 export type VerifyResult = { readonly valid: true } | { readonly valid: false; readonly reason: string };
 
 const sha256Hex = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
-
-/** Words for what stands where a file or folder was expected. */
-const FOUND: Record<Entry, string> = {
-  missing: "nothing",
-  file: "a regular file",
-  symlink: "a symbolic link (not followed)",
-  folder: "a folder",
-  other: "something that is not a regular file",
-};
 
 /** `<project>/runs/<stack>/evidence`, the store root of one stack. */
 export function evidenceRoot(projectRoot: string, stack: string): string {
@@ -80,22 +66,23 @@ function secretMessage(what: string, hit: SecretInValue): string {
 }
 
 /**
- * Immutable, content-addressed evidence files under one root folder.
+ * Immutable, content-addressed evidence files under one root: a local folder or an S3 prefix.
  *
- * - Files are 0600, folders 0700; a write never replaces a file and never follows a symbolic link.
+ * - A write never replaces a file and never follows a symbolic link; a folder's files are 0600 in 0700 folders.
  * - Writing the same record twice (or from several promises at once) is fine and returns the same digest.
- * - `write` and `writeArtifact` refuse anything holding a registered secret, before touching the disk.
+ * - `write` and `writeArtifact` refuse anything holding a registered secret, before touching the store.
  */
 export class EvidenceStore {
-  /** Absolute path of the store root. */
+  /** The store as messages name it: the folder's absolute path, or the S3 prefix and its endpoint. */
   readonly root: string;
+  private readonly backend: EvidenceBackend;
   private readonly secrets: SecretRegistry;
-  private readonly owner: number | undefined;
 
-  constructor(root: string, options: EvidenceStoreOptions = {}) {
-    this.root = path.resolve(root);
+  /** @param where a folder (the store's root) or a backend (backends/) */
+  constructor(where: string | EvidenceBackend, options: EvidenceStoreOptions = {}) {
+    this.backend = typeof where === "string" ? new FolderBackend(where, options.owner ?? process.getuid?.()) : where;
+    this.root = this.backend.name;
     this.secrets = new SecretRegistry(options.secrets);
-    this.owner = options.owner ?? process.getuid?.();
   }
 
   /** Registers more secret values; later writes refuse them too. */
@@ -115,7 +102,7 @@ export class EvidenceStore {
     const valid = parseEvidenceRecord(record, label(record, this.secrets));
     const bytes = Buffer.from(canonicalJson(valid), "utf8");
     const stored = recordPath(valid.kind, sha256Hex(bytes));
-    await this.create(stored, bytes);
+    await this.backend.create(stored, bytes);
     return { digest: `sha256:${stored.hex}`, relativePath: stored.relativePath };
   }
 
@@ -137,50 +124,8 @@ export class EvidenceStore {
       );
     }
     const stored = artifactPath(kind, sha256Hex(data));
-    await this.create(stored, data);
+    await this.backend.create(stored, data);
     return EvidenceArtifactSchema.parse({ name, relativePath: stored.relativePath, sha256: `sha256:${stored.hex}`, bytes: data.byteLength });
-  }
-
-  /** Creates a stored file, or accepts the identical file already under its digest name. */
-  private async create(stored: StoredPath, bytes: Uint8Array): Promise<void> {
-    const fileName = path.basename(stored.relativePath);
-    let folder: string;
-    try {
-      folder = await ensureFolders(this.root, stored.folders, this.owner);
-      if ((await createExclusive(folder, fileName, bytes)) === "created") return;
-    } catch (error) {
-      // A read-only or full store fails the write (so the measurement is not recorded as done) in one line,
-      // naming the folder inside the store that refused when the store's root itself still takes writes.
-      throw unwritableStoreError(this.root, error, await this.refusingFolder(error)) ?? error;
-    }
-    const file = path.join(folder, fileName);
-    const existing = await readNoFollow(file);
-    if (!existing.ok) {
-      const code = existing.entry === "symlink" ? "NARWHAL_EVIDENCE_SYMLINK" : "NARWHAL_EVIDENCE_CONFLICT";
-      throw new EvidenceError(code, `evidence file ${file} is ${FOUND[existing.entry]}; the store does not follow or replace it. Remove it and write again`);
-    }
-    if (!existing.bytes.equals(bytes)) {
-      throw new EvidenceError(
-        "NARWHAL_EVIDENCE_CONFLICT",
-        `evidence file ${file} already exists with other bytes (sha256:${sha256Hex(existing.bytes)}); it was not replaced. ` +
-          "A file named by its digest differs only when it was altered after it was written: keep it for inspection elsewhere and remove it",
-      );
-    }
-  }
-
-  /**
-   * The folder below the root (`preflight/`, `preflight/artifacts/`) whose write failed with `error`, or
-   * undefined when the root refuses too (a read-only file system, a full disk): then the store is named.
-   */
-  private async refusingFolder(error: unknown): Promise<string | undefined> {
-    const failed = (error as NodeJS.ErrnoException | undefined)?.path;
-    if (typeof failed !== "string") return undefined;
-    // A folder's own change (its mode brought to 0700) fails on the folder; a new file or folder, in its parent.
-    const own = await entryAt(failed).catch(() => undefined);
-    const folder = path.relative(this.root, own === "folder" ? failed : path.dirname(failed));
-    if (!folder || folder.startsWith("..") || path.isAbsolute(folder)) return undefined;
-    const rootRefuses = await fsp.access(this.root, fsConstants.W_OK).then(() => false, () => true);
-    return rootRefuses ? undefined : `${folder.split(path.sep).join("/")}/`;
   }
 
   /**
@@ -192,12 +137,12 @@ export class EvidenceStore {
     if (!stored || sha256Hex(bytes) !== stored.hex) {
       throw new EvidenceError("NARWHAL_EVIDENCE_INVALID", `evidence ${relativePath} kept aside is invalid: its bytes do not hash to its name; it was not adopted`);
     }
-    await this.create(stored, bytes);
+    await this.backend.create(stored, bytes);
   }
 
   /** The bytes of a stored file, checked against the digest Pulumi state holds; throws `NARWHAL_EVIDENCE_INVALID`. */
   private async load(relativePath: string, expectedDigest: string, type: StoredPath["type"]): Promise<Buffer> {
-    const file = path.join(this.root, relativePath);
+    const file = this.backend.where(relativePath);
     const invalid = (found: string) => new EvidenceError("NARWHAL_EVIDENCE_INVALID", `evidence ${file} is invalid: expected ${expectedDigest}, found ${found}`);
     const stored = parseStoredPath(relativePath);
     if (!stored || stored.type !== type) {
@@ -205,10 +150,8 @@ export class EvidenceStore {
     }
     if (!DIGEST_PATTERN.test(expectedDigest)) throw invalid(`an expected digest that is not "sha256:<64 hex>"`);
     if (`sha256:${stored.hex}` !== expectedDigest) throw invalid(`a path named for sha256:${stored.hex}`);
-    const bad = await firstBadFolder(this.root, stored.folders);
-    if (bad) throw invalid(`${FOUND[bad.entry]} at ${bad.path}`);
-    const read = await readNoFollow(file);
-    if (!read.ok) throw invalid(FOUND[read.entry]);
+    const read = await this.backend.load(stored);
+    if (!read.ok) throw invalid(read.found);
     const actual = `sha256:${sha256Hex(read.bytes)}`;
     if (actual !== expectedDigest) throw invalid(`${actual}: its bytes changed after it was written`);
     return read.bytes;
@@ -225,7 +168,7 @@ export class EvidenceStore {
       return parseEvidenceRecord(JSON.parse(bytes.toString("utf8")));
     } catch (error) {
       const why = error instanceof EvidenceError ? error.message : String(error);
-      throw new EvidenceError("NARWHAL_EVIDENCE_INVALID", `evidence ${path.join(this.root, relativePath)} matches ${expectedDigest} but is not a record this program reads: ${why}`);
+      throw new EvidenceError("NARWHAL_EVIDENCE_INVALID", `evidence ${this.backend.where(relativePath)} matches ${expectedDigest} but is not a record this program reads: ${why}`);
     }
   }
 
@@ -234,7 +177,16 @@ export class EvidenceStore {
     return this.load(relativePath, expectedDigest, "artifact");
   }
 
-  /** Whether a record or artifact is still valid evidence; the reason says why not. Never throws. */
+  /** The exact bytes of a record or an artifact, checked like {@link read}: what another store can {@link adopt}. */
+  async readBytes(relativePath: string, expectedDigest: string): Promise<Buffer> {
+    return this.load(relativePath, expectedDigest, parseStoredPath(relativePath)?.type ?? "record");
+  }
+
+  /**
+   * Whether a record or artifact is still valid evidence; the reason says why not. A store that cannot be
+   * asked (unreachable, refusing the credentials) throws: that says nothing about the evidence, and must
+   * not pass for evidence found altered, which would make every resource measure again.
+   */
   async verify(relativePath: string, digest: string): Promise<VerifyResult> {
     try {
       const stored = parseStoredPath(relativePath);
@@ -242,31 +194,20 @@ export class EvidenceStore {
       else await this.read(relativePath, digest);
       return { valid: true };
     } catch (error) {
+      if (STORE_DOWN.has((error as { code?: string }).code ?? "")) throw error;
       return { valid: false, reason: error instanceof Error ? error.message : String(error) };
     }
   }
 
   /**
    * The record files of one kind, or of every kind, sorted by path. Temporary files and artifacts are
-   * not listed. A symbolic link in place of the root or a kind folder is refused, not followed.
+   * not listed.
    */
   async list(kind?: string): Promise<ListedRecord[]> {
-    if (kind !== undefined) checkKind(kind);
-    const rootEntry = await entryAt(this.root);
-    if (rootEntry === "missing") return [];
-    if (rootEntry !== "folder") refuseFolder(this.root, rootEntry);
-    const kinds = kind !== undefined ? [kind] : (await fsp.readdir(this.root)).filter((k) => KIND_PATTERN.test(k));
-    const out: ListedRecord[] = [];
-    for (const k of kinds) {
-      const folder = path.join(this.root, k);
-      const entry = await entryAt(folder);
-      if (entry === "missing") continue;
-      if (entry !== "folder") refuseFolder(folder, entry);
-      for (const dirent of await fsp.readdir(folder, { withFileTypes: true })) {
-        const hex = dirent.isFile() ? recordFileHex(dirent.name) : undefined;
-        if (hex) out.push({ kind: k, digest: `sha256:${hex}`, relativePath: `${k}/${dirent.name}` });
-      }
-    }
+    const out = await this.backend.list(kind);
     return out.sort((a, b) => (a.relativePath < b.relativePath ? -1 : a.relativePath > b.relativePath ? 1 : 0));
   }
 }
+
+/** Errors that say the store could not be asked, not what it holds. */
+const STORE_DOWN = new Set(["NARWHAL_EVIDENCE_UNREACHABLE", "NARWHAL_EVIDENCE_CREDENTIALS", "NARWHAL_EVIDENCE_LOCATION", "NARWHAL_EVIDENCE_REFUSED"]);
