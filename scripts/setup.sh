@@ -14,8 +14,13 @@ LANGUAGE_HOST_SDK_VERSION=v3.68.0
 COMMAND_PROVIDER_VERSION=1.2.1
 POLICY_HOST_VERSION=0.1.0
 NARWHAL_VERSION=0.7.0
+# SeaweedFS 4.53 (Apache-2.0), the object store the S3 evidence store and Pulumi's DIY S3 backend write to:
+# an S3 API with conditional writes (If-None-Match: *), one `weed` binary. Its tags lack Go's v prefix, so
+# the module proxy knows the release by this pseudo-version of its commit (`weed version` says 4.53).
+SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
 # chromium: the evidence report is checked by rendering it headless (test/providers/report-render.test.ts).
-DEBIAN_PACKAGES=(openssh-server openssh-client iperf3 iproute2 iptables docker.io prometheus procps psmisc chromium)
+# curl: scripts/object-store.sh probes the object store and signs its readiness write (--aws-sigv4).
+DEBIAN_PACKAGES=(openssh-server openssh-client iperf3 iproute2 iptables docker.io prometheus procps psmisc chromium curl)
 
 TOOLS="$NARWHAL_ROOT/.tools"
 mkdir -p "$TOOLS/bin" "$PULUMI_HOME"
@@ -23,9 +28,9 @@ started=$SECONDS
 step() { printf '\n==> %s\n' "$*"; }
 done_() { printf '    %s\n' "$*"; }
 
-# The Go builds (the CLI, the language host, the command provider) are most of a first setup's time and
-# keep both cores busy; the downloads and installs below wait on the network and the disk, so they run
-# meanwhile. The builds' output is printed once they end.
+# The Go builds (the CLI, the language host, the command provider, SeaweedFS) are most of a first setup's
+# time and keep both cores busy; the downloads and installs below wait on the network and the disk, so they
+# run meanwhile. The builds' output is printed once they end.
 go_builds() {
   step "Pulumi CLI $PULUMI_VERSION"
   existing=$(command -v pulumi || true)
@@ -78,6 +83,24 @@ EOF
   # Built outside .tools/bin so the copy on PATH never shadows the one in the plugin cache.
   bash tools/command-provider/build.sh "$TOOLS/build/pulumi-resource-command"
   done_ "installed in the plugin cache"
+
+  step "SeaweedFS $SEAWEEDFS_VERSION (the object store's weed)"
+  if [ -x "$TOOLS/bin/weed" ] && [ -f "$TOOLS/go/seaweedfs/.built-$SEAWEEDFS_VERSION" ]; then
+    done_ "already built"
+  else
+    # A wrapper module, as for the CLI. SeaweedFS's own go.mod replaces tyler-smith/go-bip39 (deleted from
+    # GitHub; reached only through rclone) with its fork cosmos/go-bip39; Go ignores a dependency's replace
+    # directives, so the wrapper repeats it.
+    mkdir -p "$TOOLS/go/seaweedfs"
+    (cd "$TOOLS/go/seaweedfs" &&
+      { [ -f go.mod ] || go mod init narwhal-fleet/tools/seaweedfs >/dev/null 2>&1; } &&
+      { grep -q '^replace github.com/tyler-smith/go-bip39 ' go.mod ||
+        echo 'replace github.com/tyler-smith/go-bip39 => github.com/cosmos/go-bip39 v1.0.0' >>go.mod; } &&
+      GOFLAGS=-mod=mod go get -tool "github.com/seaweedfs/seaweedfs/weed@$SEAWEEDFS_VERSION" &&
+      GOFLAGS=-mod=mod go build -o "$TOOLS/bin/weed" github.com/seaweedfs/seaweedfs/weed &&
+      rm -f .built-* && touch ".built-$SEAWEEDFS_VERSION")
+    done_ "built $("$TOOLS/bin/weed" version 2>/dev/null | sed -n 1p)"
+  fi
 }
 go_builds >"$TOOLS/go-builds.log" 2>&1 &
 go_builds_pid=$!
@@ -156,6 +179,12 @@ go_builds_ok=1
 wait "$go_builds_pid" || go_builds_ok=0
 cat "$TOOLS/go-builds.log"
 [ "$go_builds_ok" = 1 ] || { echo "scripts/setup.sh: a Go build failed (its output is above, and in .tools/go-builds.log)" >&2; exit 1; }
+
+step "Object store (SeaweedFS S3 on 127.0.0.1:${NARWHAL_OBJECT_STORE_PORT:-8333}, scripts/object-store.sh)"
+# Started here so the S3 evidence store and a DIY S3 state backend find it; it outlives this script.
+# `bash scripts/object-store.sh env` prints its credentials and endpoint.
+object_store=$(bash scripts/object-store.sh start)
+done_ "$object_store"
 
 step "Policy pack language host (tools/policy-language-host)"
 # `--policy-pack policy` runs the pack through the language host PulumiPolicy.yaml names (nodejs-policy);
