@@ -5,9 +5,12 @@ import { knownHostsFiles } from "./entry/known-hosts";
 import { Fleet, EngineSummary, HostSummary } from "./components/fleet";
 import { logAdoptionForecast } from "./entry/adoption-forecast";
 import { capacityOutput } from "./components/trial";
+import { useEvidenceStore } from "./dynamic-providers/declare";
 import { engineIdentities as identitiesOf, evidenceByGate, type EngineIdentityOutput, type EvidenceOutput } from "./lib/fleet/stack-outputs";
 
 const { spec, secrets, sshConfig } = readStackConfig();
+// Every measurement keeps its evidence where the stack's config says (lib/evidence/stack-store.ts).
+useEvidenceStore(spec.evidence.store);
 // Every local file the components need is read here, once: components do no I/O.
 const localFiles = readLocalFiles(spec, secrets, sshConfig);
 // And the one local write, the docker backend's known_hosts, is the entry's too, called where the key is known.

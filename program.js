@@ -5,4 +5,8 @@ require("./tools/ts-require.js");
 require("./tools/cheap-promise-stacks.js");
 require("./tools/engine-gone.js");
 require("./tools/domain-errors.js");
-module.exports = require("./index.ts");
+// An async main: the evidence store is checked before index.ts declares the first resource.
+module.exports = async () => {
+  await require("./entry/evidence-store.ts").checkEvidenceStore();
+  return require("./index.ts");
+};

@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { providerShim } from "./shim";
-import { IMPLEMENTATION } from "../lib/shim-props";
+import { EVIDENCE_STORE, IMPLEMENTATION } from "../lib/shim-props";
 
 /** A resource's arguments: each input as a value or a Pulumi Input. */
 export type ArgsOf<I> = { [K in keyof I]: pulumi.Input<I[K]> };
@@ -42,6 +42,18 @@ export interface DynamicResourceSpec<O, L> {
   aliases?: pulumi.Input<string | pulumi.Alias>[];
 }
 
+let evidenceStore: string | undefined;
+
+/**
+ * The stack's `evidence.store` (undefined: the default folder), set once by the program's entry before
+ * any resource is declared. Like the stack's name, it is one fact of the whole run: every dynamic
+ * resource carries it as a prop for its provider (lib/evidence/stack-store.ts) rather than each component
+ * passing it down. The default adds no prop, so stacks on the folder see no change.
+ */
+export function useEvidenceStore(location: string | undefined): void {
+  evidenceStore = location;
+}
+
 /**
  * Builds the `pulumi.dynamic.Resource` class for one provider from its `types.ts` (inputs `I`, outputs
  * `O`, arguments `A`) and a spec, so a resource's module says only what is particular to it. Called
@@ -60,7 +72,8 @@ export function dynamicResource<I extends object, O extends object, A = ArgsOf<I
       static readonly provider = shim;
       constructor(name: string, args: A, opts?: pulumi.CustomResourceOptions) {
         const outputs = Object.fromEntries(spec.outputs.map((k) => [k, undefined]));
-        super(shim, name, { ...outputs, ...(args as object), [IMPLEMENTATION]: spec.provider }, optionsOf(opts), "narwhal", spec.type);
+        const store = evidenceStore === undefined ? {} : { [EVIDENCE_STORE]: evidenceStore };
+        super(shim, name, { ...outputs, ...(args as object), [IMPLEMENTATION]: spec.provider, ...store }, optionsOf(opts), "narwhal", spec.type);
       }
     }
     return Declared as unknown as DynamicResourceClass<A, O>;

@@ -7,7 +7,10 @@ import type * as pulumi from "@pulumi/pulumi";
 import { createKeepingEvidence } from "../lib/evidence/pending";
 import { setConfiguredHosts } from "../lib/ssh/configured-hosts";
 import { currentHostsConfig } from "../lib/ssh/stack-config-file";
-import { IMPLEMENTATION, withoutShimProps } from "../lib/shim-props";
+import { EVIDENCE_STORE, IMPLEMENTATION, withoutShimProps } from "../lib/shim-props";
+import { stackEvidenceStore, withEvidenceLocation } from "../lib/evidence/stack-store";
+import { parseEvidenceLocation } from "../lib/evidence/location";
+import { evidenceRefsIn, moveEvidence } from "../lib/evidence/move";
 
 /** The project's compile-cache loader: modules by their path from the project root. */
 const load = (relativePath: string): unknown => (require("../tools/ts-require.js") as { load(p: string): unknown }).load(relativePath);
@@ -117,15 +120,41 @@ function propsOf(method: Method, args: unknown[]): { props: Props; fallback?: Pr
   }
 }
 
-/** The result with the resource's `__implementation` kept, wherever the engine stores props from it. */
-function keepingImplementation(method: Method, result: unknown, implementation: string): unknown {
-  const add = (o: unknown) => (o && typeof o === "object" ? { ...o, [IMPLEMENTATION]: implementation } : o);
+/**
+ * The result with the resource's `__implementation` (and `__evidenceStore`, when it has one) kept, wherever
+ * the engine stores props from it.
+ */
+function keepingShimProps(method: Method, result: unknown, implementation: string, store: unknown): unknown {
+  const own = { [IMPLEMENTATION]: implementation, ...(typeof store === "string" ? { [EVIDENCE_STORE]: store } : {}) };
+  const add = (o: unknown) => (o && typeof o === "object" ? { ...o, ...own } : o);
   const r = result as Record<string, unknown> | undefined;
   if (!r || typeof r !== "object") return result;
   if (method === "check") return { ...r, inputs: add(r.inputs) };
   if (method === "create" || method === "update") return { ...r, outs: add(r.outs) };
   if (method === "read") return { ...r, props: add(r.props) };
   return result;
+}
+
+const storeOf = (props: unknown): string | undefined => {
+  const store = (props as Props)?.[EVIDENCE_STORE];
+  return typeof store === "string" ? store : undefined;
+};
+
+/**
+ * A diff or update of a resource whose stack now keeps its evidence elsewhere (`evidence.store` changed).
+ * The diff reports a change even when nothing measured changed, so the update runs; the update first moves
+ * the records and artifacts the resource points at into the new store (lib/evidence/move.ts), then updates
+ * as the implementation would, or keeps the outputs when nothing else changed: nothing is measured again.
+ */
+async function movingStore(implementation: string, method: "diff" | "update", args: unknown[]): Promise<unknown> {
+  const [id, olds, news] = args as [string, Record<string, unknown>, Record<string, unknown>];
+  const inner = (await call(implementation, "diff", args)) as pulumi.dynamic.DiffResult;
+  if (method === "diff") return { ...inner, changes: true };
+  if (typeof olds.stack === "string") {
+    const from = stackEvidenceStore(olds.stack, {}, parseEvidenceLocation(storeOf(olds)));
+    await moveEvidence(from, stackEvidenceStore(olds.stack), evidenceRefsIn(withoutShimProps(olds)));
+  }
+  return inner.changes ? call(implementation, "update", [id, olds, news]) : { outs: olds };
 }
 
 /**
@@ -136,5 +165,12 @@ export async function dispatch(method: Method, args: unknown[]): Promise<unknown
   const { props, fallback } = propsOf(method, args);
   const named = props?.[IMPLEMENTATION] ?? fallback?.[IMPLEMENTATION];
   if (typeof named !== "string") throw new Error(`narwhal-fleet provider shim: the resource names no ${IMPLEMENTATION} for ${method}; run pulumi up with this program to record it`);
-  return keepingImplementation(method, await call(named, method, args), named);
+  // The store the call's props name: the new inputs' where there are some (the stack's config now), else
+  // the store the resource's evidence was written to.
+  const store = props ? props[EVIDENCE_STORE] : fallback?.[EVIDENCE_STORE];
+  const moving = (method === "diff" || method === "update") && storeOf(args[1]) !== storeOf(args[2]);
+  const result = await withEvidenceLocation(typeof store === "string" ? store : undefined, () =>
+    moving ? movingStore(named, method, args) : call(named, method, args),
+  );
+  return keepingShimProps(method, result, named, store);
 }

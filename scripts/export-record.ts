@@ -9,13 +9,14 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parseFleetConfig } from "../lib/config/parse";
-import { EvidenceStore, evidenceRoot } from "../lib/evidence/store";
 import { exportAliases, splitStackConfig, type DiscoveredHost } from "../lib/evidence/export-aliases";
 import { exportDeploymentRecord } from "../lib/evidence/export";
 import { gateLines } from "../lib/evidence/deployment-record";
 import { sourceRevision } from "../lib/evidence/revision";
 import { parseFlags, parseOrExit, required } from "./args";
 import { openStack, PROJECT_ROOT } from "./stack/select";
+import { openEvidence } from "./stack/evidence";
+import { parseEvidenceLocation } from "../lib/evidence/location";
 
 const USAGE = "usage: npm run export-record -- --stack <name> --out <dir>";
 
@@ -49,7 +50,7 @@ async function main(): Promise<void> {
     const discovered = (outputs.hosts?.value ?? {}) as Record<string, DiscoveredHost>;
     const aliases = exportAliases({ spec, stack: args.stack, discovered, secrets, projectRoot: PROJECT_ROOT, home: os.homedir() });
     // The index stored beside the records obeys the store's rule too: no registered secret in it.
-    const store = new EvidenceStore(evidenceRoot(PROJECT_ROOT, args.stack), { secrets });
+    const store = openEvidence(args.stack, parseEvidenceLocation(spec.evidence.store), { secrets });
     const engineHosts = Object.fromEntries(spec.engines.map((e) => [e.id, e.host]));
     const result = await exportDeploymentRecord({ store, stack: args.stack, aliases, engineHosts, outDir: args.out, sourceRevision: sourceRevision(PROJECT_ROOT) });
     process.stdout.write(

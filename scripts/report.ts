@@ -2,13 +2,17 @@
  * `npm run report -- --stack <name> [--out <file>] [--offline]`: writes the evidence report of a stack
  * (lib/report/html) as one static HTML page, by default `runs/<stack>/report.html`. The stack's outputs
  * choose which records are shown; with `--offline`, or when they cannot be read, the newest record of
- * each kind and subject in the store stands in. Exits 2 on bad arguments, 1 when the stack has no evidence
- * store or the page cannot be written.
+ * each kind and subject in the store stands in. The store is the one the stack's `evidence.store` names;
+ * `--offline` reads this project's `runs/<stack>/evidence` without asking the stack anything. Exits 2 on
+ * bad arguments, 1 when the stack has no evidence store or the page cannot be written.
  */
 import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { EvidenceStore, evidenceRoot } from "../lib/evidence/store";
+import { DEFAULT_LOCATION, type EvidenceLocation } from "../lib/evidence/location";
+import { evidenceLocationOf, openEvidence } from "./stack/evidence";
+import { openStack } from "./stack/select";
 import { collectReport } from "../lib/report/html/collect";
 import { evidencePointers, heldGenerations } from "../lib/report/html/select";
 import { renderReport } from "../lib/report/html/page";
@@ -24,10 +28,11 @@ export function parseReportArgs(argv: readonly string[]): { stack: string; out?:
   return { stack: required(values.stack, "stack", wants.stack), ...(values.out ? { out: values.out } : {}), offline: values.offline ?? false };
 }
 
-async function heldBy(stack: string): Promise<{ pointers: Map<string, string>; generations: Map<string, string> } | undefined> {
+async function heldBy(stack: string): Promise<{ pointers: Map<string, string>; generations: Map<string, string>; location: EvidenceLocation } | undefined> {
   try {
     const outputs = await stackOutputs(stack);
-    return { pointers: evidencePointers(outputs), generations: heldGenerations(outputs) };
+    const location = await evidenceLocationOf(await openStack(stack));
+    return { pointers: evidencePointers(outputs), generations: heldGenerations(outputs), location };
   } catch (e) {
     const first = (e as Error).message.split("\n").find((l) => l.startsWith("error:")) ?? (e as Error).message.split("\n")[0];
     process.stderr.write(`stack ${stack}: outputs not read (${first}); showing the newest record of each kind and subject\n`);
@@ -47,10 +52,12 @@ async function main(): Promise<void> {
   }, USAGE);
   try {
     const root = evidenceRoot(PROJECT_ROOT, args.stack);
-    // A mistyped stack name would otherwise give an empty page that looks like a fleet with no evidence.
-    if (!fs.existsSync(root)) throw new Error(`no evidence store at ${path.relative(PROJECT_ROOT, root)}: has the stack been deployed from this project?`);
     const held = args.offline ? undefined : await heldBy(args.stack);
-    const data = await collectReport(new EvidenceStore(root), { stack: args.stack, ...(held ?? {}) });
+    const location = held?.location ?? DEFAULT_LOCATION;
+    // A mistyped stack name would otherwise give an empty page that looks like a fleet with no evidence.
+    if (location.type === "folder" && !fs.existsSync(root)) throw new Error(`no evidence store at ${path.relative(PROJECT_ROOT, root)}: has the stack been deployed from this project?`);
+    const store: EvidenceStore = openEvidence(args.stack, location);
+    const data = await collectReport(store, { stack: args.stack, pointers: held?.pointers, generations: held?.generations });
     const out = path.resolve(args.out ?? path.join(root, "..", "report.html"));
     await fsp.mkdir(path.dirname(out), { recursive: true });
     await fsp.writeFile(out, renderReport(data), "utf8");

@@ -3,7 +3,7 @@
  * (so the output survives whatever follows), then the engine's launch.json and the line itself as
  * artifacts, and the immutable image-check record that names them.
  */
-import { evidenceRoot } from "../../lib/evidence/store";
+import { evidenceBackend } from "../../lib/evidence/stack-store";
 import { providerEvidence } from "../../lib/evidence/provider-evidence";
 import { appendLogLine, type AppendedLine } from "../../lib/evidence/append-log";
 import { checkDigest } from "../../lib/image-check/verdict";
@@ -35,7 +35,6 @@ const plain = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
 
 export async function recordCheck(inputs: ImageCheckInputs, run: CheckRun): Promise<RecordedCheck> {
   const secrets = [inputs.privateKey, inputs.password];
-  const root = evidenceRoot(process.cwd(), inputs.stack);
   const status = run.failures.length === 0 ? "pass" : "fail";
   const line = checkLogLine({
     checkId: run.checkId,
@@ -48,7 +47,7 @@ export async function recordCheck(inputs: ImageCheckInputs, run: CheckRun): Prom
     steps: run.steps,
     verdict: { status, failures: run.failures },
   });
-  const log = await appendLogLine(root, KIND, checkLogName(inputs.engineId), line, { secrets });
+  const log = await appendLogLine(evidenceBackend(inputs.stack), KIND, checkLogName(inputs.engineId), line, { secrets });
   const store = providerEvidence(inputs.stack, secrets);
   const launchJson = await store.artifact(KIND, "launch.json", launchJsonText(inputs.plan));
   const output = await store.artifact(KIND, `${log.relativePath}@${log.offset}`, line);

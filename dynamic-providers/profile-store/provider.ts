@@ -11,7 +11,7 @@
  * - delete: leaves the files: the router's retained evidence.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { evidenceRoot, EvidenceStore } from "../../lib/evidence/store";
+import { stackEvidenceStore } from "../../lib/evidence/stack-store";
 import { documentBytes, samplesDocument, storeDocument, type EngineSamples } from "../../lib/profiling/store";
 import { localTarget } from "../../lib/profiling/local-target";
 import { ProfileError } from "../../lib/profiling/errors";
@@ -43,7 +43,7 @@ async function withTarget<T>(i: ProfileStoreInputs, fn: (t: FileTarget) => Promi
 export async function writeStore(i: ProfileStoreInputs): Promise<ProfileStoreOutputs> {
   const problems = schemaFailures(storeInputs, i);
   if (problems.length) throw new ProfileError("NARWHAL_PROFILE_STORE", problems.map((f) => `${f.property}: ${f.reason}`).join("; "));
-  const evidence = new EvidenceStore(evidenceRoot(process.cwd(), i.stack));
+  const evidence = stackEvidenceStore(i.stack);
   const entries: Record<string, EngineSamples> = {};
   for (const p of i.profiles) {
     const bytes = await evidence.readArtifact(p.samples.relativePath, p.samples.sha256);

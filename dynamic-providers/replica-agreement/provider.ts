@@ -11,7 +11,7 @@ import { hasUnknown } from "../../lib/unknown";
 import { schemaCheck } from "../evidence-provider";
 import { across, inOrder } from "../../lib/input-rules";
 import { providerEvidence } from "../../lib/evidence/provider-evidence";
-import { EvidenceStore, evidenceRoot } from "../../lib/evidence/store";
+import { stackEvidenceStore } from "../../lib/evidence/stack-store";
 
 const fields = z.object({
   /** Each engine as discovery resolved it: enough to check that replicas agree. */
@@ -55,7 +55,7 @@ async function keepJudgement(news: ReplicaAgreementInputs, refusals: ListedRefus
  * newest record is an agreement, or when there is none.
  */
 async function refusalsSinceAgreement(stack: string): Promise<ListedRefusal[]> {
-  const store = new EvidenceStore(evidenceRoot(process.cwd(), stack));
+  const store = stackEvidenceStore(stack);
   const own = [];
   for (const listed of await store.list(KIND)) {
     const r = await store.read(listed.relativePath, listed.digest);

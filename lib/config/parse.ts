@@ -193,6 +193,7 @@ export function parseFleetConfig(raw: unknown): FleetSpec {
     preflight: section("preflight"),
     calibration: section("calibration"),
     trial: section("trial"),
+    evidence: section("evidence"),
   };
   for (const rule of RULES) rule(input, (path, message) => problems.push({ path, message }));
 
@@ -235,5 +236,6 @@ function resolve(input: RuleInput): FleetSpec {
     preflight: full(input.preflight),
     calibration: full(input.calibration),
     trial: full(input.trial),
+    evidence: full(input.evidence),
   };
 }

@@ -33,6 +33,7 @@ export type AttestationSpec = z.output<typeof s.AttestationSchema>;
 export type PreflightSpec = z.output<typeof s.PreflightSchema>;
 export type CalibrationSpec = z.output<typeof s.CalibrationSchema>;
 export type TrialSpec = z.output<typeof s.TrialSchema>;
+export type EvidenceSpec = z.output<typeof s.EvidenceSchema>;
 
 /** The whole stack config after parsing, defaults and cross-field checks. */
 export interface FleetSpec {
@@ -66,4 +67,6 @@ export interface FleetSpec {
   calibration: CalibrationSpec;
   /** Gate G's capacity trial points. */
   trial: TrialSpec;
+  /** Where the evidence records live. */
+  evidence: EvidenceSpec;
 }

@@ -15,7 +15,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { canonicalJson } from "../digest";
 import { EvidenceError } from "./errors";
-import { EvidenceStore, evidenceRoot } from "./store";
+import { evidenceRoot } from "./store";
+import { stackEvidenceStore } from "./stack-store";
 import { withoutShimProps } from "../shim-props";
 
 /** One create's writes the store refused, kept aside. */
@@ -77,7 +78,7 @@ export async function createKeepingEvidence<R extends { id: string; outs?: Recor
   const file = resultFile(root, implementation, inputs);
   if (fs.existsSync(file)) {
     const kept = JSON.parse(fs.readFileSync(file, "utf8")) as KeptResult;
-    const store = new EvidenceStore(evidenceRoot(cwd, stack));
+    const store = stackEvidenceStore(stack);
     try {
       for (const relativePath of kept.files) await store.adopt(relativePath, fs.readFileSync(path.join(root, relativePath)));
     } catch (error) {

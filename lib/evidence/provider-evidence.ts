@@ -1,7 +1,8 @@
 import { keptAside, pendingRoot } from "./pending";
 import { evidenceRecord, type EvidenceArtifact, type EvidenceRecordFields } from "./record";
 import { sourceRevision } from "./revision";
-import { EvidenceStore, evidenceRoot } from "./store";
+import { EvidenceStore } from "./store";
+import { stackEvidenceStore } from "./stack-store";
 
 /** Where a written record is, and the digest a refresh checks it against. */
 export interface EvidenceRef {
@@ -16,12 +17,13 @@ export interface ProviderEvidence {
 }
 
 /**
- * Opens the store every evidence provider writes to. Provider processes run in the program directory,
- * so it is `runs/<stack>/evidence` of this project; secrets given here are refused in what is written.
+ * Opens the store every evidence provider writes to: the stack's `evidence.store`, by default
+ * `runs/<stack>/evidence` of this project (provider processes run in the program directory); secrets
+ * given here are refused in what is written.
  */
 export function providerEvidence(stack: string, secrets: ReadonlyArray<string | undefined> = []): ProviderEvidence {
   const root = process.cwd();
-  const store = new EvidenceStore(evidenceRoot(root, stack), { secrets: secrets.filter((s): s is string => !!s) });
+  const store = stackEvidenceStore(stack, { secrets: secrets.filter((s): s is string => !!s) });
   // A write the store refuses goes, within a create (pending.ts), to the same place in the store
   // kept aside, whose content addressing gives it the same path and digest; the create then fails saying so.
   const aside = (): EvidenceStore => new EvidenceStore(pendingRoot(root, stack), { secrets: secrets.filter((s): s is string => !!s) });
@@ -62,7 +64,7 @@ export async function alteredEvidence(props: Record<string, unknown>): Promise<s
   const stack = props.stack;
   const refs = [props.evidence, props.record].filter(isRef);
   if (typeof stack !== "string" || refs.length === 0) return [];
-  const store = new EvidenceStore(evidenceRoot(process.cwd(), stack));
+  const store = stackEvidenceStore(stack);
   const altered: string[] = [];
   for (const ref of refs) if (!(await store.verify(ref.relativePath, ref.digest)).valid) altered.push(ref.relativePath);
   return altered;

@@ -44,6 +44,7 @@ export interface RuleInput {
   readonly preflight: Section<z.output<typeof s.PreflightSchema>>;
   readonly calibration: Section<z.output<typeof s.CalibrationSchema>>;
   readonly trial: Section<z.output<typeof s.TrialSchema>>;
+  readonly evidence: Section<z.output<typeof s.EvidenceSchema>>;
 }
 
 export type Report = (path: PathSegment[], message: string) => void;

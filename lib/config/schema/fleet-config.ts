@@ -7,7 +7,7 @@ import * as f from "../fields";
 import { engineSchema } from "./engines";
 import { HostSchema } from "./hosts";
 import { LaunchSchema } from "./launch";
-import { AttestationSchema, CalibrationSchema, TrialSchema, PreflightSchema, FabricSchema, ModelSchema, ObservabilitySchema, ProfilingSchema, RouterSchema, RuntimeSchema, SloSchema, SshSchema } from "./sections";
+import { AttestationSchema, CalibrationSchema, EvidenceSchema, TrialSchema, PreflightSchema, FabricSchema, ModelSchema, ObservabilitySchema, ProfilingSchema, RouterSchema, RuntimeSchema, SloSchema, SshSchema } from "./sections";
 
 export { HostSchema } from "./hosts";
 export { engineSchema } from "./engines";
@@ -30,6 +30,7 @@ export const SECTIONS = {
   preflight: PreflightSchema,
   calibration: CalibrationSchema,
   trial: TrialSchema,
+  evidence: EvidenceSchema,
 } as const;
 
 /** Every config key the parser reads, in the order problems are reported. */
@@ -59,6 +60,7 @@ export const FleetConfigSchema = f.strict(
     preflight: PreflightSchema.prefault({}),
     calibration: CalibrationSchema.prefault({}),
     trial: TrialSchema.prefault({}),
+    evidence: EvidenceSchema.prefault({}),
   },
   "an object of fleet config keys",
 );

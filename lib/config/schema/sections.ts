@@ -2,6 +2,7 @@
 import { PROGRAM_DEFAULTS as P, RUNBOOK_DEFAULTS as R } from "../defaults";
 import { show } from "../describe";
 import * as f from "../fields";
+import { evidenceLocationProblem } from "../../evidence/location";
 import * as fmt from "../formats";
 
 export const ModelSchema = f
@@ -435,3 +436,22 @@ export const TrialSchema = f
     "an object {points, requestTimeoutS, drainTimeoutS, minGoodFraction, predictionBound}",
   )
   .describe("Gate G's capacity trial through the private path.");
+
+export const EvidenceSchema = f
+  .strict(
+    {
+      store: f
+        .text("an s3:// URL", evidenceLocationProblem)
+        .optional()
+        .meta({
+          description:
+            "Where the stack's evidence records live: `s3://<bucket>[/<prefix>]?endpoint=<http(s)://host:port>&region=<region>`, " +
+            "an S3-compatible bucket every operator and CI job of the stack can reach (records under `<prefix>/<stack>/evidence/`). " +
+            "Credentials come from `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, never from config. See [team.md](team.md).",
+          defaultText: "the folder `runs/<stack>/evidence` of this project",
+        }),
+    },
+    "an object {store}",
+  )
+  .describe("The evidence store.");
+

@@ -65,6 +65,7 @@ describe("config: defaults", () => {
       preflight: { pairs: "mesh", repeats: 1, schedule: "concurrent", strict: false },
       calibration: { enabled: false, samplesPerGroup: 100, routerOverheadS: 0.05, maxFailuresPerGroup: 20 },
       trial: { points: [], requestTimeoutS: 120, drainTimeoutS: 120, minGoodFraction: 0.9, predictionBound: 0.5 },
+      evidence: {},
     });
   });
 

@@ -4,10 +4,27 @@
  */
 import { DIGEST, rejectsEach, type BadCase } from "./fixtures";
 
-const KNOWN_KEYS = "hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation, preflight, calibration, trial";
+const KNOWN_KEYS = "hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation, preflight, calibration, trial, evidence";
 const MUTABLE = "pin an image ID (sha256:…) or a digest (repo@sha256:…)";
 
+const STORE_FORM = "expected s3://<bucket>[/<prefix>]?endpoint=<http(s)://host:port>&region=<region>";
+
 const CASES: BadCase[] = [
+  {
+    name: "an evidence store that is not s3",
+    edit: (c) => (c.evidence = { store: "file:///srv/evidence" }),
+    issues: [["evidence.store", `evidence store "file:///srv/evidence" has scheme "file", not s3; ${STORE_FORM}`]],
+  },
+  {
+    name: "an evidence store URL holding credentials",
+    edit: (c) => (c.evidence = { store: "s3://AKID:secret@narwhal?endpoint=http://127.0.0.1:8333" }),
+    issues: [
+      [
+        "evidence.store",
+        `evidence store "s3://AKID:secret@narwhal?endpoint=http://127.0.0.1:8333" holds credentials: give them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY instead, never in config; ${STORE_FORM}`,
+      ],
+    ],
+  },
   {
     name: "relative checkpointDir",
     edit: (c) => (c.model.checkpointDir = "models/qwen3-8b"),
