@@ -1,20 +1,28 @@
 /**
  * The policy pack (policy/) and `npm run verify` with the real CLI, on one converged stack of its own
- * (sim11, two engines; ports no other e2e file uses): the pack passes a preview and an up of the converged
- * stack; `verify` holds until an engine is restarted by hand, and again once `up --refresh` with the pack
- * has re-measured it (the pack's preview judging that evidence pending); then the stack breaks one gate
- * at a time in ways only the pack stands against, and each violation message is asserted. The state taken
- * after the up is put back before the stack is destroyed, so nothing is left running on sim11.
+ * (sim11, two engines; ports no other e2e file uses), kept as a team keeps it: state and evidence in one
+ * S3-compatible store (a private SeaweedFS), through the CLI's DIY S3 backend and `evidence.store`.
+ *
+ * The pack passes a preview and an up of the converged stack, while a second clone's up waits for nothing
+ * and is refused by the state's lock; from that clone, which never ran `up`, `verify` and `export-record`
+ * read every record from the store; `verify` holds until an engine is restarted by hand, and again once
+ * `up --refresh` with the pack has re-measured it (the pack's preview judging that evidence pending); then
+ * the stack breaks one gate at a time in ways only the pack stands against, and each violation message is
+ * asserted. The state taken after the up is put back before the stack is destroyed, so nothing is left
+ * running on sim11.
  */
 import { execFile } from "node:child_process";
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { expect } from "chai";
-import type { Deployment, Stack, UpOptions } from "@pulumi/pulumi/automation";
+import { LocalWorkspace, PulumiCommand, type Deployment, type Stack, type UpOptions } from "@pulumi/pulumi/automation";
 import { simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts/host";
 import { awaitHealthy, restartByHand, restartWaveByHand } from "./support/restart";
-import { API_KEY, E2E_TIME_SCALE, EngineEntry, openStack, PROJECT_ROOT } from "./support/stack";
+import { API_KEY, E2E_TIME_SCALE, EngineEntry, openStack, PROJECT_ROOT, setObjectConfig } from "./support/stack";
+import { secondClone, teamStore, type TeamStore } from "./support/team";
+import { startObjectStore, type ObjectStoreServer } from "../support/object-store";
 
 const STACK = "e2e-policy";
 const HOST = "sim11";
@@ -37,15 +45,36 @@ async function previewWithPack(stack: Stack, target?: string[]): Promise<{ passe
   }
 }
 
-/** `npm run verify -- --stack <STACK>`: its exit code and stdout. */
-async function verify(): Promise<{ code: number; stdout: string; stderr: string }> {
+let team: TeamStore;
+
+/** `npm run <script> -- --stack <STACK> ...` in a checkout, with the team's environment: its exit code and output. */
+async function npmRun(script: string, args: string[] = [], cwd = PROJECT_ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await run("npm", ["run", "-s", "verify", "--", "--stack", STACK], { cwd: PROJECT_ROOT, maxBuffer: 16 << 20 });
+    const r = await run("npm", ["run", "-s", script, "--", "--stack", STACK, ...args], { cwd, maxBuffer: 16 << 20, env: { ...process.env, ...team.env } });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (e) {
     const err = e as { code: number; stdout: string; stderr: string };
     return { code: err.code, stdout: err.stdout, stderr: err.stderr };
   }
+}
+
+/** `npm run verify -- --stack <STACK>`: its exit code and stdout. */
+const verify = (cwd = PROJECT_ROOT) => npmRun("verify", [], cwd);
+
+/** The stack as another clone's workspace sees it. */
+async function stackIn(dir: string): Promise<Stack> {
+  const cli = await PulumiCommand.get({ root: path.join(PROJECT_ROOT, ".tools"), skipVersionCheck: false });
+  return LocalWorkspace.selectStack({ stackName: STACK, workDir: dir }, { pulumiCommand: cli, envVars: team.env });
+}
+
+/** Waits, bounded, until the DIY backend holds a lock on the stack (`.pulumi/locks/` in the bucket). */
+async function lockTaken(timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if ((await team.bucket.list(".pulumi/locks/")).length > 0) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no state lock appeared within ${timeoutMs} ms of the first up's start`);
 }
 
 /**
@@ -72,38 +101,84 @@ describe("e2e: policy pack and verify", function () {
   this.timeout(900_000);
   let stack: Stack;
   let converged: Deployment | undefined;
+  let server: ObjectStoreServer | undefined;
+  let clone: { dir: string; remove(): void } | undefined;
 
   before(async function () {
     this.timeout(900_000);
+    server = await startObjectStore();
+    team = await teamStore(server);
+    // Evidence a local run left would hide a record written to the folder instead of the store.
+    fs.rmSync(path.join(PROJECT_ROOT, "runs", STACK), { recursive: true, force: true });
     const [host] = (await simUp({ hosts: 12, aliases: [HOST], layouts: { [HOST]: "h100:2" }, timeScale: E2E_TIME_SCALE })).hosts as [SimHost];
-    stack = await openStack(STACK, [host], ENGINES, { router: { port: 8721 }, observability: { prometheusPort: 9791 } });
+    const sections = { router: { port: 8721 }, observability: { prometheusPort: 9791 }, evidence: { store: team.evidenceStore } };
+    stack = await openStack(STACK, [host], ENGINES, sections, team.env);
     await upConverged(stack);
     converged = await stack.exportStack();
+    clone = secondClone(STACK);
   });
 
   after(async function () {
     this.timeout(600_000);
     if (!stack) return;
     // The violations below removed evidence from state; the converged state names every process to stop.
-    if (converged) await stack.importStack(converged);
-    await stack.destroy(quiet);
-    await stack.workspace.removeStack(STACK);
-    await simDown({ aliases: [HOST] });
+    clone?.remove();
+    if (stack) {
+      if (converged) await stack.importStack(converged);
+      await stack.destroy(quiet);
+      await stack.workspace.removeStack(STACK);
+      await simDown({ aliases: [HOST] });
+    }
+    await server?.stop();
   });
 
-  it("passes a preview and an up of the converged stack", async () => {
+  it("keeps every record in the team's store and none in the project's folder", async () => {
+    const keys = await team.bucket.list(`evidence/${STACK}/evidence/`);
+    for (const kind of ["discovery", "generation", "cache-capture", "attestation", "profile", "preflight"]) {
+      expect(keys.filter((k) => k.startsWith(`evidence/${STACK}/evidence/${kind}/`)).length, kind).to.be.greaterThan(0);
+    }
+    expect(fs.existsSync(path.join(PROJECT_ROOT, "runs", STACK, "evidence"))).to.equal(false);
+  });
+
+  it("passes a preview and an up of the converged stack, during which another clone's up is refused by the state's lock", async () => {
     const preview = await previewWithPack(stack);
     expect(preview.passed, preview.output).to.equal(true);
     expect(preview.output).to.match(/✅ narwhal-evidence@v0\.1\.0 \(local: .*\/policy\)/);
-    const up = await stack.up({ policyPacks: [PACK], ...quiet });
+    const first = stack.up({ policyPacks: [PACK], ...quiet });
+    await lockTaken();
+    const refused = await (await stackIn(clone!.dir)).up(quiet).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(refused?.message).to.match(/the stack is currently locked by 1 lock\(s\)/);
+    const up = await first;
     expect(Object.keys(up.summary.resourceChanges ?? {}).filter((op) => op !== "same")).to.deep.equal([]);
   });
 
-  it("verify exits 0 while the evidence holds, 1 naming the engine's evidence after it restarts by hand, and 0 after an up with the pack", async () => {
-    const holds = await verify();
+  it("from a clone that never ran up: export-record and verify read every record from the store, and a store that does not answer stops the run before any host is touched", async () => {
+    const exported = await npmRun("export-record", ["--out", "export"], clone!.dir);
+    expect(exported.code, exported.stderr).to.equal(0);
+    expect(exported.stdout).to.match(/^deployment record sha256:[0-9a-f]{64} \(deployment-record\/[0-9a-f]{64}\.json in the evidence store\)$/m);
+    expect(fs.existsSync(path.join(clone!.dir, "export", "deployment-record.json"))).to.equal(true);
+
+    const holds = await verify(clone!.dir);
     expect(holds.code, holds.stderr).to.equal(0);
     expect(holds.stdout).to.match(/^Stack e2e-policy: nothing invalidated; all \d+ pieces of evidence kept\.$/m);
+    expect(fs.existsSync(path.join(clone!.dir, "runs", STACK, "evidence"))).to.equal(false);
 
+    const elsewhere = await stackIn(clone!.dir);
+    const closed = team.evidenceStore.replace(/endpoint=http:\/\/127\.0\.0\.1:\d+/, "endpoint=http://127.0.0.1:9");
+    await setObjectConfig(elsewhere, "evidence", { store: closed });
+    let output = "";
+    const stopped = await elsewhere.preview({ onOutput: (s) => (output += s) }).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(stopped?.message).to.include("evidence store s3://narwhal-team/evidence/e2e-policy/evidence (http://127.0.0.1:9) did not answer a listing of the bucket");
+    expect(output).not.to.match(/fleet-discovery-sim11|narwhal:HostDiscovery/);
+  });
+
+  it("verify exits 1 naming the engine's evidence after it restarts by hand, and 0 after an up with the pack", async () => {
     await awaitHealthy(await restartByHand(STACK, "p2", HOST));
     const stale = await verify();
     expect(stale.code, stale.stderr).to.equal(1);
@@ -172,7 +247,7 @@ describe("e2e: policy pack and verify", function () {
 
   it("rejects a targeted update that leaves an engine without the evidence removed from state", async () => {
     const cache = urnOf(converged!, "fleet-p1-cache");
-    await run(path.join(PROJECT_ROOT, ".tools", "bin", "pulumi"), ["state", "delete", "--stack", STACK, cache, "--target-dependents", "--yes"], { cwd: PROJECT_ROOT });
+    await run(path.join(PROJECT_ROOT, ".tools", "bin", "pulumi"), ["state", "delete", "--stack", STACK, cache, "--target-dependents", "--yes"], { cwd: PROJECT_ROOT, env: { ...process.env, ...team.env } });
     const r = await previewWithPack(stack, [urnOf(converged!, "fleet-p1-generation")]);
     expect(r.passed).to.equal(false);
     for (const what of ["cache capture", "attestation", "profile"]) {

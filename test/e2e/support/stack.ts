@@ -43,8 +43,11 @@ export function hostEntries(hosts: SimHost[], extra: Record<string, unknown> = {
   return hosts.map((h) => ({ alias: h.alias, destination: `${h.user}@${h.address}`, fabricInterface: h.fabricInterface, ...extra }));
 }
 
-/** A stack of this project, driven by the real CLI through the Automation API. */
-export async function openStack(name: string, hosts: SimHost[], engines: EngineEntry[], extra: Record<string, unknown> = {}): Promise<Stack> {
+/**
+ * A stack of this project, driven by the real CLI through the Automation API. `env` is added to every
+ * CLI command's environment (another state backend and its credentials).
+ */
+export async function openStack(name: string, hosts: SimHost[], engines: EngineEntry[], extra: Record<string, unknown> = {}, env: Record<string, string> = {}): Promise<Stack> {
   const cli = await PulumiCommand.get({ root: path.join(PROJECT_ROOT, ".tools"), skipVersionCheck: false });
   const config: Record<string, unknown> = {
     "narwhal-fleet:sshPrivateKeyFile": path.relative(PROJECT_ROOT, hosts[0].privateKeyPath),
@@ -69,7 +72,7 @@ export async function openStack(name: string, hosts: SimHost[], engines: EngineE
   }
   // JSON is YAML: the stack file is written whole, then the CLI adds the salt and the secret.
   fs.writeFileSync(path.join(PROJECT_ROOT, `Pulumi.${name}.yaml`), JSON.stringify({ config }, null, 2));
-  const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: PROJECT_ROOT }, { pulumiCommand: cli });
+  const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: PROJECT_ROOT }, { pulumiCommand: cli, envVars: env });
   await stack.setConfig("narwhal-fleet:engineApiKey", { value: API_KEY, secret: true });
   return stack;
 }
