@@ -133,7 +133,15 @@ start() {
         exit 1
       fi
     done
+    # SeaweedFS's master keeps the volumes' state in a folder named by its port (m<port>, master.go): data
+    # made on one port cannot take writes from a master on another ("volume growth is frozen after master
+    # state loss"). The port the data was made with is kept beside it, and another is refused.
+    if [ -f "$DIR/port" ] && [ "$(cat "$DIR/port")" != "$PORT" ]; then
+      echo "scripts/object-store.sh: the store's data in $DIR/data was made on port $(cat "$DIR/port"), and SeaweedFS keeps its volumes' state per port; start it with NARWHAL_OBJECT_STORE_PORT=$(cat "$DIR/port"), or move $DIR aside to start afresh on $PORT" >&2
+      exit 1
+    fi
     mkdir -p "$DIR/data"
+    echo "$PORT" >"$DIR/port"
     write_credentials
     # env -u: SeaweedFS adds an admin identity for whatever AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY it
     # inherits, config file or not (loadEnvironmentVariableCredentials): the caller's keys must not become
@@ -141,6 +149,7 @@ start() {
     # the environment): every bucket is a collection of its own, and SeaweedFS grows 7 volumes for each by
     # default; one each, grown as it fills, keeps a few buckets inside -volume.max. Run from $DIR, so no
     # stray *.toml in the caller's folder configures it.
+    #   -logtostderr              glog writes to weed.log only, not a new set of files in /tmp per start
     #   -ip, -ip.bind 127.0.0.1   every listener on loopback only, none on the host's other addresses
     #   -master.peers=none        a single master: no Raft election on restart (otherwise 10-20 s of
     #                             "Not current leader" before the first write)
@@ -153,7 +162,7 @@ start() {
     if [ -f "$LOG" ]; then mv "$LOG" "$LOG.1"; fi
     (cd "$DIR"
       env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN WEED_MASTER_VOLUME_GROWTH_COPY_1=1 \
-      setsid nohup "$WEED" server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$DIR/data" \
+      setsid nohup "$WEED" -logtostderr server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$DIR/data" \
         -master.port=$((PORT + 1)) -master.port.grpc=$((PORT + 10001)) -master.peers=none \
         -master.volumeSizeLimitMB=64 -master.telemetry=false \
         -volume.port=$((PORT + 2)) -volume.port.grpc=$((PORT + 10002)) -volume.max=64 -volume.preStopSeconds=0 \

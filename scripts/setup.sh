@@ -99,7 +99,7 @@ EOF
       GOFLAGS=-mod=mod go get -tool "github.com/seaweedfs/seaweedfs/weed@$SEAWEEDFS_VERSION" &&
       GOFLAGS=-mod=mod go build -o "$TOOLS/bin/weed" github.com/seaweedfs/seaweedfs/weed &&
       rm -f .built-* && touch ".built-$SEAWEEDFS_VERSION")
-    done_ "built $("$TOOLS/bin/weed" version 2>/dev/null | sed -n 1p)"
+    done_ "built $("$TOOLS/bin/weed" -logtostderr version 2>/dev/null | sed -n 1p)"
   fi
 }
 go_builds >"$TOOLS/go-builds.log" 2>&1 &

@@ -109,6 +109,8 @@ export async function startObjectStore(): Promise<ObjectStoreServer> {
   const proc = spawn(
     WEED,
     [
+      // glog's files would otherwise pile up in /tmp, one set per start: everything goes to the log file.
+      "-logtostderr",
       "server",
       "-ip=127.0.0.1",
       "-ip.bind=127.0.0.1",
