@@ -106,11 +106,13 @@ describe("e2e: policy pack and verify", function () {
 
   before(async function () {
     this.timeout(900_000);
-    server = await startObjectStore();
-    team = await teamStore(server);
     // Evidence a local run left would hide a record written to the folder instead of the store.
     fs.rmSync(path.join(PROJECT_ROOT, "runs", STACK), { recursive: true, force: true });
-    const [host] = (await simUp({ hosts: 12, aliases: [HOST], layouts: { [HOST]: "h100:2" }, timeScale: E2E_TIME_SCALE })).hosts as [SimHost];
+    // The store and the host each spend their start waiting, not computing: side by side.
+    const [started, sim] = await Promise.all([startObjectStore(), simUp({ hosts: 12, aliases: [HOST], layouts: { [HOST]: "h100:2" }, timeScale: E2E_TIME_SCALE })]);
+    server = started;
+    team = await teamStore(server);
+    const [host] = sim.hosts as [SimHost];
     const sections = { router: { port: 8721 }, observability: { prometheusPort: 9791 }, evidence: { store: team.evidenceStore } };
     stack = await openStack(STACK, [host], ENGINES, sections, team.env);
     await upConverged(stack);
