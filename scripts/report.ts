@@ -17,7 +17,6 @@ import { collectReport } from "../lib/report/html/collect";
 import { evidencePointers, heldGenerations } from "../lib/report/html/select";
 import { renderReport } from "../lib/report/html/page";
 import { parseFlags, parseOrExit, required, UsageError } from "./args";
-import { stackOutputs } from "./stack/outputs";
 
 const USAGE = "usage: npm run report -- --stack <name> [--out <file>] [--offline]";
 const PROJECT_ROOT = path.resolve(__dirname, "..");
@@ -30,8 +29,10 @@ export function parseReportArgs(argv: readonly string[]): { stack: string; out?:
 
 async function heldBy(stack: string): Promise<{ pointers: Map<string, string>; generations: Map<string, string>; location: EvidenceLocation } | undefined> {
   try {
-    const outputs = await stackOutputs(stack);
-    const location = await evidenceLocationOf(await openStack(stack));
+    // One workspace for both reads: opening a stack runs the CLI.
+    const opened = await openStack(stack);
+    const outputs = await opened.outputs();
+    const location = await evidenceLocationOf(opened);
     return { pointers: evidencePointers(outputs), generations: heldGenerations(outputs), location };
   } catch (e) {
     const first = (e as Error).message.split("\n").find((l) => l.startsWith("error:")) ?? (e as Error).message.split("\n")[0];
