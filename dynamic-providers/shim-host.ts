@@ -124,8 +124,8 @@ function propsOf(method: Method, args: unknown[]): { props: Props; fallback?: Pr
  * The result with the resource's `__implementation` (and `__evidenceStore`, when it has one) kept, wherever
  * the engine stores props from it.
  */
-function keepingShimProps(method: Method, result: unknown, implementation: string, store: unknown): unknown {
-  const own = { [IMPLEMENTATION]: implementation, ...(typeof store === "string" ? { [EVIDENCE_STORE]: store } : {}) };
+function keepingShimProps(method: Method, result: unknown, implementation: string, store: string | undefined): unknown {
+  const own = { [IMPLEMENTATION]: implementation, ...(store === undefined ? {} : { [EVIDENCE_STORE]: store }) };
   const add = (o: unknown) => (o && typeof o === "object" ? { ...o, ...own } : o);
   const r = result as Record<string, unknown> | undefined;
   if (!r || typeof r !== "object") return result;
@@ -167,9 +167,9 @@ export async function dispatch(method: Method, args: unknown[]): Promise<unknown
   if (typeof named !== "string") throw new Error(`narwhal-fleet provider shim: the resource names no ${IMPLEMENTATION} for ${method}; run pulumi up with this program to record it`);
   // The store the call's props name: the new inputs' where there are some (the stack's config now), else
   // the store the resource's evidence was written to.
-  const store = props ? props[EVIDENCE_STORE] : fallback?.[EVIDENCE_STORE];
+  const store = storeOf(props ?? fallback);
   const moving = (method === "diff" || method === "update") && storeOf(args[1]) !== storeOf(args[2]);
-  const result = await withEvidenceLocation(typeof store === "string" ? store : undefined, () =>
+  const result = await withEvidenceLocation(store, () =>
     moving ? movingStore(named, method, args) : call(named, method, args),
   );
   return keepingShimProps(method, result, named, store);

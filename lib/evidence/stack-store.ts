@@ -9,7 +9,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { EvidenceBackend } from "./backends/backend";
 import { S3Backend } from "./backends/s3";
-import { parseEvidenceLocation, type EvidenceLocation } from "./location";
+import { DEFAULT_LOCATION, parseEvidenceLocation, type EvidenceLocation } from "./location";
 import { EvidenceStore, evidenceRoot, type EvidenceStoreOptions } from "./store";
 
 const current = new AsyncLocalStorage<EvidenceLocation>();
@@ -20,7 +20,7 @@ export function withEvidenceLocation<T>(location: string | undefined, call: () =
 }
 
 /** Where the store of `stack` is: the folder of this project (a path) or an S3 backend. */
-export function evidenceBackend(stack: string, location: EvidenceLocation = current.getStore() ?? { type: "folder" }, projectRoot = process.cwd()): string | EvidenceBackend {
+export function evidenceBackend(stack: string, location: EvidenceLocation = current.getStore() ?? DEFAULT_LOCATION, projectRoot = process.cwd()): string | EvidenceBackend {
   return location.type === "s3" ? new S3Backend(location, stack) : evidenceRoot(projectRoot, stack);
 }
 
