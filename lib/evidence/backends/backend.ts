@@ -30,9 +30,8 @@ export interface EvidenceBackend {
   /** Record files (not artifacts, not temporary files) of one kind or of all, in any order. */
   list(kind?: string): Promise<ListedRecord[]>;
   /**
-   * Appends `bytes` to the log at `relativePath` (`<kind>/logs/<name>`), never truncating it, and returns
-   * the offset the bytes start at. A folder appends through append-log.ts itself, so only stores whose
-   * files cannot grow in place have this.
+   * Appends `bytes` to the log at `relativePath` (`<kind>/logs/<name>`, append-log.ts), never truncating
+   * it, and returns the offset the bytes start at. No reader sees part of a line.
    */
-  append?(relativePath: string, bytes: Uint8Array): Promise<number>;
+  append(relativePath: string, bytes: Uint8Array): Promise<number>;
 }

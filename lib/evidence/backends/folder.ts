@@ -4,12 +4,12 @@
  * ever followed, a folder that refuses writes named as that folder.
  */
 import { createHash } from "node:crypto";
-import { constants as fsConstants, promises as fsp } from "node:fs";
+import { constants as C, promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { EvidenceError } from "../errors";
 import { checkKind, recordFileHex, type StoredPath } from "../paths";
 import { KIND_PATTERN } from "../record";
-import { createExclusive, ensureFolders, entryAt, firstBadFolder, readNoFollow, refuseFolder, type Entry } from "../safe-fs";
+import { createExclusive, ensureFolders, entryAt, FILE_MODE, firstBadFolder, readNoFollow, refuseFolder, type Entry } from "../safe-fs";
 import { unwritableStoreError } from "../unwritable";
 import type { EvidenceBackend, ListedRecord, Loaded } from "./backend";
 
@@ -76,7 +76,7 @@ export class FolderBackend implements EvidenceBackend {
     const own = await entryAt(failed).catch(() => undefined);
     const folder = path.relative(this.name, own === "folder" ? failed : path.dirname(failed));
     if (!folder || folder.startsWith("..") || path.isAbsolute(folder)) return undefined;
-    const rootRefuses = await fsp.access(this.name, fsConstants.W_OK).then(() => false, () => true);
+    const rootRefuses = await fsp.access(this.name, C.W_OK).then(() => false, () => true);
     return rootRefuses ? undefined : `${folder.split(path.sep).join("/")}/`;
   }
 
@@ -106,5 +106,40 @@ export class FolderBackend implements EvidenceBackend {
       }
     }
     return out;
+  }
+
+  /** Through an O_APPEND handle that does not follow a link, in one fsync-ed write. */
+  async append(relativePath: string, bytes: Uint8Array): Promise<number> {
+    const parts = relativePath.split("/");
+    try {
+      return await this.appendNow(await ensureFolders(this.name, parts.slice(0, -1), this.owner), parts[parts.length - 1], bytes);
+    } catch (error) {
+      // A read-only or full store refuses in one line, as a record's write does.
+      throw unwritableStoreError(this.name, error) ?? error;
+    }
+  }
+
+  private async appendNow(folder: string, name: string, bytes: Uint8Array): Promise<number> {
+    const file = path.join(folder, name);
+    let handle: fsp.FileHandle;
+    try {
+      handle = await fsp.open(file, C.O_WRONLY | C.O_APPEND | C.O_CREAT | C.O_NOFOLLOW | C.O_NONBLOCK, FILE_MODE);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ELOOP") {
+        throw new EvidenceError("NARWHAL_EVIDENCE_SYMLINK", `evidence log ${file} is a symbolic link; the store does not follow it. Remove it and run again`);
+      }
+      throw error;
+    }
+    try {
+      const st = await handle.stat();
+      if (!st.isFile()) throw new EvidenceError("NARWHAL_EVIDENCE_PATH", `evidence log ${file} is not a regular file; the store needs one there`);
+      if ((st.mode & 0o777) !== FILE_MODE) await handle.chmod(FILE_MODE);
+      const offset = st.size;
+      await handle.write(bytes);
+      await handle.sync();
+      return offset;
+    } finally {
+      await handle.close();
+    }
   }
 }
