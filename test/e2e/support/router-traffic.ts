@@ -10,6 +10,12 @@ import { runInHost } from "../../../sim/hosts";
 import { MODEL } from "./stack";
 
 const SAMPLE_EVERY_MS = 250;
+/**
+ * Each client starts at most one request per this many ms: an outage is timed to a quarter second, and
+ * the clients do not load the machine that runs the CLI (requests sent back to back cost the simulated
+ * engines and the router more CPU than the `up` they watch).
+ */
+const REQUEST_EVERY_MS = 250;
 /** Bounds for one request and one health probe: nothing here waits unbounded. */
 const REQUEST_TIMEOUT_MS = 30_000;
 const PROBE_TIMEOUT_MS = 1_000;
@@ -89,8 +95,8 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
         (e: Error & { code?: string }) => e.code ?? e.message,
       );
       sent.push({ rid, start, end: Date.now(), outcome });
-      // A refused connection returns at once: pace the loop so it does not spin while the router is away.
-      if (outcome !== 200) await pause();
+      const wait = start + REQUEST_EVERY_MS - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
   };
   const sampler = async () => {
