@@ -2,7 +2,9 @@
  * e2e: the operator's ways out of failures, on one small stack of its own (sim13, two engines, the router
  * beside them): a re-keyed host converges by the steps its refusal prints; a read-only evidence store is
  * refused in one line and the next up converges; `destroy` leaves no file or listener of the stack on the
- * host unless `retainOnDestroy` (issue 22, items 4b, 5 and 6).
+ * host (issue 22, items 4b, 5 and 6). That `hosts[].retainOnDestroy` keeps the folder is shown a layer
+ * down: the config reaching each discovery (test/mocks/discovery.test.ts) and the discovery's delete on a
+ * simulated host (test/providers/host-discovery.test.ts).
  */
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
@@ -138,19 +140,5 @@ describe("e2e: failure paths an operator follows (re-keyed host, unwritable evid
     expect(listening.stdout.trim()).to.equal("");
     const { EvidenceStore } = await import("../../lib/evidence/store");
     expect((await new EvidenceStore(evidenceRoot(PROJECT_ROOT, STACK)).list()).length).to.be.greaterThan(0);
-  });
-
-  it("with hosts[].retainOnDestroy, destroy keeps the stack's folder", async () => {
-    await stack.setConfig("narwhal-fleet:hosts[0].retainOnDestroy", { value: "true" }, true);
-    await stack.up(quiet);
-    await stack.destroy(quiet);
-    try {
-      expect(await hostFiles(host.alias, STACK)).to.include(STACK);
-      const kept = await runInHost(host.alias, ["sh", "-c", `ls -A /var/lib/narwhal-fleet/${STACK}`]);
-      expect(kept.stdout.split("\n")).to.include.members(["engines", "router"]);
-    } finally {
-      await runInHost(host.alias, ["rm", "-rf", `/var/lib/narwhal-fleet/${STACK}`]);
-      await stack.removeConfig("narwhal-fleet:hosts[0].retainOnDestroy", true);
-    }
   });
 });

@@ -42,6 +42,16 @@ describe("mocks: Discovery component (Gate A)", () => {
     ]);
   });
 
+  it("hands each host's retainOnDestroy and stateDir to its discovery, whose delete removes or keeps the stack's folder", async () => {
+    const config = fleetConfig();
+    const [a, b] = config.hosts as Array<Record<string, unknown>>;
+    const fleet = mocks.build({ ...config, hosts: [{ ...a, retainOnDestroy: true, stateDir: "/srv/narwhal" }, b] }, mockSecrets("mock-api-key-0123456789"));
+    await settle(fleet.deploymentConfig.configDigest);
+    const discovery = (name: string) => registered.find((r) => r.type.endsWith(":HostDiscovery") && r.name === name)!.inputs;
+    expect(discovery("fleet-a")).to.include({ retainOnDestroy: true, stateDir: "/srv/narwhal", stack: "mock" });
+    expect(discovery("fleet-b")).to.include({ retainOnDestroy: false, stateDir: "/var/lib/narwhal-fleet" });
+  });
+
   it("picks the router host as the runbook's discovery does: router.host, else the lowest-numbered engine's", () => {
     expect(mocks.build(fleetConfig(), mockSecrets("k")).discovery.routerHost).to.equal("a");
     expect(mocks.build(fleetConfig({ router: { host: "b" } }), mockSecrets("k")).discovery.routerHost).to.equal("b");

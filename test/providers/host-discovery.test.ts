@@ -68,6 +68,22 @@ describe("providers: host discovery against the simulated hosts", function () {
     }
   });
 
+  it("on destroy removes the stack's folder from the host, and keeps it with hosts[].retainOnDestroy", async () => {
+    const h = hosts.get("sim1")!;
+    for (const retainOnDestroy of [true, false]) {
+      const stack = `provider-destroy-${retainOnDestroy ? "kept" : "removed"}`;
+      const folder = `/var/lib/narwhal-fleet/${stack}`;
+      await runInHost(h.alias, ["rm", "-rf", folder]);
+      const { outs } = await provider.create(discoveryInputs(h, { stack, retainOnDestroy }));
+      // What the stack's engines and router leave in its folder.
+      await runInHost(h.alias, ["sh", "-c", `mkdir -p ${folder}/engines/e1 ${folder}/router && echo log > ${folder}/engines/e1/engine.log`]);
+      await provider.delete!("discovery", outs as HostDiscoveryOutputs);
+      const left = (await runInHost(h.alias, ["sh", "-c", `ls -A ${folder} 2>/dev/null || echo '(gone)'`])).stdout.trim().split("\n");
+      expect(left, `retainOnDestroy ${retainOnDestroy}`).to.deep.equal(retainOnDestroy ? ["engines", "router"] : ["(gone)"]);
+      await runInHost(h.alias, ["rm", "-rf", folder]);
+    }
+  });
+
   it("refuses a host whose key is not the pinned one, before running anything", async () => {
     const [a, b] = [hosts.get("sim1")!, hosts.get("sim2")!];
     expect(await discoveryFailure(provider.create(discoveryInputs(a, { pinnedHostKey: b.hostKey })))).to.include(
