@@ -36,8 +36,9 @@ SIM_HOSTS_PROVIDERS=(
   test/providers/preflight-agreement.test.ts test/providers/rocm-devices.test.ts test/providers/sim-docker-host.test.ts
   test/providers/sim-harness.test.ts test/providers/sim-harness-lifecycle.test.ts test/providers/sim-rdma.test.ts
   test/providers/ssh-client.test.ts
-  # on loopback, but its sshd and Pulumi stacks make it the longest file: here it evens the two lanes
-  test/providers/command-provider.test.ts
+  # on loopback, but here they even the two lanes: the command provider's sshd and Pulumi stacks make it
+  # the longest file, and the router's real narwhal-serve the third longest
+  test/providers/command-provider.test.ts test/providers/router.test.ts
 )
 
 logs=$(mktemp -d)
