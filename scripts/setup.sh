@@ -139,8 +139,16 @@ else
 fi
 
 step "Dynamic provider host from @pulumi/pulumi"
-# The engine looks for this bundled plugin next to the CLI; without it dynamic resources fail.
-install -m755 node_modules/@pulumi/pulumi/pulumi-resource-pulumi-nodejs "$TOOLS/bin/"
+# The engine looks for this plugin next to the CLI; without it dynamic resources fail. It is the SDK's own
+# wrapper (pulumi-resource-pulumi-nodejs) less the Node start it spends on every run finding the host's
+# script, which sits in the project's own node_modules when the CLI runs in the project's folder.
+cat >"$TOOLS/bin/pulumi-resource-pulumi-nodejs.new" <<'EOF'
+#!/bin/sh
+script=node_modules/@pulumi/pulumi/cmd/dynamic-provider/index.js
+[ -f "$script" ] || script=$(node -e "console.log(require.resolve('@pulumi/pulumi/cmd/dynamic-provider'))")
+exec node "$script" "$@"
+EOF
+chmod 755 "$TOOLS/bin/pulumi-resource-pulumi-nodejs.new" && mv "$TOOLS/bin/pulumi-resource-pulumi-nodejs.new" "$TOOLS/bin/pulumi-resource-pulumi-nodejs"
 done_ "installed next to the CLI"
 
 step "Policy pack packages (policy/package-lock.json)"
