@@ -24,7 +24,8 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$NARWHAL_ROOT"
 
-DIR="$NARWHAL_ROOT/.tools/object-store"
+# NARWHAL_OBJECT_STORE_DIR: another store of the same kind elsewhere (the tests start one of their own).
+DIR="${NARWHAL_OBJECT_STORE_DIR:-$NARWHAL_ROOT/.tools/object-store}"
 WEED="$NARWHAL_ROOT/.tools/bin/weed"
 LOG="$DIR/weed.log"
 PID_FILE="$DIR/pid"
@@ -147,8 +148,13 @@ start() {
     # inherits, config file or not (loadEnvironmentVariableCredentials): the caller's keys must not become
     # keys to this store. WEED_MASTER_VOLUME_GROWTH_COPY_1=1 (master.toml's volume_growth.copy_1, read from
     # the environment): every bucket is a collection of its own, and SeaweedFS grows 7 volumes for each by
-    # default; one each, grown as it fills, keeps a few buckets inside -volume.max. Run from $DIR, so no
-    # stray *.toml in the caller's folder configures it.
+    # default; one each, grown as it fills, keeps a few buckets inside -volume.max.
+    # WEED_MASTER_VOLUME_GROWTH_STATE_LOSS_RECOVERY_WAIT=10s: a master that finds its volume server
+    # reporting another cluster's topology id (its Raft state was rebuilt, as after a stop it did not
+    # finish) freezes volume growth until an operator runs `volume.growth.resume`, and no new bucket takes
+    # a write. This store's one volume server reports every volume it holds within a heartbeat, so 10 s
+    # after the freeze growth resumes by itself, as SeaweedFS lets a master be told to. Run from $DIR, so
+    # no stray *.toml in the caller's folder configures it.
     #   -logtostderr              glog writes to weed.log only, not a new set of files in /tmp per start
     #   -ip, -ip.bind 127.0.0.1   every listener on loopback only, none on the host's other addresses
     #   -master.peers=none        a single master: no Raft election on restart (otherwise 10-20 s of
@@ -162,6 +168,7 @@ start() {
     if [ -f "$LOG" ]; then mv "$LOG" "$LOG.1"; fi
     (cd "$DIR"
       env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN WEED_MASTER_VOLUME_GROWTH_COPY_1=1 \
+        WEED_MASTER_VOLUME_GROWTH_STATE_LOSS_RECOVERY_WAIT=10s \
       setsid nohup "$WEED" -logtostderr server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$DIR/data" \
         -master.port=$((PORT + 1)) -master.port.grpc=$((PORT + 10001)) -master.peers=none \
         -master.volumeSizeLimitMB=64 -master.telemetry=false \
@@ -216,7 +223,7 @@ start() {
       esac
     done
   done
-  echo "answering on $ENDPOINT (pid $pid; log: .tools/object-store/weed.log)"
+  echo "answering on $ENDPOINT (pid $pid; log: ${LOG#"$NARWHAL_ROOT"/})"
 }
 
 case "$1" in
