@@ -12,7 +12,7 @@ printf '\n==> Simulated fleet\n'
 node -r ./tools/ts-require.js sim/cli.ts up --time-scale 0.5
 printf '\n==> pulumi up (stack dev)\n'
 pulumi stack select dev
-pulumi up --yes --skip-preview
+pulumi up --yes --skip-preview --refresh
 printf '\n==> Stack outputs\n'
 pulumi stack output --json
 printf '\n==> Preflight, as narwhal-check decides it (pass, degraded or fail)\n'
