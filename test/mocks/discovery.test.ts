@@ -42,7 +42,7 @@ describe("mocks: Discovery component (Gate A)", () => {
     ]);
   });
 
-  it("hands each host's retainOnDestroy and stateDir to its discovery, whose delete removes or keeps the stack's folder", async () => {
+  it("hands each host's retainOnDestroy and stateDir to its discovery, which its delete reads", async () => {
     const config = fleetConfig();
     const [a, b] = config.hosts as Array<Record<string, unknown>>;
     const fleet = mocks.build({ ...config, hosts: [{ ...a, retainOnDestroy: true, stateDir: "/srv/narwhal" }, b] }, mockSecrets("mock-api-key-0123456789"));

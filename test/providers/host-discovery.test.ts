@@ -2,6 +2,7 @@ import { expect } from "chai";
 import { provider } from "../../dynamic-providers/host-discovery/provider";
 import type { HostDiscoveryOutputs } from "../../dynamic-providers/host-discovery/schema";
 import { NO_GPU_NOTICE } from "../../lib/discovery/accelerators";
+import { stackFolder } from "../../lib/fleet/host-cleanup";
 import { runInHost, simDown, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts";
 import { discoveryFailure, discoveryInputs, discoveryRefusal } from "./support/host-discovery";
@@ -72,9 +73,10 @@ describe("providers: host discovery against the simulated hosts", function () {
     const h = hosts.get("sim1")!;
     for (const retainOnDestroy of [true, false]) {
       const stack = `provider-destroy-${retainOnDestroy ? "kept" : "removed"}`;
-      const folder = `/var/lib/narwhal-fleet/${stack}`;
+      const inputs = discoveryInputs(h, { stack, retainOnDestroy });
+      const folder = stackFolder(inputs.stateDir, stack);
       await runInHost(h.alias, ["rm", "-rf", folder]);
-      const { outs } = await provider.create(discoveryInputs(h, { stack, retainOnDestroy }));
+      const { outs } = await provider.create(inputs);
       // What the stack's engines and router leave in its folder.
       await runInHost(h.alias, ["sh", "-c", `mkdir -p ${folder}/engines/e1 ${folder}/router && echo log > ${folder}/engines/e1/engine.log`]);
       await provider.delete!("discovery", outs as HostDiscoveryOutputs);

@@ -7,6 +7,7 @@
  */
 import { request } from "undici";
 import { runInHost } from "../../../sim/hosts";
+import { sleep } from "../../../sim/hosts/exec";
 import { MODEL } from "./stack";
 
 const SAMPLE_EVERY_MS = 250;
@@ -78,7 +79,6 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
   let n = 0;
   // Request ids are unique across traffic runs: the router's journal keeps every run's rows.
   const run = `${process.pid}-${Date.now().toString(36)}`;
-  const pause = () => new Promise((r) => setTimeout(r, SAMPLE_EVERY_MS));
 
   const client = async () => {
     while (running) {
@@ -95,8 +95,7 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
         (e: Error & { code?: string }) => e.code ?? e.message,
       );
       sent.push({ rid, start, end: Date.now(), outcome });
-      const wait = start + REQUEST_EVERY_MS - Date.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      await sleep(start + REQUEST_EVERY_MS - Date.now());
     }
   };
   const sampler = async () => {
@@ -111,7 +110,7 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
           health.push({ engineId: e.id, at, ok });
         }),
       );
-      await pause();
+      await sleep(SAMPLE_EVERY_MS);
     }
   };
   const loops = [...Array.from({ length: clients }, client), sampler()];
@@ -125,7 +124,7 @@ export function startTraffic(routerUrl: string, engines: ReadonlyArray<{ id: str
       const deadline = Date.now() + boundMs;
       while (!sent.some((r) => r.start >= since && r.outcome === 200)) {
         if (Date.now() >= deadline) return false;
-        await pause();
+        await sleep(SAMPLE_EVERY_MS);
       }
       return true;
     },
