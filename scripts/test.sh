@@ -8,6 +8,31 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$NARWHAL_ROOT"
 layer="${1:-all}"
+case "$layer" in
+  unit|mocks|providers|e2e|all) ;;
+  *) echo "usage: scripts/test.sh [unit|mocks|providers|e2e|all]" >&2; exit 2 ;;
+esac
+
+# The simulated hosts' bridge and namespaces belong to the machine, not to this checkout: a second suite
+# on the same machine, from any clone, would see them as strays and take them down. The layers that bring
+# hosts up therefore run one suite at a time, waiting a bounded time for their turn. flock -o keeps the
+# lock with flock itself, so no engine or sshd a test leaves running can hold it after the suite ends.
+sim_hosts_lock="${NARWHAL_SIM_HOSTS_LOCK:-/run/lock/narwhal-fleet-sim-hosts.lock}"
+if [ "$layer" != unit ] && [ "$layer" != mocks ] && [ -z "${NARWHAL_SIM_HOSTS_LOCKED:-}" ]; then
+  wait_s="${NARWHAL_SIM_HOSTS_LOCK_WAIT_S:-3600}"
+  if ! flock -n -o "$sim_hosts_lock" true; then
+    echo "scripts/test.sh: another suite on this machine has the simulated hosts ($(cat "$sim_hosts_lock.holder" 2>/dev/null || echo "holder unknown")); waiting up to ${wait_s} s (NARWHAL_SIM_HOSTS_LOCK_WAIT_S)" >&2
+  fi
+  rc=0
+  flock -o -w "$wait_s" -E 75 "$sim_hosts_lock" env NARWHAL_SIM_HOSTS_LOCKED=1 bash "$0" "$@" || rc=$?
+  if [ "$rc" = 75 ]; then
+    echo "scripts/test.sh: the simulated hosts were still held after ${wait_s} s by $(cat "$sim_hosts_lock.holder" 2>/dev/null || echo "another suite"); let that run finish or stop it, then run again" >&2
+  fi
+  exit "$rc"
+fi
+if [ -n "${NARWHAL_SIM_HOSTS_LOCKED:-}" ]; then
+  echo "pid $$, layer $layer, in $NARWHAL_ROOT" >"$sim_hosts_lock.holder"
+fi
 
 bash scripts/setup.sh
 
@@ -108,7 +133,6 @@ case "$layer" in
     fi
     beside providers "provider files on simulated hosts or Docker" "${SIM_HOSTS_PROVIDERS[@]}" -- "test/providers/**/*.test.ts"
     run_e2e ;;
-  *) echo "usage: scripts/test.sh [unit|mocks|providers|e2e|all]" >&2; exit 2 ;;
 esac
 
 # Every mocha run ends with "N passed, N failed, N skipped": the sum is the suite's closing line, after
