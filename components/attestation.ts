@@ -11,7 +11,7 @@ import { Attestation } from "../dynamic-providers/attestation/resource";
 import type { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
 import type { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
 import type { Engine } from "./engine";
-import { lastJsonLine } from "./runtime/stdout";
+import { lastJsonLine } from "../lib/json-line";
 import { startKeyOf } from "./runtime/start-key";
 import type { NarwhalInstall } from "./router/install";
 
@@ -146,7 +146,7 @@ export class AttestationMesh extends pulumi.ComponentResource {
         logging: "stderr",
       },
       // The replacement binds the same port, so the old sidecar must be gone first.
-      { parent: this, deleteBeforeReplace: true, dependsOn: install ? [...args.after, install.command] : args.after },
+      { parent: this, deleteBeforeReplace: true, dependsOn: install ? [...args.after, install.ready] : args.after },
     );
     const started = sidecar.stdout.apply((out) => lastJsonLine<{ pid: number; startedAt: string }>(out));
     return new Attestation(

@@ -8,7 +8,7 @@ import { localAddress, routerUrl } from "../../lib/router/serve";
 import { routerBackendPort } from "../../lib/router/front";
 import { stackDirOn } from "../../lib/fleet/state-dir";
 import { CommandRecord } from "../../dynamic-providers/command-record/resource";
-import { lastJsonLine } from "../runtime/stdout";
+import { lastJsonLine } from "../../lib/json-line";
 import type { DocumentEngine } from "../../lib/observability/targets";
 import type { FreshnessExpectation } from "../../lib/observability/freshness-exporter";
 

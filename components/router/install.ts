@@ -4,8 +4,13 @@ import type { RouterSpec } from "../../lib/config/types";
 import { installKey, installScript, uninstallScript, venvDir, type InstallMarker, type InstallOptions, type NarwhalSource } from "../../lib/router/install";
 import { shq } from "../../lib/shell";
 import { CommandRecord } from "../../dynamic-providers/command-record/resource";
-import { lastJsonLine } from "../runtime/stdout";
+import { lastJsonLine } from "../../lib/json-line";
 import { startKeyOf } from "../runtime/start-key";
+import { InstallPresence } from "../../dynamic-providers/install-presence/resource";
+import { loginInputs, loginSecrets } from "../login-inputs";
+
+/** Bound on a refresh's look for the install on its host. */
+const PRESENCE_PROBE_TIMEOUT_S = 30;
 
 export interface NarwhalInstallArgs {
   /** `router.narwhal`: the pinned version, or a source bundle with its digest, and where pip finds wheels. */
@@ -51,6 +56,11 @@ export class NarwhalInstall extends pulumi.ComponentResource {
   public readonly binDir: string;
   /** Gate B's evidence: the install script as it ran and the marker it printed. */
   public readonly record: CommandRecord;
+  /**
+   * What runs from the install waits on this: the install's command, then its presence, which a refresh
+   * that found the install gone turns into an install again in the same `up`.
+   */
+  public readonly ready: InstallPresence;
 
   constructor(name: string, args: NarwhalInstallArgs, opts?: pulumi.ComponentResourceOptions) {
     const formerly = args.formerly ? [{ name: args.formerly.name, parent: args.formerly.parent }] : [];
@@ -108,6 +118,12 @@ export class NarwhalInstall extends pulumi.ComponentResource {
         startKey: startKeyOf(c),
       },
       { parent: this, aliases: args.formerly ? [{ name: `${args.formerly.name}-record`, parent: args.formerly.parent }] : [] },
+    );
+    const login = loginInputs(args.connection);
+    this.ready = new InstallPresence(
+      `${name}-presence`,
+      { hostAlias: args.hostAlias, stack: args.stack, login: login.login, credentials: loginSecrets(login), install: options, probeTimeoutS: PRESENCE_PROBE_TIMEOUT_S },
+      { parent: this, dependsOn: [this.command] },
     );
     this.registerOutputs({ marker: this.marker });
   }

@@ -6,7 +6,7 @@ import { localAddress, profileStorePath, routerIdentity, routerPortCheckScript, 
 import { controllerCheckScript, documentEngines, engineAddressOf, enginePortOf } from "../../lib/router/controller-check";
 import { judgeRouterProof, proofScript, type RouterProof } from "../../lib/router/proof";
 import type { NarwhalInstall } from "./install";
-import { lastJsonLine } from "../runtime/stdout";
+import { lastJsonLine } from "../../lib/json-line";
 import { startKeyOf } from "../runtime/start-key";
 import { Liveness } from "../../dynamic-providers/liveness/resource";
 import { frontStartScript, frontStopScript } from "../../lib/router/front";
@@ -107,7 +107,7 @@ export class Router extends pulumi.ComponentResource {
     const portCheck = new command.remote.Command(
       `${name}-port-check`,
       { connection: args.connection, create: routerPortCheckScript({ runDir: args.runDir, port: args.port, hostAlias: args.hostAlias }), triggers: inputTriggers, addPreviousOutputInEnv: false, logging: "stderr" },
-      { parent: this, dependsOn: [args.after, args.install.command] },
+      { parent: this, dependsOn: [args.after, args.install.ready] },
     );
     if (probeableBind(args.bindAddress)) {
       this.liveness = new Liveness(
@@ -159,7 +159,7 @@ export class Router extends pulumi.ComponentResource {
             addPreviousOutputInEnv: false,
             logging: "stderr",
           },
-          { parent: this, dependsOn: [args.after, args.install.command] },
+          { parent: this, dependsOn: [args.after, args.install.ready] },
         ),
     ));
     const front = (this.front = new command.remote.Command(
@@ -185,7 +185,7 @@ export class Router extends pulumi.ComponentResource {
       },
       // After the port check: a port held by another process stops the run before anything is touched. Its
       // start runs again (an update: it keeps a running front) when a refresh found the router's URL down.
-      { parent: this, dependsOn: [args.after, args.install.command, portCheck] },
+      { parent: this, dependsOn: [args.after, args.install.ready, portCheck] },
     ));
     // A new document or store is an update that swaps the router in place (stop, then start), run once the
     // preflight that judged them passed. A replacement would be deleted at the start of every up that
@@ -203,7 +203,7 @@ export class Router extends pulumi.ComponentResource {
         logging: "stderr",
       },
       // A replacement (`up --replace`) binds the same port, so the old router must be gone first: after the port check.
-      { parent: this, deleteBeforeReplace: true, dependsOn: [args.after, args.install.command, portCheck, front, ...controllerChecks] },
+      { parent: this, deleteBeforeReplace: true, dependsOn: [args.after, args.install.ready, portCheck, front, ...controllerChecks] },
     );
     this.started = this.process.stdout.apply((out) => lastJsonLine<RouterStarted>(out));
     const proof = new command.remote.Command(

@@ -5,7 +5,7 @@ import type { RunbookDecision } from "../../lib/launch/runbook";
 import { envFile } from "../../lib/shell";
 import { containerRestartScript } from "../../lib/runtime/restart";
 import { containerTarget, dockerCliOptions } from "../../lib/runtime/container-fields";
-import { lastJsonLine } from "./stdout";
+import { lastJsonLine } from "../../lib/json-line";
 import { startKeyOf } from "./start-key";
 import { runbookOutcome, runbookSurvey } from "./runbook";
 import type { ContainerProcessArgs, EngineProcess, RunbookAdoption } from "./types";

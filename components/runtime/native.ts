@@ -5,7 +5,7 @@ import { startScript, stopScript, type RunbookTakeover } from "../../lib/runtime
 import { nativeRestartScript } from "../../lib/runtime/restart";
 import { envFile } from "../../lib/shell";
 import { nativeEngineLogs } from "../../lib/engine/log-source";
-import { lastJsonLine } from "./stdout";
+import { lastJsonLine } from "../../lib/json-line";
 import { startKeyOf } from "./start-key";
 import { runbookOutcome, runbookSurvey } from "./runbook";
 import type { EngineProcess, NativeProcessArgs, RunbookAdoption } from "./types";

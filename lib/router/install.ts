@@ -204,3 +204,23 @@ rm -rf ${folder}/venv ${folder}/install.json ${folder}/install.json.tmp ${folder
 rmdir ${folder} 2>/dev/null || true
 `;
 }
+
+/** The paths, relative to the revision's folder, whose absence means the install is gone. */
+export const INSTALL_PARTS = ["install.json", "venv/bin/python", "venv/bin/narwhal-serve", "venv/bin/narwhal-attest"] as const;
+
+/**
+ * Prints `missing <path>` for each part of the install that is not on the host (none: it is there). A
+ * refresh runs it: a folder removed by hand, by a cleanup or with a reimaged disk is installed again.
+ */
+export function presenceScript(o: Pick<InstallOptions, "installDir" | "source">): string {
+  const folder = shq(`${o.installDir}/${revisionFolder(o.source)}`);
+  return `for part in ${INSTALL_PARTS.join(" ")}; do
+  case "$part" in install.json) [ -f ${folder}/"$part" ] ;; *) [ -x ${folder}/"$part" ] ;; esac || echo "missing $part"
+done
+`;
+}
+
+/** The parts presenceScript found missing, in its order. */
+export function missingParts(stdout: string): string[] {
+  return stdout.split("\n").flatMap((line) => (line.startsWith("missing ") ? [line.slice("missing ".length).trim()] : []));
+}

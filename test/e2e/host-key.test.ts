@@ -57,12 +57,14 @@ describe("e2e: pinned host keys", function () {
       const applied = await appliedChanges(stack, { refresh: true });
       expect(stepList(applied), "the steps up --refresh took").to.deep.equal(stepList(planned));
       // What a new key changes: the host's commands log in with it (their starts run again and keep their
-      // processes; its narwhal install adopts the venv it made), and the generated configuration lists it.
+      // processes; its narwhal install adopts the venv it made, and the look for that install takes the key),
+      // and the generated configuration lists it.
       expect(stepList(planned), "the steps the preview forecast").to.deep.equal([
         "fleet-attestation-e2-sidecar update",
         "fleet-config replace",
         "fleet-e2-process update",
         `fleet-router-host-router-controller-check-${target.alias} update`,
+        `fleet-${target.alias}-narwhal-presence update`,
         `fleet-${target.alias}-narwhal-venv update`,
       ]);
       // Same host, same hardware, same files: a new key measures nothing again. Only the generated

@@ -26,6 +26,7 @@ const SECRETS: Record<string, string[]> = {
   FabricGate: [],
   HostDiscovery: ["privateKey", "password"],
   ImageCheck: ["privateKey", "password"],
+  InstallPresence: ["credentials"],
   Liveness: [],
   LoadTrial: ["viaPrivateKey", "viaPassword", "hostPrivateKeys", "hostPasswords"],
   PeerWave: ["credentials", "apiKey"],

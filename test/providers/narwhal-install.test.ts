@@ -22,7 +22,9 @@ import type { EngineGenerationOutputs } from "../../dynamic-providers/engine-gen
 import { provider as attestation } from "../../dynamic-providers/attestation/provider";
 import type { AttestationOutputs } from "../../dynamic-providers/attestation/schema";
 import { ranks } from "../unit/attestation/fixtures";
-import { simLaunch } from "./support/sim-launch";
+import { simLaunch, simLogin } from "./support/sim-launch";
+import { provider as presence } from "../../dynamic-providers/install-presence/provider";
+import type { InstallPresenceInputs, InstallPresenceOutputs } from "../../dynamic-providers/install-presence/check";
 
 const ALIAS = "sim50";
 const API_KEY = "sk-narwhal-install-7c21e0";
@@ -94,6 +96,42 @@ describe("providers: Gate B on an engine host (sim50), installed from its wheelh
     expect(r.code, r.stderr).to.equal(0);
     expect(lastJson<InstallMarker>(r.stdout)).to.deep.equal(marker);
     expect(Date.now() - started).to.be.below(30_000);
+  });
+
+  it("a refresh finds the install gone once its folder is removed, and the update installs it again", async () => {
+    const { login, privateKey } = simLogin(host);
+    const inputs: InstallPresenceInputs = { hostAlias: ALIAS, stack: "provider-narwhal-install", login, credentials: { privateKey }, install: options, probeTimeoutS: 30 };
+    const created = (await presence.create(inputs)).outs as InstallPresenceOutputs;
+    const read = async (props: InstallPresenceOutputs) => (await presence.read!("id", props)).props as InstallPresenceOutputs;
+    expect(await read(created)).to.include({ observedState: "present" });
+    expect(await presence.diff!("id", await read(created), inputs)).to.include({ changes: false });
+
+    const folder = `${STACK_DIR}/narwhal/narwhal-inference-0.7.0`;
+    expect((await ssh(`rm -rf ${shq(folder)}`)).code).to.equal(0);
+    const gone = await read(created);
+    expect(gone).to.include({
+      observedState: "gone",
+      observedDetail: `the narwhal install on host ${ALIAS} is gone: ${folder} lacks install.json, venv/bin/python, venv/bin/narwhal-serve, venv/bin/narwhal-attest`,
+    });
+    expect(await presence.diff!("id", gone, inputs)).to.deep.equal({ changes: true, replaces: [], deleteBeforeReplace: false });
+
+    const again = (await presence.update!("id", gone, inputs)).outs as InstallPresenceOutputs;
+    // The same revision, the same files: what ran from the first install runs from this one.
+    expect(again.lastReinstall?.marker).to.include({ revision: marker.revision, version: marker.version, digest: marker.digest, binDir: marker.binDir });
+    expect(await read(again)).to.include({ observedState: "present" });
+    expect(await presence.diff!("id", await read(again), inputs)).to.include({ changes: false });
+    // Only a refresh that saw it gone installs: an update for another reason runs nothing on the host.
+    const kept = (await presence.update!("id", again, { ...inputs, probeTimeoutS: 20 })).outs as InstallPresenceOutputs;
+    expect(kept).to.deep.include({ probeTimeoutS: 20, lastReinstall: again.lastReinstall });
+  });
+
+  it("a host that cannot be asked is not a gone install", async () => {
+    const { login, privateKey } = simLogin(host);
+    const inputs: InstallPresenceInputs = { hostAlias: ALIAS, stack: "provider-narwhal-install", login: { ...login, host: "198.18.0.250", connectTimeoutS: 1 }, credentials: { privateKey }, install: options, probeTimeoutS: 5 };
+    const seen = (await presence.read!("id", { ...inputs, observedState: "present" })).props as InstallPresenceOutputs;
+    expect(seen.observedState).to.equal("unknown");
+    expect(seen.observedDetail).to.match(/^host sim50 could not be asked: /);
+    expect(await presence.diff!("id", seen, inputs)).to.include({ changes: false });
   });
 
   it("installs once when hosts share the state folder: concurrent installs take turns, and the later ones adopt the first", async () => {
