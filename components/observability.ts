@@ -4,6 +4,8 @@ import type { ObservabilitySpec } from "../lib/config/types";
 import { textDigest } from "../lib/router/serve";
 import { envFile } from "../lib/shell";
 import { Liveness } from "../dynamic-providers/liveness/resource";
+import { FilesPresence } from "../dynamic-providers/files-presence/resource";
+import { loginInputs, loginSecrets } from "./login-inputs";
 import { dashboardProvisioning, datasourceProvisioning, fleetDashboard } from "../lib/observability/grafana";
 import { engineTargets, routerTargets, type DocumentEngine } from "../lib/observability/targets";
 import { FRESHNESS_EXPORTER_PY, type FreshnessExpectation, type FreshnessRunOptions } from "../lib/observability/freshness-exporter";
@@ -64,6 +66,37 @@ export class Monitoring extends pulumi.ComponentResource {
     // stops the run here, before the replacement stops the running service.
     const portCheck = (service: "prometheus" | "grafana" | "freshness", script: string, triggers: pulumi.Input<unknown>[], dependsOn: pulumi.Input<pulumi.Resource>[]) =>
       new command.remote.Command(`${name}-${service}-port-check`, { connection: args.connection, create: script, triggers, addPreviousOutputInEnv: false, logging: "stderr" }, { parent: this, dependsOn });
+    const freshnessDir = `${args.dir}/freshness`;
+    const files = {
+      "prometheus.yml": JSON.stringify(prometheusConfig({ scrapeIntervalS: spec.scrapeIntervalS, configDir: promDir, freshnessTarget: `127.0.0.1:${spec.freshnessPort}` }), null, 2),
+      "rules.yml": JSON.stringify(rulesFile(), null, 2),
+    };
+    const grafanaFiles = {
+      "provisioning/datasources/narwhal.yml": JSON.stringify(datasourceProvisioning(localProm), null, 2),
+      "provisioning/dashboards/narwhal.yml": JSON.stringify(dashboardProvisioning(`${grafanaDir}/dashboards`), null, 2),
+      "dashboards/narwhal-fleet.json": JSON.stringify(fleetDashboard(), null, 2),
+    };
+    const TARGET_FILES = ["engines.json", "router.json"];
+    // Every file the commands below write: a refresh that finds one gone (a cleanup, a restored disk) mints
+    // a new epoch, a trigger of each of them, so the same up writes them all again before Prometheus starts.
+    const login = loginInputs(args.connection);
+    const written = new FilesPresence(
+      `${name}-files`,
+      {
+        hostAlias: args.hostAlias ?? "router",
+        stack: args.stack,
+        login: login.login,
+        credentials: loginSecrets(login),
+        owner: "monitoring",
+        paths: [
+          ...[...Object.keys(files), ...TARGET_FILES].map((f) => `${promDir}/${f}`),
+          `${freshnessDir}/expected.json`,
+          ...Object.keys(grafanaFiles).map((f) => `${grafanaDir}/${f}`),
+        ],
+        probeTimeoutS: args.healthDeadlineS,
+      },
+      { parent: this },
+    ).epoch;
     const targets = new command.remote.Command(
       `${name}-targets`,
       {
@@ -76,15 +109,12 @@ export class Monitoring extends pulumi.ComponentResource {
             "router.json": JSON.stringify(routerTargets(args.routerLocalUrl), null, 2),
           }),
         ),
+        triggers: [written],
         addPreviousOutputInEnv: false,
         logging: "stderr",
       },
       { parent: this, dependsOn: [args.after] },
     );
-    const files = {
-      "prometheus.yml": JSON.stringify(prometheusConfig({ scrapeIntervalS: spec.scrapeIntervalS, configDir: promDir, freshnessTarget: `127.0.0.1:${spec.freshnessPort}` }), null, 2),
-      "rules.yml": JSON.stringify(rulesFile(), null, 2),
-    };
     const digest = textDigest(JSON.stringify(files));
     this.configDigest = pulumi.output(digest);
     const run: PrometheusRunOptions = {
@@ -103,7 +133,7 @@ export class Monitoring extends pulumi.ComponentResource {
     };
     const config = new command.remote.Command(
       `${name}-prometheus-config`,
-      { connection: args.connection, create: writeFilesScript(promDir, files), addPreviousOutputInEnv: false, logging: "stderr" },
+      { connection: args.connection, create: writeFilesScript(promDir, files), triggers: [written], addPreviousOutputInEnv: false, logging: "stderr" },
       { parent: this, dependsOn: [args.after] },
     );
     const prometheusTriggers = [digest, livenessEpoch("prometheus", spec.prometheusPort)];
@@ -117,10 +147,16 @@ export class Monitoring extends pulumi.ComponentResource {
 
     // The freshness exporter reads expected.json at every scrape: written once the router serves what the
     // evidence was measured against, so a new expectation never needs a restart.
-    const freshnessRun: FreshnessRunOptions = { dir: `${args.dir}/freshness`, port: spec.freshnessPort, startTimeoutS: args.startTimeoutS, stopTimeoutS: args.stopTimeoutS, hostAlias: args.hostAlias };
+    const freshnessRun: FreshnessRunOptions = { dir: freshnessDir, port: spec.freshnessPort, startTimeoutS: args.startTimeoutS, stopTimeoutS: args.stopTimeoutS, hostAlias: args.hostAlias };
     const expected = new command.remote.Command(
       `${name}-freshness-expected`,
-      { connection: args.connection, create: pulumi.output(args.freshness).apply((f) => writeFilesScript(freshnessRun.dir, { "expected.json": JSON.stringify(f, null, 2) })), addPreviousOutputInEnv: false, logging: "stderr" },
+      {
+        connection: args.connection,
+        create: pulumi.output(args.freshness).apply((f) => writeFilesScript(freshnessRun.dir, { "expected.json": JSON.stringify(f, null, 2) })),
+        triggers: [written],
+        addPreviousOutputInEnv: false,
+        logging: "stderr",
+      },
       { parent: this, dependsOn: [args.after] },
     );
     // New exporter code replaces the running exporter: its start adopts only an exporter of the same code.
@@ -139,14 +175,9 @@ export class Monitoring extends pulumi.ComponentResource {
       { parent: this, deleteBeforeReplace: true, dependsOn: [expected, freshnessPortCheck] },
     );
 
-    const grafanaFiles = {
-      "provisioning/datasources/narwhal.yml": JSON.stringify(datasourceProvisioning(localProm), null, 2),
-      "provisioning/dashboards/narwhal.yml": JSON.stringify(dashboardProvisioning(`${grafanaDir}/dashboards`), null, 2),
-      "dashboards/narwhal-fleet.json": JSON.stringify(fleetDashboard(), null, 2),
-    };
     const grafanaConfig = new command.remote.Command(
       `${name}-grafana-files`,
-      { connection: args.connection, create: writeFilesScript(grafanaDir, grafanaFiles), addPreviousOutputInEnv: false, logging: "stderr" },
+      { connection: args.connection, create: writeFilesScript(grafanaDir, grafanaFiles), triggers: [written], addPreviousOutputInEnv: false, logging: "stderr" },
       { parent: this, dependsOn: [args.after] },
     );
     if (spec.runtime === "container") {

@@ -55,6 +55,7 @@ OWN_HOSTS_E2E=(
 SIM_HOSTS_PROVIDERS=(
   test/providers/cache-capture.test.ts test/providers/checkpoint.test.ts test/providers/command-record.test.ts
   test/providers/discovery-probe.test.ts test/providers/docker-cli.test.ts test/providers/engine-generation.test.ts
+  test/providers/files-presence.test.ts
   test/providers/fabric-edge.test.ts test/providers/fabric-edge-rdma.test.ts test/providers/fabric-edge-reservation.test.ts
   test/providers/host-discovery.test.ts test/providers/host-discovery-rdma.test.ts test/providers/image-check.test.ts
   test/providers/liveness.test.ts test/providers/monitoring-port-check.test.ts test/providers/narwhal-install.test.ts

@@ -21,14 +21,6 @@ const UPDATABLE = ["hostAlias", "stack", "login", "credentials", "install", "pro
 /** The install script's own bound, plus the login and the marker's print. */
 const REINSTALL_SLACK_S = 60;
 
-async function onHost(inputs: InstallPresenceInputs, script: string, timeoutS: number, name: string) {
-  const { withSsh } = require("../../lib/ssh/client") as typeof import("../../lib/ssh/client");
-  const { OPERATE, sshTarget } = require("../../lib/ssh/login") as typeof import("../../lib/ssh/login");
-  const { readLogin } = require("../../lib/ssh/stored-login") as typeof import("../../lib/ssh/stored-login");
-  const target = sshTarget(readLogin(inputs.login, { alias: inputs.hostAlias, ...inputs.credentials }), OPERATE);
-  return withSsh(target, (ssh) => ssh.exec("sh -s", { stdin: script, timeoutS, name }));
-}
-
 export const provider: pulumi.dynamic.ResourceProvider = {
   check: schemaCheck<InstallPresenceInputs>(installPresenceInputs),
 
@@ -38,22 +30,17 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   },
 
   async read(id: string, props: InstallPresenceOutputs) {
-    const { presenceScript, missingParts, revisionFolder } = require("../../lib/router/install") as typeof import("../../lib/router/install");
+    const { installPaths, revisionFolder } = require("../../lib/router/install") as typeof import("../../lib/router/install");
+    const { lookForPaths } = require("../host-look") as typeof import("../host-look");
     const folder = `${props.install.installDir}/${revisionFolder(props.install.source)}`;
-    const observedAt = new Date().toISOString();
-    try {
-      const r = await onHost(props, presenceScript(props.install), props.probeTimeoutS, `look for the narwhal install in ${folder}`);
-      if (r.code !== 0) throw new Error(`the look exited ${r.code}: ${r.stderr.trim().split("\n").slice(-2).join(" | ")}`);
-      const missing = missingParts(r.stdout);
-      const seen: Pick<InstallPresenceOutputs, "observedState" | "observedDetail"> =
-        missing.length === 0
-          ? { observedState: "present", observedDetail: `the install is in ${folder}` }
-          : { observedState: "gone", observedDetail: `the narwhal install on host ${props.hostAlias} is gone: ${folder} lacks ${missing.join(", ")}` };
-      return { id, props: { ...props, ...seen, observedAt } };
-    } catch (error) {
-      // Whatever else touches the host names the refusal; this only declines to call the install gone.
-      return { id, props: { ...props, observedState: "unknown", observedDetail: `host ${props.hostAlias} could not be asked: ${(error as Error).message}`, observedAt } };
-    }
+    const seen = await lookForPaths(props, installPaths(props.install), props.probeTimeoutS, `look for the narwhal install in ${folder}`);
+    const observedDetail =
+      seen.observedState === "gone"
+        ? `the narwhal install on host ${props.hostAlias} is gone: ${folder} lacks ${seen.missing.map((p) => p.slice(folder.length + 1)).join(", ")}`
+        : seen.observedState === "present"
+          ? `the install is in ${folder}`
+          : seen.observedDetail;
+    return { id, props: { ...props, observedState: seen.observedState, observedDetail, observedAt: seen.observedAt } };
   },
 
   async diff(_id: string, olds: InstallPresenceOutputs, news: InstallPresenceInputs) {
@@ -67,7 +54,8 @@ export const provider: pulumi.dynamic.ResourceProvider = {
     if (olds.observedState !== "gone") return { outs: { ...olds, ...news } satisfies InstallPresenceOutputs };
     const { installScript } = require("../../lib/router/install") as typeof import("../../lib/router/install");
     const { lastJsonLine } = require("../../lib/json-line") as typeof import("../../lib/json-line");
-    const r = await onHost(news, installScript(news.install), news.install.timeoutS + REINSTALL_SLACK_S, "install narwhal again");
+    const { runOnHost } = require("../host-look") as typeof import("../host-look");
+    const r = await runOnHost(news, installScript(news.install), news.install.timeoutS + REINSTALL_SLACK_S, "install narwhal again");
     if (r.code !== 0) {
       throw new Error(`${olds.observedDetail}; installing it again failed (exit ${r.code}): ${r.stderr.trim().split("\n").slice(-3).join(" | ")}`);
     }

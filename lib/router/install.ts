@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto";
 import { shq } from "../shell";
 import { ATTEMPTS_DIR, ATTEMPTS_SH } from "../runtime/attempts";
+import type { ExpectedPath } from "../host-paths";
 
 /** pip's output of the latest install, in the revision's folder; a failed one's is kept in `attempts/` (lib/runtime/attempts.ts). */
 export const INSTALL_LOG = "pip.log";
@@ -205,22 +206,16 @@ rmdir ${folder} 2>/dev/null || true
 `;
 }
 
-/** The paths, relative to the revision's folder, whose absence means the install is gone. */
-export const INSTALL_PARTS = ["install.json", "venv/bin/python", "venv/bin/narwhal-serve", "venv/bin/narwhal-attest"] as const;
+/** The parts of an install, relative to its revision's folder, whose absence means it is gone. */
+export const INSTALL_PARTS: ReadonlyArray<{ part: string; executable: boolean }> = [
+  { part: "install.json", executable: false },
+  { part: "venv/bin/python", executable: true },
+  { part: "venv/bin/narwhal-serve", executable: true },
+  { part: "venv/bin/narwhal-attest", executable: true },
+];
 
-/**
- * Prints `missing <path>` for each part of the install that is not on the host (none: it is there). A
- * refresh runs it: a folder removed by hand, by a cleanup or with a reimaged disk is installed again.
- */
-export function presenceScript(o: Pick<InstallOptions, "installDir" | "source">): string {
-  const folder = shq(`${o.installDir}/${revisionFolder(o.source)}`);
-  return `for part in ${INSTALL_PARTS.join(" ")}; do
-  case "$part" in install.json) [ -f ${folder}/"$part" ] ;; *) [ -x ${folder}/"$part" ] ;; esac || echo "missing $part"
-done
-`;
-}
-
-/** The parts presenceScript found missing, in its order. */
-export function missingParts(stdout: string): string[] {
-  return stdout.split("\n").flatMap((line) => (line.startsWith("missing ") ? [line.slice("missing ".length).trim()] : []));
+/** Where each part of the install is on its host (lib/host-paths.ts looks for them at refresh). */
+export function installPaths(o: Pick<InstallOptions, "installDir" | "source">): ExpectedPath[] {
+  const folder = `${o.installDir}/${revisionFolder(o.source)}`;
+  return INSTALL_PARTS.map(({ part, executable }) => ({ path: `${folder}/${part}`, executable }));
 }

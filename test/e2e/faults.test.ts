@@ -282,23 +282,33 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     expectEveryFailureFromTheRouter(report);
   });
 
-  it("(d) the router host rebooted with its Gate B install lost: its engines, sidecars, router and Prometheus all gone; the up installs again and starts each", async () => {
+  it("(d) the router host rebooted with its Gate B install and monitoring files lost: its engines, sidecars, router and Prometheus all gone; the up installs and writes again and starts each", async () => {
     await clientsThrough("d, router host rebooted", async () => {
       // What a reboot leaves: sshd (it starts at boot) and nothing the stack started. The host's anchor
       // process holds its mounts, as the machine's own filesystems would.
       execFileSync("sh", ["-c", `for p in $(ip netns pids nw-${big.alias}); do
         case "$(cat /proc/$p/comm 2>/dev/null)|$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null)" in sshd*|*"|sleep infinity ") ;; *) kill -KILL "$p" 2>/dev/null || true ;; esac
       done`]);
-      // And the install the router and sidecars run from, gone with its folder (a cleanup, a disk restored
-      // without it). The simulated hosts share /var, so sim8's install, the same folder, goes too.
+      // And what the stack wrote in its folder there, gone with it (a cleanup, a disk restored without it):
+      // the install the router and sidecars run from, and Prometheus' configuration and targets. The
+      // simulated hosts share /var, so sim8's install, the same folder, goes too.
       const install = `/var/lib/narwhal-fleet/${STACK}/narwhal/narwhal-inference-0.7.0`;
-      expect((await runInHost(big.alias, ["rm", "-rf", install])).code).to.equal(0);
+      const prometheus = `/var/lib/narwhal-fleet/${STACK}/observability/prometheus`;
+      expect((await runInHost(big.alias, ["rm", "-rf", install, prometheus])).code).to.equal(0);
       const steps = await plannedChanges(stack, { refresh: true });
       for (const alias of [big.alias, small.alias]) {
         expect(steps.get(`fleet-${alias}-narwhal-presence`), alias).to.deep.include({
           op: "update",
           observed: `the narwhal install on host ${alias} is gone: ${install} lacks install.json, venv/bin/python, venv/bin/narwhal-serve, venv/bin/narwhal-attest`,
         });
+      }
+      expect(steps.get("fleet-router-host-monitoring-files")).to.deep.include({
+        op: "replace",
+        keys: ["files"],
+        observed: `the monitoring files on host ${big.alias} are gone: ${["prometheus.yml", "rules.yml", "engines.json", "router.json"].map((f) => `${prometheus}/${f}`).join(", ")}`,
+      });
+      for (const writer of ["prometheus-config", "targets", "freshness-expected", "grafana-files"]) {
+        expect(steps.get(`fleet-router-host-monitoring-${writer}`), writer).to.deep.include({ op: "replace", keys: ["triggers"] });
       }
       for (const id of ["f1", "f2", "f3"]) {
         expect(steps.get(`fleet-${id}-liveness`), id).to.deep.include({ op: "replace", keys: ["serving"] });

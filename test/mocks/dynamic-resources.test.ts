@@ -21,6 +21,7 @@ const SECRETS: Record<string, string[]> = {
   CommandRecord: [],
   DeploymentConfig: [],
   EngineDrain: ["credentials"],
+  FilesPresence: ["credentials"],
   EngineGeneration: ["apiKey"],
   FabricEdge: ["sourcePrivateKey", "sourcePassword", "destinationPrivateKey", "destinationPassword"],
   FabricGate: [],
