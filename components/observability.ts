@@ -77,8 +77,10 @@ export class Monitoring extends pulumi.ComponentResource {
       "dashboards/narwhal-fleet.json": JSON.stringify(fleetDashboard(), null, 2),
     };
     const TARGET_FILES = ["engines.json", "router.json"];
-    // Every file the commands below write: a refresh that finds one gone (a cleanup, a restored disk) mints
-    // a new epoch, a trigger of each of them, so the same up writes them all again before Prometheus starts.
+    // Every file the commands below write: a refresh that finds one gone (a cleanup, a restored disk)
+    // replaces this, and its new id (which holds its epoch) is a trigger of each of them, so the same up
+    // writes them all again before Prometheus starts. The id, not the epoch output: a preview knows the id
+    // of a resource it only updates (a new login), so that update forecasts no rewrite that up never does.
     const login = loginInputs(args.connection);
     const written = new FilesPresence(
       `${name}-files`,
@@ -96,7 +98,7 @@ export class Monitoring extends pulumi.ComponentResource {
         probeTimeoutS: args.healthDeadlineS,
       },
       { parent: this },
-    ).epoch;
+    ).id;
     const targets = new command.remote.Command(
       `${name}-targets`,
       {

@@ -22,7 +22,7 @@ export const filesPresenceInputs = z.object({
 export type FilesPresenceInputs = z.infer<typeof filesPresenceInputs>;
 
 export interface FilesPresenceOutputs extends FilesPresenceInputs {
-  /** Minted at each create: the commands that write the files take it as a trigger, so a new one writes them again. */
+  /** Minted at each create and part of the id, which the commands that write the files take as a trigger. */
   epoch: string;
   /** What the last refresh found: every file there, some gone (`observedDetail` names them), or not asked. */
   observedState?: "present" | "gone" | "unknown";

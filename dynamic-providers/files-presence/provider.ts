@@ -4,7 +4,7 @@
  * - create: mints a new epoch and looks at nothing (the commands that write the files run after it);
  * - read:   one bounded look over SSH for every file (../host-look.ts), recorded as observedState/Detail;
  *           a host that cannot be asked is `unknown`, never `gone`;
- * - diff:   replaces when a refresh found a file gone (replace key "files"), so the new epoch writes them
+ * - diff:   replaces when a refresh found a file gone (replace key "files"), so the new id writes them
  *           all again in the same up; other input changes only update;
  * - update: keeps the epoch; delete: nothing remote (the files belong to their commands).
  */

@@ -34,10 +34,12 @@ describe("providers: FilesPresence on a simulated host (sim1)", function () {
     if (host) await ssh(`rm -rf ${shq(DIR)}`);
   });
 
-  it("mints a new epoch at each create and looks at nothing then", async () => {
-    const [a, b] = [(await provider.create(inputs)).outs as FilesPresenceOutputs, (await provider.create(inputs)).outs as FilesPresenceOutputs];
-    expect(a.epoch).to.match(/^[0-9a-f]{16}$/).and.not.equal(b.epoch);
-    expect(a.observedState).to.equal(undefined);
+  it("mints a new epoch at each create, in the id the writers take as a trigger, and looks at nothing then", async () => {
+    const [a, b] = [await provider.create(inputs), await provider.create(inputs)];
+    const [outsA, outsB] = [a.outs as FilesPresenceOutputs, b.outs as FilesPresenceOutputs];
+    expect(outsA.epoch).to.match(/^[0-9a-f]{16}$/).and.not.equal(outsB.epoch);
+    expect(a.id).to.equal(`sim1-monitoring-files-${outsA.epoch}`);
+    expect(outsA.observedState).to.equal(undefined);
   });
 
   it("keeps the epoch while every file is there, and replaces it once one is gone, naming it", async () => {
