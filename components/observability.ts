@@ -10,7 +10,7 @@ import { dashboardProvisioning, datasourceProvisioning, fleetDashboard } from ".
 import { engineTargets, routerTargets, type DocumentEngine } from "../lib/observability/targets";
 import { FRESHNESS_EXPORTER_PY, type FreshnessExpectation, type FreshnessRunOptions } from "../lib/observability/freshness-exporter";
 import { freshnessPortCheckScript, grafanaPortCheckScript, grafanaStartScript, grafanaStopScript, prometheusPortCheckScript, prometheusStartScript, prometheusStopScript, freshnessStartScript, freshnessStopScript, writeFilesScript, type PrometheusRunOptions } from "../lib/observability/scripts";
-import { prometheusConfig } from "../lib/observability/prometheus";
+import { prometheusConfig, TARGET_FILES } from "../lib/observability/prometheus";
 import { rulesFile } from "../lib/observability/rules";
 
 export interface MonitoringArgs {
@@ -76,7 +76,6 @@ export class Monitoring extends pulumi.ComponentResource {
       "provisioning/dashboards/narwhal.yml": JSON.stringify(dashboardProvisioning(`${grafanaDir}/dashboards`), null, 2),
       "dashboards/narwhal-fleet.json": JSON.stringify(fleetDashboard(), null, 2),
     };
-    const TARGET_FILES = ["engines.json", "router.json"];
     // Every file the commands below write: a refresh that finds one gone (a cleanup, a restored disk)
     // replaces this, and its new id (which holds its epoch) is a trigger of each of them, so the same up
     // writes them all again before Prometheus starts. The id, not the epoch output: a preview knows the id
@@ -91,7 +90,7 @@ export class Monitoring extends pulumi.ComponentResource {
         credentials: loginSecrets(login),
         owner: "monitoring",
         paths: [
-          ...[...Object.keys(files), ...TARGET_FILES].map((f) => `${promDir}/${f}`),
+          ...[...Object.keys(files), TARGET_FILES.engines, TARGET_FILES.router].map((f) => `${promDir}/${f}`),
           `${freshnessDir}/expected.json`,
           ...Object.keys(grafanaFiles).map((f) => `${grafanaDir}/${f}`),
         ],
@@ -107,8 +106,8 @@ export class Monitoring extends pulumi.ComponentResource {
         // Prometheus picks the files up by itself.
         create: pulumi.output(args.engines).apply((engines) =>
           writeFilesScript(promDir, {
-            "engines.json": JSON.stringify(engineTargets({ engines }), null, 2),
-            "router.json": JSON.stringify(routerTargets(args.routerLocalUrl), null, 2),
+            [TARGET_FILES.engines]: JSON.stringify(engineTargets({ engines }), null, 2),
+            [TARGET_FILES.router]: JSON.stringify(routerTargets(args.routerLocalUrl), null, 2),
           }),
         ),
         triggers: [written],

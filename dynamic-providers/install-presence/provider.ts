@@ -30,9 +30,9 @@ export const provider: pulumi.dynamic.ResourceProvider = {
   },
 
   async read(id: string, props: InstallPresenceOutputs) {
-    const { installPaths, revisionFolder } = require("../../lib/router/install") as typeof import("../../lib/router/install");
+    const { installPaths, revisionDir } = require("../../lib/router/install") as typeof import("../../lib/router/install");
     const { lookForPaths } = require("../host-look") as typeof import("../host-look");
-    const folder = `${props.install.installDir}/${revisionFolder(props.install.source)}`;
+    const folder = revisionDir(props.install);
     const seen = await lookForPaths(props, installPaths(props.install), props.probeTimeoutS, `look for the narwhal install in ${folder}`);
     const observedDetail =
       seen.observedState === "gone"

@@ -67,8 +67,13 @@ export function revisionFolder(source: NarwhalSource): string {
   return `bundle-${source.sha256.slice(0, 16)}`;
 }
 
+/** The revision's folder on the host: its venv, marker and pip log. */
+export function revisionDir(o: Pick<InstallOptions, "installDir" | "source">): string {
+  return `${o.installDir}/${revisionFolder(o.source)}`;
+}
+
 export function venvDir(o: Pick<InstallOptions, "installDir" | "source">): string {
-  return `${o.installDir}/${revisionFolder(o.source)}/venv`;
+  return `${revisionDir(o)}/venv`;
 }
 
 /** A short, stable key of everything that defines an install: a change of any part is a new install. */
@@ -93,7 +98,7 @@ const MARKER_PY = [
 export function installScript(o: InstallOptions): string {
   const revision = revisionOf(o.source);
   const who = o.host ? `narwhal install on host ${o.host}` : "narwhal install";
-  const folder = `${o.installDir}/${revisionFolder(o.source)}`;
+  const folder = revisionDir(o);
   const pipSource = o.wheelhouse ? `--no-index --find-links ${shq(o.wheelhouse)}` : "";
   const target = o.source.kind === "version" ? shq(`narwhal-inference==${o.source.version}`) : '"$bundle"';
   const bundleCheck =
@@ -199,7 +204,7 @@ cat "$marker"
  * The other revisions stay.
  */
 export function uninstallScript(o: Pick<InstallOptions, "installDir" | "source">): string {
-  const folder = shq(`${o.installDir}/${revisionFolder(o.source)}`);
+  const folder = shq(revisionDir(o));
   return `set -eu
 rm -rf ${folder}/venv ${folder}/install.json ${folder}/install.json.tmp ${folder}/${INSTALL_LOG}
 rmdir ${folder} 2>/dev/null || true
@@ -216,6 +221,6 @@ export const INSTALL_PARTS: ReadonlyArray<{ part: string; executable: boolean }>
 
 /** Where each part of the install is on its host (lib/host-paths.ts looks for them at refresh). */
 export function installPaths(o: Pick<InstallOptions, "installDir" | "source">): ExpectedPath[] {
-  const folder = `${o.installDir}/${revisionFolder(o.source)}`;
+  const folder = revisionDir(o);
   return INSTALL_PARTS.map(({ part, executable }) => ({ path: `${folder}/${part}`, executable }));
 }
