@@ -1,3 +1,4 @@
+import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec } from "../lib/config/types";
@@ -49,7 +50,7 @@ export interface EngineAttestationSummary {
  * generation, and the fleet's `engine_contract` over all of them: a disagreement fails `pulumi up`
  * naming the field and the engines. The fleet document after attestation carries the contract.
  */
-export class AttestationMesh extends pulumi.ComponentResource {
+export class AttestationMesh extends OpaqueComponent {
   public readonly attestations: Record<string, Attestation>;
   public readonly engines: pulumi.Output<Record<string, EngineAttestationSummary>>;
   public readonly contract: pulumi.Output<FleetContract>;

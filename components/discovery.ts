@@ -1,3 +1,4 @@
+import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config/types";
@@ -53,7 +54,7 @@ export interface HostSummary {
  * Gate A: discovery per physical host, one launch plan per engine from its own host's facts, the
  * replica agreement across hosts, and the generated configuration rendered from what was measured.
  */
-export class Discovery extends pulumi.ComponentResource {
+export class Discovery extends OpaqueComponent {
   public readonly hosts: ReadonlyMap<string, HostParts>;
   /** Per engine in config order, its launch plan: rendered here once, from its own host's discovery, and handed to everything that needs it. */
   public readonly plans: ReadonlyArray<{ spec: EngineSpec; plan: pulumi.Output<LaunchPlan> }>;

@@ -1,3 +1,4 @@
+import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { RuntimeSpec } from "../lib/config/types";
@@ -81,7 +82,7 @@ export interface KvPeer {
  * process, a container through the docker CLI, or a @pulumi/docker container (components/runtime).
  * Replaced when its launch plan (or, for containers, its container spec) changes; stopped on delete.
  */
-export class Engine extends pulumi.ComponentResource {
+export class Engine extends OpaqueComponent {
   /** The launch plan: the recorded command, and where it runs (GPU ids, vendor, visibility variable, transport). */
   public readonly plan: pulumi.Output<LaunchPlan>;
   public readonly url: pulumi.Output<string>;

@@ -1,3 +1,4 @@
+import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec } from "../lib/config/types";
@@ -43,7 +44,7 @@ export interface EdgeSummary {
  * in a fixed order after every engine has started and captured its cache, then the gate over all of
  * them (edge matrix, evidence, failure when an edge is below its budget).
  */
-export class FabricMesh extends pulumi.ComponentResource {
+export class FabricMesh extends OpaqueComponent {
   public readonly edges: FabricEdge[];
   /** What sends traffic later (attestation, profiling, router) depends on this. */
   public readonly gate: FabricGate;

@@ -1,3 +1,4 @@
+import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import type { EngineSpec, FleetSpec } from "../lib/config/types";
 import type { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
@@ -68,7 +69,7 @@ export interface EngineSummary {
  * The whole fleet, gate by gate: discovery, launch plans and the replica agreement (Gate A), then the
  * engines (Gate C), the fabric, attestation, profiles and preflight, and the router host.
  */
-export class Fleet extends pulumi.ComponentResource {
+export class Fleet extends OpaqueComponent {
   /** Gate A: per-host discovery, launch plans, replica agreement and the generated configuration. */
   public readonly discovery: Discovery;
   public readonly hosts: pulumi.Output<Record<string, HostSummary>>;

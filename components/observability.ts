@@ -1,3 +1,4 @@
+import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import type { ObservabilitySpec } from "../lib/config/types";
@@ -44,7 +45,7 @@ export interface MonitoringArgs {
  * (the runbook's images, host network) or, with `observability.runtime: native`, the host's own
  * Prometheus binary; Grafana then has its provisioning files written for the operator's install.
  */
-export class Monitoring extends pulumi.ComponentResource {
+export class Monitoring extends OpaqueComponent {
   public readonly prometheusUrl: string;
   public readonly grafanaUrl?: string;
   public readonly configDigest: pulumi.Output<string>;

@@ -1,3 +1,4 @@
+import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec } from "../lib/config/types";
@@ -49,7 +50,7 @@ export interface EngineProfileSummary {
  * (an SSH tunnel to the engine's private URL), concurrently across hosts and GPU groups and one after
  * another within a GPU group; then the store and its sidecar on the router host at `profiles.path`.
  */
-export class ProfileMesh extends pulumi.ComponentResource {
+export class ProfileMesh extends OpaqueComponent {
   public readonly profiles: Record<string, Profile>;
   public readonly store: ProfileStore;
   public readonly summary: pulumi.Output<{ engines: Record<string, EngineProfileSummary>; store: { path: string; digest: string; samplesPath: string; samplesDigest: string } }>;

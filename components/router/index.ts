@@ -1,3 +1,4 @@
+import { OpaqueComponent } from "../opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { FleetSpec } from "../../lib/config/types";
@@ -42,7 +43,7 @@ export interface RouterHostArgs {
 }
 
 /** Gate G on the router host: the router from the host's narwhal install (Gate B), and monitoring beside it. */
-export class RouterHost extends pulumi.ComponentResource {
+export class RouterHost extends OpaqueComponent {
   public readonly install: NarwhalInstall;
   public readonly router: Router;
   public readonly monitoring?: Monitoring;

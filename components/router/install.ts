@@ -1,3 +1,4 @@
+import { OpaqueComponent } from "../opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import type { RouterSpec } from "../../lib/config/types";
@@ -47,7 +48,7 @@ export function narwhalBinDir(narwhal: RouterSpec["narwhal"], installDir: string
  * them. The router host runs the router and its tools from it, an engine host its attestation sidecars;
  * a host that is both has this one install.
  */
-export class NarwhalInstall extends pulumi.ComponentResource {
+export class NarwhalInstall extends OpaqueComponent {
   /** The install marker: revision, installed version, digest of the installed files, bin folder. */
   public readonly marker: pulumi.Output<InstallMarker>;
   /** The command whose success is the install: later gates depend on it. */

@@ -1,3 +1,4 @@
+import { OpaqueComponent } from "../opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
 import { envFile } from "../../lib/shell";
@@ -68,7 +69,7 @@ export function probeableBind(bindAddress: string): boolean {
  * until then the serving router keeps serving. A start interrupted after launching is adopted by the
  * next one; a restarted router re-matches the saved profiles against the live engines itself.
  */
-export class Router extends pulumi.ComponentResource {
+export class Router extends OpaqueComponent {
   public readonly url: pulumi.Output<string>;
   public readonly started: pulumi.Output<RouterStarted>;
   public readonly proof: pulumi.Output<RouterProof>;
