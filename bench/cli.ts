@@ -36,6 +36,7 @@ import { ensureFileBackend, FLOOR_DIR, openFloorStack, stateResourceCount } from
 import { median, runCli, type CliRun } from "./scale/cli-run";
 import { compileFloor, shareStackConfig } from "./scale/floor-compiled";
 import { gateTimes } from "./scale/gate-times";
+import { PROGRAM_DEFAULTS } from "../lib/config/defaults";
 import { cpuWhere } from "./scale/cpu-profile";
 import { roleOf } from "./scale/process-tree";
 import type { SimHost } from "../sim/hosts/host";
@@ -191,7 +192,8 @@ async function measureSize(cli: PulumiCommand, engines: number, hostCount: numbe
       hosts: hostCount,
       resources,
       rounds: ROUNDS,
-      firstUp: { wallS: firstUpS, gates: firstUp.times() },
+      // The stack takes the default fabric settings (test/e2e/support/stack.ts): each edge runs its tool that long.
+      firstUp: { wallS: firstUpS, gates: firstUp.times(), fabricEdges: firstUp.edges(PROGRAM_DEFAULTS.fabric.durationS) },
       ...figures,
       destroy: figuresOf("destroy", destroyed),
       previewRefreshLoginsPerHost: loginsPerHost,

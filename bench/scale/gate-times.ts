@@ -60,15 +60,34 @@ export function gateOfUrn(urn: string): GateId | "other" {
  */
 const timed = (type: string) => !type.startsWith("narwhal:") && !type.startsWith("pulumi:");
 
+/** The fabric gate's edges, measured one after another: what each step cost beyond its measurement. */
+export interface EdgeTimes {
+  edges: number;
+  /** What each edge's tool runs for (`fabric.durationS`), seconds. */
+  measureS: number;
+  medianStepS: number;
+  maxStepS: number;
+  /** The median step less the measurement: logins, the server's start, the record. */
+  medianOverheadS: number;
+}
+
+/** Median and maximum of one FabricEdge step's seconds against the measurement each makes. */
+export function edgeTimes(stepsS: readonly number[], measureS: number): EdgeTimes {
+  const sorted = [...stepsS].sort((a, b) => a - b);
+  const mid = sorted.length ? (sorted.length % 2 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2) : 0;
+  const round = (s: number) => Number(s.toFixed(2));
+  return { edges: sorted.length, measureS, medianStepS: round(mid), maxStepS: round(sorted.at(-1) ?? 0), medianOverheadS: round(mid - measureS) };
+}
+
 /** Collects step times of one operation; pass `onEvent` to the Automation API call. */
-export function gateTimes(): { onEvent: (e: EngineEvent) => void; times: () => Record<string, GateTime> } {
+export function gateTimes(): { onEvent: (e: EngineEvent) => void; times: () => Record<string, GateTime>; edges: (measureS: number) => EdgeTimes } {
   const started = new Map<string, number>();
-  const steps: Array<{ gate: string; start: number; end: number }> = [];
+  const steps: Array<{ gate: string; start: number; end: number; type: string }> = [];
   const onEvent = (e: EngineEvent) => {
     const pre = e.resourcePreEvent?.metadata;
     const out = e.resOutputsEvent?.metadata;
     if (pre && pre.op !== "same" && timed(pre.type)) started.set(pre.urn, Date.now());
-    if (out && started.has(out.urn)) steps.push({ gate: gateOfUrn(out.urn), start: started.get(out.urn)!, end: Date.now() });
+    if (out && started.has(out.urn)) steps.push({ gate: gateOfUrn(out.urn), start: started.get(out.urn)!, end: Date.now(), type: out.type });
   };
   const times = () => {
     const by: Record<string, GateTime> = {};
@@ -84,5 +103,6 @@ export function gateTimes(): { onEvent: (e: EngineEvent) => void; times: () => R
     }
     return by;
   };
-  return { onEvent, times };
+  const edges = (measureS: number) => edgeTimes(steps.filter((s) => s.type.endsWith(":FabricEdge")).map((s) => (s.end - s.start) / 1000), measureS);
+  return { onEvent, times, edges };
 }

@@ -4,7 +4,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { compileFloor, FLOOR_COMPILED_DIR } from "../../../bench/scale/floor-compiled";
-import { gateOfUrn, gateTimes } from "../../../bench/scale/gate-times";
+import { edgeTimes, gateOfUrn, gateTimes } from "../../../bench/scale/gate-times";
 import { roleOf, watchProcessTree } from "../../../bench/scale/process-tree";
 import { cpuWhere } from "../../../bench/scale/cpu-profile";
 
@@ -38,6 +38,12 @@ describe("bench:cli figures", () => {
     const f = t.times().F;
     expect(f.resources, "neither a same step nor a component is timed").to.equal(2);
     expect(f.stepsS).to.be.at.least(f.spanS);
+  });
+
+  it("gives each fabric edge's step against the measurement it runs: median, longest, and the median's overhead", () => {
+    expect(edgeTimes([2.6, 2.3, 2.4, 9.1], 2)).to.deep.equal({ edges: 4, measureS: 2, medianStepS: 2.5, maxStepS: 9.1, medianOverheadS: 0.5 });
+    expect(edgeTimes([2.4, 2.3, 2.6], 2)).to.deep.include({ medianStepS: 2.4, medianOverheadS: 0.4 });
+    expect(edgeTimes([], 2)).to.deep.include({ edges: 0, medianStepS: 0 });
   });
 
   it("tells the program and the provider hosts apart by their command lines", () => {
