@@ -24,6 +24,13 @@ export function formatSummary(s: InvalidationSummary): string {
       (counts.deleted ? `, ${counts.deleted} removed` : "") +
       `, ${counts.kept} kept.`,
   ];
+  const { serving } = s;
+  if (serving.out.length) {
+    out.push("", "Serving during the up (the router holds an engine out from its stop until it is swapped onto the new profiles):");
+    out.push(`  out until the swap: ${serving.out.map((o) => `${o.engine} (${o.why})`).join(", ")}`);
+    if (serving.wave) out.push(`  the whole KV component restarts together: ${serving.wave}`);
+    out.push(serving.throughout.length ? `  serving throughout: ${serving.throughout.join(", ")}` : "  serving throughout: none, so nothing is served from the first stop until the swap");
+  }
   const section = (title: string, pick: (g: InvalidationSummary["gates"][number]) => InvalidatedEvidence[]): void => {
     const groups = s.gates.filter((g) => pick(g).length > 0);
     if (groups.length === 0) return;

@@ -43,12 +43,33 @@ export interface GateGroup {
   deleted: InvalidatedEvidence[];
 }
 
+/** An engine this up takes out of the router's placement, and why. */
+export interface EngineOut {
+  engine: string;
+  why: string;
+}
+
+/**
+ * Who serves while the up runs. An engine whose process starts anew (or already did) is proved again, and
+ * the serving router holds it out of placement from its stop until the router is swapped onto the profile
+ * store that profiles its new process, at the end of the up (docs/invalidation.md); the rest serve throughout.
+ */
+export interface ServingForecast {
+  /** Engines out of placement until the swap, with why. */
+  out: EngineOut[];
+  /** Engines that keep their process and their place through the up. */
+  throughout: string[];
+  /** The KV wave's scope, when it restarts engines: why the whole component restarts together. */
+  wave?: string;
+}
+
 export interface InvalidationSummary {
   stack: string;
   nothingInvalidated: boolean;
   counts: { replaced: number; updated: number; created: number; deleted: number; kept: number };
   gates: GateGroup[];
   kept: EvidenceRef[];
+  serving: ServingForecast;
 }
 
 /** Steps the engine announces once per resource in a preview; the halves of a replacement fold into it. */
@@ -167,6 +188,46 @@ function changedInputs(m: StepMetadata): string[] {
     .sort();
 }
 
+/** A proof's replace keys that start its engine's process again, in words. */
+const OWN_RESTART: Readonly<Record<string, string>> = {
+  processIdentity: "a new process",
+  planSha256: "a new launch plan",
+  expectedVersion: "a new vLLM version",
+  url: "a new endpoint",
+  servedName: "a new served name",
+};
+
+/** Why a replaced proof means its engine is out: its own restart first, then one found, then the wave's. */
+function whyOut(keys: ReadonlySet<string>): string {
+  const own = [...keys].filter((k) => k !== "generation" && k !== "peers").sort();
+  if (own.length) return `its process starts again (${own.map((k) => OWN_RESTART[k] ?? k).join(", ")})`;
+  if (keys.has("generation")) return "its live process changed since it was proved";
+  return "the KV wave restarts it: a peer started anew";
+}
+
+/** Who serves during the up, from the engines' proofs (EngineGeneration) the preview replaces. */
+function servingForecast(steps: readonly StepMetadata[], byUrn: ReadonlyMap<string, { op: string; keys: Set<string>; meta: StepMetadata }>): ServingForecast {
+  const out: EngineOut[] = [];
+  const throughout: string[] = [];
+  let wave: string | undefined;
+  for (const { op, keys, meta } of byUrn.values()) {
+    if (!meta.type.endsWith(":EngineGeneration")) continue;
+    const engine = stringOf(knownInputs(meta).engineId);
+    if (!engine || op === "create" || op === "delete") continue;
+    if (op === "replace") out.push({ engine, why: whyOut(keys) });
+    else throughout.push(engine);
+    if (op === "replace" && keys.has("peers") && wave === undefined) {
+      const waveStep = steps.find((m) => m.type.endsWith(":PeerWave") && (knownInputs(m).members as Array<{ engineId?: string }> | undefined)?.some((x) => x.engineId === engine));
+      const scope = waveStep ? (knownInputs(waveStep).scope as { reason?: unknown } | undefined) : undefined;
+      wave = stringOf(scope?.reason);
+    }
+  }
+  const byEngine = (a: string, b: string) => a.localeCompare(b, undefined, { numeric: true });
+  out.sort((a, b) => byEngine(a.engine, b.engine));
+  throughout.sort(byEngine);
+  return { out, throughout, ...(wave ? { wave } : {}) };
+}
+
 /**
  * The invalidation report of one preview from its engine events: per piece of evidence that will be
  * replaced or updated, what it is, for which host or engine and which input moved (old → new), grouped by
@@ -211,5 +272,5 @@ export function summarise(stack: string, events: readonly PreviewEvent[]): Inval
   kept.sort((a, b) => GATE_ORDER.indexOf(a.gate) - GATE_ORDER.indexOf(b.gate) || byName(a, b));
   const count = (f: (g: GateGroup) => unknown[]): number => gates.reduce((n, g) => n + f(g).length, 0);
   const counts = { replaced: count((g) => g.replaced), updated: count((g) => g.updated), created: count((g) => g.created), deleted: count((g) => g.deleted), kept: kept.length };
-  return { stack, nothingInvalidated: counts.replaced + counts.updated + counts.created + counts.deleted === 0, counts, gates, kept };
+  return { stack, nothingInvalidated: counts.replaced + counts.updated + counts.created + counts.deleted === 0, counts, gates, kept, serving: servingForecast(steps, byUrn) };
 }

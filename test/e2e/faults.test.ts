@@ -213,7 +213,12 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
       const steps = await plannedChanges(stack, { refresh: true });
       expectRestartPlanned(steps, "f2");
       // The preview report gives the probe's words as the reason.
-      const c = (await invalidationSummary(stack, { refresh: true })).gates.find((g) => g.gate === "C")!;
+      const summary = await invalidationSummary(stack, { refresh: true });
+      // f2 starts again and the KV wave takes the others with it: the report says none serves until the swap.
+      expect(summary.serving.out.map((o) => o.engine)).to.deep.equal(ENGINES);
+      expect(summary.serving.throughout).to.deep.equal([]);
+      expect(summary.serving.wave).to.match(/so the whole KV component restarts together$/);
+      const c = summary.gates.find((g) => g.gate === "C")!;
       const liveness = c.replaced.find((e) => e.name === "fleet-f2-liveness")!;
       expect(liveness.kind).to.equal("engine liveness");
       expect(liveness.changes[0]).to.deep.include({ input: "serving", old: "serving", new: "down" });

@@ -88,6 +88,43 @@ describe("preview report: recorded engine events", () => {
     expect(names(s.kept)).to.include.members(["fleet-sim2", "fleet-sim4", "fleet-e2-generation", "fleet-fabric-gate"]);
   });
 
+  it("says who serves during the up: an engine whose proof is replaced is out until the router's swap, the rest serve throughout", () => {
+    expect(summarise("e2e", events("nochange")).serving).to.deep.equal({ out: [], throughout: ["e1", "e2", "e3", "e4"] });
+    const restart = summarise("e2e", events("restart"));
+    expect(restart.serving).to.deep.equal({ out: [{ engine: "e2", why: "its live process changed since it was proved" }], throughout: ["e1", "e3", "e4"] });
+    expect(formatSummary(restart)).to.contain("  out until the swap: e2 (its live process changed since it was proved)\n  serving throughout: e1, e3, e4\n");
+    // A budget change re-judges fabric verdicts only: every engine keeps serving, and the report says nothing of it.
+    expect(summarise("e2e", events("budget")).serving.out).to.deep.equal([]);
+    expect(formatSummary(summarise("e2e", events("budget")))).to.not.contain("Serving during the up");
+    expect(summarise("e2e", events("override")).serving).to.deep.equal({
+      out: [
+        { engine: "e1", why: "its process starts again (a new process)" },
+        { engine: "e4", why: "its process starts again (a new process)" },
+      ],
+      throughout: ["e2", "e3"],
+    });
+  });
+
+  it("says when the KV wave takes every engine out, and why the whole component restarts", () => {
+    const generation = (engineId: string, keys: string[]) => ({
+      resourcePreEvent: { metadata: { op: "replace", urn: `urn:pulumi:s::p::narwhal:engine:Engine$pulumi-nodejs:dynamic/narwhal:EngineGeneration::fleet-${engineId}-generation`, type: "pulumi-nodejs:dynamic/narwhal:EngineGeneration", keys, old: { custom: true, inputs: { engineId, hostAlias: "sim1" }, outputs: {} }, new: { custom: true, inputs: { engineId, hostAlias: "sim1" } } } },
+    });
+    const reason = "NIXL 0.7.1 on e1, e2 predates 1.5.0 (ai-dynamo/nixl #1987): ... so the whole KV component restarts together";
+    const wave = { resourcePreEvent: { metadata: { op: "update", urn: "urn:pulumi:s::p::pulumi-nodejs:dynamic/narwhal:PeerWave::fleet-kv-wave-1", type: "pulumi-nodejs:dynamic/narwhal:PeerWave", old: { custom: true, inputs: { members: [{ engineId: "e1" }, { engineId: "e2" }], scope: { kind: "component", reason } } }, new: { custom: true, inputs: { members: UNKNOWN, scope: { kind: "component", reason } } } } } };
+    const s = summarise("e2e", [generation("e1", ["processIdentity"]), generation("e2", ["peers"]), wave]);
+    expect(s.serving).to.deep.equal({
+      out: [
+        { engine: "e1", why: "its process starts again (a new process)" },
+        { engine: "e2", why: "the KV wave restarts it: a peer started anew" },
+      ],
+      throughout: [],
+      wave: reason,
+    });
+    const text = formatSummary(s);
+    expect(text).to.contain(`  the whole KV component restarts together: ${reason}\n`);
+    expect(text).to.contain("  serving throughout: none, so nothing is served from the first stop until the swap\n");
+  });
+
   it("never prints a secret: the engine's marker becomes [secret], and the text and JSON hold no ciphertext marker", () => {
     for (const name of ["nochange", "restart", "budget", "override"]) {
       const s = summarise("e2e", events(name));
