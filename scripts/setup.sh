@@ -129,8 +129,9 @@ fi
 
 step "npm packages (package-lock.json)"
 # Judged by the lock file's content, not its age: a checkout or another worktree sharing these packages
-# touches package-lock.json without changing it, and `npm ci` would empty the shared folder first.
-lock_sha=$(sha256sum package-lock.json | cut -d' ' -f1)
+# touches package-lock.json without changing it, and `npm ci` would empty the shared folder first. The
+# provider shim is this project's own package, installed as a copy (.npmrc): its files count too.
+lock_sha=$(cat package-lock.json dynamic-providers/shim-package/package.json dynamic-providers/shim-package/index.js | sha256sum | cut -d' ' -f1)
 if [ ! -d node_modules ] || [ "$(cat node_modules/.narwhal-lock.sha256 2>/dev/null)" != "$lock_sha" ]; then
   npm ci --no-audit --no-fund
   echo "$lock_sha" >node_modules/.narwhal-lock.sha256

@@ -91,9 +91,9 @@ describe("mocks: dynamic resource declarations", () => {
 
       expect(s.type).to.equal(`pulumi-nodejs:dynamic/narwhal:${className}`);
       expect(s.inputs.__implementation).to.equal(`dynamic-providers/${dir}/provider.ts`);
-      // Every type shares the one shim, which loads the module the resource names.
+      // Every type shares the one shim, a reference to the installed package, which loads the module the resource names.
       const text = await settle(pulumi.output(s.inputs.__provider) as pulumi.Output<string>);
-      expect(text).to.contain('dispatch("create"').and.not.contain("dynamic-providers/" + dir);
+      expect(text).to.contain('require("narwhal-fleet-provider-shim').and.not.contain("dynamic-providers/" + dir);
       expect(s.opts.additionalSecretOutputs).to.deep.equal(["callerSecret", ...SECRETS[className]]);
 
       // Each registered output is a property of the resource, resolved from the provider's state.

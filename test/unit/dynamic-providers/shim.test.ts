@@ -16,6 +16,8 @@ const ROOT = path.resolve(__dirname, "../../..");
 /** The shims stacks written by earlier versions hold in their state, for the same fixture provider: before shim-host.ts, and one per resource type. */
 const SHIM_IN_STATE_V1 = fs.readFileSync(path.join(ROOT, "test/fixtures/providers/shim-in-state-v1.txt"), "utf8");
 const SHIM_IN_STATE_V2 = fs.readFileSync(path.join(ROOT, "test/fixtures/providers/shim-in-state-v2.txt"), "utf8");
+/** The shim of the version before the package: its code copied into each resource, one object for every type. */
+const SHIM_IN_STATE_V3 = fs.readFileSync(path.join(ROOT, "test/fixtures/providers/shim-in-state-v3.txt"), "utf8");
 const FIXTURE = "test/fixtures/providers/refusing.ts";
 const SDK = path.dirname(require.resolve("@pulumi/pulumi/package.json"));
 const grpc = require(require.resolve("@grpc/grpc-js", { paths: [SDK] })) as typeof import("@grpc/grpc-js");
@@ -85,9 +87,17 @@ describe("dynamic provider shim, in the SDK's provider host", function () {
     }
   });
 
-  it("is a few lines, the rest loaded at call time", () => {
-    expect(shimText.length, "characters of __provider").to.be.below(SHIM_IN_STATE_V1.length / 2);
-    expect(shimText).to.include('load("dynamic-providers/shim-host.ts")');
+  it("is a reference to the installed package, not a copy of its code", () => {
+    expect(shimText).to.include('require("narwhal-fleet-provider-shim');
+    expect(shimText).to.not.include("dispatch");
+    expect(shimText.length, "characters of __provider").to.be.below(SHIM_IN_STATE_V3.length / 5);
+  });
+
+  it("the shim of the version before the package, still in a stack's state, keeps working: a refusal is its one line, nothing printed", async () => {
+    const req = new pb.ReadRequest().setId("r1").setUrn("urn:pulumi:s::p::t::r1").setProperties(structpb.Struct.fromJavaScript({ __provider: SHIM_IN_STATE_V3, __implementation: FIXTURE, mode: "refuse" }));
+    const { result, printed } = await printedDuring(() => ask("read", req));
+    expect(result.error).to.equal(REFUSAL);
+    expect(printed, "the host's stderr").to.equal("");
   });
 
   for (const [version, text] of [["v1", SHIM_IN_STATE_V1], ["v2", SHIM_IN_STATE_V2]] as const) {
