@@ -1,4 +1,5 @@
 import { OpaqueComponent } from "./opaque-component";
+import { valueOnly } from "./value-only";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
 import type { EngineSpec, FleetSpec } from "../lib/config/types";
@@ -85,7 +86,8 @@ export class FabricMesh extends OpaqueComponent {
     // Engines first (their caches captured, nothing serving yet), then each edge after the one before it.
     let previous: pulumi.Resource[] = args.engines.map((e) => e.engine);
     this.edges = planned.map((e) => {
-      const budget = args.cacheGroups.apply((groups) => edgeBudget(e, groups));
+      // The whole fleet's caches decide it: its value alone, not their list in each edge's state (./value-only.ts).
+      const budget = valueOnly(args.cacheGroups.apply((groups) => edgeBudget(e, groups)));
       const rdma = e.transport === "ucx_rdma";
       // A TCP edge's inputs are what they always were: RDMA's settings go only to RDMA edges.
       const edge = new FabricEdge(
