@@ -1,6 +1,6 @@
-import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
+import { OpaqueComponent } from "./opaque-component";
 import type { EngineSpec, FleetSpec } from "../lib/config/types";
 import { attestationDocument, transferFacts, type AttestationDocument } from "../lib/attestation/document";
 import { chooseDocument } from "../lib/attestation/runbook-document";

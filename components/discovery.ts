@@ -1,6 +1,6 @@
-import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
+import { OpaqueComponent } from "./opaque-component";
 import type { EngineSpec, FleetSpec, HostSpec } from "../lib/config/types";
 import { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
 import { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";

@@ -1,6 +1,6 @@
-import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
+import { OpaqueComponent } from "./opaque-component";
 import type { RuntimeSpec } from "../lib/config/types";
 import { cacheExpectations, launchRecord, type LaunchPlan } from "../lib/launch/plan";
 import type { RunbookAttestationSource } from "../lib/attestation/runbook-document";

@@ -1,7 +1,7 @@
-import { OpaqueComponent } from "./opaque-component";
-import { valueOnly } from "./value-only";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
+import { valueOnly } from "./value-only";
+import { OpaqueComponent } from "./opaque-component";
 import type { EngineSpec, FleetSpec } from "../lib/config/types";
 import type { HostLogin } from "../lib/ssh/login";
 import { storedJump, type StoredLogin } from "../lib/ssh/stored-login";

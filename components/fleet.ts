@@ -1,5 +1,5 @@
-import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
+import { OpaqueComponent } from "./opaque-component";
 import type { EngineSpec, FleetSpec } from "../lib/config/types";
 import type { ReplicaAgreement } from "../dynamic-providers/replica-agreement/resource";
 import type { DeploymentConfig } from "../dynamic-providers/deployment-config/resource";

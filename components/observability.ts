@@ -1,6 +1,6 @@
-import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
+import { OpaqueComponent } from "./opaque-component";
 import type { ObservabilitySpec } from "../lib/config/types";
 import { textDigest } from "../lib/router/serve";
 import { envFile } from "../lib/shell";

@@ -1,6 +1,6 @@
-import { OpaqueComponent } from "./opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
+import { OpaqueComponent } from "./opaque-component";
 import type { EngineSpec, FleetSpec } from "../lib/config/types";
 import { maxNumSeqsOf } from "../lib/profiling/limits";
 import { NARWHAL_FIT_LIMITS } from "../lib/profiling/fit-limits";

@@ -1,6 +1,6 @@
-import { OpaqueComponent } from "../opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import type * as command from "@pulumi/command";
+import { OpaqueComponent } from "../opaque-component";
 import type { FleetSpec } from "../../lib/config/types";
 import type { NarwhalInstall } from "./install";
 import { Router, type FleetHostForCheck } from "./router";

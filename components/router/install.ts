@@ -1,6 +1,6 @@
-import { OpaqueComponent } from "../opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
+import { OpaqueComponent } from "../opaque-component";
 import type { RouterSpec } from "../../lib/config/types";
 import { installKey, installScript, uninstallScript, venvDir, type InstallMarker, type InstallOptions, type NarwhalSource } from "../../lib/router/install";
 import { shq } from "../../lib/shell";

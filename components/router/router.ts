@@ -1,6 +1,6 @@
-import { OpaqueComponent } from "../opaque-component";
 import * as pulumi from "@pulumi/pulumi";
 import * as command from "@pulumi/command";
+import { OpaqueComponent } from "../opaque-component";
 import { envFile } from "../../lib/shell";
 import { ENGINE_API_KEY_ENV } from "../../lib/fleet/fleet-document";
 import { localAddress, profileStorePath, routerIdentity, routerPortCheckScript, routerStartScript, routerStopScript, routerSwapScript, routerUrl, textDigest, type RouterOptions, type RouterStarted } from "../../lib/router/serve";
