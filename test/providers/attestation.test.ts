@@ -340,8 +340,8 @@ describe("Gate E: attestation sidecars and the Attestation provider", function (
     // The SDK serialises the provider object itself, so the closure holds the object, not the class.
     const shim = Attestation.provider;
     const { text } = await serializeFunction(() => shim);
-    // Every type shares the one shim; a resource names its module in its own __implementation prop.
-    expect(text).to.contain('load("dynamic-providers/shim-host.ts")').and.not.contain("dynamic-providers/attestation");
+    // Every type shares the one shim, a reference to the installed package; a resource names its module in its own __implementation prop.
+    expect(text).to.contain('require("narwhal-fleet-provider-shim').and.not.contain("dynamic-providers/attestation");
     for (const forbidden of [API_KEY, ROOT, tmpdir(), homedir()]) expect(text).to.not.contain(forbidden);
   });
 });

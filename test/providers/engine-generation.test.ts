@@ -164,8 +164,8 @@ describe("Gate C providers against the engine simulator", function () {
       [CacheCapture.provider, "dynamic-providers/cache-capture/provider.ts"],
     ] as const) {
       const { text } = await serializeFunction(() => shim);
-      // One shim for every type: the resource, not the shim, names its module.
-      expect(text).to.contain('load("dynamic-providers/shim-host.ts")').and.not.contain(implementation);
+      // One shim for every type, a reference to the installed package: the resource, not the shim, names its module.
+      expect(text).to.contain('require("narwhal-fleet-provider-shim').and.not.contain(implementation);
       for (const forbidden of [API_KEY, ROOT, process.cwd(), tmpdir(), homedir()]) expect(text).to.not.contain(forbidden);
       expect(text).to.not.match(/"\/[a-z]/); // no string literal that starts an absolute path
     }
