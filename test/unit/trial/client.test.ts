@@ -196,8 +196,9 @@ describe("trial: load client against a loopback server", function () {
     expect(heldAtOnce).to.equal(n);
     expect(run.records.every((r) => r.status === "ok")).to.equal(true);
     const s = summarise(run, { ttftS: 10, tpotS: 10 });
-    // Request i is sent at its due time, not after i - 1 answers: lag stays within timer granularity.
-    expect(s.max_send_lag_ms).to.be.below(25);
+    // Request i is sent at its due time, not after i - 1 answers (the server answered none before the last
+    // arrived): lag stays within a few of the 20 ms intervals, timer granularity and a loaded machine's stalls.
+    expect(s.max_send_lag_ms).to.be.below(60);
     expect(s.achieved_send_rate).to.be.closeTo((50 * n) / (n - 1), 5);
     // The first request waited for the last one's arrival: its TTFT covers the whole schedule.
     expect(run.records[0].firstTokenS! - run.records[0].sentS).to.be.at.least(run.records[n - 1].sentS - run.records[0].sentS);
