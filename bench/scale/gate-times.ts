@@ -5,6 +5,7 @@
  */
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import type { GateId } from "../../lib/evidence/gates";
+import { median } from "./cli-run";
 
 const GATE_OF: Readonly<Record<string, GateId>> = {
   "narwhal:discovery:Discovery": "A",
@@ -73,10 +74,9 @@ export interface EdgeTimes {
 
 /** Median and maximum of one FabricEdge step's seconds against the measurement each makes. */
 export function edgeTimes(stepsS: readonly number[], measureS: number): EdgeTimes {
-  const sorted = [...stepsS].sort((a, b) => a - b);
-  const mid = sorted.length ? (sorted.length % 2 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2) : 0;
+  const mid = stepsS.length ? median([...stepsS]) : 0;
   const round = (s: number) => Number(s.toFixed(2));
-  return { edges: sorted.length, measureS, medianStepS: round(mid), maxStepS: round(sorted.at(-1) ?? 0), medianOverheadS: round(mid - measureS) };
+  return { edges: stepsS.length, measureS, medianStepS: mid, maxStepS: round(Math.max(0, ...stepsS)), medianOverheadS: round(mid - measureS) };
 }
 
 /** Collects step times of one operation; pass `onEvent` to the Automation API call. */
