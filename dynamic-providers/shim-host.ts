@@ -1,7 +1,7 @@
 /**
- * What every provider shim does around a call, loaded by the shim at call time from the project the CLI
- * runs in. It lives here, not in the shim, so that each resource's `__provider` (the shim's serialised
- * text, stored twice per resource in the state and written at every checkpoint) stays a few lines.
+ * What every provider shim does around a call, loaded by the shim (./shim-package) at call time from the
+ * project the CLI runs in. It lives here, not in the shim, so that an edit here is never a change of the
+ * installed package, and shims already in stack states (which load this file by path) run it too.
  */
 import type * as pulumi from "@pulumi/pulumi";
 import { createKeepingEvidence } from "../lib/evidence/pending";
