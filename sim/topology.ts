@@ -104,6 +104,11 @@ export interface HostSpec {
   readonly dockerEngine?: boolean;
   /** Its RDMA HCA's name (`rdma`), e.g. ["mlx5_0"]; absent on hosts without one. */
   readonly rdma?: readonly string[];
+  /**
+   * The NIXL release its vLLM environment carries (`nixl`), e.g. "1.5.0": the version the image check
+   * reads and the one the engines' crash rule follows. Absent: sim/python's (0.7.1), as every host had.
+   */
+  readonly nixl?: string;
 }
 
 export interface Topology {
@@ -176,6 +181,7 @@ export const topologyOverrideSchema = z
     rdma: z
       .record(z.string(), z.array(z.string().regex(/^[A-Za-z0-9_.-]+$/, "an HCA name such as mlx5_0")).max(1, "one HCA per host: a simulated host has one fabric interface"))
       .optional(),
+    nixl: z.record(z.string(), z.string().regex(/^\d+(?:\.\d+)*\S*$/, "a NIXL release such as 1.5.0")).optional(),
   })
   .strict();
 export type TopologyOverride = z.infer<typeof topologyOverrideSchema>;
@@ -215,6 +221,7 @@ export function buildTopology(opts: TopologyOptions = {}): Topology {
   const startupDelayS = opts.startupDelayS ?? fromFile.startupDelayS ?? DEFAULT_STARTUP_DELAY_S;
 
   const rdma = { ...fromFile.rdma, ...opts.rdma };
+  const nixl = { ...fromFile.nixl, ...opts.nixl };
   const dockerHosts = opts.dockerHosts ?? fromFile.dockerHosts ?? [];
   const unknownDocker = dockerHosts.filter((a) => DOCKER_HOSTS[a] === undefined);
   if (unknownDocker.length > 0) {
@@ -233,6 +240,7 @@ export function buildTopology(opts: TopologyOptions = {}): Topology {
       latency: { ...defaultLatency(index), ...latency[alias] },
       startupDelayS,
       ...(rdma[alias]?.length ? { rdma: rdma[alias] } : {}),
+      ...(nixl[alias] ? { nixl: nixl[alias] } : {}),
     });
   }
   for (const alias of [...new Set(dockerHosts)]) {
@@ -257,6 +265,18 @@ export function buildTopology(opts: TopologyOptions = {}): Topology {
   const unknownRdma = Object.keys(rdma).filter((a) => !hosts.some((h) => h.alias === a));
   if (unknownRdma.length > 0) {
     throw new Error(`rdma given for ${unknownRdma.join(", ")}, but the fleet has hosts sim1..sim${count}${dockerHosts.length ? ` and ${dockerHosts.join(", ")}` : ""}; raise --hosts`);
+  }
+  const badNixl = Object.entries(nixl).filter(([, v]) => !/^\d+(?:\.\d+)*\S*$/.test(v));
+  if (badNixl.length > 0) {
+    throw new Error(`nixl for ${badNixl.map(([a, v]) => `${a} (${JSON.stringify(v)})`).join(", ")}: give a NIXL release such as "1.5.0"`);
+  }
+  const dockerNixl = Object.keys(nixl).filter((a) => DOCKER_HOSTS[a] !== undefined);
+  if (dockerNixl.length > 0) {
+    throw new Error(`nixl given for ${dockerNixl.join(", ")}: a docker host's engines run the simulator image, whose NIXL is the image's (sim/image); give nixl to numbered hosts only`);
+  }
+  const unknownNixl = Object.keys(nixl).filter((a) => !hosts.some((h) => h.alias === a));
+  if (unknownNixl.length > 0) {
+    throw new Error(`nixl given for ${unknownNixl.join(", ")}, but the fleet has hosts sim1..sim${count}; raise --hosts`);
   }
   const unknown = Object.keys(layouts).filter((a) => !hosts.some((h) => h.alias === a));
   if (unknown.length > 0) {

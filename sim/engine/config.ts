@@ -66,6 +66,8 @@ export const SimConfigSchema = z.strictObject({
     .strictObject({
       /** Simulated seconds before a UCX endpoint to a gone peer fails (nixl-runtime.ts); a test's host may shorten it. */
       endpointTimeoutS: z.number().nonnegative().default(UCX_ENDPOINT_TIMEOUT_S),
+      /** A folder of the host's own Python distributions, searched for NIXL before sim/python (a host that declares its own release). */
+      site: z.string().min(1).optional(),
     })
     .prefault({}),
 });

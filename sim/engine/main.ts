@@ -22,7 +22,7 @@ import { apiServer, configureLogging, engineCore, workerLogs } from "./log";
 import { checkModelRuntime, loadModelInfo, resolveDtype, resolveMaxModelLen } from "./model";
 import { NixlConnector } from "./nixl";
 import { compatibilityFactors } from "./nixl-compat";
-import { findNixlDistribution } from "./nixl-runtime";
+import { findNixlDistribution, NIXL_SEARCH_PATH } from "./nixl-runtime";
 import { resolvePlatform } from "./platform";
 import { Scheduler } from "./scheduler";
 import { EngineServer } from "./server";
@@ -155,7 +155,7 @@ async function serve(argv: readonly string[]): Promise<void> {
     // With a KV connector vLLM disables the hybrid KV cache manager unless told otherwise.
     const hmaEnabled = args.disableHybridKvCacheManager === false;
     // vLLM's worker refuses the NixlConnector when the nixl package cannot be imported.
-    const nixlDistribution = findNixlDistribution();
+    const nixlDistribution = findNixlDistribution(sim.nixl.site ? [sim.nixl.site, ...NIXL_SEARCH_PATH] : NIXL_SEARCH_PATH);
     if (!nixlDistribution) throw new StartupError("RuntimeError", "NIXL is not available");
     nixl = new NixlConnector({
       config: kv,

@@ -114,7 +114,7 @@ export async function simUp(opts: SimUpOptions = {}): Promise<SimFleet> {
           const current = fs.existsSync(p.simConfig) ? readSimConfig(p.simConfig).timeScale : undefined;
           const changed = writeSimConfig(p.simConfig, engineSimConfig(spec, scale ?? current ?? DEFAULT_TIME_SCALE));
           // Hosts built before the Python side of their vLLM existed get it here (idempotent).
-          writeSimPythonSite(p);
+          writeSimPythonSite(p, spec.nixl);
           // Hosts built while the fleet pre-provisioned narwhal-attest lose it: Gate B installs it on engine hosts.
           fs.rmSync(path.join(p.binDir, "narwhal-attest"), { force: true });
           writeVllmShim(p.binDir, spec, p.simConfig);

@@ -133,7 +133,7 @@ export async function writeHostFiles(spec: HostSpec, passwordHash: string, timeS
   fs.mkdirSync(p.modelsDir, { recursive: true, mode: 0o755 });
   writeCheckpoint(path.join(p.modelsDir, MODEL_NAME));
   writeEtc(p, spec.alias, passwordHash);
-  writeSimPythonSite(p);
+  writeSimPythonSite(p, spec.nixl);
   writeWheelhouse(p);
   writeSshdConfig(spec, p);
   if (spec.dockerEngine) writeDockerFiles(spec.alias, p);

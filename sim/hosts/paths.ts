@@ -60,6 +60,8 @@ export function hostPaths(alias: string) {
     /** A tmpfs is built here, then moved over /dev, for GPU hosts' fake device nodes. */
     devStage: path.join(dir, "dev-stage"),
     simConfig: path.join(dir, "sim-config.json"),
+    /** The host's own Python distributions, ahead of sim/python on its path: a NIXL release the host declares (topology `nixl`). */
+    pythonSite: path.join(dir, "python"),
     /** Docker hosts only: the host's own Docker Engine (data root, daemon config, pid, log). */
     dockerDataRoot: path.join(dir, "docker"),
     dockerConfig: path.join(dir, "dockerd.json"),

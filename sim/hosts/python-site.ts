@@ -4,6 +4,10 @@
  * there. It puts sim/python on the login's `python3` path and names the host's sim config, so a runtime
  * check (`python3 -c ...`, lib/image-check) imports a vllm that reports what this host's simulator does.
  * Only logins of this host see it: the homes are the host's own folders.
+ *
+ * A host that declares its own NIXL release (topology `nixl`) gets a folder of its own ahead of sim/python,
+ * holding that release's `nixl-<version>.dist-info` as pip leaves one: `importlib.metadata` (the image
+ * check) finds it first, and so does the engine simulator (its sim config names the folder).
  */
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -30,17 +34,46 @@ function hostPythonVersion(): string | null {
   return pythonVersion;
 }
 
-/** The .pth text: sim/python on the path, then the host's sim config named (an `import` line runs at startup). */
-export function pthText(simConfigPath: string): string {
+/**
+ * The .pth text: the host's own site (when it has one), then sim/python on the path, then the host's sim
+ * config named (an `import` line runs at startup).
+ */
+export function pthText(simConfigPath: string, hostSite?: string): string {
   // No compiled files: sim/python is in the project tree, and a host's Python has no business writing there.
-  return `${SIM_PYTHON_DIR}\nimport sys; sys.dont_write_bytecode = True; import narwhal_sim_python; narwhal_sim_python.install(${JSON.stringify(simConfigPath)})\n`;
+  return `${hostSite ? `${hostSite}\n` : ""}${SIM_PYTHON_DIR}\nimport sys; sys.dont_write_bytecode = True; import narwhal_sim_python; narwhal_sim_python.install(${JSON.stringify(simConfigPath)})\n`;
+}
+
+/** The METADATA of a NIXL distribution, as sim/python's own carries it. */
+export function nixlMetadata(version: string): string {
+  return `Metadata-Version: 2.1\nName: nixl\nVersion: ${version}\nSummary: NIXL Python API (simulated: the release this host's vLLM environment declares)\n`;
+}
+
+/**
+ * Makes the host's own site hold exactly the NIXL release it declares, or removes the site when it declares
+ * none (sim/python's release then stands). Returns the site when there is one.
+ */
+export function writeHostSite(p: HostPaths, nixl: string | undefined): string | undefined {
+  if (!nixl) {
+    fs.rmSync(p.pythonSite, { recursive: true, force: true });
+    return undefined;
+  }
+  const distInfo = `nixl-${nixl}.dist-info`;
+  fs.mkdirSync(p.pythonSite, { recursive: true, mode: 0o755 });
+  for (const entry of fs.readdirSync(p.pythonSite)) {
+    if (entry !== distInfo) fs.rmSync(path.join(p.pythonSite, entry), { recursive: true, force: true });
+  }
+  fs.mkdirSync(path.join(p.pythonSite, distInfo), { recursive: true, mode: 0o755 });
+  const metadata = path.join(p.pythonSite, distInfo, "METADATA");
+  if (!fs.existsSync(metadata) || fs.readFileSync(metadata, "utf8") !== nixlMetadata(nixl)) fs.writeFileSync(metadata, nixlMetadata(nixl), { mode: 0o644 });
+  return p.pythonSite;
 }
 
 /**
  * Writes (or leaves, when unchanged) the .pth into each home's user site. Idempotent, so `up` can call
  * it on a running host as well as a new one. Returns the files written.
  */
-export function writeSimPythonSite(p: HostPaths): string[] {
+export function writeSimPythonSite(p: HostPaths, nixl?: string): string[] {
+  const hostSite = writeHostSite(p, nixl);
   const version = hostPythonVersion();
   if (!version) return [];
   const homes = [p.rootHome, path.join(p.homeDir, PASSWORD_USER)].filter((h) => fs.existsSync(h));
@@ -48,7 +81,7 @@ export function writeSimPythonSite(p: HostPaths): string[] {
   for (const home of homes) {
     const site = path.join(home, ".local", "lib", `python${version}`, "site-packages");
     const file = path.join(site, PTH_NAME);
-    const text = pthText(p.simConfig);
+    const text = pthText(p.simConfig, hostSite);
     if (fs.existsSync(file) && fs.readFileSync(file, "utf8") === text) continue;
     const owner = fs.statSync(home);
     // Each folder made here belongs to the home's owner, as pip --user would have left it.

@@ -5,6 +5,7 @@
  */
 import * as fs from "node:fs";
 import { ENGINE_VERSION } from "./constants";
+import { hostPaths } from "./paths";
 import type { HostSpec } from "../topology";
 import type { SimConfigInput } from "../engine/config";
 
@@ -21,6 +22,8 @@ export function engineSimConfig(host: HostSpec, timeScale: number): SimConfigInp
     latency: { default: { ...host.latency }, byPort: {} },
     version: ENGINE_VERSION,
     startupDelayS: host.startupDelayS,
+    // The host's own NIXL release, where its Python finds it first (python-site.ts).
+    ...(host.nixl ? { nixl: { site: hostPaths(host.alias).pythonSite } } : {}),
   };
 }
 

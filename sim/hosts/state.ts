@@ -21,6 +21,8 @@ export interface StoredHost {
   dockerEngine?: boolean;
   /** Hosts with an RDMA HCA only: its name. */
   rdma?: string[];
+  /** Hosts that declare their own NIXL release only. */
+  nixl?: string;
 }
 
 export interface FleetState {
@@ -46,6 +48,7 @@ export function toStored(spec: HostSpec, startedAt: string): StoredHost {
     alias, index, address, layout: spec.layout.name, passwordAuth, latency, startupDelayS, startedAt,
     ...(spec.dockerEngine ? { dockerEngine: true } : {}),
     ...(spec.rdma?.length ? { rdma: [...spec.rdma] } : {}),
+    ...(spec.nixl ? { nixl: spec.nixl } : {}),
   };
 }
 
@@ -55,6 +58,7 @@ export function fromStored(s: StoredHost): HostSpec {
     alias, index, address, layout: parseLayout(s.layout), passwordAuth, latency, startupDelayS,
     ...(s.dockerEngine ? { dockerEngine: true } : {}),
     ...(s.rdma?.length ? { rdma: s.rdma } : {}),
+    ...(s.nixl ? { nixl: s.nixl } : {}),
   };
 }
 

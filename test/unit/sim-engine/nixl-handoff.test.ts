@@ -1,5 +1,8 @@
 import { expect } from "chai";
-import { http, KV_BOTH, makeModel, removeTemps, type SimEngine, sseEvents, startEngine, stopAll, waitFor } from "./helpers";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { http, KV_BOTH, makeModel, removeTemps, type SimEngine, sseEvents, startEngine, stopAll, tempDir, waitFor } from "./helpers";
+import { nixlMetadata } from "../../../sim/hosts/python-site";
 
 const PROMPT = "The sea is calm and the gulls are loud. ".repeat(8);
 
@@ -322,6 +325,14 @@ describe("sim-engine NIXL peers across a restart (vLLM 0.29.0 keyed by engine_id
     expect((await remoteEngines(consumer)).map((e) => e.endpoint)).to.deep.equal(["torn down"]);
     expect((await decode(consumer, await prefill(producer))).status).to.equal(200);
     expect(consumer.stderr).to.not.contain("Segmentation fault");
+  });
+
+  it("follows the release a host declares: its sim config names the host's own site, searched before sim/python", async () => {
+    const site = tempDir("nixl-site-");
+    mkdirSync(join(site, "nixl-1.5.0.dist-info"));
+    writeFileSync(join(site, "nixl-1.5.0.dist-info", "METADATA"), nixlMetadata("1.5.0"));
+    const engine = await startEngine({ model, args: ["--kv-transfer-config", kvConfig()], sim: { nixl: { site } } });
+    expect(await nixlKnobs(engine, {})).to.include({ distribution: "nixl", declared_version: "1.5.0", version: "1.5.0", rkey_unpack_fix: true });
   });
 
   it("engine_ttl eviction runs before the handshake loads the new agent, so an evicted dead peer cannot crash it", async () => {
