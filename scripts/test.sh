@@ -46,6 +46,7 @@ OWN_HOSTS_E2E=(
   test/e2e/docker-cli.test.ts      # simdock
   test/e2e/fabric-rdma.test.ts     # sim40, sim41 (with HCAs)
   test/e2e/runbook-adopt.test.ts   # sim15 (AMD)
+  test/e2e/engine-scope.test.ts    # sim16 (NIXL 1.5.0)
 )
 
 # Provider files that bring up simulated hosts, take the harness down, or use Docker: they run in one

@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { E2E_TIME_SCALE, PROJECT_ROOT, sharedFleet } from "./support/stack";
 import { UCX_ENDPOINT_TIMEOUT_S } from "../../sim/engine/nixl-runtime";
-import { expectNothingPlanned, plannedChanges } from "./support/preview";
+import { expectNothingPlanned, plannedChanges, plannedWithSummary } from "./support/preview";
 import { awaitHealthy, restartByHand, restartWaveByHand } from "./support/restart";
 import { FLEET_AFTER_ENGINE, processEvidence } from "./support/names";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
@@ -35,7 +35,7 @@ describe("e2e: an engine restarted with the same plan", function () {
     await restartByHand("e2e", "e2", e2.host);
     await awaitHealthy(e2.url);
 
-    const steps = await plannedChanges(stack, { refresh: true });
+    const { steps, summary } = await plannedWithSummary(stack, { refresh: true });
     expect(steps.get("fleet-e2-generation")).to.deep.include({ op: "replace", keys: ["generation"] });
     expect(steps.get("fleet-e2-cache")?.op).to.equal("replace");
     // Its sidecar watched the old process and its attestation bound the old generation (Gate E).
@@ -46,7 +46,7 @@ describe("e2e: an engine restarted with the same plan", function () {
     expect(steps.get("fleet-preflight")?.op).to.equal("replace");
     expect([...steps.keys()].sort()).to.deep.equal([...processEvidence("e2"), ...FLEET_AFTER_ENGINE].sort());
     // The preview report (`npm run invalidated`) names the same evidence, by gate and reason.
-    const evidenceCount = await expectReportOfRestartedE2(stack, hosts[0].privateKeyPath, engines.e2.generationDigest);
+    const evidenceCount = await expectReportOfRestartedE2(stack, summary, hosts[0].privateKeyPath, engines.e2.generationDigest);
 
     // Its peers handshake with e2's new engine id (vLLM 0.29.0 keys peers by engine_id), but each still holds
     // the old process's NIXL state, whose UCX endpoint failed once the endpoint timeout passed (the preview

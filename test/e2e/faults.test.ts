@@ -12,11 +12,10 @@ import type { Stack } from "@pulumi/pulumi/automation";
 import { runInHost, simUp } from "../../sim/hosts";
 import type { SimHost } from "../../sim/hosts/host";
 import { E2E_TIME_SCALE, openStack, type EngineEntry } from "./support/stack";
-import { expectNothingPlanned, plannedChanges, type PlannedStep } from "./support/preview";
+import { expectNothingPlanned, plannedChanges, plannedWithSummary, type PlannedStep } from "./support/preview";
 import { fleetAfterEngine, processEvidence } from "./support/names";
 import { awaitHealthy, restartByHand } from "./support/restart";
 import { expectNarwhalCheckAgrees } from "./support/narwhal-check";
-import { invalidationSummary } from "../../scripts/stack/preview";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 import { EvidenceStore, evidenceRoot } from "../../lib/evidence/store";
 import { PROJECT_ROOT } from "./support/stack";
@@ -210,10 +209,9 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     const faultAt = Date.now();
     const report = await clientsThrough("a, engine killed", async () => {
       await runInHost(big.alias, ["sh", "-c", `kill -KILL "$(cat ${runDir("f2")}/pid)"`]);
-      const steps = await plannedChanges(stack, { refresh: true });
+      const { steps, summary } = await plannedWithSummary(stack, { refresh: true });
       expectRestartPlanned(steps, "f2");
       // The preview report gives the probe's words as the reason.
-      const summary = await invalidationSummary(stack, { refresh: true });
       // f2 starts again and the KV wave takes the others with it: the report says none serves until the swap.
       expect(summary.serving.out.map((o) => o.engine)).to.deep.equal(ENGINES);
       expect(summary.serving.throughout).to.deep.equal([]);

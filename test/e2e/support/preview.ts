@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import type { EngineEvent, PreviewOptions, Stack, StepEventMetadata, UpOptions } from "@pulumi/pulumi/automation";
+import { summarise, type InvalidationSummary } from "../../../lib/report/summary";
 
 /** One planned step as the engine announces it: the resource's name, the operation and why. */
 export interface PlannedStep {
@@ -30,6 +31,25 @@ export async function plannedChanges(stack: Stack, opts: PreviewOptions = {}): P
   const steps = new Map<string, PlannedStep>();
   await stack.preview({ ...opts, onEvent: (e: EngineEvent) => collect(steps, e.resourcePreEvent?.metadata) });
   return steps;
+}
+
+/**
+ * One real `pulumi preview`, read twice: its steps as plannedChanges gives them, and the invalidation report
+ * `npm run invalidated` prints of the same events (a refreshing preview costs each engine's probe once).
+ */
+export async function plannedWithSummary(stack: Stack, opts: PreviewOptions = {}): Promise<{ steps: Map<string, PlannedStep>; summary: InvalidationSummary }> {
+  const steps = new Map<string, PlannedStep>();
+  const events: EngineEvent[] = [];
+  await stack.preview({
+    ...opts,
+    onOutput: () => undefined,
+    onEvent: (e: EngineEvent) => {
+      if (!e.resourcePreEvent) return;
+      events.push(e);
+      collect(steps, e.resourcePreEvent.metadata);
+    },
+  });
+  return { steps, summary: summarise(stack.name, events) };
 }
 
 /** One line per step: name, operation, replace keys, and what a probe saw, for an assertion's message. */

@@ -34,11 +34,11 @@ function expectNoSecret(out: string, privateKeyPath: string): void {
 }
 
 /**
- * After e2 (on sim2) restarted by hand: the report names exactly its invalidated evidence, by gate and
- * reason, the same through the function and the CLI, and keeps the rest. Returns how many pieces of
+ * After e2 (on sim2) restarted by hand: the report `s` (of the test's refreshing preview) names exactly its
+ * invalidated evidence, by gate and reason, the CLI says the same, and both keep the rest. Returns how many pieces of
  * evidence it accounts for, kept or not.
  */
-export async function expectReportOfRestartedE2(stack: Stack, privateKeyPath: string, provedDigest: string): Promise<number> {
+export async function expectReportOfRestartedE2(stack: Stack, s: InvalidationSummary, privateKeyPath: string, provedDigest: string): Promise<number> {
   const expected = {
     "fleet-e2-generation": { gate: "C", kind: "generation", subject: "e2 on sim2", keys: ["generation"] },
     "fleet-e2-cache": { gate: "C", kind: "cache capture", subject: "e2 on sim2", keys: ["generationDigest"] },
@@ -56,7 +56,6 @@ export async function expectReportOfRestartedE2(stack: Stack, privateKeyPath: st
   };
   const sayWithoutFollowerKeys = (xs: InvalidatedEvidence[]) =>
     Object.fromEntries(Object.entries(said(xs)).map(([name, e]) => [name, name in followers ? { gate: e.gate, kind: e.kind, subject: e.subject } : e]));
-  const s = await invalidationSummary(stack, { refresh: true });
   expect(sayWithoutFollowerKeys(replaced(s))).to.deep.equal({ ...expected, ...followers });
   for (const name of Object.keys(followers)) expect(said(replaced(s))[name].keys, name).to.not.be.empty;
   // The store is rewritten in place with e2's new row: nothing of it is measured; the router swaps onto it

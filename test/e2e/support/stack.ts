@@ -34,6 +34,8 @@ export interface EngineEntry {
   attestationPort: number;
   nixlPort: number;
   role?: "prefill" | "decode";
+  /** Keep the engine in its role (the controller never moves it). */
+  pin?: boolean;
   /** A runbook launch directory on the host whose running engine may be adopted. */
   runbookRun?: string;
 }
