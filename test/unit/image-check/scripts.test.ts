@@ -189,7 +189,7 @@ describe("image check: the runtime check against the simulated vllm package", ()
   });
 
   it("is installed into root's and narwhal's user site of a host, once", () => {
-    const p = { rootHome: path.join(tmp, "root"), homeDir: path.join(tmp, "homes"), simConfig: path.join(tmp, "sim-config.json") } as HostPaths;
+    const p = { rootHome: path.join(tmp, "root"), homeDir: path.join(tmp, "homes"), simConfig: path.join(tmp, "sim-config.json"), pythonSite: path.join(tmp, "python") } as HostPaths;
     fs.mkdirSync(p.rootHome);
     fs.mkdirSync(path.join(p.homeDir, "narwhal"), { recursive: true });
     fs.chownSync(path.join(p.homeDir, "narwhal"), 1500, 1500);
