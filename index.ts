@@ -99,6 +99,11 @@ export const deployment = {
  * (`component`: all of them; `engine`: only that one), from their NIXL versions and launch plans, and why.
  */
 export const restarts = fleet.restartScopes;
+/**
+ * narwhal's `recovery.engine_restart_policy` in the fleet document, and why: `whole_wave` where an engine's
+ * CUDA IPC peers keep a stopped peer's memory mapped (narwhal's peer_release), else `individual`.
+ */
+export const routerRestartPolicy = fleet.attestation.routerRestartPolicy;
 /** The fleet document with every engine address replaced by its host alias (no credential is ever in it). */
 export const fleetDocument = fleet.sanitisedFleetDocument;
 /** Gate G: the router's URL (the router host's fabric address), once the router host is deployed. */

@@ -7,6 +7,7 @@ import { chooseDocument } from "../lib/attestation/runbook-document";
 import { engineContract, type FleetContract } from "../lib/attestation/contract";
 import { sidecarEndpoint, sidecarStartScript, sidecarStopScript, type SidecarOptions } from "../lib/attestation/sidecar";
 import { fleetDocument } from "../lib/fleet/fleet-document";
+import { routerRestartPolicy, type RouterRestartPolicy } from "../lib/engine/restart-scope";
 import { stackDirOn } from "../lib/fleet/state-dir";
 import { Attestation } from "../dynamic-providers/attestation/resource";
 import type { HostDiscovery } from "../dynamic-providers/host-discovery/resource";
@@ -56,6 +57,8 @@ export class AttestationMesh extends OpaqueComponent {
   public readonly contract: pulumi.Output<FleetContract>;
   /** The `narwhal.fleet` document with every engine's `attestation_url` and the attested `engine_contract`. */
   public readonly fleetDocument: pulumi.Output<Record<string, unknown>>;
+  /** narwhal's `recovery.engine_restart_policy` the document sets, and why (lib/engine/restart-scope.ts). */
+  public readonly routerRestartPolicy: pulumi.Output<RouterRestartPolicy>;
 
   constructor(name: string, args: AttestationMeshArgs, opts?: pulumi.ComponentResourceOptions) {
     super("narwhal:attestation:AttestationMesh", name, {}, opts);
@@ -83,8 +86,10 @@ export class AttestationMesh extends OpaqueComponent {
           const url = launchPlans.find((p) => p.engineId === e.id)!.url;
           return { id: e.id, url, attestationUrl: sidecarEndpoint(url, e.attestationPort).url };
         });
-        return fleetDocument(spec, endpoints, { accelerator: product ?? "none", acceleratorsPerEngine: tp, tensorParallel: tp }, { profilesPath: "runs/profiles.json", engineContract: fleet.contract });
+        const restartPolicy = routerRestartPolicy(launchPlans).policy;
+        return fleetDocument(spec, endpoints, { accelerator: product ?? "none", acceleratorsPerEngine: tp, tensorParallel: tp }, { profilesPath: "runs/profiles.json", engineContract: fleet.contract, restartPolicy });
       });
+    this.routerRestartPolicy = plans.apply(routerRestartPolicy);
     this.registerOutputs({ engines: this.engines, contract: this.contract });
   }
 

@@ -91,3 +91,29 @@ export function restartScope(members: ReadonlyArray<ScopeMember>): RestartScope 
     reason: `every member runs NIXL ${NIXL_PEER_TEARDOWN_FIX} or later and releases a stopped peer: a restarted engine's readers handshake with its new engine id, so only that engine restarts`,
   };
 }
+
+/** narwhal's `recovery.engine_restart_policy`, and why. */
+export interface RouterRestartPolicy {
+  readonly policy: "individual" | "whole_wave";
+  readonly reason: string;
+}
+
+/**
+ * The policy the router runs under, from the fleet's launch plans, where narwhal itself asks for a whole
+ * wave: an engine whose CUDA IPC peers keep a stopped peer's GPU memory mapped (`peer_release` false,
+ * narwhal/backends/vllm/check.py) can be recovered only with every engine, so the router holds the whole
+ * fleet once one engine is out, drains only as a wave and readmits only the complete wave. A NIXL below
+ * 1.5.0 is this program's own reason for a wave (its peer wave restarts the component), not narwhal's:
+ * there the router keeps serving on the engines left until the wave, since it takes no restarted engine
+ * back before the swap onto the store that profiles it.
+ */
+export function routerRestartPolicy(plans: ReadonlyArray<{ readonly engineId: string; readonly argv: ReadonlyArray<string> }>): RouterRestartPolicy {
+  const holding = plans.filter((p) => !releasesPeers(p.argv)).map((p) => p.engineId);
+  if (holding.length) {
+    return {
+      policy: "whole_wave",
+      reason: `${names(holding)} ${holding.length === 1 ? "has" : "have"} CUDA IPC peers (engine_ttl) that keep a stopped peer's GPU memory mapped (narwhal's peer_release is false): the router holds, drains and readmits the whole fleet as one wave`,
+    };
+  }
+  return { policy: "individual", reason: "every engine releases a stopped peer (no CUDA IPC peers): the router holds out, drains and readmits one engine at a time" };
+}

@@ -23,13 +23,14 @@ export const ENGINE_API_KEY_ENV = "NARWHAL_ENGINE_API_KEY";
  * loader accepts: model, measured hardware and TP shape, engine URL references, initial roles and
  * pins, initial latency targets and the profile path (runbook, Gate A's `config/fleet.json`). After
  * Gate E it also carries `engine_contract`, the contract every engine's sidecar attested, as
- * `finalize-fleet` writes it.
+ * `finalize-fleet` writes it, and the restart policy when it is narwhal's `whole_wave` (which needs that
+ * contract; `individual` is narwhal's default and goes unwritten).
  */
 export function fleetDocument(
   spec: FleetSpec,
   endpoints: ReadonlyArray<EngineEndpoint>,
   hardware: FleetHardware,
-  opts: { profilesPath: string; firstTokenCalibrationPath?: string; engineContract?: EngineContract },
+  opts: { profilesPath: string; firstTokenCalibrationPath?: string; engineContract?: EngineContract; restartPolicy?: "individual" | "whole_wave" },
 ): Record<string, unknown> {
   const byId = new Map(endpoints.map((e) => [e.id, e]));
   return {
@@ -56,5 +57,6 @@ export function fleetDocument(
     },
     profiles: { path: opts.profilesPath },
     ...(opts.engineContract ? { engine_contract: { ...opts.engineContract } } : {}),
+    ...(opts.restartPolicy === "whole_wave" ? { recovery: { engine_restart_policy: "whole_wave" } } : {}),
   };
 }

@@ -189,6 +189,13 @@ describe("mocks: Fleet component", () => {
     }
   });
 
+  it("tells the router narwhal's individual restart policy, its default, for plans without CUDA IPC peers", async () => {
+    const fleet = build();
+    const policy = await promiseOf(fleet.attestation.routerRestartPolicy);
+    expect(policy.policy).to.equal("individual");
+    expect(policy.reason).to.match(/^every engine releases a stopped peer/);
+  });
+
   it("with runtime.restartKvPeers off, no wave and no peers on any proof", async () => {
     const fleet = mocks.build(fleetConfig({ runtime: { restartKvPeers: false } }), mockSecrets(API_KEY, SSH_KEY));
     await promiseOf(fleet.engines);

@@ -75,6 +75,32 @@ describe("providers: an engine drained on the serving router before its process 
     removeTemps();
   });
 
+  it("under narwhal's whole-wave policy (CUDA IPC peers), the router serves and refuses a one-engine drain, which the drain reports without holding up the restart", async () => {
+    const wave: RouterOptions = {
+      ...router,
+      runDir: path.join(tempDir("drain-router-wave-"), "router"),
+      port: await freePort(),
+      backendPort: await freePort(),
+      fleetDocument: JSON.stringify({ ...JSON.parse(router.fleetDocument), recovery: { engine_restart_policy: "whole_wave" } }, null, 2),
+    };
+    const started = await shAsync(routerStartScript(wave), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
+    expect(started.code, started.stderr).to.equal(0);
+    try {
+      const res = await fetch(`http://127.0.0.1:${wave.backendPort}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "tiny", prompt: "A narwhal is", max_tokens: 4, temperature: 0 }),
+        signal: AbortSignal.timeout(60_000),
+      });
+      expect(res.status, await res.text()).to.equal(200);
+      expect(JSON.parse((await http(`http://127.0.0.1:${wave.backendPort}/narwhal/lifecycle`)).text)).to.deep.include({ engine_restart_policy: "whole_wave" });
+      const refused = await drain("d1", { backendPort: wave.backendPort });
+      expect(refused).to.deep.equal({ drained: false, reason: "the serving router refused the drain (409): engine_restart_policy requires a whole-wave drain" });
+    } finally {
+      await sh(routerStopScript(wave));
+    }
+  });
+
   it("takes the engine out of placement once its requests finished; stopping it then fails no request, and a second drain waits its turn", async () => {
     expect(Object.values(await placement()).map((e) => e.accepts_new)).to.deep.equal([true, true, true]);
     const outcomes: Array<number | string> = [];

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { releasesPeers, restartScope, versionAtLeast, NIXL_PEER_TEARDOWN_FIX } from "../../../lib/engine/restart-scope";
+import { releasesPeers, restartScope, routerRestartPolicy, versionAtLeast, NIXL_PEER_TEARDOWN_FIX } from "../../../lib/engine/restart-scope";
 import { waveFor } from "../../../lib/engine/peer-wave";
 
 const argv = (extra: Record<string, unknown> = {}) => ["vllm", "serve", "/models/m", "--kv-transfer-config", JSON.stringify({ kv_connector: "NixlConnector", kv_connector_extra_config: { backends: ["UCX"], ...extra } })];
@@ -39,5 +39,12 @@ describe("restart scope: who restarts with an engine of a KV component", () => {
     expect(waveFor(["e1", "e2"], restarted, restartScope([member("e1", "0.7.1"), member("e2", "0.7.1")]))).to.deep.equal(["e2"]);
     // A wave recorded before scopes restarts the component, as it always did.
     expect(waveFor(["e1", "e2"], restarted)).to.deep.equal(["e2"]);
+  });
+
+  it("the router's policy is narwhal's whole wave only where narwhal asks for it: CUDA IPC peers, not an old NIXL", () => {
+    expect(routerRestartPolicy([member("e1", "0.7.1"), member("e2", "0.7.1")])).to.deep.include({ policy: "individual" });
+    const wave = routerRestartPolicy([member("e1", "1.5.0"), member("e2", "1.5.0", { engine_ttl: 600 }), member("e3", "1.5.0", { engine_ttl: 60 })]);
+    expect(wave.policy).to.equal("whole_wave");
+    expect(wave.reason).to.match(/^e2, e3 have CUDA IPC peers \(engine_ttl\)/).and.include("the router holds, drains and readmits the whole fleet as one wave");
   });
 });

@@ -80,6 +80,30 @@ describe("fleet document", () => {
   });
 });
 
+describe("fleet document: the router's restart policy", () => {
+  const fleet = engineContract(spec.engines.map((e) => ({ engineId: e.id, contract: attestationDocument(facts({ id: e.id })).contract })));
+  const withPolicy = (restartPolicy: "individual" | "whole_wave") =>
+    fleetDocument(spec, endpoints, { accelerator: "NVIDIA H100 80GB HBM3", acceleratorsPerEngine: 1, tensorParallel: 1 }, { profilesPath: "runs/profiles.json", engineContract: fleet.contract, restartPolicy });
+
+  it("leaves narwhal's default (individual) unwritten, so a fleet without CUDA IPC peers keeps the document it had", () => {
+    expect(withPolicy("individual")).to.not.have.property("recovery");
+  });
+
+  it("writes whole_wave, which narwhal's loader accepts beside the attested contract", () => {
+    const doc = withPolicy("whole_wave");
+    expect(doc.recovery).to.deep.equal({ engine_restart_policy: "whole_wave" });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fleetdoc-"));
+    try {
+      const file = path.join(dir, "fleet.json");
+      fs.writeFileSync(file, JSON.stringify(doc, null, 2));
+      const script = "import sys; from narwhal.config.loading import load; print(load(sys.argv[1]).engine_restart_policy)";
+      expect(execFileSync(PYTHON, ["-c", script, file], { encoding: "utf8", env: { ...process.env, [ENGINE_API_KEY_ENV]: "x" } }).trim()).to.equal("whole_wave");
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("sanitised fleet document", () => {
   it("replaces every engine address with its host alias and keeps ports, paths and everything else", () => {
     const { sanitisedFleetDocument } = require("../../../lib/fleet/sanitised-document") as typeof import("../../../lib/fleet/sanitised-document");
