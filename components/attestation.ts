@@ -79,17 +79,16 @@ export class AttestationMesh extends OpaqueComponent {
     this.contract = pulumi.all(attested).apply((all) => engineContract(all.map((a) => ({ engineId: a.id, contract: a.contract }))));
     this.engines = pulumi.all(attested).apply((all) => Object.fromEntries(all.map((a) => [a.id, a.summary])));
     const plans = pulumi.all(args.engines.map(({ engine }) => engine.plan));
+    this.routerRestartPolicy = plans.apply(routerRestartPolicy);
     this.fleetDocument = pulumi
-      .all([plans, this.contract, args.replicas.product, args.replicas.tensorParallelSize])
-      .apply(([launchPlans, fleet, product, tp]) => {
+      .all([plans, this.contract, args.replicas.product, args.replicas.tensorParallelSize, this.routerRestartPolicy])
+      .apply(([launchPlans, fleet, product, tp, { policy: restartPolicy }]) => {
         const endpoints = spec.engines.map((e) => {
           const url = launchPlans.find((p) => p.engineId === e.id)!.url;
           return { id: e.id, url, attestationUrl: sidecarEndpoint(url, e.attestationPort).url };
         });
-        const restartPolicy = routerRestartPolicy(launchPlans).policy;
         return fleetDocument(spec, endpoints, { accelerator: product ?? "none", acceleratorsPerEngine: tp, tensorParallel: tp }, { profilesPath: "runs/profiles.json", engineContract: fleet.contract, restartPolicy });
       });
-    this.routerRestartPolicy = plans.apply(routerRestartPolicy);
     this.registerOutputs({ engines: this.engines, contract: this.contract });
   }
 
