@@ -47,7 +47,9 @@ describe("e2e: one engine restarted alone (NIXL 1.5.0 everywhere, two engines pe
       { id: "d1", host: HOST, gpuIds: [2], port: 8863, attestationPort: 8873, nixlPort: 5963, role: "decode", pin: true },
       { id: "d2", host: HOST, gpuIds: [3], port: 8864, attestationPort: 8874, nixlPort: 5964, role: "decode", pin: true },
     ];
-    stack = await openStack(STACK, [host], engines, { router: { port: 8866 }, observability: { prometheusPort: 9866, freshnessPort: 9867 } });
+    // A refresh calls an engine hung after 5 s without an answer (the default is 15): the hung case waits it
+    // out in its preview and its up.
+    stack = await openStack(STACK, [host], engines, { router: { port: 8866 }, observability: { prometheusPort: 9866, freshnessPort: 9867 }, runtime: { deadlinesS: { health: 5 } } });
     // The defaults: the restart scope comes from the evidence alone.
     await stack.removeConfig("narwhal-fleet:runtime.restartKvPeers", true);
     await stack.destroy(quiet);

@@ -1,6 +1,7 @@
 /**
  * The faults an operator meets, on one stack of four engines on two hosts with the defaults (the KV peer
- * wave on): each is injected by hand, then ONE `pulumi up --refresh` must converge, a refreshing preview
+ * wave on; a hung engine is tried on a fleet that restarts one engine at a time, engine-scope.test.ts):
+ * each is injected by hand, then ONE `pulumi up --refresh` must converge, a refreshing preview
  * after it plans nothing, and the evidence records' own times show that exactly what the preview planned
  * was measured again: the faulty engine, its KV component (every other engine, restarted by the wave)
  * and what was measured across them; the router, its monitoring and a client's requests through it too.
@@ -33,7 +34,7 @@ interface WaveState {
   lastWave?: { restarted: Array<{ engineId: string; reason: string }>; wave: string[] };
 }
 
-describe("e2e: one up --refresh after each fault an operator meets (engines killed, restarted, hung; the router host rebooted)", function () {
+describe("e2e: one up --refresh after each fault an operator meets (an engine killed, one restarted by hand; the router host rebooted)", function () {
   this.timeout(1_800_000);
   let stack: Stack;
   let big: SimHost;
@@ -275,18 +276,8 @@ describe("e2e: one up --refresh after each fault an operator meets (engines kill
     await awaitStaleEvidence((f) => f.length === 0, "the alert cleared once the up converged");
   });
 
-  it("(c) an engine hung (stopped, its port open): the refresh's bounded probe calls it hung and the up restarts it", async () => {
-    const report = await clientsThrough("c, engine hung", async () => {
-      await runInHost(big.alias, ["sh", "-c", `kill -STOP "$(cat ${runDir("f3")}/pid)"`]);
-      const steps = await plannedChanges(stack, { refresh: true });
-      expectRestartPlanned(steps, "f3");
-      await expectOneUpConverges(steps, ENGINES);
-    });
-    expectEveryFailureFromTheRouter(report);
-  });
-
-  it("(d) the router host rebooted with its Gate B install and monitoring files lost: its engines, sidecars, router and Prometheus all gone; the up installs and writes again and starts each", async () => {
-    await clientsThrough("d, router host rebooted", async () => {
+  it("(c) the router host rebooted with its Gate B install and monitoring files lost: its engines, sidecars, router and Prometheus all gone; the up installs and writes again and starts each", async () => {
+    await clientsThrough("c, router host rebooted", async () => {
       // What a reboot leaves: sshd (it starts at boot) and nothing the stack started. The host's anchor
       // process holds its mounts, as the machine's own filesystems would.
       execFileSync("sh", ["-c", `for p in $(ip netns pids nw-${big.alias}); do
