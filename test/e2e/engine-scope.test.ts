@@ -84,6 +84,7 @@ describe("e2e: one engine restarted alone (NIXL 1.5.0 everywhere, two engines pe
       expect(steps.get(`fleet-${id}-process`)).to.deep.include({ op: "replace", keys: ["triggers"] });
       // Only the engine's own evidence and what the fleet measured across it: the other engines' proofs are
       // bound to no peer where only a restarted engine restarts, so nothing of theirs is planned.
+      // (The component's wave resource records who restarted, an update that restarts nobody else.)
       const planned = [...steps.keys()].filter((n) => n !== WAVE).sort();
       expect(planned).to.deep.equal([`fleet-${id}-liveness`, `fleet-${id}-drain`, `fleet-${id}-process`, ...processEvidence(id), ...fleetAfterEngine([HOST])].sort());
       expect(summary.serving.out.map((o) => o.engine)).to.deep.equal([id]);
