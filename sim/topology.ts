@@ -25,6 +25,7 @@ import * as path from "node:path";
 import { z } from "zod";
 import { HOST_ADDRESS_OFFSET, MAX_HOSTS, SIM_DIR, SUBNET_PREFIX } from "./hosts/constants";
 import { LatencyCoefficientsSchema, type LatencyCoefficients as EngineLatencyCoefficients } from "./engine/config";
+import { releaseOf } from "./engine/nixl-runtime";
 
 export type GpuVendor = "nvidia" | "amd";
 
@@ -167,6 +168,9 @@ export function defaultLatency(index: number): LatencyCoefficients {
   };
 }
 
+/** A NIXL release a host may declare: one the engines' crash rule can read (nixl-runtime.ts) and a dist-info folder can be named after. */
+const isNixlRelease = (v: string): boolean => releaseOf(v) !== null && !/\s/.test(v);
+
 const latencyOverride = z.object(LatencyCoefficientsSchema.shape).partial()
   .strict();
 
@@ -181,7 +185,7 @@ export const topologyOverrideSchema = z
     rdma: z
       .record(z.string(), z.array(z.string().regex(/^[A-Za-z0-9_.-]+$/, "an HCA name such as mlx5_0")).max(1, "one HCA per host: a simulated host has one fabric interface"))
       .optional(),
-    nixl: z.record(z.string(), z.string().regex(/^\d+(?:\.\d+)*\S*$/, "a NIXL release such as 1.5.0")).optional(),
+    nixl: z.record(z.string(), z.string().refine(isNixlRelease, "a NIXL release such as 1.5.0")).optional(),
   })
   .strict();
 export type TopologyOverride = z.infer<typeof topologyOverrideSchema>;
@@ -266,7 +270,7 @@ export function buildTopology(opts: TopologyOptions = {}): Topology {
   if (unknownRdma.length > 0) {
     throw new Error(`rdma given for ${unknownRdma.join(", ")}, but the fleet has hosts sim1..sim${count}${dockerHosts.length ? ` and ${dockerHosts.join(", ")}` : ""}; raise --hosts`);
   }
-  const badNixl = Object.entries(nixl).filter(([, v]) => !/^\d+(?:\.\d+)*\S*$/.test(v));
+  const badNixl = Object.entries(nixl).filter(([, v]) => !isNixlRelease(v));
   if (badNixl.length > 0) {
     throw new Error(`nixl for ${badNixl.map(([a, v]) => `${a} (${JSON.stringify(v)})`).join(", ")}: give a NIXL release such as "1.5.0"`);
   }

@@ -67,6 +67,10 @@ export function releasesPeers(argv: ReadonlyArray<string>): boolean {
 
 const names = (ids: readonly string[]) => ids.join(", ");
 
+/** The engines whose plan does not release a stopped peer ({@link releasesPeers}). */
+const holdingPeers = (plans: ReadonlyArray<{ readonly engineId: string; readonly argv: ReadonlyArray<string> }>): string[] =>
+  plans.filter((p) => !releasesPeers(p.argv)).map((p) => p.engineId);
+
 /** The scope of a restart in one KV component (its members in config order). */
 export function restartScope(members: ReadonlyArray<ScopeMember>): RestartScope {
   const unfixed = members.filter((m) => m.nixlVersion === null || !versionAtLeast(m.nixlVersion, NIXL_PEER_TEARDOWN_FIX));
@@ -79,11 +83,11 @@ export function restartScope(members: ReadonlyArray<ScopeMember>): RestartScope 
         "from a restarted engine crashes at its next new-engine handshake once its endpoint to the old process timed out (vLLM #49238), so the whole KV component restarts together",
     };
   }
-  const holding = members.filter((m) => !releasesPeers(m.argv));
+  const holding = holdingPeers(members);
   if (holding.length) {
     return {
       kind: "component",
-      reason: `${names(holding.map((m) => m.engineId))} ${holding.length === 1 ? "has" : "have"} CUDA IPC peers (engine_ttl) that keep a stopped peer's GPU memory mapped (narwhal's peer_release is false), so the whole KV component restarts together`,
+      reason: `${names(holding)} ${holding.length === 1 ? "has" : "have"} CUDA IPC peers (engine_ttl) that keep a stopped peer's GPU memory mapped (narwhal's peer_release is false), so the whole KV component restarts together`,
     };
   }
   return {
@@ -108,7 +112,7 @@ export interface RouterRestartPolicy {
  * back before the swap onto the store that profiles it.
  */
 export function routerRestartPolicy(plans: ReadonlyArray<{ readonly engineId: string; readonly argv: ReadonlyArray<string> }>): RouterRestartPolicy {
-  const holding = plans.filter((p) => !releasesPeers(p.argv)).map((p) => p.engineId);
+  const holding = holdingPeers(plans);
   if (holding.length) {
     return {
       policy: "whole_wave",

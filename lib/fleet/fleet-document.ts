@@ -1,5 +1,6 @@
 import type { FleetSpec } from "../config/types";
 import type { EngineContract } from "../attestation/contract";
+import type { RouterRestartPolicy } from "../engine/restart-scope";
 
 /** Where one engine is reached, as the router and `narwhal-check` will reach it. */
 export interface EngineEndpoint {
@@ -30,7 +31,7 @@ export function fleetDocument(
   spec: FleetSpec,
   endpoints: ReadonlyArray<EngineEndpoint>,
   hardware: FleetHardware,
-  opts: { profilesPath: string; firstTokenCalibrationPath?: string; engineContract?: EngineContract; restartPolicy?: "individual" | "whole_wave" },
+  opts: { profilesPath: string; firstTokenCalibrationPath?: string; engineContract?: EngineContract; restartPolicy?: RouterRestartPolicy["policy"] },
 ): Record<string, unknown> {
   const byId = new Map(endpoints.map((e) => [e.id, e]));
   return {
