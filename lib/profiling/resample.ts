@@ -140,7 +140,7 @@ export class Resampler {
     if (takes.length > 1) {
       this.points.push({
         point,
-        lateness: takes.map((t) => round(t.reading.lateness)),
+        lateness: takes.map((t) => asJudged(t.reading.lateness, this.threshold)),
         pressure: takes.map((t) => (t.reading.pressure === null ? null : round(t.reading.pressure))),
         ...(this.traffic ? { foreign: takes.map((t) => t.foreign) } : {}),
         kept,
@@ -173,6 +173,17 @@ export class Resampler {
 }
 
 const round = (x: number) => Math.round(x * 1e4) / 1e4;
+
+/**
+ * A lateness as evidence shows it, to four decimals but on the side of the threshold it was judged on:
+ * a take judged disturbed at 0.10004 is recorded 0.1001, not 0.1, which would read as undisturbed.
+ */
+export function asJudged(lateness: number, threshold: number): number {
+  const r = round(lateness);
+  if (lateness > threshold && !(r > threshold)) return round(threshold + 1e-4);
+  if (!(lateness > threshold) && r > threshold) return threshold;
+  return r;
+}
 const mean = (xs: readonly number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
 /** One sweep's summary over its phases' samplers. */
@@ -191,7 +202,7 @@ export function summarize(threshold: number, phases: readonly Resampler[]): Resa
     retaken: sum((x) => x.retaken),
     keptDisturbed: sum((x) => x.keptDisturbed),
     ...(s.some((x) => x.witnessed) ? { shared: sum((x) => x.shared), keptShared: sum((x) => x.keptShared), foreignRequests: sum((x) => x.foreignRequests), quietWaitS: Math.round(sum((x) => x.quietWaitMs) / 100) / 10 } : {}),
-    peakLateness: late.length ? round(Math.max(...late)) : 0,
+    peakLateness: late.length ? asJudged(Math.max(...late), threshold) : 0,
     meanLateness: late.length ? round(mean(late)) : 0,
     peakPressure: pressures.length ? round(Math.max(...pressures)) : null,
     meanPressure: pressures.length ? round(mean(pressures)) : null,

@@ -5,7 +5,7 @@
  */
 import { expect } from "chai";
 import type { ContentionGauge, ContentionReading } from "../../../lib/profiling/contention";
-import { DISTURBED_LATENESS, resampleBrief, Resampler, RETAKES_PER_SAMPLE, summarize, type ResampleSummary } from "../../../lib/profiling/resample";
+import { asJudged, DISTURBED_LATENESS, resampleBrief, Resampler, RETAKES_PER_SAMPLE, summarize, type ResampleSummary } from "../../../lib/profiling/resample";
 
 /** A gauge whose n-th reading has the n-th lateness (and pressure) of the script. */
 function scripted(lateness: number[], pressure: Array<number | null> = lateness.map(() => 0.7)): ContentionGauge & { used: number } {
@@ -45,6 +45,16 @@ describe("profiling: re-sampling what the machine disturbed", () => {
     const s = r.summary();
     expect(s).to.deep.include({ samples: 1, disturbed: 1, retaken: 2, keptDisturbed: 0, peakLateness: 0.4 });
     expect(s.points).to.deep.equal([{ point: "decode isl=512 c=4 #1", lateness: [0.4, 0.3, 0.02], pressure: [0.7, 0.7, 0.7], kept: 2 }]);
+  });
+
+  it("records a lateness just over the threshold above it, and one at the threshold at it, so the evidence reads as it was judged", async () => {
+    const gauge = scripted([DISTURBED_LATENESS + 4e-5, DISTURBED_LATENESS]);
+    const r = new Resampler(gauge, { budget: 10 });
+    await r.take("prefill 256 #1", async () => 1);
+    const s = r.summary();
+    expect(s.points[0].lateness).to.deep.equal([0.1001, 0.1]);
+    expect(s.peakLateness).to.be.above(s.threshold);
+    expect([asJudged(0.123456, 0.1), asJudged(0.09996, 0.09997), asJudged(0.0, 0.1)]).to.deep.equal([0.1235, 0.09997, 0]);
   });
 
   it("takes one sample at most 1 + RETAKES_PER_SAMPLE times and keeps the least late take, not the fastest", async () => {
