@@ -59,11 +59,11 @@ describe("providers: a profile on a busy machine re-takes the samples the machin
       expect(r.points.reduce((n, x) => n + x.lateness.length - 1, 0)).to.equal(r.retaken);
       for (const x of r.points) {
         // Only a disturbed take is taken again, at most RETAKES_PER_SAMPLE times, and the least late take is kept.
-        expect(x.lateness.slice(0, -1).every((l) => l > DISTURBED_LATENESS), `${x.point}: every take but the last was disturbed (${x.lateness})`).to.equal(true);
+        expect(x.lateness.slice(0, -1).every((l) => l > DISTURBED_LATENESS), `${x.point}: every take but the last was disturbed (${x.lateness.join(", ")})`).to.equal(true);
         expect(x.lateness.length).to.be.at.most(1 + RETAKES_PER_SAMPLE);
         expect(x.lateness[x.kept]).to.equal(Math.min(...x.lateness));
         // PSI is read where the kernel has it: every take then carries the machine's pressure.
-        if (r.peakPressure !== null) expect(x.pressure.every((p) => p !== null && p >= 0 && p <= 1), `${x.point}: every take's pressure (${x.pressure})`).to.equal(true);
+        if (r.peakPressure !== null) expect(x.pressure.every((p) => p !== null && p >= 0 && p <= 1), `${x.point}: every take's pressure (${x.pressure.join(", ")})`).to.equal(true);
       }
       // One kept sample per point of the sweep, however often it was taken.
       expect(r.samples).to.equal(samples);
