@@ -1,6 +1,7 @@
 import type { FleetSpec } from "../config/types";
 import type { EngineContract } from "../attestation/contract";
 import type { RouterRestartPolicy } from "../engine/restart-scope";
+import { withResume } from "../router/handoff";
 
 /** Where one engine is reached, as the router and `narwhal-check` will reach it. */
 export interface EngineEndpoint {
@@ -24,8 +25,9 @@ export const ENGINE_API_KEY_ENV = "NARWHAL_ENGINE_API_KEY";
  * loader accepts: model, measured hardware and TP shape, engine URL references, initial roles and
  * pins, initial latency targets and the profile path (runbook, Gate A's `config/fleet.json`). After
  * Gate E it also carries `engine_contract`, the contract every engine's sidecar attested, as
- * `finalize-fleet` writes it, and the restart policy when it is narwhal's `whole_wave` (which needs that
- * contract; `individual` is narwhal's default and goes unwritten).
+ * `finalize-fleet` writes it, and the router's `recovery`: the restart policy when it is narwhal's
+ * `whole_wave` (which needs that contract; `individual` is narwhal's default and goes unwritten), and
+ * `resume`, so a swapped router takes over the serving one's holds (lib/router/handoff.ts).
  */
 export function fleetDocument(
   spec: FleetSpec,
@@ -58,6 +60,6 @@ export function fleetDocument(
     },
     profiles: { path: opts.profilesPath },
     ...(opts.engineContract ? { engine_contract: { ...opts.engineContract } } : {}),
-    ...(opts.restartPolicy === "whole_wave" ? { recovery: { engine_restart_policy: "whole_wave" } } : {}),
+    ...(opts.engineContract ? { recovery: withResume(opts.restartPolicy === "whole_wave" ? { engine_restart_policy: "whole_wave" } : {}) } : {}),
   };
 }

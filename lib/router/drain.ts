@@ -4,9 +4,10 @@
  * and only then does its process stop, so a planned restart (a new plan, an upgraded runtime) fails no
  * request where the engine's role has another engine to serve.
  *
- * Readmission is the router's swap onto the profile store that profiles the new process (this program's
- * profiles bind the process, so narwhal's own readmit refuses the new one until then); a swapped router
- * starts with every engine in placement.
+ * Readmission follows on the router swapped onto the profile store that profiles the new process (this
+ * program's profiles bind the process, and narwhal reads its store only at start): the new router takes
+ * over this drain from the serving one's handoff and readmits the engine through narwhal's own
+ * validation (lib/router/handoff.ts).
  *
  * Narwhal calls an engine ready to stop once the router holds no request on it, which for a prefill
  * engine is once its prefills answered: a decode engine may still be reading their KV blocks, and a

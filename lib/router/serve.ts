@@ -14,6 +14,7 @@ import { portCheckScript, refuseTakenPortLines } from "../port-taken";
 import { ATTEMPTS_DIR, ATTEMPTS_SH } from "../runtime/attempts";
 import { TRUST_STORE_SH } from "../trust-store";
 import { backendAddress, FRONT_HOLD_SH, frontDir } from "./front";
+import { handoffCheckLines, readmitLines, type HandoffDecision, type Readmitted } from "./handoff";
 
 export { localAddress, routerUrl } from "./address";
 
@@ -48,6 +49,10 @@ export interface RouterStarted {
   readonly startedAt: string;
   /** `/health` at the moment it first answered ready. */
   readonly health: { status: string; instances: number; available_instances?: number };
+  /** Whether it took over the serving router's holds (lib/router/handoff.ts), and why. */
+  readonly handoff?: HandoffDecision;
+  /** The engines it returned to placement through narwhal's readmission. */
+  readonly readmission?: { readonly readmitted: readonly Readmitted[] };
 }
 
 export function textDigest(text: string): string {
@@ -92,6 +97,8 @@ printf '%s' ${shq(o.profileStore)} > "$run/"${shq(storePath)}".tmp"
 mv -f "$run/"${shq(storePath)}".tmp" "$run/"${shq(storePath)}
 `;
   const epoch = o.restartEpoch === undefined ? "" : `# liveness epoch ${o.restartEpoch}\n`;
+  const python = `${o.binDir}/python`;
+  const readmit = readmitLines(python, o.backendPort, o.startTimeoutS);
   return `${epoch}set -eu
 ${PID_FILE_SH}${FRONT_HOLD_SH}run=${shq(o.runDir)}
 mkdir -p "$run" && chmod 700 "$run"
@@ -101,7 +108,8 @@ if running=$(live_pid "$run/pid"); then
   if [ "$(cat "$run/identity" 2>/dev/null)" = ${shq(identity)} ] && [ -f "$run/started" ]; then
     cat > /dev/null
     front_release "$run/front"
-    cat "$run/started"
+${readmit}    started=$(cat "$run/started")
+    printf '%s,"readmission":%s}\\n' "\${started%\\}}" "$readmitted"
     exit 0
   fi
   echo "router: pid $running already serves another fleet document from $run; stop it first" >&2
@@ -120,7 +128,7 @@ cat > "$run/router.env.tmp"
 mv -f "$run/router.env.tmp" "$run/router.env"
 printf '%s\\n' ${shq(o.fleetDocument)} > "$run/fleet.json.tmp"
 mv -f "$run/fleet.json.tmp" "$run/fleet.json"
-${writeStore}${ATTEMPTS_SH}attempt_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+${writeStore}${handoffCheckLines(python, TRUST_STORE_SH)}${ATTEMPTS_SH}attempt_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 (
   set -a; . "$run/router.env"; set +a
   cd "$run"
@@ -155,9 +163,11 @@ while :; do
   sleep 0.3
 done
 front_release "$run/front"
-printf '{"pid":%s,"startedAt":"%s","health":%s}\\n' "$pid" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$body" > "$run/started"
+# Recorded before the readmission: a start whose readmission failed is adopted next time, and readmits again.
+started='{"pid":'"$pid"',"startedAt":"'"$(date -u +%Y-%m-%dT%H:%M:%SZ)"'","health":'"$body"',"handoff":'"$handoff"'}'
+printf '%s\\n' "$started" > "$run/started"
 list_attempts "$run/${ATTEMPTS_DIR}" ${ROUTER_LOG}
-cat "$run/started"
+${readmit}printf '%s,"readmission":%s}\\n' "\${started%\\}}" "$readmitted"
 `;
 }
 

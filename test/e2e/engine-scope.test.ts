@@ -98,6 +98,12 @@ describe("e2e: one engine restarted alone (NIXL 1.5.0 everywhere, two engines pe
       expect(await remeasuredSince(snapshot)).to.deep.equal(plannedRemeasure(steps, snapshot));
       const after = await livePids();
       for (const e of ENGINES) expect(after[e] !== before[e], `${e} restarted by the up`).to.equal(e === id);
+      // Back through narwhal's own readmission: the swapped router took over the serving one's hold and
+      // validated the new process against the new store, a fabric leg with a serving peer among its gates.
+      const { engines } = (await (await fetch(`${routerUrl}/narwhal/lifecycle`, { signal: AbortSignal.timeout(10_000) })).json()) as { engines: Record<string, { state: string; accepts_new: boolean; checks: string[] }> };
+      expect(engines[id]).to.deep.include({ state: "active", accepts_new: true });
+      expect(engines[id].checks).to.include.members(["profile generation", "generation", "final health"]);
+      expect(engines[id].checks.filter((c) => /^fabric (produce to|consume from) [pd][12]$/.test(c)), JSON.stringify(engines[id].checks)).to.have.length(1);
       expect(await traffic.servedAgain(Date.now(), SERVED_AGAIN_BOUND_MS), "a request served after the up").to.equal(true);
     } catch (err) {
       await traffic.stop(HOST, `/var/lib/narwhal-fleet/${STACK}/router`);

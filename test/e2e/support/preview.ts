@@ -8,6 +8,8 @@ export interface PlannedStep {
   type: string;
   op: string;
   keys: string[];
+  /** The inputs that changed (an update names no replacing keys): kept for a failure's message. */
+  diffs?: string[];
   /** What the refresh before it saw, for a resource that probes (lib/liveness.ts): why it is restarted. */
   observed?: string;
 }
@@ -23,7 +25,7 @@ function collect(steps: Map<string, PlannedStep>, m: StepEventMetadata | undefin
   const name = m.urn.split("::").pop()!;
   // The state a step starts from is the refreshed one: what a probe saw there is why it restarts.
   const observed = (m.old?.outputs as { observedDetail?: unknown } | undefined)?.observedDetail;
-  steps.set(name, { name, type: m.type, op: m.op, keys: [...(m.keys ?? [])].sort(), ...(typeof observed === "string" ? { observed } : {}) });
+  steps.set(name, { name, type: m.type, op: m.op, keys: [...(m.keys ?? [])].sort(), ...(m.op === "update" && m.diffs?.length ? { diffs: [...m.diffs].sort() } : {}), ...(typeof observed === "string" ? { observed } : {}) });
 }
 
 /** Runs a real `pulumi preview` and returns every step that is not `same`, keyed by resource name. */
@@ -54,7 +56,7 @@ export async function plannedWithSummary(stack: Stack, opts: PreviewOptions = {}
 
 /** One line per step: name, operation, replace keys, and what a probe saw, for an assertion's message. */
 export function describeSteps(steps: ReadonlyMap<string, PlannedStep>): string {
-  return [...steps.values()].map((s) => `${s.name} ${s.op}${s.keys.length ? ` [${s.keys.join(", ")}]` : ""}${s.observed ? `: ${s.observed}` : ""}`).join("\n");
+  return [...steps.values()].map((s) => `${s.name} ${s.op}${s.keys.length ? ` [${s.keys.join(", ")}]` : ""}${s.diffs ? ` (changed: ${s.diffs.join(", ")})` : ""}${s.observed ? `: ${s.observed}` : ""}`).join("\n");
 }
 
 /** Runs a real `pulumi preview` and asserts it plans nothing, naming each step it did plan and why. */

@@ -13,12 +13,12 @@ import { RUNTIME_CHECK_PY, type RuntimeCheckRequest } from "../../../lib/image-c
 import { pthText } from "../../../sim/hosts/python-site";
 import { attestationDocument, documentDigest, transferFacts, type AttestationDocument } from "../../../lib/attestation/document";
 import { engineContract } from "../../../lib/attestation/contract";
-import { sidecarEndpoint, sidecarStartScript, type SidecarOptions } from "../../../lib/attestation/sidecar";
+import { sidecarEndpoint, sidecarStartScript, sidecarStopScript, type SidecarOptions } from "../../../lib/attestation/sidecar";
 import { captureLocal } from "../../support/local-capture";
 import { provider as generationProvider } from "../../../dynamic-providers/engine-generation/provider";
 import type { EngineGenerationOutputs } from "../../../dynamic-providers/engine-generation/schema";
 import { attestationBindingDigest, type ProfileRow } from "../../../lib/profiling/store";
-import { freePort, http, KV_BOTH, makeModel, ROOT, startEngine, tempDir, type SimEngine } from "../../unit/sim-engine/helpers";
+import { freePort, http, KV_BOTH, makeModel, ROOT, startEngine, tempDir, type SimEngine, type StartOptions } from "../../unit/sim-engine/helpers";
 import { simProfileRow, writeSimFleet } from "../../unit/sim-engine/sim-fleet";
 
 export const API_KEY = "sk-narwhal-preflight-contract-9a41c2";
@@ -35,6 +35,8 @@ export interface Attested {
   /** What the sidecar serves: its attestation digest and the profile binding digest. */
   attestationDigest: string;
   bindingDigest: string;
+  /** How its engine was started: a restart in place starts it so again. */
+  start: StartOptions;
 }
 
 /** The NIXL versions as the image check reads them: its runtime check, run by /usr/bin/python3 with the simulated vllm package as a host has it. */
@@ -53,7 +55,7 @@ export function checkedTransfer(model: string): { nixlVersion: string | null; co
 }
 
 /** Gate C then E for one engine: proved, captured, attested by a running narwhal-attest. */
-async function attest(id: string, engine: SimEngine, transfer: ReturnType<typeof checkedTransfer>): Promise<Attested> {
+async function attest(id: string, engine: SimEngine, transfer: ReturnType<typeof checkedTransfer>, start: StartOptions): Promise<Attested> {
   const planSha256 = "sha256:" + Buffer.from(id.padEnd(32, "-")).toString("hex");
   const subject = { engineId: id, hostAlias: "local", url: engine.url, apiKey: API_KEY, processIdentity: { hostAlias: "local", pid: engine.proc.pid! } };
   const generation = (await generationProvider.create({ ...subject, planSha256, expectedVersion: "0.29.0", servedName: "tiny", probeTimeoutS: 10 })).outs as EngineGenerationOutputs;
@@ -82,7 +84,19 @@ async function attest(id: string, engine: SimEngine, transfer: ReturnType<typeof
   const started = await sh(sidecarStartScript(sidecar));
   expect(started.code, started.stderr).to.equal(0);
   const live = (await http(sidecar.endpoint.url)).json as { attestation_digest: string; launch_digest?: string | null };
-  return { id, engine, doc, sidecar, generation, attestationDigest: live.attestation_digest, bindingDigest: attestationBindingDigest(live.attestation_digest, live.launch_digest) };
+  return { id, engine, doc, sidecar, generation, attestationDigest: live.attestation_digest, bindingDigest: attestationBindingDigest(live.attestation_digest, live.launch_digest), start };
+}
+
+/**
+ * The program's restart of one engine, in place: its sidecar and process stop, a new process starts on
+ * the same ports and is proved, captured and attested again (a new generation, so a new binding digest).
+ */
+export async function restartAttested(a: Attested, transfer: ReturnType<typeof checkedTransfer>): Promise<Attested> {
+  await sh(sidecarStopScript(a.sidecar));
+  a.engine.proc.kill("SIGKILL");
+  await a.engine.exited;
+  const start = { ...a.start, port: a.engine.port, sidePort: a.engine.sidePort };
+  return attest(a.id, await startEngine(start), transfer, start);
 }
 
 /**
@@ -94,7 +108,10 @@ export async function fleetOf(transfer: ReturnType<typeof checkedTransfer>, atte
   const model = makeModel({ config: { max_position_embeddings: 32768 } });
   const leased = JSON.stringify({ ...JSON.parse(KV_BOTH), kv_connector_extra_config: { kv_lease_duration: kvLeaseS } });
   const args = kvLeaseS === undefined ? ARGS : ARGS.map((a) => (a === KV_BOTH ? leased : a));
-  for (const id of ids) attested.push(await attest(id, await startEngine({ model, args, sim: { timeScale: 0.05, startupDelayS: 0 } }), transfer));
+  for (const id of ids) {
+    const start: StartOptions = { model, args, sim: { timeScale: 0.05, startupDelayS: 0 } };
+    attested.push(await attest(id, await startEngine(start), transfer, start));
+  }
   const contract = engineContract(attested.map((a) => ({ engineId: a.id, contract: a.doc.contract })));
   const rows: ProfileRow[] = [];
   // 50 ms of prefill margin: pace compares each engine with its own profile, and at this time scale

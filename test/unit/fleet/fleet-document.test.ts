@@ -85,19 +85,19 @@ describe("fleet document: the router's restart policy", () => {
   const withPolicy = (restartPolicy: "individual" | "whole_wave") =>
     fleetDocument(spec, endpoints, { accelerator: "NVIDIA H100 80GB HBM3", acceleratorsPerEngine: 1, tensorParallel: 1 }, { profilesPath: "runs/profiles.json", engineContract: fleet.contract, restartPolicy });
 
-  it("leaves narwhal's default (individual) unwritten, so a fleet without CUDA IPC peers keeps the document it had", () => {
-    expect(withPolicy("individual")).to.not.have.property("recovery");
+  it("leaves narwhal's default (individual) unwritten, and resumes from the serving router's handoff", () => {
+    expect(withPolicy("individual").recovery).to.deep.equal({ resume: true });
   });
 
   it("writes whole_wave, which narwhal's loader accepts beside the attested contract", () => {
     const doc = withPolicy("whole_wave");
-    expect(doc.recovery).to.deep.equal({ engine_restart_policy: "whole_wave" });
+    expect(doc.recovery).to.deep.equal({ engine_restart_policy: "whole_wave", resume: true });
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fleetdoc-"));
     try {
       const file = path.join(dir, "fleet.json");
       fs.writeFileSync(file, JSON.stringify(doc, null, 2));
-      const script = "import sys; from narwhal.config.loading import load; print(load(sys.argv[1]).engine_restart_policy)";
-      expect(execFileSync(PYTHON, ["-c", script, file], { encoding: "utf8", env: { ...process.env, [ENGINE_API_KEY_ENV]: "x" } }).trim()).to.equal("whole_wave");
+      const script = "import sys; from narwhal.config.loading import load; c = load(sys.argv[1]); print(c.engine_restart_policy, c.resume)";
+      expect(execFileSync(PYTHON, ["-c", script, file], { encoding: "utf8", env: { ...process.env, [ENGINE_API_KEY_ENV]: "x" } }).trim()).to.equal("whole_wave True");
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
