@@ -24,6 +24,7 @@
  */
 import { flagValue } from "../image-check/request";
 import { shq } from "../shell";
+import { LIFECYCLE_ASK_PY } from "./lifecycle-py";
 
 export interface DrainOptions {
   /** The router venv's python (the narwhal install's bin folder). */
@@ -100,18 +101,8 @@ def released():
             return "but its KV cache was still in use 5 s past the KV lease"
         time.sleep(0.2)
 
-def ask(path="", body=None):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(base + path, data=data, headers={"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=deadline + 5) as r:
-            return r.status, json.load(r)
-    except urllib.error.HTTPError as e:
-        try:
-            return e.code, json.load(e)
-        except ValueError:
-            return e.code, {}
-
+timeout = deadline + 5
+${LIFECYCLE_ASK_PY}
 try:
     status, doc = ask()
 except OSError as e:

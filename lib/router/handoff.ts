@@ -16,6 +16,7 @@
  * be validated against). After the start, {@link READMIT_PY} readmits what the handoff held.
  */
 import { shq } from "../shell";
+import { LIFECYCLE_ASK_PY } from "./lifecycle-py";
 
 /** The router document's `recovery` settings this program adds: resume from the serving router's handoff. */
 export function withResume(recovery: Record<string, unknown> = {}): Record<string, unknown> {
@@ -133,17 +134,11 @@ export const READMIT_PY = String.raw`import json, sys, time, urllib.error, urlli
 port, bound = int(sys.argv[1]), float(sys.argv[2])
 base = "http://127.0.0.1:%d/narwhal/lifecycle" % port
 
-def ask(path="", body=None):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(base + path, data=data, headers={"content-type": "application/json"})
+timeout = bound
+${LIFECYCLE_ASK_PY}
+def lifecycle(path="", body=None):
     try:
-        with urllib.request.urlopen(req, timeout=bound) as r:
-            return r.status, json.load(r)
-    except urllib.error.HTTPError as e:
-        try:
-            return e.code, json.load(e)
-        except ValueError:
-            return e.code, {}
+        return ask(path, body)
     except OSError as e:
         print("router: the new router's lifecycle did not answer on 127.0.0.1:%d (%s)" % (port, type(e).__name__), file=sys.stderr)
         sys.exit(1)
@@ -152,14 +147,14 @@ def why(engine):
     return engine.get("error") or engine.get("state") or "no reason given"
 
 until = time.monotonic() + bound
-status, doc = ask()
+status, doc = lifecycle()
 engines = doc.get("engines", {})
 back, refused = [], {}
 # Held by a drain (or a validation the swap cut short): the program readmits it. Out otherwise (ejected,
 # or already in narwhal's own recovery validation): narwhal's probe readmits it.
 HELD = ("draining", "drained", "deadline_exceeded", "blocked")
 for iid in sorted(i for i, e in engines.items() if e.get("state") in HELD):
-    status, answer = ask("/readmit", {"engines": [iid]})
+    status, answer = lifecycle("/readmit", {"engines": [iid]})
     engine = answer.get("engines", {}).get(iid, {})
     if status == 200 and engine.get("accepts_new"):
         back.append({"iid": iid, "by": "readmit", "checks": engine.get("checks", [])})
@@ -167,7 +162,7 @@ for iid in sorted(i for i, e in engines.items() if e.get("state") in HELD):
         refused[iid] = "narwhal refused its readmission (%d): %s" % (status, why(engine) if engine else answer.get("error") or "no reason given")
 probed = sorted(i for i, e in engines.items() if e.get("state") not in HELD and not e.get("accepts_new"))
 while probed:
-    status, doc = ask()
+    status, doc = lifecycle()
     engines = doc.get("engines", {})
     for iid in probed:
         if engines.get(iid, {}).get("state") == "blocked" and iid not in refused:
