@@ -29,7 +29,7 @@ export interface HandoffDecision {
   readonly reason: string;
 }
 
-/** One engine the new router readmitted: by the program's `readmit` (a drained engine) or narwhal's own recovery probe (an ejected one). */
+/** One engine the new router readmitted: by the program's `readmit` (one the handoff held: drained, or blocked by a failed check) or by narwhal's own recovery probe (an ejected one). */
 export interface Readmitted {
   readonly iid: string;
   readonly by: "readmit" | "recovery";
