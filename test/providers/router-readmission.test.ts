@@ -72,6 +72,15 @@ describe("providers: a swapped router readmits, through narwhal's lifecycle, the
     const r = await shAsync(routerSwapScript(router), envFile({ [ENGINE_API_KEY_ENV]: API_KEY }));
     return { ...r, started: r.code === 0 ? lastJsonLine<RouterStarted>(r.stdout) : undefined };
   };
+  /** A swap onto the engines as they run now that keeps the handoff for `reason` and readmits `readmitted` ([engine, how]), every engine in placement after. */
+  const swapReadmitting = async (reason: string, readmitted: Array<[string, "readmit" | "recovery"]>) => {
+    const r = await swap(current());
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.started!.handoff).to.deep.equal({ kept: true, reason });
+    expect(r.started!.readmission!.readmitted.map((e) => [e.iid, e.by])).to.deep.equal(readmitted);
+    expect(await accepting()).to.deep.equal({ d0: true, d1: true, p0: true });
+    return r.started!.readmission!.readmitted;
+  };
   const complete = async () => {
     const res = await fetch(`http://127.0.0.1:${router.backendPort}/v1/completions`, {
       method: "POST",
@@ -112,15 +121,9 @@ describe("providers: a swapped router readmits, through narwhal's lifecycle, the
   it("a drained engine, restarted and profiled again, returns through narwhal's readmit, validated against the new store", async () => {
     await drain("d0");
     await restart("d0");
-    const r = await swap(current());
-    expect(r.code, r.stderr).to.equal(0);
-    expect(r.started!.handoff).to.deep.equal({ kept: true, reason: "holds d0 out for readmission (drained)" });
-    const [d0] = r.started!.readmission!.readmitted;
-    expect(r.started!.readmission!.readmitted).to.have.length(1);
-    expect(d0).to.deep.include({ iid: "d0", by: "readmit" });
+    const [d0] = await swapReadmitting("holds d0 out for readmission (drained)", [["d0", "readmit"]]);
     // narwhal's own gates for the new process, the fabric leg with the serving prefill engine among them.
     expect(d0.checks).to.include.members(["new process identity", "profile generation", "fabric consume from p0", "final health"]);
-    expect(await accepting()).to.deep.equal({ d0: true, d1: true, p0: true });
     expect((await complete()).status).to.equal(200);
   });
 
@@ -132,11 +135,7 @@ describe("providers: a swapped router readmits, through narwhal's lifecycle, the
     while ((await accepting()).d1 && Date.now() < deadline) expect((await complete()).status).to.equal(200);
     expect((await accepting()).d1, "the serving router held the dead d1 out").to.equal(false);
     await restart("d1");
-    const r = await swap(current());
-    expect(r.code, r.stderr).to.equal(0);
-    expect(r.started!.handoff).to.deep.equal({ kept: true, reason: "holds d1 out for narwhal's recovery probe (ejected)" });
-    expect(r.started!.readmission!.readmitted.map((e) => [e.iid, e.by])).to.deep.equal([["d1", "recovery"]]);
-    expect(await accepting()).to.deep.equal({ d0: true, d1: true, p0: true });
+    await swapReadmitting("holds d1 out for narwhal's recovery probe (ejected)", [["d1", "recovery"]]);
   });
 
   it("narwhal refuses an engine that fails its gates: the swap fails naming why, the others serve, and the next swap readmits it", async () => {
@@ -153,11 +152,7 @@ describe("providers: a swapped router readmits, through narwhal's lifecycle, the
     expect((await complete()).status).to.equal(200);
 
     await dead(false);
-    const again = await swap(current());
-    expect(again.code, again.stderr).to.equal(0);
-    expect(again.started!.handoff).to.deep.equal({ kept: true, reason: "holds d0 out for readmission (drained)" });
-    expect(again.started!.readmission!.readmitted.map((e) => [e.iid, e.by])).to.deep.equal([["d0", "readmit"]]);
-    expect(await accepting()).to.deep.equal({ d0: true, d1: true, p0: true });
+    await swapReadmitting("holds d0 out for readmission (drained)", [["d0", "readmit"]]);
   });
 
   it("sets aside a handoff narwhal could not readmit one engine at a time (a wave): the new router starts with every engine in placement", async () => {
