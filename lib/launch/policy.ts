@@ -1,6 +1,7 @@
 import { resolveTensorParallelSize, tensorParallelFits } from "../config/rules/engines";
 import type { EngineSpec, FleetSpec } from "../config/types";
 import { engineTransport, renderLaunchPlan, type LaunchInputs, type LaunchPlan } from "./plan";
+import { rollingSettings, type RollingSettings } from "../rollout/settings";
 
 /** What discovery found on one host that a launch plan is derived from. */
 export interface HostLaunchFacts {
@@ -57,7 +58,7 @@ export function hostLaunchFacts(
  * applied to what discovery found on its host. Depends on that host's facts only, so a change on
  * another host never touches this engine's plan. Throws `LaunchPolicyError` naming engine, host, field.
  */
-export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: HostLaunchFacts): LaunchInputs {
+export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: HostLaunchFacts, held?: RollingSettings): LaunchInputs {
   const at = `engines[${engine.index}]`;
   const who = `engine ${engine.id} on host ${facts.alias}`;
   const issues: PolicyIssue[] = [];
@@ -91,7 +92,9 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
     issues.push({ path: field, message: `${who}: tensor parallel size ${tp} does not divide the engine's ${gpus.length} GPU(s) (${gpus.join(", ")})` });
   }
 
-  const engineEnv = { ...(spec.launch.engineEnv ?? {}), ...(o.engineEnv ?? {}) };
+  // An engine a rolling change has not reached yet keeps the settings it runs (lib/rollout).
+  const rolling = held ?? rollingSettings(spec, engine);
+  const engineEnv = rolling.engineEnv ?? {};
   const ds = facts.model?.ssmConvStateLayoutDS ?? false;
   if (ds && engineEnv.VLLM_SSM_CONV_STATE_LAYOUT !== undefined && engineEnv.VLLM_SSM_CONV_STATE_LAYOUT !== "DS") {
     issues.push({
@@ -127,9 +130,9 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
       kvCacheDtype: o.kvCacheDtype ?? spec.launch.kvCacheDtype,
       blockSize: o.blockSize ?? spec.launch.blockSize,
       enforceEager: spec.launch.enforceEager,
-      maxModelLen: o.maxModelLen ?? spec.launch.maxModelLen,
-      maxNumSeqs: o.maxNumSeqs ?? spec.launch.maxNumSeqs,
-      gpuMemoryUtilization: o.gpuMemoryUtilization ?? spec.launch.gpuMemoryUtilization,
+      maxModelLen: rolling.maxModelLen,
+      maxNumSeqs: rolling.maxNumSeqs,
+      gpuMemoryUtilization: rolling.gpuMemoryUtilization,
       tensorParallelSize: tp,
       prefixCaching: spec.launch.prefixCaching,
       ucxTcpPortRange: spec.launch.ucxTcpPortRange,
@@ -137,8 +140,8 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
       rdmaHcas: rdma?.hcas,
       rdmaGidIndex: rdma?.gidIndex,
       rdmaDevices: rdma?.devices,
-      engineArgs: o.engineArgs ?? spec.launch.engineArgs,
-      engineEnv: Object.keys(engineEnv).length > 0 ? engineEnv : undefined,
+      engineArgs: rolling.engineArgs,
+      engineEnv: rolling.engineEnv,
     },
   };
 }
@@ -156,10 +159,10 @@ export interface DiscoveredHost {
  * configuration, and the preview's adoption forecast (lib/adoption/preview-reads.ts) decides against the
  * same function's result. Throws `LaunchPolicyError` naming engine, host and field.
  */
-export function engineLaunchPlan(spec: FleetSpec, engine: EngineSpec, discovered: DiscoveredHost): LaunchPlan {
+export function engineLaunchPlan(spec: FleetSpec, engine: EngineSpec, discovered: DiscoveredHost, held?: RollingSettings): LaunchPlan {
   const host = spec.hosts.find((h) => h.alias === engine.host);
   if (!host) throw new LaunchPolicyError([{ path: `engines[${engine.index}].host`, message: `engine ${engine.id}: no host has alias ${engine.host}` }]);
-  return renderLaunchPlan(resolveEngineLaunch(spec, engine, hostLaunchFacts(host, discovered.fabricAddress, discovered.accelerators, discovered.model)));
+  return renderLaunchPlan(resolveEngineLaunch(spec, engine, hostLaunchFacts(host, discovered.fabricAddress, discovered.accelerators, discovered.model), held));
 }
 
 /** One replica as the fleet-wide check sees it. */

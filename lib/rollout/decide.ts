@@ -1,0 +1,153 @@
+/**
+ * Rolling changes: when a change to the rolling settings (./settings.ts) reaches more than one engine,
+ * each `up` moves one engine onto its new settings and keeps the others on the settings they run, as the
+ * stack's last deployment recorded them (its `rollout` output). One engine per wave because narwhal 0.7.0
+ * drains one engine at a time and reads its profile store only when it starts: every wave is its own
+ * drain, restart, proof (generation, capture, attestation, profile, preflight) and router swap that
+ * readmits it, and an `up` is the unit that runs that chain once. A wave whose engine fails a gate fails
+ * its `up`, which leaves the recorded outputs as they were: the next `up` takes the same wave again, and
+ * the engines not yet rolled never stopped serving.
+ */
+import type { EngineSpec, FleetSpec } from "../config/types";
+import { fixedLaunchDigest, rollingSettings, sameSettings, settingsChange, type RollingSettings } from "./settings";
+
+/** The stack output `rollout`: what every engine runs after this `up`, and the rollout's progress. */
+export interface RolloutRecord {
+  /** `rolling` while engines remain on their previous settings for later ups; else `settled`. */
+  readonly status: "settled" | "rolling";
+  /** The engines this `up` moves onto their new settings as a rolling wave (none when nothing rolls). */
+  readonly wave: ReadonlyArray<string>;
+  /** The engines this `up` keeps on their previous settings, each for a later `up`. */
+  readonly pending: ReadonlyArray<string>;
+  readonly reason: string;
+  /** Per engine, the settings it runs (`onTarget`: the config's own) and the digest of the rest of its launch config. */
+  readonly engines: Readonly<Record<string, { readonly settings: RollingSettings; readonly fixed: string; readonly onTarget: boolean }>>;
+  /** Per host, the launch policy digest its discovery ran against (lib/fleet/host-plan.ts). */
+  readonly hosts: Readonly<Record<string, { readonly policyDigest: string }>>;
+}
+
+/** What the stack's last successful deployment recorded, as far as a rollout needs it. */
+export interface RecordedDeployment {
+  readonly rollout?: Pick<RolloutRecord, "engines"> & Partial<Pick<RolloutRecord, "hosts">>;
+  /** The `routerRestartPolicy` output. */
+  readonly restartPolicy?: { readonly policy: string; readonly reason: string };
+  /** The `restarts` output: per KV component, who restarts with one of its engines. */
+  readonly restartScopes?: ReadonlyArray<{ readonly engines: ReadonlyArray<string>; readonly kind: string; readonly reason: string }>;
+}
+
+export interface RolloutDecision {
+  /** The engines kept on their recorded settings this `up`, with those settings. */
+  readonly held: Readonly<Record<string, RollingSettings>>;
+  /**
+   * Per host, the policy digest its discovery runs against this `up`: while an engine of the host keeps
+   * its settings, the one recorded, so the host is discovered again once, with its last engine's wave.
+   */
+  readonly policyDigests: Readonly<Record<string, string>>;
+  readonly record: RolloutRecord;
+  /** The line the preview and the `up` print when the change rolls, or is refused a roll it would need. */
+  readonly message?: string;
+  /** Whether this up restarts an engine whose role has no other engine: its line is a warning. */
+  readonly roleLeftEmpty?: boolean;
+}
+
+/** `policyDigests`: per host, the digest of the launch policy its engines take from the config. */
+export function decideRollout(spec: FleetSpec, recorded: RecordedDeployment, policyDigests: Readonly<Record<string, string>>): RolloutDecision {
+  const desired = new Map(spec.engines.map((e) => [e.id, { settings: rollingSettings(spec, e), fixed: fixedLaunchDigest(spec, e) }]));
+  const applied = recorded.rollout?.engines ?? {};
+  const changed = spec.engines.filter((e) => applied[e.id] && !sameSettings(applied[e.id].settings, desired.get(e.id)!.settings));
+  const digestsWhile = (pending: string[]) =>
+    Object.fromEntries(
+      Object.entries(policyDigests).map(([alias, digest]) => {
+        const kept = recorded.rollout?.hosts?.[alias]?.policyDigest;
+        const holds = spec.engines.some((e) => e.host === alias && pending.includes(e.id));
+        return [alias, holds && kept ? kept : digest];
+      }),
+    );
+  const decided = (status: RolloutRecord["status"], wave: string[], pending: string[], reason: string, message?: string): RolloutDecision => {
+    const digests = digestsWhile(pending);
+    const engines = Object.fromEntries(
+      spec.engines.map((e) => {
+        const held = pending.includes(e.id);
+        return [e.id, { settings: held ? applied[e.id].settings : desired.get(e.id)!.settings, fixed: desired.get(e.id)!.fixed, onTarget: !held }];
+      }),
+    );
+    return {
+      held: Object.fromEntries(pending.map((id) => [id, applied[id].settings])),
+      policyDigests: digests,
+      record: { status, wave, pending, reason, engines, hosts: Object.fromEntries(Object.entries(digests).map(([alias, policyDigest]) => [alias, { policyDigest }])) },
+      ...(message ? { message } : {}),
+    };
+  };
+  const atOnce = (reason: string, message?: string): RolloutDecision => decided("settled", [], [], reason, message);
+  const change = changed.length > 0 ? settingsChange(applied[changed[0].id].settings, desired.get(changed[0].id)!.settings) : "";
+
+  if (changed.length === 0) return atOnce("no engine's rolling settings changed");
+  if (changed.length === 1) {
+    const [only] = changed;
+    return {
+      ...atOnce(`one engine's settings changed (${only.id}: ${change}): it restarts alone`, `rollout: ${only.id} restarts onto its new settings (${change}); ${rest(spec, only)}`),
+      ...(alone(spec, only) ? { roleLeftEmpty: true } : {}),
+    };
+  }
+  const ids = changed.map((e) => e.id);
+  const whole = (why: string) => atOnce(`${ids.join(", ")} restart at once: ${why}`, `rollout: no rolling change: ${ids.join(", ")} restart at once, because ${why}`);
+
+  const fixedChanged = changed.filter((e) => applied[e.id].fixed !== desired.get(e.id)!.fixed);
+  if (fixedChanged.length > 0) {
+    return whole(`the change also reaches launch settings that do not roll (for ${fixedChanged.map((e) => e.id).join(", ")}; only maxModelLen, maxNumSeqs, gpuMemoryUtilization, engineArgs and engineEnv roll)`);
+  }
+  if (recorded.restartPolicy?.policy === "whole_wave") return whole(`narwhal's restart policy is whole_wave (${recorded.restartPolicy.reason})`);
+  const component = recorded.restartScopes?.find((s) => s.kind === "component" && s.engines.some((id) => ids.includes(id)));
+  if (component) return whole(`their KV component (${component.engines.join(", ")}) restarts whole: ${component.reason}`);
+
+  // One engine per wave, and first one whose role keeps another engine serving meanwhile.
+  const next = changed.find((e) => !alone(spec, e)) ?? changed[0];
+  const pending = ids.filter((id) => id !== next.id);
+  return {
+    ...decided(
+      "rolling",
+      [next.id],
+      pending,
+      `rolling change (${change}): one engine per up, ${next.id} in this one`,
+      `rollout: rolling change (${change}) over ${ids.length} engines still on their previous settings, one per up: ` +
+        `this up restarts ${next.id}, drained first and readmitted once proven; ${pending.join(", ")} ${pending.length === 1 ? "keeps its" : "keep their"} running settings ` +
+        `until a later up (run \`pulumi up\` again once this one converges). ${rest(spec, next)}`,
+    ),
+    ...(alone(spec, next) ? { roleLeftEmpty: true } : {}),
+  };
+}
+
+const alone = (spec: FleetSpec, engine: EngineSpec) => !spec.engines.some((o) => o.id !== engine.id && o.role === engine.role);
+
+/** Whether the restarting engine's role keeps an engine serving meanwhile. */
+function rest(spec: FleetSpec, engine: EngineSpec): string {
+  const others = spec.engines.filter((o) => o.id !== engine.id && o.role === engine.role).map((o) => o.id);
+  return others.length > 0
+    ? `${others.join(", ")} serve${others.length === 1 ? "s" : ""} the ${engine.role} role meanwhile`
+    : `${engine.id} is the only ${engine.role} engine: that role has no engine to serve while it restarts`;
+}
+
+/** The recorded deployment from the stack's outputs as the engine reads them; anything malformed counts as unrecorded. */
+export function recordedDeployment(outputs: Readonly<Record<string, unknown>> | undefined): RecordedDeployment {
+  const object = (v: unknown): Record<string, unknown> | undefined => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
+  const engines = Object.fromEntries(
+    Object.entries(object(object(outputs?.rollout)?.engines) ?? {}).flatMap(([id, value]) => {
+      const entry = object(value);
+      const settings = object(entry?.settings);
+      return settings && typeof entry?.fixed === "string" ? [[id, { settings: settings as unknown as RollingSettings, fixed: entry.fixed, onTarget: entry.onTarget === true }]] : [];
+    }),
+  );
+  const hosts = Object.fromEntries(
+    Object.entries(object(object(outputs?.rollout)?.hosts) ?? {}).flatMap(([alias, value]) => {
+      const digest = object(value)?.policyDigest;
+      return typeof digest === "string" ? [[alias, { policyDigest: digest }]] : [];
+    }),
+  );
+  const policy = object(outputs?.routerRestartPolicy);
+  const scopes = Array.isArray(outputs?.restarts) ? outputs.restarts.map(object).filter((s): s is Record<string, unknown> => !!s && Array.isArray(s.engines)) : undefined;
+  return {
+    rollout: { engines, hosts },
+    ...(policy && typeof policy.policy === "string" ? { restartPolicy: { policy: policy.policy, reason: String(policy.reason ?? "") } } : {}),
+    ...(scopes ? { restartScopes: scopes.map((s) => ({ engines: (s.engines as unknown[]).map(String), kind: String(s.kind), reason: String(s.reason ?? "") })) } : {}),
+  };
+}

@@ -1,0 +1,148 @@
+import { expect } from "chai";
+import { parseFleetConfig } from "../../../lib/config/parse";
+import { decideRollout as decideWith, recordedDeployment, type RecordedDeployment } from "../../../lib/rollout/decide";
+import { hostDiscoveryPlan } from "../../../lib/fleet/host-plan";
+import { resolveEngineLaunch, type HostLaunchFacts } from "../../../lib/launch/policy";
+
+const ENGINES = [
+  { id: "p1", host: "a", role: "prefill", gpuIds: [0] },
+  { id: "p2", host: "b", role: "prefill", gpuIds: [0] },
+  { id: "d1", host: "a", role: "decode", gpuIds: [1] },
+  { id: "d2", host: "b", role: "decode", gpuIds: [1] },
+];
+
+function spec(launch: Record<string, unknown> = {}, engines: unknown[] = ENGINES, extra: Record<string, unknown> = {}) {
+  return parseFleetConfig({
+    hosts: [
+      { alias: "a", destination: "root@198.18.0.11", fabricInterface: "fab0" },
+      { alias: "b", destination: "root@198.18.0.12", fabricInterface: "fab0" },
+    ],
+    engines,
+    model: { servedName: "m", checkpointDir: "/models/m" },
+    launch,
+    ...extra,
+  });
+}
+
+/** The decision with each host's policy digest as the program computes it from the config. */
+const decideRollout = (s: ReturnType<typeof spec>, recorded: RecordedDeployment) =>
+  decideWith(s, recorded, Object.fromEntries(s.hosts.map((h) => [h.alias, hostDiscoveryPlan(s, h).policyDigest])));
+
+/** What an up of `s` records, as the engine hands the outputs back (a JSON round trip). */
+function recordOf(s: ReturnType<typeof spec>, extra: Record<string, unknown> = {}): RecordedDeployment {
+  return recordedDeployment(JSON.parse(JSON.stringify({ rollout: decideRollout(s, {}).record, ...extra })) as Record<string, unknown>);
+}
+
+const facts = (alias: string): HostLaunchFacts => ({
+  alias,
+  fabricInterface: "fab0",
+  fabricAddress: "198.18.0.11",
+  vendor: "nvidia",
+  product: "H100",
+  gpus: [{ index: 0 }, { index: 1 }],
+  model: { dtype: "bfloat16", maxPositionEmbeddings: 32768 },
+});
+
+describe("rollout: which engines a change to their launch settings restarts in this up", () => {
+  it("rolls a change that reaches every engine one engine per up, keeping the rest on their recorded settings", () => {
+    const before = spec({ maxNumSeqs: 64 });
+    const after = spec({ maxNumSeqs: 128 });
+    const first = decideRollout(after, recordOf(before));
+    expect(first.record).to.deep.include({ status: "rolling", wave: ["p1"], pending: ["p2", "d1", "d2"] });
+    expect(Object.keys(first.held)).to.deep.equal(["p2", "d1", "d2"]);
+    expect(first.held.p2.maxNumSeqs).to.equal(64);
+    expect(first.record.engines.p1).to.deep.include({ onTarget: true });
+    expect(first.record.engines.p1.settings.maxNumSeqs).to.equal(128);
+    expect(first.record.engines.d2).to.deep.include({ onTarget: false });
+    expect(first.message).to.match(/^rollout: rolling change \(maxNumSeqs 64 → 128\) over 4 engines/).and.include("this up restarts p1").and.include("p2 serves the prefill role meanwhile");
+
+    // The next up continues from what this one recorded, and the last engine is a change of one.
+    const second = decideRollout(after, recordedDeployment(JSON.parse(JSON.stringify({ rollout: first.record }))));
+    expect(second.record).to.deep.include({ status: "rolling", wave: ["p2"], pending: ["d1", "d2"] });
+    const third = decideRollout(after, recordedDeployment(JSON.parse(JSON.stringify({ rollout: second.record }))));
+    expect(third.record).to.deep.include({ wave: ["d1"], pending: ["d2"] });
+    const last = decideRollout(after, recordedDeployment(JSON.parse(JSON.stringify({ rollout: third.record }))));
+    expect(last.record).to.deep.include({ status: "settled", wave: [], pending: [] });
+    expect(last.held).to.deep.equal({});
+    expect(last.message).to.equal("rollout: d2 restarts onto its new settings (maxNumSeqs 64 → 128); d1 serves the decode role meanwhile");
+    expect(Object.values(last.record.engines).every((e) => e.onTarget)).to.equal(true);
+  });
+
+  it("keeps a host's discovery on its recorded policy while the rollout holds an engine of it, and moves it with its last engine", () => {
+    const before = spec({ maxNumSeqs: 64 });
+    const after = spec({ maxNumSeqs: 128 });
+    const digest = (s: ReturnType<typeof spec>, alias: string) => hostDiscoveryPlan(s, s.hosts.find((h) => h.alias === alias)!).policyDigest;
+    expect(digest(before, "a"), "the config's digest changes with the launch policy").to.not.equal(digest(after, "a"));
+    const replay = (r: { record: unknown }) => recordedDeployment(JSON.parse(JSON.stringify({ rollout: r.record })));
+    // p1 rolls on host a, where d1 waits; b holds p2 and d2: both hosts keep the digest they ran under.
+    const first = decideRollout(after, recordOf(before));
+    expect(first.policyDigests).to.deep.equal({ a: digest(before, "a"), b: digest(before, "b") });
+    const second = decideRollout(after, replay(first));
+    // d1, a's last engine, rolls: a is discovered again against the new policy; b still holds d2.
+    const third = decideRollout(after, replay(second));
+    expect(third.record.wave).to.deep.equal(["d1"]);
+    expect(third.policyDigests).to.deep.equal({ a: digest(after, "a"), b: digest(before, "b") });
+    expect(third.record.hosts).to.deep.equal({ a: { policyDigest: digest(after, "a") }, b: { policyDigest: digest(before, "b") } });
+    expect(decideRollout(after, replay(third)).policyDigests).to.deep.equal({ a: digest(after, "a"), b: digest(after, "b") });
+  });
+
+  it("holds an engine on its recorded settings in the plan it launches", () => {
+    const before = spec({ maxNumSeqs: 64, engineEnv: { A: "1" } });
+    const after = spec({ maxNumSeqs: 128, engineEnv: { A: "2" } });
+    const { held } = decideRollout(after, recordOf(before));
+    const kept = resolveEngineLaunch(after, after.engines[1], facts("b"), held.p2);
+    expect(kept.policy).to.deep.include({ maxNumSeqs: 64, engineEnv: { A: "1" } });
+    // The same settings from the same config give the same inputs with and without the record.
+    expect(resolveEngineLaunch(before, before.engines[1], facts("b"))).to.deep.equal(kept);
+    expect(resolveEngineLaunch(after, after.engines[0], facts("a")).policy).to.deep.include({ maxNumSeqs: 128, engineEnv: { A: "2" } });
+  });
+
+  it("restarts a wave first where its role keeps another engine, and says when a role has none", () => {
+    const engines = [{ id: "p1", host: "a", role: "prefill", gpuIds: [0] }, { id: "d1", host: "a", role: "decode", gpuIds: [1] }, { id: "d2", host: "b", role: "decode" }];
+    const first = decideRollout(spec({ maxNumSeqs: 16 }, engines), recordOf(spec({}, engines)));
+    expect(first.record.wave).to.deep.equal(["d1"]);
+    const lone = decideRollout(spec({ maxNumSeqs: 16 }, engines), recordedDeployment(JSON.parse(JSON.stringify({ rollout: decideRollout(spec({ maxNumSeqs: 16 }, engines), recordedDeployment(JSON.parse(JSON.stringify({ rollout: first.record })))).record }))));
+    expect(lone.message).to.include("p1 is the only prefill engine: that role has no engine to serve while it restarts");
+    expect(lone.roleLeftEmpty).to.equal(true);
+    expect(first.roleLeftEmpty).to.equal(undefined);
+  });
+
+  it("restarts every changed engine at once when the change also reaches a setting that does not roll", () => {
+    const d = decideRollout(spec({ maxNumSeqs: 128, kvCacheDtype: "fp8" }), recordOf(spec({ maxNumSeqs: 64 })));
+    expect(d.held).to.deep.equal({});
+    expect(d.record).to.deep.include({ status: "settled", wave: [], pending: [] });
+    expect(d.message).to.equal(
+      "rollout: no rolling change: p1, p2, d1, d2 restart at once, because the change also reaches launch settings that do not roll (for p1, p2, d1, d2; only maxModelLen, maxNumSeqs, gpuMemoryUtilization, engineArgs and engineEnv roll)",
+    );
+    // A runtime deadline is not a launch setting: the change still rolls.
+    const deadline = decideRollout(spec({ maxNumSeqs: 128 }, ENGINES, { runtime: { deadlinesS: { stop: 99 } } }), recordOf(spec({ maxNumSeqs: 64 })));
+    expect(deadline.record.status).to.equal("rolling");
+  });
+
+  it("restarts at once under narwhal's whole_wave policy or a KV component that restarts whole, as the last up recorded them", () => {
+    const before = spec({ maxNumSeqs: 64 });
+    const after = spec({ maxNumSeqs: 128 });
+    const wave = decideRollout(after, recordOf(before, { routerRestartPolicy: { policy: "whole_wave", reason: "d1 has CUDA IPC peers" } }));
+    expect(wave.held).to.deep.equal({});
+    expect(wave.message).to.include("because narwhal's restart policy is whole_wave (d1 has CUDA IPC peers)");
+    const component = decideRollout(after, recordOf(before, { restarts: [{ engines: ["p1", "d1"], kind: "component", reason: "NIXL 1.4.1" }, { engines: ["p2", "d2"], kind: "engine", reason: "1.5.0" }] }));
+    expect(component.message).to.include("because their KV component (p1, d1) restarts whole: NIXL 1.4.1");
+    const individual = decideRollout(after, recordOf(before, { routerRestartPolicy: { policy: "individual", reason: "" }, restarts: [{ engines: ["p1", "d1"], kind: "engine", reason: "" }] }));
+    expect(individual.record.status).to.equal("rolling");
+  });
+
+  it("rolls nothing without a record (a first up, or a stack from before rollouts), and takes new engines as they are", () => {
+    expect(decideRollout(spec({ maxNumSeqs: 128 }), {})).to.deep.include({ held: {} });
+    expect(decideRollout(spec({ maxNumSeqs: 128 }), recordedDeployment(undefined)).record.status).to.equal("settled");
+    // Two recorded engines change, a new one starts on the config's settings.
+    const two = [{ id: "p1", host: "a", role: "prefill", gpuIds: [0] }, { id: "d1", host: "a", role: "decode", gpuIds: [1] }];
+    const d = decideRollout(spec({ maxNumSeqs: 16 }, [...two, { id: "d2", host: "b", role: "decode" }]), recordOf(spec({}, two)));
+    expect(d.record).to.deep.include({ wave: ["d1"], pending: ["p1"] });
+    expect(d.record.engines.d2).to.deep.include({ onTarget: true });
+  });
+
+  it("treats a malformed record as no record for that engine", () => {
+    const r = recordedDeployment({ rollout: { engines: { p1: { settings: "x", fixed: 1 }, p2: null } }, restarts: "no" });
+    expect(r).to.deep.equal({ rollout: { engines: {}, hosts: {} } });
+  });
+});
