@@ -6,6 +6,8 @@ import { Fleet, EngineSummary, HostSummary } from "./components/fleet";
 import { logAdoptionForecast } from "./entry/adoption-forecast";
 import { capacityOutput } from "./components/trial";
 import { useEvidenceStore } from "./dynamic-providers/declare";
+import { recordedOutputs } from "./entry/recorded-outputs";
+import { recordedDeployment } from "./lib/rollout/decide";
 import { engineIdentities as identitiesOf, evidenceByGate, type EngineIdentityOutput, type EvidenceOutput } from "./lib/fleet/stack-outputs";
 
 const { spec, secrets, sshConfig } = readStackConfig();
@@ -14,7 +16,7 @@ useEvidenceStore(spec.evidence.store);
 // Every local file the components need is read here, once: components do no I/O.
 const localFiles = readLocalFiles(spec, secrets, sshConfig);
 // And the one local write, the docker backend's known_hosts, is the entry's too, called where the key is known.
-const fleet = new Fleet("fleet", { spec, secrets, sshConfig, localFiles, knownHosts: knownHostsFiles(pulumi.getStack()), stack: pulumi.getStack() });
+const fleet = new Fleet("fleet", { spec, secrets, sshConfig, localFiles, knownHosts: knownHostsFiles(pulumi.getStack()), stack: pulumi.getStack(), recorded: recordedOutputs().then(recordedDeployment) });
 // At preview, what the next up would adopt from a runbook deployment; logged on the fleet.
 logAdoptionForecast(spec, fleet.discovery.hosts, fleet);
 
@@ -22,6 +24,12 @@ logAdoptionForecast(spec, fleet.discovery.hosts, fleet);
 export const hosts: pulumi.Output<Record<string, HostSummary>> = fleet.hosts;
 /** Per engine: host alias, role, URL, process identity and the launch plan hash it runs. */
 export const engines: pulumi.Output<Record<string, EngineSummary>> = fleet.engines;
+/**
+ * Rolling changes: per engine the rolling settings it runs (maxModelLen, maxNumSeqs, gpuMemoryUtilization,
+ * engineArgs, engineEnv) and whether they are the config's; `rolling` while some engines keep their
+ * previous ones for later ups, one engine per up (`wave` this one, `pending` the rest), and why.
+ */
+export const rollout = fleet.rollout;
 /** Gate A across hosts: the shared checkpoint tree, accelerator product and TP shape of every replica. */
 export const replicas = {
   modelTreeSha256: fleet.replicas.modelTreeSha256,
@@ -98,7 +106,7 @@ export const deployment = {
  * With `runtime.restartKvPeers`: per KV component, its engines and who restarts when one of them does
  * (`component`: all of them; `engine`: only that one), from their NIXL versions and launch plans, and why.
  */
-export const restarts = fleet.restartScopes;
+if (fleet.restartScopes) Object.assign(exports, { restarts: fleet.restartScopes }); // absent, not undefined (see firstTokenDeadline)
 /**
  * narwhal's `recovery.engine_restart_policy` in the fleet document, and why: `whole_wave` where an engine's
  * CUDA IPC peers keep a stopped peer's memory mapped (narwhal's peer_release), else `individual`.

@@ -8,7 +8,7 @@ import { DeploymentConfig } from "../dynamic-providers/deployment-config/resourc
 import type { FleetSecrets } from "./fleet-inputs";
 import type { LaunchPlan } from "../lib/launch/plan";
 import { engineLaunchPlan } from "../lib/launch/policy";
-import { hostDiscoveryPlan, resolveLogin } from "../lib/fleet/host-plan";
+import { hostDiscoveryPlan, resolveLogin, type HostDiscoveryPlan } from "../lib/fleet/host-plan";
 import type { HostLogin } from "../lib/ssh/login";
 import { storedJump } from "../lib/ssh/stored-login";
 import type { SshConfig } from "../lib/ssh/ssh-config/resolve";
@@ -16,6 +16,7 @@ import { manifestIdentity } from "../lib/checkpoint/compare";
 import { fleetDocument } from "../lib/fleet/fleet-document";
 import { sidecarEndpoint } from "../lib/attestation/sidecar";
 import { generatedConfig } from "../lib/fleet/generated-config";
+import { decideRollout, type RecordedDeployment, type RolloutDecision } from "../lib/rollout/decide";
 
 export interface DiscoveryArgs {
   spec: FleetSpec;
@@ -30,12 +31,15 @@ export interface DiscoveryArgs {
    * the names they had when they sat directly under the Fleet, so existing state keeps them.
    */
   prefix: string;
+  /** What the stack's last deployment recorded (entry/recorded-outputs.ts): a rolling change keeps engines on the settings it records. */
+  recorded?: pulumi.Input<RecordedDeployment>;
 }
 
 /** One physical host after Gate A: how to log in, what discovery measured, and the connection every later command uses. */
 export interface HostParts {
   login: HostLogin;
-  policyDigest: string;
+  /** The launch policy digest its discovery runs against (a rollout keeps the recorded one while it holds an engine of the host). */
+  policyDigest: pulumi.Output<string>;
   discovery: HostDiscovery;
   connection: command.types.input.remote.ConnectionArgs;
 }
@@ -58,6 +62,8 @@ export class Discovery extends OpaqueComponent {
   public readonly hosts: ReadonlyMap<string, HostParts>;
   /** Per engine in config order, its launch plan: rendered here once, from its own host's discovery, and handed to everything that needs it. */
   public readonly plans: ReadonlyArray<{ spec: EngineSpec; plan: pulumi.Output<LaunchPlan> }>;
+  /** Which engines this up moves onto their new rolling settings and which keep the ones they run (lib/rollout). */
+  public readonly rollout: pulumi.Output<RolloutDecision>;
   public readonly replicas: ReplicaAgreement;
   public readonly deploymentConfig: DeploymentConfig;
   /** The router's host: `router.host`, or the lowest-numbered engine's, as the runbook's discovery picks it. */
@@ -72,8 +78,14 @@ export class Discovery extends OpaqueComponent {
     // evidence) instead of a delete and a create.
     const moved: pulumi.CustomResourceOptions = { parent: this, aliases: [{ parent: opts.parent }] };
 
-    this.hosts = new Map(spec.hosts.map((h) => [h.alias, discoverHost(`${prefix}-${h.alias}`, h, args, moved)]));
-    this.plans = spec.engines.map((e) => ({ spec: e, plan: planFor(spec, e, this.hosts.get(e.host)!.discovery) }));
+    const hostPlans = new Map(spec.hosts.map((h) => [h.alias, hostDiscoveryPlan(spec, h)]));
+    // Known at preview: it rests on the config and the recorded outputs only, never on a host.
+    const configDigests = Object.fromEntries([...hostPlans].map(([alias, plan]) => [alias, plan.policyDigest]));
+    this.rollout = pulumi.output(args.recorded ?? {}).apply((recorded) => decideRollout(spec, recorded, configDigests));
+    this.hosts = new Map(
+      spec.hosts.map((h) => [h.alias, discoverHost(`${prefix}-${h.alias}`, h, { ...hostPlans.get(h.alias)!, policyDigest: this.rollout.apply((r) => r.policyDigests[h.alias]) }, args, moved)]),
+    );
+    this.plans = spec.engines.map((e) => ({ spec: e, plan: planFor(spec, e, this.hosts.get(e.host)!.discovery, this.rollout) }));
     this.replicas = agreeOnReplicas(`${prefix}-replicas`, spec, this.hosts, this.plans, args.stack, moved);
     this.routerHost = spec.router.host ?? spec.engines[0].host;
     this.deploymentConfig = writeDeploymentConfig(`${prefix}-config`, args, this, moved);
@@ -83,12 +95,17 @@ export class Discovery extends OpaqueComponent {
 }
 
 /** Discovery for one physical host, and the connection every later command on it uses. */
-function discoverHost(name: string, host: HostSpec, args: DiscoveryArgs, opts: pulumi.CustomResourceOptions): HostParts {
+function discoverHost(
+  name: string,
+  host: HostSpec,
+  plan: Omit<HostDiscoveryPlan, "policyDigest"> & { policyDigest: pulumi.Output<string> },
+  args: DiscoveryArgs,
+  opts: pulumi.CustomResourceOptions,
+): HostParts {
   const { spec, secrets } = args;
   const login = resolveLogin(spec, host, args.sshConfig);
   const privateKey = host.auth === "key" ? (secrets.sshPrivateKey(host.alias) ?? args.identityKeys.get(host.alias)) : undefined;
   const password = host.auth === "password" ? secrets.sshPassword(host.alias) : undefined;
-  const plan = hostDiscoveryPlan(spec, host);
   const discovery = new HostDiscovery(
     name,
     {
@@ -132,12 +149,13 @@ function discoverHost(name: string, host: HostSpec, args: DiscoveryArgs, opts: p
 }
 
 /**
- * Each plan depends on its own host's discovery only, so a change elsewhere never touches it; the
- * preview's forecast derives it with the same function from its own probe (lib/adoption/preview-reads.ts).
+ * Each plan depends on its own host's discovery only (and on the rollout, which no host changes), so a
+ * change elsewhere never touches it; the preview's forecast derives it with the same function from its
+ * own probe (lib/adoption/preview-reads.ts).
  */
-function planFor(spec: FleetSpec, e: EngineSpec, discovery: HostDiscovery): pulumi.Output<LaunchPlan> {
-  return pulumi.all([discovery.fabricAddress, discovery.accelerators, discovery.model]).apply(([fabricAddress, accelerators, model]) =>
-    engineLaunchPlan(spec, e, { fabricAddress, accelerators, model }),
+function planFor(spec: FleetSpec, e: EngineSpec, discovery: HostDiscovery, rollout: pulumi.Output<RolloutDecision>): pulumi.Output<LaunchPlan> {
+  return pulumi.all([discovery.fabricAddress, discovery.accelerators, discovery.model, rollout]).apply(([fabricAddress, accelerators, model, { held }]) =>
+    engineLaunchPlan(spec, e, { fabricAddress, accelerators, model }, held[e.id]),
   );
 }
 
@@ -175,13 +193,13 @@ function writeDeploymentConfig(name: string, args: DiscoveryArgs, gate: Discover
   const { spec } = args;
   const generatedHosts = pulumi.all(
     [...gate.hosts].map(([alias, h]) =>
-      pulumi.all([h.discovery.hostKey, h.discovery.fabricAddress, h.discovery.evidence]).apply(([hostKey, fabricAddress, discovery]) => ({
+      pulumi.all([h.discovery.hostKey, h.discovery.fabricAddress, h.discovery.evidence, h.policyDigest]).apply(([hostKey, fabricAddress, discovery, policyDigest]) => ({
         alias,
         login: h.login,
         hostKey,
         fabricAddress,
         discovery,
-        policyDigest: h.policyDigest,
+        policyDigest,
       })),
     ),
   );

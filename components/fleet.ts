@@ -29,6 +29,7 @@ import { sanitisedFleetDocument } from "../lib/fleet/sanitised-document";
 import { stackDirOn } from "../lib/fleet/state-dir";
 import { capacityTrial } from "./trial";
 import type { LoadTrial } from "../dynamic-providers/load-trial/resource";
+import type { RecordedDeployment, RolloutRecord } from "../lib/rollout/decide";
 
 export type { HostSummary } from "./discovery";
 
@@ -43,6 +44,8 @@ export interface FleetArgs {
   localFiles: LocalFiles;
   /** The docker backend's known_hosts files, written by the program's entry (entry/known-hosts.ts); components write none. */
   knownHosts: KnownHostsFiles;
+  /** What the stack's last deployment recorded, read by the entry (entry/recorded-outputs.ts): a rolling change continues from it. */
+  recorded?: pulumi.Input<RecordedDeployment>;
 }
 
 export interface EngineSummary {
@@ -101,6 +104,8 @@ export class Fleet extends OpaqueComponent {
   public readonly peerWaves: PeerWave[];
   /** With `runtime.restartKvPeers`: per KV component, its engines and who restarts with one of them, and why. */
   public readonly restartScopes?: pulumi.Output<Array<{ engines: string[]; kind: "component" | "engine"; reason: string }>>;
+  /** Which rolling settings each engine runs after this up, and the rollout's progress (lib/rollout). */
+  public readonly rollout: pulumi.Output<RolloutRecord>;
   /** Each engine's spec and resources, in config order (for stack outputs that list per-engine evidence). */
   public readonly engineParts: ReadonlyArray<{ spec: EngineSpec; engine: Engine }>;
 
@@ -108,7 +113,9 @@ export class Fleet extends OpaqueComponent {
     super("narwhal:fleet:Fleet", name, {}, opts);
     const { spec } = args;
 
-    this.discovery = new Discovery(`${name}-discovery`, { spec, secrets: args.secrets, stack: args.stack, sshConfig: args.sshConfig, identityKeys: args.localFiles.identityKeys, prefix: name }, { parent: this });
+    this.discovery = new Discovery(`${name}-discovery`, { spec, secrets: args.secrets, stack: args.stack, sshConfig: args.sshConfig, identityKeys: args.localFiles.identityKeys, prefix: name, recorded: args.recorded }, { parent: this });
+    // The preview and the up say which engines a rolling change moves now and which it keeps, and why.
+    this.discovery.rollout.apply((d) => d.message && (d.roleLeftEmpty ? pulumi.log.warn(d.message, this) : pulumi.log.info(d.message, this)));
     const hosts = this.discovery.hosts;
     this.replicas = this.discovery.replicas;
     // Every engine is drained on the serving router before its process is replaced.
@@ -284,6 +291,10 @@ export class Fleet extends OpaqueComponent {
       { spec, stack: args.stack, engines, profiles: this.profiles, routerHost: this.routerHost, router: this.routerHostResources, connectionOf: (alias) => hosts.get(alias)!.connection },
       this,
     );
+    // Recorded only once the router's record of its swap is: an up whose wave failed a gate, or whose engine
+    // narwhal would not readmit, never resolves it, so the stack keeps the last successful up's record and
+    // the next up takes the same wave again (lib/rollout/decide.ts).
+    this.rollout = pulumi.all([this.discovery.rollout, this.routerHostResources.records.router.id]).apply(([decision]) => decision.record);
     this.registerOutputs({ hosts: this.hosts, engines: this.engines });
   }
 }

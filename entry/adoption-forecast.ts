@@ -7,21 +7,17 @@ import type { FleetSpec } from "../lib/config/types";
 import { forecastScope, formatForecast, mayForecast } from "../lib/adoption/forecast";
 import { readForecast, type ForecastHost } from "../lib/adoption/preview-reads";
 import type { HostParts } from "../components/discovery";
+import { recordedOutputs } from "./recorded-outputs";
 
-/**
- * What the stack's last deployment recorded (nothing before its first up): the engines of its `engines`
- * output, and each host's fabric address from its `hosts` output. Read through the engine's builtin
- * `readStackOutputs`, as a StackReference reads, without registering a resource for it.
- */
+/** What the stack's last deployment recorded: the engines of its `engines` output, and each host's fabric address from its `hosts` output. */
 async function recorded(): Promise<{ engineIds: ReadonlySet<string>; fabricAddresses: ReadonlyMap<string, string> }> {
-  const name = `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
-  const read = (await pulumi.runtime.invoke("pulumi:pulumi:readStackOutputs", { name })) as { outputs?: Record<string, unknown> };
+  const outputs = await recordedOutputs();
   const record = (v: unknown) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>) : {});
-  const addresses = Object.entries(record(read.outputs?.hosts)).flatMap(([alias, h]) => {
+  const addresses = Object.entries(record(outputs.hosts)).flatMap(([alias, h]) => {
     const address = record(h).fabricAddress;
     return typeof address === "string" ? [[alias, address] as const] : [];
   });
-  return { engineIds: new Set(Object.keys(record(read.outputs?.engines))), fabricAddresses: new Map(addresses) };
+  return { engineIds: new Set(Object.keys(record(outputs.engines))), fabricAddresses: new Map(addresses) };
 }
 
 /**

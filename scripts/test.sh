@@ -64,8 +64,8 @@ SIM_HOSTS_PROVIDERS=(
   test/providers/sim-harness.test.ts test/providers/sim-harness-lifecycle.test.ts test/providers/sim-rdma.test.ts
   test/providers/ssh-client.test.ts
   # on loopback, but here they even the two lanes: the command provider's sshd and Pulumi stacks make it
-  # the longest file, and the router's real narwhal-serve the third longest
-  test/providers/command-provider.test.ts test/providers/router.test.ts
+  # the longest file, and the router's real narwhal-serve the third longest; the rollout's CLI runs too
+  test/providers/command-provider.test.ts test/providers/router.test.ts test/providers/rollout-record.test.ts
 )
 
 logs=$(mktemp -d)
