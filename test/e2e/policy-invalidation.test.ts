@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { sharedFleet, setObjectConfig } from "./support/stack";
-import { expectNothingPlanned, plannedChanges, type PlannedStep } from "./support/preview";
+import { expectNothingPlanned, plannedChanges, plannedWithLog, type PlannedStep } from "./support/preview";
 import { FLEET_AFTER_ENGINE, processEvidence, ROUTER_RESTART, SCRAPE_TARGETS } from "./support/names";
 import { plannedRemeasure, remeasuredSince, snapshotEvidence } from "./support/remeasured";
 import { expectUpConvergesBeforePeersFail, restartPeersThenUp } from "./support/relaunch";
@@ -23,13 +23,15 @@ async function expectUpMeasuresAsPlanned(stack: Stack, steps: Map<string, Planne
 describe("e2e: launch policy evidence", function () {
   this.timeout(1_200_000);
 
-  it("replaces only the discovery and the engine that a per-engine policy change touches, and up measures only those", async () => {
+  it("rolls a new plan over the decode engines one per up: replaces only the discovery and the engine of its wave, and up measures only those", async () => {
     const { stack, engines, hosts } = await sharedFleet();
     const [, b] = hosts;
-    const edited = engines.map((e) => (e.id === "e2" ? { ...e, overrides: { maxNumSeqs: 4 } } : e));
+    // Every decode engine's plan changes; e3 and e4 keep their running plan while e2, the first wave, restarts.
+    const edited = engines.map((e) => (["e2", "e3", "e4"].includes(e.id) ? { ...e, overrides: { maxNumSeqs: 4 } } : e));
     await setObjectConfig(stack, "engines", edited);
     try {
-      const steps = await plannedChanges(stack);
+      const { steps, log } = await plannedWithLog(stack);
+      expect(log.join("\n")).to.include("rollout: rolling change (maxNumSeqs 8 → 4) over 3 engines still on their previous settings, one per up: this up restarts e2");
       expect(steps.get(`fleet-${b.alias}`)).to.deep.include({ op: "replace", keys: ["policyDigest"] });
       const touched = [...steps.keys()].sort();
       // A new max_num_seqs is a new profiling limit too: the engine's profile is measured again. The host's
@@ -54,8 +56,16 @@ describe("e2e: launch policy evidence", function () {
       expect(served).to.be.greaterThan(0);
       // Not even an attempt failed at e2, which the router's retry would hide (undrained, a few did).
       expect(report.retriedAt.filter((id) => id === "e2")).to.deep.equal([]);
-      const e2 = ((await stack.outputs()).engines.value as Record<string, { lastDrain?: { drained: boolean; reason: string } }>).e2;
+      const after = await stack.outputs();
+      const e2 = (after.engines.value as Record<string, { lastDrain?: { drained: boolean; reason: string } }>).e2;
       expect(e2.lastDrain, JSON.stringify(e2.lastDrain)).to.deep.include({ drained: true });
+      // The stack says who runs which settings, and the next up is the next wave: e3, and e3 alone.
+      const rollout = after.rollout.value as { status: string; wave: string[]; pending: string[]; engines: Record<string, { onTarget: boolean; settings: { maxNumSeqs: number } }> };
+      expect(rollout).to.deep.include({ status: "rolling", wave: ["e2"], pending: ["e3", "e4"] });
+      expect(Object.fromEntries(Object.entries(rollout.engines).map(([id, e]) => [id, e.settings.maxNumSeqs]))).to.deep.equal({ e1: 8, e2: 4, e3: 8, e4: 8 });
+      const next = await plannedWithLog(stack);
+      expect(next.log.join("\n")).to.include("this up restarts e3, drained first and readmitted once proven; e4 keeps its running settings");
+      expect([...next.steps.keys()].filter((n) => /^fleet-e\d-process$/.test(n))).to.deep.equal(["fleet-e3-process"]);
     } finally {
       await setObjectConfig(stack, "engines", engines);
     }

@@ -35,6 +35,21 @@ export async function plannedChanges(stack: Stack, opts: PreviewOptions = {}): P
   return steps;
 }
 
+/** One real `pulumi preview`: its steps as plannedChanges gives them, and the messages the program logged. */
+export async function plannedWithLog(stack: Stack, opts: PreviewOptions = {}): Promise<{ steps: Map<string, PlannedStep>; log: string[] }> {
+  const steps = new Map<string, PlannedStep>();
+  const log: string[] = [];
+  await stack.preview({
+    ...opts,
+    onOutput: () => undefined,
+    onEvent: (e: EngineEvent) => {
+      collect(steps, e.resourcePreEvent?.metadata);
+      if (e.diagnosticEvent) log.push(e.diagnosticEvent.message.trim());
+    },
+  });
+  return { steps, log };
+}
+
 /**
  * One real `pulumi preview`, read twice: its steps as plannedChanges gives them, and the invalidation report
  * `npm run invalidated` prints of the same events (a refreshing preview costs each engine's probe once).
