@@ -115,7 +115,7 @@ export class Fleet extends OpaqueComponent {
 
     this.discovery = new Discovery(`${name}-discovery`, { spec, secrets: args.secrets, stack: args.stack, sshConfig: args.sshConfig, identityKeys: args.localFiles.identityKeys, prefix: name, recorded: args.recorded }, { parent: this });
     // The preview and the up say which engines a rolling change moves now and which it keeps, and why.
-    this.discovery.rollout.apply((d) => d.message && (d.roleLeftEmpty ? pulumi.log.warn(d.message, this) : pulumi.log.info(d.message, this)));
+    this.discovery.rollout.apply((d) => d.message && (d.outage ? pulumi.log.warn(d.message, this) : pulumi.log.info(d.message, this)));
     const hosts = this.discovery.hosts;
     this.replicas = this.discovery.replicas;
     // Every engine is drained on the serving router before its process is replaced.

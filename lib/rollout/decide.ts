@@ -9,7 +9,7 @@
  * the engines not yet rolled never stopped serving.
  */
 import type { EngineSpec, FleetSpec } from "../config/types";
-import { fixedLaunchDigest, rollingSettings, sameSettings, settingsChange, type RollingSettings } from "./settings";
+import { FIXED_PARTS, ROLLING_KEYS, fixedLaunchDigests, rollingSettings, sameSettings, settingsChange, type FixedPart, type RollingSettings } from "./settings";
 
 /** The stack output `rollout`: what every engine runs after this `up`, and the rollout's progress. */
 export interface RolloutRecord {
@@ -20,8 +20,8 @@ export interface RolloutRecord {
   /** The engines this `up` keeps on their previous settings, each for a later `up`. */
   readonly pending: ReadonlyArray<string>;
   readonly reason: string;
-  /** Per engine, the settings it runs (`onTarget`: the config's own) and the digest of the rest of its launch config. */
-  readonly engines: Readonly<Record<string, { readonly settings: RollingSettings; readonly fixed: string; readonly onTarget: boolean }>>;
+  /** Per engine, the settings it runs (`onTarget`: the config's own) and per part the digest of the rest of its launch config. */
+  readonly engines: Readonly<Record<string, { readonly settings: RollingSettings; readonly fixed: Readonly<Record<FixedPart, string>>; readonly onTarget: boolean }>>;
   /** Per host, the launch policy digest its discovery ran against (lib/fleet/host-plan.ts). */
   readonly hosts: Readonly<Record<string, { readonly policyDigest: string }>>;
 }
@@ -46,13 +46,13 @@ export interface RolloutDecision {
   readonly record: RolloutRecord;
   /** The line the preview and the `up` print when the change rolls, or is refused a roll it would need. */
   readonly message?: string;
-  /** Whether this up restarts an engine whose role has no other engine: its line is a warning. */
-  readonly roleLeftEmpty?: boolean;
+  /** Whether this up leaves a role without a serving engine while it restarts (its line is then a warning). */
+  readonly outage?: boolean;
 }
 
 /** `policyDigests`: per host, the digest of the launch policy its engines take from the config. */
 export function decideRollout(spec: FleetSpec, recorded: RecordedDeployment, policyDigests: Readonly<Record<string, string>>): RolloutDecision {
-  const desired = new Map(spec.engines.map((e) => [e.id, { settings: rollingSettings(spec, e), fixed: fixedLaunchDigest(spec, e) }]));
+  const desired = new Map(spec.engines.map((e) => [e.id, { settings: rollingSettings(spec, e), fixed: fixedLaunchDigests(spec, e) }]));
   const applied = recorded.rollout?.engines ?? {};
   const changed = spec.engines.filter((e) => applied[e.id] && !sameSettings(applied[e.id].settings, desired.get(e.id)!.settings));
   const digestsWhile = (pending: string[]) =>
@@ -81,21 +81,33 @@ export function decideRollout(spec: FleetSpec, recorded: RecordedDeployment, pol
   const atOnce = (reason: string, message?: string): RolloutDecision => decided("settled", [], [], reason, message);
   const change = changed.length > 0 ? settingsChange(applied[changed[0].id].settings, desired.get(changed[0].id)!.settings) : "";
 
+  // A change beyond the rolling settings rolls nothing: every engine it reaches restarts in this up.
+  const fixedChanged = spec.engines.flatMap((e) => {
+    const parts = applied[e.id] ? (Object.keys(FIXED_PARTS) as FixedPart[]).filter((p) => applied[e.id].fixed[p] !== desired.get(e.id)!.fixed[p]) : [];
+    return parts.length > 0 ? [{ id: e.id, parts }] : [];
+  });
+  if (fixedChanged.length > 0) {
+    const reached = spec.engines.filter((e) => changed.includes(e) || fixedChanged.some((f) => f.id === e.id)).map((e) => e.id);
+    const parts = [...new Set(fixedChanged.flatMap((f) => f.parts))].map((p) => FIXED_PARTS[p]).join("; ");
+    const why = `the change reaches ${parts} (${fixedChanged.map((f) => f.id).join(", ")}): only ${ROLLING_KEYS.join(", ")} roll`;
+    if (reached.length < 2) return atOnce(`${reached.join(", ")} restarts: ${why}`);
+    const every = reached.length === spec.engines.length ? ": no engine serves from their stop until the router is swapped onto them" : "";
+    return {
+      ...atOnce(`${reached.join(", ")} restart at once: ${why}`, `rollout: nothing rolls: ${reached.join(", ")} restart at once in this up, because ${why}${every}`),
+      ...(every ? { outage: true } : {}),
+    };
+  }
   if (changed.length === 0) return atOnce("no engine's rolling settings changed");
   if (changed.length === 1) {
     const [only] = changed;
     return {
       ...atOnce(`one engine's settings changed (${only.id}: ${change}): it restarts alone`, `rollout: ${only.id} restarts onto its new settings (${change}); ${rest(spec, only)}`),
-      ...(alone(spec, only) ? { roleLeftEmpty: true } : {}),
+      ...(alone(spec, only) ? { outage: true } : {}),
     };
   }
   const ids = changed.map((e) => e.id);
-  const whole = (why: string) => atOnce(`${ids.join(", ")} restart at once: ${why}`, `rollout: no rolling change: ${ids.join(", ")} restart at once, because ${why}`);
+  const whole = (why: string) => atOnce(`${ids.join(", ")} restart at once: ${why}`, `rollout: nothing rolls: ${ids.join(", ")} restart at once in this up, because ${why}`);
 
-  const fixedChanged = changed.filter((e) => applied[e.id].fixed !== desired.get(e.id)!.fixed);
-  if (fixedChanged.length > 0) {
-    return whole(`the change also reaches launch settings that do not roll (for ${fixedChanged.map((e) => e.id).join(", ")}; only maxModelLen, maxNumSeqs, gpuMemoryUtilization, engineArgs and engineEnv roll)`);
-  }
   if (recorded.restartPolicy?.policy === "whole_wave") return whole(`narwhal's restart policy is whole_wave (${recorded.restartPolicy.reason})`);
   const component = recorded.restartScopes?.find((s) => s.kind === "component" && s.engines.some((id) => ids.includes(id)));
   if (component) return whole(`their KV component (${component.engines.join(", ")}) restarts whole: ${component.reason}`);
@@ -113,7 +125,7 @@ export function decideRollout(spec: FleetSpec, recorded: RecordedDeployment, pol
         `this up restarts ${next.id}, drained first and readmitted once proven; ${pending.join(", ")} ${pending.length === 1 ? "keeps its" : "keep their"} running settings ` +
         `until a later up (run \`pulumi up\` again once this one converges). ${rest(spec, next)}`,
     ),
-    ...(alone(spec, next) ? { roleLeftEmpty: true } : {}),
+    ...(alone(spec, next) ? { outage: true } : {}),
   };
 }
 
@@ -134,7 +146,9 @@ export function recordedDeployment(outputs: Readonly<Record<string, unknown>> | 
     Object.entries(object(object(outputs?.rollout)?.engines) ?? {}).flatMap(([id, value]) => {
       const entry = object(value);
       const settings = object(entry?.settings);
-      return settings && typeof entry?.fixed === "string" ? [[id, { settings: settings as unknown as RollingSettings, fixed: entry.fixed, onTarget: entry.onTarget === true }]] : [];
+      const fixed = object(entry?.fixed);
+      const whole = fixed && (Object.keys(FIXED_PARTS) as FixedPart[]).every((p) => typeof fixed[p] === "string");
+      return settings && whole ? [[id, { settings: settings as unknown as RollingSettings, fixed: fixed as Record<FixedPart, string>, onTarget: entry?.onTarget === true }]] : [];
     }),
   );
   const hosts = Object.fromEntries(

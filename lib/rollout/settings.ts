@@ -16,7 +16,7 @@ export interface RollingSettings {
   readonly engineEnv?: Readonly<Record<string, string>>;
 }
 
-const ROLLING_KEYS = ["maxModelLen", "maxNumSeqs", "gpuMemoryUtilization", "engineArgs", "engineEnv"] as const satisfies ReadonlyArray<keyof RollingSettings>;
+export const ROLLING_KEYS = ["maxModelLen", "maxNumSeqs", "gpuMemoryUtilization", "engineArgs", "engineEnv"] as const satisfies ReadonlyArray<keyof RollingSettings>;
 
 /** One engine's rolling settings as its config resolves them: its override, else the fleet's `launch`. */
 export function rollingSettings(spec: FleetSpec, engine: EngineSpec): RollingSettings {
@@ -32,16 +32,29 @@ export function rollingSettings(spec: FleetSpec, engine: EngineSpec): RollingSet
   };
 }
 
+/** The rest of an engine's launch config, in parts a preview can name. */
+export const FIXED_PARTS = {
+  runtime: "the runtime (image, vLLM command)",
+  launch: "other launch settings (dtype, KV cache dtype, block size, transport, ...)",
+  model: "the model",
+  placement: "the engine's host, ports or GPUs",
+} as const;
+export type FixedPart = keyof typeof FIXED_PARTS;
+
 /**
- * The digest of everything else the engine's plan is made from in the config: the fleet's launch policy
- * and the engine's own entry without the rolling keys (and without `slo`, which judges, not launches), the
- * runtime without its deadlines, and the model.
+ * Per part, the digest of what else the engine's plan is made from in the config: the runtime without its
+ * deadlines; the fleet's launch policy and the engine's overrides without the rolling keys (and without
+ * `slo`, which judges, not launches); the model; where the engine runs.
  */
-export function fixedLaunchDigest(spec: FleetSpec, engine: EngineSpec): string {
-  const { overrides, index: _index, ...entry } = engine;
-  const { slo: _slo, ...launchOverrides } = overrides ?? {};
+export function fixedLaunchDigests(spec: FleetSpec, engine: EngineSpec): Record<FixedPart, string> {
+  const { slo: _slo, ...overrides } = engine.overrides ?? {};
   const { deadlinesS: _deadlines, ...runtime } = spec.runtime;
-  return sha256Json({ launch: omitRolling(spec.launch), overrides: omitRolling(launchOverrides), entry, runtime, model: spec.model });
+  return {
+    runtime: sha256Json(runtime),
+    launch: sha256Json({ launch: omitRolling(spec.launch), overrides: omitRolling(overrides) }),
+    model: sha256Json(spec.model),
+    placement: sha256Json({ host: engine.host, port: engine.port, nixlPort: engine.nixlPort, gpuIds: engine.gpuIds ?? null, transferPortRange: engine.transferPortRange ?? null }),
+  };
 }
 
 export function sameSettings(a: RollingSettings, b: RollingSettings): boolean {

@@ -20,6 +20,7 @@ const pulumi = require("@pulumi/pulumi");
 const { parseFleetConfig } = require(${JSON.stringify(path.join(root, "lib", "config", "parse.ts"))});
 const { decideRollout, recordedDeployment } = require(${JSON.stringify(path.join(root, "lib", "rollout", "decide.ts"))});
 const { recordedOutputs } = require(${JSON.stringify(path.join(root, "entry", "recorded-outputs.ts"))});
+const { hostDiscoveryPlan } = require(${JSON.stringify(path.join(root, "lib", "fleet", "host-plan.ts"))});
 
 const config = new pulumi.Config();
 const spec = parseFleetConfig({
@@ -43,8 +44,11 @@ const provider = {
     return { changes: changed, replaces: changed ? ["settings"] : [] };
   },
 };
-const decision = pulumi.output(recordedOutputs().then(recordedDeployment)).apply((recorded) => decideRollout(spec, recorded));
+const digests = Object.fromEntries(spec.hosts.map((h) => [h.alias, hostDiscoveryPlan(spec, h).policyDigest]));
+const decision = pulumi.output(recordedOutputs().then(recordedDeployment)).apply((recorded) => decideRollout(spec, recorded, digests));
 decision.apply((d) => d.message && pulumi.log.info(d.message));
+// Each host's discovery, whose replace key is the launch policy of its engines (components/discovery.ts).
+for (const h of spec.hosts) new pulumi.dynamic.Resource(provider, "discovery-" + h.alias, { engine: h.alias, settings: decision.apply((d) => d.policyDigests[h.alias]), fail: false });
 const gates = spec.engines.map((e) => {
   const settings = decision.apply((d) => d.record.engines[e.id].settings);
   const engine = new pulumi.dynamic.Resource(provider, "engine-" + e.id, { engine: e.id, settings, fail: false });
@@ -102,19 +106,21 @@ describe("providers: a rollout continues from the stack's last successful up (re
   const rollout = async () => (await stack.outputs()).rollout.value as Rollout;
   const seqs = (r: Rollout) => Object.fromEntries(Object.entries(r.engines).map(([id, e]) => [id, e.settings.maxNumSeqs]));
 
-  /** A real preview: the engines it would replace, and the program's rollout line. */
-  async function preview(): Promise<{ replaced: string[]; line: string }> {
+  /** A real preview: the engines and the hosts' discoveries it would replace, and the program's rollout line. */
+  async function preview(): Promise<{ replaced: string[]; rediscovered: string[]; line: string }> {
     const replaced: string[] = [];
+    const rediscovered: string[] = [];
     const lines: string[] = [];
     await stack.preview({
       onOutput: () => undefined,
       onEvent: (e: EngineEvent) => {
         const m = e.resourcePreEvent?.metadata;
         if (m?.op === "replace" && /::engine-/.test(m.urn)) replaced.push(m.urn.split("::engine-").pop()!);
+        if (m?.op === "replace" && /::discovery-/.test(m.urn)) rediscovered.push(m.urn.split("::discovery-").pop()!);
         if (e.diagnosticEvent?.message.includes("rollout:")) lines.push(e.diagnosticEvent.message.trim());
       },
     });
-    return { replaced: replaced.sort(), line: lines.join("\n") };
+    return { replaced: replaced.sort(), rediscovered: rediscovered.sort(), line: lines.join("\n") };
   }
 
   it("rolls one engine per up, takes the same wave again after a failed one, and settles", async () => {
@@ -125,6 +131,8 @@ describe("providers: a rollout continues from the stack's last successful up (re
     await setSeqs(128);
     const first = await preview();
     expect(first.replaced).to.deep.equal(["p1"]);
+    // Both hosts keep an engine on 64: neither is discovered again yet.
+    expect(first.rediscovered).to.deep.equal([]);
     expect(first.line).to.include("rollout: rolling change (maxNumSeqs 64 → 128) over 4 engines").and.include("this up restarts p1");
 
     // The wave's gate fails: the up fails, and the stack still records every engine on 64.
@@ -142,9 +150,14 @@ describe("providers: a rollout continues from the stack's last successful up (re
     const second = await rollout();
     expect(second).to.deep.include({ status: "rolling", wave: ["p1"], pending: ["p2", "d1", "d2"] });
     expect(seqs(second)).to.deep.equal({ p1: 128, p2: 64, d1: 64, d2: 64 });
-    expect((await preview()).replaced).to.deep.equal(["p2"]);
-
-    for (const wave of ["p2", "d1", "d2"]) {
+    // Each wave's preview: its engine, and the host whose last engine it is discovered again with it.
+    const waves = [
+      { wave: "p2", rediscovered: [] },
+      { wave: "d1", rediscovered: ["a"] },
+      { wave: "d2", rediscovered: ["b"] },
+    ];
+    for (const { wave, rediscovered } of waves) {
+      expect(await preview(), wave).to.deep.include({ replaced: [wave], rediscovered });
       await stack.up({ onOutput: () => undefined });
       expect((await rollout()).engines[wave].onTarget, wave).to.equal(true);
     }

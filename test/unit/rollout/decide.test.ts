@@ -103,8 +103,8 @@ describe("rollout: which engines a change to their launch settings restarts in t
     expect(first.record.wave).to.deep.equal(["d1"]);
     const lone = decideRollout(spec({ maxNumSeqs: 16 }, engines), recordedDeployment(JSON.parse(JSON.stringify({ rollout: decideRollout(spec({ maxNumSeqs: 16 }, engines), recordedDeployment(JSON.parse(JSON.stringify({ rollout: first.record })))).record }))));
     expect(lone.message).to.include("p1 is the only prefill engine: that role has no engine to serve while it restarts");
-    expect(lone.roleLeftEmpty).to.equal(true);
-    expect(first.roleLeftEmpty).to.equal(undefined);
+    expect(lone.outage).to.equal(true);
+    expect(first.outage).to.equal(undefined);
   });
 
   it("restarts every changed engine at once when the change also reaches a setting that does not roll", () => {
@@ -112,8 +112,22 @@ describe("rollout: which engines a change to their launch settings restarts in t
     expect(d.held).to.deep.equal({});
     expect(d.record).to.deep.include({ status: "settled", wave: [], pending: [] });
     expect(d.message).to.equal(
-      "rollout: no rolling change: p1, p2, d1, d2 restart at once, because the change also reaches launch settings that do not roll (for p1, p2, d1, d2; only maxModelLen, maxNumSeqs, gpuMemoryUtilization, engineArgs and engineEnv roll)",
+      "rollout: nothing rolls: p1, p2, d1, d2 restart at once in this up, because the change reaches other launch settings (dtype, KV cache dtype, block size, transport, ...) (p1, p2, d1, d2): only maxModelLen, maxNumSeqs, gpuMemoryUtilization, engineArgs, engineEnv roll: no engine serves from their stop until the router is swapped onto them",
     );
+    // The runtime alone (an image, a vLLM command): every engine at once, and the preview says so.
+    const runtime = decideRollout(spec({}, ENGINES, { runtime: { vllmCommand: "/opt/vllm-next/bin/vllm" } }), recordOf(spec({})));
+    expect(runtime.held).to.deep.equal({});
+    expect(runtime.message).to.equal(
+      "rollout: nothing rolls: p1, p2, d1, d2 restart at once in this up, because the change reaches the runtime (image, vLLM command) (p1, p2, d1, d2): only maxModelLen, maxNumSeqs, gpuMemoryUtilization, engineArgs, engineEnv roll: no engine serves from their stop until the router is swapped onto them",
+    );
+    expect(runtime.outage).to.equal(true);
+    // One engine moved to other GPUs beside a rolling change of two: nothing rolls, and all three restart.
+    const moved = ENGINES.map((e) => (e.id === "d2" ? { ...e, gpuIds: [2] } : e.id === "p1" || e.id === "p2" ? { ...e, overrides: { maxNumSeqs: 32 } } : e));
+    const mixed = decideRollout(spec({}, moved), recordOf(spec({})));
+    expect(mixed.message).to.equal("rollout: nothing rolls: p1, p2, d2 restart at once in this up, because the change reaches the engine's host, ports or GPUs (d2): only maxModelLen, maxNumSeqs, gpuMemoryUtilization, engineArgs, engineEnv roll");
+    // A role or an SLO is no launch setting: the change still rolls.
+    const judged = ENGINES.map((e) => (e.id === "d1" ? { ...e, overrides: { slo: { ttftS: 2 } } } : e));
+    expect(decideRollout(spec({ maxNumSeqs: 128 }, judged), recordOf(spec({ maxNumSeqs: 64 }))).record.status).to.equal("rolling");
     // A runtime deadline is not a launch setting: the change still rolls.
     const deadline = decideRollout(spec({ maxNumSeqs: 128 }, ENGINES, { runtime: { deadlinesS: { stop: 99 } } }), recordOf(spec({ maxNumSeqs: 64 })));
     expect(deadline.record.status).to.equal("rolling");
@@ -142,7 +156,7 @@ describe("rollout: which engines a change to their launch settings restarts in t
   });
 
   it("treats a malformed record as no record for that engine", () => {
-    const r = recordedDeployment({ rollout: { engines: { p1: { settings: "x", fixed: 1 }, p2: null } }, restarts: "no" });
+    const r = recordedDeployment({ rollout: { engines: { p1: { settings: "x", fixed: 1 }, p2: null, d1: { settings: {}, fixed: { runtime: "x" } } } }, restarts: "no" });
     expect(r).to.deep.equal({ rollout: { engines: {}, hosts: {} } });
   });
 });
