@@ -194,6 +194,7 @@ export function parseFleetConfig(raw: unknown): FleetSpec {
     calibration: section("calibration"),
     trial: section("trial"),
     evidence: section("evidence"),
+    rollout: section("rollout"),
   };
   for (const rule of RULES) rule(input, (path, message) => problems.push({ path, message }));
 
@@ -237,5 +238,6 @@ function resolve(input: RuleInput): FleetSpec {
     calibration: full(input.calibration),
     trial: full(input.trial),
     evidence: full(input.evidence),
+    rollout: full(input.rollout),
   };
 }

@@ -34,6 +34,7 @@ export type PreflightSpec = z.output<typeof s.PreflightSchema>;
 export type CalibrationSpec = z.output<typeof s.CalibrationSchema>;
 export type TrialSpec = z.output<typeof s.TrialSchema>;
 export type EvidenceSpec = z.output<typeof s.EvidenceSchema>;
+export type RolloutSpec = z.output<typeof s.RolloutSchema>;
 
 /** The whole stack config after parsing, defaults and cross-field checks. */
 export interface FleetSpec {
@@ -69,4 +70,6 @@ export interface FleetSpec {
   trial: TrialSpec;
   /** Where the evidence records live. */
   evidence: EvidenceSpec;
+  /** Rolling changes (lib/rollout). */
+  rollout: RolloutSpec;
 }

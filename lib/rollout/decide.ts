@@ -28,7 +28,7 @@ export interface RolloutRecord {
 
 /** What the stack's last successful deployment recorded, as far as a rollout needs it. */
 export interface RecordedDeployment {
-  readonly rollout?: Pick<RolloutRecord, "engines"> & Partial<Pick<RolloutRecord, "hosts">>;
+  readonly rollout?: Pick<RolloutRecord, "engines"> & Partial<Pick<RolloutRecord, "hosts" | "status">>;
   /** The `routerRestartPolicy` output. */
   readonly restartPolicy?: { readonly policy: string; readonly reason: string };
   /** The `restarts` output: per KV component, who restarts with one of its engines. */
@@ -100,6 +100,8 @@ export function decideRollout(spec: FleetSpec, recorded: RecordedDeployment, pol
   if (changed.length === 0) return atOnce("no engine's rolling settings changed");
   if (changed.length === 1) {
     const [only] = changed;
+    // The last engine of a rollout, alone in its role: the rollout's consent rule holds for it too.
+    if (alone(spec, only) && recorded.rollout?.status === "rolling" && !spec.rollout.allowRoleOutage) throw new RolloutRoleOutage(spec, [only]);
     return {
       ...atOnce(`one engine's settings changed (${only.id}: ${change}): it restarts alone`, `rollout: ${only.id} restarts onto its new settings (${change}); ${rest(spec, only)}`),
       ...(alone(spec, only) ? { outage: true } : {}),
@@ -112,8 +114,12 @@ export function decideRollout(spec: FleetSpec, recorded: RecordedDeployment, pol
   const component = recorded.restartScopes?.find((s) => s.kind === "component" && s.engines.some((id) => ids.includes(id)));
   if (component) return whole(`their KV component (${component.engines.join(", ")}) restarts whole: ${component.reason}`);
 
-  // One engine per wave, and first one whose role keeps another engine serving meanwhile.
-  const next = changed.find((e) => !alone(spec, e)) ?? changed[0];
+  // One engine per wave, and first one whose role keeps another engine serving meanwhile; one alone in
+  // its role only with the operator's consent.
+  const lone = changed.filter((e) => alone(spec, e));
+  const next = changed.find((e) => !alone(spec, e)) ?? (spec.rollout.allowRoleOutage ? changed[0] : undefined);
+  if (!next) throw new RolloutRoleOutage(spec, lone);
+  const stops = lone.length > 0 && !spec.rollout.allowRoleOutage ? ` The rollout stops before ${lone.map((e) => e.id).join(", ")}, alone in ${lone.length === 1 ? "its role" : "their roles"}, unless rollout.allowRoleOutage is set.` : "";
   const pending = ids.filter((id) => id !== next.id);
   return {
     ...decided(
@@ -123,10 +129,27 @@ export function decideRollout(spec: FleetSpec, recorded: RecordedDeployment, pol
       `rolling change (${change}): one engine per up, ${next.id} in this one`,
       `rollout: rolling change (${change}) over ${ids.length} engines still on their previous settings, one per up: ` +
         `this up restarts ${next.id}, drained first and readmitted once proven; ${pending.join(", ")} ${pending.length === 1 ? "keeps its" : "keep their"} running settings ` +
-        `until a later up (run \`pulumi up\` again once this one converges). ${rest(spec, next)}`,
+        `until a later up (run \`pulumi up\` again once this one converges). ${rest(spec, next)}.${stops}`,
     ),
     ...(alone(spec, next) ? { outage: true } : {}),
   };
+}
+
+/** A rollout that reached engines each alone in its role, without `rollout.allowRoleOutage`: it stops before them. */
+export class RolloutRoleOutage extends Error {
+  /** Stable code, the same in every copy of this module (tools/domain-errors.js ends the run with the message alone). */
+  readonly code = "NARWHAL_ROLLOUT_ROLE_OUTAGE" as const;
+  constructor(spec: FleetSpec, engines: ReadonlyArray<EngineSpec>) {
+    const which = engines.map((e) => `${e.id} is the only ${e.role} engine`).join(", ");
+    const others = spec.engines.filter((e) => !engines.includes(e)).map((e) => e.id);
+    const roles = [...new Set(engines.map((e) => e.role))].join(" or ");
+    super(
+      `rollout: stopped before ${engines.map((e) => e.id).join(", ")}: ${which}, so restarting ${engines.length === 1 ? "it" : "them"} leaves that role with no engine to serve until readmitted. ` +
+        `Add another ${roles} engine (engines[].role), or set narwhal-fleet:rollout '{"allowRoleOutage": true}' to restart ${engines.length === 1 ? "it" : "them"} anyway. ` +
+        `Nothing was touched${others.length ? `; ${others.join(", ")} keep${others.length === 1 ? "s" : ""} serving` : ""}.`,
+    );
+    this.name = "RolloutRoleOutage";
+  }
 }
 
 const alone = (spec: FleetSpec, engine: EngineSpec) => !spec.engines.some((o) => o.id !== engine.id && o.role === engine.role);
@@ -159,8 +182,9 @@ export function recordedDeployment(outputs: Readonly<Record<string, unknown>> | 
   );
   const policy = object(outputs?.routerRestartPolicy);
   const scopes = Array.isArray(outputs?.restarts) ? outputs.restarts.map(object).filter((s): s is Record<string, unknown> => !!s && Array.isArray(s.engines)) : undefined;
+  const status = object(outputs?.rollout)?.status;
   return {
-    rollout: { engines, hosts },
+    rollout: { engines, hosts, ...(status === "rolling" || status === "settled" ? { status } : {}) },
     ...(policy && typeof policy.policy === "string" ? { restartPolicy: { policy: policy.policy, reason: String(policy.reason ?? "") } } : {}),
     ...(scopes ? { restartScopes: scopes.map((s) => ({ engines: (s.engines as unknown[]).map(String), kind: String(s.kind), reason: String(s.reason ?? "") })) } : {}),
   };

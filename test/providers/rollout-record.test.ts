@@ -16,6 +16,8 @@ const TOOLS = path.join(ROOT, ".tools");
 
 const PROGRAM = (root: string) => `
 require(${JSON.stringify(path.join(root, "tools", "ts-require.js"))});
+// As program.js does: the program's refusals end the run as their message alone.
+require(${JSON.stringify(path.join(root, "tools", "domain-errors.js"))});
 const pulumi = require("@pulumi/pulumi");
 const { parseFleetConfig } = require(${JSON.stringify(path.join(root, "lib", "config", "parse.ts"))});
 const { decideRollout, recordedDeployment } = require(${JSON.stringify(path.join(root, "lib", "rollout", "decide.ts"))});
@@ -25,14 +27,18 @@ const { hostDiscoveryPlan } = require(${JSON.stringify(path.join(root, "lib", "f
 const config = new pulumi.Config();
 const spec = parseFleetConfig({
   hosts: [{ alias: "a", destination: "root@198.18.0.11", fabricInterface: "fab0" }, { alias: "b", destination: "root@198.18.0.12", fabricInterface: "fab0" }],
-  engines: [
-    { id: "p1", host: "a", role: "prefill", gpuIds: [0] },
-    { id: "p2", host: "b", role: "prefill", gpuIds: [0] },
-    { id: "d1", host: "a", role: "decode", gpuIds: [1] },
-    { id: "d2", host: "b", role: "decode", gpuIds: [1] },
-  ],
+  // \`pair\`: one engine of each role.
+  engines: config.getBoolean("pair")
+    ? [{ id: "p1", host: "a", role: "prefill" }, { id: "d1", host: "b", role: "decode" }]
+    : [
+        { id: "p1", host: "a", role: "prefill", gpuIds: [0] },
+        { id: "p2", host: "b", role: "prefill", gpuIds: [0] },
+        { id: "d1", host: "a", role: "decode", gpuIds: [1] },
+        { id: "d2", host: "b", role: "decode", gpuIds: [1] },
+      ],
   model: { servedName: "m", checkpointDir: "/models/m" },
   launch: { maxNumSeqs: config.requireNumber("maxNumSeqs") },
+  rollout: config.getObject("rollout") ?? {},
 });
 const provider = {
   async create(inputs) {
@@ -70,6 +76,7 @@ describe("providers: a rollout continues from the stack's last successful up (re
   this.timeout(300_000);
   let tmp = "";
   let stack: Stack;
+  let openStack: (name: string) => Promise<Stack>;
 
   before(async function () {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), "narwhal-rollout-"));
@@ -81,8 +88,8 @@ describe("providers: a rollout continues from the stack's last successful up (re
     fs.writeFileSync(path.join(project, "index.js"), PROGRAM(ROOT));
     fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(project, "node_modules"));
     const cli = await PulumiCommand.get({ root: TOOLS, skipVersionCheck: true });
-    stack = await LocalWorkspace.createOrSelectStack(
-      { stackName: "rollout", workDir: project },
+    openStack = (name) => LocalWorkspace.createOrSelectStack(
+      { stackName: name, workDir: project },
       {
         pulumiCommand: cli,
         pulumiHome: path.join(TOOLS, "pulumi-home"),
@@ -96,6 +103,7 @@ describe("providers: a rollout continues from the stack's last successful up (re
         },
       },
     );
+    stack = await openStack("rollout");
   });
 
   after(() => {
@@ -164,5 +172,19 @@ describe("providers: a rollout continues from the stack's last successful up (re
     expect(await rollout()).to.deep.include({ status: "settled", wave: [], pending: [] });
     expect(seqs(await rollout())).to.deep.equal({ p1: 128, p2: 128, d1: 128, d2: 128 });
     expect((await preview()).replaced).to.deep.equal([]);
+  });
+
+  it("stops before an engine alone in its role with one clean message, and restarts it once the operator allows the outage", async () => {
+    const pair = await openStack("pair");
+    await pair.setConfig("pair", { value: "true" });
+    await pair.setConfig("maxNumSeqs", { value: "64" });
+    await pair.up({ onOutput: () => undefined });
+    await pair.setConfig("maxNumSeqs", { value: "128" });
+    const refused = await pair.preview({ onOutput: () => undefined }).then(() => "", (err: Error) => err.message);
+    expect(refused).to.include(`rollout: stopped before p1, d1: p1 is the only prefill engine, d1 is the only decode engine, so restarting them leaves that role with no engine to serve until readmitted. Add another prefill or decode engine (engines[].role), or set narwhal-fleet:rollout '{"allowRoleOutage": true}' to restart them anyway. Nothing was touched.`);
+    expect(refused, "no JavaScript frames").to.not.match(/\n\s+at /);
+    await pair.setConfig("rollout", { value: JSON.stringify({ allowRoleOutage: true }) });
+    await pair.up({ onOutput: () => undefined });
+    expect((await pair.outputs()).rollout.value).to.deep.include({ status: "rolling", wave: ["p1"], pending: ["d1"] });
   });
 });

@@ -45,6 +45,7 @@ export interface RuleInput {
   readonly calibration: Section<z.output<typeof s.CalibrationSchema>>;
   readonly trial: Section<z.output<typeof s.TrialSchema>>;
   readonly evidence: Section<z.output<typeof s.EvidenceSchema>>;
+  readonly rollout: Section<z.output<typeof s.RolloutSchema>>;
 }
 
 export type Report = (path: PathSegment[], message: string) => void;

@@ -7,7 +7,7 @@ import * as f from "../fields";
 import { engineSchema } from "./engines";
 import { HostSchema } from "./hosts";
 import { LaunchSchema } from "./launch";
-import { AttestationSchema, CalibrationSchema, EvidenceSchema, TrialSchema, PreflightSchema, FabricSchema, ModelSchema, ObservabilitySchema, ProfilingSchema, RouterSchema, RuntimeSchema, SloSchema, SshSchema } from "./sections";
+import { AttestationSchema, CalibrationSchema, EvidenceSchema, RolloutSchema, TrialSchema, PreflightSchema, FabricSchema, ModelSchema, ObservabilitySchema, ProfilingSchema, RouterSchema, RuntimeSchema, SloSchema, SshSchema } from "./sections";
 
 export { HostSchema } from "./hosts";
 export { engineSchema } from "./engines";
@@ -31,6 +31,7 @@ export const SECTIONS = {
   calibration: CalibrationSchema,
   trial: TrialSchema,
   evidence: EvidenceSchema,
+  rollout: RolloutSchema,
 } as const;
 
 /** Every config key the parser reads, in the order problems are reported. */
@@ -61,6 +62,7 @@ export const FleetConfigSchema = f.strict(
     calibration: CalibrationSchema.prefault({}),
     trial: TrialSchema.prefault({}),
     evidence: EvidenceSchema.prefault({}),
+    rollout: RolloutSchema.prefault({}),
   },
   "an object of fleet config keys",
 );

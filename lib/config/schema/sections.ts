@@ -455,3 +455,18 @@ export const EvidenceSchema = f
   )
   .describe("The evidence store.");
 
+
+export const RolloutSchema = f
+  .strict(
+    {
+      allowRoleOutage: f
+        .flag()
+        .default(false)
+        .describe(
+          "Let a rolling change restart an engine that is the only one of its role: that role has no engine to serve until it is readmitted. " +
+            "Without it the rollout stops before such an engine, naming it ([invalidation.md](invalidation.md#a-change-to-every-engine-one-engine-per-up)).",
+        ),
+    },
+    "an object {allowRoleOutage}",
+  )
+  .describe("Rolling changes: one engine per `up`, each role kept serving.");

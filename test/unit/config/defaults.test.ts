@@ -66,6 +66,7 @@ describe("config: defaults", () => {
       calibration: { enabled: false, samplesPerGroup: 100, routerOverheadS: 0.05, maxFailuresPerGroup: 20 },
       trial: { points: [], requestTimeoutS: 120, drainTimeoutS: 120, minGoodFraction: 0.9, predictionBound: 0.5 },
       evidence: {},
+      rollout: { allowRoleOutage: false },
     });
   });
 

@@ -20,7 +20,7 @@ describe("config: FleetConfigError", () => {
       {
         path: "engins",
         message:
-          'unknown key; did you mean "engines"? allowed keys: hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation, preflight, calibration, trial, evidence',
+          'unknown key; did you mean "engines"? allowed keys: hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation, preflight, calibration, trial, evidence, rollout',
       },
       { path: "hosts[0].port", message: "found 0; allowed: an integer from 1 to 65535" },
       {

@@ -4,7 +4,7 @@
  */
 import { DIGEST, rejectsEach, type BadCase } from "./fixtures";
 
-const KNOWN_KEYS = "hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation, preflight, calibration, trial, evidence";
+const KNOWN_KEYS = "hosts, engines, model, runtime, launch, slo, router, observability, ssh, fabric, profiling, attestation, preflight, calibration, trial, evidence, rollout";
 const MUTABLE = "pin an image ID (sha256:…) or a digest (repo@sha256:…)";
 
 const STORE_FORM = "expected s3://<bucket>[/<prefix>]?endpoint=<http(s)://host:port>&region=<region>";

@@ -97,14 +97,34 @@ describe("rollout: which engines a change to their launch settings restarts in t
     expect(resolveEngineLaunch(after, after.engines[0], facts("a")).policy).to.deep.include({ maxNumSeqs: 128, engineEnv: { A: "2" } });
   });
 
-  it("restarts a wave first where its role keeps another engine, and says when a role has none", () => {
+  it("restarts first the engines whose role keeps another, and an engine alone in its role only with the operator's consent", () => {
     const engines = [{ id: "p1", host: "a", role: "prefill", gpuIds: [0] }, { id: "d1", host: "a", role: "decode", gpuIds: [1] }, { id: "d2", host: "b", role: "decode" }];
-    const first = decideRollout(spec({ maxNumSeqs: 16 }, engines), recordOf(spec({}, engines)));
+    const replay = (r: { record: unknown }) => recordedDeployment(JSON.parse(JSON.stringify({ rollout: r.record })));
+    const after = spec({ maxNumSeqs: 16 }, engines);
+    const first = decideRollout(after, recordOf(spec({}, engines)));
     expect(first.record.wave).to.deep.equal(["d1"]);
-    const lone = decideRollout(spec({ maxNumSeqs: 16 }, engines), recordedDeployment(JSON.parse(JSON.stringify({ rollout: decideRollout(spec({ maxNumSeqs: 16 }, engines), recordedDeployment(JSON.parse(JSON.stringify({ rollout: first.record })))).record }))));
-    expect(lone.message).to.include("p1 is the only prefill engine: that role has no engine to serve while it restarts");
-    expect(lone.outage).to.equal(true);
     expect(first.outage).to.equal(undefined);
+    expect(first.message).to.match(/d2 serves the decode role meanwhile\. The rollout stops before p1, alone in its role, unless rollout\.allowRoleOutage is set\.$/);
+    const second = decideRollout(after, replay(first));
+    expect(second.record).to.deep.include({ wave: ["d2"], pending: ["p1"] });
+    // p1 is all that is left: the rollout stops before it, and says how to go on.
+    expect(() => decideRollout(after, replay(second))).to.throw(
+      "rollout: stopped before p1: p1 is the only prefill engine, so restarting it leaves that role with no engine to serve until readmitted. " +
+        `Add another prefill engine (engines[].role), or set narwhal-fleet:rollout '{"allowRoleOutage": true}' to restart it anyway. Nothing was touched; d1, d2 keep serving.`,
+    );
+    const consented = spec({ maxNumSeqs: 16 }, engines, { rollout: { allowRoleOutage: true } });
+    const last = decideRollout(consented, replay(second));
+    expect(last.message).to.include("p1 is the only prefill engine: that role has no engine to serve while it restarts");
+    expect(last.outage).to.equal(true);
+    // A change of that one engine alone, outside a rollout, is the operator's own: it restarts, with the warning.
+    const single = engines.map((e) => (e.id === "p1" ? { ...e, overrides: { maxNumSeqs: 16 } } : e));
+    expect(decideRollout(spec({}, single), recordOf(spec({}, engines))).outage).to.equal(true);
+    // Two engines, each alone in its role: the rollout cannot start without consent.
+    const pair = [{ id: "p1", host: "a", role: "prefill" }, { id: "d1", host: "b", role: "decode" }];
+    expect(() => decideRollout(spec({ maxNumSeqs: 16 }, pair), recordOf(spec({}, pair)))).to.throw(/^rollout: stopped before p1, d1: p1 is the only prefill engine, d1 is the only decode engine, so restarting them .* Add another prefill or decode engine/);
+    const both = decideRollout(spec({ maxNumSeqs: 16 }, pair, { rollout: { allowRoleOutage: true } }), recordOf(spec({}, pair)));
+    expect(both.record).to.deep.include({ wave: ["p1"], pending: ["d1"] });
+    expect(both.outage).to.equal(true);
   });
 
   it("restarts every changed engine at once when the change also reaches a setting that does not roll", () => {
