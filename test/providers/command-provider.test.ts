@@ -9,6 +9,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { EngineEvent, LocalWorkspace, PulumiCommand, Stack } from "@pulumi/pulumi/automation";
+import { localCliEnv } from "../support/local-cli";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const TOOLS = path.join(ROOT, ".tools");
@@ -149,14 +150,8 @@ describe("providers: pulumi-resource-command (tools/command-provider) through th
   const envVars = (): Record<string, string> => ({
     PATH: `${path.join(TOOLS, "bin")}:${process.env.PATH ?? ""}`,
     PULUMI_HOME: path.join(TOOLS, "pulumi-home"),
-    PULUMI_BACKEND_URL: `file://${path.join(tmp, "state")}`,
-    PULUMI_CONFIG_PASSPHRASE: "test",
-    PULUMI_SKIP_UPDATE_CHECK: "true",
-    PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
-    PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK: "true",
-    // Use the plugin installed in the plugin cache (as a user of the real plugin would), not the
-    // copy that build.sh leaves in .tools/bin, which is on PATH.
-    PULUMI_IGNORE_AMBIENT_PLUGINS: "true",
+    // The plugin installed in the plugin cache, not the copy build.sh leaves in .tools/bin, on PATH.
+    ...localCliEnv(path.join(tmp, "state")),
     // A user's project as `pulumi new` leaves it, with no tsconfig: the CLI's default type-checking ts-node,
     // whatever the test run exports for this project's own program (scripts/test.sh).
     PULUMI_NODEJS_TRANSPILE_ONLY: "false",

@@ -10,9 +10,9 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { LocalWorkspace, PulumiCommand, type EngineEvent, type Stack } from "@pulumi/pulumi/automation";
+import { localCliEnv, TOOLS } from "../support/local-cli";
 
 const ROOT = path.resolve(__dirname, "..", "..");
-const TOOLS = path.join(ROOT, ".tools");
 
 const PROGRAM = (root: string) => `
 require(${JSON.stringify(path.join(root, "tools", "ts-require.js"))});
@@ -93,14 +93,7 @@ describe("providers: a rollout continues from the stack's last successful up (re
       {
         pulumiCommand: cli,
         pulumiHome: path.join(TOOLS, "pulumi-home"),
-        envVars: {
-          PULUMI_BACKEND_URL: `file://${path.join(tmp, "state")}`,
-          PULUMI_CONFIG_PASSPHRASE: "test",
-          PULUMI_SKIP_UPDATE_CHECK: "true",
-          PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
-          PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK: "true",
-          PULUMI_IGNORE_AMBIENT_PLUGINS: "true",
-        },
+        envVars: localCliEnv(path.join(tmp, "state")),
       },
     );
     stack = await openStack("rollout");

@@ -35,18 +35,24 @@ export async function plannedChanges(stack: Stack, opts: PreviewOptions = {}): P
   return steps;
 }
 
-/** One real `pulumi preview`: its steps as plannedChanges gives them, and the messages the program logged. */
-export async function plannedWithLog(stack: Stack, opts: PreviewOptions = {}): Promise<{ steps: Map<string, PlannedStep>; log: string[] }> {
+/** One real, quiet `pulumi preview`: its steps as plannedChanges gives them, and every event to `also`. */
+async function previewReading(stack: Stack, opts: PreviewOptions, also: (e: EngineEvent) => void): Promise<Map<string, PlannedStep>> {
   const steps = new Map<string, PlannedStep>();
-  const log: string[] = [];
   await stack.preview({
     ...opts,
     onOutput: () => undefined,
     onEvent: (e: EngineEvent) => {
       collect(steps, e.resourcePreEvent?.metadata);
-      if (e.diagnosticEvent) log.push(e.diagnosticEvent.message.trim());
+      also(e);
     },
   });
+  return steps;
+}
+
+/** One real `pulumi preview`: its steps as plannedChanges gives them, and the messages the program logged. */
+export async function plannedWithLog(stack: Stack, opts: PreviewOptions = {}): Promise<{ steps: Map<string, PlannedStep>; log: string[] }> {
+  const log: string[] = [];
+  const steps = await previewReading(stack, opts, (e) => e.diagnosticEvent && log.push(e.diagnosticEvent.message.trim()));
   return { steps, log };
 }
 
@@ -55,17 +61,8 @@ export async function plannedWithLog(stack: Stack, opts: PreviewOptions = {}): P
  * `npm run invalidated` prints of the same events (a refreshing preview costs each engine's probe once).
  */
 export async function plannedWithSummary(stack: Stack, opts: PreviewOptions = {}): Promise<{ steps: Map<string, PlannedStep>; summary: InvalidationSummary }> {
-  const steps = new Map<string, PlannedStep>();
   const events: EngineEvent[] = [];
-  await stack.preview({
-    ...opts,
-    onOutput: () => undefined,
-    onEvent: (e: EngineEvent) => {
-      if (!e.resourcePreEvent) return;
-      events.push(e);
-      collect(steps, e.resourcePreEvent.metadata);
-    },
-  });
+  const steps = await previewReading(stack, opts, (e) => e.resourcePreEvent && events.push(e));
   return { steps, summary: summarise(stack.name, events) };
 }
 

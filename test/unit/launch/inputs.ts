@@ -1,4 +1,18 @@
 import type { LaunchInputs } from "../../../lib/launch/plan";
+import { parseFleetConfig } from "../../../lib/config/parse";
+
+/** A parsed fleet on hosts `a` (198.18.0.11) and `b` (198.18.0.12), interface fab0, model `m`; `extra` adds config keys. */
+export function twoHostFleet(engines: unknown[], extra: Record<string, unknown> = {}) {
+  return parseFleetConfig({
+    hosts: [
+      { alias: "a", destination: "root@198.18.0.11", fabricInterface: "fab0" },
+      { alias: "b", destination: "root@198.18.0.12", fabricInterface: "fab0" },
+    ],
+    engines,
+    model: { servedName: "m", checkpointDir: "/models/m" },
+    ...extra,
+  });
+}
 
 /** One NVIDIA engine on two GPUs (resolved, as lib/launch/policy.ts hands them on) with the runbook's default policy; `over` edits the policy. */
 export function launchInputs(over: Partial<LaunchInputs["policy"]> = {}, id = "e1"): LaunchInputs {

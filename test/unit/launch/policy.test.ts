@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { parseFleetConfig } from "../../../lib/config/parse";
+import { twoHostFleet } from "./inputs";
 import { checkReplicaShapes, engineLaunchPlan, HostLaunchFacts, LaunchPolicyError, resolveEngineLaunch } from "../../../lib/launch/policy";
 
 const h100 = (alias: string, n = 2): HostLaunchFacts => ({
@@ -12,17 +12,7 @@ const h100 = (alias: string, n = 2): HostLaunchFacts => ({
   model: { dtype: "bfloat16", maxPositionEmbeddings: 32768 },
 });
 
-function spec(engines: unknown[], extra: Record<string, unknown> = {}) {
-  return parseFleetConfig({
-    hosts: [
-      { alias: "a", destination: "root@198.18.0.11", fabricInterface: "fab0" },
-      { alias: "b", destination: "root@198.18.0.12", fabricInterface: "fab0" },
-    ],
-    engines,
-    model: { servedName: "m", checkpointDir: "/models/m" },
-    ...extra,
-  });
-}
+const spec = twoHostFleet;
 
 function rejection(fn: () => unknown): string[] {
   try {

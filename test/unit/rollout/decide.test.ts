@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { parseFleetConfig } from "../../../lib/config/parse";
+import { twoHostFleet } from "../launch/inputs";
 import { decideRollout as decideWith, recordedDeployment, type RecordedDeployment } from "../../../lib/rollout/decide";
 import { hostDiscoveryPlan } from "../../../lib/fleet/host-plan";
 import { resolveEngineLaunch, type HostLaunchFacts } from "../../../lib/launch/policy";
@@ -12,16 +12,7 @@ const ENGINES = [
 ];
 
 function spec(launch: Record<string, unknown> = {}, engines: unknown[] = ENGINES, extra: Record<string, unknown> = {}) {
-  return parseFleetConfig({
-    hosts: [
-      { alias: "a", destination: "root@198.18.0.11", fabricInterface: "fab0" },
-      { alias: "b", destination: "root@198.18.0.12", fabricInterface: "fab0" },
-    ],
-    engines,
-    model: { servedName: "m", checkpointDir: "/models/m" },
-    launch,
-    ...extra,
-  });
+  return twoHostFleet(engines, { launch, ...extra });
 }
 
 /** The decision with each host's policy digest as the program computes it from the config. */
