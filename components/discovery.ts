@@ -154,8 +154,8 @@ function discoverHost(
  * own probe (lib/adoption/preview-reads.ts).
  */
 function planFor(spec: FleetSpec, e: EngineSpec, discovery: HostDiscovery, rollout: pulumi.Output<RolloutDecision>): pulumi.Output<LaunchPlan> {
-  return pulumi.all([discovery.fabricAddress, discovery.accelerators, discovery.model, rollout]).apply(([fabricAddress, accelerators, model, { held }]) =>
-    engineLaunchPlan(spec, e, { fabricAddress, accelerators, model }, held[e.id]),
+  return pulumi.all([discovery.fabricAddress, discovery.accelerators, discovery.model, rollout]).apply(([fabricAddress, accelerators, model, { record }]) =>
+    engineLaunchPlan(spec, e, { fabricAddress, accelerators, model }, record.engines[e.id].settings),
   );
 }
 

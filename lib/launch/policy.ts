@@ -58,7 +58,7 @@ export function hostLaunchFacts(
  * applied to what discovery found on its host. Depends on that host's facts only, so a change on
  * another host never touches this engine's plan. Throws `LaunchPolicyError` naming engine, host, field.
  */
-export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: HostLaunchFacts, held?: RollingSettings): LaunchInputs {
+export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: HostLaunchFacts, settings?: RollingSettings): LaunchInputs {
   const at = `engines[${engine.index}]`;
   const who = `engine ${engine.id} on host ${facts.alias}`;
   const issues: PolicyIssue[] = [];
@@ -92,8 +92,8 @@ export function resolveEngineLaunch(spec: FleetSpec, engine: EngineSpec, facts: 
     issues.push({ path: field, message: `${who}: tensor parallel size ${tp} does not divide the engine's ${gpus.length} GPU(s) (${gpus.join(", ")})` });
   }
 
-  // An engine a rolling change has not reached yet keeps the settings it runs (lib/rollout).
-  const rolling = held ?? rollingSettings(spec, engine);
+  // The rollout's decision says which (lib/rollout): an engine a rolling change has not reached yet keeps the ones it runs.
+  const rolling = settings ?? rollingSettings(spec, engine);
   const engineEnv = rolling.engineEnv ?? {};
   const ds = facts.model?.ssmConvStateLayoutDS ?? false;
   if (ds && engineEnv.VLLM_SSM_CONV_STATE_LAYOUT !== undefined && engineEnv.VLLM_SSM_CONV_STATE_LAYOUT !== "DS") {
@@ -159,10 +159,10 @@ export interface DiscoveredHost {
  * configuration, and the preview's adoption forecast (lib/adoption/preview-reads.ts) decides against the
  * same function's result. Throws `LaunchPolicyError` naming engine, host and field.
  */
-export function engineLaunchPlan(spec: FleetSpec, engine: EngineSpec, discovered: DiscoveredHost, held?: RollingSettings): LaunchPlan {
+export function engineLaunchPlan(spec: FleetSpec, engine: EngineSpec, discovered: DiscoveredHost, settings?: RollingSettings): LaunchPlan {
   const host = spec.hosts.find((h) => h.alias === engine.host);
   if (!host) throw new LaunchPolicyError([{ path: `engines[${engine.index}].host`, message: `engine ${engine.id}: no host has alias ${engine.host}` }]);
-  return renderLaunchPlan(resolveEngineLaunch(spec, engine, hostLaunchFacts(host, discovered.fabricAddress, discovered.accelerators, discovered.model), held));
+  return renderLaunchPlan(resolveEngineLaunch(spec, engine, hostLaunchFacts(host, discovered.fabricAddress, discovered.accelerators, discovered.model), settings));
 }
 
 /** One replica as the fleet-wide check sees it. */

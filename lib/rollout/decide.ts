@@ -20,10 +20,21 @@ export interface RolloutRecord {
   /** The engines this `up` keeps on their previous settings, each for a later `up`. */
   readonly pending: ReadonlyArray<string>;
   readonly reason: string;
-  /** Per engine, the settings it runs (`onTarget`: the config's own) and per part the digest of the rest of its launch config. */
-  readonly engines: Readonly<Record<string, { readonly settings: RollingSettings; readonly fixed: Readonly<Record<FixedPart, string>>; readonly onTarget: boolean }>>;
+  /** Per engine, the settings it runs after this `up`, which its plan launches (`onTarget`: the config's own), and per part the digest of the rest of its launch config. */
+  readonly engines: Readonly<Record<string, RecordedEngine>>;
   /** Per host, the launch policy digest its discovery ran against (lib/fleet/host-plan.ts). */
   readonly hosts: Readonly<Record<string, { readonly policyDigest: string }>>;
+}
+
+export interface RecordedEngine {
+  readonly settings: RollingSettings;
+  /**
+   * `settings.engineEnv`'s names in the order the engine's command sets them: the engine hands a stack's
+   * outputs back with an object's keys in an order of its own, and a held engine's command must not change.
+   */
+  readonly envOrder?: ReadonlyArray<string>;
+  readonly fixed: Readonly<Record<FixedPart, string>>;
+  readonly onTarget: boolean;
 }
 
 /** What the stack's last successful deployment recorded, as far as a rollout needs it. */
@@ -36,8 +47,6 @@ export interface RecordedDeployment {
 }
 
 export interface RolloutDecision {
-  /** The engines kept on their recorded settings this `up`, with those settings. */
-  readonly held: Readonly<Record<string, RollingSettings>>;
   /**
    * Per host, the policy digest its discovery runs against this `up`: while an engine of the host keeps
    * its settings, the one recorded, so the host is discovered again once, with its last engine's wave.
@@ -68,11 +77,11 @@ export function decideRollout(spec: FleetSpec, recorded: RecordedDeployment, pol
     const engines = Object.fromEntries(
       spec.engines.map((e) => {
         const held = pending.includes(e.id);
-        return [e.id, { settings: held ? applied[e.id].settings : desired.get(e.id)!.settings, fixed: desired.get(e.id)!.fixed, onTarget: !held }];
+        const settings = held ? applied[e.id].settings : desired.get(e.id)!.settings;
+        return [e.id, { settings, ...(settings.engineEnv ? { envOrder: Object.keys(settings.engineEnv) } : {}), fixed: desired.get(e.id)!.fixed, onTarget: !held }];
       }),
     );
     return {
-      held: Object.fromEntries(pending.map((id) => [id, applied[id].settings])),
       policyDigests: digests,
       record: { status, wave, pending, reason, engines, hosts: Object.fromEntries(Object.entries(digests).map(([alias, policyDigest]) => [alias, { policyDigest }])) },
       ...(message ? { message } : {}),
@@ -171,7 +180,11 @@ export function recordedDeployment(outputs: Readonly<Record<string, unknown>> | 
       const settings = object(entry?.settings);
       const fixed = object(entry?.fixed);
       const whole = fixed && (Object.keys(FIXED_PARTS) as FixedPart[]).every((p) => typeof fixed[p] === "string");
-      return settings && whole ? [[id, { settings: settings as unknown as RollingSettings, fixed: fixed as Record<FixedPart, string>, onTarget: entry?.onTarget === true }]] : [];
+      if (!settings || !whole) return [];
+      const order = Array.isArray(entry?.envOrder) ? entry.envOrder.map(String) : [];
+      const env = object(settings.engineEnv);
+      const ordered = env ? { ...settings, engineEnv: Object.fromEntries([...order.filter((k) => k in env), ...Object.keys(env).filter((k) => !order.includes(k))].map((k) => [k, env[k]])) } : settings;
+      return [[id, { settings: ordered as unknown as RollingSettings, fixed: fixed as Record<FixedPart, string>, onTarget: entry?.onTarget === true }]];
     }),
   );
   const hosts = Object.fromEntries(

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { twoHostFleet } from "../launch/inputs";
-import { decideRollout as decideWith, recordedDeployment, type RecordedDeployment } from "../../../lib/rollout/decide";
+import { decideRollout as decideWith, recordedDeployment, type RecordedDeployment, type RolloutDecision } from "../../../lib/rollout/decide";
 import { hostDiscoveryPlan } from "../../../lib/fleet/host-plan";
 import { resolveEngineLaunch, type HostLaunchFacts } from "../../../lib/launch/policy";
 
@@ -19,9 +19,16 @@ function spec(launch: Record<string, unknown> = {}, engines: unknown[] = ENGINES
 const decideRollout = (s: ReturnType<typeof spec>, recorded: RecordedDeployment) =>
   decideWith(s, recorded, Object.fromEntries(s.hosts.map((h) => [h.alias, hostDiscoveryPlan(s, h).policyDigest])));
 
-/** What an up of `s` records, as the engine hands the outputs back (a JSON round trip). */
+/** The engines a decision keeps on their recorded settings, with those settings. */
+const heldBy = (d: RolloutDecision) => Object.fromEntries(d.record.pending.map((id) => [id, d.record.engines[id].settings]));
+
+/** Every object's keys in reverse order: the engine hands outputs back with keys in an order of its own. */
+const shuffled = (v: unknown): unknown =>
+  Array.isArray(v) ? v.map(shuffled) : typeof v === "object" && v !== null ? Object.fromEntries(Object.entries(v).reverse().map(([k, x]) => [k, shuffled(x)])) : v;
+
+/** What an up of `s` records, as the engine hands the outputs back (a JSON round trip, keys reordered). */
 function recordOf(s: ReturnType<typeof spec>, extra: Record<string, unknown> = {}): RecordedDeployment {
-  return recordedDeployment(JSON.parse(JSON.stringify({ rollout: decideRollout(s, {}).record, ...extra })) as Record<string, unknown>);
+  return recordedDeployment(shuffled(JSON.parse(JSON.stringify({ rollout: decideRollout(s, {}).record, ...extra }))) as Record<string, unknown>);
 }
 
 const facts = (alias: string): HostLaunchFacts => ({
@@ -40,8 +47,8 @@ describe("rollout: which engines a change to their launch settings restarts in t
     const after = spec({ maxNumSeqs: 128 });
     const first = decideRollout(after, recordOf(before));
     expect(first.record).to.deep.include({ status: "rolling", wave: ["p1"], pending: ["p2", "d1", "d2"] });
-    expect(Object.keys(first.held)).to.deep.equal(["p2", "d1", "d2"]);
-    expect(first.held.p2.maxNumSeqs).to.equal(64);
+    expect(Object.keys(heldBy(first))).to.deep.equal(["p2", "d1", "d2"]);
+    expect(heldBy(first).p2.maxNumSeqs).to.equal(64);
     expect(first.record.engines.p1).to.deep.include({ onTarget: true });
     expect(first.record.engines.p1.settings.maxNumSeqs).to.equal(128);
     expect(first.record.engines.d2).to.deep.include({ onTarget: false });
@@ -54,7 +61,7 @@ describe("rollout: which engines a change to their launch settings restarts in t
     expect(third.record).to.deep.include({ wave: ["d1"], pending: ["d2"] });
     const last = decideRollout(after, recordedDeployment(JSON.parse(JSON.stringify({ rollout: third.record }))));
     expect(last.record).to.deep.include({ status: "settled", wave: [], pending: [] });
-    expect(last.held).to.deep.equal({});
+    expect(heldBy(last)).to.deep.equal({});
     expect(last.message).to.equal("rollout: d2 restarts onto its new settings (maxNumSeqs 64 → 128); d1 serves the decode role meanwhile");
     expect(Object.values(last.record.engines).every((e) => e.onTarget)).to.equal(true);
   });
@@ -78,14 +85,17 @@ describe("rollout: which engines a change to their launch settings restarts in t
   });
 
   it("holds an engine on its recorded settings in the plan it launches", () => {
-    const before = spec({ maxNumSeqs: 64, engineEnv: { A: "1" } });
-    const after = spec({ maxNumSeqs: 128, engineEnv: { A: "2" } });
-    const { held } = decideRollout(after, recordOf(before));
-    const kept = resolveEngineLaunch(after, after.engines[1], facts("b"), held.p2);
-    expect(kept.policy).to.deep.include({ maxNumSeqs: 64, engineEnv: { A: "1" } });
-    // The same settings from the same config give the same inputs with and without the record.
-    expect(resolveEngineLaunch(before, before.engines[1], facts("b"))).to.deep.equal(kept);
-    expect(resolveEngineLaunch(after, after.engines[0], facts("a")).policy).to.deep.include({ maxNumSeqs: 128, engineEnv: { A: "2" } });
+    const before = spec({ maxNumSeqs: 64, engineEnv: { B: "1", A: "1" } });
+    const after = spec({ maxNumSeqs: 128, engineEnv: { B: "2", A: "2" } });
+    const decision = decideRollout(after, recordOf(before));
+    const kept = resolveEngineLaunch(after, after.engines[1], facts("b"), decision.record.engines.p2.settings);
+    expect(kept.policy).to.deep.include({ maxNumSeqs: 64, engineEnv: { B: "1", A: "1" } });
+    // The same settings from the same config give the same inputs with and without the record, down to
+    // the order the command sets the environment in, whatever order the record came back in.
+    const original = resolveEngineLaunch(before, before.engines[1], facts("b"));
+    expect(original).to.deep.equal(kept);
+    expect(Object.keys(kept.policy.engineEnv!)).to.deep.equal(Object.keys(original.policy.engineEnv!)).and.deep.equal(["B", "A"]);
+    expect(resolveEngineLaunch(after, after.engines[0], facts("a")).policy).to.deep.include({ maxNumSeqs: 128, engineEnv: { B: "2", A: "2" } });
   });
 
   it("restarts first the engines whose role keeps another, and an engine alone in its role only with the operator's consent", () => {
@@ -120,14 +130,14 @@ describe("rollout: which engines a change to their launch settings restarts in t
 
   it("restarts every changed engine at once when the change also reaches a setting that does not roll", () => {
     const d = decideRollout(spec({ maxNumSeqs: 128, kvCacheDtype: "fp8" }), recordOf(spec({ maxNumSeqs: 64 })));
-    expect(d.held).to.deep.equal({});
+    expect(heldBy(d)).to.deep.equal({});
     expect(d.record).to.deep.include({ status: "settled", wave: [], pending: [] });
     expect(d.message).to.equal(
       "rollout: nothing rolls: p1, p2, d1, d2 restart at once in this up, because the change reaches other launch settings (dtype, KV cache dtype, block size, transport, ...) (p1, p2, d1, d2): only maxModelLen, maxNumSeqs, gpuMemoryUtilization, engineArgs, engineEnv roll: no engine serves from their stop until the router is swapped onto them",
     );
     // The runtime alone (an image, a vLLM command): every engine at once, and the preview says so.
     const runtime = decideRollout(spec({}, ENGINES, { runtime: { vllmCommand: "/opt/vllm-next/bin/vllm" } }), recordOf(spec({})));
-    expect(runtime.held).to.deep.equal({});
+    expect(heldBy(runtime)).to.deep.equal({});
     expect(runtime.message).to.equal(
       "rollout: nothing rolls: p1, p2, d1, d2 restart at once in this up, because the change reaches the runtime (image, vLLM command) (p1, p2, d1, d2): only maxModelLen, maxNumSeqs, gpuMemoryUtilization, engineArgs, engineEnv roll: no engine serves from their stop until the router is swapped onto them",
     );
@@ -148,7 +158,7 @@ describe("rollout: which engines a change to their launch settings restarts in t
     const before = spec({ maxNumSeqs: 64 });
     const after = spec({ maxNumSeqs: 128 });
     const wave = decideRollout(after, recordOf(before, { routerRestartPolicy: { policy: "whole_wave", reason: "d1 has CUDA IPC peers" } }));
-    expect(wave.held).to.deep.equal({});
+    expect(heldBy(wave)).to.deep.equal({});
     expect(wave.message).to.include("because narwhal's restart policy is whole_wave (d1 has CUDA IPC peers)");
     const component = decideRollout(after, recordOf(before, { restarts: [{ engines: ["p1", "d1"], kind: "component", reason: "NIXL 1.4.1" }, { engines: ["p2", "d2"], kind: "engine", reason: "1.5.0" }] }));
     expect(component.message).to.include("because their KV component (p1, d1) restarts whole: NIXL 1.4.1");
@@ -157,7 +167,7 @@ describe("rollout: which engines a change to their launch settings restarts in t
   });
 
   it("rolls nothing without a record (a first up, or a stack from before rollouts), and takes new engines as they are", () => {
-    expect(decideRollout(spec({ maxNumSeqs: 128 }), {})).to.deep.include({ held: {} });
+    expect(heldBy(decideRollout(spec({ maxNumSeqs: 128 }), {}))).to.deep.equal({});
     expect(decideRollout(spec({ maxNumSeqs: 128 }), recordedDeployment(undefined)).record.status).to.equal("settled");
     // Two recorded engines change, a new one starts on the config's settings.
     const two = [{ id: "p1", host: "a", role: "prefill", gpuIds: [0] }, { id: "d1", host: "a", role: "decode", gpuIds: [1] }];
