@@ -96,6 +96,9 @@ describe("rollout: which engines a change to their launch settings restarts in t
     expect(original).to.deep.equal(kept);
     expect(Object.keys(kept.policy.engineEnv!)).to.deep.equal(Object.keys(original.policy.engineEnv!)).and.deep.equal(["B", "A"]);
     expect(resolveEngineLaunch(after, after.engines[0], facts("a")).policy).to.deep.include({ maxNumSeqs: 128, engineEnv: { B: "2", A: "2" } });
+    // An engine the rollout moves launches exactly what the config alone gives, byte for byte.
+    const moved = resolveEngineLaunch(after, after.engines[0], facts("a"), decision.record.engines.p1.settings);
+    expect(JSON.stringify(moved)).to.equal(JSON.stringify(resolveEngineLaunch(after, after.engines[0], facts("a"))));
   });
 
   it("restarts first the engines whose role keeps another, and an engine alone in its role only with the operator's consent", () => {
