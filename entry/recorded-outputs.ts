@@ -5,13 +5,33 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 
+/** The backend did not answer: the program stops rather than take a rollout's record for empty. */
+export class RecordedOutputsUnreadable extends Error {
+  /** Stable code (tools/domain-errors.js ends the run with the message alone). */
+  readonly code = "NARWHAL_RECORDED_OUTPUTS_UNREADABLE" as const;
+  constructor(stack: string, cause: unknown) {
+    super(
+      `reading the last outputs of stack ${stack} failed: ${cause instanceof Error ? cause.message : String(cause)}. ` +
+        "A rolling change continues from them, so nothing was touched; check that the state backend answers (PULUMI_BACKEND_URL and its credentials) and run again.",
+    );
+    this.name = "RecordedOutputsUnreadable";
+  }
+}
+
 let read: Promise<Record<string, unknown>> | undefined;
 
 export function recordedOutputs(): Promise<Record<string, unknown>> {
-  read ??= (async () => {
-    const name = `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
-    const answer = (await pulumi.runtime.invoke("pulumi:pulumi:readStackOutputs", { name })) as { outputs?: Record<string, unknown> } | undefined;
-    return answer?.outputs ?? {};
-  })();
+  read ??= readOutputs(`${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`, (name) => pulumi.runtime.invoke("pulumi:pulumi:readStackOutputs", { name }));
   return read;
+}
+
+/** `invoke` asks the engine for one stack's outputs. */
+export async function readOutputs(stack: string, invoke: (name: string) => Promise<unknown>): Promise<Record<string, unknown>> {
+  let answer: { outputs?: Record<string, unknown> } | undefined;
+  try {
+    answer = (await invoke(stack)) as typeof answer;
+  } catch (err) {
+    throw new RecordedOutputsUnreadable(stack, err);
+  }
+  return answer?.outputs ?? {};
 }
