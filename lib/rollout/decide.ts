@@ -61,7 +61,8 @@ export interface RolloutDecision {
 
 /** `policyDigests`: per host, the digest of the launch policy its engines take from the config. */
 export function decideRollout(spec: FleetSpec, recorded: RecordedDeployment, policyDigests: Readonly<Record<string, string>>): RolloutDecision {
-  const desired = new Map(spec.engines.map((e) => [e.id, { settings: rollingSettings(spec, e), fixed: fixedLaunchDigests(spec, e) }]));
+  const fixedOf = fixedLaunchDigests(spec);
+  const desired = new Map(spec.engines.map((e) => [e.id, { settings: rollingSettings(spec, e), fixed: fixedOf(e) }]));
   const applied = recorded.rollout?.engines ?? {};
   const changed = spec.engines.filter((e) => applied[e.id] && !sameSettings(applied[e.id].settings, desired.get(e.id)!.settings));
   const digestsWhile = (pending: string[]) =>

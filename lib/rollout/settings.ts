@@ -44,16 +44,20 @@ export type FixedPart = keyof typeof FIXED_PARTS;
 /**
  * Per part, the digest of what else the engine's plan is made from in the config: the runtime without its
  * deadlines; the fleet's launch policy and the engine's overrides without the rolling keys (and without
- * `slo`, which judges, not launches); the model; where the engine runs.
+ * `slo`, which judges, not launches); the model; where the engine runs. The fleet-wide parts are hashed
+ * once, whatever the fleet's size: call it once and apply the result to each engine.
  */
-export function fixedLaunchDigests(spec: FleetSpec, engine: EngineSpec): Record<FixedPart, string> {
-  const { slo: _slo, ...overrides } = engine.overrides ?? {};
+export function fixedLaunchDigests(spec: FleetSpec): (engine: EngineSpec) => Record<FixedPart, string> {
   const { deadlinesS: _deadlines, ...runtime } = spec.runtime;
-  return {
-    runtime: sha256Json(runtime),
-    launch: sha256Json({ launch: omitRolling(spec.launch), overrides: omitRolling(overrides) }),
-    model: sha256Json(spec.model),
-    placement: sha256Json({ host: engine.host, port: engine.port, nixlPort: engine.nixlPort, gpuIds: engine.gpuIds ?? null, transferPortRange: engine.transferPortRange ?? null }),
+  const fleet = { runtime: sha256Json(runtime), launch: sha256Json(omitRolling(spec.launch)), model: sha256Json(spec.model) };
+  return (engine) => {
+    const { slo: _slo, ...overrides } = engine.overrides ?? {};
+    return {
+      runtime: fleet.runtime,
+      launch: sha256Json({ launch: fleet.launch, overrides: omitRolling(overrides) }),
+      model: fleet.model,
+      placement: sha256Json({ host: engine.host, port: engine.port, nixlPort: engine.nixlPort, gpuIds: engine.gpuIds ?? null, transferPortRange: engine.transferPortRange ?? null }),
+    };
   };
 }
 
