@@ -83,7 +83,7 @@ export class Discovery extends OpaqueComponent {
     const configDigests = Object.fromEntries([...hostPlans].map(([alias, plan]) => [alias, plan.policyDigest]));
     this.rollout = pulumi.output(args.recorded ?? {}).apply((recorded) => decideRollout(spec, recorded, configDigests));
     this.hosts = new Map(
-      spec.hosts.map((h) => [h.alias, discoverHost(`${prefix}-${h.alias}`, h, { ...hostPlans.get(h.alias)!, policyDigest: this.rollout.apply((r) => r.policyDigests[h.alias]) }, args, moved)]),
+      spec.hosts.map((h) => [h.alias, discoverHost(`${prefix}-${h.alias}`, h, { ...hostPlans.get(h.alias)!, policyDigest: this.rollout.apply((r) => r.record.hosts[h.alias].policyDigest) }, args, moved)]),
     );
     this.plans = spec.engines.map((e) => ({ spec: e, plan: planFor(spec, e, this.hosts.get(e.host)!.discovery, this.rollout) }));
     this.replicas = agreeOnReplicas(`${prefix}-replicas`, spec, this.hosts, this.plans, args.stack, moved);

@@ -8,6 +8,7 @@
  * its `up`, which leaves the recorded outputs as they were: the next `up` takes the same wave again, and
  * the engines not yet rolled never stopped serving.
  */
+import { z } from "zod";
 import type { EngineSpec, FleetSpec } from "../config/types";
 import { FIXED_PARTS, ROLLING_KEYS, fixedLaunchDigests, rollingSettings, sameSettings, settingsChange, type FixedPart, type RollingSettings } from "./settings";
 
@@ -22,7 +23,10 @@ export interface RolloutRecord {
   readonly reason: string;
   /** Per engine, the settings it runs after this `up`, which its plan launches (`onTarget`: the config's own), and per part the digest of the rest of its launch config. */
   readonly engines: Readonly<Record<string, RecordedEngine>>;
-  /** Per host, the launch policy digest its discovery ran against (lib/fleet/host-plan.ts). */
+  /**
+   * Per host, the launch policy digest its discovery ran against (lib/fleet/host-plan.ts): while the rollout
+   * holds an engine of the host, the recorded one, so the host is discovered again once, with its last engine.
+   */
   readonly hosts: Readonly<Record<string, { readonly policyDigest: string }>>;
 }
 
@@ -39,7 +43,11 @@ export interface RecordedEngine {
 
 /** What the stack's last successful deployment recorded, as far as a rollout needs it. */
 export interface RecordedDeployment {
-  readonly rollout?: Pick<RolloutRecord, "engines"> & Partial<Pick<RolloutRecord, "hosts" | "status">>;
+  readonly rollout?: {
+    readonly engines: Readonly<Record<string, Pick<RecordedEngine, "settings" | "fixed">>>;
+    readonly hosts?: RolloutRecord["hosts"];
+    readonly status?: RolloutRecord["status"];
+  };
   /** The `routerRestartPolicy` output. */
   readonly restartPolicy?: { readonly policy: string; readonly reason: string };
   /** The `restarts` output: per KV component, who restarts with one of its engines. */
@@ -47,11 +55,7 @@ export interface RecordedDeployment {
 }
 
 export interface RolloutDecision {
-  /**
-   * Per host, the policy digest its discovery runs against this `up`: while an engine of the host keeps
-   * its settings, the one recorded, so the host is discovered again once, with its last engine's wave.
-   */
-  readonly policyDigests: Readonly<Record<string, string>>;
+  /** What every engine runs after this `up`; `hosts` is the policy digest each host's discovery runs against. */
   readonly record: RolloutRecord;
   /** The line the preview and the `up` print when the change rolls, or is refused a roll it would need. */
   readonly message?: string;
@@ -65,16 +69,10 @@ export function decideRollout(spec: FleetSpec, recorded: RecordedDeployment, pol
   const desired = new Map(spec.engines.map((e) => [e.id, { settings: rollingSettings(spec, e), fixed: fixedOf(e) }]));
   const applied = recorded.rollout?.engines ?? {};
   const changed = spec.engines.filter((e) => applied[e.id] && !sameSettings(applied[e.id].settings, desired.get(e.id)!.settings));
-  const digestsWhile = (pending: string[]) =>
-    Object.fromEntries(
-      Object.entries(policyDigests).map(([alias, digest]) => {
-        const kept = recorded.rollout?.hosts?.[alias]?.policyDigest;
-        const holds = spec.engines.some((e) => e.host === alias && pending.includes(e.id));
-        return [alias, holds && kept ? kept : digest];
-      }),
-    );
-  const decided = (status: RolloutRecord["status"], wave: string[], pending: string[], reason: string, message?: string): RolloutDecision => {
-    const digests = digestsWhile(pending);
+  const decided = (wave: string[], pending: string[], reason: string, message?: string): RolloutDecision => {
+    const kept = recorded.rollout?.hosts ?? {};
+    const holds = (alias: string) => spec.engines.some((e) => e.host === alias && pending.includes(e.id));
+    const hosts = Object.fromEntries(Object.entries(policyDigests).map(([alias, digest]) => [alias, { policyDigest: holds(alias) && kept[alias] ? kept[alias].policyDigest : digest }]));
     const engines = Object.fromEntries(
       spec.engines.map((e) => {
         const held = pending.includes(e.id);
@@ -82,13 +80,10 @@ export function decideRollout(spec: FleetSpec, recorded: RecordedDeployment, pol
         return [e.id, { settings, ...(settings.engineEnv ? { envOrder: Object.keys(settings.engineEnv) } : {}), fixed: desired.get(e.id)!.fixed, onTarget: !held }];
       }),
     );
-    return {
-      policyDigests: digests,
-      record: { status, wave, pending, reason, engines, hosts: Object.fromEntries(Object.entries(digests).map(([alias, policyDigest]) => [alias, { policyDigest }])) },
-      ...(message ? { message } : {}),
-    };
+    const status = pending.length > 0 ? "rolling" : "settled";
+    return { record: { status, wave, pending, reason, engines, hosts }, ...(message ? { message } : {}) };
   };
-  const atOnce = (reason: string, message?: string): RolloutDecision => decided("settled", [], [], reason, message);
+  const atOnce = (reason: string, message?: string): RolloutDecision => decided([], [], reason, message);
   const change = changed.length > 0 ? settingsChange(applied[changed[0].id].settings, desired.get(changed[0].id)!.settings) : "";
 
   // A change beyond the rolling settings rolls nothing: every engine it reaches restarts in this up.
@@ -133,7 +128,6 @@ export function decideRollout(spec: FleetSpec, recorded: RecordedDeployment, pol
   const pending = ids.filter((id) => id !== next.id);
   return {
     ...decided(
-      "rolling",
       [next.id],
       pending,
       `rolling change (${change}): one engine per up, ${next.id} in this one`,
@@ -162,44 +156,59 @@ export class RolloutRoleOutage extends Error {
   }
 }
 
-const alone = (spec: FleetSpec, engine: EngineSpec) => !spec.engines.some((o) => o.id !== engine.id && o.role === engine.role);
+const roleMates = (spec: FleetSpec, engine: EngineSpec) => spec.engines.filter((o) => o.id !== engine.id && o.role === engine.role).map((o) => o.id);
+const alone = (spec: FleetSpec, engine: EngineSpec) => roleMates(spec, engine).length === 0;
 
 /** Whether the restarting engine's role keeps an engine serving meanwhile. */
 function rest(spec: FleetSpec, engine: EngineSpec): string {
-  const others = spec.engines.filter((o) => o.id !== engine.id && o.role === engine.role).map((o) => o.id);
+  const others = roleMates(spec, engine);
   return others.length > 0
     ? `${others.join(", ")} serve${others.length === 1 ? "s" : ""} the ${engine.role} role meanwhile`
     : `${engine.id} is the only ${engine.role} engine: that role has no engine to serve while it restarts`;
 }
 
+const RecordedEngineSchema = z.object({
+  settings: z.object({
+    maxModelLen: z.number(),
+    maxNumSeqs: z.number(),
+    gpuMemoryUtilization: z.number(),
+    engineArgs: z.array(z.string()).optional(),
+    engineEnv: z.record(z.string(), z.string()).optional(),
+  }),
+  envOrder: z.array(z.string()).optional(),
+  fixed: z.object({ runtime: z.string(), launch: z.string(), model: z.string(), placement: z.string() }),
+});
+const RecordedHostSchema = z.object({ policyDigest: z.string() });
+const RestartPolicySchema = z.object({ policy: z.string(), reason: z.string().default("") });
+const RestartScopesSchema = z.array(z.object({ engines: z.array(z.string()), kind: z.string(), reason: z.string().default("") }));
+
+/** Each entry of a record that parses, in a record of its own; the rest counts as unrecorded. */
+function entriesOf<T>(value: unknown, schema: z.ZodType<T>): Record<string, T> {
+  const entries = typeof value === "object" && value !== null ? Object.entries(value) : [];
+  return Object.fromEntries(entries.flatMap(([key, entry]) => {
+    const parsed = schema.safeParse(entry);
+    return parsed.success ? [[key, parsed.data]] : [];
+  }));
+}
+
+/** `engineEnv` in the order its command set it (`envOrder`), whatever order the engine handed the keys back in. */
+function inCommandOrder({ settings, envOrder = [] }: z.output<typeof RecordedEngineSchema>): RollingSettings {
+  const env = settings.engineEnv;
+  if (!env) return settings;
+  const names = [...envOrder.filter((k) => k in env), ...Object.keys(env).filter((k) => !envOrder.includes(k))];
+  return { ...settings, engineEnv: Object.fromEntries(names.map((k) => [k, env[k]])) };
+}
+
 /** The recorded deployment from the stack's outputs as the engine reads them; anything malformed counts as unrecorded. */
 export function recordedDeployment(outputs: Readonly<Record<string, unknown>> | undefined): RecordedDeployment {
-  const object = (v: unknown): Record<string, unknown> | undefined => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
-  const engines = Object.fromEntries(
-    Object.entries(object(object(outputs?.rollout)?.engines) ?? {}).flatMap(([id, value]) => {
-      const entry = object(value);
-      const settings = object(entry?.settings);
-      const fixed = object(entry?.fixed);
-      const whole = fixed && (Object.keys(FIXED_PARTS) as FixedPart[]).every((p) => typeof fixed[p] === "string");
-      if (!settings || !whole) return [];
-      const order = Array.isArray(entry?.envOrder) ? entry.envOrder.map(String) : [];
-      const env = object(settings.engineEnv);
-      const ordered = env ? { ...settings, engineEnv: Object.fromEntries([...order.filter((k) => k in env), ...Object.keys(env).filter((k) => !order.includes(k))].map((k) => [k, env[k]])) } : settings;
-      return [[id, { settings: ordered as unknown as RollingSettings, fixed: fixed as Record<FixedPart, string>, onTarget: entry?.onTarget === true }]];
-    }),
-  );
-  const hosts = Object.fromEntries(
-    Object.entries(object(object(outputs?.rollout)?.hosts) ?? {}).flatMap(([alias, value]) => {
-      const digest = object(value)?.policyDigest;
-      return typeof digest === "string" ? [[alias, { policyDigest: digest }]] : [];
-    }),
-  );
-  const policy = object(outputs?.routerRestartPolicy);
-  const scopes = Array.isArray(outputs?.restarts) ? outputs.restarts.map(object).filter((s): s is Record<string, unknown> => !!s && Array.isArray(s.engines)) : undefined;
-  const status = object(outputs?.rollout)?.status;
+  const rollout = (outputs?.rollout ?? {}) as Record<string, unknown>;
+  const engines = Object.fromEntries(Object.entries(entriesOf(rollout.engines, RecordedEngineSchema)).map(([id, e]) => [id, { settings: inCommandOrder(e), fixed: e.fixed }]));
+  const status = z.enum(["rolling", "settled"]).safeParse(rollout.status);
+  const policy = RestartPolicySchema.safeParse(outputs?.routerRestartPolicy);
+  const scopes = RestartScopesSchema.safeParse(outputs?.restarts);
   return {
-    rollout: { engines, hosts, ...(status === "rolling" || status === "settled" ? { status } : {}) },
-    ...(policy && typeof policy.policy === "string" ? { restartPolicy: { policy: policy.policy, reason: String(policy.reason ?? "") } } : {}),
-    ...(scopes ? { restartScopes: scopes.map((s) => ({ engines: (s.engines as unknown[]).map(String), kind: String(s.kind), reason: String(s.reason ?? "") })) } : {}),
+    rollout: { engines, hosts: entriesOf(rollout.hosts, RecordedHostSchema), ...(status.success ? { status: status.data } : {}) },
+    ...(policy.success ? { restartPolicy: policy.data } : {}),
+    ...(scopes.success ? { restartScopes: scopes.data } : {}),
   };
 }

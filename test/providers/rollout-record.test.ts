@@ -54,7 +54,7 @@ const digests = Object.fromEntries(spec.hosts.map((h) => [h.alias, hostDiscovery
 const decision = pulumi.output(recordedOutputs().then(recordedDeployment)).apply((recorded) => decideRollout(spec, recorded, digests));
 decision.apply((d) => d.message && pulumi.log.info(d.message));
 // Each host's discovery, whose replace key is the launch policy of its engines (components/discovery.ts).
-for (const h of spec.hosts) new pulumi.dynamic.Resource(provider, "discovery-" + h.alias, { engine: h.alias, settings: decision.apply((d) => d.policyDigests[h.alias]), fail: false });
+for (const h of spec.hosts) new pulumi.dynamic.Resource(provider, "discovery-" + h.alias, { engine: h.alias, settings: decision.apply((d) => d.record.hosts[h.alias].policyDigest), fail: false });
 const gates = spec.engines.map((e) => {
   const settings = decision.apply((d) => d.record.engines[e.id].settings);
   const engine = new pulumi.dynamic.Resource(provider, "engine-" + e.id, { engine: e.id, settings, fail: false });
