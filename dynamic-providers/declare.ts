@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { providerShim } from "./shim";
+import { PROVIDER_TEXT, providerShim } from "./shim";
 import { EVIDENCE_STORE, IMPLEMENTATION } from "../lib/shim-props";
 
 /** A resource's arguments: each input as a value or a Pulumi Input. */
@@ -12,11 +12,11 @@ type Added<I, O> = Exclude<keyof O, keyof I> & string;
 type Complete<L extends readonly string[], K extends string> = [Exclude<K, L[number]>] extends [never] ? unknown : { missingOutputs: Exclude<K, L[number]> };
 
 /** A dynamic resource as its program sees it: every input and output as a typed Output. */
-export type DynamicResource<O> = pulumi.dynamic.Resource & { readonly [K in keyof O]-?: pulumi.Output<O[K]> };
+export type DynamicResource<O> = pulumi.CustomResource & { readonly [K in keyof O]-?: pulumi.Output<O[K]> };
 
 export interface DynamicResourceClass<A, O> {
   new (name: string, args: A, opts?: pulumi.CustomResourceOptions): DynamicResource<O>;
-  /** The shim Pulumi serialises into state as `__provider`. */
+  /** The shim every resource names in its `__provider` (PROVIDER_TEXT is its serialised text). */
   readonly provider: pulumi.dynamic.ResourceProvider;
 }
 
@@ -55,7 +55,7 @@ export function useEvidenceStore(location: string | undefined): void {
 }
 
 /**
- * Builds the `pulumi.dynamic.Resource` class for one provider from its `types.ts` (inputs `I`, outputs
+ * Builds the dynamic resource class for one provider from its `types.ts` (inputs `I`, outputs
  * `O`, arguments `A`) and a spec, so a resource's module says only what is particular to it. Called
  * twice because TypeScript infers the outputs' list but not `I` and `O`:
  * `class Foo extends dynamicResource<FooInputs, FooOutputs>()({ type: "Foo", ... }) {}`.
@@ -68,12 +68,14 @@ export function dynamicResource<I extends object, O extends object, A = ArgsOf<I
       ...(spec.secretOutputs ? { additionalSecretOutputs: [...spec.secretOutputs] } : {}),
     };
     const optionsOf = (opts?: pulumi.CustomResourceOptions) => (Object.keys(own).length ? pulumi.mergeOptions(opts, own) : opts);
-    class Declared extends pulumi.dynamic.Resource {
+    // What pulumi.dynamic.Resource registers, with the provider's text given rather than serialised.
+    class Declared extends pulumi.CustomResource {
       static readonly provider = shim;
       constructor(name: string, args: A, opts?: pulumi.CustomResourceOptions) {
         const outputs = Object.fromEntries(spec.outputs.map((k) => [k, undefined]));
         const store = evidenceStore === undefined ? {} : { [EVIDENCE_STORE]: evidenceStore };
-        super(shim, name, { ...outputs, ...(args as object), [IMPLEMENTATION]: spec.provider, ...store }, optionsOf(opts), "narwhal", spec.type);
+        const props = { ...outputs, ...(args as object), [IMPLEMENTATION]: spec.provider, ...store, __provider: PROVIDER_TEXT };
+        super(`pulumi-nodejs:dynamic/narwhal:${spec.type}`, name, props, optionsOf(opts));
       }
     }
     return Declared as unknown as DynamicResourceClass<A, O>;

@@ -14,3 +14,23 @@ import type * as pulumi from "@pulumi/pulumi";
  * One object for every resource type: the SDK serialises a provider object once per program run.
  */
 export const providerShim = require("narwhal-fleet-provider-shim") as pulumi.dynamic.ResourceProvider;
+
+/**
+ * `__provider` as the SDK's closure serialiser writes it for providerShim, byte for byte (a test holds
+ * the two equal). Each resource carries this text rather than asking the SDK to serialise the shim on
+ * every run, which parses it with the TypeScript compiler: so the program never loads the compiler, nor
+ * npm's arborist that comes with it (tools/lazy-closure-deps.js).
+ */
+export const PROVIDER_TEXT = `exports.handler = __f0;
+const provider = require("narwhal-fleet-provider-shim/index.js");
+
+function __f0() {
+  return (function() {
+    with({ this: undefined, arguments: undefined }) {
+
+return () => provider;
+
+    }
+  }).apply(undefined, undefined).apply(this, arguments);
+}
+`;

@@ -5,7 +5,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { FleetSpec } from "../lib/config/types";
 import { forecastScope, formatForecast, mayForecast } from "../lib/adoption/forecast";
-import { readForecast, type ForecastHost } from "../lib/adoption/preview-reads";
+import type { ForecastHost } from "../lib/adoption/preview-reads";
 import type { HostParts } from "../components/discovery";
 import { recordedOutputs } from "./recorded-outputs";
 
@@ -43,6 +43,8 @@ export function logAdoptionForecast(spec: FleetSpec, discovered: ReadonlyMap<str
       const read = new Map(
         hosts.map((h, i): [string, ForecastHost] => [h.spec.alias, { spec: h.spec, login: h.login, privateKey: creds[i][0], password: creds[i][1], recordedFabricAddress: last.fabricAddresses.get(h.spec.alias) }]),
       );
+      // Loaded here: its SSH client (ssh2) is needed only by a preview that reads runbook hosts.
+      const { readForecast } = require("../lib/adoption/preview-reads") as typeof import("../lib/adoption/preview-reads");
       for (const line of formatForecast(await readForecast(spec, scope, read))) await pulumi.log.info(line, parent);
     } catch (err) {
       await pulumi.log.warn(`adoption forecast: not made: ${(err as Error).message}`, parent);

@@ -8,6 +8,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { dynamicResource } from "../../dynamic-providers/declare";
+import { PROVIDER_TEXT, providerShim } from "../../dynamic-providers/shim";
 import type { CommandRecordInputs, CommandRecordOutputs } from "../../dynamic-providers/command-record/check";
 import { settle } from "./support/fleet";
 
@@ -82,9 +83,9 @@ describe("mocks: dynamic resource declarations", () => {
   for (const dir of modules) {
     it(`${dir}: keeps its type token, provider module, outputs and secrets`, async () => {
       const exported = require(path.join(ROOT, "dynamic-providers", dir, "resource")) as Record<string, unknown>;
-      const classes = Object.entries(exported).filter(([, v]) => typeof v === "function" && (v as { prototype?: unknown }).prototype instanceof pulumi.dynamic.Resource);
+      const classes = Object.entries(exported).filter(([, v]) => typeof v === "function" && (v as { prototype?: unknown }).prototype instanceof pulumi.CustomResource);
       expect(classes).to.have.length(1);
-      const [className, Resource] = classes[0] as [string, new (name: string, args: object, opts?: pulumi.CustomResourceOptions) => pulumi.dynamic.Resource];
+      const [className, Resource] = classes[0] as [string, new (name: string, args: object, opts?: pulumi.CustomResourceOptions) => pulumi.CustomResource];
       const name = `r-${dir}`;
       const r = new Resource(name, { stack: "mock" }, { parent: scope, additionalSecretOutputs: ["callerSecret"] });
       const s = seen.get(name)!;
@@ -92,8 +93,7 @@ describe("mocks: dynamic resource declarations", () => {
       expect(s.type).to.equal(`pulumi-nodejs:dynamic/narwhal:${className}`);
       expect(s.inputs.__implementation).to.equal(`dynamic-providers/${dir}/provider.ts`);
       // Every type shares the one shim, a reference to the installed package, which loads the module the resource names.
-      const text = await settle(pulumi.output(s.inputs.__provider) as pulumi.Output<string>);
-      expect(text).to.contain('require("narwhal-fleet-provider-shim').and.not.contain("dynamic-providers/" + dir);
+      expect(s.inputs.__provider).to.equal(PROVIDER_TEXT).and.contain('require("narwhal-fleet-provider-shim').and.not.contain("dynamic-providers/" + dir);
       expect(s.opts.additionalSecretOutputs).to.deep.equal(["callerSecret", ...SECRETS[className]]);
 
       // Each registered output is a property of the resource, resolved from the provider's state.
@@ -103,6 +103,13 @@ describe("mocks: dynamic resource declarations", () => {
       expect(await settle((r as unknown as { stack: pulumi.Output<string> }).stack)).to.equal("mock");
     });
   }
+
+  it("__provider is the text the SDK's own dynamic resource serialises for the shim, so existing states see no change", async () => {
+    class Probe extends pulumi.dynamic.Resource {}
+    new Probe(providerShim, "sdk-serialised", {}, { parent: scope }, "narwhal", "Probe");
+    const serialised = await settle(pulumi.output(seen.get("sdk-serialised")!.inputs.__provider) as pulumi.Output<string>);
+    expect(PROVIDER_TEXT).to.equal(serialised);
+  });
 
   it("Liveness keeps the EngineLiveness alias after the caller's own", async () => {
     const { Liveness } = await import("../../dynamic-providers/liveness/resource");
