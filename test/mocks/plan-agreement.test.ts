@@ -52,7 +52,8 @@ describe("mocks: one plan per engine, the preview's and the up's", () => {
       expect(up).to.deep.equal(preview);
       const engineSeen = await Promise.all(fleet.engineParts.map(({ engine }) => settle(engine.plan)));
       expect(engineSeen).to.deep.equal(preview);
-      await settle(fleet.deploymentConfig.configDigest);
+      // Each check is read once it has registered (its URN resolves then), whatever order registrations take.
+      await Promise.all([settle(fleet.deploymentConfig.configDigest), ...fleet.engineParts.map(({ engine }) => settle(engine.imageCheck.urn))]);
       for (const plan of preview) {
         const check = registered.find((r) => r.name === `fleet-${plan.engineId}-image-check`)!;
         expect(check.inputs.plan, plan.engineId).to.deep.equal(launchRecord(plan));
