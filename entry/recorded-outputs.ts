@@ -25,13 +25,24 @@ export function recordedOutputs(): Promise<Record<string, unknown>> {
   return read;
 }
 
+/**
+ * How often a read is tried before the backend counts as not answering, and the pause between tries. The
+ * engine reads the same checkpoint the CLI keeps rewriting during this very run, and the file backend
+ * (gocloud's fileblob) rewrites each checkpoint's `.attrs` file in place, truncating it first: a read
+ * that meets that write fails with `failed to load checkpoint: EOF`, and the next one succeeds.
+ */
+export const READ_ATTEMPTS = 5;
+export const READ_RETRY_MS = 250;
+
 /** `invoke` asks the engine for one stack's outputs. */
-export async function readOutputs(stack: string, invoke: (name: string) => Promise<unknown>): Promise<Record<string, unknown>> {
-  let answer: { outputs?: Record<string, unknown> } | undefined;
-  try {
-    answer = (await invoke(stack)) as typeof answer;
-  } catch (err) {
-    throw new RecordedOutputsUnreadable(stack, err);
+export async function readOutputs(stack: string, invoke: (name: string) => Promise<unknown>, retryMs = READ_RETRY_MS): Promise<Record<string, unknown>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const answer = (await invoke(stack)) as { outputs?: Record<string, unknown> } | undefined;
+      return answer?.outputs ?? {};
+    } catch (err) {
+      if (attempt >= READ_ATTEMPTS) throw new RecordedOutputsUnreadable(stack, err);
+      await new Promise((resolve) => setTimeout(resolve, retryMs));
+    }
   }
-  return answer?.outputs ?? {};
 }
