@@ -9,7 +9,10 @@ function inProgram(body: string): Record<string, unknown> {
   const script = `
     require(${JSON.stringify(path.join(ROOT, "tools/lazy-closure-deps.js"))});
     require(${JSON.stringify(path.join(ROOT, "tools/ts-require.js"))});
-    // A file only the real module brings (the stand-in sits at the package's entry file).
+    // The SDK's TypeScript is still the stand-in (ts-require loads the compiler itself when its cache is cold);
+    // arborist's own files come only with the real module (the stand-in sits at the package's entry file).
+    const sdkDir = require("path").dirname(require.resolve("@pulumi/pulumi/package.json"));
+    const sdkTypescript = () => !require("util").types.isProxy(require.cache[require("path").join(sdkDir, "typescript-shim.js")]?.exports);
     const loaded = (file) => Object.keys(require.cache).some((f) => f.endsWith("/node_modules/" + file));
     (async () => { ${body} })().then((r) => console.log(JSON.stringify(r)), (e) => { console.error(e); process.exit(1); });
   `;
@@ -29,7 +32,7 @@ describe("tools/lazy-closure-deps.js: the SDK's closure serialiser's dependencie
         const m = ${JSON.stringify(path.join(ROOT, "dynamic-providers"))} + "/" + d + "/resource.ts";
         if (require("fs").existsSync(m)) require(m);
       }
-      return { sdk: typeof pulumi.CustomResource, typescript: loaded("typescript/lib/typescript.js"), arborist: loaded("@npmcli/arborist/lib/arborist/index.js") };
+      return { sdk: typeof pulumi.CustomResource, typescript: sdkTypescript(), arborist: loaded("@npmcli/arborist/lib/arborist/index.js") };
     `);
     expect(r).to.deep.equal({ sdk: "function", typescript: false, arborist: false });
   });
@@ -41,7 +44,7 @@ describe("tools/lazy-closure-deps.js: the SDK's closure serialiser's dependencie
       const text = (await pulumi.runtime.serializeFunction(() => captured + 1)).text;
       const sdk = require("path").dirname(require.resolve("@pulumi/pulumi/package.json"));
       const arborist = require(require.resolve("@npmcli/arborist", { paths: [sdk] }));
-      return { evaluates: eval(text + "; exports.handler()"), typescript: loaded("typescript/lib/typescript.js"), arborist: typeof arborist.Arborist };
+      return { evaluates: eval(text + "; exports.handler()"), typescript: sdkTypescript(), arborist: typeof arborist.Arborist };
     `);
     expect(r).to.deep.equal({ evaluates: 42, typescript: true, arborist: "function" });
   });
