@@ -16,12 +16,19 @@ function checkoutPaths(): string[] {
   return [...new Set([PROJECT_ROOT, fs.realpathSync(PROJECT_ROOT), ...linked])];
 }
 
+/**
+ * The bound on one listing. It walks the whole root file system (tens of thousands of files beside the
+ * checkout), and on a machine whose other lanes keep both cores busy and its directory cache cold it
+ * took more than the 30 s a host command gets by default.
+ */
+const HOST_FILES_TIMEOUT_MS = 180_000;
+
 /** Every path on the host that is the stack's or lies in the login's home and scratch folders, one a line. */
 export async function hostFiles(alias: string, stack: string): Promise<string[]> {
   // /var/lib/narwhal-fleet is shared by every simulated host (and other stacks); the homes and /tmp are the host's own.
   // The checkout is visible from the host too, wherever it lives: its local evidence and logs are not the host's.
   const prune = ["/proc", "/sys", ...checkoutPaths()].map((p) => `-path '${p}'`).join(" -o ");
-  const r = await runInHost(alias, ["sh", "-c", `ls -A /var/lib/narwhal-fleet | grep -x ${stack}; find /root /home /tmp /var/tmp -xdev 2>/dev/null; find / -xdev \\( ${prune} \\) -prune -o -name '*${stack}*' -print 2>/dev/null; true`]);
+  const r = await runInHost(alias, ["sh", "-c", `ls -A /var/lib/narwhal-fleet | grep -x ${stack}; find /root /home /tmp /var/tmp -xdev 2>/dev/null; find / -xdev \\( ${prune} \\) -prune -o -name '*${stack}*' -print 2>/dev/null; true`], { timeoutMs: HOST_FILES_TIMEOUT_MS });
   return r.stdout.split("\n").filter(Boolean).sort();
 }
 
